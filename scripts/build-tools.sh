@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Builds pinned tools from their own modules under tools/ into bin/, skipping
+# any whose stamp matches the module's go.sum (so a second run does nothing).
+# Usage: build-tools.sh [tool ...]   (default: all)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BIN=${JOINER_TOOLS_BIN:-$PWD/bin}
+mkdir -p "$BIN"
+
+# name -> "module-dir package [package...]"
+declare -A tools=(
+  [controller-gen]="tools/controller-gen sigs.k8s.io/controller-tools/cmd/controller-gen"
+)
+
+build() {
+  local name=$1 spec=${tools[$1]}
+  local dir=${spec%% *} pkgs=${spec#* }
+  local stamp="$BIN/.$name.stamp"
+  local sum
+  sum=$(cat "$dir/go.mod" "$dir/go.sum" | sha256sum | cut -d' ' -f1)
+  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$sum" ]; then
+    local ok=1
+    for p in $pkgs; do [ -x "$BIN/$(basename "$p")" ] || ok=0; done
+    [ $ok = 1 ] && return 0
+  fi
+  echo "build-tools: building $name ($dir)"
+  local start=$SECONDS
+  (cd "$dir" && GOFLAGS=-mod=mod go build -o "$BIN/" $pkgs)
+  echo "$sum" > "$stamp"
+  echo "build-tools: $name built in $((SECONDS - start))s"
+}
+
+if [ $# -eq 0 ]; then set -- "${!tools[@]}"; fi
+for t in "$@"; do
+  [ -n "${tools[$t]:-}" ] || { echo "build-tools: unknown tool $t" >&2; exit 2; }
+  build "$t"
+done
