@@ -22,6 +22,8 @@ type Options struct {
 	Discoverer  *Discoverer
 	NewUUID     func() string
 	Log         *zap.Logger
+
+	afterFormat func(Action) // test hook, see Executor.afterFormat
 }
 
 func (o *Options) defaults() {
@@ -69,7 +71,7 @@ func Setup(ctx context.Context, o Options) (Plan, error) {
 	if o.DryRun {
 		return plan, nil
 	}
-	ex := &Executor{Runner: o.Runner, Systemd: o.Systemd, JournalPath: jpath, Journal: &journal, Log: o.Log}
+	ex := &Executor{Runner: o.Runner, Systemd: o.Systemd, JournalPath: jpath, Journal: &journal, Log: o.Log, afterFormat: o.afterFormat}
 	if o.Config.SkipCrossCheck {
 		ex.Recheck = pureRecheck
 	}

@@ -1,0 +1,593 @@
+package volumes
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/moby/sys/mountinfo"
+	"go.uber.org/zap/zaptest"
+	"golang.org/x/sys/unix"
+
+	"github.com/joiner-dev/joiner/agent/config"
+)
+
+// These tests format and mount real loop devices. They need root and the
+// tools from scripts/install-deps.sh; they skip with a message otherwise.
+// Everything mounts under a temp dir; the real /data* is never touched.
+
+func requireLoop(t *testing.T, tools ...string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("loop-device test: skipped under -short")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("loop-device test: needs root (CI runs as root)")
+	}
+	for _, tool := range append([]string{"losetup", "mount", "umount", "blkid", "wipefs"}, tools...) {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("loop-device test: %s not installed (scripts/install-deps.sh installs it)", tool)
+		}
+	}
+	if _, err := os.Stat("/dev/loop-control"); err != nil {
+		t.Skip("loop-device test: no /dev/loop-control in this environment")
+	}
+}
+
+func run(t *testing.T, name string, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(name, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// newLoop attaches a sparse file of sizeMiB as a loop device. Cleanup
+// unmounts anything on it, stops md arrays holding it, then detaches it.
+func newLoop(t *testing.T, sizeMiB int64) string {
+	t.Helper()
+	img := filepath.Join(t.TempDir(), "disk.img")
+	f, err := os.Create(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(sizeMiB << 20); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	dev := strings.TrimSpace(run(t, "losetup", "-f", "--show", img))
+	t.Cleanup(func() { releaseDevice(t, dev) })
+	return dev
+}
+
+func devNum(path string) (string, error) {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%d:%d", unix.Major(st.Rdev), unix.Minor(st.Rdev)), nil
+}
+
+func releaseDevice(t *testing.T, dev string) {
+	name := filepath.Base(dev)
+	holders, _ := os.ReadDir(filepath.Join("/sys/block", name, "holders"))
+	for _, h := range holders {
+		hdev := "/dev/" + h.Name()
+		unmountDev(t, hdev)
+		if out, err := exec.Command("mdadm", "--stop", hdev).CombinedOutput(); err != nil {
+			t.Logf("cleanup: mdadm --stop %s: %v %s", hdev, err, out)
+		}
+	}
+	unmountDev(t, dev)
+	if out, err := exec.Command("losetup", "-d", dev).CombinedOutput(); err != nil {
+		t.Logf("cleanup: losetup -d %s: %v %s", dev, err, out)
+	}
+}
+
+func unmountDev(t *testing.T, dev string) {
+	num, err := devNum(dev)
+	if err != nil {
+		return
+	}
+	infos, _ := mountinfo.GetMounts(nil)
+	for i := len(infos) - 1; i >= 0; i-- {
+		if fmt.Sprintf("%d:%d", infos[i].Major, infos[i].Minor) == num {
+			if out, err := exec.Command("umount", infos[i].Mountpoint).CombinedOutput(); err != nil {
+				t.Logf("cleanup: umount %s: %v %s", infos[i].Mountpoint, err, out)
+			}
+		}
+	}
+}
+
+// unmountUnder unmounts everything below root, deepest first.
+func unmountUnder(t *testing.T, root string) {
+	infos, _ := mountinfo.GetMounts(mountinfo.PrefixFilter(root))
+	for i := len(infos) - 1; i >= 0; i-- {
+		if out, err := exec.Command("umount", infos[i].Mountpoint).CombinedOutput(); err != nil {
+			t.Logf("cleanup: umount %s: %v %s", infos[i].Mountpoint, err, out)
+		}
+	}
+}
+
+// countingRunner runs real commands and counts them by name.
+type countingRunner struct {
+	mu    sync.Mutex
+	calls map[string]int
+}
+
+func (r *countingRunner) Run(ctx context.Context, name string, args ...string) ([]byte, error) {
+	r.mu.Lock()
+	if r.calls == nil {
+		r.calls = map[string]int{}
+	}
+	r.calls[name]++
+	r.mu.Unlock()
+	return ExecRunner{}.Run(ctx, name, args...)
+}
+
+func (r *countingRunner) count(name string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.calls[name]
+}
+
+// testConfig returns a config whose mounts, units and journal all live in a
+// temp dir, unmounted at cleanup.
+func testConfig(t *testing.T, devices ...string) config.Volumes {
+	root := t.TempDir()
+	t.Cleanup(func() { unmountUnder(t, root) })
+	c := config.Config{Volumes: config.Volumes{
+		Devices:   devices,
+		MountRoot: root,
+		UnitDir:   filepath.Join(root, "units"),
+		StateDir:  filepath.Join(root, "state"),
+	}}.WithDefaults()
+	return c.Volumes
+}
+
+func setup(t *testing.T, cfg config.Volumes, allowFormat bool) (Plan, *countingRunner) {
+	t.Helper()
+	r := &countingRunner{}
+	plan, err := Setup(context.Background(), Options{Config: cfg, AllowFormat: allowFormat, Runner: r, Log: zaptest.NewLogger(t)})
+	if err != nil {
+		t.Fatalf("Setup: %v\nplan: %+v", err, plan.Volumes)
+	}
+	return plan, r
+}
+
+func target(cfg config.Volumes, i int) string {
+	return filepath.Join(cfg.MountRoot, fmt.Sprintf("%s%d", cfg.MountPrefix, i))
+}
+
+// mountDev returns the major:minor mounted at target, or "".
+func mountDev(t *testing.T, target string) string {
+	infos, err := mountinfo.GetMounts(mountinfo.SingleEntryFilter(target))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(infos) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d:%d", infos[0].Major, infos[0].Minor)
+}
+
+func mountsUnder(t *testing.T, root string) string {
+	infos, err := mountinfo.GetMounts(mountinfo.PrefixFilter(root))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, i := range infos {
+		fmt.Fprintf(&b, "%d:%d %s %s %s %s\n", i.Major, i.Minor, i.Root, i.Mountpoint, i.FSType, i.Source)
+	}
+	return b.String()
+}
+
+type fileState struct {
+	content string
+	mtime   int64
+}
+
+func unitFiles(t *testing.T, dir string) map[string]fileState {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]fileState{}
+	for _, e := range ents {
+		b, _ := os.ReadFile(filepath.Join(dir, e.Name()))
+		info, _ := e.Info()
+		out[e.Name()] = fileState{string(b), info.ModTime().UnixNano()}
+	}
+	return out
+}
+
+func blkidUUID(t *testing.T, dev string) string {
+	return strings.TrimSpace(run(t, "blkid", "-p", "-s", "UUID", "-o", "value", dev))
+}
+
+func TestLoopBlankDisksFormattedAndMountedInMappingOrder(t *testing.T) {
+	requireLoop(t, "mkfs.xfs", "xfs_repair")
+	l := []string{newLoop(t, 320), newLoop(t, 320), newLoop(t, 320)}
+	// Mapping order deliberately differs from attach order.
+	order := []string{l[2], l[0], l[1]}
+	cfg := testConfig(t, order...)
+	plan, r := setup(t, cfg, true)
+	if got := r.count("mkfs.xfs"); got != 3 {
+		t.Fatalf("mkfs.xfs ran %d times, want 3; plan %+v", got, plan.Volumes)
+	}
+	for i, dev := range order {
+		num, _ := devNum(dev)
+		tgt := target(cfg, i+1)
+		if got := mountDev(t, tgt); got != num {
+			t.Errorf("%s: mounted device %q, want %s (%s)", tgt, got, num, dev)
+		}
+		if err := os.WriteFile(filepath.Join(tgt, "keep"), []byte(dev), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		unitName := strings.TrimPrefix(strings.ReplaceAll(tgt, "/", "-"), "-") + ".mount"
+		b, err := os.ReadFile(filepath.Join(cfg.UnitDir, unitName))
+		if err != nil {
+			t.Fatalf("unit for %s: %v", tgt, err)
+		}
+		if want := "What=/dev/disk/by-uuid/" + blkidUUID(t, dev) + "\n"; !strings.Contains(string(b), want) {
+			t.Errorf("unit %s lacks %q:\n%s", unitName, want, b)
+		}
+		if !strings.Contains(string(b), "nofail,x-systemd.device-timeout=10s") {
+			t.Errorf("unit %s lacks nofail and device timeout:\n%s", unitName, b)
+		}
+	}
+
+	// Run again: nothing changes.
+	units, mounts := unitFiles(t, cfg.UnitDir), mountsUnder(t, cfg.MountRoot)
+	_, r = setup(t, cfg, true)
+	if n := r.count("mkfs.xfs") + r.count("mount") + r.count("mdadm"); n != 0 {
+		t.Errorf("second run ran mkfs/mount/mdadm %d times, want 0 (%v)", n, r.calls)
+	}
+	if got := unitFiles(t, cfg.UnitDir); fmt.Sprint(got) != fmt.Sprint(units) {
+		t.Errorf("unit files changed on re-run:\n%v\n%v", units, got)
+	}
+	if got := mountsUnder(t, cfg.MountRoot); got != mounts {
+		t.Errorf("mounts changed on re-run:\n%s\n%s", mounts, got)
+	}
+
+	// "Reboot": unmount everything; the agent's re-check (formatting off)
+	// mounts them again, does not format, and the files are still there.
+	unmountUnder(t, cfg.MountRoot)
+	r = &countingRunner{}
+	rp, err := Recheck(context.Background(), Options{Config: cfg, Runner: r, Log: zaptest.NewLogger(t)}, nil)
+	if err != nil {
+		t.Fatalf("Recheck: %v", err)
+	}
+	if r.count("mkfs.xfs") != 0 {
+		t.Errorf("re-check formatted")
+	}
+	for i, dev := range order {
+		b, err := os.ReadFile(filepath.Join(target(cfg, i+1), "keep"))
+		if err != nil || string(b) != dev {
+			t.Errorf("after re-check, %s/keep = %q, %v; want %q", target(cfg, i+1), b, err, dev)
+		}
+		if rp.Volumes[i].State != StateReady {
+			t.Errorf("re-check status %+v", rp.Volumes[i])
+		}
+	}
+	if got := mountsUnder(t, cfg.MountRoot); got != mounts {
+		t.Errorf("mounts after re-check differ:\n%s\n%s", mounts, got)
+	}
+}
+
+func TestLoopAgentRecheckDoesNotFormatBlankDisks(t *testing.T) {
+	requireLoop(t, "mkfs.xfs")
+	dev := newLoop(t, 320)
+	cfg := testConfig(t, dev)
+	r := &countingRunner{}
+	plan, err := Recheck(context.Background(), Options{Config: cfg, Runner: r, Log: zaptest.NewLogger(t)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.count("mkfs.xfs") != 0 || len(plan.Volumes) != 1 || plan.Volumes[0].State != StateBlank {
+		t.Errorf("re-check: mkfs %d, volumes %+v; want no format and state blank", r.count("mkfs.xfs"), plan.Volumes)
+	}
+}
+
+// preparer plants data on a device the way a real tool would.
+type preparer struct {
+	name  string
+	tools []string
+	prep  func(t *testing.T, dev string)
+}
+
+func writeAt(t *testing.T, dev string, off int64, data []byte) {
+	t.Helper()
+	f, err := os.OpenFile(dev, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteAt(data, off); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func deviceSize(t *testing.T, dev string) int64 {
+	f, err := os.Open(dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	n, _ := f.Seek(0, 2)
+	return n
+}
+
+var preparers = []preparer{
+	{"ext4 with a file", []string{"mkfs.ext4"}, func(t *testing.T, dev string) {
+		run(t, "mkfs.ext4", "-q", "-F", dev)
+		mnt := t.TempDir()
+		run(t, "mount", dev, mnt)
+		if err := os.WriteFile(filepath.Join(mnt, "precious"), []byte("do not lose me"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		run(t, "umount", mnt)
+	}},
+	{"xfs", []string{"mkfs.xfs"}, func(t *testing.T, dev string) { run(t, "mkfs.xfs", "-q", "-f", dev) }},
+	{"gpt", []string{"sgdisk"}, func(t *testing.T, dev string) { run(t, "sgdisk", "-o", dev) }},
+	{"gpt backup header only", []string{"sgdisk"}, func(t *testing.T, dev string) {
+		run(t, "sgdisk", "-o", dev)
+		writeAt(t, dev, 0, make([]byte, 34*512)) // wipe the protective MBR and the primary header
+	}},
+	{"dos", []string{"sfdisk"}, func(t *testing.T, dev string) {
+		cmd := exec.Command("sfdisk", "--no-reread", "--no-tell-kernel", dev)
+		cmd.Stdin = strings.NewReader("label: dos\n,\n")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("sfdisk: %v %s", err, out)
+		}
+	}},
+	{"LVM PV", []string{"pvcreate"}, func(t *testing.T, dev string) {
+		run(t, "pvcreate", "-ff", "-y", "--devices", dev, dev)
+	}},
+	{"mdraid member", nil, func(t *testing.T, dev string) {
+		if _, err := os.Stat("/proc/mdstat"); err == nil {
+			if _, err := exec.LookPath("mdadm"); err == nil {
+				// A real RAID1 member superblock; --stop right away.
+				out, err := exec.Command("mdadm", "--create", "/dev/md/joiner-test-member", "--run", "--level=1", "--raid-devices=2", dev, "missing").CombinedOutput()
+				if err == nil {
+					run(t, "mdadm", "--stop", "/dev/md/joiner-test-member")
+					return
+				}
+				t.Logf("mdadm --create failed (%v %s); planting the superblock magic instead", err, out)
+			}
+		}
+		// No md driver: write a v1.2 superblock magic (what mdadm writes at 4 KiB).
+		writeAt(t, dev, 4096, le32(mdMagic))
+	}},
+	{"swap", []string{"mkswap"}, func(t *testing.T, dev string) { run(t, "mkswap", dev) }},
+	{"LUKS", nil, func(t *testing.T, dev string) {
+		if _, err := exec.LookPath("cryptsetup"); err == nil {
+			key := filepath.Join(t.TempDir(), "key")
+			os.WriteFile(key, []byte("test-passphrase"), 0o600)
+			out, err := exec.Command("cryptsetup", "luksFormat", "--batch-mode", "--pbkdf", "pbkdf2", "--pbkdf-force-iterations", "1000", "--key-file", key, dev).CombinedOutput()
+			if err == nil {
+				return
+			}
+			t.Logf("cryptsetup luksFormat failed (%v %s); writing the LUKS magic instead", err, out)
+		}
+		writeAt(t, dev, 0, []byte("LUKS\xba\xbe\x00\x02"))
+	}},
+	{"unknown data", nil, func(t *testing.T, dev string) {
+		writeAt(t, dev, 200<<10, []byte("some bytes no probe knows"))
+	}},
+}
+
+func headTailSum(t *testing.T, dev string) [32]byte {
+	size := deviceSize(t, dev)
+	f, err := os.Open(dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	buf := make([]byte, 2<<20)
+	f.ReadAt(buf[:1<<20], 0)
+	f.ReadAt(buf[1<<20:], size-1<<20)
+	return sha256.Sum256(buf)
+}
+
+func TestLoopNeverFormatsDisksWithSignatures(t *testing.T) {
+	requireLoop(t, "mkfs.xfs")
+	var devs []string
+	sums := map[string][32]byte{}
+	names := map[string]string{}
+	for _, p := range preparers {
+		missing := ""
+		for _, tool := range p.tools {
+			if _, err := exec.LookPath(tool); err != nil {
+				missing = tool
+			}
+		}
+		if missing != "" {
+			t.Logf("%s: %s not installed; case skipped", p.name, missing)
+			continue
+		}
+		dev := newLoop(t, 320)
+		p.prep(t, dev)
+		devs = append(devs, dev)
+		sums[dev] = headTailSum(t, dev)
+		names[dev] = p.name
+	}
+	blank := newLoop(t, 320)
+	devs = append(devs, blank)
+	cfg := testConfig(t, devs...)
+	r := &countingRunner{}
+	plan, err := Setup(context.Background(), Options{Config: cfg, AllowFormat: true, Runner: r, Log: zaptest.NewLogger(t)})
+	if err != nil {
+		t.Fatalf("Setup: %v", err)
+	}
+	if r.count("mkfs.xfs") != 1 {
+		t.Errorf("mkfs.xfs ran %d times, want 1 (only the blank disk)", r.count("mkfs.xfs"))
+	}
+	for i, dev := range devs {
+		v := plan.Volumes[i]
+		if dev == blank {
+			if v.State != StateReady || mountDev(t, target(cfg, i+1)) == "" {
+				t.Errorf("blank disk: %+v, not mounted", v)
+			}
+			continue
+		}
+		if v.State != StateHandsOff {
+			t.Errorf("%s (%s): state %q (%s), want hands-off", names[dev], dev, v.State, v.Reason)
+		}
+		if mountDev(t, target(cfg, i+1)) != "" {
+			t.Errorf("%s: mounted", names[dev])
+		}
+		if headTailSum(t, dev) != sums[dev] {
+			t.Errorf("%s (%s): first/last MiB changed", names[dev], dev)
+		}
+		t.Logf("%s: %s", names[dev], v.Reason)
+	}
+	// The ext4 disk's file is still there.
+	mnt := t.TempDir()
+	run(t, "mount", "-o", "ro", devs[0], mnt)
+	defer run(t, "umount", mnt)
+	if b, err := os.ReadFile(filepath.Join(mnt, "precious")); err != nil || string(b) != "do not lose me" {
+		t.Errorf("ext4 file: %q, %v", b, err)
+	}
+}
+
+// crashEnv names the env var that makes TestLoopCrashHelper run Setup and
+// SIGKILL itself right after mkfs.
+const crashEnv = "JOINER_VOLUMES_CRASH_CONFIG"
+
+func TestLoopCrashHelper(t *testing.T) {
+	raw := os.Getenv(crashEnv)
+	if raw == "" {
+		t.Skip("helper for TestLoopCrashAfterMkfsRecovers (runs only in its child process)")
+	}
+	var cfg config.Volumes
+	if err := json.Unmarshal([]byte(raw), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	o := Options{Config: cfg, AllowFormat: true}
+	o.afterFormat = func(Action) { syscall.Kill(os.Getpid(), syscall.SIGKILL) }
+	_, err := Setup(context.Background(), o)
+	t.Fatalf("Setup returned (%v) instead of being killed after mkfs", err)
+}
+
+func TestLoopCrashAfterMkfsRecovers(t *testing.T) {
+	requireLoop(t, "mkfs.xfs", "xfs_repair")
+	dev := newLoop(t, 320)
+	cfg := testConfig(t, dev)
+	raw, _ := json.Marshal(cfg)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestLoopCrashHelper$", "-test.count=1")
+	cmd.Env = append(os.Environ(), crashEnv+"="+string(raw))
+	out, err := cmd.CombinedOutput()
+	ee, ok := err.(*exec.ExitError)
+	if !ok || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Fatalf("child was not killed by SIGKILL: %v\n%s", err, out)
+	}
+	j, err := LoadJournal(JournalPath(cfg))
+	if err != nil || len(j.Entries) != 1 || j.Entries[0].Phase != PhaseFormatting {
+		t.Fatalf("journal after crash: %+v, %v; want one entry in phase formatting", j, err)
+	}
+	uuid := blkidUUID(t, dev)
+	if uuid != j.Entries[0].UUID {
+		t.Fatalf("disk UUID %q, journal %q", uuid, j.Entries[0].UUID)
+	}
+	if mountDev(t, target(cfg, 1)) != "" {
+		t.Fatal("mounted after the crash; the crash came too late")
+	}
+	plan, r := setup(t, cfg, true)
+	if r.count("mkfs.xfs") != 0 || r.count("xfs_repair") != 1 {
+		t.Errorf("recovery ran mkfs.xfs %d times, xfs_repair %d times; want 0 and 1", r.count("mkfs.xfs"), r.count("xfs_repair"))
+	}
+	num, _ := devNum(dev)
+	if mountDev(t, target(cfg, 1)) != num {
+		t.Errorf("not mounted after recovery: %+v", plan.Volumes)
+	}
+	if got := blkidUUID(t, dev); got != uuid {
+		t.Errorf("UUID changed from %s to %s: the disk was formatted again", uuid, got)
+	}
+	if j, _ := LoadJournal(JournalPath(cfg)); j.Entries[0].Phase != PhaseFormatted {
+		t.Errorf("journal after recovery: %+v", j)
+	}
+}
+
+func TestLoopRAID0WithBindMounts(t *testing.T) {
+	requireLoop(t, "mdadm", "mkfs.xfs")
+	if _, err := os.Stat("/proc/mdstat"); err != nil {
+		t.Skip("RAID0 test: the md driver is not available in this kernel (no /proc/mdstat)")
+	}
+	a, b := newLoop(t, 200), newLoop(t, 200)
+	cfg := testConfig(t)
+	cfg.InstanceStore = config.InstanceStore{Layout: config.LayoutRAID0, MountPath: "/mnt/instance-store",
+		RAIDName: "joiner-test-raid0", Devices: []string{a, b}, BindDirs: []string{"/var/lib/kubelet"}}
+	t.Cleanup(func() { exec.Command("mdadm", "--stop", "/dev/md/joiner-test-raid0").Run() })
+	plan, r := setup(t, cfg, true)
+	if r.count("mdadm") != 1 || r.count("mkfs.xfs") != 1 {
+		t.Errorf("mdadm %d, mkfs.xfs %d; want 1 and 1", r.count("mdadm"), r.count("mkfs.xfs"))
+	}
+	mp := filepath.Join(cfg.MountRoot, "/mnt/instance-store")
+	if mountDev(t, mp) == "" {
+		t.Fatalf("RAID0 not mounted at %s: %+v", mp, plan.Volumes)
+	}
+	kubelet := filepath.Join(cfg.MountRoot, "/var/lib/kubelet")
+	os.WriteFile(filepath.Join(kubelet, "x"), []byte("x"), 0o644)
+	if _, err := os.Stat(filepath.Join(mp, "var_lib_kubelet", "x")); err != nil {
+		t.Errorf("bind mount does not land on the instance store: %v", err)
+	}
+	_, r = setup(t, cfg, true)
+	if r.count("mdadm")+r.count("mkfs.xfs")+r.count("mount") != 0 {
+		t.Errorf("second run: %v", r.calls)
+	}
+}
+
+func TestUnitFilesPassSystemdAnalyzeVerify(t *testing.T) {
+	if _, err := exec.LookPath("systemd-analyze"); err != nil {
+		t.Skip("systemd-analyze not installed (Debian package systemd)")
+	}
+	cfg := config.Config{Volumes: config.Volumes{UnitDir: t.TempDir(),
+		InstanceStore: config.InstanceStore{Layout: config.LayoutRAID0, BindDirs: []string{"/var/lib/kubelet", "/var/log/pods"}}}}.WithDefaults().Volumes
+	n := 0
+	inv := Inventory{Disks: []Disk{
+		{Name: "nvme1n1", Path: "/dev/nvme1n1", Dev: "259:1", Size: 1 << 30, Kind: KindEBS, MappingName: "/dev/xvdb"},
+		{Name: "nvme2n1", Path: "/dev/nvme2n1", Dev: "259:2", Size: 1 << 30, Kind: KindInstanceStore, Serial: "AWS1"},
+		{Name: "nvme3n1", Path: "/dev/nvme3n1", Dev: "259:3", Size: 1 << 30, Kind: KindInstanceStore, Serial: "AWS2"},
+	}}
+	plan := PlanVolumes(PlanInput{Inventory: inv, Config: cfg, AllowFormat: true, NewUUID: func() string { n++; return fmt.Sprintf("00000000-0000-4000-8000-%012d", n) }})
+	var files []string
+	for _, a := range plan.Actions {
+		if a.Op == OpWriteUnit {
+			if err := os.WriteFile(a.Unit.Path, a.Unit.Content(), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			files = append(files, a.Unit.Path)
+		}
+	}
+	if len(files) != 4 {
+		t.Fatalf("want 4 units (data1, instance store, 2 binds), got %v", files)
+	}
+	cmd := exec.Command("systemd-analyze", append([]string{"verify", "--man=no"}, files...)...)
+	cmd.Env = append(os.Environ(), "SYSTEMD_UNIT_PATH="+cfg.UnitDir+":")
+	var stderr bytes.Buffer
+	cmd.Stderr, cmd.Stdout = &stderr, &stderr
+	err := cmd.Run()
+	for _, f := range files {
+		if strings.Contains(stderr.String(), filepath.Base(f)) {
+			t.Errorf("systemd-analyze verify complains about %s:\n%s", filepath.Base(f), stderr.String())
+		}
+	}
+	if err != nil {
+		t.Errorf("systemd-analyze verify: %v\n%s", err, stderr.String())
+	}
+}
