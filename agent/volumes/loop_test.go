@@ -304,7 +304,9 @@ func TestLoopAgentRecheckDoesNotFormatBlankDisks(t *testing.T) {
 type preparer struct {
 	name  string
 	tools []string
-	prep  func(t *testing.T, dev string)
+	// prep plants it and reports whether a real tool wrote it (false: only
+	// the magic was written, which libblkid may not accept).
+	prep func(t *testing.T, dev string) bool
 }
 
 func writeAt(t *testing.T, dev string, off int64, data []byte) {
@@ -333,7 +335,7 @@ func deviceSize(t *testing.T, dev string) int64 {
 }
 
 var preparers = []preparer{
-	{"ext4 with a file", []string{"mkfs.ext4"}, func(t *testing.T, dev string) {
+	{"ext4 with a file", []string{"mkfs.ext4"}, func(t *testing.T, dev string) bool {
 		run(t, "mkfs.ext4", "-q", "-F", dev)
 		mnt := t.TempDir()
 		run(t, "mount", dev, mnt)
@@ -341,53 +343,60 @@ var preparers = []preparer{
 			t.Fatal(err)
 		}
 		run(t, "umount", mnt)
+		return true
 	}},
-	{"xfs", []string{"mkfs.xfs"}, func(t *testing.T, dev string) { run(t, "mkfs.xfs", "-q", "-f", dev) }},
-	{"gpt", []string{"sgdisk"}, func(t *testing.T, dev string) { run(t, "sgdisk", "-o", dev) }},
-	{"gpt backup header only", []string{"sgdisk"}, func(t *testing.T, dev string) {
+	{"xfs", []string{"mkfs.xfs"}, func(t *testing.T, dev string) bool { run(t, "mkfs.xfs", "-q", "-f", dev); return true }},
+	{"gpt", []string{"sgdisk"}, func(t *testing.T, dev string) bool { run(t, "sgdisk", "-o", dev); return true }},
+	{"gpt backup header only", []string{"sgdisk"}, func(t *testing.T, dev string) bool {
 		run(t, "sgdisk", "-o", dev)
 		writeAt(t, dev, 0, make([]byte, 34*512)) // wipe the protective MBR and the primary header
+		return true
 	}},
-	{"dos", []string{"sfdisk"}, func(t *testing.T, dev string) {
+	{"dos", []string{"sfdisk"}, func(t *testing.T, dev string) bool {
 		cmd := exec.Command("sfdisk", "--no-reread", "--no-tell-kernel", dev)
 		cmd.Stdin = strings.NewReader("label: dos\n,\n")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("sfdisk: %v %s", err, out)
 		}
+		return true
 	}},
-	{"LVM PV", []string{"pvcreate"}, func(t *testing.T, dev string) {
+	{"LVM PV", []string{"pvcreate"}, func(t *testing.T, dev string) bool {
 		run(t, "pvcreate", "-ff", "-y", "--devices", dev, dev)
+		return true
 	}},
-	{"mdraid member", nil, func(t *testing.T, dev string) {
+	{"mdraid member", nil, func(t *testing.T, dev string) bool {
 		if _, err := os.Stat("/proc/mdstat"); err == nil {
 			if _, err := exec.LookPath("mdadm"); err == nil {
 				// A real RAID1 member superblock; --stop right away.
 				out, err := exec.Command("mdadm", "--create", "/dev/md/joiner-test-member", "--run", "--level=1", "--raid-devices=2", dev, "missing").CombinedOutput()
 				if err == nil {
 					run(t, "mdadm", "--stop", "/dev/md/joiner-test-member")
-					return
+					return true
 				}
 				t.Logf("mdadm --create failed (%v %s); planting the superblock magic instead", err, out)
 			}
 		}
 		// No md driver: write a v1.2 superblock magic (what mdadm writes at 4 KiB).
 		writeAt(t, dev, 4096, le32(mdMagic))
+		return false
 	}},
-	{"swap", []string{"mkswap"}, func(t *testing.T, dev string) { run(t, "mkswap", dev) }},
-	{"LUKS", nil, func(t *testing.T, dev string) {
+	{"swap", []string{"mkswap"}, func(t *testing.T, dev string) bool { run(t, "mkswap", dev); return true }},
+	{"LUKS", nil, func(t *testing.T, dev string) bool {
 		if _, err := exec.LookPath("cryptsetup"); err == nil {
 			key := filepath.Join(t.TempDir(), "key")
 			os.WriteFile(key, []byte("test-passphrase"), 0o600)
 			out, err := exec.Command("cryptsetup", "luksFormat", "--batch-mode", "--pbkdf", "pbkdf2", "--pbkdf-force-iterations", "1000", "--key-file", key, dev).CombinedOutput()
 			if err == nil {
-				return
+				return true
 			}
 			t.Logf("cryptsetup luksFormat failed (%v %s); writing the LUKS magic instead", err, out)
 		}
 		writeAt(t, dev, 0, []byte("LUKS\xba\xbe\x00\x02"))
+		return false
 	}},
-	{"unknown data", nil, func(t *testing.T, dev string) {
+	{"unknown data", nil, func(t *testing.T, dev string) bool {
 		writeAt(t, dev, 200<<10, []byte("some bytes no probe knows"))
+		return false
 	}},
 }
 
@@ -421,7 +430,22 @@ func TestLoopNeverFormatsDisksWithSignatures(t *testing.T) {
 			continue
 		}
 		dev := newLoop(t, 320)
-		p.prep(t, dev)
+		real := p.prep(t, dev)
+		// Both layers see it on their own (the zero rule covers "unknown data").
+		f, err := os.Open(dev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := Probe(f, deviceSize(t, dev))
+		f.Close()
+		if err != nil || (res.Blank() && p.name != "unknown data") || !res.NonZero {
+			t.Errorf("%s: pure probe: %+v, %v", p.name, res, err)
+		}
+		ext, err := CrossCheck(ExecRunner{})(context.Background(), dev)
+		if err != nil || (len(ext) == 0 && real) {
+			t.Errorf("%s: blkid/wipefs: %v, %v", p.name, ext, err)
+		}
+		t.Logf("%s: blkid/wipefs: %v", p.name, ext)
 		devs = append(devs, dev)
 		sums[dev] = headTailSum(t, dev)
 		names[dev] = p.name
