@@ -1,0 +1,269 @@
+package imds
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/joiner-dev/joiner/internal/logging"
+)
+
+// Getter reads one metadata path; *Client implements it. A 404 is ErrNotFound.
+type Getter interface {
+	Get(ctx context.Context, path string) ([]byte, error)
+}
+
+// Observer receives watcher events (metrics). Nil methods are not called.
+type Observer interface {
+	// PollError is called for each failed read of path.
+	PollError(path string)
+	// PollOK is called after each round in which every enabled path was read.
+	PollOK()
+}
+
+// WatcherOptions configure a Watcher.
+type WatcherOptions struct {
+	// Interval between polls (default 1 s).
+	Interval time.Duration
+	// Kinds to watch (default all).
+	Kinds []Kind
+	// InstanceID; when empty the watcher reads it from IMDS first.
+	InstanceID string
+	Deadlines  Deadlines
+	// MaxBackoff caps the per-path back-off after errors (default 30 s).
+	MaxBackoff time.Duration
+	Observer   Observer
+	// Now is the clock (tests); default time.Now.
+	Now func() time.Time
+}
+
+// Watcher polls IMDS and reports each new notice once.
+type Watcher struct {
+	get  Getter
+	log  *zap.Logger
+	opts WatcherOptions
+	seen map[string]bool
+	paths []*pathState
+}
+
+type pathState struct {
+	path      string
+	kind      Kind
+	failures  int
+	nextTry   time.Time
+	lastError string
+}
+
+// NewWatcher builds a Watcher.
+func NewWatcher(get Getter, log *zap.Logger, o WatcherOptions) *Watcher {
+	if o.Interval <= 0 {
+		o.Interval = time.Second
+	}
+	if len(o.Kinds) == 0 {
+		o.Kinds = Kinds
+	}
+	if o.MaxBackoff <= 0 {
+		o.MaxBackoff = 30 * time.Second
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	o.Deadlines = o.Deadlines.withDefaults()
+	w := &Watcher{get: get, log: log, opts: o, seen: map[string]bool{}}
+	for _, k := range o.Kinds {
+		w.paths = append(w.paths, &pathState{path: pathOf(k), kind: k})
+	}
+	return w
+}
+
+func pathOf(k Kind) string {
+	switch k {
+	case KindSpotInterruption:
+		return PathSpotInstanceAction
+	case KindRebalance:
+		return PathRebalance
+	case KindScheduledEvent:
+		return PathScheduledEvents
+	case KindASGLifecycle:
+		return PathLifecycleState
+	}
+	return ""
+}
+
+// InstanceID returns the instance ID (after Run has resolved it).
+func (w *Watcher) InstanceID() string { return w.opts.InstanceID }
+
+// ResolveInstanceID reads the instance ID, retrying with back-off until ctx ends.
+func (w *Watcher) ResolveInstanceID(ctx context.Context) (string, error) {
+	if w.opts.InstanceID != "" {
+		return w.opts.InstanceID, nil
+	}
+	for attempt := 0; ; attempt++ {
+		b, err := w.get.Get(ctx, PathInstanceID)
+		if err == nil && len(b) > 0 {
+			w.opts.InstanceID = string(b)
+			return w.opts.InstanceID, nil
+		}
+		if err == nil {
+			err = errors.New("empty instance-id")
+		}
+		w.observeError(PathInstanceID)
+		w.log.Warn("reading instance id from imds", zap.Error(err), zap.Int("attempt", attempt+1))
+		select {
+		case <-ctx.Done():
+			return "", fmt.Errorf("reading instance id: %w", ctx.Err())
+		case <-time.After(backoff(attempt, w.opts.Interval, w.opts.MaxBackoff)):
+		}
+	}
+}
+
+// Run polls until ctx ends, calling onNotice (from the Run goroutine) once
+// for each new notice. It returns ctx's error.
+func (w *Watcher) Run(ctx context.Context, onNotice func(Notice)) error {
+	if _, err := w.ResolveInstanceID(ctx); err != nil {
+		return err
+	}
+	t := time.NewTicker(w.opts.Interval)
+	defer t.Stop()
+	for {
+		for _, n := range w.Poll(ctx) {
+			onNotice(n)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// Poll reads every path that is not backing off once and returns the new
+// notices (each notice ID is returned once per Watcher).
+func (w *Watcher) Poll(ctx context.Context) []Notice {
+	now := w.opts.Now()
+	var out []Notice
+	allOK := true
+	for _, p := range w.paths {
+		if now.Before(p.nextTry) {
+			allOK = false
+			continue
+		}
+		ns, err := w.pollPath(ctx, p, now)
+		if err != nil {
+			if ctx.Err() != nil {
+				return out
+			}
+			allOK = false
+			w.observeError(p.path)
+			wait := backoff(p.failures, w.opts.Interval, w.opts.MaxBackoff)
+			p.failures++
+			p.nextTry = now.Add(wait)
+			// Log the first failure, a changed error, and then every 10th.
+			if msg := err.Error(); p.failures == 1 || msg != p.lastError || p.failures%10 == 0 {
+				w.log.Warn("polling imds", zap.String("path", p.path), zap.Error(err),
+					zap.Int("failures", p.failures), zap.Duration("retry-in", wait))
+				p.lastError = msg
+			}
+			continue
+		}
+		if p.failures > 0 {
+			w.log.Info("imds path recovered", zap.String("path", p.path), zap.Int("failures", p.failures))
+		}
+		p.failures, p.nextTry, p.lastError = 0, time.Time{}, ""
+		for _, n := range ns {
+			if w.seen[n.ID] {
+				continue
+			}
+			w.seen[n.ID] = true
+			w.log.Info("interruption notice", zap.String(logging.KeyNotice, n.ID), zap.String("kind", string(n.Kind)),
+				zap.String("action", n.Action), zap.Time("deadline", n.Deadline))
+			out = append(out, n)
+		}
+	}
+	if allOK && w.opts.Observer != nil {
+		w.opts.Observer.PollOK()
+	}
+	return out
+}
+
+func (w *Watcher) observeError(path string) {
+	if w.opts.Observer != nil {
+		w.opts.Observer.PollError(path)
+	}
+}
+
+func (w *Watcher) pollPath(ctx context.Context, p *pathState, now time.Time) ([]Notice, error) {
+	b, err := w.get.Get(ctx, p.path)
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	id := w.opts.InstanceID
+	switch p.kind {
+	case KindSpotInterruption:
+		a, err := ParseInstanceAction(b)
+		if err != nil {
+			return nil, err
+		}
+		return []Notice{{
+			ID: NoticeID(id, p.kind, a.RawTime), Kind: p.kind, InstanceID: id,
+			NoticeTime: a.Time, Deadline: a.Time, Action: a.Action,
+		}}, nil
+	case KindRebalance:
+		r, err := ParseRebalance(b)
+		if err != nil {
+			return nil, err
+		}
+		return []Notice{{
+			ID: NoticeID(id, p.kind, r.RawTime), Kind: p.kind, InstanceID: id,
+			NoticeTime: r.NoticeTime, Deadline: r.NoticeTime.Add(w.opts.Deadlines.Rebalance), Action: "rebalance",
+		}}, nil
+	case KindScheduledEvent:
+		evs, err := ParseScheduledEvents(b)
+		if err != nil {
+			return nil, err
+		}
+		var out []Notice
+		for _, e := range evs {
+			if !e.Active() {
+				continue
+			}
+			out = append(out, Notice{
+				ID: NoticeID(id, p.kind, e.NotBefore.Format(time.RFC3339)), Kind: p.kind, InstanceID: id,
+				NoticeTime: e.NotBefore, Deadline: e.NotBefore, Action: e.Code, EventID: e.EventID,
+				Description: e.Description,
+			})
+		}
+		return out, nil
+	case KindASGLifecycle:
+		s, err := ParseLifecycleState(b)
+		if err != nil {
+			return nil, err
+		}
+		if s != "Terminated" {
+			return nil, nil
+		}
+		return []Notice{{
+			ID: NoticeID(id, p.kind, s), Kind: p.kind, InstanceID: id,
+			NoticeTime: now, Deadline: now.Add(w.opts.Deadlines.ASGTerminate), Action: s,
+		}}, nil
+	}
+	return nil, fmt.Errorf("unknown notice kind %q", p.kind)
+}
+
+// backoff is min(max, base*2^attempt) with ±20% jitter.
+func backoff(attempt int, base, maxWait time.Duration) time.Duration {
+	d := base
+	for i := 0; i < attempt && d < maxWait; i++ {
+		d *= 2
+	}
+	d = min(d, maxWait)
+	j := time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
+	return j
+}
