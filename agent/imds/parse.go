@@ -64,12 +64,12 @@ func ParseRebalance(b []byte) (Rebalance, error) {
 
 // ScheduledEvent is one entry of events/maintenance/scheduled.
 type ScheduledEvent struct {
-	Code        string // system-reboot, instance-reboot, instance-stop, instance-retirement, system-maintenance
-	Description string
-	EventID     string
-	State       string // active, canceled, completed
-	NotBefore   time.Time
-	NotAfter    time.Time // zero when absent
+	Code         string // system-reboot, instance-reboot, instance-stop, instance-retirement, system-maintenance
+	Description  string
+	EventID      string
+	State        string // active, canceled, completed
+	NotBefore    time.Time
+	NotAfter     time.Time // zero when absent
 	RawNotBefore string
 }
 

@@ -43,10 +43,10 @@ type WatcherOptions struct {
 
 // Watcher polls IMDS and reports each new notice once.
 type Watcher struct {
-	get  Getter
-	log  *zap.Logger
-	opts WatcherOptions
-	seen map[string]bool
+	get   Getter
+	log   *zap.Logger
+	opts  WatcherOptions
+	seen  map[string]bool
 	paths []*pathState
 }
 
