@@ -7,6 +7,21 @@ set -euo pipefail
 # command -> Debian package
 declare -A want=(
   [openssl]=openssl
+  # agent/volumes loop-device tests (data volumes, signatures, RAID0, units)
+  [losetup]=mount
+  [blkid]=util-linux
+  [wipefs]=util-linux
+  [sfdisk]=fdisk
+  [sgdisk]=gdisk
+  [mkfs.xfs]=xfsprogs
+  [xfs_repair]=xfsprogs
+  [mkfs.ext4]=e2fsprogs
+  [e2fsck]=e2fsprogs
+  [mkswap]=util-linux
+  [mdadm]=mdadm
+  [pvcreate]=lvm2
+  [cryptsetup]=cryptsetup-bin
+  [systemd-analyze]=systemd
 )
 
 missing=()
