@@ -1,0 +1,4 @@
+<powershell>
+Write-Host "hello"
+Write-Host "world"
+</powershell>
