@@ -550,6 +550,9 @@ func TestLoopCrashAfterMkfsRecovers(t *testing.T) {
 func TestLoopRAID0WithBindMounts(t *testing.T) {
 	requireLoop(t, "mdadm", "mkfs.xfs")
 	if _, err := os.Stat("/proc/mdstat"); err != nil {
+		_ = exec.Command("modprobe", "md_mod").Run() // CI kernels ship md as a module
+	}
+	if _, err := os.Stat("/proc/mdstat"); err != nil {
 		t.Skip("RAID0 test: the md driver is not available in this kernel (no /proc/mdstat)")
 	}
 	a, b := newLoop(t, 200), newLoop(t, 200)
