@@ -91,7 +91,9 @@ type Executor struct {
 	// Recheck says why path must not be formatted now, or "" (default:
 	// the pure-Go probe plus CrossCheck(Runner)).
 	Recheck func(ctx context.Context, path string) (string, error)
-	Log     *zap.Logger
+	// AllowNonZero is config.Volumes.AllowNonZero, applied by the default Recheck.
+	AllowNonZero bool
+	Log          *zap.Logger
 
 	// afterFormat is a test hook run after mkfs returned and before the
 	// journal records the format as finished.
@@ -121,8 +123,7 @@ func (e *Executor) recheck(ctx context.Context, path string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	d := Disk{Probe: res, External: ext}
-	return notBlank(d, true), nil // the planner already applied the zero policy
+	return notBlank(Disk{Probe: res, External: ext}, e.AllowNonZero), nil
 }
 
 // Apply runs the plan's actions. A failed action skips the rest of its group
@@ -304,7 +305,13 @@ func (e *Executor) mount(ctx context.Context, a Action) error {
 }
 
 // pureRecheck is the recheck without blkid/wipefs.
-func pureRecheck(_ context.Context, path string) (string, error) {
+func pureRecheck(allowNonZero bool) func(context.Context, string) (string, error) {
+	return func(_ context.Context, path string) (string, error) {
+		return probeRecheck(path, allowNonZero)
+	}
+}
+
+func probeRecheck(path string, allowNonZero bool) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return "", err
@@ -318,5 +325,5 @@ func pureRecheck(_ context.Context, path string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return notBlank(Disk{Probe: res}, true), nil
+	return notBlank(Disk{Probe: res}, allowNonZero), nil
 }

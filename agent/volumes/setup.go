@@ -71,9 +71,10 @@ func Setup(ctx context.Context, o Options) (Plan, error) {
 	if o.DryRun {
 		return plan, nil
 	}
-	ex := &Executor{Runner: o.Runner, Systemd: o.Systemd, JournalPath: jpath, Journal: &journal, Log: o.Log, afterFormat: o.afterFormat}
+	ex := &Executor{Runner: o.Runner, Systemd: o.Systemd, JournalPath: jpath, Journal: &journal, Log: o.Log, afterFormat: o.afterFormat,
+		AllowNonZero: o.Config.AllowNonZero}
 	if o.Config.SkipCrossCheck {
-		ex.Recheck = pureRecheck
+		ex.Recheck = pureRecheck(o.Config.AllowNonZero)
 	}
 	return plan, ex.Apply(ctx, plan)
 }
