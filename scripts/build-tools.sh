@@ -10,6 +10,10 @@ mkdir -p "$BIN"
 # name -> "module-dir package [package...]"
 declare -A tools=(
   [controller-gen]="tools/controller-gen sigs.k8s.io/controller-tools/cmd/controller-gen"
+  [etcd]="tools/etcd github.com/joiner-dev/joiner/tools/etcd"
+  # one invocation for the three so they share compiled packages
+  [k8s]="tools/k8s k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler"
+  [aemm]="tools/aemm github.com/joiner-dev/joiner/tools/aemm/ec2-metadata-mock"
 )
 
 build() {
