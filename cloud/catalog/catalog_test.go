@@ -2,7 +2,9 @@ package catalog
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -612,4 +614,100 @@ func BenchmarkInstanceTypes(b *testing.B) {
 			buildInstanceTypes(opts)
 		}
 	})
+}
+
+// Allocatable figures printed in Karpenter's generated instance-type
+// reference (AL2023, no block device mappings), for rows that exercise the
+// edge cases: 1 vCPU, arm64, memory that is an exact multiple of the 7.5 %
+// (c3.2xlarge, i8g.large), odd memory sizes (c1.medium, m2.xlarge), low ENI
+// limits, many cores, unpriced types.
+func TestMatchesKarpenterReference(t *testing.T) {
+	its := InstanceTypes(Options{IncludeUnpriced: true})
+	for _, tc := range []struct{ name, cpu, memory, pods string }{
+		{"a1.medium", "940m", "1392Mi", "8"},
+		{"a1.large", "1930m", "3055Mi", "29"},
+		{"c1.medium", "1930m", "1122Mi", "12"},
+		{"c3.2xlarge", "7910m", "13215Mi", "58"},
+		{"i8g.large", "1930m", "14422Mi", "29"},
+		{"m2.xlarge", "1930m", "15203Mi", "58"},
+		{"m4.large", "1930m", "7002Mi", "20"},
+		{"t4g.small", "1930m", "1359Mi", "11"},
+		{"x1e.xlarge", "3920m", "114884Mi", "29"},
+		{"inf1.24xlarge", "95690m", "177976Mi", "321"},
+		{"trn1.32xlarge", "127610m", "481894Mi", "247"},
+		{"trn2.48xlarge", "191450m", "1938410Mi", "100"},
+		{"u7in-16tb.224xlarge", "893690m", "15514235Mi", "394"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			it := find(t, its, tc.name)
+			checkResources(t, "allocatable", it.Allocatable(), map[corev1.ResourceName]string{
+				"cpu": tc.cpu, "memory": tc.memory, "pods": tc.pods, "ephemeral-storage": "17Gi",
+			})
+		})
+	}
+}
+
+func TestNeuron(t *testing.T) {
+	its := InstanceTypes(Options{IncludeUnpriced: true})
+	for _, tc := range []struct{ name, accel, devices, cores string }{
+		{"inf1.6xlarge", "inferentia", "4", "16"},
+		{"inf2.48xlarge", "inferentia2", "12", "24"},
+		{"trn1.2xlarge", "trainium", "1", "2"},
+		{"trn2.48xlarge", "trainium2", "16", "128"},
+	} {
+		it := find(t, its, tc.name)
+		if it.Labels[awsv1.LabelInstanceAcceleratorName] != tc.accel || it.Labels[awsv1.LabelInstanceAcceleratorCount] != tc.devices ||
+			it.Labels[labelInstanceAcceleratorManufacturer] != "aws" {
+			t.Errorf("%s: accelerator labels %v", tc.name, it.Labels)
+		}
+		checkResources(t, tc.name, it.Capacity, map[corev1.ResourceName]string{"aws.amazon.com/neuron": tc.devices, "aws.amazon.com/neuroncore": tc.cores})
+		if _, ok := it.Labels[awsv1.LabelInstanceGPUName]; ok {
+			t.Errorf("%s: Neuron devices are not GPUs", tc.name)
+		}
+	}
+	// Every Inferentia/Trainium row is covered, and the table names no
+	// type the catalogue lacks.
+	for _, e := range Entries() {
+		_, ok := neuronDevices[e.Name]
+		if (e.Category == "inf" || e.Category == "trn") != ok {
+			t.Errorf("%s (category %s): neuron table entry present = %v", e.Name, e.Category, ok)
+		}
+	}
+	for name := range neuronDevices {
+		if _, ok := Lookup(name); !ok {
+			t.Errorf("neuron table names %s, which is not in the catalogue", name)
+		}
+	}
+	if _, ok := find(t, its, "m5.large").Capacity[awsv1.ResourceAWSNeuron]; ok {
+		t.Error("m5.large has a neuron resource")
+	}
+}
+
+// InstanceTypes is called from several controllers at once; run with -race.
+func TestConcurrentUse(t *testing.T) {
+	var wg sync.WaitGroup
+	results := make([][]*InstanceType, 8)
+	for i := range results {
+		wg.Go(func() {
+			nc := nodeClass("AL2023", kubelet(awsv1.KubeletConfiguration{MaxPods: ptr(int32(10 + i%2))}))
+			results[i] = InstanceTypes(Options{NodeClass: nc})
+		})
+	}
+	wg.Wait()
+	for i, r := range results {
+		want := strconv.Itoa(10 + i%2)
+		if got := find(t, r, "m5.large").Capacity.Pods().String(); got != want {
+			t.Errorf("goroutine %d: pods %s, want %s", i, got, want)
+		}
+	}
+}
+
+// BenchmarkParse is the one-time cost of parsing the embedded CSVs.
+func BenchmarkParse(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := parseCatalogue(instanceTypesCSV, pricesCSV); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

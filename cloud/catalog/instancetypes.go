@@ -196,6 +196,11 @@ func labels(e Entry, fam family, region string) map[string]string {
 		l[awsv1.LabelInstanceGPUCount] = strconv.Itoa(e.GPUCount)
 		l[awsv1.LabelInstanceGPUMemory] = strconv.FormatInt(e.GPUMemoryMiB, 10)
 	}
+	if n, ok := neuronDevices[e.Name]; ok {
+		l[awsv1.LabelInstanceAcceleratorName] = n.name
+		l[labelInstanceAcceleratorManufacturer] = "aws"
+		l[awsv1.LabelInstanceAcceleratorCount] = strconv.FormatInt(n.devices, 10)
+	}
 	if e.LocalNVMeGB > 0 {
 		l[awsv1.LabelInstanceLocalNVME] = strconv.FormatInt(e.LocalNVMeGB, 10)
 	}
@@ -263,6 +268,10 @@ func capacity(e Entry, fam family, nc *awsv1.EC2NodeClass) corev1.ResourceList {
 			name = awsv1.ResourceAMDGPU
 		}
 		c[name] = *resource.NewQuantity(int64(e.GPUCount), resource.DecimalSI)
+	}
+	if n, ok := neuronDevices[e.Name]; ok {
+		c[awsv1.ResourceAWSNeuron] = *resource.NewQuantity(n.devices, resource.DecimalSI)
+		c[resourceAWSNeuronCore] = *resource.NewQuantity(n.devices*n.coresPerDevice, resource.DecimalSI)
 	}
 	return c
 }

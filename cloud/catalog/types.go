@@ -1,6 +1,22 @@
 // Package catalog holds the embedded EC2 instance-type catalogue and prices,
 // and turns a catalogue row plus an EC2NodeClass into the instance type the
 // scheduler sees: well-known labels, capacity, overhead and offerings.
+//
+// The data (data/*.csv, embedded, parsed once) is a snapshot of EC2's
+// DescribeInstanceTypes and the us-east-1 Linux on-demand list prices.
+// InstanceTypes follows Karpenter's AWS provider capacity model:
+//
+//   - memory capacity = memory_mib (-64 MiB on arm64) - ceil(7.5 %) VM overhead;
+//   - pods = kubelet.maxPods, else ENI-limited max pods (110 on Windows),
+//     capped at podsPerCore x vCPU (not on Bottlerocket);
+//   - ephemeral-storage = local NVMe total with instanceStorePolicy RAID0, else
+//     the root volume mapping, else the AMI family's default (20Gi; Windows 50Gi);
+//   - kube-reserved = cpu 6 %/1 %/0.5 %/0.25 % of cores 1/2/3-4/rest, memory
+//     11 x pods + 255 MiB (ENI-limited pods on AL2, AL2023, Ubuntu, Custom),
+//     ephemeral-storage 1Gi; eviction = memory 100Mi, 10 % of ephemeral-storage;
+//     the NodeClass kubelet block overrides each of them per resource.
+//
+// Spot prices are modelled, not measured: see SpotModel.
 package catalog
 
 import (
