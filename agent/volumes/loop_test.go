@@ -248,6 +248,12 @@ func TestLoopBlankDisksFormattedAndMountedInMappingOrder(t *testing.T) {
 		}
 	}
 
+	var files []string
+	for name := range unitFiles(t, cfg.UnitDir) {
+		files = append(files, filepath.Join(cfg.UnitDir, name))
+	}
+	verifyUnits(t, cfg.UnitDir, files)
+
 	// Run again: nothing changes.
 	units, mounts := unitFiles(t, cfg.UnitDir), mountsUnder(t, cfg.MountRoot)
 	_, r = setup(t, cfg, true)
@@ -604,11 +610,23 @@ func TestUnitFilesPassSystemdAnalyzeVerify(t *testing.T) {
 	if len(files) != 4 {
 		t.Fatalf("want 4 units (data1, instance store, 2 binds), got %v", files)
 	}
+	verifyUnits(t, cfg.UnitDir, files)
+}
+
+// verifyUnits runs systemd-analyze verify on files (units in dir) and fails
+// on a non-zero exit or any complaint naming one of them.
+func verifyUnits(t *testing.T, dir string, files []string) {
+	t.Helper()
+	if _, err := exec.LookPath("systemd-analyze"); err != nil {
+		t.Log("systemd-analyze not installed: units not verified")
+		return
+	}
 	cmd := exec.Command("systemd-analyze", append([]string{"verify", "--man=no"}, files...)...)
-	cmd.Env = append(os.Environ(), "SYSTEMD_UNIT_PATH="+cfg.UnitDir+":")
+	cmd.Env = append(os.Environ(), "SYSTEMD_UNIT_PATH="+dir+":")
 	var stderr bytes.Buffer
 	cmd.Stderr, cmd.Stdout = &stderr, &stderr
 	err := cmd.Run()
+	t.Logf("systemd-analyze verify %d units: %v; output: %q", len(files), err, stderr.String())
 	for _, f := range files {
 		if strings.Contains(stderr.String(), filepath.Base(f)) {
 			t.Errorf("systemd-analyze verify complains about %s:\n%s", filepath.Base(f), stderr.String())

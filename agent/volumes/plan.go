@@ -63,7 +63,7 @@ type Unit struct {
 	Where   string `json:"where"`
 	Type    string `json:"type"`
 	Options string `json:"options"`
-	After   string `json:"after,omitempty"` // for bind mounts: the unit of the source mount
+	After   string `json:"after,omitempty"` // for bind mounts: the mount point the source lives on
 }
 
 // Content renders the unit file.
@@ -74,7 +74,7 @@ func (u Unit) Content() []byte {
 	b.WriteString("Documentation=https://github.com/joiner-dev/joiner\n")
 	b.WriteString("Before=containerd.service kubelet.service\n")
 	if u.After != "" {
-		fmt.Fprintf(&b, "Requires=%s\nAfter=%s\n", u.After, u.After)
+		fmt.Fprintf(&b, "RequiresMountsFor=%s\n", u.After)
 	}
 	fmt.Fprintf(&b, "\n[Mount]\nWhat=%s\nWhere=%s\nType=%s\nOptions=%s\n", u.What, u.Where, u.Type, u.Options)
 	b.WriteString("\n[Install]\nWantedBy=multi-user.target\n")
@@ -306,12 +306,11 @@ func (p *planner) binds(src string) {
 	if len(p.cfg.InstanceStore.BindDirs) == 0 {
 		return
 	}
-	srcUnit := unit.UnitNamePathEscape(src) + ".mount"
 	for _, dir := range p.cfg.InstanceStore.BindDirs {
 		where := path.Join("/", p.cfg.MountRoot, dir)
 		from := path.Join(src, strings.ReplaceAll(strings.Trim(path.Clean(dir), "/"), "/", "_"))
 		u := p.unit(from, where, "none", "bind")
-		u.After = srcUnit
+		u.After = src
 		p.add(Action{Op: OpWriteUnit, Group: where, Unit: &u})
 		p.add(Action{Op: OpMount, Group: where, Device: from, Unit: &u, Reason: "bind mount"})
 		p.status(where, from, StateReady, "bind mount from instance store")
