@@ -711,3 +711,36 @@ func BenchmarkParse(b *testing.B) {
 		}
 	}
 }
+
+func TestCacheKeyIgnoresIrrelevantFields(t *testing.T) {
+	base := func() *awsv1.EC2NodeClass {
+		return nodeClass("AL2023", kubelet(awsv1.KubeletConfiguration{MaxPods: ptr(int32(20))}))
+	}
+	a := base()
+	b := base()
+	b.Name = "other"
+	b.Spec.Kubelet.ClusterDNS = []string{"10.0.0.10"}
+	b.Spec.Kubelet.EvictionSoftGracePeriod = map[string]karpv1.Duration{"memory.available": {}}
+	b.Spec.Tags = map[string]string{"team": "a"}
+	if cacheKey(Options{NodeClass: a}) != cacheKey(Options{NodeClass: b}) {
+		t.Error("fields that do not shape instance types changed the cache key")
+	}
+	for name, mutate := range map[string]func(*awsv1.EC2NodeClass){
+		"family":   func(nc *awsv1.EC2NodeClass) { nc.Spec.AMIFamily = ptr("Bottlerocket") },
+		"maxPods":  func(nc *awsv1.EC2NodeClass) { nc.Spec.Kubelet.MaxPods = ptr(int32(21)) },
+		"reserved": func(nc *awsv1.EC2NodeClass) { nc.Spec.Kubelet.SystemReserved = map[string]string{"cpu": "1"} },
+		"eviction": func(nc *awsv1.EC2NodeClass) {
+			nc.Spec.Kubelet.EvictionSoft = map[string]string{"memory.available": "1Gi"}
+		},
+		"volume": func(nc *awsv1.EC2NodeClass) {
+			nc.Spec.BlockDeviceMappings = []*awsv1.BlockDeviceMapping{bdm("/dev/xvda", "30Gi", true)}
+		},
+		"store": func(nc *awsv1.EC2NodeClass) { nc.Spec.InstanceStorePolicy = ptr(awsv1.InstanceStorePolicyRAID0) },
+	} {
+		c := base()
+		mutate(c)
+		if cacheKey(Options{NodeClass: a}) == cacheKey(Options{NodeClass: c}) {
+			t.Errorf("%s: change did not change the cache key", name)
+		}
+	}
+}

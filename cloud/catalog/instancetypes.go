@@ -97,7 +97,14 @@ var typesCache = struct {
 	m map[string][]*InstanceType
 }{m: map[string][]*InstanceType{}}
 
-// cacheKey encodes every input InstanceTypes depends on.
+// kubeletKey is the part of the kubelet block that shapes capacity and
+// overhead.
+type kubeletKey struct {
+	MaxPods, PodsPerCore                                     *int32
+	KubeReserved, SystemReserved, EvictionHard, EvictionSoft map[string]string
+}
+
+// cacheKey encodes every input InstanceTypes depends on, and nothing else.
 func cacheKey(opts Options) string {
 	type bdm struct {
 		Device string `json:",omitempty"`
@@ -109,12 +116,14 @@ func cacheKey(opts Options) string {
 		Zones          []string
 		Spot           SpotModel
 		Unpriced       bool
-		Kubelet        *awsv1.KubeletConfiguration `json:",omitempty"`
-		BDMs           []bdm                       `json:",omitempty"`
-		Store          string                      `json:",omitempty"`
+		Kubelet        *kubeletKey `json:",omitempty"`
+		BDMs           []bdm       `json:",omitempty"`
+		Store          string      `json:",omitempty"`
 	}{Region: opts.Region, Family: familyOf(opts.NodeClass).name, Zones: opts.Zones, Spot: opts.SpotPrice, Unpriced: opts.IncludeUnpriced}
 	if nc := opts.NodeClass; nc != nil {
-		k.Kubelet = nc.Spec.Kubelet
+		if kc := nc.Spec.Kubelet; kc != nil {
+			k.Kubelet = &kubeletKey{kc.MaxPods, kc.PodsPerCore, kc.KubeReserved, kc.SystemReserved, kc.EvictionHard, kc.EvictionSoft}
+		}
 		for _, m := range nc.Spec.BlockDeviceMappings {
 			if m == nil {
 				continue
