@@ -153,6 +153,12 @@ func (e *Executor) Apply(ctx context.Context, p Plan) error {
 		}
 		log.Info("volume action done", zap.String("action", a.String()))
 	}
+	if e.Systemd != nil && e.changed && !e.reloaded {
+		// Units changed under mounts that were already up: let systemd see them.
+		if err := e.Systemd.Reload(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("systemd daemon-reload: %w", err))
+		}
+	}
 	return errors.Join(errs...)
 }
 

@@ -103,3 +103,26 @@ func TestExecutorMkfsFailureLeavesJournalFormatting(t *testing.T) {
 		t.Errorf("journal %+v", j)
 	}
 }
+
+func TestExecutorInterruptedFormatThatDoesNotCheckCleanIsLeftAlone(t *testing.T) {
+	root := t.TempDir()
+	cfg := testCfg(func(c *config.Volumes) { c.MountRoot, c.UnitDir = root, filepath.Join(root, "units") })
+	disk := ebs("nvme1n1", "/dev/xvdb", func(d *Disk) {
+		d.VolumeID = "vol-1"
+		d.Probe = ProbeResult{Signatures: []Signature{{Type: "xfs", Usage: UsageFilesystem, UUID: "u1"}}, NonZero: true}
+	})
+	journal := Journal{Entries: []JournalEntry{{Key: "vol-1", FSType: "xfs", UUID: "u1", Phase: PhaseFormatting}}}
+	plan := PlanVolumes(PlanInput{Inventory: Inventory{Disks: []Disk{disk}}, Config: cfg, Journal: journal, AllowFormat: true, NewUUID: seqUUID()})
+	r := &fakeRunner{fail: map[string]error{"xfs_repair": errors.New("exit status 1")}}
+	ex := &Executor{Runner: r, JournalPath: filepath.Join(root, "j.json"), Journal: &journal}
+	err := ex.Apply(context.Background(), plan)
+	if err == nil || !strings.Contains(err.Error(), "does not check clean; left alone") {
+		t.Fatalf("err = %v", err)
+	}
+	if strings.Join(r.cmds, ";") != "xfs_repair -n /dev/nvme1n1" {
+		t.Errorf("commands %v: want only the check", r.cmds)
+	}
+	if journal.Entries[0].Phase != PhaseFormatting {
+		t.Errorf("journal changed: %+v", journal)
+	}
+}
