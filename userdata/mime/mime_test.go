@@ -1,0 +1,157 @@
+package mime
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+)
+
+const twoParts = `MIME-Version: 1.0
+Content-Type: multipart/mixed; boundary="//"
+
+--//
+Content-Type: application/node.eks.aws
+
+apiVersion: node.eks.aws/v1alpha1
+kind: NodeConfig
+
+--//
+Content-Type: text/x-shellscript; charset="us-ascii"
+Content-Disposition: attachment; filename="a.sh"
+
+#!/bin/bash
+echo hi
+--//--
+`
+
+func TestRoundTripIsByteIdentical(t *testing.T) {
+	parts, err := Parse([]byte(twoParts))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(parts) != 2 {
+		t.Fatalf("%d parts", len(parts))
+	}
+	if got := parts[1].Headers; len(got) != 2 || got[1].Name != "Content-Disposition" {
+		t.Errorf("headers = %v", got)
+	}
+	if string(parts[1].Body) != "#!/bin/bash\necho hi" {
+		t.Errorf("body = %q", parts[1].Body)
+	}
+	out, err := Write(parts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(out) != twoParts {
+		t.Errorf("round trip differs:\n%s", out)
+	}
+}
+
+func TestParseVariants(t *testing.T) {
+	body := "--B\nContent-Type: text/x-shellscript\n\necho one\n--B\nContent-Type: text/cloud-config\n\n#cloud-config\n--B--\n"
+	want := []string{"echo one", "#cloud-config"}
+	cases := map[string]string{
+		"mime-version first":     "MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=\"B\"\n\n" + body,
+		"content-type first":     "Content-Type: multipart/mixed; boundary=B\nMIME-Version: 1.0\n\n" + body,
+		"crlf":                   strings.ReplaceAll("MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=\"B\"\n\n"+body, "\n", "\r\n"),
+		"missing close boundary": "MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=\"B\"\n\n" + strings.TrimSuffix(body, "--B--\n"),
+		"preamble and folding":   "\n\nMIME-Version: 1.0\nContent-Type: multipart/mixed;\n boundary=\"B\"\n\nThis is a preamble.\n" + body,
+		"lower-case headers":     "mime-version: 1.0\ncontent-type: Multipart/Mixed; boundary=\"B\"\n\n" + body,
+	}
+	for name, in := range cases {
+		t.Run(name, func(t *testing.T) {
+			if !LooksLikeMIME([]byte(in)) {
+				t.Errorf("LooksLikeMIME = false")
+			}
+			parts, err := Parse([]byte(in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(parts) != len(want) {
+				t.Fatalf("%d parts, want %d", len(parts), len(want))
+			}
+			for i, p := range parts {
+				if string(p.Body) != want[i] {
+					t.Errorf("part %d body %q, want %q", i, p.Body, want[i])
+				}
+			}
+			if parts[0].MediaType() != "text/x-shellscript" || parts[1].ContentType() != "text/cloud-config" {
+				t.Errorf("types %q %q", parts[0].MediaType(), parts[1].ContentType())
+			}
+		})
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	cases := map[string]string{
+		"not a header":         "MIME-Version: 1.0\nMIME_VERSION = 1.0\n\n--B\n\nx\n",
+		"no content type":      "MIME-Version: 1.0\n\n--B\n\nx\n",
+		"not multipart":        "MIME-Version: 1.0\nContent-Type: text/plain\n\nhello\n",
+		"no boundary param":    "Content-Type: multipart/mixed\n\n--B\n\nx\n",
+		"boundary never seen":  "Content-Type: multipart/mixed; boundary=B\n\nhello\n",
+		"closes before parts":  "Content-Type: multipart/mixed; boundary=B\n\n--B--\n",
+		"bad part header":      "Content-Type: multipart/mixed; boundary=B\n\n--B\nnot a header line\n\nx\n--B--\n",
+		"bad media type":       "Content-Type: multipart/mixed; boundary=\"B\n\n--B\n\nx\n",
+		"empty":                "",
+		"leading continuation": " folded\nContent-Type: multipart/mixed; boundary=B\n\n--B\n\nx\n",
+	}
+	for name, in := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := Parse([]byte(in))
+			if !errors.Is(err, ErrMalformed) {
+				t.Fatalf("want ErrMalformed, got %v", err)
+			}
+		})
+	}
+}
+
+func TestWriteRefusesBoundaryInBody(t *testing.T) {
+	_, err := Write([]Part{{Body: []byte("echo\n--//\necho")}})
+	if err == nil {
+		t.Fatal("want an error")
+	}
+	out, err := Write([]Part{{Body: []byte("echo --// is fine mid-line")}})
+	if err != nil || !bytes.Contains(out, []byte("is fine")) {
+		t.Fatal(err)
+	}
+}
+
+func TestLooksLikeMIME(t *testing.T) {
+	for in, want := range map[string]bool{
+		"#!/bin/bash\n": false, "  \nMIME-Version: 1.0": true, "content-type: x": true, "": false, "MIME": false,
+	} {
+		if got := LooksLikeMIME([]byte(in)); got != want {
+			t.Errorf("%q: %v", in, got)
+		}
+	}
+}
+
+// FuzzParse: Parse never panics, and anything it accepts writes and parses
+// back to a stable archive.
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(twoParts))
+	f.Add([]byte("Content-Type: multipart/mixed; boundary=B\r\nMIME-Version: 1.0\r\n\r\n--B\r\n\r\nx\r\n"))
+	f.Add([]byte("MIME-Version: 1.0\nContent-Type: text/plain\n\nhello\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		parts, err := Parse(data)
+		if err != nil {
+			return
+		}
+		w1, err := Write(parts)
+		if err != nil {
+			return // a body holding the "//" boundary line
+		}
+		p2, err := Parse(w1)
+		if err != nil {
+			t.Fatalf("re-parse of written archive: %v\n%q", err, w1)
+		}
+		if len(p2) != len(parts) {
+			t.Fatalf("part count %d -> %d", len(parts), len(p2))
+		}
+		w2, err := Write(p2)
+		if err != nil || !bytes.Equal(w1, w2) {
+			t.Fatalf("not stable: %v\n%q\n%q", err, w1, w2)
+		}
+	})
+}
