@@ -200,13 +200,14 @@ func Load(p string) (Config, error) {
 	return c, nil
 }
 
-// Save writes c to p atomically (temp file + rename), mode 0644.
+// Save writes c to p atomically (temp file + rename), mode 0644. A file that
+// already holds exactly this content is left as it is.
 func Save(p string, c Config) error {
 	b, err := json.MarshalIndent(c, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encoding agent config: %w", err)
 	}
-	if err := atomicfile.Write(p, append(b, '\n'), 0o644); err != nil {
+	if _, err := atomicfile.WriteIfChanged(p, append(b, '\n'), 0o644); err != nil {
 		return fmt.Errorf("saving agent config: %w", err)
 	}
 	return nil
