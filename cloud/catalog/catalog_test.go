@@ -410,7 +410,7 @@ func TestNodeClassOverrides(t *testing.T) {
 			// 50Gi root: 50 - 1 - 5 = 44Gi.
 			name: "Windows: 110 pods, 50Gi root, os windows", typ: m5,
 			nc:          nodeClass("Windows2022", nil),
-			labels:      map[string]string{"kubernetes.io/os": "windows"},
+			labels:      map[string]string{"kubernetes.io/os": "windows", "node.kubernetes.io/windows-build": "10.0.20348"},
 			capacity:    map[corev1.ResourceName]string{"pods": "110", "ephemeral-storage": "50Gi"},
 			allocatable: map[corev1.ResourceName]string{"memory": "6012Mi", "ephemeral-storage": "44Gi"},
 		},
@@ -473,6 +473,18 @@ func TestZonesAndRegion(t *testing.T) {
 	want := "eu-west-1a/on-demand,eu-west-1a/spot,eu-west-1b/on-demand,eu-west-1b/spot"
 	if strings.Join(got, ",") != want {
 		t.Errorf("offerings = %v, want %s (sorted, deduplicated zones)", got, want)
+	}
+}
+
+func TestWindowsHasNoArm64(t *testing.T) {
+	its := InstanceTypes(Options{NodeClass: nodeClass("Windows2019", nil)})
+	for _, it := range its {
+		if it.Labels[karpv1.LabelArch] != "amd64" {
+			t.Fatalf("%s (%s) offered for Windows", it.Name, it.Labels[karpv1.LabelArch])
+		}
+	}
+	if len(its) == 0 || len(its) >= 1345 {
+		t.Errorf("Windows instance types = %d, want the amd64 subset of 1345", len(its))
 	}
 }
 

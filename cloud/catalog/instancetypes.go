@@ -69,7 +69,8 @@ const (
 )
 
 // InstanceTypes returns the instance types of the catalogue for opts, sorted
-// by name. Results are cached per distinct opts (the NodeClass counts only
+// by name: every priced type (every type with IncludeUnpriced), except arm64
+// types for Windows NodeClasses, which have no arm64 images. Results are cached per distinct opts (the NodeClass counts only
 // through the fields that matter here), so calling it per NodeClass and per
 // scheduling round is cheap. The returned slice is the caller's; the
 // InstanceTypes it points to are shared and must not be modified.
@@ -168,7 +169,7 @@ func buildInstanceTypes(opts Options) []*InstanceType {
 	entries := Entries()
 	out := make([]*InstanceType, 0, len(entries))
 	for _, e := range entries {
-		if !e.HasPrice && !opts.IncludeUnpriced {
+		if (!e.HasPrice && !opts.IncludeUnpriced) || (fam.amd64Only && e.Arch != "amd64") {
 			continue
 		}
 		it := &InstanceType{
@@ -195,6 +196,9 @@ func labels(e Entry, fam family, region string) map[string]string {
 		awsv1.LabelInstanceSize:       e.Size,
 		awsv1.LabelInstanceCPU:        strconv.Itoa(e.VCPU),
 		awsv1.LabelInstanceMemory:     strconv.FormatInt(e.MemoryMiB, 10),
+	}
+	if fam.windowsBuild != "" {
+		l[karpv1.LabelWindowsBuild] = fam.windowsBuild
 	}
 	if e.Hypervisor != "" {
 		l[awsv1.LabelInstanceHypervisor] = e.Hypervisor

@@ -29,6 +29,11 @@ type family struct {
 	ephemeralDevice string
 	// defaultEphemeral is the default size of that device.
 	defaultEphemeral resource.Quantity
+	// windowsBuild is the node.kubernetes.io/windows-build label value.
+	windowsBuild string
+	// amd64Only: the family publishes no arm64 images (Windows), so arm64
+	// types are left out.
+	amd64Only bool
 }
 
 var (
@@ -36,15 +41,27 @@ var (
 	gi50 = resource.MustParse("50Gi")
 )
 
+// Linux families share one shape; Bottlerocket and Windows differ.
+func linuxFamily(name, ephemeralDevice string) family {
+	return family{name: name, os: "linux", eniLimitedPods: true, eniLimitedMemoryOverhead: true,
+		podsPerCore: true, evictionSoft: true, ephemeralDevice: ephemeralDevice, defaultEphemeral: gi20}
+}
+
+func windowsFamily(name, build string) family {
+	return family{name: name, os: "windows", podsPerCore: true, evictionSoft: true,
+		ephemeralDevice: "/dev/sda1", defaultEphemeral: gi50, windowsBuild: build, amd64Only: true}
+}
+
 var families = map[string]family{
-	awsv1.AMIFamilyAL2:          {awsv1.AMIFamilyAL2, "linux", true, true, true, true, "/dev/xvda", gi20},
-	awsv1.AMIFamilyAL2023:       {awsv1.AMIFamilyAL2023, "linux", true, true, true, true, "/dev/xvda", gi20},
-	awsv1.AMIFamilyUbuntu:       {awsv1.AMIFamilyUbuntu, "linux", true, true, true, true, "/dev/sda1", gi20},
-	awsv1.AMIFamilyCustom:       {awsv1.AMIFamilyCustom, "linux", true, true, true, true, "", gi20},
-	awsv1.AMIFamilyBottlerocket: {awsv1.AMIFamilyBottlerocket, "linux", true, false, false, false, "/dev/xvdb", gi20},
-	awsv1.AMIFamilyWindows2019:  {awsv1.AMIFamilyWindows2019, "windows", false, false, true, true, "/dev/sda1", gi50},
-	awsv1.AMIFamilyWindows2022:  {awsv1.AMIFamilyWindows2022, "windows", false, false, true, true, "/dev/sda1", gi50},
-	awsv1.AMIFamilyWindows2025:  {awsv1.AMIFamilyWindows2025, "windows", false, false, true, true, "/dev/sda1", gi50},
+	awsv1.AMIFamilyAL2:    linuxFamily(awsv1.AMIFamilyAL2, "/dev/xvda"),
+	awsv1.AMIFamilyAL2023: linuxFamily(awsv1.AMIFamilyAL2023, "/dev/xvda"),
+	awsv1.AMIFamilyUbuntu: linuxFamily(awsv1.AMIFamilyUbuntu, "/dev/sda1"),
+	awsv1.AMIFamilyCustom: linuxFamily(awsv1.AMIFamilyCustom, ""),
+	awsv1.AMIFamilyBottlerocket: {name: awsv1.AMIFamilyBottlerocket, os: "linux", eniLimitedPods: true,
+		ephemeralDevice: "/dev/xvdb", defaultEphemeral: gi20},
+	awsv1.AMIFamilyWindows2019: windowsFamily(awsv1.AMIFamilyWindows2019, "10.0.17763"),
+	awsv1.AMIFamilyWindows2022: windowsFamily(awsv1.AMIFamilyWindows2022, "10.0.20348"),
+	awsv1.AMIFamilyWindows2025: windowsFamily(awsv1.AMIFamilyWindows2025, "10.0.26100"),
 }
 
 // aliasFamilies maps the family part of an amiSelectorTerms alias.
