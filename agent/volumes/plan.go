@@ -134,10 +134,12 @@ func (p *planner) status(target, dev, state, reason string) {
 	p.plan.Volumes = append(p.plan.Volumes, VolumeStatus{Target: target, Device: dev, State: state, Reason: reason})
 }
 
-// find matches a device spec (path, udev link or mapping name) to a disk.
+// find matches a device spec to a disk: an exact path or link first, then a
+// block-device-mapping name (/dev/xvdb matches a disk mapped as /dev/sdb).
+// A mapping name that fits more than one disk matches none.
 func (p *planner) find(spec string) (Disk, bool) {
 	for _, d := range p.in.Inventory.Disks {
-		if d.Path == spec || (d.MappingName != "" && mappingKey(d.MappingName) == mappingKey(spec) && strings.HasPrefix(spec, "/dev/")) {
+		if d.Path == spec {
 			return d, true
 		}
 		for _, a := range d.Aliases {
@@ -145,6 +147,15 @@ func (p *planner) find(spec string) (Disk, bool) {
 				return d, true
 			}
 		}
+	}
+	var found []Disk
+	for _, d := range p.in.Inventory.Disks {
+		if d.MappingName != "" && strings.HasPrefix(spec, "/dev/") && mappingKey(d.MappingName) == mappingKey(spec) {
+			found = append(found, d)
+		}
+	}
+	if len(found) == 1 {
+		return found[0], true
 	}
 	return Disk{}, false
 }

@@ -124,6 +124,13 @@ func TestPlanDataVolumes(t *testing.T) {
 			states: []string{"hands-off"},
 		},
 		{
+			name:   "an exact path wins over a mapping name",
+			disks:  []Disk{ebs("nvme1n1", "/dev/sdb"), {Name: "sdb", Path: "/dev/sdb", Dev: "8:16", Size: 1 << 30, Kind: KindOther}},
+			cfg:    func(c *config.Volumes) { c.Devices = []string{"/dev/sdb"} },
+			states: []string{"ready"},
+			ops:    "format /data1 /dev/sdb\nwrite-unit /data1 \nmount /data1 /dev/sdb",
+		},
+		{
 			name:   "explicit list by mapping name; a missing entry keeps its slot",
 			disks:  []Disk{ebs("nvme1n1", "/dev/sdf"), ebs("nvme2n1", "/dev/sdg")},
 			cfg:    func(c *config.Volumes) { c.Devices = []string{"/dev/xvdg", "/dev/xvdz", "/dev/sdf"} },
