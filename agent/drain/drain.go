@@ -1,0 +1,250 @@
+// Package drain takes a node out of service before a deadline: it taints and
+// cordons the node, then evicts its pods through the eviction API (so
+// PodDisruptionBudgets hold), in parallel, and waits for them to go.
+//
+// It is a library with one entry point, (*Drainer).Drain, used by the node
+// agent on an interruption notice and meant for reuse by the coordinator's
+// termination path. It keeps no state between calls: everything it needs to
+// resume after a crash (taints, condition) lives on the Node.
+//
+// Rules:
+//   - DaemonSet pods, mirror (static) pods and finished pods are not evicted.
+//   - Pods annotated karpenter.sh/do-not-disrupt=true are left alone until the
+//     deadline (the drain completes without them; they are listed in Result.Left).
+//   - Each eviction asks for the pod's own terminationGracePeriodSeconds,
+//     capped by the time left before the deadline.
+//   - 429 (a PDB forbids it now) is retried with back-off until the deadline;
+//     only after ForceAfter (if set) is a blocked pod deleted directly.
+//   - DryRun logs every mutation instead of making it.
+package drain
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+
+	corekarp "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/internal/logging"
+)
+
+// Taint and condition names Joiner puts on a node it drains.
+const (
+	// TaintInterruptionKey names why the node is going away (value: the reason).
+	TaintInterruptionKey = "joiner.io/interruption"
+	// ConditionType is the node condition that tells a human what happened.
+	ConditionType corev1.NodeConditionType = "joiner.io/Interruption"
+	// EventSource is the Events' source component.
+	EventSource = "joiner-agent"
+)
+
+// ErrDeadline is returned (wrapped) when pods are still on the node at the deadline.
+var ErrDeadline = errors.New("drain deadline reached")
+
+// Request is one drain.
+type Request struct {
+	// Node is the node name.
+	Node string
+	// Reason is a short token naming why (spot-interruption, scheduled-event,
+	// ...); it becomes the joiner.io/interruption taint value and the
+	// condition reason.
+	Reason string
+	// Message is a human-readable line for the condition and Events.
+	Message string
+	// Deadline is when the node goes away.
+	Deadline time.Time
+	// Evict: when false, only taint and cordon.
+	Evict bool
+}
+
+// Result says what a drain did.
+type Result struct {
+	Evicted []string // namespace/name of pods evicted (or deleted after ForceAfter)
+	Skipped []string // DaemonSet, mirror and finished pods
+	Left    []string // do-not-disrupt pods left until the deadline
+	Stuck   []string // pods still there when the deadline passed
+}
+
+// Observer is told about each eviction outcome (metrics). result is one of
+// evicted, blocked (429), deleted (forced), gone, error.
+type Observer interface {
+	Eviction(result string)
+}
+
+// Options configure a Drainer.
+type Options struct {
+	// DryRun logs mutations instead of making them.
+	DryRun bool
+	// ForceAfter: when > 0, a pod whose eviction is still blocked this long
+	// after the drain started is deleted directly. Default 0: never.
+	ForceAfter time.Duration
+	// RetryBase and RetryMax bound the 429 back-off (defaults 500 ms and 5 s).
+	RetryBase, RetryMax time.Duration
+	// PollInterval for "is the pod gone yet" (default 500 ms).
+	PollInterval time.Duration
+	// Parallelism bounds concurrent evictions (default 32).
+	Parallelism int
+	// Skip returns true for pods that must never be evicted (e.g. the agent's own pod).
+	Skip     func(*corev1.Pod) bool
+	Observer Observer
+	// Now is the clock (tests).
+	Now func() time.Time
+}
+
+// Drainer drains nodes.
+type Drainer struct {
+	kube kubernetes.Interface
+	log  *zap.Logger
+	opts Options
+}
+
+// New builds a Drainer.
+func New(kube kubernetes.Interface, log *zap.Logger, o Options) *Drainer {
+	if o.RetryBase <= 0 {
+		o.RetryBase = 500 * time.Millisecond
+	}
+	if o.RetryMax <= 0 {
+		o.RetryMax = 5 * time.Second
+	}
+	if o.PollInterval <= 0 {
+		o.PollInterval = 500 * time.Millisecond
+	}
+	if o.Parallelism <= 0 {
+		o.Parallelism = 32
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return &Drainer{kube: kube, log: log, opts: o}
+}
+
+// Drain taints and cordons req.Node and, when req.Evict, evicts its pods and
+// waits for them to go. It returns when every evictable pod is gone, at the
+// deadline (ErrDeadline, with Result.Stuck naming the pods), or when ctx ends.
+// Calling it again for the same node is harmless.
+func (d *Drainer) Drain(ctx context.Context, req Request) (Result, error) {
+	if req.Node == "" || req.Reason == "" {
+		return Result{}, fmt.Errorf("drain request: node %q and reason %q must be set", req.Node, req.Reason)
+	}
+	log := d.log.With(logging.Node(req.Node), zap.String("reason", req.Reason), zap.Time("deadline", req.Deadline))
+	if err := d.Cordon(ctx, req); err != nil {
+		return Result{}, err
+	}
+	if !req.Evict {
+		return Result{}, nil
+	}
+	d.event(ctx, req, corev1.EventTypeWarning, "Draining", fmt.Sprintf("Draining before %s: %s", req.Deadline.UTC().Format(time.RFC3339), req.Message))
+	res, err := d.evictAll(ctx, log, req)
+	if err != nil {
+		d.event(ctx, req, corev1.EventTypeWarning, "DrainFailed", fmt.Sprintf("%v; pods left: %s", err, strings.Join(res.Stuck, ", ")))
+		d.setCondition(ctx, req, "DrainFailed", err.Error())
+		return res, err
+	}
+	msg := fmt.Sprintf("Drained: %d evicted, %d skipped (DaemonSet/mirror/finished)", len(res.Evicted), len(res.Skipped))
+	if len(res.Left) > 0 {
+		msg += fmt.Sprintf(", %d do-not-disrupt pods left until the deadline: %s", len(res.Left), strings.Join(res.Left, ", "))
+	}
+	d.event(ctx, req, corev1.EventTypeNormal, "Drained", msg)
+	d.setCondition(ctx, req, "Drained", msg)
+	log.Info("node drained", zap.Int("evicted", len(res.Evicted)), zap.Int("skipped", len(res.Skipped)), zap.Strings("left", res.Left))
+	return res, nil
+}
+
+// classify splits the node's pods into those to evict, skip and leave.
+func (d *Drainer) classify(pods []corev1.Pod) (evict []corev1.Pod, skipped, left []string) {
+	for i := range pods {
+		p := &pods[i]
+		name := p.Namespace + "/" + p.Name
+		switch {
+		case isDaemonSetPod(p), isMirrorPod(p), p.Status.Phase == corev1.PodSucceeded, p.Status.Phase == corev1.PodFailed,
+			d.opts.Skip != nil && d.opts.Skip(p):
+			skipped = append(skipped, name)
+		case p.Annotations[corekarp.AnnotationDoNotDisrupt] == "true":
+			left = append(left, name)
+		default:
+			evict = append(evict, *p)
+		}
+	}
+	sort.Strings(skipped)
+	sort.Strings(left)
+	return evict, skipped, left
+}
+
+func isDaemonSetPod(p *corev1.Pod) bool {
+	for _, o := range p.OwnerReferences {
+		if o.Kind == "DaemonSet" && o.Controller != nil && *o.Controller {
+			return true
+		}
+	}
+	return false
+}
+
+func isMirrorPod(p *corev1.Pod) bool {
+	_, ok := p.Annotations[corev1.MirrorPodAnnotationKey]
+	return ok
+}
+
+func (d *Drainer) evictAll(ctx context.Context, log *zap.Logger, req Request) (Result, error) {
+	ctx, cancel := context.WithDeadline(ctx, req.Deadline)
+	defer cancel()
+	pods, err := d.listPods(ctx, req.Node)
+	if err != nil {
+		return Result{}, err
+	}
+	evict, skipped, left := d.classify(pods)
+	res := Result{Skipped: skipped, Left: left}
+	log.Info("evicting pods", zap.Int("pods", len(evict)), zap.Int("skipped", len(skipped)), zap.Strings("left", left))
+	start := d.opts.Now()
+	var (
+		mu  sync.Mutex
+		wg  sync.WaitGroup
+		sem = make(chan struct{}, d.opts.Parallelism)
+	)
+	for i := range evict {
+		p := evict[i]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				mu.Lock()
+				res.Stuck = append(res.Stuck, p.Namespace+"/"+p.Name)
+				mu.Unlock()
+				return
+			}
+			defer func() { <-sem }()
+			ok := d.evictPod(ctx, log, req, &p, start)
+			mu.Lock()
+			defer mu.Unlock()
+			if ok {
+				res.Evicted = append(res.Evicted, p.Namespace+"/"+p.Name)
+			} else {
+				res.Stuck = append(res.Stuck, p.Namespace+"/"+p.Name)
+			}
+		}()
+	}
+	wg.Wait()
+	sort.Strings(res.Evicted)
+	sort.Strings(res.Stuck)
+	if len(res.Stuck) > 0 {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return res, fmt.Errorf("draining node %s: %w with %d pods still on it: %s", req.Node, ErrDeadline, len(res.Stuck), strings.Join(res.Stuck, ", "))
+		}
+		return res, fmt.Errorf("draining node %s: %w", req.Node, ctx.Err())
+	}
+	return res, nil
+}
+
+func (d *Drainer) observe(result string) {
+	if d.opts.Observer != nil {
+		d.opts.Observer.Eviction(result)
+	}
+}

@@ -1,0 +1,263 @@
+package drain
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zaptest"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	corekarp "github.com/joiner-dev/joiner/api/core/v1"
+)
+
+const nodeName = "ip-10-0-0-1"
+
+func node() *corev1.Node {
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName}}
+}
+
+type podOpt func(*corev1.Pod)
+
+func pod(name string, opts ...podOpt) *corev1.Pod {
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID("uid-" + name)},
+		Spec:       corev1.PodSpec{NodeName: nodeName},
+		Status:     corev1.PodStatus{Phase: corev1.PodRunning},
+	}
+	for _, o := range opts {
+		o(p)
+	}
+	return p
+}
+
+func daemonSet(p *corev1.Pod) {
+	t := true
+	p.OwnerReferences = []metav1.OwnerReference{{Kind: "DaemonSet", Name: "ds", APIVersion: "apps/v1", Controller: &t}}
+}
+func mirror(p *corev1.Pod) { p.Annotations = map[string]string{corev1.MirrorPodAnnotationKey: "x"} }
+func doNotDisrupt(p *corev1.Pod) {
+	p.Annotations = map[string]string{corekarp.AnnotationDoNotDisrupt: "true"}
+}
+func graceSeconds(s int64) podOpt {
+	return func(p *corev1.Pod) { p.Spec.TerminationGracePeriodSeconds = &s }
+}
+
+// evictions is a reactor for create pods/eviction: it answers 429 block[name]
+// times (forever if < 0), then deletes the pod and answers 201.
+type evictions struct {
+	mu     sync.Mutex
+	block  map[string]int
+	calls  map[string]int
+	graces map[string]*int64
+	client *fake.Clientset
+}
+
+func (e *evictions) react(a k8stesting.Action) (bool, runtime.Object, error) {
+	ca, ok := a.(k8stesting.CreateAction)
+	if !ok || a.GetSubresource() != "eviction" {
+		return false, nil, nil
+	}
+	ev := ca.GetObject().(*policyv1.Eviction)
+	e.mu.Lock()
+	e.calls[ev.Name]++
+	if ev.DeleteOptions != nil {
+		e.graces[ev.Name] = ev.DeleteOptions.GracePeriodSeconds
+	}
+	n := e.block[ev.Name]
+	if n != 0 {
+		if n > 0 {
+			e.block[ev.Name] = n - 1
+		}
+		e.mu.Unlock()
+		return true, nil, apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 1)
+	}
+	e.mu.Unlock()
+	if err := e.client.Tracker().Delete(corev1.SchemeGroupVersion.WithResource("pods"), a.GetNamespace(), ev.Name); err != nil {
+		return true, nil, err
+	}
+	return true, nil, nil
+}
+
+func setup(t *testing.T, block map[string]int, objs ...runtime.Object) (*fake.Clientset, *evictions) {
+	c := fake.NewClientset(append([]runtime.Object{node()}, objs...)...)
+	e := &evictions{block: block, calls: map[string]int{}, graces: map[string]*int64{}, client: c}
+	c.PrependReactor("create", "pods", e.react)
+	return c, e
+}
+
+func fastOpts() Options {
+	return Options{RetryBase: 5 * time.Millisecond, RetryMax: 20 * time.Millisecond, PollInterval: 5 * time.Millisecond}
+}
+
+type obs struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (o *obs) Eviction(r string) { o.mu.Lock(); o.n[r]++; o.mu.Unlock() }
+
+func TestDrainEvictsSkipsAndLeaves(t *testing.T) {
+	c, e := setup(t, map[string]int{"web-1": 3},
+		pod("web-1"), pod("web-2"), pod("web-3"), pod("ds-1", daemonSet), pod("static-1", mirror), pod("dnd-1", doNotDisrupt),
+		pod("done-1", func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded }))
+	o := &obs{n: map[string]int{}}
+	opts := fastOpts()
+	opts.Observer = o
+	d := New(c, zaptest.NewLogger(t), opts)
+	res, err := d.Drain(context.Background(), Request{Node: nodeName, Reason: "spot-interruption", Message: "spot ITN", Deadline: time.Now().Add(10 * time.Second), Evict: true})
+	if err != nil {
+		t.Fatalf("Drain: %v", err)
+	}
+	if got, want := res.Evicted, []string{"default/web-1", "default/web-2", "default/web-3"}; !equal(got, want) {
+		t.Errorf("evicted %v, want %v", got, want)
+	}
+	if got, want := res.Skipped, []string{"default/done-1", "default/ds-1", "default/static-1"}; !equal(got, want) {
+		t.Errorf("skipped %v, want %v", got, want)
+	}
+	if got, want := res.Left, []string{"default/dnd-1"}; !equal(got, want) {
+		t.Errorf("left %v, want %v", got, want)
+	}
+	if e.calls["web-1"] != 4 {
+		t.Errorf("web-1 eviction calls = %d, want 4 (3 x 429 then 201)", e.calls["web-1"])
+	}
+	for _, p := range []string{"ds-1", "static-1", "dnd-1", "done-1"} {
+		if e.calls[p] != 0 {
+			t.Errorf("%s: %d evictions, want none", p, e.calls[p])
+		}
+		if _, err := c.CoreV1().Pods("default").Get(context.Background(), p, metav1.GetOptions{}); err != nil {
+			t.Errorf("%s should still exist: %v", p, err)
+		}
+	}
+	if o.n[ResultBlocked] != 3 || o.n[ResultEvicted] != 3 {
+		t.Errorf("observer = %v, want 3 blocked and 3 evicted", o.n)
+	}
+	n, _ := c.CoreV1().Nodes().Get(context.Background(), nodeName, metav1.GetOptions{})
+	if !n.Spec.Unschedulable {
+		t.Error("node not cordoned")
+	}
+	for _, want := range Taints("spot-interruption") {
+		if !hasTaint(n.Spec.Taints, want) {
+			t.Errorf("node lacks taint %v (has %v)", want, n.Spec.Taints)
+		}
+	}
+	var cond *corev1.NodeCondition
+	for i := range n.Status.Conditions {
+		if n.Status.Conditions[i].Type == ConditionType {
+			cond = &n.Status.Conditions[i]
+		}
+	}
+	if cond == nil || cond.Reason != "Drained" || cond.Status != corev1.ConditionTrue {
+		t.Errorf("condition = %+v, want %s True Drained", cond, ConditionType)
+	}
+	evs, _ := c.CoreV1().Events("default").List(context.Background(), metav1.ListOptions{})
+	reasons := map[string]bool{}
+	for _, ev := range evs.Items {
+		reasons[ev.Reason] = true
+	}
+	for _, r := range []string{"Cordoned", "Draining", "Drained"} {
+		if !reasons[r] {
+			t.Errorf("no %s event (have %v)", r, reasons)
+		}
+	}
+	// A second drain is harmless: nothing left to evict, node unchanged.
+	if _, err := d.Drain(context.Background(), Request{Node: nodeName, Reason: "spot-interruption", Deadline: time.Now().Add(5 * time.Second), Evict: true}); err != nil {
+		t.Fatalf("second Drain: %v", err)
+	}
+	n2, _ := c.CoreV1().Nodes().Get(context.Background(), nodeName, metav1.GetOptions{})
+	if len(n2.Spec.Taints) != 2 {
+		t.Errorf("taints after second drain = %v, want 2", n2.Spec.Taints)
+	}
+}
+
+func TestDrainDeadlineNamesStuckPods(t *testing.T) {
+	c, _ := setup(t, map[string]int{"pinned": -1}, pod("pinned"), pod("free"))
+	d := New(c, zaptest.NewLogger(t), fastOpts())
+	res, err := d.Drain(context.Background(), Request{Node: nodeName, Reason: "spot-interruption", Deadline: time.Now().Add(300 * time.Millisecond), Evict: true})
+	if !errors.Is(err, ErrDeadline) {
+		t.Fatalf("err = %v, want ErrDeadline", err)
+	}
+	if !equal(res.Stuck, []string{"default/pinned"}) || !equal(res.Evicted, []string{"default/free"}) {
+		t.Errorf("result = %+v", res)
+	}
+}
+
+func TestDrainForceAfter(t *testing.T) {
+	c, e := setup(t, map[string]int{"pinned": -1}, pod("pinned"))
+	o := &obs{n: map[string]int{}}
+	opts := fastOpts()
+	opts.ForceAfter = 100 * time.Millisecond
+	opts.Observer = o
+	d := New(c, zaptest.NewLogger(t), opts)
+	res, err := d.Drain(context.Background(), Request{Node: nodeName, Reason: "spot-interruption", Deadline: time.Now().Add(10 * time.Second), Evict: true})
+	if err != nil {
+		t.Fatalf("Drain: %v", err)
+	}
+	if !equal(res.Evicted, []string{"default/pinned"}) || o.n[ResultDeleted] != 1 || e.calls["pinned"] == 0 {
+		t.Errorf("result %+v, observer %v: want pinned deleted after blocked evictions", res, o.n)
+	}
+}
+
+func TestDrainCapsGraceByTimeLeft(t *testing.T) {
+	c, e := setup(t, nil, pod("slow", graceSeconds(600)), pod("quick", graceSeconds(5)))
+	d := New(c, zaptest.NewLogger(t), fastOpts())
+	if _, err := d.Drain(context.Background(), Request{Node: nodeName, Reason: "spot-interruption", Deadline: time.Now().Add(20 * time.Second), Evict: true}); err != nil {
+		t.Fatal(err)
+	}
+	if g := e.graces["slow"]; g == nil || *g < 18 || *g > 20 {
+		t.Errorf("slow pod grace = %v, want ~19 (capped by the deadline)", g)
+	}
+	if g := e.graces["quick"]; g != nil {
+		t.Errorf("quick pod grace = %d, want nil (its own 5 s)", *g)
+	}
+}
+
+func TestDrainTaintOnlyAndDryRun(t *testing.T) {
+	c, e := setup(t, nil, pod("web-1"))
+	d := New(c, zaptest.NewLogger(t), fastOpts())
+	if _, err := d.Drain(context.Background(), Request{Node: nodeName, Reason: "rebalance-recommendation", Deadline: time.Now().Add(time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	n, _ := c.CoreV1().Nodes().Get(context.Background(), nodeName, metav1.GetOptions{})
+	if !n.Spec.Unschedulable || !hasTaint(n.Spec.Taints, Taints("rebalance-recommendation")[1]) || e.calls["web-1"] != 0 {
+		t.Errorf("taint-only: node %+v, evictions %v", n.Spec, e.calls)
+	}
+
+	c2, e2 := setup(t, nil, pod("web-1"))
+	opts := fastOpts()
+	opts.DryRun = true
+	d2 := New(c2, zaptest.NewLogger(t), opts)
+	c2.ClearActions()
+	if _, err := d2.Drain(context.Background(), Request{Node: nodeName, Reason: "spot-interruption", Deadline: time.Now().Add(time.Minute), Evict: true}); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range c2.Actions() {
+		if v := a.GetVerb(); v != "get" && v != "list" {
+			t.Errorf("dry-run made a %s %s", v, a.GetResource().Resource)
+		}
+	}
+	if e2.calls["web-1"] != 0 {
+		t.Error("dry-run evicted a pod")
+	}
+}
+
+func equal(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,131 @@
+package drain
+
+import (
+	"context"
+	"math/rand/v2"
+	"time"
+
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/joiner-dev/joiner/internal/logging"
+)
+
+// Eviction results reported to the Observer.
+const (
+	ResultEvicted = "evicted"
+	ResultBlocked = "blocked"
+	ResultDeleted = "deleted"
+	ResultGone    = "gone"
+	ResultError   = "error"
+)
+
+// evictPod evicts p (retrying 429 until ctx's deadline) and waits until it
+// is gone. It returns false if the pod is still there when ctx ends.
+func (d *Drainer) evictPod(ctx context.Context, log *zap.Logger, req Request, p *corev1.Pod, start time.Time) bool {
+	log = log.With(logging.Pod(p.Namespace, p.Name))
+	if d.opts.DryRun {
+		log.Info("dry-run: would have evicted pod")
+		return true
+	}
+	if p.DeletionTimestamp == nil {
+		blocked := 0
+		for attempt := 0; ; attempt++ {
+			grace := d.grace(p, req.Deadline)
+			opts := &metav1.DeleteOptions{GracePeriodSeconds: grace, Preconditions: &metav1.Preconditions{UID: &p.UID}}
+			forced := d.opts.ForceAfter > 0 && d.opts.Now().Sub(start) >= d.opts.ForceAfter && blocked > 0
+			var err error
+			if forced {
+				err = d.kube.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, *opts)
+			} else {
+				err = d.kube.PolicyV1().Evictions(p.Namespace).Evict(ctx, &policyv1.Eviction{
+					ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace}, DeleteOptions: opts,
+				})
+			}
+			switch {
+			case err == nil && forced:
+				d.observe(ResultDeleted)
+				log.Warn("pod deleted: eviction blocked past force-after", zap.Duration("force-after", d.opts.ForceAfter))
+			case err == nil:
+				d.observe(ResultEvicted)
+				log.Info("pod evicted", zap.Int64p("grace-seconds", grace))
+			case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
+				// Gone, or replaced by a pod with another UID: nothing to evict.
+				d.observe(ResultGone)
+				return true
+			case apierrors.IsTooManyRequests(err):
+				d.observe(ResultBlocked)
+				blocked++
+				if blocked == 1 {
+					log.Info("eviction blocked by a disruption budget; retrying until the deadline", zap.Error(err))
+				}
+			default:
+				d.observe(ResultError)
+				log.Warn("evicting pod", zap.Error(err), zap.Int("attempt", attempt+1))
+			}
+			if err == nil {
+				break
+			}
+			if !sleep(ctx, retryWait(attempt, d.opts.RetryBase, d.opts.RetryMax)) {
+				log.Warn("pod not evicted before the deadline", zap.Int("blocked", blocked))
+				return false
+			}
+		}
+	}
+	return d.waitGone(ctx, log, p)
+}
+
+// grace is the pod's own grace period capped by the time left (nil: keep the pod's).
+func (d *Drainer) grace(p *corev1.Pod, deadline time.Time) *int64 {
+	own := int64(corev1.DefaultTerminationGracePeriodSeconds)
+	if p.Spec.TerminationGracePeriodSeconds != nil {
+		own = *p.Spec.TerminationGracePeriodSeconds
+	}
+	left := int64(d.timeLeft(deadline) / time.Second)
+	if own <= left {
+		return nil
+	}
+	g := max(left, 1)
+	return &g
+}
+
+func (d *Drainer) waitGone(ctx context.Context, log *zap.Logger, p *corev1.Pod) bool {
+	for {
+		cur, err := d.kube.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) || (err == nil && cur.UID != p.UID) {
+			return true
+		}
+		if err != nil && ctx.Err() == nil {
+			log.Debug("checking pod", zap.Error(err))
+		}
+		if !sleep(ctx, d.opts.PollInterval) {
+			log.Warn("pod still terminating at the deadline")
+			return false
+		}
+	}
+}
+
+// retryWait is base*2^attempt capped at maxWait, with ±20% jitter.
+func retryWait(attempt int, base, maxWait time.Duration) time.Duration {
+	w := base
+	for i := 0; i < attempt && w < maxWait; i++ {
+		w *= 2
+	}
+	w = min(w, maxWait)
+	return time.Duration(float64(w) * (0.8 + 0.4*rand.Float64()))
+}
+
+// sleep waits for d or ctx; it returns false if ctx ended.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
