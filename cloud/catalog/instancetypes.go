@@ -70,8 +70,10 @@ const (
 
 // InstanceTypes returns the instance types of the catalogue for opts, sorted
 // by name: every priced type (every type with IncludeUnpriced), except arm64
-// types for Windows NodeClasses, which have no arm64 images. Results are cached per distinct opts (the NodeClass counts only
-// through the fields that matter here), so calling it per NodeClass and per
+// types for Windows NodeClasses, which have no arm64 images.
+//
+// Results are cached per distinct opts (the NodeClass counts only through
+// the fields that matter here), so calling it per NodeClass and per
 // scheduling round is cheap. The returned slice is the caller's; the
 // InstanceTypes it points to are shared and must not be modified.
 func InstanceTypes(opts Options) []*InstanceType {
@@ -126,10 +128,14 @@ func cacheKey(opts Options) string {
 			k.Kubelet = &kubeletKey{kc.MaxPods, kc.PodsPerCore, kc.KubeReserved, kc.SystemReserved, kc.EvictionHard, kc.EvictionSoft}
 		}
 		for _, m := range nc.Spec.BlockDeviceMappings {
+			// A nil mapping stays in as an empty one: position matters
+			// (Custom sizes ephemeral-storage from the last mapping).
+			var b bdm
 			if m == nil {
+				k.BDMs = append(k.BDMs, b)
 				continue
 			}
-			b := bdm{Root: m.RootVolume}
+			b.Root = m.RootVolume
 			if m.DeviceName != nil {
 				b.Device = *m.DeviceName
 			}
