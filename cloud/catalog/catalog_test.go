@@ -406,6 +406,20 @@ func TestNodeClassOverrides(t *testing.T) {
 			capacity: map[corev1.ResourceName]string{"ephemeral-storage": "70Gi"},
 		},
 		{
+			name: "Custom with a last mapping of no size uses 20Gi", typ: m5,
+			nc: nodeClass("Custom", func(s *awsv1.EC2NodeClassSpec) {
+				s.BlockDeviceMappings = []*awsv1.BlockDeviceMapping{bdm("/dev/sda1", "30Gi", false), nil}
+			}),
+			capacity: map[corev1.ResourceName]string{"ephemeral-storage": "20Gi"},
+		},
+		{
+			name: "Ubuntu root device is /dev/sda1", typ: m5,
+			nc: nodeClass("Ubuntu", func(s *awsv1.EC2NodeClassSpec) {
+				s.BlockDeviceMappings = []*awsv1.BlockDeviceMapping{bdm("/dev/sda1", "80Gi", false)}
+			}),
+			capacity: map[corev1.ResourceName]string{"ephemeral-storage": "80Gi"},
+		},
+		{
 			// Windows: 110 pods, kube-reserved memory 11*110+255 = 1465Mi; 7577-1465-100 = 6012Mi;
 			// 50Gi root: 50 - 1 - 5 = 44Gi.
 			name: "Windows: 110 pods, 50Gi root, os windows", typ: m5,
