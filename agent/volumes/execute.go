@@ -91,6 +91,9 @@ type Executor struct {
 	// Recheck says why path must not be formatted now, or "" (default:
 	// the pure-Go probe plus CrossCheck(Runner)).
 	Recheck func(ctx context.Context, path string) (string, error)
+	// CheckFS verifies, before a direct mount by device path, that the
+	// device holds the filesystem with the given UUID (default: the probe).
+	CheckFS func(path, uuid string) error
 	// AllowNonZero is config.Volumes.AllowNonZero, applied by the default Recheck.
 	AllowNonZero bool
 	Log          *zap.Logger
@@ -166,6 +169,12 @@ func (e *Executor) do(ctx context.Context, a Action) error {
 	switch a.Op {
 	case OpCreateRAID0:
 		return e.createRAID0(ctx, a)
+	case OpAssemble:
+		args := append([]string{"--assemble", "/dev/md/" + a.Name}, a.Members...)
+		if _, err := e.Runner.Run(ctx, "mdadm", args...); err != nil {
+			return fmt.Errorf("assembling RAID0: %w", err)
+		}
+		return nil
 	case OpFormat:
 		return e.format(ctx, a)
 	case OpVerifyFS:
@@ -297,6 +306,17 @@ func (e *Executor) mount(ctx context.Context, a Action) error {
 		}
 		return nil
 	}
+	if !bind && a.UUID != "" {
+		// Mount by device path only what carries the expected filesystem
+		// (the unit itself mounts by UUID).
+		check := e.CheckFS
+		if check == nil {
+			check = checkUUID
+		}
+		if err := check(a.Device, a.UUID); err != nil {
+			return err
+		}
+	}
 	if err := os.MkdirAll(u.Where, 0o755); err != nil {
 		return fmt.Errorf("creating mount point: %w", err)
 	}
@@ -332,4 +352,25 @@ func probeRecheck(path string, allowNonZero bool) (string, error) {
 		return "", err
 	}
 	return notBlank(Disk{Probe: res}, allowNonZero), nil
+}
+
+// checkUUID verifies that path holds a filesystem with UUID uuid.
+func checkUUID(path, uuid string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("opening %s: %w", path, err)
+	}
+	defer f.Close()
+	size, err := f.Seek(0, 2)
+	if err != nil {
+		return fmt.Errorf("sizing %s: %w", path, err)
+	}
+	res, err := Probe(f, size)
+	if err != nil {
+		return fmt.Errorf("probing %s: %w", path, err)
+	}
+	if fs, ok := res.Filesystem(); !ok || fs.UUID != uuid {
+		return fmt.Errorf("%s does not hold filesystem %s (probe: %s); not mounting it", path, uuid, describe(res.Signatures))
+	}
+	return nil
 }

@@ -36,7 +36,7 @@ func TestExecutorRAID0Commands(t *testing.T) {
 	r := &fakeRunner{}
 	j := &Journal{}
 	ex := &Executor{Runner: r, JournalPath: filepath.Join(root, "state", JournalFile), Journal: j,
-		Recheck: func(context.Context, string) (string, error) { return "", nil }}
+		Recheck: func(context.Context, string) (string, error) { return "", nil }, CheckFS: func(string, string) error { return nil }}
 	if err := ex.Apply(context.Background(), plan); err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestExecutorRefusesWhatAppearedSincePlanning(t *testing.T) {
 	cfg := testCfg(func(c *config.Volumes) { c.MountRoot, c.UnitDir = root, filepath.Join(root, "units") })
 	plan := PlanVolumes(PlanInput{Inventory: Inventory{Disks: []Disk{ebs("nvme1n1", "/dev/xvdb"), ebs("nvme2n1", "/dev/xvdc")}}, Config: cfg, AllowFormat: true, NewUUID: seqUUID()})
 	r := &fakeRunner{}
-	ex := &Executor{Runner: r, JournalPath: filepath.Join(root, "j.json"),
+	ex := &Executor{Runner: r, JournalPath: filepath.Join(root, "j.json"), CheckFS: func(string, string) error { return nil },
 		Recheck: func(_ context.Context, p string) (string, error) {
 			if p == "/dev/nvme1n1" {
 				return "holds xfs (filesystem at 0)", nil

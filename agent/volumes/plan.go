@@ -16,11 +16,12 @@ type Op string
 
 // Operations, in the order the planner emits them for one volume.
 const (
-	OpCreateRAID0 Op = "create-raid0" // mdadm --create level 0 over blank members
-	OpFormat      Op = "format"       // mkfs with a planner-chosen UUID
-	OpVerifyFS    Op = "verify-fs"    // a format was interrupted: check the new filesystem, then adopt it
-	OpWriteUnit   Op = "write-unit"   // write a .mount unit (atomic; no-op when unchanged)
-	OpMount       Op = "mount"        // start the unit (systemd) or mount directly; no-op when mounted
+	OpCreateRAID0 Op = "create-raid0"  // mdadm --create level 0 over blank members
+	OpAssemble    Op = "assemble-raid" // mdadm --assemble an array joiner created before
+	OpFormat      Op = "format"        // mkfs with a planner-chosen UUID
+	OpVerifyFS    Op = "verify-fs"     // a format was interrupted: check the new filesystem, then adopt it
+	OpWriteUnit   Op = "write-unit"    // write a .mount unit (atomic; no-op when unchanged)
+	OpMount       Op = "mount"         // start the unit (systemd) or mount directly; no-op when mounted
 )
 
 // Action is one step of a plan. Actions of one Group (a mount point) run in
@@ -43,6 +44,8 @@ func (a Action) String() string {
 	switch a.Op {
 	case OpCreateRAID0:
 		return fmt.Sprintf("create RAID0 /dev/md/%s over %s (%s)", a.Name, strings.Join(a.Members, " "), a.Reason)
+	case OpAssemble:
+		return fmt.Sprintf("assemble /dev/md/%s from %s (%s)", a.Name, strings.Join(a.Members, " "), a.Reason)
 	case OpFormat:
 		return fmt.Sprintf("format %s as %s with UUID %s (%s)", a.Device, a.FSType, a.UUID, a.Reason)
 	case OpVerifyFS:
@@ -287,6 +290,16 @@ func (p *planner) raid0(members []Disk, target string) {
 			return
 		}
 	}
+	// Our own array, not assembled (a reboot without udev assembly): assemble
+	// it, never re-create it. Only when the journal says we made it, every
+	// member carries nothing but an md superblock, and none is in use.
+	if j, ok := p.in.Journal.Get("md:" + name); ok && j.Phase == PhaseFormatted && allRAIDMembers(members) {
+		dev := "/dev/md/" + name
+		p.add(Action{Op: OpAssemble, Group: target, Name: name, Members: paths, Reason: "members of the array joiner created"})
+		p.mount(dev, target, j.FSType, j.UUID)
+		p.status(target, dev, StateReady, fmt.Sprintf("RAID0 array to be assembled; %s filesystem %s made by joiner", j.FSType, j.UUID))
+		return
+	}
 	for _, m := range members {
 		if why := notBlank(m, p.cfg.AllowNonZero); why != "" {
 			reason := fmt.Sprintf("RAID0 member %s %s: not creating the array", m.Path, why)
@@ -462,6 +475,26 @@ func onlyFilesystems(sigs []Signature) bool {
 	for _, s := range sigs {
 		if s.Usage != UsageFilesystem {
 			return false
+		}
+	}
+	return true
+}
+
+// allRAIDMembers: every disk is unused and holds only an md superblock.
+func allRAIDMembers(disks []Disk) bool {
+	for _, d := range disks {
+		if inUse(d) != "" || len(d.MountPoints) > 0 || d.ProbeErr != "" || len(d.Probe.Signatures) == 0 {
+			return false
+		}
+		for _, s := range d.Probe.Signatures {
+			if s.Type != "linux_raid_member" {
+				return false
+			}
+		}
+		for _, e := range d.External {
+			if !strings.Contains(e, "linux_raid_member") {
+				return false
+			}
 		}
 	}
 	return true

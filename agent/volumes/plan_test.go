@@ -189,13 +189,19 @@ func TestPlanInstanceStore(t *testing.T) {
 			{Name: "md127", Path: "/dev/md127", Dev: "9:127", Kind: KindRAID, Size: 2 << 30, Slaves: []string{"nvme1n1", "nvme2n1"}, Aliases: []string{"/dev/md/joiner-instance-store"}}},
 			func(c *config.Volumes) { c.InstanceStore.Layout = config.LayoutRAID0 },
 			"format /mnt/instance-store /dev/md127\nwrite-unit /mnt/instance-store \nmount /mnt/instance-store /dev/md127"},
+		{"our array, not assembled: assembled, never re-created", []Disk{
+			is("nvme2n1", "AWS2", func(d *Disk) { d.Probe.Signatures = []Signature{{Type: "linux_raid_member", Usage: UsageRAID}} }),
+			is("nvme1n1", "AWS1", func(d *Disk) { d.Probe.Signatures = []Signature{{Type: "linux_raid_member", Usage: UsageRAID}} }),
+		}, func(c *config.Volumes) { c.InstanceStore.Layout = config.LayoutRAID0 },
+			"assemble-raid /mnt/instance-store \nwrite-unit /mnt/instance-store \nmount /mnt/instance-store /dev/md/joiner-instance-store"},
 		{"separate mounts", []Disk{is("nvme2n1", "AWS2"), is("nvme1n1", "AWS1")}, func(c *config.Volumes) { c.InstanceStore.Layout = config.LayoutSeparate },
 			"format /mnt/instance-store0 /dev/nvme1n1\nwrite-unit /mnt/instance-store0 \nmount /mnt/instance-store0 /dev/nvme1n1\n" +
 				"format /mnt/instance-store1 /dev/nvme2n1\nwrite-unit /mnt/instance-store1 \nmount /mnt/instance-store1 /dev/nvme2n1"},
 		{"layout none leaves them alone", []Disk{is("nvme2n1", "AWS2")}, nil, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := PlanVolumes(PlanInput{Inventory: Inventory{Disks: tc.disks}, Config: testCfg(tc.cfg), AllowFormat: true, NewUUID: seqUUID()})
+			j := Journal{Entries: []JournalEntry{{Key: "md:joiner-instance-store", FSType: "xfs", UUID: "u1", Phase: PhaseFormatted}}}
+			p := PlanVolumes(PlanInput{Inventory: Inventory{Disks: tc.disks}, Config: testCfg(tc.cfg), Journal: j, AllowFormat: true, NewUUID: seqUUID()})
 			if got := ops(p); got != tc.ops {
 				t.Errorf("actions:\n%s\nwant:\n%s\nvolumes %+v", got, tc.ops, p.Volumes)
 			}
