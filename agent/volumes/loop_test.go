@@ -437,6 +437,7 @@ func TestLoopNeverFormatsDisksWithSignatures(t *testing.T) {
 		}
 		dev := newLoop(t, 320)
 		real := p.prep(t, dev)
+		settle(t, dev)
 		// Both layers see it on their own (the zero rule covers "unknown data").
 		f, err := os.Open(dev)
 		if err != nil {
@@ -634,5 +635,22 @@ func verifyUnits(t *testing.T, dir string, files []string) {
 	}
 	if err != nil {
 		t.Errorf("systemd-analyze verify: %v\n%s", err, stderr.String())
+	}
+}
+
+// settle waits for udev (where it runs) to finish with dev, then stops any
+// md array that udev's incremental assembly built on it, so the test sees
+// the signature itself rather than a holder.
+func settle(t *testing.T, dev string) {
+	if _, err := exec.LookPath("udevadm"); err == nil {
+		_ = exec.Command("udevadm", "settle", "--timeout=30").Run()
+	}
+	holders, _ := os.ReadDir(filepath.Join("/sys/block", filepath.Base(dev), "holders"))
+	for _, h := range holders {
+		if strings.HasPrefix(h.Name(), "md") {
+			if out, err := exec.Command("mdadm", "--stop", "/dev/"+h.Name()).CombinedOutput(); err != nil {
+				t.Logf("mdadm --stop /dev/%s: %v %s", h.Name(), err, out)
+			}
+		}
 	}
 }
