@@ -81,7 +81,16 @@ func Setup(ctx context.Context, o Options) (Plan, error) {
 
 // Recheck is what `joiner agent` calls at start: re-discover, mount what
 // joiner made before, report every volume (log + metrics when m is not nil)
-// and never format unless the config says FormatOnAgentStart.
+// and never format unless the config says FormatOnAgentStart. For example:
+//
+//	cfg, err := config.Load(config.DefaultPath)
+//	m, err := volumes.NewMetrics(prometheus.DefaultRegisterer)
+//	opts := volumes.Options{Config: cfg.Volumes, Log: log.Named("volumes")}
+//	if volumes.SystemdRunning() { opts.Systemd, err = volumes.NewDBusSystemd(ctx) } // Close when done
+//	plan, err := volumes.Recheck(ctx, opts, m) // plan.Volumes: one status per mount point
+//
+// Volumes left alone are not errors (they are in plan.Volumes with state
+// hands-off, blank or missing); the error joins what failed while acting.
 func Recheck(ctx context.Context, o Options, m *Metrics) (Plan, error) {
 	o.AllowFormat = o.Config.FormatOnAgentStart
 	plan, err := Setup(ctx, o)
