@@ -1,0 +1,284 @@
+// Package report delivers interruption notices from the node agent to the
+// coordinators, reliably, and publishes the agent's identity and state over
+// memberlist.
+//
+// # HTTP contract (the coordinator implements the server side)
+//
+// Request:
+//
+//	POST /v1/interruptions
+//	Content-Type: application/json
+//	Authorization: Bearer <token>        (sent when the agent has a token; the
+//	                                       coordinator answers 401 when it wants one)
+//	User-Agent: joiner-agent/<version>
+//
+//	{
+//	  "id":         "i-0abc/spot-interruption/2026-11-21T12:02:00Z",  // notice ID, unique, stable
+//	  "kind":       "spot-interruption",  // or rebalance-recommendation, scheduled-event, asg-lifecycle
+//	  "instanceID": "i-0abc",
+//	  "node":       "ip-10-0-0-1.ec2.internal",
+//	  "nodeClaim":  "default-x7k2p",      // may be empty
+//	  "action":     "terminate",          // spot action, event code or ASG state
+//	  "eventID":    "instance-event-...", // scheduled events only
+//	  "noticeTime": "2026-11-21T12:02:00Z",
+//	  "deadline":   "2026-11-21T12:02:00Z",
+//	  "observedAt": "2026-11-21T12:00:01.123Z"  // when the agent first saw it
+//	}
+//
+// Any coordinator replica may receive it; a follower forwards it to the
+// leader. The leader commits an InterruptionReport (upsert keyed by id) to
+// raft and only then answers.
+//
+// Responses:
+//
+//	200 {"id": "...", "index": 1234, "duplicate": false}
+//	    Committed at raft index `index` (duplicate=true: it was already
+//	    committed; index is the original commit's). The agent stops sending.
+//	400 {"error": "..."}  The body is invalid (field path and value named).
+//	401 / 403             Missing or wrong token.
+//	429 / 503             Not now (no leader, overloaded); Retry-After (seconds) may be set.
+//	anything else, or no answer: unknown, retry.
+//
+// The agent retries every non-200 answer with jittered exponential back-off
+// (capped, honouring Retry-After), rotating through the configured
+// endpoints, until it gets a 200 or its context ends (the agent keeps sending
+// while the notice is in IMDS). Because the id makes a repeat a no-op, a
+// request that was committed but whose answer was lost is simply sent again.
+package report
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/joiner-dev/joiner/internal/logging"
+)
+
+// Path is the coordinator's interruption report endpoint.
+const Path = "/v1/interruptions"
+
+// Report is the request body.
+type Report struct {
+	ID         string    `json:"id"`
+	Kind       string    `json:"kind"`
+	InstanceID string    `json:"instanceID"`
+	Node       string    `json:"node"`
+	NodeClaim  string    `json:"nodeClaim,omitempty"`
+	Action     string    `json:"action,omitempty"`
+	EventID    string    `json:"eventID,omitempty"`
+	NoticeTime time.Time `json:"noticeTime"`
+	Deadline   time.Time `json:"deadline"`
+	ObservedAt time.Time `json:"observedAt"`
+}
+
+// Validate checks the fields the coordinator relies on.
+func (r Report) Validate() error {
+	var errs []error
+	for _, f := range []struct{ name, val string }{{"id", r.ID}, {"kind", r.Kind}, {"instanceID", r.InstanceID}, {"node", r.Node}} {
+		if f.val == "" {
+			errs = append(errs, fmt.Errorf("%s: must be set", f.name))
+		}
+	}
+	if r.Deadline.IsZero() {
+		errs = append(errs, errors.New("deadline: must be set"))
+	}
+	return errors.Join(errs...)
+}
+
+// Ack is the 200 response body.
+type Ack struct {
+	ID        string `json:"id"`
+	Index     uint64 `json:"index"`
+	Duplicate bool   `json:"duplicate"`
+}
+
+// ErrorBody is the body of a non-200 answer.
+type ErrorBody struct {
+	Error string `json:"error"`
+}
+
+// Observer is told about each delivery attempt (metrics). result is acked,
+// rejected (a non-200 answer) or error (no answer).
+type Observer interface {
+	Attempt(result string)
+}
+
+// Options configure a Client.
+type Options struct {
+	// Endpoints are coordinator base URLs (http://host:port); any will do.
+	Endpoints []string
+	// Token is sent as a bearer token when set.
+	Token string
+	// Timeout per attempt (default 5 s).
+	Timeout time.Duration
+	// RetryBase and RetryMax bound the back-off (defaults 200 ms and 5 s).
+	RetryBase, RetryMax time.Duration
+	// UserAgent (default joiner-agent).
+	UserAgent  string
+	HTTPClient *http.Client
+	Observer   Observer
+}
+
+// Client sends reports to the coordinators.
+type Client struct {
+	opts Options
+	log  *zap.Logger
+	next atomic.Uint32 // endpoint rotation
+}
+
+// NewClient builds a Client.
+func NewClient(log *zap.Logger, o Options) (*Client, error) {
+	if len(o.Endpoints) == 0 {
+		return nil, errors.New("report: no coordinator endpoints configured")
+	}
+	for i, e := range o.Endpoints {
+		if !strings.HasPrefix(e, "http://") && !strings.HasPrefix(e, "https://") {
+			return nil, fmt.Errorf("report endpoints[%d]: %q: must start with http:// or https://", i, e)
+		}
+		o.Endpoints[i] = strings.TrimRight(e, "/")
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 5 * time.Second
+	}
+	if o.RetryBase <= 0 {
+		o.RetryBase = 200 * time.Millisecond
+	}
+	if o.RetryMax <= 0 {
+		o.RetryMax = 5 * time.Second
+	}
+	if o.UserAgent == "" {
+		o.UserAgent = "joiner-agent"
+	}
+	if o.HTTPClient == nil {
+		o.HTTPClient = &http.Client{}
+	}
+	return &Client{opts: o, log: log}, nil
+}
+
+// StatusError is a non-200 answer.
+type StatusError struct {
+	Endpoint   string
+	Code       int
+	Message    string
+	RetryAfter time.Duration
+}
+
+func (e *StatusError) Error() string {
+	return fmt.Sprintf("coordinator %s answered %d: %s", e.Endpoint, e.Code, e.Message)
+}
+
+// Deliver sends r until a coordinator acknowledges it (200) or ctx ends.
+func (c *Client) Deliver(ctx context.Context, r Report) (Ack, error) {
+	if err := r.Validate(); err != nil {
+		return Ack{}, fmt.Errorf("report %s: %w", r.ID, err)
+	}
+	body, err := json.Marshal(r)
+	if err != nil {
+		return Ack{}, fmt.Errorf("encoding report %s: %w", r.ID, err)
+	}
+	log := c.log.With(zap.String(logging.KeyNotice, r.ID))
+	for attempt := 0; ; attempt++ {
+		ep := c.opts.Endpoints[int(c.next.Load())%len(c.opts.Endpoints)]
+		ack, err := c.send(ctx, ep, body)
+		if err == nil {
+			c.observe("acked")
+			log.Info("interruption report acknowledged", zap.String("endpoint", ep), zap.Uint64("index", ack.Index),
+				zap.Bool("duplicate", ack.Duplicate), zap.Int("attempts", attempt+1))
+			return ack, nil
+		}
+		if ctx.Err() != nil {
+			return Ack{}, fmt.Errorf("delivering report %s: %w (last: %v)", r.ID, ctx.Err(), err)
+		}
+		c.next.Add(1) // try another replica next time
+		wait := backoff(attempt, c.opts.RetryBase, c.opts.RetryMax)
+		var se *StatusError
+		if errors.As(err, &se) {
+			c.observe("rejected")
+			if se.RetryAfter > 0 {
+				wait = min(se.RetryAfter, c.opts.RetryMax)
+			}
+			if se.Code >= 400 && se.Code < 500 && se.Code != http.StatusTooManyRequests && se.Code != http.StatusRequestTimeout {
+				log.Error("coordinator rejected interruption report; retrying", zap.Error(err), zap.Int("attempt", attempt+1))
+			} else {
+				log.Warn("interruption report not acknowledged; retrying", zap.Error(err), zap.Int("attempt", attempt+1), zap.Duration("retry-in", wait))
+			}
+		} else {
+			c.observe("error")
+			log.Warn("sending interruption report; retrying", zap.Error(err), zap.Int("attempt", attempt+1), zap.Duration("retry-in", wait))
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return Ack{}, fmt.Errorf("delivering report %s: %w (last: %v)", r.ID, ctx.Err(), err)
+		case <-t.C:
+		}
+	}
+}
+
+func (c *Client) send(ctx context.Context, ep string, body []byte) (Ack, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ep+Path, bytes.NewReader(body))
+	if err != nil {
+		return Ack{}, fmt.Errorf("building request to %s: %w", ep, err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", c.opts.UserAgent)
+	if c.opts.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.opts.Token)
+	}
+	resp, err := c.opts.HTTPClient.Do(req)
+	if err != nil {
+		return Ack{}, fmt.Errorf("posting to %s: %w", ep, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if err != nil {
+		return Ack{}, fmt.Errorf("reading answer from %s: %w", ep, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		se := &StatusError{Endpoint: ep, Code: resp.StatusCode}
+		var eb ErrorBody
+		if json.Unmarshal(b, &eb) == nil && eb.Error != "" {
+			se.Message = eb.Error
+		} else {
+			se.Message = strings.TrimSpace(string(b))
+		}
+		if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
+			se.RetryAfter = time.Duration(s) * time.Second
+		}
+		return Ack{}, se
+	}
+	var ack Ack
+	if err := json.Unmarshal(b, &ack); err != nil {
+		return Ack{}, fmt.Errorf("decoding ack from %s: %w", ep, err)
+	}
+	return ack, nil
+}
+
+func (c *Client) observe(result string) {
+	if c.opts.Observer != nil {
+		c.opts.Observer.Attempt(result)
+	}
+}
+
+func backoff(attempt int, base, maxWait time.Duration) time.Duration {
+	w := base
+	for i := 0; i < attempt && w < maxWait; i++ {
+		w *= 2
+	}
+	w = min(w, maxWait)
+	return time.Duration(float64(w) * (0.8 + 0.4*rand.Float64()))
+}
