@@ -129,6 +129,7 @@ func encodeObject(obj any) ([]byte, error) {
 		return nil, err
 	}
 	delete(m, "status")
+	pruneNulls(m)
 	if md, ok := m["metadata"].(map[string]any); ok {
 		delete(md, "creationTimestamp")
 	}
@@ -144,6 +145,24 @@ func encodeObject(obj any) ([]byte, error) {
 		return nil, err
 	}
 	return yaml.JSONToYAML(j)
+}
+
+// pruneNulls removes null values (unset durations marshal as null).
+func pruneNulls(v any) {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, e := range t {
+			if e == nil {
+				delete(t, k)
+				continue
+			}
+			pruneNulls(e)
+		}
+	case []any:
+		for _, e := range t {
+			pruneNulls(e)
+		}
+	}
 }
 
 // kubeletUse is one legacy pool's kubelet block aimed at a node class.
