@@ -150,7 +150,19 @@ func userParts(userData string, keepHeaders bool, classify func(string) string) 
 	return parts, nil
 }
 
-func shellType(string) string { return mime.ContentTypeShell }
+// shellType types non-MIME AL2/Ubuntu user data: a #cloud-config document
+// keeps its type (cloud-init would not run it as a script), anything else is
+// a shell script (Karpenter wraps everything as a script).
+func shellType(s string) string {
+	if isCloudConfig(s) {
+		return mime.ContentTypeCloudConfig
+	}
+	return mime.ContentTypeShell
+}
+
+func isCloudConfig(s string) bool {
+	return strings.HasPrefix(strings.TrimLeft(s, " \t\r\n"), "#cloud-config")
+}
 
 // renderAL2 renders AL2 and Ubuntu user data.
 func renderAL2(r resolved) ([]byte, error) {

@@ -112,7 +112,15 @@ func toAny(ss []string) []any {
 
 // classifyAL2023 types non-MIME user data: a YAML/JSON map is a NodeConfig
 // part, anything else a shell script.
-func classifyAL2023(s string) string {
+func classifyAL2023(s string) (ct string) {
+	if isCloudConfig(s) {
+		return mime.ContentTypeCloudConfig
+	}
+	defer func() {
+		if recover() != nil { // the YAML library must not take the renderer down
+			ct = mime.ContentTypeShell
+		}
+	}()
 	if strings.HasPrefix(strings.TrimSpace(s), "#!") {
 		return mime.ContentTypeShell
 	}

@@ -90,7 +90,7 @@ var wantLabels = map[string]string{
 
 var wantTaints = []string{"baz=bin:NoExecute", "foo=bar:NoSchedule", "karpenter.sh/unregistered:NoExecute"}
 
-func readInput(t *testing.T, name string) string {
+func readInput(t testing.TB, name string) string {
 	t.Helper()
 	if name == "" {
 		return ""
@@ -362,6 +362,22 @@ func TestAL2MergeNormalises(t *testing.T) {
 	for i := 1; i < len(outs); i++ {
 		if !bytes.Equal(outs[0], outs[i]) {
 			t.Errorf("input %d renders differently:\n%s\n---\n%s", i, outs[0], outs[i])
+		}
+	}
+}
+
+func TestCloudConfigKeepsItsType(t *testing.T) {
+	for _, fam := range []string{FamilyAL2, FamilyAL2023, FamilyUbuntu} {
+		out, err := Render(testInput(fam, "#cloud-config\npackages: [jq]\n", nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts, err := mime.Parse(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if parts[0].MediaType() != "text/cloud-config" || string(parts[0].Body) != "#cloud-config\npackages: [jq]\n" {
+			t.Errorf("%s: first part %q %q", fam, parts[0].ContentType(), parts[0].Body)
 		}
 	}
 }

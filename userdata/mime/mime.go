@@ -34,9 +34,10 @@ const Boundary = "//"
 
 // Content types used by the renderers.
 const (
-	ContentTypeShell    = `text/x-shellscript; charset="us-ascii"`
-	ContentTypeNodeadm  = "application/node.eks.aws"
-	ContentTypeMultiMix = "multipart/mixed"
+	ContentTypeShell       = `text/x-shellscript; charset="us-ascii"`
+	ContentTypeNodeadm     = "application/node.eks.aws"
+	ContentTypeCloudConfig = `text/cloud-config; charset="us-ascii"`
+	ContentTypeMultiMix    = "multipart/mixed"
 )
 
 // ErrMalformed is wrapped by every parse error, so callers can branch on it.
