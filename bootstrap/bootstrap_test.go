@@ -24,6 +24,10 @@ func (f *fakeSystemd) EnableAndStart(_ context.Context, _, name string) error {
 	f.started = append(f.started, name)
 	return f.fail
 }
+func (f *fakeSystemd) Start(_ context.Context, name string) error {
+	f.started = append(f.started, name)
+	return f.fail
+}
 func (f *fakeSystemd) Close() { f.closed = true }
 
 var fakePlan = volumes.Plan{

@@ -69,7 +69,19 @@ type Volumes struct {
 	FormatOnAgentStart bool `json:"formatOnAgentStart,omitempty"`
 	// SkipCrossCheck disables the blkid -p / wipefs -n second opinion.
 	SkipCrossCheck bool `json:"skipCrossCheck,omitempty"`
+	// Persist is how mounts survive a reboot: "units" (default: one systemd
+	// .mount unit per mount in UnitDir) or "fstab" (UUID= lines in a block
+	// of FstabPath that joiner owns).
+	Persist string `json:"persist,omitempty"`
+	// FstabPath for Persist "fstab". Default "/etc/fstab".
+	FstabPath string `json:"fstabPath,omitempty"`
 }
+
+// Persist modes.
+const (
+	PersistUnits = "units"
+	PersistFstab = "fstab"
+)
 
 // Instance-store layouts.
 const (
@@ -119,6 +131,12 @@ func (c Config) WithDefaults() Config {
 	if v.StateDir == "" {
 		v.StateDir = "/var/lib/joiner"
 	}
+	if v.Persist == "" {
+		v.Persist = PersistUnits
+	}
+	if v.FstabPath == "" {
+		v.FstabPath = "/etc/fstab"
+	}
 	is := &v.InstanceStore
 	if is.Layout == "" {
 		is.Layout = LayoutNone
@@ -147,7 +165,7 @@ func (c Config) Validate() error {
 	}
 	for _, f := range []struct{ name, val string }{
 		{"volumes.mountPrefix", v.MountPrefix}, {"volumes.unitDir", v.UnitDir}, {"volumes.stateDir", v.StateDir},
-		{"volumes.instanceStore.mountPath", v.InstanceStore.MountPath},
+		{"volumes.instanceStore.mountPath", v.InstanceStore.MountPath}, {"volumes.fstabPath", v.FstabPath},
 	} {
 		if !path.IsAbs(f.val) {
 			bad(f.name, f.val, "must be an absolute path")
@@ -162,6 +180,14 @@ func (c Config) Validate() error {
 	for i, o := range v.MountOptions {
 		if o == "" || strings.ContainsAny(o, ", \t\n") {
 			bad(fmt.Sprintf("volumes.mountOptions[%d]", i), fmt.Sprintf("%q", o), "must be one non-empty option without commas or spaces")
+		}
+	}
+	if v.Persist != PersistUnits && v.Persist != PersistFstab {
+		bad("volumes.persist", v.Persist, `must be "units" or "fstab"`)
+	}
+	for _, f := range []struct{ name, val string }{{"volumes.mountRoot", v.MountRoot}, {"volumes.mountPrefix", v.MountPrefix}, {"volumes.instanceStore.mountPath", v.InstanceStore.MountPath}} {
+		if strings.ContainsAny(f.val, " \t\n\\") {
+			bad(f.name, fmt.Sprintf("%q", f.val), "must not contain whitespace or backslashes")
 		}
 	}
 	switch v.InstanceStore.Layout {

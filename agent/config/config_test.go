@@ -51,6 +51,8 @@ func TestValidateNamesField(t *testing.T) {
 		{"layout", func(c *Config) { c.Volumes.InstanceStore.Layout = "raid5" }, "volumes.instanceStore.layout: raid5"},
 		{"bind", func(c *Config) { c.Volumes.InstanceStore.BindDirs = []string{"/var/lib/kubelet"} }, `needs layout "raid0"`},
 		{"version", func(c *Config) { c.Version = 9 }, "version: 9"},
+		{"persist", func(c *Config) { c.Volumes.Persist = "crontab" }, "volumes.persist: crontab"},
+		{"space", func(c *Config) { c.Volumes.MountPrefix = "/my data" }, "volumes.mountPrefix"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := Config{}.WithDefaults()

@@ -25,5 +25,6 @@
 // that UUID on the disk mounts it (after xfs_repair -n / e2fsck -fn when the
 // journal still says "formatting") and never formats again. Unit files are
 // written atomically and only when their content changes, so re-running is a
-// no-op.
+// no-op. With config Persist "fstab", UUID= lines go into a block of the
+// fstab that joiner owns instead of unit files; other lines are never changed.
 package volumes

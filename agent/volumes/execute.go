@@ -40,6 +40,8 @@ type SystemdManager interface {
 	// EnableAndStart enables the unit file at path and starts unit name,
 	// waiting for the start job to finish.
 	EnableAndStart(ctx context.Context, path, name string) error
+	// Start starts unit name (e.g. one generated from fstab) and waits.
+	Start(ctx context.Context, name string) error
 }
 
 // CrossCheck returns a second-opinion probe built on blkid -p and wipefs -n.
@@ -179,6 +181,13 @@ func (e *Executor) do(ctx context.Context, a Action) error {
 		return e.format(ctx, a)
 	case OpVerifyFS:
 		return e.verify(ctx, a)
+	case OpWriteFstab:
+		wrote, err := updateFstab(a.Unit.Path, a.Unit.Where, a.Unit.FstabLine())
+		if err != nil {
+			return fmt.Errorf("updating %s: %w", a.Unit.Path, err)
+		}
+		e.changed = e.changed || wrote
+		return nil
 	case OpWriteUnit:
 		wrote, err := atomicfile.WriteIfChanged(a.Unit.Path, a.Unit.Content(), 0o644)
 		if err != nil {
@@ -301,7 +310,11 @@ func (e *Executor) mount(ctx context.Context, a Action) error {
 			}
 			e.reloaded = true
 		}
-		if err := e.Systemd.EnableAndStart(ctx, u.Path, u.Name); err != nil {
+		start := func() error { return e.Systemd.EnableAndStart(ctx, u.Path, u.Name) }
+		if u.Fstab {
+			start = func() error { return e.Systemd.Start(ctx, u.Name) } // generated units cannot be enabled
+		}
+		if err := start(); err != nil {
 			return fmt.Errorf("starting %s: %w", u.Name, err)
 		}
 		return nil

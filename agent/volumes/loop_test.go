@@ -654,3 +654,31 @@ func settle(t *testing.T, dev string) {
 		}
 	}
 }
+
+func TestLoopFstabPersistence(t *testing.T) {
+	requireLoop(t, "mkfs.ext4")
+	dev := newLoop(t, 64)
+	cfg := testConfig(t, dev)
+	cfg.Persist, cfg.FstabPath, cfg.FSType = config.PersistFstab, filepath.Join(cfg.MountRoot, "fstab"), "ext4"
+	os.WriteFile(cfg.FstabPath, []byte("UUID=keep / ext4 defaults 0 1\n"), 0o644)
+	_, r := setup(t, cfg, true)
+	if r.count("mkfs.ext4") != 1 {
+		t.Fatalf("mkfs.ext4 ran %d times", r.count("mkfs.ext4"))
+	}
+	num, _ := devNum(dev)
+	if mountDev(t, target(cfg, 1)) != num {
+		t.Fatal("not mounted")
+	}
+	b, _ := os.ReadFile(cfg.FstabPath)
+	want := "UUID=" + blkidUUID(t, dev) + " " + target(cfg, 1) + " ext4 defaults,noatime,nofail,x-systemd.device-timeout=10s 0 2\n"
+	if !strings.HasPrefix(string(b), "UUID=keep / ext4 defaults 0 1\n") || !strings.Contains(string(b), want) {
+		t.Errorf("fstab:\n%s\nwant a line %q", b, want)
+	}
+	if ents, _ := os.ReadDir(cfg.UnitDir); len(ents) != 0 {
+		t.Errorf("units written in fstab mode: %v", ents)
+	}
+	_, r = setup(t, cfg, true)
+	if after, _ := os.ReadFile(cfg.FstabPath); string(after) != string(b) || r.count("mkfs.ext4")+r.count("mount") != 0 {
+		t.Errorf("second run changed something: %v\n%s", r.calls, after)
+	}
+}

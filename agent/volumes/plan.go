@@ -21,6 +21,7 @@ const (
 	OpFormat      Op = "format"        // mkfs with a planner-chosen UUID
 	OpVerifyFS    Op = "verify-fs"     // a format was interrupted: check the new filesystem, then adopt it
 	OpWriteUnit   Op = "write-unit"    // write a .mount unit (atomic; no-op when unchanged)
+	OpWriteFstab  Op = "write-fstab"   // add or update the mount's line in joiner's fstab block
 	OpMount       Op = "mount"         // start the unit (systemd) or mount directly; no-op when mounted
 )
 
@@ -52,6 +53,8 @@ func (a Action) String() string {
 		return fmt.Sprintf("verify %s filesystem %s on %s (%s)", a.FSType, a.UUID, a.Device, a.Reason)
 	case OpWriteUnit:
 		return fmt.Sprintf("write unit %s (%s on %s)", a.Unit.Path, a.Unit.What, a.Unit.Where)
+	case OpWriteFstab:
+		return fmt.Sprintf("write %s line %q", a.Unit.Path, a.Unit.FstabLine())
 	case OpMount:
 		return fmt.Sprintf("mount %s on %s (unit %s)", a.Device, a.Unit.Where, a.Unit.Name)
 	}
@@ -67,6 +70,24 @@ type Unit struct {
 	Type    string `json:"type"`
 	Options string `json:"options"`
 	After   string `json:"after,omitempty"` // for bind mounts: the mount point the source lives on
+	// Fstab: persisted as an fstab line (Path is the fstab); systemd's
+	// fstab generator makes the unit, which is started, not enabled.
+	Fstab bool `json:"fstab,omitempty"`
+}
+
+// FstabLine renders the unit as an fstab line (What as UUID=... for devices).
+func (u Unit) FstabLine() string {
+	what, opts, pass := u.What, u.Options, "0"
+	if strings.HasPrefix(what, "/dev/disk/by-uuid/") {
+		what = "UUID=" + strings.TrimPrefix(what, "/dev/disk/by-uuid/")
+	}
+	if u.After != "" {
+		opts += ",x-systemd.requires-mounts-for=" + u.After
+	}
+	if u.Type == "ext4" {
+		pass = "2"
+	}
+	return fmt.Sprintf("%s %s %s %s 0 %s", what, u.Where, u.Type, opts, pass)
 }
 
 // Content renders the unit file.
@@ -335,7 +356,7 @@ func (p *planner) binds(src string) {
 		from := path.Join(src, strings.ReplaceAll(strings.Trim(path.Clean(dir), "/"), "/", "_"))
 		u := p.unit(from, where, "none", "bind")
 		u.After = src
-		p.add(Action{Op: OpWriteUnit, Group: where, Unit: &u})
+		p.persist(where, &u)
 		p.add(Action{Op: OpMount, Group: where, Device: from, Unit: &u, Reason: "bind mount"})
 		p.status(where, from, StateReady, "bind mount from instance store")
 	}
@@ -351,8 +372,19 @@ func (p *planner) unit(what, where, fstype, options string) Unit {
 func (p *planner) mount(dev, target, fstype, uuid string) {
 	opts := append(append([]string{}, p.cfg.MountOptions...), "nofail", "x-systemd.device-timeout="+p.cfg.DeviceTimeout)
 	u := p.unit("/dev/disk/by-uuid/"+uuid, target, fstype, strings.Join(opts, ","))
-	p.add(Action{Op: OpWriteUnit, Group: target, Unit: &u})
+	p.persist(target, &u)
 	p.add(Action{Op: OpMount, Group: target, Device: dev, FSType: fstype, UUID: uuid, Unit: &u})
+}
+
+// persist adds the action that makes u survive a reboot: a unit file, or a
+// line in joiner's block of the fstab.
+func (p *planner) persist(group string, u *Unit) {
+	if p.cfg.Persist == config.PersistFstab {
+		u.Fstab, u.Path = true, p.cfg.FstabPath
+		p.add(Action{Op: OpWriteFstab, Group: group, Unit: u})
+		return
+	}
+	p.add(Action{Op: OpWriteUnit, Group: group, Unit: u})
 }
 
 // diskKey is the journal key: the EBS volume ID or NVMe serial when known

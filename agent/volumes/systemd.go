@@ -40,6 +40,11 @@ func (s *DBusSystemd) EnableAndStart(ctx context.Context, path, name string) err
 	if _, _, err := s.conn.EnableUnitFilesContext(ctx, []string{path}, false, true); err != nil {
 		return fmt.Errorf("enabling %s: %w", path, err)
 	}
+	return s.Start(ctx, name)
+}
+
+// Start starts the unit, waiting for the job.
+func (s *DBusSystemd) Start(ctx context.Context, name string) error {
 	ch := make(chan string, 1)
 	if _, err := s.conn.StartUnitContext(ctx, name, "replace", ch); err != nil {
 		return fmt.Errorf("starting %s: %w", name, err)

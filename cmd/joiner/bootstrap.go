@@ -66,6 +66,8 @@ through systemd .mount units by UUID (nofail). Re-running changes nothing.`,
 			set("state-dir", &cv.StateDir, v.StateDir)
 			set("device-timeout", &cv.DeviceTimeout, v.DeviceTimeout)
 			set("instance-store", &cv.InstanceStore.Layout, v.InstanceStore.Layout)
+			set("persist", &cv.Persist, v.Persist)
+			set("fstab", &cv.FstabPath, v.FstabPath)
 			if f.Changed("mount-options") {
 				cv.MountOptions = v.MountOptions
 			}
@@ -103,6 +105,8 @@ through systemd .mount units by UUID (nofail). Re-running changes nothing.`,
 	f.StringVar(&v.StateDir, "state-dir", "/var/lib/joiner", "where the format journal lives")
 	f.StringVar(&v.InstanceStore.Layout, "instance-store", config.LayoutNone, "instance-store NVMe layout: none, raid0 or separate")
 	f.StringSliceVar(&v.InstanceStore.BindDirs, "bind-dirs", nil, "with --instance-store raid0: directories bind-mounted onto the instance store (e.g. /var/lib/kubelet,/var/lib/containerd)")
+	f.StringVar(&v.Persist, "persist", config.PersistUnits, "how mounts survive a reboot: units (systemd .mount units) or fstab (UUID= lines in a block joiner owns)")
+	f.StringVar(&v.FstabPath, "fstab", "/etc/fstab", "the fstab for --persist fstab")
 	f.BoolVar(&v.AllowNonZero, "allow-nonzero", false, "allow formatting disks with no signature but non-zero bytes in their first or last MiB")
 	return cmd
 }
