@@ -77,9 +77,11 @@ func (d *Drainer) Cordon(ctx context.Context, req Request) error {
 	return nil
 }
 
+// hasTaint reports whether ts has a taint with t's key and effect (a node may
+// carry only one per key and effect; the first reason stays).
 func hasTaint(ts []corev1.Taint, t corev1.Taint) bool {
 	for _, x := range ts {
-		if x.Key == t.Key && x.Effect == t.Effect && x.Value == t.Value {
+		if x.Key == t.Key && x.Effect == t.Effect {
 			return true
 		}
 	}

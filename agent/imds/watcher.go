@@ -21,7 +21,8 @@ type Getter interface {
 type Observer interface {
 	// PollError is called for each failed read of path.
 	PollError(path string)
-	// PollOK is called after each round in which every enabled path was read.
+	// PollOK is called after each round in which IMDS answered at least one
+	// path (the service is reachable and tokens work).
 	PollOK()
 }
 
@@ -146,10 +147,9 @@ func (w *Watcher) Run(ctx context.Context, onNotice func(Notice)) error {
 func (w *Watcher) Poll(ctx context.Context) []Notice {
 	now := w.opts.Now()
 	var out []Notice
-	allOK := true
+	anyOK := false
 	for _, p := range w.paths {
 		if now.Before(p.nextTry) {
-			allOK = false
 			continue
 		}
 		ns, err := w.pollPath(ctx, p, now)
@@ -157,7 +157,6 @@ func (w *Watcher) Poll(ctx context.Context) []Notice {
 			if ctx.Err() != nil {
 				return out
 			}
-			allOK = false
 			w.observeError(p.path)
 			wait := backoff(p.failures, w.opts.Interval, w.opts.MaxBackoff)
 			p.failures++
@@ -174,6 +173,7 @@ func (w *Watcher) Poll(ctx context.Context) []Notice {
 			w.log.Info("imds path recovered", zap.String("path", p.path), zap.Int("failures", p.failures))
 		}
 		p.failures, p.nextTry, p.lastError = 0, time.Time{}, ""
+		anyOK = true
 		for _, n := range ns {
 			if w.seen[n.ID] {
 				continue
@@ -184,7 +184,7 @@ func (w *Watcher) Poll(ctx context.Context) []Notice {
 			out = append(out, n)
 		}
 	}
-	if allOK && w.opts.Observer != nil {
+	if anyOK && w.opts.Observer != nil {
 		w.opts.Observer.PollOK()
 	}
 	return out

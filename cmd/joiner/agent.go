@@ -1,21 +1,220 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/joiner-dev/joiner/agent"
+	agentconfig "github.com/joiner-dev/joiner/agent/config"
+	"github.com/joiner-dev/joiner/agent/imds"
+	"github.com/joiner-dev/joiner/agent/report"
 )
 
 func init() { addCommand(newAgentCmd) }
 
-// newAgentCmd is a placeholder until its issue lands.
-func newAgentCmd(*globals) *cobra.Command {
-	return &cobra.Command{
-		Use:                "agent",
-		Short:              "Run the node agent (DaemonSet pod or systemd service) (not implemented yet)",
-		DisableFlagParsing: true,
-		RunE: func(*cobra.Command, []string) error {
-			return fmt.Errorf("agent: %w", errNotImplemented)
+type agentFlags struct {
+	configPath   string
+	nodeName     string
+	nodeClaim    string
+	kubeconfig   string
+	imdsEndpoint string
+	imdsAllowV1  bool
+	imdsTokenTTL time.Duration
+	interval     time.Duration
+	kinds        []string
+	policy       map[string]string
+	dryRun       bool
+	forceAfter   time.Duration
+	coordinators []string
+	tokenFile    string
+	gossipBind   string
+	gossipAdv    string
+	gossipSeeds  []string
+	metricsAddr  string
+}
+
+func newAgentCmd(g *globals) *cobra.Command {
+	f := &agentFlags{}
+	cmd := &cobra.Command{
+		Use:   "agent",
+		Short: "Run the node agent (DaemonSet pod or systemd service): IMDS interruption notices, drain, report",
+		Long: `Run the node agent. It polls IMDS (v2) for spot interruption notices, rebalance
+recommendations, scheduled events and the ASG target lifecycle state; taints, cordons and
+drains the node per kind; and reports each notice to the coordinators until acknowledged.
+As a systemd service use Type=notify (READY=1 and watchdog pings are sent).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log, err := g.logger()
+			if err != nil {
+				return err
+			}
+			cfg, kube, err := f.build(cmd)
+			if err != nil {
+				return &errExitCode{code: 2, err: err}
+			}
+			a, err := agent.New(cfg, kube, log.Named("agent"))
+			if err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+			defer stop()
+			return a.Run(ctx)
 		},
 	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.configPath, "config", agentconfig.DefaultPath, "agent config file written by joiner bootstrap (optional)")
+	fl.StringVar(&f.nodeName, "node-name", "", "Kubernetes node name (default: config nodeName, $NODE_NAME, then the hostname)")
+	fl.StringVar(&f.nodeClaim, "node-claim", os.Getenv("NODE_CLAIM"), "this node's NodeClaim name (for reports and gossip)")
+	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig path (default: in-cluster config, then $KUBECONFIG)")
+	fl.StringVar(&f.imdsEndpoint, "imds-endpoint", "", "IMDS endpoint (default http://169.254.169.254)")
+	fl.BoolVar(&f.imdsAllowV1, "imds-allow-v1", false, "fall back to IMDSv1 when no IMDSv2 token can be had (off: fail loudly)")
+	fl.DurationVar(&f.imdsTokenTTL, "imds-token-ttl", 6*time.Hour, "IMDSv2 token lifetime to request (refreshed before expiry)")
+	fl.DurationVar(&f.interval, "poll-interval", time.Second, "IMDS poll interval")
+	fl.StringSliceVar(&f.kinds, "kinds", nil, "notice kinds to watch (default all: spot-interruption, rebalance-recommendation, scheduled-event, asg-lifecycle)")
+	fl.StringToStringVar(&f.policy, "policy", nil, "per-kind action, e.g. rebalance-recommendation=drain (drain, taint or ignore)")
+	fl.BoolVar(&f.dryRun, "dry-run", false, "log taints, cordons and evictions instead of making them")
+	fl.DurationVar(&f.forceAfter, "force-after", 0, "delete pods whose eviction is still blocked this long after a drain starts (0: never)")
+	fl.StringSliceVar(&f.coordinators, "coordinator", nil, "coordinator API base URL (repeatable; any replica)")
+	fl.StringVar(&f.tokenFile, "coordinator-token-file", "", "file holding the bearer token for the coordinator API")
+	fl.StringVar(&f.gossipBind, "gossip-bind", "127.0.0.1:7946", "memberlist bind host:port")
+	fl.StringVar(&f.gossipAdv, "gossip-advertise", "", "memberlist advertise host:port (default: bind)")
+	fl.StringSliceVar(&f.gossipSeeds, "gossip-seed", nil, "memberlist host:port to join (repeatable; no seeds: gossip off)")
+	fl.StringVar(&f.metricsAddr, "metrics-addr", "127.0.0.1:9464", "serve /metrics and /healthz here (empty: off)")
+	return cmd
+}
+
+func (f *agentFlags) build(cmd *cobra.Command) (agent.Config, kubernetes.Interface, error) {
+	cfg := agent.Config{
+		NodeName: f.nodeName, NodeClaim: f.nodeClaim, Interval: f.interval, MetricsAddr: f.metricsAddr, Version: version,
+		IMDS: imds.ClientOptions{Endpoint: f.imdsEndpoint, AllowIMDSv1: f.imdsAllowV1, TokenTTL: f.imdsTokenTTL},
+	}
+	if cfg.NodeName == "" {
+		fc, err := agentconfig.Load(f.configPath)
+		switch {
+		case err == nil:
+			cfg.NodeName = fc.NodeName
+		case errors.Is(err, fs.ErrNotExist) && !cmd.Flags().Changed("config"):
+		default:
+			return cfg, nil, err
+		}
+	}
+	if cfg.NodeName == "" {
+		cfg.NodeName = os.Getenv("NODE_NAME")
+	}
+	if cfg.NodeName == "" {
+		h, err := os.Hostname()
+		if err != nil {
+			return cfg, nil, fmt.Errorf("--node-name not set and no hostname: %w", err)
+		}
+		cfg.NodeName = h
+	}
+	for _, k := range f.kinds {
+		kind, err := parseKind(k)
+		if err != nil {
+			return cfg, nil, fmt.Errorf("--kinds: %w", err)
+		}
+		cfg.Kinds = append(cfg.Kinds, kind)
+	}
+	cfg.Policy = agent.Policy{}
+	for k, v := range f.policy {
+		kind, err := parseKind(k)
+		if err != nil {
+			return cfg, nil, fmt.Errorf("--policy: %w", err)
+		}
+		act, err := agent.ParseAction(v)
+		if err != nil {
+			return cfg, nil, fmt.Errorf("--policy %s: %w", k, err)
+		}
+		cfg.Policy[kind] = act
+	}
+	cfg.Drain.DryRun = f.dryRun
+	cfg.Drain.ForceAfter = f.forceAfter
+	cfg.Report.Endpoints = f.coordinators
+	if f.tokenFile != "" {
+		b, err := os.ReadFile(f.tokenFile)
+		if err != nil {
+			return cfg, nil, fmt.Errorf("--coordinator-token-file: %w", err)
+		}
+		cfg.Report.Token = strings.TrimSpace(string(b))
+	}
+	if len(f.gossipSeeds) > 0 {
+		g, err := gossipOptions(f.gossipBind, f.gossipAdv, f.gossipSeeds)
+		if err != nil {
+			return cfg, nil, err
+		}
+		cfg.Gossip = g
+	}
+	kube, err := kubeClient(f.kubeconfig)
+	if err != nil {
+		return cfg, nil, err
+	}
+	return cfg, kube, nil
+}
+
+func parseKind(s string) (imds.Kind, error) {
+	for _, k := range imds.Kinds {
+		if string(k) == s {
+			return k, nil
+		}
+	}
+	return "", fmt.Errorf("notice kind %q: want one of %v", s, imds.Kinds)
+}
+
+func gossipOptions(bind, adv string, seeds []string) (*report.GossipOptions, error) {
+	o := &report.GossipOptions{Seeds: seeds}
+	var err error
+	if o.BindAddr, o.BindPort, err = splitHostPort("--gossip-bind", bind); err != nil {
+		return nil, err
+	}
+	if adv != "" {
+		if o.AdvertiseAddr, o.AdvertisePort, err = splitHostPort("--gossip-advertise", adv); err != nil {
+			return nil, err
+		}
+	}
+	return o, nil
+}
+
+func splitHostPort(flag, s string) (string, int, error) {
+	var host string
+	var port int
+	i := strings.LastIndex(s, ":")
+	if i < 0 {
+		return "", 0, fmt.Errorf("%s %q: want host:port", flag, s)
+	}
+	host = s[:i]
+	if _, err := fmt.Sscanf(s[i+1:], "%d", &port); err != nil || port < 0 || port > 65535 {
+		return "", 0, fmt.Errorf("%s %q: bad port", flag, s)
+	}
+	return strings.Trim(host, "[]"), port, nil
+}
+
+func kubeClient(path string) (kubernetes.Interface, error) {
+	var rc *rest.Config
+	var err error
+	if path == "" {
+		if rc, err = rest.InClusterConfig(); err != nil {
+			rules := clientcmd.NewDefaultClientConfigLoadingRules()
+			rc, err = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+		}
+	} else {
+		rc, err = clientcmd.BuildConfigFromFlags("", path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client config: %w", err)
+	}
+	rc.QPS, rc.Burst = 20, 40
+	rc.UserAgent = "joiner-agent/" + version
+	return kubernetes.NewForConfig(rc)
 }

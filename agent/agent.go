@@ -1,0 +1,324 @@
+// Package agent is the node agent's runtime: it watches IMDS for
+// interruption notices, takes the node out of service according to a
+// per-kind policy (agent/drain), reports each notice to the coordinators
+// until acknowledged (agent/report), publishes its state over memberlist,
+// serves Prometheus metrics and speaks sd_notify to systemd.
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coreos/go-systemd/v22/daemon"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.uber.org/zap"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/joiner-dev/joiner/agent/drain"
+	"github.com/joiner-dev/joiner/agent/imds"
+	"github.com/joiner-dev/joiner/agent/report"
+	"github.com/joiner-dev/joiner/internal/logging"
+)
+
+// Action is what the agent does on a notice.
+type Action string
+
+// Actions.
+const (
+	ActionDrain  Action = "drain"  // taint, cordon, evict
+	ActionTaint  Action = "taint"  // taint and cordon only
+	ActionIgnore Action = "ignore" // report only
+)
+
+// Policy maps notice kinds to actions.
+type Policy map[imds.Kind]Action
+
+// DefaultPolicy: spot ITN, ASG terminate and scheduled events (reboot, stop,
+// retirement: drain before the event time) drain; a rebalance
+// recommendation only taints and cordons.
+func DefaultPolicy() Policy {
+	return Policy{
+		imds.KindSpotInterruption: ActionDrain,
+		imds.KindASGLifecycle:     ActionDrain,
+		imds.KindScheduledEvent:   ActionDrain,
+		imds.KindRebalance:        ActionTaint,
+	}
+}
+
+// ParseAction parses a policy action name.
+func ParseAction(s string) (Action, error) {
+	switch a := Action(s); a {
+	case ActionDrain, ActionTaint, ActionIgnore:
+		return a, nil
+	}
+	return "", fmt.Errorf("action %q: want drain, taint or ignore", s)
+}
+
+// Config is the agent's runtime configuration.
+type Config struct {
+	// NodeName is this node's Kubernetes name (required).
+	NodeName string
+	// NodeClaim is this node's NodeClaim name (optional, for gossip and reports).
+	NodeClaim string
+	// IMDS client options; IMDSGetter overrides the client (tests).
+	IMDS       imds.ClientOptions
+	IMDSGetter imds.Getter
+	// Interval between IMDS polls (default 1 s).
+	Interval time.Duration
+	// Kinds to watch (default all).
+	Kinds     []imds.Kind
+	Deadlines imds.Deadlines
+	// Policy per kind (missing kinds: DefaultPolicy).
+	Policy Policy
+	// Drain options (DryRun, ForceAfter, ...).
+	Drain drain.Options
+	// Report options; no endpoints = notices are not reported (logged once).
+	Report report.Options
+	// Gossip joins the memberlist pool when non-nil.
+	Gossip *report.GossipOptions
+	// MetricsAddr serves /metrics and /healthz ("" = off).
+	MetricsAddr string
+	Version     string
+}
+
+// Agent is a running node agent.
+type Agent struct {
+	cfg      Config
+	log      *zap.Logger
+	kube     kubernetes.Interface
+	watcher  *imds.Watcher
+	drainer  *drain.Drainer
+	reporter *report.Client
+	member   *report.Member
+	metrics  *Metrics
+	notify   notifier
+
+	lastOK atomic.Int64 // unix nanos of the last IMDS round that answered
+	wg     sync.WaitGroup
+	ln     net.Listener
+}
+
+// New wires an agent. It does no I/O except binding the metrics listener.
+func New(cfg Config, kube kubernetes.Interface, log *zap.Logger) (*Agent, error) {
+	if cfg.NodeName == "" {
+		return nil, errors.New("agent: node name must be set")
+	}
+	if cfg.Interval <= 0 {
+		cfg.Interval = time.Second
+	}
+	pol := DefaultPolicy()
+	for k, v := range cfg.Policy {
+		pol[k] = v
+	}
+	cfg.Policy = pol
+	a := &Agent{cfg: cfg, log: log, kube: kube, metrics: NewMetrics(), notify: notifier{log: log.Named("systemd")}}
+	a.metrics.pollOK = func() { a.lastOK.Store(time.Now().UnixNano()) }
+	get := cfg.IMDSGetter
+	if get == nil {
+		c, err := imds.NewClient(cfg.IMDS)
+		if err != nil {
+			return nil, err
+		}
+		get = c
+	}
+	a.watcher = imds.NewWatcher(get, log.Named("imds"), imds.WatcherOptions{
+		Interval: cfg.Interval, Kinds: cfg.Kinds, Deadlines: cfg.Deadlines, Observer: a.metrics,
+	})
+	dopts := cfg.Drain
+	dopts.Observer = a.metrics
+	a.drainer = drain.New(kube, log.Named("drain"), dopts)
+	if len(cfg.Report.Endpoints) > 0 {
+		ropts := cfg.Report
+		ropts.Observer = a.metrics
+		if ropts.UserAgent == "" && cfg.Version != "" {
+			ropts.UserAgent = "joiner-agent/" + cfg.Version
+		}
+		r, err := report.NewClient(log.Named("report"), ropts)
+		if err != nil {
+			return nil, err
+		}
+		a.reporter = r
+	}
+	if cfg.MetricsAddr != "" {
+		ln, err := net.Listen("tcp", cfg.MetricsAddr)
+		if err != nil {
+			return nil, fmt.Errorf("metrics listener on %s: %w", cfg.MetricsAddr, err)
+		}
+		a.ln = ln
+	}
+	return a, nil
+}
+
+// Metrics returns the agent's metrics.
+func (a *Agent) Metrics() *Metrics { return a.metrics }
+
+// MetricsAddr is the bound metrics address ("" when off).
+func (a *Agent) MetricsAddr() string {
+	if a.ln == nil {
+		return ""
+	}
+	return a.ln.Addr().String()
+}
+
+// Healthy reports whether IMDS answered recently.
+func (a *Agent) Healthy() bool {
+	last := a.lastOK.Load()
+	if last == 0 {
+		return false
+	}
+	return time.Since(time.Unix(0, last)) <= max(5*a.cfg.Interval, 10*time.Second)
+}
+
+// Run runs the agent until ctx ends (SIGTERM), then stops every goroutine it
+// started and returns nil, or an error if start-up failed.
+func (a *Agent) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer a.wg.Wait()
+	if a.ln != nil {
+		srv := a.metricsServer()
+		a.wg.Add(1)
+		go func() {
+			defer a.wg.Done()
+			if err := srv.Serve(a.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				a.log.Error("metrics server", zap.Error(err))
+			}
+		}()
+		a.wg.Add(1)
+		go func() {
+			defer a.wg.Done()
+			<-ctx.Done()
+			sctx, scancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer scancel()
+			_ = srv.Shutdown(sctx)
+		}()
+	}
+	instanceID, err := a.watcher.ResolveInstanceID(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	a.lastOK.Store(time.Now().UnixNano())
+	log := a.log.With(logging.Node(a.cfg.NodeName), zap.String(logging.KeyInstance, instanceID))
+	if a.cfg.Gossip != nil {
+		m, err := report.JoinPool(a.log.Named("gossip"), *a.cfg.Gossip, report.Meta{
+			Node: a.cfg.NodeName, InstanceID: instanceID, NodeClaim: a.cfg.NodeClaim, State: report.StateReady, Version: a.cfg.Version,
+		})
+		if err != nil {
+			return err
+		}
+		a.member = m
+		a.wg.Add(1)
+		go func() {
+			defer a.wg.Done()
+			_ = m.Run(ctx)
+		}()
+	}
+	if a.reporter == nil {
+		log.Warn("no coordinator endpoints: interruption notices will not be reported")
+	}
+	a.notify.send(daemon.SdNotifyReady + "\nSTATUS=watching IMDS")
+	a.wg.Add(1)
+	go func() {
+		defer a.wg.Done()
+		a.notify.watchdog(ctx, a.Healthy)
+	}()
+	log.Info("agent started", zap.Duration("interval", a.cfg.Interval), zap.Bool("dry-run", a.cfg.Drain.DryRun),
+		zap.String("metrics", a.MetricsAddr()))
+	_ = a.watcher.Run(ctx, func(n imds.Notice) { a.onNotice(ctx, n) })
+	a.notify.send(daemon.SdNotifyStopping)
+	log.Info("agent stopping")
+	return nil
+}
+
+func (a *Agent) metricsServer() *http.Server {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(a.metrics.Registry, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		if !a.Healthy() {
+			http.Error(w, "imds not answering", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	return &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+}
+
+// onNotice starts handling one new notice: the drain (per policy) and the
+// report run concurrently, each in a goroutine the agent owns.
+func (a *Agent) onNotice(ctx context.Context, n imds.Notice) {
+	observed := time.Now()
+	a.metrics.Notices.WithLabelValues(string(n.Kind)).Inc()
+	if a.reporter != nil {
+		rep := report.Report{
+			ID: n.ID, Kind: string(n.Kind), InstanceID: n.InstanceID, Node: a.cfg.NodeName, NodeClaim: a.cfg.NodeClaim,
+			Action: n.Action, EventID: n.EventID, NoticeTime: n.NoticeTime, Deadline: n.Deadline, ObservedAt: observed,
+		}
+		a.wg.Add(1)
+		go func() {
+			defer a.wg.Done()
+			if _, err := a.reporter.Deliver(ctx, rep); err != nil && ctx.Err() == nil {
+				a.log.Error("delivering interruption report", zap.String(logging.KeyNotice, n.ID), zap.Error(err))
+			}
+		}()
+	}
+	action := a.cfg.Policy[n.Kind]
+	if action == ActionIgnore || action == "" {
+		a.log.Info("notice ignored by policy", zap.String(logging.KeyNotice, n.ID))
+		return
+	}
+	a.wg.Add(1)
+	go func() {
+		defer a.wg.Done()
+		a.handle(ctx, n, action, observed)
+	}()
+}
+
+func (a *Agent) handle(ctx context.Context, n imds.Notice, action Action, observed time.Time) {
+	log := a.log.With(logging.Node(a.cfg.NodeName), zap.String(logging.KeyNotice, n.ID))
+	req := drain.Request{
+		Node: a.cfg.NodeName, Reason: string(n.Kind), Deadline: n.Deadline, Evict: action == ActionDrain,
+		Message: describe(n),
+	}
+	if err := a.drainer.Cordon(ctx, req); err != nil {
+		log.Error("cordoning node", zap.Error(err))
+		return
+	}
+	log.Info("node cordoned", zap.Duration("since-notice-seen", time.Since(observed)))
+	a.gossip(report.StateCordoned, n.ID)
+	if !req.Evict {
+		return
+	}
+	a.gossip(report.StateDraining, n.ID)
+	res, err := a.drainer.Drain(ctx, req)
+	a.metrics.DrainDuration.Observe(time.Since(observed).Seconds())
+	if err != nil {
+		if ctx.Err() == nil {
+			log.Error("draining node", zap.Error(err), zap.Strings("stuck", res.Stuck))
+		}
+		return
+	}
+	a.gossip(report.StateDrained, n.ID)
+}
+
+func (a *Agent) gossip(state, notice string) {
+	if a.member != nil {
+		a.member.Update(state, notice)
+	}
+}
+
+func describe(n imds.Notice) string {
+	s := fmt.Sprintf("%s notice %s (action %s), deadline %s", n.Kind, n.ID, n.Action, n.Deadline.UTC().Format(time.RFC3339))
+	if n.Description != "" {
+		s += ": " + n.Description
+	}
+	return s
+}
