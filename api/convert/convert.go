@@ -67,13 +67,30 @@ func Convert(in []byte, warn func(string)) ([]byte, error) {
 // ConvertDocuments is Convert without the final encoding: it returns the
 // output documents in order, converted ones as typed v1 objects.
 func ConvertDocuments(in []byte, warn func(string)) ([]Object, error) {
+	return ConvertInputs([]Input{{Data: in}}, warn)
+}
+
+// Input is one named YAML stream (a file, or "-" for stdin).
+type Input struct {
+	// Name prefixes the document positions in errors; may be empty.
+	Name string
+	Data []byte
+}
+
+// ConvertInputs converts several streams as one: a NodePool in one file and
+// the EC2NodeClass it references in another are handled together (kubelet
+// blocks move across). Errors name the input and the document.
+func ConvertInputs(inputs []Input, warn func(string)) ([]Object, error) {
 	if warn == nil {
 		warn = func(string) {}
 	}
 	c := &converter{warn: warn, kubelets: map[string][]kubeletUse{}, users: map[string][]string{}}
-	for _, d := range splitDocuments(in) {
-		if err := c.document(d); err != nil {
-			return nil, err
+	for _, in := range inputs {
+		c.input = in.Name
+		for _, d := range splitDocuments(in.Data) {
+			if err := c.document(d); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if err := c.finish(); err != nil {
@@ -174,8 +191,9 @@ type kubeletUse struct {
 
 // converter carries the state of one stream's conversion.
 type converter struct {
-	warn func(string)
-	out  []Object
+	warn  func(string)
+	input string // name of the input being read
+	out   []Object
 	// kubelets maps an EC2NodeClass name to the kubelet blocks legacy pools
 	// referencing it carried.
 	kubelets map[string][]kubeletUse
@@ -199,6 +217,9 @@ type typeMeta struct {
 
 func (c *converter) document(d document) error {
 	where := fmt.Sprintf("document %d (line %d)", d.index, d.line)
+	if c.input != "" {
+		where = c.input + ": " + where
+	}
 	if onlyComments(d.raw) {
 		c.out = append(c.out, Object{Raw: d.raw, Source: where})
 		return nil
