@@ -115,6 +115,8 @@ func bootstrapSh(r resolved) string {
 			flag("--ip-family ipv6")
 		}
 		flag("--dns-cluster-ip " + shellQuote(r.clusterDNS[0]))
+	} else if strings.EqualFold(c.IPFamily, "ipv6") {
+		flag("--ip-family ipv6")
 	}
 	flag("--use-max-pods false")
 	flag("--kubelet-extra-args " + shellQuote(kubeletExtraArgs(r)))

@@ -525,6 +525,44 @@ func TestAL2Flags(t *testing.T) {
 	}
 }
 
+func TestAL2IPv6WithoutDNS(t *testing.T) {
+	in := testInput(FamilyUbuntu, "", nil)
+	in.Cluster.ServiceCIDR, in.Cluster.IPFamily = "", "ipv6"
+	out, err := Render(in)
+	if err != nil || !bytes.Contains(out, []byte("\n--ip-family ipv6 \\\n--use-max-pods false")) || bytes.Contains(out, []byte("--dns-cluster-ip")) {
+		t.Fatalf("%v\n%s", err, out)
+	}
+}
+
+func TestFromNodeClaim(t *testing.T) {
+	nc := &awsv1.EC2NodeClass{}
+	nc.Name = "nc"
+	nc.Spec.AMIFamily = ptr("al2023")
+	nc.Spec.InstanceStorePolicy = ptr(awsv1.InstanceStorePolicyRAID0)
+	claim := &karpv1.NodeClaim{}
+	claim.Labels = map[string]string{karpv1.LabelNodePool: "p", karpv1.LabelCapacityType: "spot"}
+	claim.Spec.Requirements = []karpv1.NodeSelectorRequirementWithMinValues{
+		{Key: karpv1.LabelInstanceType, Operator: karpv1.OpIn, Values: []string{"m5.large"}},
+	}
+	claim.Spec.Taints = []corev1.Taint{{Key: "t", Effect: corev1.TaintEffectNoSchedule}}
+	in := FromNodeClaim(nc, claim, BuildOptions{Cluster: Cluster{Name: "c", Endpoint: "e", ServiceCIDR: testCIDR}, InstanceMaxPods: 29})
+	if in.Family != FamilyAL2023 || in.InstanceStorePolicy != "RAID0" || in.Labels[karpv1.LabelCapacityType] != "spot" ||
+		in.Labels[karpv1.LabelInstanceType] != "m5.large" || in.Labels[awsv1.LabelNodeClass] != "nc" {
+		t.Fatalf("input = %+v", in)
+	}
+	out, err := Render(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := Parse(FamilyAL2023, out)
+	if err != nil || f.MaxPods != 29 || f.Labels[karpv1.LabelNodePool] != "p" || len(f.Taints) != 2 {
+		t.Fatalf("facts %+v %v", f, err)
+	}
+	if _, ok := f.Labels[karpv1.LabelInstanceType]; ok {
+		t.Errorf("restricted label reached the kubelet flags")
+	}
+}
+
 func TestAgentDisabled(t *testing.T) {
 	for _, fam := range []string{FamilyAL2, FamilyAL2023, FamilyUbuntu, FamilyBottlerocket} {
 		in := testInput(fam, "", nil)

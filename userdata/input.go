@@ -60,8 +60,9 @@ type Cluster struct {
 	// DNSIP is the kube-dns service IP; when empty it is the 10th address
 	// of ServiceCIDR, as EKS does.
 	DNSIP string
-	// IPFamily is "ipv4" or "ipv6"; informational (AL2 derives --ip-family
-	// from the DNS address, as Karpenter does).
+	// IPFamily is "ipv4" or "ipv6". AL2/Ubuntu derive --ip-family from the
+	// cluster DNS address, as Karpenter does; this is used when no DNS
+	// address is known.
 	IPFamily string
 }
 
