@@ -31,6 +31,8 @@ var Kinds = []Kind{KindSpotInterruption, KindRebalance, KindScheduledEvent, Kind
 type Notice struct {
 	// ID is stable across polls and agent restarts: <instance>/<kind>/<notice time RFC3339>.
 	// ASG lifecycle notices carry no time in IMDS, so theirs ends in the target state instead.
+	// Within one watcher a notice is reported once even if its time moves
+	// (see dedupeKey); the first sighting's ID is kept.
 	ID         string
 	Kind       Kind
 	InstanceID string

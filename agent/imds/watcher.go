@@ -44,10 +44,11 @@ type WatcherOptions struct {
 
 // Watcher polls IMDS and reports each new notice once.
 type Watcher struct {
-	get   Getter
-	log   *zap.Logger
-	opts  WatcherOptions
-	seen  map[string]bool
+	get  Getter
+	log  *zap.Logger
+	opts WatcherOptions
+	// seen maps a notice's dedupe key to the first notice seen with it.
+	seen  map[string]Notice
 	paths []*pathState
 }
 
@@ -74,7 +75,7 @@ func NewWatcher(get Getter, log *zap.Logger, o WatcherOptions) *Watcher {
 		o.Now = time.Now
 	}
 	o.Deadlines = o.Deadlines.withDefaults()
-	w := &Watcher{get: get, log: log, opts: o, seen: map[string]bool{}}
+	w := &Watcher{get: get, log: log, opts: o, seen: map[string]Notice{}}
 	for _, k := range o.Kinds {
 		w.paths = append(w.paths, &pathState{path: pathOf(k), kind: k})
 	}
@@ -175,10 +176,15 @@ func (w *Watcher) Poll(ctx context.Context) []Notice {
 		p.failures, p.nextTry, p.lastError = 0, time.Time{}, ""
 		anyOK = true
 		for _, n := range ns {
-			if w.seen[n.ID] {
+			key := dedupeKey(n)
+			if first, ok := w.seen[key]; ok {
+				if first.ID != n.ID {
+					w.log.Debug("notice seen again with another time; keeping the first",
+						zap.String(logging.KeyNotice, first.ID), zap.String("again", n.ID))
+				}
 				continue
 			}
-			w.seen[n.ID] = true
+			w.seen[key] = n
 			w.log.Info("interruption notice", zap.String(logging.KeyNotice, n.ID), zap.String("kind", string(n.Kind)),
 				zap.String("action", n.Action), zap.Time("deadline", n.Deadline))
 			out = append(out, n)
@@ -188,6 +194,25 @@ func (w *Watcher) Poll(ctx context.Context) []Notice {
 		w.opts.Observer.PollOK()
 	}
 	return out
+}
+
+// dedupeKey identifies "the same notice" across polls. A spot notice's time
+// is fixed in real IMDS, but emulators (AEMM) recompute it on every read, and
+// an instance is interrupted at most once per boot: the kind and action are
+// enough, and the first sighting's ID and deadline stick. Scheduled events
+// have their own IDs.
+func dedupeKey(n Notice) string {
+	switch n.Kind {
+	case KindSpotInterruption:
+		return string(n.Kind) + "/" + n.Action
+	case KindRebalance:
+		return string(n.Kind)
+	case KindScheduledEvent:
+		if n.EventID != "" {
+			return string(n.Kind) + "/" + n.EventID
+		}
+	}
+	return n.ID
 }
 
 func (w *Watcher) observeError(path string) {

@@ -124,3 +124,15 @@ func TestWatcherGarbageIsAnError(t *testing.T) {
 		t.Fatalf("garbage body: notices %v, errors %d; want none and 1", ns, obs.errs)
 	}
 }
+
+// AEMM recomputes the spot time on every read; the first sighting wins.
+func TestWatcherSpotTimeDrift(t *testing.T) {
+	g := &mapGetter{bodies: map[string]string{PathSpotInstanceAction: `{"action":"terminate","time":"2026-11-21T12:02:00Z"}`}}
+	w := NewWatcher(g, zaptest.NewLogger(t), WatcherOptions{InstanceID: "i-1", Kinds: []Kind{KindSpotInterruption}})
+	first := w.Poll(context.Background())
+	g.bodies[PathSpotInstanceAction] = `{"action":"terminate","time":"2026-11-21T12:02:01Z"}`
+	again := w.Poll(context.Background())
+	if len(first) != 1 || len(again) != 0 || first[0].ID != "i-1/spot-interruption/2026-11-21T12:02:00Z" {
+		t.Fatalf("first %v, again %v: want one notice with the first time", first, again)
+	}
+}
