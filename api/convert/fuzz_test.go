@@ -1,0 +1,43 @@
+package convert
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// FuzzConvert feeds arbitrary streams to Convert: it must not panic; when it
+// succeeds, it is deterministic and idempotent (its output, all v1 or
+// foreign, converts to itself).
+func FuzzConvert(f *testing.F) {
+	ins, _ := filepath.Glob("testdata/*.in.yaml")
+	for _, in := range ins {
+		b, err := os.ReadFile(in)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte(provisioner("p", "  providerRef: {name: default}\n  kubeletConfiguration: {containerRuntime: x, evictionSoftGracePeriod: {a: 1m}}\n") + "---\n" + awsTemplate))
+	f.Add([]byte(nodePoolV1beta1("a", "s", "{maxPods: 1}") + "---\n" + nodePoolV1beta1("b", "s", "{maxPods: 2}")))
+	f.Add([]byte("apiVersion: v1\nkind: List\nitems: [{apiVersion: karpenter.sh/v1alpha5, kind: Provisioner, metadata: {name: x}, spec: {provider: {}}}]\n"))
+	f.Add([]byte("--- # c\n...\n---\na: &x [*x]\n"))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		out, err := Convert(in, nil)
+		if err != nil {
+			return
+		}
+		again, err := Convert(in, nil)
+		if err != nil || !bytes.Equal(out, again) {
+			t.Fatalf("not deterministic (err %v)", err)
+		}
+		twice, err := Convert(out, nil)
+		if err != nil {
+			t.Fatalf("converting the output failed: %v\noutput:\n%s", err, out)
+		}
+		if !bytes.Equal(out, twice) {
+			t.Fatalf("not idempotent:\n--- once\n%s\n--- twice\n%s", out, twice)
+		}
+	})
+}
