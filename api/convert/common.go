@@ -146,8 +146,8 @@ func amiAlias(family string) (string, bool) {
 	return "", false
 }
 
-// amiFamily settles the v1 amiFamily and AMI selector terms. hasTerms says
-// whether the legacy object selected AMIs itself. For Ubuntu, which v1 no
+// amiFamily settles the v1 amiFamily and AMI selector terms. selectorPath
+// explains where AMIs would have been selected, for errors. For Ubuntu, which v1 no
 // longer supports as a family, it follows Karpenter's v1 upgrade guide:
 // amiFamily AL2 with the user's Ubuntu AMI selector terms.
 func (c *converter) amiFamily(what, path string, family *string, terms []awsv1.AMISelectorTerm, selectorPath string) (*string, []awsv1.AMISelectorTerm, error) {
@@ -157,7 +157,7 @@ func (c *converter) amiFamily(what, path string, family *string, terms []awsv1.A
 	}
 	if f == awsv1.AMIFamilyUbuntu {
 		if len(terms) == 0 {
-			return nil, nil, fmt.Errorf("%s: amiFamily Ubuntu has no v1 equivalent and %s selects no AMIs; add a selector for your Ubuntu AMIs and convert again (it becomes amiFamily AL2 with those AMIs)", path, selectorPath)
+			return nil, nil, fmt.Errorf("%s: amiFamily Ubuntu has no v1 equivalent and no AMIs are selected (%s); select your Ubuntu AMIs and convert again (it becomes amiFamily AL2 with those AMIs)", path, selectorPath)
 		}
 		c.warnf(what, "%s Ubuntu has no v1 equivalent; written as AL2 with the selected AMIs (Ubuntu's root device is /dev/sda1: check blockDeviceMappings)", path)
 		f = awsv1.AMIFamilyAL2
@@ -167,7 +167,7 @@ func (c *converter) amiFamily(what, path string, family *string, terms []awsv1.A
 	}
 	alias, ok := amiAlias(f)
 	if !ok {
-		return nil, nil, fmt.Errorf("%s: amiFamily %s requires AMI selector terms (%s is empty)", path, f, selectorPath)
+		return nil, nil, fmt.Errorf("%s: amiFamily %s requires AMI selector terms (%s)", path, f, selectorPath)
 	}
 	return nil, []awsv1.AMISelectorTerm{{Alias: alias}}, nil
 }

@@ -183,7 +183,11 @@ func (c *converter) provider(what, prefix string, p *awsv1alpha1.Provider, x pro
 	if err != nil {
 		return spec, err
 	}
-	spec.AMIFamily, spec.AMISelectorTerms, err = c.amiFamily(what, prefix+"amiFamily", p.AMIFamily, amiTerms, "spec.amiSelector")
+	selectorPath := "spec.amiSelector is empty"
+	if prefix != "spec." {
+		selectorPath = "an inline provider cannot select AMIs: use an AWSNodeTemplate with spec.amiSelector"
+	}
+	spec.AMIFamily, spec.AMISelectorTerms, err = c.amiFamily(what, prefix+"amiFamily", p.AMIFamily, amiTerms, selectorPath)
 	if err != nil {
 		return spec, err
 	}

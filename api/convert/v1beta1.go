@@ -137,7 +137,7 @@ func (c *converter) ec2NodeClassV1beta1(what string, in *awsv1beta1.EC2NodeClass
 		terms = append(terms, awsv1.AMISelectorTerm{Tags: copyMap(t.Tags), ID: t.ID, Name: t.Name, Owner: t.Owner})
 	}
 	var err error
-	o.AMIFamily, o.AMISelectorTerms, err = c.amiFamily(what, "spec.amiFamily", s.AMIFamily, terms, "spec.amiSelectorTerms")
+	o.AMIFamily, o.AMISelectorTerms, err = c.amiFamily(what, "spec.amiFamily", s.AMIFamily, terms, "spec.amiSelectorTerms is empty")
 	if err != nil {
 		return nil, err
 	}
