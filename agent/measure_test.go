@@ -210,8 +210,8 @@ func procCPU(t *testing.T, pid int) time.Duration {
 		t.Fatal(err)
 	}
 	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
-	ut, _ := strconv.ParseInt(f[11], 10, 64) // utime (field 14)
-	st, _ := strconv.ParseInt(f[12], 10, 64) // stime (field 15)
+	ut, _ := strconv.ParseInt(f[11], 10, 64)        // utime (field 14)
+	st, _ := strconv.ParseInt(f[12], 10, 64)        // stime (field 15)
 	return time.Duration(ut+st) * time.Second / 100 // USER_HZ
 }
 
