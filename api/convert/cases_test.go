@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 )
 
 const awsTemplate = `apiVersion: karpenter.k8s.aws/v1alpha1
@@ -240,5 +242,35 @@ func TestSplitDocuments(t *testing.T) {
 	want := []document{{1, 1, []byte("a: 1\n")}, {2, 3, []byte("b: 2\n")}, {3, 7, []byte("---x: 3\n")}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %+v\nwant %+v", got, want)
+	}
+}
+
+func TestV1alpha5Defaults(t *testing.T) {
+	keys := func(rs []karpv1.NodeSelectorRequirementWithMinValues) []string {
+		var out []string
+		for _, r := range rs {
+			out = append(out, r.Key+" "+string(r.Operator)+" "+strings.Join(r.Values, ","))
+		}
+		return out
+	}
+	tests := []struct {
+		has  []string
+		want []string
+	}{
+		{nil, []string{"kubernetes.io/os In linux", "kubernetes.io/arch In amd64", "karpenter.sh/capacity-type In on-demand",
+			"karpenter.k8s.aws/instance-category In c,m,r", "karpenter.k8s.aws/instance-generation Gt 2"}},
+		{[]string{"kubernetes.io/os", "kubernetes.io/arch", "karpenter.sh/capacity-type", "node.kubernetes.io/instance-type"}, nil},
+		{[]string{"kubernetes.io/os", "kubernetes.io/arch", "karpenter.sh/capacity-type", "karpenter.k8s.aws/instance-family"}, nil},
+		{[]string{"kubernetes.io/os", "kubernetes.io/arch", "karpenter.sh/capacity-type", "karpenter.k8s.aws/instance-generation"}, nil},
+		{[]string{"kubernetes.io/os", "kubernetes.io/arch", "karpenter.k8s.aws/instance-category"}, []string{"karpenter.sh/capacity-type In on-demand"}},
+	}
+	for _, tt := range tests {
+		has := map[string]bool{}
+		for _, k := range tt.has {
+			has[k] = true
+		}
+		if got := keys(v1alpha5Defaults(has)); !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("has %v: got %q, want %q", tt.has, got, tt.want)
+		}
 	}
 }

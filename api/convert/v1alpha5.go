@@ -25,8 +25,10 @@ func (c *converter) provisioner(what string, p *v1alpha5.Provisioner) (*karpv1.N
 	t.Spec.Taints = copyTaints(s.Taints)
 	t.Spec.StartupTaints = copyTaints(s.StartupTaints)
 
-	// Requirements, with the defaults the v1alpha5 webhook persisted
-	// (capacity type on-demand, arch amd64) so behaviour does not change.
+	// Requirements, with the defaults the v1alpha5 AWS webhook persisted on
+	// create (os linux, arch amd64, capacity type on-demand, and categories
+	// c/m/r of generation > 2 unless instance types are constrained), so the
+	// nodes launched do not change.
 	t.Spec.Requirements = []karpv1.NodeSelectorRequirementWithMinValues{}
 	has := map[string]bool{}
 	for i, r := range s.Requirements {
@@ -34,14 +36,7 @@ func (c *converter) provisioner(what string, p *v1alpha5.Provisioner) (*karpv1.N
 		has[req.Key] = true
 		t.Spec.Requirements = append(t.Spec.Requirements, req)
 	}
-	if !has[karpv1.LabelCapacityType] {
-		t.Spec.Requirements = append(t.Spec.Requirements, karpv1.NodeSelectorRequirementWithMinValues{
-			Key: karpv1.LabelCapacityType, Operator: karpv1.OpIn, Values: []string{karpv1.CapacityTypeOnDemand}})
-	}
-	if !has[karpv1.LabelArch] {
-		t.Spec.Requirements = append(t.Spec.Requirements, karpv1.NodeSelectorRequirementWithMinValues{
-			Key: karpv1.LabelArch, Operator: karpv1.OpIn, Values: []string{"amd64"}})
-	}
+	t.Spec.Requirements = append(t.Spec.Requirements, v1alpha5Defaults(has)...)
 
 	// Node class.
 	var nc *awsv1.EC2NodeClass
@@ -239,4 +234,28 @@ func (c *converter) awsNodeTemplate(what string, t *awsv1alpha1.AWSNodeTemplate)
 		ObjectMeta: objectMeta(t.ObjectMeta),
 		Spec:       spec,
 	}, nil
+}
+
+// v1alpha5Defaults returns the requirements the v1alpha5 AWS defaulting
+// webhook added to a Provisioner lacking them; has holds the keys present.
+func v1alpha5Defaults(has map[string]bool) []karpv1.NodeSelectorRequirementWithMinValues {
+	var out []karpv1.NodeSelectorRequirementWithMinValues
+	add := func(key string, op karpv1.NodeSelectorOperator, values ...string) {
+		out = append(out, karpv1.NodeSelectorRequirementWithMinValues{Key: key, Operator: op, Values: values})
+	}
+	if !has[karpv1.LabelOS] {
+		add(karpv1.LabelOS, karpv1.OpIn, "linux")
+	}
+	if !has[karpv1.LabelArch] {
+		add(karpv1.LabelArch, karpv1.OpIn, "amd64")
+	}
+	if !has[karpv1.LabelCapacityType] {
+		add(karpv1.LabelCapacityType, karpv1.OpIn, karpv1.CapacityTypeOnDemand)
+	}
+	if !has[karpv1.LabelInstanceType] && !has[awsv1.LabelInstanceFamily] &&
+		!has[awsv1.LabelInstanceCategory] && !has[awsv1.LabelInstanceGeneration] {
+		add(awsv1.LabelInstanceCategory, karpv1.OpIn, "c", "m", "r")
+		add(awsv1.LabelInstanceGeneration, karpv1.OpGt, "2")
+	}
+	return out
 }
