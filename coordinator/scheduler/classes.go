@@ -1,0 +1,223 @@
+package scheduler
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// class is a pod equivalence class: pods with the same namespace, labels,
+// requests and scheduling constraints. Everything the scheduler derives
+// from a pod is computed once per class (and per relaxation level).
+type class struct {
+	key      string
+	rep      *corev1.Pod // representative pod
+	req      vec
+	reqOK    bool // false: requests an extended resource beyond the vector
+	pods     []*corev1.Pod
+	variants []*variant // relaxation levels, compiled lazily
+	noMore   bool       // no further relaxation possible
+	memberOf []*group   // topology groups whose selector matches these pods
+}
+
+// keyWriter builds class keys; reused across pods to avoid allocations.
+type keyWriter struct{ b []byte }
+
+func (w *keyWriter) s(v string) { w.b = append(w.b, v...); w.b = append(w.b, 0) }
+func (w *keyWriter) i(v int64)  { w.b = strconv.AppendInt(w.b, v, 10); w.b = append(w.b, 0) }
+func (w *keyWriter) sep(c byte) { w.b = append(w.b, c) }
+
+func (w *keyWriter) strMap(m map[string]string) {
+	if len(m) == 0 {
+		w.sep('{')
+		w.sep('}')
+		return
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	w.sep('{')
+	for _, k := range keys {
+		w.s(k)
+		w.s(m[k])
+	}
+	w.sep('}')
+}
+
+func (w *keyWriter) strs(v []string) {
+	w.sep('[')
+	for _, s := range v {
+		w.s(s)
+	}
+	w.sep(']')
+}
+
+func (w *keyWriter) nodeReqs(rs []corev1.NodeSelectorRequirement) {
+	w.sep('[')
+	for _, r := range rs {
+		w.s(r.Key)
+		w.s(string(r.Operator))
+		w.strs(r.Values)
+	}
+	w.sep(']')
+}
+
+func (w *keyWriter) term(t *corev1.NodeSelectorTerm) {
+	w.nodeReqs(t.MatchExpressions)
+	w.nodeReqs(t.MatchFields)
+}
+
+func (w *keyWriter) selector(s *metav1.LabelSelector) {
+	if s == nil {
+		w.sep('-')
+		return
+	}
+	w.strMap(s.MatchLabels)
+	w.sep('[')
+	for _, e := range s.MatchExpressions {
+		w.s(e.Key)
+		w.s(string(e.Operator))
+		w.strs(e.Values)
+	}
+	w.sep(']')
+}
+
+func (w *keyWriter) podTerm(t *corev1.PodAffinityTerm) {
+	w.selector(t.LabelSelector)
+	w.strs(t.Namespaces)
+	w.s(t.TopologyKey)
+	w.selector(t.NamespaceSelector)
+	w.strs(t.MatchLabelKeys)
+	w.strs(t.MismatchLabelKeys)
+}
+
+func (w *keyWriter) podAffinity(req []corev1.PodAffinityTerm, pref []corev1.WeightedPodAffinityTerm) {
+	w.sep('(')
+	for i := range req {
+		w.podTerm(&req[i])
+	}
+	w.sep('|')
+	for i := range pref {
+		w.i(int64(pref[i].Weight))
+		w.podTerm(&pref[i].PodAffinityTerm)
+	}
+	w.sep(')')
+}
+
+// classKey writes everything that affects where a pod may go.
+func (w *keyWriter) classKey(p *corev1.Pod, req vec) string {
+	w.b = w.b[:0]
+	w.s(p.Namespace)
+	w.strMap(p.Labels)
+	for _, q := range req {
+		w.i(q)
+	}
+	w.strMap(p.Spec.NodeSelector)
+	if a := p.Spec.Affinity; a != nil {
+		if na := a.NodeAffinity; na != nil {
+			w.sep('N')
+			if rd := na.RequiredDuringSchedulingIgnoredDuringExecution; rd != nil {
+				for i := range rd.NodeSelectorTerms {
+					w.term(&rd.NodeSelectorTerms[i])
+				}
+			}
+			w.sep('|')
+			for i := range na.PreferredDuringSchedulingIgnoredDuringExecution {
+				t := &na.PreferredDuringSchedulingIgnoredDuringExecution[i]
+				w.i(int64(t.Weight))
+				w.term(&t.Preference)
+			}
+		}
+		if pa := a.PodAffinity; pa != nil {
+			w.sep('A')
+			w.podAffinity(pa.RequiredDuringSchedulingIgnoredDuringExecution, pa.PreferredDuringSchedulingIgnoredDuringExecution)
+		}
+		if pa := a.PodAntiAffinity; pa != nil {
+			w.sep('X')
+			w.podAffinity(pa.RequiredDuringSchedulingIgnoredDuringExecution, pa.PreferredDuringSchedulingIgnoredDuringExecution)
+		}
+	}
+	w.sep('T')
+	for _, t := range p.Spec.Tolerations {
+		w.s(t.Key)
+		w.s(string(t.Operator))
+		w.s(t.Value)
+		w.s(string(t.Effect))
+	}
+	w.sep('S')
+	for _, c := range p.Spec.TopologySpreadConstraints {
+		w.i(int64(c.MaxSkew))
+		w.s(c.TopologyKey)
+		w.s(string(c.WhenUnsatisfiable))
+		w.selector(c.LabelSelector)
+		if c.MinDomains != nil {
+			w.i(int64(*c.MinDomains))
+		}
+		if c.NodeAffinityPolicy != nil {
+			w.s(string(*c.NodeAffinityPolicy))
+		}
+		if c.NodeTaintsPolicy != nil {
+			w.s(string(*c.NodeTaintsPolicy))
+		}
+		w.strs(c.MatchLabelKeys)
+	}
+	return string(w.b)
+}
+
+// podName is namespace/name.
+func podName(p *corev1.Pod) string {
+	if p.Namespace == "" {
+		return p.Name
+	}
+	var b strings.Builder
+	b.Grow(len(p.Namespace) + 1 + len(p.Name))
+	b.WriteString(p.Namespace)
+	b.WriteByte('/')
+	b.WriteString(p.Name)
+	return b.String()
+}
+
+// tolerates reports whether tolerations tolerate every NoSchedule and
+// NoExecute taint (PreferNoSchedule never blocks).
+func tolerates(tols []corev1.Toleration, taints []corev1.Taint) (corev1.Taint, bool) {
+	for i := range taints {
+		t := &taints[i]
+		if t.Effect == corev1.TaintEffectPreferNoSchedule {
+			continue
+		}
+		ok := false
+		for j := range tols {
+			if toleratesTaint(&tols[j], t) {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			return *t, false
+		}
+	}
+	return corev1.Taint{}, true
+}
+
+// toleratesTaint follows the Kubernetes rules: an empty key with Exists
+// matches every key; an empty effect matches every effect.
+func toleratesTaint(tol *corev1.Toleration, t *corev1.Taint) bool {
+	if tol.Effect != "" && tol.Effect != t.Effect {
+		return false
+	}
+	if tol.Key != "" && tol.Key != t.Key {
+		return false
+	}
+	switch tol.Operator {
+	case corev1.TolerationOpExists:
+		return true
+	case "", corev1.TolerationOpEqual:
+		return tol.Key != "" && tol.Value == t.Value
+	}
+	return false
+}

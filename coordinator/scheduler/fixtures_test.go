@@ -1,0 +1,150 @@
+package scheduler
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/cloud/catalog"
+)
+
+// fakeTypes is the workload of Karpenter's scheduling benchmark: type i has
+// i+1 vCPU, 2(i+1) GiB, 10(i+1) pods, 100m cpu and 10Mi memory reserved;
+// spot in zones 1-2, on-demand in zones 1-3, 0.3147483648 per vCPU.
+func fakeTypes(n int) []*catalog.InstanceType {
+	out := make([]*catalog.InstanceType, n)
+	for i := range n {
+		cpu := int64(i + 1)
+		price := 0.3147483648 * float64(cpu)
+		name := "fake-it-" + strconv.Itoa(i)
+		var offs []catalog.Offering
+		for _, z := range []string{"test-zone-1", "test-zone-2"} {
+			offs = append(offs, catalog.Offering{Zone: z, CapacityType: karpv1.CapacityTypeSpot, Price: price, Available: true})
+		}
+		for _, z := range []string{"test-zone-1", "test-zone-2", "test-zone-3"} {
+			offs = append(offs, catalog.Offering{Zone: z, CapacityType: karpv1.CapacityTypeOnDemand, Price: price, Available: true})
+		}
+		out[i] = &catalog.InstanceType{
+			Name: name,
+			Labels: map[string]string{
+				karpv1.LabelInstanceType:         name,
+				karpv1.LabelArch:                 "amd64",
+				karpv1.LabelOS:                   "linux",
+				"karpenter.k8s.aws/instance-cpu": strconv.Itoa(i + 1),
+			},
+			Capacity: corev1.ResourceList{
+				corev1.ResourceCPU:    *resource.NewQuantity(cpu, resource.DecimalSI),
+				corev1.ResourceMemory: *resource.NewQuantity(2*cpu<<30, resource.BinarySI),
+				corev1.ResourcePods:   *resource.NewQuantity(10*cpu, resource.DecimalSI),
+			},
+			Overhead: catalog.Overhead{KubeReserved: corev1.ResourceList{
+				corev1.ResourceCPU:    resource.MustParse("100m"),
+				corev1.ResourceMemory: resource.MustParse("10Mi"),
+			}},
+			Offerings: offs,
+		}
+	}
+	return out
+}
+
+func nodePool(name string) *karpv1.NodePool {
+	return &karpv1.NodePool{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: karpv1.NodePoolSpec{Template: karpv1.NodeClaimTemplate{Spec: karpv1.NodeClaimTemplateSpec{
+			NodeClassRef: &karpv1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"},
+		}}},
+	}
+}
+
+var (
+	benchCPU = []string{"100m", "250m", "500m", "1000m", "1500m"}
+	benchMem = []string{"100Mi", "256Mi", "512Mi", "1Gi", "2Gi", "4Gi"}
+)
+
+func pod(name string, labels map[string]string, cpu, mem string) *corev1.Pod {
+	req := corev1.ResourceList{}
+	if cpu != "" {
+		req[corev1.ResourceCPU] = resource.MustParse(cpu)
+	}
+	if mem != "" {
+		req[corev1.ResourceMemory] = resource.MustParse(mem)
+	}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: labels},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: req}}}},
+	}
+}
+
+// benchPods makes Karpenter's benchmark pods: five equal groups (plain,
+// zonal spread, hostname spread, zonal self-affinity, hostname
+// self-anti-affinity) with random cpu and memory.
+func benchPods(n int, seed uint64) []*corev1.Pod {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	out := make([]*corev1.Pod, 0, n)
+	per := n / 5
+	groups := []int{n - 4*per, per, per, per, per}
+	for g, cnt := range groups {
+		lbl := map[string]string{"group": fmt.Sprintf("g%d", g)}
+		sel := &metav1.LabelSelector{MatchLabels: lbl}
+		for i := range cnt {
+			p := pod(fmt.Sprintf("g%d-%05d", g, i), lbl, benchCPU[rng.IntN(len(benchCPU))], benchMem[rng.IntN(len(benchMem))])
+			switch g {
+			case 1:
+				p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: karpv1.LabelZone, WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: sel}}
+			case 2:
+				p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: karpv1.LabelHostname, WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: sel}}
+			case 3:
+				p.Spec.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{LabelSelector: sel, TopologyKey: karpv1.LabelZone}}}}
+			case 4:
+				p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{LabelSelector: sel, TopologyKey: karpv1.LabelHostname}}}}
+			}
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func benchInput(n int) *Input {
+	return &Input{
+		Pods:          benchPods(n, 42),
+		NodePools:     []*karpv1.NodePool{nodePool("default")},
+		InstanceTypes: map[string][]*catalog.InstanceType{"default": fakeTypes(400)},
+	}
+}
+
+// lowerBound is the LP relaxation of the plan's cost: the pods' total cpu
+// at the cheapest price per allocatable vCPU, or their total memory at the
+// cheapest price per allocatable GiB, whichever is higher. No plan can cost
+// less.
+func lowerBound(pods []*corev1.Pod, types []*catalog.InstanceType) float64 {
+	var cpu, mem float64
+	for _, p := range pods {
+		for _, c := range p.Spec.Containers {
+			cpu += float64(c.Resources.Requests.Cpu().MilliValue()) / 1000
+			mem += float64(c.Resources.Requests.Memory().Value()) / (1 << 30)
+		}
+	}
+	perCPU, perMem := math.Inf(1), math.Inf(1)
+	for _, t := range types {
+		a := t.Allocatable()
+		price := math.Inf(1)
+		for _, o := range t.Offerings {
+			if o.Available {
+				price = min(price, o.Price)
+			}
+		}
+		if c := float64(a.Cpu().MilliValue()) / 1000; c > 0 {
+			perCPU = min(perCPU, price/c)
+		}
+		if m := float64(a.Memory().Value()) / (1 << 30); m > 0 {
+			perMem = min(perMem, price/m)
+		}
+	}
+	return max(cpu*perCPU, mem*perMem)
+}

@@ -1,0 +1,233 @@
+package scheduler
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+
+	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/api/requirements"
+	"github.com/joiner-dev/joiner/cloud/catalog"
+)
+
+// pool is a NodePool prepared for one Solve.
+type pool struct {
+	idx       int
+	name      string
+	nodeClass string
+	weight    int32
+	reqs      requirements.Requirements
+	taints    []corev1.Taint
+	types     []*typeInfo // usable, cheapest first
+	typeKeys  map[string]bool
+	daemon    vec
+	limited   bool
+	limit     vec // cpu, memory, ...; math.MaxInt64 when unset
+	limNodes  int64
+	committed vec // existing usage + chosen capacity of planned claims
+	nodes     int64
+	minValues bool
+	seq       int
+	expl      PoolExplanation
+	err       error // pool unusable (bad requirements, missing class)
+}
+
+// typeInfo is an instance type as one pool sees it.
+type typeInfo struct {
+	it       *catalog.InstanceType
+	alloc    vec // allocatable minus the pool's DaemonSet overhead
+	capacity vec
+	minPrice float64 // cheapest available offering the pool allows
+}
+
+func (s *solver) buildPools(in *Input) {
+	for i, np := range in.NodePools {
+		p := &pool{idx: i, name: np.Name, limNodes: -1}
+		p.expl.NodePool = np.Name
+		if np.Spec.Weight != nil {
+			p.weight = *np.Spec.Weight
+		}
+		if ref := np.Spec.Template.Spec.NodeClassRef; ref != nil {
+			p.nodeClass = ref.Name
+		}
+		p.taints = np.Spec.Template.Spec.Taints
+		reqs, err := requirements.FromNodePool(np.Spec.Template.Spec.Requirements)
+		if err != nil {
+			p.err = fmt.Errorf("nodepool %s: spec.template.spec.%w", np.Name, err)
+		}
+		reqs = reqs.Intersect(requirements.FromLabels(np.Spec.Template.ObjectMeta.Labels))
+		reqs = reqs.Add(requirements.MustNew(karpv1.LabelNodePool, requirements.OpIn, np.Name))
+		p.reqs = reqs
+		for _, r := range reqs.All() {
+			if r.MinValues != nil {
+				p.minValues = true
+			}
+		}
+		if p.err == nil {
+			if err := reqs.Satisfiable(); err != nil {
+				p.err = fmt.Errorf("nodepool %s: %w", np.Name, err)
+			}
+		}
+		for i := range p.limit {
+			p.limit[i] = math.MaxInt64
+		}
+		for n, q := range np.Spec.Limits {
+			if n == "nodes" {
+				p.limNodes = q.Value()
+				p.limited = true
+				continue
+			}
+			if slot, ok := s.ri.slot[n]; ok && slot < maxResources {
+				p.limit[slot] = quantity(slot, q)
+				p.limited = true
+			}
+		}
+		// DaemonSet overhead on this pool's nodes.
+		for _, d := range in.DaemonSetPods {
+			if _, ok := tolerates(d.Spec.Tolerations, p.taints); !ok {
+				continue
+			}
+			if dr, err := nodeRequirements(d, 0); err == nil && dr.Compatible(p.reqs) != nil {
+				continue
+			}
+			r, _ := s.ri.podRequests(d)
+			p.daemon = p.daemon.add(r)
+		}
+		// existing usage
+		for _, n := range in.Nodes {
+			if n.Labels[karpv1.LabelNodePool] != p.name {
+				continue
+			}
+			c := n.Capacity
+			if c == nil {
+				c = n.Allocatable
+			}
+			p.committed = p.committed.add(s.ri.toVec(c, nil))
+			p.nodes++
+		}
+		s.prepareTypes(p, in.InstanceTypes[p.nodeClass])
+		if p.err == nil && in.InstanceTypes[p.nodeClass] == nil {
+			p.err = fmt.Errorf("nodepool %s: no instance types for node class %q", p.name, p.nodeClass)
+		}
+		s.pools = append(s.pools, p)
+	}
+	// higher weight first, then name
+	s.poolOrder = slices.Clone(s.pools)
+	slices.SortStableFunc(s.poolOrder, func(a, b *pool) int {
+		if a.weight != b.weight {
+			return cmp.Compare(b.weight, a.weight)
+		}
+		return cmp.Compare(a.name, b.name)
+	})
+}
+
+func (s *solver) prepareTypes(p *pool, its []*catalog.InstanceType) {
+	p.typeKeys = map[string]bool{}
+	p.expl.InstanceTypes = len(its)
+	var exReq, exOff, exSmall, exLimit int
+	zr, cr := p.reqs.Get(karpv1.LabelZone), p.reqs.Get(karpv1.LabelCapacityType)
+	for _, it := range its {
+		for k := range it.Labels {
+			p.typeKeys[k] = true
+		}
+	}
+	for _, it := range its {
+		ti := &typeInfo{it: it, minPrice: math.Inf(1)}
+		if !p.matchLabels(it, p.reqs) {
+			exReq++
+			continue
+		}
+		for _, o := range it.Offerings {
+			if o.Available && (zr == nil || zr.Has(o.Zone)) && (cr == nil || cr.Has(o.CapacityType)) {
+				ti.minPrice = min(ti.minPrice, o.Price)
+			}
+		}
+		if math.IsInf(ti.minPrice, 1) {
+			exOff++
+			continue
+		}
+		ti.capacity = s.ri.toVec(it.Capacity, nil)
+		alloc := s.ri.toVec(it.Allocatable(), nil)
+		if !p.daemon.fits(alloc) {
+			exSmall++
+			continue
+		}
+		ti.alloc = alloc.sub(p.daemon)
+		if p.limited && !p.withinLimits(ti.capacity, vec{}) {
+			exLimit++
+			continue
+		}
+		p.types = append(p.types, ti)
+	}
+	slices.SortStableFunc(p.types, func(a, b *typeInfo) int {
+		if c := cmp.Compare(a.minPrice, b.minPrice); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.it.Name, b.it.Name)
+	})
+	add := func(reason, why string, n int) {
+		if n == 0 {
+			return
+		}
+		p.expl.Excluded = append(p.expl.Excluded, Exclusion{Reason: reason, Count: n})
+		p.expl.Messages = append(p.expl.Messages, fmt.Sprintf("%d out of %d instance types were excluded because %s", n, len(its), why))
+	}
+	add("requirements", "they do not meet the nodepool requirements", exReq)
+	add("no offering", "no available offering matches the nodepool's zones and capacity types", exOff)
+	add("too small for daemonsets", "daemonset overhead does not fit", exSmall)
+	add("limits", "they would breach limits", exLimit)
+}
+
+// withinLimits: would adding capacity c (after giving back own) keep the
+// pool under its limits?
+func (p *pool) withinLimits(c, own vec) bool {
+	for i := range c {
+		if p.limit[i] != math.MaxInt64 && p.committed[i]-own[i]+c[i] > p.limit[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// matchLabels checks the label part of reqs against a type; zone and
+// capacity type are left to the offerings, keys no type carries to the
+// pool/pod compatibility check.
+func (p *pool) matchLabels(it *catalog.InstanceType, reqs requirements.Requirements) bool {
+	for _, r := range reqs.All() {
+		if r.Key == karpv1.LabelZone || r.Key == karpv1.LabelCapacityType || !p.typeKeys[r.Key] {
+			continue
+		}
+		v, ok := it.Labels[r.Key]
+		if !r.Matches(v, ok) {
+			return false
+		}
+	}
+	return true
+}
+
+// matchType checks labels and that an available offering matches zone and
+// capacity type.
+func (p *pool) matchType(t *typeInfo, reqs requirements.Requirements) bool {
+	if !p.matchLabels(t.it, reqs) {
+		return false
+	}
+	_, ok := cheapestOffering(t.it, reqs)
+	return ok
+}
+
+func cheapestOffering(it *catalog.InstanceType, reqs requirements.Requirements) (catalog.Offering, bool) {
+	zr, cr := reqs.Get(karpv1.LabelZone), reqs.Get(karpv1.LabelCapacityType)
+	best, found := catalog.Offering{}, false
+	for _, o := range it.Offerings {
+		if !o.Available || (zr != nil && !zr.Has(o.Zone)) || (cr != nil && !cr.Has(o.CapacityType)) {
+			continue
+		}
+		if !found || o.Price < best.Price || (o.Price == best.Price && (o.Zone < best.Zone || (o.Zone == best.Zone && o.CapacityType > best.CapacityType))) {
+			best, found = o, true
+		}
+	}
+	return best, found
+}

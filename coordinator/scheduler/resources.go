@@ -1,0 +1,182 @@
+package scheduler
+
+import (
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// maxResources bounds the resource vector: cpu, memory, pods,
+// ephemeral-storage and up to four extended resources that pods request.
+const maxResources = 8
+
+const (
+	resCPU = iota
+	resMemory
+	resPods
+	resEphemeral
+	numFixed
+)
+
+// vec is a resource vector: cpu in millicores, the rest in units (bytes,
+// pods, devices). Fixed size so it is copied by value, never allocated.
+type vec [maxResources]int64
+
+func (v vec) add(o vec) vec {
+	for i := range v {
+		v[i] += o[i]
+	}
+	return v
+}
+
+func (v vec) sub(o vec) vec {
+	for i := range v {
+		v[i] -= o[i]
+	}
+	return v
+}
+
+// fits reports whether v <= cap in every dimension.
+func (v vec) fits(cap vec) bool {
+	for i := range v {
+		if v[i] > cap[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func (v vec) max(o vec) vec {
+	for i := range v {
+		v[i] = max(v[i], o[i])
+	}
+	return v
+}
+
+// resourceIndex maps resource names to vector slots for one Solve.
+type resourceIndex struct {
+	names []corev1.ResourceName // slot -> name
+	slot  map[corev1.ResourceName]int
+}
+
+func newResourceIndex(pods [][]*corev1.Pod) *resourceIndex {
+	ri := &resourceIndex{
+		names: []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourcePods, corev1.ResourceEphemeralStorage},
+		slot:  map[corev1.ResourceName]int{},
+	}
+	var ext []corev1.ResourceName
+	seen := map[corev1.ResourceName]bool{}
+	for _, list := range pods {
+		for _, p := range list {
+			forEachRequestList(p, func(l corev1.ResourceList) {
+				for n := range l {
+					switch n {
+					case corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourcePods, corev1.ResourceEphemeralStorage:
+					default:
+						if !seen[n] {
+							seen[n] = true
+							ext = append(ext, n)
+						}
+					}
+				}
+			})
+		}
+	}
+	slices.Sort(ext)
+	ri.names = append(ri.names, ext...)
+	for i, n := range ri.names {
+		ri.slot[n] = i
+	}
+	return ri
+}
+
+// tooMany reports the extended resources that do not fit in the vector.
+func (ri *resourceIndex) overflow() []corev1.ResourceName {
+	if len(ri.names) <= maxResources {
+		return nil
+	}
+	return ri.names[maxResources:]
+}
+
+func forEachRequestList(p *corev1.Pod, f func(corev1.ResourceList)) {
+	for i := range p.Spec.Containers {
+		f(p.Spec.Containers[i].Resources.Requests)
+	}
+	for i := range p.Spec.InitContainers {
+		f(p.Spec.InitContainers[i].Resources.Requests)
+	}
+	f(p.Spec.Overhead)
+}
+
+// toVec converts a resource list; names outside the index are reported
+// through unknown (nil to ignore them).
+func (ri *resourceIndex) toVec(l corev1.ResourceList, unknown *bool) vec {
+	var v vec
+	for n, q := range l {
+		i, ok := ri.slot[n]
+		if !ok || i >= maxResources {
+			if unknown != nil && !q.IsZero() {
+				*unknown = true
+			}
+			continue
+		}
+		v[i] += quantity(i, q)
+	}
+	return v
+}
+
+func quantity(slot int, q resource.Quantity) int64 {
+	if slot == resCPU {
+		return q.MilliValue()
+	}
+	return q.Value()
+}
+
+// toList converts back, omitting zero extended resources.
+func (ri *resourceIndex) toList(v vec) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for i, n := range ri.names {
+		if i >= maxResources {
+			break
+		}
+		if i >= numFixed && v[i] == 0 {
+			continue
+		}
+		if i == resCPU {
+			out[n] = *resource.NewMilliQuantity(v[i], resource.DecimalSI)
+		} else if i == resMemory || i == resEphemeral {
+			out[n] = *resource.NewQuantity(v[i], resource.BinarySI)
+		} else {
+			out[n] = *resource.NewQuantity(v[i], resource.DecimalSI)
+		}
+	}
+	return out
+}
+
+// podRequests is what the pod needs on a node: the larger of the sum of its
+// containers (plus restartable init "sidecar" containers) and each init
+// container (plus the sidecars started before it), plus pod overhead, plus
+// one pod slot.
+func (ri *resourceIndex) podRequests(p *corev1.Pod) (vec, bool) {
+	var unknown bool
+	var sum vec
+	for i := range p.Spec.Containers {
+		sum = sum.add(ri.toVec(p.Spec.Containers[i].Resources.Requests, &unknown))
+	}
+	var sidecars, initMax vec
+	for i := range p.Spec.InitContainers {
+		c := &p.Spec.InitContainers[i]
+		r := ri.toVec(c.Resources.Requests, &unknown)
+		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			sidecars = sidecars.add(r)
+			initMax = initMax.max(sidecars)
+			continue
+		}
+		initMax = initMax.max(sidecars.add(r))
+	}
+	out := sum.add(sidecars).max(initMax)
+	out = out.add(ri.toVec(p.Spec.Overhead, &unknown))
+	out[resPods]++
+	return out, !unknown
+}

@@ -1,0 +1,453 @@
+package scheduler
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/cloud/catalog"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+func input(pods ...*corev1.Pod) *Input {
+	return &Input{
+		Pods:          pods,
+		NodePools:     []*karpv1.NodePool{nodePool("default")},
+		InstanceTypes: map[string][]*catalog.InstanceType{"default": fakeTypes(50)},
+	}
+}
+
+func pods(n int, prefix string, lbl map[string]string, cpu string, mutate func(*corev1.Pod)) []*corev1.Pod {
+	var out []*corev1.Pod
+	for i := range n {
+		p := pod(fmt.Sprintf("%s-%d", prefix, i), lbl, cpu, "100Mi")
+		if mutate != nil {
+			mutate(p)
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+func solveOK(t *testing.T, in *Input) *Plan {
+	t.Helper()
+	plan := Solve(in)
+	if err := verifyPlan(in, plan); err != nil {
+		t.Fatalf("plan violates constraints: %v\n%s", err, dump(plan))
+	}
+	return plan
+}
+
+func dump(p *Plan) string {
+	b, _ := json.MarshalIndent(p, "", "  ")
+	return string(b)
+}
+
+func zones(p *Plan) map[string]int {
+	out := map[string]int{}
+	for _, nc := range p.NodeClaims {
+		out[nc.Zone] += len(nc.Pods)
+	}
+	return out
+}
+
+func req(key string, op corev1.NodeSelectorOperator, vals ...string) corev1.NodeSelectorRequirement {
+	return corev1.NodeSelectorRequirement{Key: key, Operator: op, Values: vals}
+}
+
+func withAffinity(terms ...[]corev1.NodeSelectorRequirement) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		var ts []corev1.NodeSelectorTerm
+		for _, t := range terms {
+			ts = append(ts, corev1.NodeSelectorTerm{MatchExpressions: t})
+		}
+		p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: ts}}}
+	}
+}
+
+func TestConstraints(t *testing.T) {
+	sel := &metav1.LabelSelector{MatchLabels: map[string]string{"app": "x"}}
+	app := map[string]string{"app": "x"}
+	tests := []struct {
+		name  string
+		in    func() *Input
+		check func(t *testing.T, p *Plan)
+	}{
+		{"cpu request picks the smallest type that fits", func() *Input { return input(pod("a", nil, "3", "")) }, func(t *testing.T, p *Plan) {
+			// 3 cpu + 100m reserved needs 4 vCPU: fake-it-3
+			wantType(t, p, "fake-it-3")
+		}},
+		{"init containers count as the max with containers", func() *Input {
+			p := pod("a", nil, "1", "")
+			p.Spec.InitContainers = []corev1.Container{{Name: "i", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("5")}}}}
+			return input(p)
+		}, func(t *testing.T, p *Plan) { wantType(t, p, "fake-it-5") }},
+		{"pod overhead is added", func() *Input {
+			p := pod("a", nil, "3", "")
+			p.Spec.Overhead = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
+			return input(p)
+		}, func(t *testing.T, p *Plan) { wantType(t, p, "fake-it-4") }},
+		{"memory request", func() *Input { return input(pod("a", nil, "100m", "7Gi")) }, func(t *testing.T, p *Plan) {
+			// 7Gi + 10Mi reserved > 6Gi, so 8Gi: fake-it-3
+			wantType(t, p, "fake-it-3")
+		}},
+		{"pods capacity", func() *Input { return input(pods(15, "p", nil, "", nil)...) }, func(t *testing.T, p *Plan) {
+			// fake-it-0 holds 10 pods
+			wantType(t, p, "fake-it-1")
+		}},
+		{"extended resource", func() *Input {
+			in := input()
+			gpu := fakeTypes(3)
+			gpu[2].Name = "gpu-it"
+			gpu[2].Labels[karpv1.LabelInstanceType] = "gpu-it"
+			gpu[2].Capacity["nvidia.com/gpu"] = resource.MustParse("1")
+			in.InstanceTypes["default"] = append(in.InstanceTypes["default"], gpu[2])
+			p := pod("a", nil, "100m", "")
+			p.Spec.Containers[0].Resources.Requests["nvidia.com/gpu"] = resource.MustParse("1")
+			in.Pods = []*corev1.Pod{p}
+			return in
+		}, func(t *testing.T, p *Plan) { wantType(t, p, "gpu-it") }},
+		{"nodeSelector", func() *Input {
+			p := pod("a", nil, "100m", "")
+			p.Spec.NodeSelector = map[string]string{karpv1.LabelInstanceType: "fake-it-9"}
+			return input(p)
+		}, func(t *testing.T, p *Plan) { wantType(t, p, "fake-it-9") }},
+		{"required node affinity Gt", func() *Input {
+			return input(pods(1, "a", nil, "100m", withAffinity([]corev1.NodeSelectorRequirement{req("karpenter.k8s.aws/instance-cpu", corev1.NodeSelectorOpGt, "7")}))...)
+		}, func(t *testing.T, p *Plan) { wantType(t, p, "fake-it-7") }},
+		{"required node affinity Lt excludes large", func() *Input {
+			return input(pods(1, "a", nil, "5", withAffinity([]corev1.NodeSelectorRequirement{req("karpenter.k8s.aws/instance-cpu", corev1.NodeSelectorOpLt, "5")}))...)
+		}, func(t *testing.T, p *Plan) { wantUnschedulable(t, p, 1, "") }},
+		{"second node affinity term used when the first cannot hold", func() *Input {
+			return input(pods(1, "a", nil, "100m", withAffinity(
+				[]corev1.NodeSelectorRequirement{req(karpv1.LabelArch, corev1.NodeSelectorOpIn, "arm64")},
+				[]corev1.NodeSelectorRequirement{req(karpv1.LabelZone, corev1.NodeSelectorOpIn, "test-zone-3")}))...)
+		}, func(t *testing.T, p *Plan) {
+			if z := p.NodeClaims[0].Zone; z != "test-zone-3" {
+				t.Fatalf("zone %s, want test-zone-3", z)
+			}
+		}},
+		{"preferred node affinity honoured", func() *Input {
+			return input(pods(1, "a", nil, "100m", func(p *corev1.Pod) {
+				p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.PreferredSchedulingTerm{
+					{Weight: 10, Preference: corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{req(karpv1.LabelZone, corev1.NodeSelectorOpIn, "test-zone-2")}}}}}}
+			})...)
+		}, func(t *testing.T, p *Plan) {
+			if z := p.NodeClaims[0].Zone; z != "test-zone-2" {
+				t.Fatalf("zone %s, want test-zone-2", z)
+			}
+		}},
+		{"impossible preferred node affinity relaxed", func() *Input {
+			return input(pods(1, "a", nil, "100m", func(p *corev1.Pod) {
+				p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.PreferredSchedulingTerm{
+					{Weight: 10, Preference: corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{req(karpv1.LabelArch, corev1.NodeSelectorOpIn, "arm64")}}}}}}
+			})...)
+		}, func(t *testing.T, p *Plan) { wantClaims(t, p, 1) }},
+		{"pool taint blocks pods without toleration", func() *Input {
+			in := input(pod("a", nil, "100m", ""))
+			in.NodePools[0].Spec.Template.Spec.Taints = []corev1.Taint{{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule}}
+			return in
+		}, func(t *testing.T, p *Plan) { wantUnschedulable(t, p, 1, "taint dedicated=gpu:NoSchedule") }},
+		{"toleration lets the pod in; startup taints do not block", func() *Input {
+			p := pod("a", nil, "100m", "")
+			p.Spec.Tolerations = []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "gpu"}}
+			in := input(p)
+			in.NodePools[0].Spec.Template.Spec.Taints = []corev1.Taint{{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule}}
+			in.NodePools[0].Spec.Template.Spec.StartupTaints = []corev1.Taint{{Key: "cni", Effect: corev1.TaintEffectNoSchedule}}
+			return in
+		}, func(t *testing.T, p *Plan) { wantClaims(t, p, 1) }},
+		{"spot preferred when allowed and cheaper", func() *Input {
+			in := input(pod("a", nil, "100m", ""))
+			for _, it := range in.InstanceTypes["default"] {
+				for i := range it.Offerings {
+					if it.Offerings[i].CapacityType == karpv1.CapacityTypeSpot {
+						it.Offerings[i].Price /= 3
+					}
+				}
+			}
+			return in
+		}, func(t *testing.T, p *Plan) {
+			if ct := p.NodeClaims[0].CapacityType; ct != karpv1.CapacityTypeSpot {
+				t.Fatalf("capacity type %s, want spot", ct)
+			}
+		}},
+		{"pool requirement on-demand wins over cheaper spot", func() *Input {
+			in := input(pod("a", nil, "100m", ""))
+			in.NodePools[0].Spec.Template.Spec.Requirements = []karpv1.NodeSelectorRequirementWithMinValues{{Key: karpv1.LabelCapacityType, Operator: karpv1.OpIn, Values: []string{"on-demand"}}}
+			return in
+		}, func(t *testing.T, p *Plan) {
+			if ct := p.NodeClaims[0].CapacityType; ct != karpv1.CapacityTypeOnDemand {
+				t.Fatalf("capacity type %s, want on-demand", ct)
+			}
+		}},
+		{"zonal topology spread", func() *Input {
+			return input(pods(6, "s", app, "100m", func(p *corev1.Pod) {
+				p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: karpv1.LabelZone, WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: sel}}
+			})...)
+		}, func(t *testing.T, p *Plan) {
+			z := zones(p)
+			if len(z) != 3 || z["test-zone-1"] != 2 || z["test-zone-2"] != 2 || z["test-zone-3"] != 2 {
+				t.Fatalf("zones %v, want 2 in each of 3", z)
+			}
+		}},
+		{"capacity-type topology spread", func() *Input {
+			return input(pods(4, "s", app, "100m", func(p *corev1.Pod) {
+				p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: karpv1.LabelCapacityType, WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: sel}}
+			})...)
+		}, func(t *testing.T, p *Plan) {
+			cts := map[string]int{}
+			for _, nc := range p.NodeClaims {
+				cts[nc.CapacityType] += len(nc.Pods)
+			}
+			if cts["spot"] != 2 || cts["on-demand"] != 2 {
+				t.Fatalf("capacity types %v, want 2 and 2", cts)
+			}
+		}},
+		{"hostname topology spread", func() *Input {
+			return input(pods(4, "s", app, "100m", func(p *corev1.Pod) {
+				p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: karpv1.LabelHostname, WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: sel}}
+			})...)
+		}, func(t *testing.T, p *Plan) { wantClaims(t, p, 4) }},
+		{"hostname spread maxSkew 2", func() *Input {
+			return input(pods(4, "s", app, "100m", func(p *corev1.Pod) {
+				p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 2, TopologyKey: karpv1.LabelHostname, WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: sel}}
+			})...)
+		}, func(t *testing.T, p *Plan) { wantClaims(t, p, 2) }},
+		{"spread counts existing pods", func() *Input {
+			in := input(pods(2, "s", app, "100m", func(p *corev1.Pod) {
+				p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: karpv1.LabelZone, WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: sel}}
+			})...)
+			in.Nodes = []*Node{{Name: "full", Labels: map[string]string{karpv1.LabelZone: "test-zone-1"}, Pods: []*corev1.Pod{pod("old", app, "", "")},
+				Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("0"), corev1.ResourcePods: resource.MustParse("1")}}}
+			return in
+		}, func(t *testing.T, p *Plan) {
+			z := zones(p)
+			if z["test-zone-1"] != 0 || z["test-zone-2"] != 1 || z["test-zone-3"] != 1 {
+				t.Fatalf("zones %v, want zone-2 and zone-3", z)
+			}
+		}},
+		{"hostname anti-affinity", func() *Input {
+			return input(pods(3, "a", app, "100m", func(p *corev1.Pod) {
+				p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{LabelSelector: sel, TopologyKey: karpv1.LabelHostname}}}}
+			})...)
+		}, func(t *testing.T, p *Plan) { wantClaims(t, p, 3) }},
+		{"anti-affinity to other pods placed earlier", func() *Input {
+			a := pod("a", nil, "1", "")
+			a.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{LabelSelector: sel, TopologyKey: karpv1.LabelHostname}}}}
+			return input(pod("b", app, "2", ""), a)
+		}, func(t *testing.T, p *Plan) { wantClaims(t, p, 2) }},
+		{"anti-affinity of a pod placed earlier repels later matching pods", func() *Input {
+			a := pod("a", nil, "2", "")
+			a.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{LabelSelector: sel, TopologyKey: karpv1.LabelHostname}}}}
+			return input(pod("b", app, "1", ""), a)
+		}, func(t *testing.T, p *Plan) { wantClaims(t, p, 2) }},
+		{"zonal anti-affinity runs out of zones", func() *Input {
+			return input(pods(4, "a", app, "100m", func(p *corev1.Pod) {
+				p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{LabelSelector: sel, TopologyKey: karpv1.LabelZone}}}}
+			})...)
+		}, func(t *testing.T, p *Plan) { wantUnschedulable(t, p, 1, "") }},
+		{"anti-affinity of an existing pod repels matching pods", func() *Input {
+			in := input(pod("b", app, "100m", ""))
+			owner := pod("owner", nil, "", "")
+			owner.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{LabelSelector: sel, TopologyKey: karpv1.LabelZone}}}}
+			in.Nodes = []*Node{{Name: "n1", Labels: map[string]string{karpv1.LabelZone: "test-zone-1"}, Pods: []*corev1.Pod{owner},
+				Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("4Gi"), corev1.ResourcePods: resource.MustParse("10")}}}
+			return in
+		}, func(t *testing.T, p *Plan) {
+			if len(p.Nominations) != 0 || len(p.NodeClaims) != 1 || p.NodeClaims[0].Zone == "test-zone-1" {
+				t.Fatalf("pod went next to the anti-affine owner:\n%s", dump(p))
+			}
+		}},
+		{"zonal pod affinity keeps a group together", func() *Input {
+			return input(pods(5, "a", app, "3", func(p *corev1.Pod) {
+				p.Spec.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{LabelSelector: sel, TopologyKey: karpv1.LabelZone}}}}
+			})...)
+		}, func(t *testing.T, p *Plan) {
+			if len(zones(p)) != 1 {
+				t.Fatalf("zones %v, want one", zones(p))
+			}
+		}},
+		{"pod affinity to an existing pod's zone", func() *Input {
+			in := input(pods(2, "a", nil, "100m", func(p *corev1.Pod) {
+				p.Spec.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{LabelSelector: sel, TopologyKey: karpv1.LabelZone}}}}
+			})...)
+			in.Nodes = []*Node{{Name: "n1", Labels: map[string]string{karpv1.LabelZone: "test-zone-3"}, Pods: []*corev1.Pod{pod("db", app, "", "")}}}
+			return in
+		}, func(t *testing.T, p *Plan) {
+			if z := zones(p); z["test-zone-3"] != 2 {
+				t.Fatalf("zones %v, want both in test-zone-3", z)
+			}
+		}},
+		{"preferred anti-affinity relaxed when it cannot hold", func() *Input {
+			in := input(pods(2, "a", app, "100m", func(p *corev1.Pod) {
+				p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{Weight: 1, PodAffinityTerm: corev1.PodAffinityTerm{LabelSelector: sel, TopologyKey: karpv1.LabelHostname}}}}}
+			})...)
+			in.NodePools[0].Spec.Limits = karpv1.Limits{"nodes": resource.MustParse("1")}
+			return in
+		}, func(t *testing.T, p *Plan) { wantClaims(t, p, 1) }},
+		{"nodepool weight", func() *Input {
+			in := input(pod("a", nil, "100m", ""))
+			heavy := nodePool("heavy")
+			heavy.Spec.Weight = ptr(int32(50))
+			in.NodePools = append(in.NodePools, heavy)
+			return in
+		}, func(t *testing.T, p *Plan) {
+			if p.NodeClaims[0].NodePool != "heavy" {
+				t.Fatalf("pool %s, want heavy", p.NodeClaims[0].NodePool)
+			}
+		}},
+		{"cpu limits", func() *Input {
+			in := input(pods(3, "a", nil, "4", nil)...)
+			in.NodePools[0].Spec.Limits = karpv1.Limits{corev1.ResourceCPU: resource.MustParse("10")}
+			return in
+		}, func(t *testing.T, p *Plan) { wantUnschedulable(t, p, 1, "limits") }},
+		{"node limits", func() *Input {
+			in := input(pods(2, "a", app, "100m", func(p *corev1.Pod) {
+				p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{LabelSelector: sel, TopologyKey: karpv1.LabelHostname}}}}
+			})...)
+			in.NodePools[0].Spec.Limits = karpv1.Limits{"nodes": resource.MustParse("1")}
+			return in
+		}, func(t *testing.T, p *Plan) { wantUnschedulable(t, p, 1, "limit of 1 nodes") }},
+		{"limits count existing nodes", func() *Input {
+			in := input(pod("a", nil, "4", ""))
+			in.NodePools[0].Spec.Limits = karpv1.Limits{corev1.ResourceCPU: resource.MustParse("10")}
+			in.Nodes = []*Node{{Name: "n", Labels: map[string]string{karpv1.LabelNodePool: "default"}, Capacity: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8")}}}
+			return in
+		}, func(t *testing.T, p *Plan) { wantUnschedulable(t, p, 1, "") }},
+		{"minValues keeps enough types", func() *Input {
+			in := input(pod("a", nil, "40", ""))
+			in.NodePools[0].Spec.Template.Spec.Requirements = []karpv1.NodeSelectorRequirementWithMinValues{{Key: karpv1.LabelInstanceType, Operator: karpv1.OpExists, MinValues: ptr(20)}}
+			return in
+		}, func(t *testing.T, p *Plan) {
+			// only fake-it-40..49 hold 40 cpu: 10 < 20
+			wantUnschedulable(t, p, 1, "")
+		}},
+		{"minValues satisfied", func() *Input {
+			in := input(pod("a", nil, "4", ""))
+			in.NodePools[0].Spec.Template.Spec.Requirements = []karpv1.NodeSelectorRequirementWithMinValues{{Key: karpv1.LabelInstanceType, Operator: karpv1.OpExists, MinValues: ptr(20)}}
+			return in
+		}, func(t *testing.T, p *Plan) { wantClaims(t, p, 1) }},
+		{"daemonset overhead reserved", func() *Input {
+			in := input(pod("a", nil, "3", ""))
+			in.DaemonSetPods = []*corev1.Pod{pod("ds", nil, "1", "")}
+			return in
+		}, func(t *testing.T, p *Plan) { wantType(t, p, "fake-it-4") }},
+		{"daemonset that does not tolerate the pool's taint adds nothing", func() *Input {
+			p := pod("a", nil, "3", "")
+			p.Spec.Tolerations = []corev1.Toleration{{Operator: corev1.TolerationOpExists}}
+			in := input(p)
+			in.NodePools[0].Spec.Template.Spec.Taints = []corev1.Taint{{Key: "k", Effect: corev1.TaintEffectNoSchedule}}
+			in.DaemonSetPods = []*corev1.Pod{pod("ds", nil, "1", "")}
+			return in
+		}, func(t *testing.T, p *Plan) { wantType(t, p, "fake-it-3") }},
+		{"existing node with room gets a nomination", func() *Input {
+			in := input(pod("a", nil, "1", ""))
+			in.Nodes = []*Node{{Name: "n1", Labels: map[string]string{karpv1.LabelZone: "test-zone-1"},
+				Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("4Gi"), corev1.ResourcePods: resource.MustParse("10")}}}
+			return in
+		}, func(t *testing.T, p *Plan) {
+			if len(p.Nominations) != 1 || len(p.NodeClaims) != 0 {
+				t.Fatalf("want a nomination:\n%s", dump(p))
+			}
+		}},
+		{"tainted existing node is skipped", func() *Input {
+			in := input(pod("a", nil, "1", ""))
+			in.Nodes = []*Node{{Name: "n1", Taints: []corev1.Taint{{Key: "x", Effect: corev1.TaintEffectNoExecute}},
+				Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("4Gi"), corev1.ResourcePods: resource.MustParse("10")}}}
+			return in
+		}, func(t *testing.T, p *Plan) { wantClaims(t, p, 1) }},
+		{"pod too big for every type", func() *Input { return input(pod("a", nil, "1000", "")) }, func(t *testing.T, p *Plan) {
+			wantUnschedulable(t, p, 1, "no instance type has enough resources")
+		}},
+		{"custom label not provided by the pool", func() *Input {
+			p := pod("a", nil, "1", "")
+			p.Spec.NodeSelector = map[string]string{"team": "a"}
+			return input(p)
+		}, func(t *testing.T, p *Plan) { wantUnschedulable(t, p, 1, "not provided by the nodepool") }},
+		{"custom label from pool template labels", func() *Input {
+			p := pod("a", nil, "1", "")
+			p.Spec.NodeSelector = map[string]string{"team": "a"}
+			in := input(p)
+			in.NodePools[0].Spec.Template.ObjectMeta.Labels = map[string]string{"team": "a"}
+			return in
+		}, func(t *testing.T, p *Plan) { wantClaims(t, p, 1) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.check(t, solveOK(t, tt.in()))
+		})
+	}
+}
+
+func wantType(t *testing.T, p *Plan, typ string) {
+	t.Helper()
+	if len(p.NodeClaims) != 1 || p.NodeClaims[0].InstanceType != typ {
+		t.Fatalf("want one claim of %s:\n%s", typ, dump(p))
+	}
+}
+
+func wantClaims(t *testing.T, p *Plan, n int) {
+	t.Helper()
+	if len(p.NodeClaims) != n || len(p.Unschedulable) != 0 {
+		t.Fatalf("want %d claims and nothing unschedulable:\n%s", n, dump(p))
+	}
+}
+
+func wantUnschedulable(t *testing.T, p *Plan, n int, reason string) {
+	t.Helper()
+	if len(p.Unschedulable) != n {
+		t.Fatalf("want %d unschedulable:\n%s", n, dump(p))
+	}
+	if reason != "" && !strings.Contains(p.Unschedulable[0].Reason, reason) {
+		t.Fatalf("reason %q does not mention %q", p.Unschedulable[0].Reason, reason)
+	}
+}
+
+func TestDeterminism(t *testing.T) {
+	a, _ := json.Marshal(Solve(benchInput(1000)))
+	b, _ := json.Marshal(Solve(benchInput(1000)))
+	if !bytes.Equal(a, b) {
+		t.Fatal("two runs on the same input differ")
+	}
+}
+
+// TestProperties: on random benchmark-like workloads, with and without
+// limits, every plan respects every pod's constraints and pool limits.
+func TestProperties(t *testing.T) {
+	for seed := range uint64(12) {
+		n := 50 + int(seed)*37
+		in := benchInput(n)
+		in.Pods = benchPods(n, seed)
+		if seed%3 == 1 {
+			in.NodePools[0].Spec.Limits = karpv1.Limits{corev1.ResourceCPU: resource.MustParse(fmt.Sprint(n / 4))}
+		}
+		if seed%3 == 2 {
+			in.NodePools[0].Spec.Limits = karpv1.Limits{"nodes": resource.MustParse(fmt.Sprint(n / 10))}
+			in.NodePools[0].Spec.Template.Spec.Requirements = []karpv1.NodeSelectorRequirementWithMinValues{{Key: karpv1.LabelCapacityType, Operator: karpv1.OpIn, Values: []string{"on-demand"}}}
+		}
+		plan := Solve(in)
+		if err := verifyPlan(in, plan); err != nil {
+			t.Fatalf("seed %d (%d pods): %v", seed, n, err)
+		}
+		if seed%3 == 0 && len(plan.Unschedulable) > 0 {
+			t.Fatalf("seed %d: %d unschedulable without limits: %v", seed, len(plan.Unschedulable), plan.Unschedulable[0])
+		}
+	}
+}
+
+func TestBenchmarkNodeCount(t *testing.T) {
+	for _, n := range []int{50, 1000} {
+		plan := Solve(benchInput(n))
+		if got, forced := len(plan.NodeClaims), n/5; got > forced {
+			t.Errorf("%d pods: %d nodes, anti-affinity forces only %d", n, got, forced)
+		}
+	}
+}

@@ -1,0 +1,741 @@
+package scheduler
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/api/requirements"
+)
+
+type solver struct {
+	ri         *resourceIndex
+	pools      []*pool
+	poolOrder  []*pool
+	classes    []*class
+	groups     map[string]*group
+	groupOrder []*group
+	existing   []*Node
+	claims     []*claim
+	scratch    []*typeInfo
+	plan       Plan
+}
+
+// claim is an existing node or a NodeClaim being planned.
+type claim struct {
+	idx     int
+	name    string
+	node    *Node // existing node; nil for a new claim
+	nodeIdx int
+	pool    *pool
+	reqs    requirements.Requirements
+	types   []*typeInfo // candidates that fit used, cheapest first
+	used    vec
+	free    vec // existing nodes: allocatable
+	merged  []*classPool
+	pods    []string
+	own     vec // capacity counted against pool limits
+	pinned  map[string]string
+}
+
+// Solve computes a Plan. It is deterministic and does not modify in.
+func Solve(in *Input) *Plan {
+	s := &solver{groups: map[string]*group{}}
+	s.ri = newResourceIndex([][]*corev1.Pod{in.Pods, in.DaemonSetPods})
+	s.existing = in.Nodes
+	s.buildPools(in)
+	s.buildClasses(in.Pods)
+	s.buildExisting(in)
+
+	for _, c := range s.classes {
+		s.variant(c, 0)
+	}
+	for _, c := range s.classes {
+		for _, v := range c.variants {
+			s.refreshPins(v)
+		}
+	}
+	for _, c := range s.classes {
+		for _, p := range c.pods {
+			s.place(c, p)
+		}
+	}
+	s.finish()
+	return &s.plan
+}
+
+func (s *solver) buildExisting(in *Input) {
+	for i, n := range in.Nodes {
+		cl := &claim{idx: len(s.claims), name: n.Name, node: n, nodeIdx: i}
+		cl.free = s.ri.toVec(n.Allocatable, nil)
+		for _, p := range n.Pods {
+			r, _ := s.ri.podRequests(p)
+			cl.used = cl.used.add(r)
+		}
+		s.claims = append(s.claims, cl)
+	}
+	// existing pods' required anti-affinity terms forbid their domains to
+	// pods matching them
+	for _, n := range in.Nodes {
+		for _, p := range n.Pods {
+			if p.Spec.Affinity == nil || p.Spec.Affinity.PodAntiAffinity == nil {
+				continue
+			}
+			for _, t := range p.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+				g, err := s.termGroup(p, t)
+				if err != nil {
+					continue
+				}
+				g.anti = true
+				d, ok := n.Labels[t.TopologyKey]
+				if t.TopologyKey == karpv1.LabelHostname {
+					d, ok = n.Name, true
+				}
+				if ok {
+					g.owners[d]++
+				}
+			}
+		}
+	}
+}
+
+func (s *solver) buildClasses(pods []*corev1.Pod) {
+	byKey := map[string]*class{}
+	var w keyWriter
+	for _, p := range pods {
+		req, ok := s.ri.podRequests(p)
+		key := w.classKey(p, req)
+		c := byKey[key]
+		if c == nil {
+			c = &class{key: key, rep: p, req: req, reqOK: ok}
+			byKey[key] = c
+			s.classes = append(s.classes, c)
+		}
+		c.pods = append(c.pods, p)
+	}
+	// largest first (cpu, then memory), like Karpenter; the key breaks ties
+	slices.SortFunc(s.classes, func(a, b *class) int {
+		if c := cmp.Compare(b.req[resCPU], a.req[resCPU]); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(b.req[resMemory], a.req[resMemory]); c != 0 {
+			return c
+		}
+		return strings.Compare(a.key, b.key)
+	})
+	for _, c := range s.classes {
+		slices.SortStableFunc(c.pods, func(a, b *corev1.Pod) int {
+			if c := strings.Compare(a.Namespace, b.Namespace); c != 0 {
+				return c
+			}
+			return strings.Compare(a.Name, b.Name)
+		})
+	}
+}
+
+func (s *solver) refreshPins(v *variant) {
+	keys := map[string]bool{}
+	for _, sc := range v.spreads {
+		keys[sc.g.key] = true
+	}
+	for _, g := range v.affs {
+		keys[g.key] = true
+	}
+	for _, g := range v.antis {
+		keys[g.key] = true
+	}
+	for _, g := range v.c.memberOf {
+		keys[g.key] = true
+	}
+	v.topo = len(keys) > 0
+	v.pinKeys = v.pinKeys[:0]
+	for k := range keys {
+		if k != karpv1.LabelHostname {
+			v.pinKeys = append(v.pinKeys, k)
+		}
+	}
+	slices.Sort(v.pinKeys)
+}
+
+// domainRule is what topology allows for one non-hostname key, per pod.
+type domainRule struct {
+	key       string
+	allowed   []string // nil: any
+	any       bool
+	forbidden []string
+	prefer    *group // spread group whose least-loaded domain is preferred
+}
+
+func (r *domainRule) ok(d string) bool {
+	if !r.any && !slices.Contains(r.allowed, d) {
+		return false
+	}
+	return !slices.Contains(r.forbidden, d)
+}
+
+// rules computes the per-pod domain rules of a variant from current counts.
+func (s *solver) rules(v *variant) []domainRule {
+	if len(v.pinKeys) == 0 {
+		return nil
+	}
+	out := make([]domainRule, len(v.pinKeys))
+	for i, k := range v.pinKeys {
+		out[i] = domainRule{key: k, any: true}
+	}
+	rule := func(k string) *domainRule {
+		for i := range out {
+			if out[i].key == k {
+				return &out[i]
+			}
+		}
+		return nil
+	}
+	restrict := func(r *domainRule, allowed []string) {
+		if r.any {
+			r.any, r.allowed = false, allowed
+			return
+		}
+		r.allowed = slices.DeleteFunc(slices.Clone(r.allowed), func(d string) bool { return !slices.Contains(allowed, d) })
+	}
+	for _, sc := range v.spreads {
+		r := rule(sc.g.key)
+		if r == nil {
+			continue
+		}
+		minCount := int32(math.MaxInt32)
+		nonEmpty := 0
+		for _, d := range sc.domains {
+			n := sc.g.counts[d]
+			minCount = min(minCount, n)
+			if n > 0 {
+				nonEmpty++
+			}
+		}
+		if len(sc.domains) == 0 || int32(len(sc.domains)) < sc.minDomains {
+			minCount = 0
+		}
+		self := int32(0)
+		if sc.self {
+			self = 1
+		}
+		allowed := make([]string, 0, len(sc.domains))
+		for _, d := range sc.domains {
+			if sc.g.counts[d]+self-minCount <= sc.maxSkew {
+				allowed = append(allowed, d)
+			}
+		}
+		restrict(r, allowed)
+		r.prefer = sc.g
+	}
+	for _, g := range v.affs {
+		r := rule(g.key)
+		if r == nil || (g.total == 0 && g.matches(v.c.rep)) {
+			continue
+		}
+		var allowed []string
+		for d, n := range g.counts {
+			if n > 0 {
+				allowed = append(allowed, d)
+			}
+		}
+		slices.Sort(allowed)
+		restrict(r, allowed)
+	}
+	for _, g := range v.antis {
+		if r := rule(g.key); r != nil {
+			for d, n := range g.counts {
+				if n > 0 {
+					r.forbidden = append(r.forbidden, d)
+				}
+			}
+		}
+	}
+	for _, g := range v.c.memberOf {
+		if !g.anti {
+			continue
+		}
+		if r := rule(g.key); r != nil {
+			for d, n := range g.owners {
+				if n > 0 {
+					r.forbidden = append(r.forbidden, d)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// place puts one pod, relaxing preferences one at a time when needed.
+func (s *solver) place(c *class, p *corev1.Pod) {
+	var reasons []string
+	for level := 0; ; level++ {
+		v := s.variant(c, level)
+		if v == nil {
+			break
+		}
+		if v.err != nil {
+			reasons = []string{v.err.Error()}
+			break
+		}
+		why := s.tryPlace(v, p)
+		if why == "" {
+			return
+		}
+		reasons = []string{why}
+	}
+	s.plan.Unschedulable = append(s.plan.Unschedulable, Unschedulable{Pod: podName(p), Reason: strings.Join(reasons, "; ")})
+}
+
+// verdict of checking a claim for a variant.
+type verdict struct {
+	ok        bool
+	monotone  bool // the claim will never take this variant
+	reqs      requirements.Requirements
+	reqsDirty bool
+	cp        *classPool
+	pins      []string // key, value pairs to pin
+}
+
+func (s *solver) tryPlace(v *variant, p *corev1.Pod) string {
+	rules := s.rules(v)
+	// pass 1: a claim that takes the pod without growing its cheapest type
+	for i := v.jump0.next(0, len(s.claims)); i < len(s.claims); i = v.jump0.next(i+1, len(s.claims)) {
+		cl := s.claims[i]
+		vd := s.check(cl, v, rules, true)
+		if vd.ok {
+			s.commit(cl, v, p, vd)
+			return ""
+		}
+		if vd.monotone {
+			v.jump0.kill(i)
+		}
+	}
+	// pass 2: first fit
+	for i := v.jump.next(0, len(s.claims)); i < len(s.claims); i = v.jump.next(i+1, len(s.claims)) {
+		cl := s.claims[i]
+		vd := s.check(cl, v, rules, false)
+		if vd.ok {
+			s.commit(cl, v, p, vd)
+			return ""
+		}
+		if vd.monotone {
+			v.jump.kill(i)
+		}
+	}
+	// new claim from the first pool that can take it
+	var reasons []string
+	reasons = append(reasons, v.reasons...)
+	for _, cp := range v.pools {
+		pl := cp.p
+		if pl.limNodes >= 0 && pl.nodes+1 > pl.limNodes {
+			reasons = append(reasons, fmt.Sprintf("nodepool %s: limit of %d nodes reached", pl.name, pl.limNodes))
+			continue
+		}
+		cl := &claim{idx: len(s.claims), pool: pl, reqs: cp.reqs, types: cp.types, merged: []*classPool{cp}}
+		pl.seq++
+		cl.name = pl.name + "-" + strconv.Itoa(pl.seq)
+		vd := s.check(cl, v, rules, false)
+		if !vd.ok {
+			pl.seq--
+			if pl.limited {
+				reasons = append(reasons, fmt.Sprintf("nodepool %s: no instance type fits within limits and topology", pl.name))
+			} else {
+				reasons = append(reasons, fmt.Sprintf("nodepool %s: topology constraints cannot be met", pl.name))
+			}
+			continue
+		}
+		cl.types = nil // commit fills it from scratch
+		pl.nodes++
+		s.claims = append(s.claims, cl)
+		s.commit(cl, v, p, vd)
+		return ""
+	}
+	if len(reasons) == 0 {
+		reasons = append(reasons, "no nodepool")
+	}
+	return strings.Join(reasons, "; ")
+}
+
+// check decides whether cl can take a pod of v. noUpgrade restricts to
+// claims whose current cheapest candidate still fits.
+func (s *solver) check(cl *claim, v *variant, rules []domainRule, noUpgrade bool) verdict {
+	used := cl.used.add(v.c.req)
+	if cl.node != nil {
+		return s.checkExisting(cl, v, rules, used, noUpgrade)
+	}
+	cp := v.byPool[cl.pool.idx]
+	if cp == nil {
+		return verdict{monotone: true}
+	}
+	// hostname topology (monotone except affinity)
+	if !s.hostnameOK(cl.name, v) {
+		return verdict{monotone: !s.hasHostAffinity(v)}
+	}
+	reqs, dirty := cl.reqs, false
+	// resources first: pinning a domain only narrows the candidates
+	if !s.anyType(cl, cp, reqs, false, used, noUpgrade) {
+		return verdict{monotone: true}
+	}
+	if !cp.trivial && !slices.Contains(cl.merged, cp) && cl.types != nil {
+		if err := reqs.Compatible(cp.reqs); err != nil {
+			return verdict{monotone: true}
+		}
+		reqs, dirty = reqs.Intersect(cp.reqs), true
+	}
+	var pins []string
+	nonMono := false
+	for i := range rules {
+		r := &rules[i]
+		cur := reqs.Get(r.key)
+		if cur != nil && len(cur.Values()) == 1 {
+			if !r.ok(cur.Values()[0]) {
+				return verdict{}
+			}
+			continue
+		}
+		nonMono = true
+		d, ok := s.pickDomain(cl, cp, reqs, r, used, noUpgrade)
+		if !ok {
+			return verdict{}
+		}
+		reqs, dirty = reqs.Add(requirements.MustNew(r.key, requirements.OpIn, d)), true
+		pins = append(pins, r.key, d)
+	}
+	if !s.anyType(cl, cp, reqs, dirty, used, noUpgrade) {
+		return verdict{monotone: !nonMono}
+	}
+	if cl.pool.minValues && !s.minValuesOK(cl, cp, reqs, used) {
+		return verdict{monotone: !nonMono}
+	}
+	return verdict{ok: true, reqs: reqs, reqsDirty: dirty, cp: cp, pins: pins}
+}
+
+func (s *solver) hasHostAffinity(v *variant) bool {
+	for _, g := range v.affs {
+		if g.key == karpv1.LabelHostname {
+			return true
+		}
+	}
+	return false
+}
+
+// hostnameOK checks hostname-keyed spread, affinity and anti-affinity.
+func (s *solver) hostnameOK(host string, v *variant) bool {
+	if !v.topo {
+		return true
+	}
+	for _, sc := range v.spreads {
+		if sc.g.key != karpv1.LabelHostname {
+			continue
+		}
+		self := int32(0)
+		if sc.self {
+			self = 1
+		}
+		// a new node is always a possible domain, so the minimum is 0
+		if sc.g.counts[host]+self > sc.maxSkew {
+			return false
+		}
+	}
+	for _, g := range v.antis {
+		if g.key == karpv1.LabelHostname && g.counts[host] > 0 {
+			return false
+		}
+	}
+	for _, g := range v.c.memberOf {
+		if g.anti && g.key == karpv1.LabelHostname && g.owners[host] > 0 {
+			return false
+		}
+	}
+	for _, g := range v.affs {
+		if g.key == karpv1.LabelHostname && g.counts[host] == 0 && !(g.total == 0 && g.matches(v.c.rep)) {
+			return false
+		}
+	}
+	return true
+}
+
+// pickDomain chooses a value of r.key for a claim not yet pinned: allowed
+// by the rule, by the claim's requirements, keeping a fitting type; the
+// least loaded domain of a spread first, then by name.
+func (s *solver) pickDomain(cl *claim, cp *classPool, reqs requirements.Requirements, r *domainRule, used vec, noUpgrade bool) (string, bool) {
+	cands := cp.domainsOf(r.key)
+	cur := reqs.Get(r.key)
+	var best string
+	var bestN int32 = math.MaxInt32
+	found := false
+	for _, d := range cands {
+		if (cur != nil && !cur.Has(d)) || !r.ok(d) {
+			continue
+		}
+		n := int32(0)
+		if r.prefer != nil {
+			n = r.prefer.counts[d]
+		}
+		if found && n >= bestN {
+			continue
+		}
+		trial := reqs.Add(requirements.MustNew(r.key, requirements.OpIn, d))
+		if !s.anyType(cl, cp, trial, true, used, noUpgrade) {
+			continue
+		}
+		best, bestN, found = d, n, true
+	}
+	return best, found
+}
+
+// anyType reports whether some candidate of cl fits used under reqs.
+func (s *solver) anyType(cl *claim, cp *classPool, reqs requirements.Requirements, dirty bool, used vec, noUpgrade bool) bool {
+	types := cl.types
+	if types == nil {
+		types = cp.types
+	}
+	pl := cl.pool
+	for i, t := range types {
+		if noUpgrade && i > 0 {
+			return false
+		}
+		if !used.fits(t.alloc) {
+			continue
+		}
+		if pl.limited && !pl.withinLimits(t.capacity, cl.own) {
+			continue
+		}
+		if dirty && !pl.matchType(t, reqs) {
+			continue
+		}
+		return true
+	}
+	return false
+}
+
+func (s *solver) checkExisting(cl *claim, v *variant, rules []domainRule, used vec, noUpgrade bool) verdict {
+	n := cl.node
+	if v.nodeOK == nil {
+		v.nodeOK = map[int]bool{}
+	}
+	ok, seen := v.nodeOK[cl.nodeIdx]
+	if !seen {
+		_, tol := tolerates(v.c.rep.Spec.Tolerations, n.Taints)
+		ok = tol && v.reqs.Matches(n.Labels)
+		v.nodeOK[cl.nodeIdx] = ok
+	}
+	if !ok || !used.fits(cl.free) {
+		return verdict{monotone: true}
+	}
+	if !s.hostnameOK(n.Name, v) {
+		return verdict{monotone: !s.hasHostAffinity(v)}
+	}
+	for i := range rules {
+		d, has := n.Labels[rules[i].key]
+		if !has || !rules[i].ok(d) {
+			return verdict{}
+		}
+	}
+	return verdict{ok: true}
+}
+
+// commit records the placement.
+func (s *solver) commit(cl *claim, v *variant, p *corev1.Pod, vd verdict) {
+	cl.used = cl.used.add(v.c.req)
+	name := podName(p)
+	if cl.node != nil {
+		s.plan.Nominations = append(s.plan.Nominations, Nomination{Pod: name, Node: cl.name})
+	} else {
+		pl := cl.pool
+		src := cl.types
+		if src == nil {
+			src = vd.cp.types
+		}
+		s.scratch = s.scratch[:0]
+		for _, t := range src {
+			if !cl.used.fits(t.alloc) || (vd.reqsDirty && !pl.matchType(t, vd.reqs)) {
+				continue
+			}
+			if pl.limited && !pl.withinLimits(t.capacity, cl.own) {
+				continue
+			}
+			s.scratch = append(s.scratch, t)
+		}
+		if cl.types == nil {
+			cl.types = slices.Clone(s.scratch)
+		} else {
+			cl.types = append(cl.types[:0], s.scratch...)
+		}
+		cl.reqs = vd.reqs
+		if !slices.Contains(cl.merged, vd.cp) {
+			cl.merged = append(cl.merged, vd.cp)
+		}
+		if pl.limited && len(cl.types) > 0 {
+			pl.committed = pl.committed.sub(cl.own).add(cl.types[0].capacity)
+			cl.own = cl.types[0].capacity
+		}
+		cl.pods = append(cl.pods, name)
+	}
+	// topology counts
+	for _, g := range v.c.memberOf {
+		if d, ok := s.domain(cl, g.key); ok {
+			g.counts[d]++
+			g.total++
+		}
+	}
+	for _, g := range v.reqAntis {
+		if d, ok := s.domain(cl, g.key); ok {
+			g.owners[d]++
+		}
+	}
+}
+
+// domain is the value of key on a claim when it is known.
+func (s *solver) domain(cl *claim, key string) (string, bool) {
+	if key == karpv1.LabelHostname {
+		return cl.name, true
+	}
+	if cl.node != nil {
+		d, ok := cl.node.Labels[key]
+		return d, ok
+	}
+	if r := cl.reqs.Get(key); r != nil && len(r.Values()) == 1 {
+		return r.Values()[0], true
+	}
+	return "", false
+}
+
+func (s *solver) fmtVec(v vec) string {
+	var parts []string
+	for i, n := range s.ri.names {
+		if i >= maxResources {
+			break
+		}
+		if v[i] == 0 && i != resCPU && i != resMemory {
+			continue
+		}
+		switch i {
+		case resCPU:
+			parts = append(parts, fmt.Sprintf("cpu=%dm", v[i]))
+		case resMemory:
+			parts = append(parts, fmt.Sprintf("memory=%dMi", v[i]>>20))
+		default:
+			parts = append(parts, fmt.Sprintf("%s=%d", n, v[i]))
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
+// finish picks each claim's offering and fills the plan.
+func (s *solver) finish() {
+	for _, cl := range s.claims {
+		if cl.node != nil || len(cl.pods) == 0 {
+			continue
+		}
+		type cand struct {
+			t     *typeInfo
+			price float64
+		}
+		// types are sorted by their cheapest offering anywhere in the pool;
+		// a claim's real price is never lower, so stop once the cut-off
+		// candidate is cheaper than the next type could be.
+		cands := make([]cand, 0, min(len(cl.types), 2*MaxInstanceTypes))
+		for _, t := range cl.types {
+			if len(cands) >= MaxInstanceTypes && t.minPrice > cands[MaxInstanceTypes-1].price {
+				break
+			}
+			o, ok := cheapestOffering(t.it, cl.reqs)
+			if !ok {
+				continue
+			}
+			cands = append(cands, cand{t, o.Price})
+			if len(cands) >= MaxInstanceTypes {
+				slices.SortStableFunc(cands, func(a, b cand) int { return cmp.Compare(a.price, b.price) })
+			}
+		}
+		slices.SortStableFunc(cands, func(a, b cand) int { return cmp.Compare(a.price, b.price) })
+		if cl.pool.limited && len(cl.types) > 0 {
+			// the limit was accounted against the first candidate
+			for i, c := range cands {
+				if c.t == cl.types[0] {
+					cands[0], cands[i] = cands[i], cands[0]
+					break
+				}
+			}
+		}
+		nc := NodeClaim{Name: cl.name, NodePool: cl.pool.name, NodeClass: cl.pool.nodeClass, Pods: cl.pods}
+		n := min(len(cands), MaxInstanceTypes)
+		for _, c := range cands[:n] {
+			nc.InstanceTypes = append(nc.InstanceTypes, c.t.it.Name)
+		}
+		if len(cands) > 0 {
+			t := cands[0].t
+			o, _ := cheapestOffering(t.it, cl.reqs)
+			nc.InstanceType, nc.Zone, nc.CapacityType, nc.Price = t.it.Name, o.Zone, o.CapacityType, o.Price
+			nc.Allocatable = s.ri.toList(t.alloc.add(cl.pool.daemon))
+		}
+		nc.Requests = s.ri.toList(cl.used.add(cl.pool.daemon))
+		nc.Requirements = cl.reqs.NodeSelectorRequirements()
+		s.plan.TotalPrice += nc.Price
+		s.plan.NodeClaims = append(s.plan.NodeClaims, nc)
+	}
+	for _, p := range s.pools {
+		s.plan.NodePools = append(s.plan.NodePools, p.expl)
+	}
+	slices.SortStableFunc(s.plan.Unschedulable, func(a, b Unschedulable) int { return strings.Compare(a.Pod, b.Pod) })
+}
+
+// skipList finds the next claim not yet ruled out for a variant: a claim
+// that can never take the variant again is killed and skipped in O(α).
+type skipList struct{ next_ []int32 }
+
+func (l *skipList) next(i, n int) int {
+	for len(l.next_) < n {
+		l.next_ = append(l.next_, int32(len(l.next_)))
+	}
+	root := i
+	for root < n && int(l.next_[root]) != root {
+		root = int(l.next_[root])
+	}
+	for i < n && int(l.next_[i]) != i {
+		nx := int(l.next_[i])
+		l.next_[i] = int32(root)
+		i = nx
+	}
+	return root
+}
+
+func (l *skipList) kill(i int) { l.next_[i] = int32(i + 1) }
+
+// minValuesOK: the candidates left after placing keep at least minValues
+// distinct values of every key that asks for it (MinValuesPolicy Strict).
+func (s *solver) minValuesOK(cl *claim, cp *classPool, reqs requirements.Requirements, used vec) bool {
+	types := cl.types
+	if types == nil {
+		types = cp.types
+	}
+	pl := cl.pool
+	for _, r := range reqs.All() {
+		if r.MinValues == nil {
+			continue
+		}
+		seen := map[string]struct{}{}
+		for _, t := range types {
+			if !used.fits(t.alloc) || (pl.limited && !pl.withinLimits(t.capacity, cl.own)) || !pl.matchType(t, reqs) {
+				continue
+			}
+			if v, ok := t.it.Labels[r.Key]; ok {
+				seen[v] = struct{}{}
+			}
+			if len(seen) >= *r.MinValues {
+				break
+			}
+		}
+		if len(seen) < *r.MinValues {
+			return false
+		}
+	}
+	return true
+}

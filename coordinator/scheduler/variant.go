@@ -1,0 +1,467 @@
+package scheduler
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/api/requirements"
+)
+
+// constraints are a pod's scheduling constraints at one relaxation level.
+// Preferences are treated as required until relaxed away, one at a time,
+// in Karpenter's order.
+type constraints struct {
+	termIdx  int // required node affinity term in use (terms before it dropped)
+	prefNode []corev1.PreferredSchedulingTerm
+	prefAff  []corev1.WeightedPodAffinityTerm
+	prefAnti []corev1.WeightedPodAffinityTerm
+	spreads  []corev1.TopologySpreadConstraint
+}
+
+// relax returns the next level, or false when nothing is left to relax.
+func (c constraints) relax(p *corev1.Pod) (constraints, bool) {
+	if na := nodeAffinity(p); na != nil && na.RequiredDuringSchedulingIgnoredDuringExecution != nil &&
+		c.termIdx+1 < len(na.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms) {
+		c.termIdx++
+		return c, true
+	}
+	if len(c.prefAff) > 0 {
+		c.prefAff = c.prefAff[1:]
+		return c, true
+	}
+	if len(c.prefAnti) > 0 {
+		c.prefAnti = c.prefAnti[1:]
+		return c, true
+	}
+	if len(c.prefNode) > 0 {
+		c.prefNode = c.prefNode[1:]
+		return c, true
+	}
+	for i, s := range c.spreads {
+		if s.WhenUnsatisfiable == corev1.ScheduleAnyway {
+			c.spreads = append(slices.Clone(c.spreads[:i]), c.spreads[i+1:]...)
+			return c, true
+		}
+	}
+	return c, false
+}
+
+func nodeAffinity(p *corev1.Pod) *corev1.NodeAffinity {
+	if p.Spec.Affinity == nil {
+		return nil
+	}
+	return p.Spec.Affinity.NodeAffinity
+}
+
+func initialConstraints(p *corev1.Pod) constraints {
+	var c constraints
+	if na := nodeAffinity(p); na != nil {
+		c.prefNode = slices.Clone(na.PreferredDuringSchedulingIgnoredDuringExecution)
+		slices.SortStableFunc(c.prefNode, func(a, b corev1.PreferredSchedulingTerm) int { return cmp.Compare(b.Weight, a.Weight) })
+	}
+	if a := p.Spec.Affinity; a != nil {
+		if a.PodAffinity != nil {
+			c.prefAff = sortedWeighted(a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution)
+		}
+		if a.PodAntiAffinity != nil {
+			c.prefAnti = sortedWeighted(a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution)
+		}
+	}
+	c.spreads = p.Spec.TopologySpreadConstraints
+	return c
+}
+
+func sortedWeighted(in []corev1.WeightedPodAffinityTerm) []corev1.WeightedPodAffinityTerm {
+	out := slices.Clone(in)
+	slices.SortStableFunc(out, func(a, b corev1.WeightedPodAffinityTerm) int { return cmp.Compare(b.Weight, a.Weight) })
+	return out
+}
+
+// nodeRequirements is nodeSelector ∩ the required node affinity term termIdx.
+func nodeRequirements(p *corev1.Pod, termIdx int) (requirements.Requirements, error) {
+	reqs := requirements.FromLabels(p.Spec.NodeSelector)
+	if na := nodeAffinity(p); na != nil && na.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+		terms := na.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+		if termIdx < len(terms) {
+			r, err := requirements.FromNodeSelector(terms[termIdx].MatchExpressions)
+			if err != nil {
+				return reqs, fmt.Errorf("spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[%d].%w", termIdx, err)
+			}
+			reqs = reqs.Intersect(r)
+		}
+	}
+	return reqs, nil
+}
+
+// variant is a class compiled at one relaxation level.
+type variant struct {
+	c       *class
+	level   int
+	cons    constraints
+	err     error
+	reqs    requirements.Requirements
+	pools   []*classPool // compatible pools, weight order
+	byPool  []*classPool // by pool index (nil: incompatible)
+	reasons []string     // why pools were incompatible
+	spreads []spreadC
+	affs    []*group
+	antis   []*group
+	// reqAntis are the required anti-affinity terms: pods placed with them
+	// repel matching pods (preferred terms do not).
+	reqAntis []*group
+	// pinKeys are the non-hostname topology keys a claim must have a single
+	// value for before this class's pods land on it.
+	pinKeys []string
+	nodeOK  map[int]bool // existing node index -> compatible (lazy)
+	jump    skipList     // skips claims that can never take this variant
+	jump0   skipList     // same for the no-upgrade pass
+	topo    bool         // has any topology constraint or membership
+}
+
+type classPool struct {
+	p     *pool
+	reqs  requirements.Requirements
+	types []*typeInfo
+	zones []string // zones of available offerings of types (sorted)
+	cts   []string
+	// trivial: the class adds no requirement to the pool's
+	trivial bool
+}
+
+type spreadC struct {
+	g          *group
+	maxSkew    int32
+	minDomains int32
+	domains    []string // eligible domains (non-hostname keys)
+	self       bool
+}
+
+func (s *solver) variant(c *class, level int) *variant {
+	for len(c.variants) <= level {
+		if c.noMore {
+			return nil
+		}
+		var cons constraints
+		if len(c.variants) == 0 {
+			cons = initialConstraints(c.rep)
+		} else {
+			next, ok := c.variants[len(c.variants)-1].cons.relax(c.rep)
+			if !ok {
+				c.noMore = true
+				return nil
+			}
+			cons = next
+		}
+		c.variants = append(c.variants, s.compile(c, cons, len(c.variants)))
+	}
+	return c.variants[level]
+}
+
+func (s *solver) compile(c *class, cons constraints, level int) *variant {
+	v := &variant{c: c, level: level, cons: cons, byPool: make([]*classPool, len(s.pools))}
+	p := c.rep
+	if !c.reqOK {
+		v.err = fmt.Errorf("requests more distinct extended resources than the scheduler tracks (%d)", maxResources-numFixed)
+		return v
+	}
+	reqs, err := nodeRequirements(p, cons.termIdx)
+	if err != nil {
+		v.err = err
+		return v
+	}
+	for _, t := range cons.prefNode {
+		r, err := requirements.FromNodeSelector(t.Preference.MatchExpressions)
+		if err != nil {
+			v.err = fmt.Errorf("spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution: %w", err)
+			return v
+		}
+		reqs = reqs.Intersect(r)
+	}
+	v.reqs = reqs
+	if err := reqs.Satisfiable(); err != nil {
+		v.err = err
+		return v
+	}
+	// pools
+	for _, pl := range s.poolOrder {
+		cp, why := s.classPool(v, pl)
+		if cp == nil {
+			v.reasons = append(v.reasons, fmt.Sprintf("nodepool %s: %s", pl.name, why))
+			continue
+		}
+		v.pools = append(v.pools, cp)
+		v.byPool[pl.idx] = cp
+	}
+	// topology
+	keys := map[string]bool{}
+	for _, tsc := range cons.spreads {
+		sel, err := spreadSelector(p, tsc)
+		if err != nil {
+			v.err = fmt.Errorf("spec.topologySpreadConstraints: %w", err)
+			return v
+		}
+		g := s.group(tsc.TopologyKey, []string{p.Namespace}, false, sel)
+		sc := spreadC{g: g, maxSkew: tsc.MaxSkew, self: g.matches(p)}
+		if tsc.MinDomains != nil {
+			sc.minDomains = *tsc.MinDomains
+		}
+		if tsc.TopologyKey != karpv1.LabelHostname {
+			sc.domains = s.eligibleDomains(v, tsc.TopologyKey)
+		}
+		v.spreads = append(v.spreads, sc)
+		keys[tsc.TopologyKey] = true
+	}
+	var aff, anti []corev1.PodAffinityTerm
+	if a := p.Spec.Affinity; a != nil {
+		if a.PodAffinity != nil {
+			aff = append(aff, a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution...)
+		}
+		if a.PodAntiAffinity != nil {
+			anti = append(anti, a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution...)
+		}
+	}
+	for _, t := range cons.prefAff {
+		aff = append(aff, t.PodAffinityTerm)
+	}
+	for _, t := range cons.prefAnti {
+		anti = append(anti, t.PodAffinityTerm)
+	}
+	nReqAnti := len(anti) - len(cons.prefAnti)
+	for i, list := range [][]corev1.PodAffinityTerm{aff, anti} {
+		for j, t := range list {
+			g, err := s.termGroup(p, t)
+			if err != nil {
+				v.err = fmt.Errorf("spec.affinity: %w", err)
+				return v
+			}
+			if i == 0 {
+				v.affs = append(v.affs, g)
+			} else {
+				g.anti = true
+				v.antis = append(v.antis, g)
+				if j < nReqAnti {
+					v.reqAntis = append(v.reqAntis, g)
+				}
+			}
+			keys[t.TopologyKey] = true
+		}
+	}
+	for _, g := range c.memberOf {
+		keys[g.key] = true
+	}
+	for k := range keys {
+		if k != karpv1.LabelHostname {
+			v.pinKeys = append(v.pinKeys, k)
+		}
+	}
+	slices.Sort(v.pinKeys)
+	v.topo = len(keys) > 0
+	return v
+}
+
+// classPool checks a variant against a pool; nil and a reason when they
+// cannot meet.
+func (s *solver) classPool(v *variant, pl *pool) (*classPool, string) {
+	if pl.err != nil {
+		return nil, pl.err.Error()
+	}
+	if t, ok := tolerates(v.c.rep.Spec.Tolerations, pl.taints); !ok {
+		return nil, fmt.Sprintf("did not tolerate taint %s=%s:%s", t.Key, t.Value, t.Effect)
+	}
+	for _, r := range v.reqs.All() {
+		if pr := pl.reqs.Get(r.Key); pr != nil {
+			if !pr.Intersects(r) {
+				return nil, fmt.Sprintf("incompatible requirements: %s, nodepool has %s", r, pr)
+			}
+			continue
+		}
+		if r.Key == karpv1.LabelZone || r.Key == karpv1.LabelCapacityType || pl.typeKeys[r.Key] {
+			continue
+		}
+		if !r.AbsentOK() {
+			return nil, fmt.Sprintf("incompatible requirements: label %s is not provided by the nodepool (%s)", r.Key, r)
+		}
+	}
+	merged := pl.reqs.Intersect(v.reqs)
+	cp := &classPool{p: pl, reqs: merged, trivial: v.reqs.Len() == 0}
+	matched := 0
+	var largest vec
+	for _, t := range pl.types {
+		if !pl.matchType(t, merged) {
+			continue
+		}
+		matched++
+		largest = largest.max(t.alloc)
+		if v.c.req.fits(t.alloc) {
+			cp.types = append(cp.types, t)
+		}
+	}
+	if matched == 0 {
+		return nil, fmt.Sprintf("no instance type satisfies requirements %s", merged)
+	}
+	if len(cp.types) == 0 {
+		return nil, fmt.Sprintf("no instance type has enough resources: requests %s, largest allocatable %s", s.fmtVec(v.c.req), s.fmtVec(largest))
+	}
+	zs, cs := map[string]bool{}, map[string]bool{}
+	zr, cr := merged.Get(karpv1.LabelZone), merged.Get(karpv1.LabelCapacityType)
+	for _, t := range cp.types {
+		for _, o := range t.it.Offerings {
+			if o.Available && (zr == nil || zr.Has(o.Zone)) && (cr == nil || cr.Has(o.CapacityType)) {
+				zs[o.Zone], cs[o.CapacityType] = true, true
+			}
+		}
+	}
+	cp.zones, cp.cts = sortedKeys(zs), sortedKeys(cs)
+	return cp, ""
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// domainsOf lists the values key can take on new nodes of a class pool.
+func (cp *classPool) domainsOf(key string) []string {
+	switch key {
+	case karpv1.LabelZone:
+		return cp.zones
+	case karpv1.LabelCapacityType:
+		return cp.cts
+	}
+	if r := cp.reqs.Get(key); r != nil {
+		return r.Values()
+	}
+	// a type label
+	seen := map[string]bool{}
+	for _, t := range cp.types {
+		if v, ok := t.it.Labels[key]; ok {
+			seen[v] = true
+		}
+	}
+	return sortedKeys(seen)
+}
+
+// eligibleDomains: the domains of key the variant could land in (pools it
+// is compatible with plus existing nodes matching its requirements).
+func (s *solver) eligibleDomains(v *variant, key string) []string {
+	seen := map[string]bool{}
+	for _, cp := range v.pools {
+		for _, d := range cp.domainsOf(key) {
+			seen[d] = true
+		}
+	}
+	for _, n := range s.existing {
+		if d, ok := n.Labels[key]; ok && v.reqs.Matches(n.Labels) {
+			seen[d] = true
+		}
+	}
+	return sortedKeys(seen)
+}
+
+func spreadSelector(p *corev1.Pod, tsc corev1.TopologySpreadConstraint) (labels.Selector, error) {
+	ls := tsc.LabelSelector
+	if len(tsc.MatchLabelKeys) > 0 {
+		ls = ls.DeepCopy()
+		if ls == nil {
+			ls = &metav1.LabelSelector{}
+		}
+		if ls.MatchLabels == nil {
+			ls.MatchLabels = map[string]string{}
+		}
+		for _, k := range tsc.MatchLabelKeys {
+			if val, ok := p.Labels[k]; ok {
+				ls.MatchLabels[k] = val
+			}
+		}
+	}
+	if ls == nil {
+		return labels.Nothing(), nil
+	}
+	return metav1.LabelSelectorAsSelector(ls)
+}
+
+// termGroup is the group of a pod (anti-)affinity term.
+func (s *solver) termGroup(p *corev1.Pod, t corev1.PodAffinityTerm) (*group, error) {
+	var sel labels.Selector = labels.Nothing()
+	if t.LabelSelector != nil {
+		var err error
+		if sel, err = metav1.LabelSelectorAsSelector(t.LabelSelector); err != nil {
+			return nil, err
+		}
+	}
+	ns := t.Namespaces
+	all := false
+	if t.NamespaceSelector != nil && len(t.NamespaceSelector.MatchLabels) == 0 && len(t.NamespaceSelector.MatchExpressions) == 0 {
+		all = true
+	}
+	if len(ns) == 0 && !all {
+		ns = []string{p.Namespace}
+	}
+	return s.group(t.TopologyKey, ns, all, sel), nil
+}
+
+// group is the pods matching a selector in some namespaces, counted per
+// domain of a topology key. Anti-affinity groups also count the pods that
+// carry the term (owners): a pod matching the selector may not join their
+// domain.
+type group struct {
+	key    string
+	sel    labels.Selector
+	ns     []string
+	allNS  bool
+	anti   bool
+	counts map[string]int32
+	owners map[string]int32
+	total  int32
+}
+
+func (g *group) matches(p *corev1.Pod) bool {
+	if !g.allNS && !slices.Contains(g.ns, p.Namespace) {
+		return false
+	}
+	return g.sel.Matches(labels.Set(p.Labels))
+}
+
+func (s *solver) group(key string, ns []string, all bool, sel labels.Selector) *group {
+	ns = slices.Clone(ns)
+	slices.Sort(ns)
+	id := key + "\x00" + strings.Join(ns, ",") + "\x00" + fmt.Sprint(all) + "\x00" + sel.String()
+	if g, ok := s.groups[id]; ok {
+		return g
+	}
+	g := &group{key: key, sel: sel, ns: ns, allNS: all, counts: map[string]int32{}, owners: map[string]int32{}}
+	s.groups[id] = g
+	s.groupOrder = append(s.groupOrder, g)
+	for _, c := range s.classes {
+		if g.matches(c.rep) {
+			c.memberOf = append(c.memberOf, g)
+		}
+	}
+	for _, n := range s.existing {
+		d, ok := n.Labels[key]
+		if key == karpv1.LabelHostname {
+			d, ok = n.Name, true
+		}
+		if !ok {
+			continue
+		}
+		for _, ep := range n.Pods {
+			if g.matches(ep) {
+				g.counts[d]++
+				g.total++
+			}
+		}
+	}
+	return g
+}
