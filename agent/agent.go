@@ -78,6 +78,10 @@ type Config struct {
 	Policy Policy
 	// Drain options (DryRun, ForceAfter, ...).
 	Drain drain.Options
+	// MinDrainWindow: a drain gets at least this long, even when the notice's
+	// deadline is nearer or already past (a scheduled event whose NotBefore has
+	// passed, a notice seen late after an agent restart). Default 30 s.
+	MinDrainWindow time.Duration
 	// Report options; no endpoints = notices are not reported (logged once).
 	Report report.Options
 	// Gossip joins the memberlist pool when non-nil.
@@ -111,6 +115,9 @@ func New(cfg Config, kube kubernetes.Interface, log *zap.Logger) (*Agent, error)
 	}
 	if cfg.Interval <= 0 {
 		cfg.Interval = time.Second
+	}
+	if cfg.MinDrainWindow <= 0 {
+		cfg.MinDrainWindow = 30 * time.Second
 	}
 	pol := DefaultPolicy()
 	for k, v := range cfg.Policy {
@@ -284,8 +291,12 @@ func (a *Agent) onNotice(ctx context.Context, n imds.Notice) {
 
 func (a *Agent) handle(ctx context.Context, n imds.Notice, action Action, observed time.Time) {
 	log := a.log.With(logging.Node(a.cfg.NodeName), zap.String(logging.KeyNotice, n.ID))
+	deadline := n.Deadline
+	if floor := observed.Add(a.cfg.MinDrainWindow); deadline.Before(floor) {
+		deadline = floor
+	}
 	req := drain.Request{
-		Node: a.cfg.NodeName, Reason: string(n.Kind), Deadline: n.Deadline, Evict: action == ActionDrain,
+		Node: a.cfg.NodeName, Reason: string(n.Kind), Deadline: deadline, Evict: action == ActionDrain,
 		Message: describe(n),
 	}
 	if err := a.drainer.Cordon(ctx, req); err != nil {
