@@ -261,3 +261,28 @@ func equal(a, b []string) bool {
 	}
 	return true
 }
+
+func TestCordonDrainReasonOutranksTaintOnly(t *testing.T) {
+	c, _ := setup(t, nil)
+	d := New(c, zaptest.NewLogger(t), fastOpts())
+	ctx := context.Background()
+	dl := time.Now().Add(time.Minute)
+	reason := func() string {
+		n, _ := c.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+		for _, tt := range n.Spec.Taints {
+			if tt.Key == TaintInterruptionKey {
+				return tt.Value
+			}
+		}
+		return ""
+	}
+	_ = d.Cordon(ctx, Request{Node: nodeName, Reason: "rebalance-recommendation", Deadline: dl})
+	_ = d.Cordon(ctx, Request{Node: nodeName, Reason: "spot-interruption", Deadline: dl, Evict: true})
+	if r := reason(); r != "spot-interruption" {
+		t.Errorf("reason after spot = %q", r)
+	}
+	_ = d.Cordon(ctx, Request{Node: nodeName, Reason: "rebalance-recommendation", Deadline: dl})
+	if r := reason(); r != "spot-interruption" {
+		t.Errorf("a taint-only reason replaced a drain's: %q", r)
+	}
+}

@@ -44,8 +44,14 @@ func (d *Drainer) Cordon(ctx context.Context, req Request) error {
 		}
 		changed = false
 		for _, t := range Taints(req.Reason) {
-			if !hasTaint(node.Spec.Taints, t) {
+			i := taintIndex(node.Spec.Taints, t)
+			switch {
+			case i < 0:
 				node.Spec.Taints = append(node.Spec.Taints, t)
+				changed = true
+			case req.Evict && node.Spec.Taints[i].Value != t.Value:
+				// A drain's reason outranks a taint-only one (spot after rebalance).
+				node.Spec.Taints[i].Value = t.Value
 				changed = true
 			}
 		}
@@ -77,16 +83,18 @@ func (d *Drainer) Cordon(ctx context.Context, req Request) error {
 	return nil
 }
 
-// hasTaint reports whether ts has a taint with t's key and effect (a node may
-// carry only one per key and effect; the first reason stays).
-func hasTaint(ts []corev1.Taint, t corev1.Taint) bool {
-	for _, x := range ts {
+// taintIndex is the index in ts of the taint with t's key and effect (a node
+// carries at most one per key and effect), or -1.
+func taintIndex(ts []corev1.Taint, t corev1.Taint) int {
+	for i, x := range ts {
 		if x.Key == t.Key && x.Effect == t.Effect {
-			return true
+			return i
 		}
 	}
-	return false
+	return -1
 }
+
+func hasTaint(ts []corev1.Taint, t corev1.Taint) bool { return taintIndex(ts, t) >= 0 }
 
 // setCondition sets the joiner.io/Interruption condition (best effort: a
 // failure is logged, the drain goes on).

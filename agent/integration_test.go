@@ -1,0 +1,91 @@
+package agent_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zaptest"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/joiner-dev/joiner/agent"
+	"github.com/joiner-dev/joiner/agent/drain"
+	"github.com/joiner-dev/joiner/agent/imds"
+	"github.com/joiner-dev/joiner/agent/report"
+	"github.com/joiner-dev/joiner/agent/report/reporttest"
+	"github.com/joiner-dev/joiner/internal/testenv"
+)
+
+// The whole agent against AEMM (IMDSv2 only) and a real API server: a spot
+// notice taints and cordons the node and is committed once by a flaky
+// coordinator; a rebalance recommendation (taint-only policy) is reported too.
+func TestAgentAEMMEndToEnd(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{})
+	m := testenv.StartIMDS(t, testenv.IMDSOptions{Scenario: testenv.IMDSSpot, IMDSv2Only: true, SpotDelay: 2 * time.Second, RebalanceDelay: time.Second})
+	ctx, cancel := context.WithCancel(t.Context())
+	c := env.Client
+	const nodeName = "e2e-node"
+	if _, err := c.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	coord := reporttest.NewCluster(t, 3, 11)
+	coord.SetDropRate(0.5)
+	a, err := agent.New(agent.Config{
+		NodeName: nodeName, Interval: time.Second, IMDS: imds.ClientOptions{Endpoint: m.Endpoint},
+		Report: report.Options{Endpoints: coord.Endpoints(), RetryBase: 10 * time.Millisecond, RetryMax: 100 * time.Millisecond},
+	}, c, zaptest.NewLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); _ = a.Run(ctx) }()
+	defer wg.Wait()
+	defer cancel()
+
+	var node *corev1.Node
+	waitUntil(t, 30*time.Second, "node cordoned with the spot-interruption taint", func() bool {
+		n, err := c.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+		if err != nil || !n.Spec.Unschedulable {
+			return false
+		}
+		node = n
+		for _, tt := range n.Spec.Taints {
+			if tt.Key == drain.TaintInterruptionKey {
+				return true
+			}
+		}
+		return false
+	})
+	waitUntil(t, 30*time.Second, "both notices committed", func() bool { return len(coord.Log()) == 2 })
+	time.Sleep(2 * time.Second) // more polls: nothing is reported twice
+	kinds := map[string]int{}
+	for _, e := range coord.Log() {
+		kinds[e.Report.Kind]++
+		if e.Report.Node != nodeName || e.Report.InstanceID == "" {
+			t.Errorf("report %+v lacks node or instance", e.Report)
+		}
+	}
+	if kinds[string(imds.KindSpotInterruption)] != 1 || kinds[string(imds.KindRebalance)] != 1 {
+		t.Errorf("committed %v, want one spot and one rebalance report", kinds)
+	}
+	var keys []string
+	for _, tt := range node.Spec.Taints {
+		keys = append(keys, tt.Key+"="+tt.Value)
+	}
+	t.Logf("node taints: %v", keys)
+}
+
+func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	end := time.Now().Add(d)
+	for time.Now().Before(end) {
+		if cond() {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("timed out after %s waiting for: %s", d, what)
+}
