@@ -1,21 +1,137 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/joiner-dev/joiner/coordinator/scheduler"
+	"github.com/joiner-dev/joiner/coordinator/scheduler/manifests"
+	"github.com/joiner-dev/joiner/coordinator/scheduler/report"
 )
 
 func init() { addCommand(newPlanCmd) }
 
-// newPlanCmd is a placeholder until its issue lands.
+// Exit codes of joiner plan.
+const (
+	planExitInput         = 1 // some documents could not be used (the plan of the rest is printed)
+	planExitUnschedulable = 2 // some pods fit nothing
+)
+
 func newPlanCmd(*globals) *cobra.Command {
-	return &cobra.Command{
-		Use:                "plan",
-		Short:              "Offline: manifests in, the nodes Joiner would launch out (not implemented yet)",
-		DisableFlagParsing: true,
-		RunE: func(*cobra.Command, []string) error {
-			return fmt.Errorf("plan: %w", errNotImplemented)
+	var files []string
+	var nodesFile, output string
+	cmd := &cobra.Command{
+		Use:   "plan -f FILE|DIR [-o table|yaml|json] [--nodes FILE]",
+		Short: "Offline: manifests in, the nodes Joiner would launch out (types, zones, price)",
+		Long: `plan reads Kubernetes and Karpenter manifests (multi-document YAML; a directory
+is read like kubectl -f reads one: its *.yaml, *.yml and *.json files in
+name order, not recursively) and prints the
+NodeClaims Joiner would create for their pods: NodePool, instance type chosen
+and candidates, zone, capacity type, pods, cpu and memory used vs allocatable,
+and the hourly cost, plus pods that fit nothing and why.
+
+Pods, Deployments, ReplicaSets, StatefulSets, Jobs and CronJobs (one run) give
+pending pods; DaemonSets give per-node overhead; NodePools and EC2NodeClasses
+may be karpenter.sh/v1 or legacy (v1alpha5 Provisioner, v1beta1), converted as
+joiner convert does; Nodes (and Pods bound to them with spec.nodeName) are
+existing capacity. Without a NodePool, a default one is used: linux, amd64 or
+arm64, on-demand or spot, instance categories c/m/r of generation 3 or later,
+with an AL2023 EC2NodeClass. Instance types and prices come from the embedded
+catalogue (us-east-1 prices, zones us-east-1a/b/c).
+
+Exit codes: 0 all placed; 1 some input was invalid (the plan of the rest is
+still printed); 2 some pods are unschedulable.`,
+		Example: `  joiner plan -f examples/
+  joiner plan -f workloads.yaml -o json --nodes nodes.yaml`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if len(files) == 0 {
+				return errors.New("plan: -f FILE|DIR is required")
+			}
+			if !slices.Contains(report.Formats, output) {
+				return fmt.Errorf("plan: -o %q: want one of %s", output, strings.Join(report.Formats, ", "))
+			}
+			paths := slices.Clone(files)
+			if nodesFile != "" {
+				paths = append(paths, nodesFile)
+			}
+			in, err := readManifests(paths)
+			if err != nil {
+				return fmt.Errorf("plan: %w", err)
+			}
+			res, errs := manifests.Load(in)
+			stderr := cmd.ErrOrStderr()
+			for _, w := range res.Warnings {
+				fmt.Fprintln(stderr, "warning:", w)
+			}
+			for _, e := range errs {
+				fmt.Fprintln(stderr, "error:", e)
+			}
+			plan := scheduler.Solve(res.Input)
+			out, err := report.Render(plan, output)
+			if err != nil {
+				return fmt.Errorf("plan: %w", err)
+			}
+			if _, err := cmd.OutOrStdout().Write(out); err != nil {
+				return fmt.Errorf("plan: writing output: %w", err)
+			}
+			switch {
+			case len(errs) > 0:
+				return &errExitCode{code: planExitInput, err: fmt.Errorf("plan: %d input problem(s), see above", len(errs))}
+			case len(plan.Unschedulable) > 0:
+				return &errExitCode{code: planExitUnschedulable, err: fmt.Errorf("plan: %d pod(s) unschedulable", len(plan.Unschedulable))}
+			}
+			return nil
 		},
 	}
+	cmd.Flags().StringArrayVarP(&files, "filename", "f", nil, "manifest file or directory (repeatable)")
+	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table, yaml or json")
+	cmd.Flags().StringVar(&nodesFile, "nodes", "", "file with existing Nodes (and Pods bound to them)")
+	return cmd
+}
+
+// readManifests reads files and directories (not recursively, name order).
+func readManifests(paths []string) ([]manifests.File, error) {
+	var out []manifests.File
+	for _, p := range paths {
+		st, err := os.Stat(p)
+		if err != nil {
+			return nil, fmt.Errorf("reading %s: %w", p, err)
+		}
+		if !st.IsDir() {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return nil, fmt.Errorf("reading %s: %w", p, err)
+			}
+			out = append(out, manifests.File{Name: p, Data: b})
+			continue
+		}
+		entries, err := os.ReadDir(p)
+		if err != nil {
+			return nil, fmt.Errorf("reading %s: %w", p, err)
+		}
+		for _, e := range entries {
+			switch strings.ToLower(filepath.Ext(e.Name())) {
+			case ".yaml", ".yml", ".json":
+			default:
+				continue
+			}
+			if e.IsDir() {
+				continue
+			}
+			path := filepath.Join(p, e.Name())
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return nil, fmt.Errorf("reading %s: %w", path, err)
+			}
+			out = append(out, manifests.File{Name: path, Data: b})
+		}
+	}
+	return out, nil
 }

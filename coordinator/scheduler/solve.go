@@ -621,6 +621,8 @@ func (s *solver) fmtVec(v vec) string {
 			parts = append(parts, fmt.Sprintf("cpu=%dm", v[i]))
 		case resMemory:
 			parts = append(parts, fmt.Sprintf("memory=%dMi", v[i]>>20))
+		case resEphemeral:
+			parts = append(parts, fmt.Sprintf("ephemeral-storage=%dGi", v[i]>>30))
 		default:
 			parts = append(parts, fmt.Sprintf("%s=%d", n, v[i]))
 		}
