@@ -61,6 +61,9 @@ type ConsolidationPolicy string
 const (
 	ConsolidationPolicyWhenEmpty                ConsolidationPolicy = "WhenEmpty"
 	ConsolidationPolicyWhenEmptyOrUnderutilized ConsolidationPolicy = "WhenEmptyOrUnderutilized"
+	// ConsolidationPolicyBalanced (Karpenter v1.14) approves a move only when
+	// its savings score is high enough.
+	ConsolidationPolicyBalanced ConsolidationPolicy = "Balanced"
 )
 
 // DisruptionReason names why a node is disrupted; budgets may be scoped to reasons.
