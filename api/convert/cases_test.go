@@ -274,3 +274,21 @@ func TestV1alpha5Defaults(t *testing.T) {
 		}
 	}
 }
+
+// TestValidateCatchesInvalidOutput shows the golden tests' validation can
+// fail: a template without subnets converts, but not to valid v1.
+func TestValidateCatchesInvalidOutput(t *testing.T) {
+	in := strings.Replace(awsTemplate, "  subnetSelector: {karpenter.sh/discovery: c}\n", "", 1)
+	objs, err := ConvertDocuments([]byte(in), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := Validate(objs)
+	want := "EC2NodeClass default from document 1 (line 1) (AWSNodeTemplate default): spec.subnetSelectorTerms: at least one term is required, got none"
+	if len(errs) != 1 || errs[0].Error() != want {
+		t.Errorf("got %q, want [%q]", errs, want)
+	}
+	if errs := Validate([]Object{{Raw: []byte("anything: at all\n")}}); errs != nil {
+		t.Errorf("passed-through documents are not validated, got %v", errs)
+	}
+}

@@ -1,45 +1,46 @@
 package convert
 
 import (
+	"errors"
 	"fmt"
 
 	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 )
 
-// validator is what the v1 types implement (api/core/v1, api/aws/v1).
-type validator interface{ Validate() error }
-
-// defaulter applies the CRD defaults Kubernetes would apply on create.
-type defaulter interface{ SetDefaults() }
-
-// ValidateObject defaults a copy of a v1 object (as the API server would on
-// create) and validates it; it returns the validation errors, if any.
+// ValidateObject defaults a copy of a converted v1 object (*karpv1.NodePool
+// or *awsv1.EC2NodeClass), as the API server would on create, and validates
+// it. It returns one error per invalid field, each naming the field path.
 func ValidateObject(obj any) []error {
-	var cp any
+	var err error
 	switch o := obj.(type) {
-	case *karpv1NodePool:
-		cp = o.DeepCopy()
-	case *awsv1EC2NodeClass:
-		cp = o.DeepCopy()
+	case *karpv1.NodePool:
+		cp := o.DeepCopy()
+		cp.SetDefaults()
+		err = cp.Validate()
+	case *awsv1.EC2NodeClass:
+		cp := o.DeepCopy()
+		cp.SetDefaults()
+		err = cp.Validate()
 	default:
-		return []error{fmt.Errorf("unexpected object %T", obj)}
+		return []error{fmt.Errorf("cannot validate %T", obj)}
 	}
-	if d, ok := cp.(defaulter); ok {
-		d.SetDefaults()
-	}
-	v, ok := cp.(validator)
-	if !ok {
+	if err == nil {
 		return nil
 	}
-	if err := v.Validate(); err != nil {
-		return []error{err}
+	var ve *karpv1.ValidationError
+	if errors.As(err, &ve) && len(ve.Errors) > 0 {
+		errs := make([]error, len(ve.Errors))
+		for i, fe := range ve.Errors {
+			errs[i] = fe
+		}
+		return errs
 	}
-	return nil
+	return []error{err}
 }
 
 // Validate validates every converted object of objs; each error names the
-// object's source document.
+// object, its source document and the field.
 func Validate(objs []Object) []error {
 	var errs []error
 	for _, o := range objs {
@@ -59,8 +60,3 @@ func Validate(objs []Object) []error {
 	}
 	return errs
 }
-
-type (
-	karpv1NodePool    = karpv1.NodePool
-	awsv1EC2NodeClass = awsv1.EC2NodeClass
-)

@@ -49,7 +49,7 @@ order) or - for stdin, and may be repeated; all inputs are converted together.`,
 					for _, e := range errs {
 						fmt.Fprintln(stderr, "error:", e)
 					}
-					return fmt.Errorf("convert: %d converted object(s) fail v1 validation (see above; --validate=false writes them anyway)", len(errs))
+					return fmt.Errorf("convert: the converted v1 objects have %d validation error(s) (listed above; --validate=false writes them anyway)", len(errs))
 				}
 			}
 			out, err := convert.Encode(objs)
