@@ -1,0 +1,243 @@
+package v1
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	"sigs.k8s.io/yaml"
+
+	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+)
+
+func load(t *testing.T) *EC2NodeClass {
+	t.Helper()
+	b, err := os.ReadFile("testdata/ec2nodeclass.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nc EC2NodeClass
+	if err := yaml.UnmarshalStrict(b, &nc); err != nil {
+		t.Fatal(err)
+	}
+	return &nc
+}
+
+func p[T any](v T) *T { return &v }
+
+func withAlias(alias string) func(*EC2NodeClass) {
+	return func(nc *EC2NodeClass) {
+		nc.Spec.AMIFamily = nil
+		nc.Spec.AMISelectorTerms = []AMISelectorTerm{{Alias: alias}}
+	}
+}
+
+func assertInvalid(t *testing.T, err error, field, value string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("valid, want an error at %s", field)
+	}
+	if !errors.Is(err, karpv1.ErrInvalid) {
+		t.Errorf("errors.Is(err, ErrInvalid) = false for %v", err)
+	}
+	for _, fe := range karpv1.FieldErrors(err) {
+		if fe.Field == field && strings.Contains(fe.Detail, value) {
+			if !strings.Contains(err.Error(), fe.Error()) {
+				t.Errorf("Error() lacks the line %q", fe.Error())
+			}
+			return
+		}
+	}
+	t.Errorf("no error at %s mentioning %q; got:\n%v", field, value, err)
+}
+
+func TestEC2NodeClassInvalid(t *testing.T) {
+	kubelet := func(f func(*KubeletConfiguration)) func(*EC2NodeClass) {
+		return func(nc *EC2NodeClass) { f(nc.Spec.Kubelet) }
+	}
+	cases := []struct {
+		name   string
+		mutate func(*EC2NodeClass)
+		field  string
+		value  string
+	}{
+		{"no ami terms", func(nc *EC2NodeClass) { nc.Spec.AMISelectorTerms = nil }, "spec.amiSelectorTerms", "at least one term is required"},
+		{"too many ami terms", func(nc *EC2NodeClass) {
+			for len(nc.Spec.AMISelectorTerms) <= MaxSelectorTerms {
+				nc.Spec.AMISelectorTerms = append(nc.Spec.AMISelectorTerms, AMISelectorTerm{Name: "x"})
+			}
+		}, "spec.amiSelectorTerms", "at most 30 terms, got 31"},
+		{"empty ami term", func(nc *EC2NodeClass) { nc.Spec.AMISelectorTerms[1] = AMISelectorTerm{Owner: "self"} },
+			"spec.amiSelectorTerms[1]", "expected at least one of tags, id, name, alias, ssmParameter"},
+		{"ami id with name", func(nc *EC2NodeClass) { nc.Spec.AMISelectorTerms[2].Name = "x" },
+			"spec.amiSelectorTerms[2].id", `mutually exclusive with alias, tags, name and owner, got id "ami-123"`},
+		{"ami id pattern", func(nc *EC2NodeClass) { nc.Spec.AMISelectorTerms[2].ID = "image-1" },
+			"spec.amiSelectorTerms[2].id", `got "image-1"`},
+		{"ami tag empty value", func(nc *EC2NodeClass) { nc.Spec.AMISelectorTerms[0].Tags["environment"] = "" },
+			"spec.amiSelectorTerms[0].tags[environment]", "empty tag values"},
+		{"ami tag empty key", func(nc *EC2NodeClass) { nc.Spec.AMISelectorTerms[0].Tags[""] = "x" },
+			"spec.amiSelectorTerms[0].tags", `empty tag keys aren't supported, got "": "x"`},
+		{"alias with other terms", func(nc *EC2NodeClass) { nc.Spec.AMIFamily = nil; nc.Spec.AMISelectorTerms[0] = AMISelectorTerm{Alias: "al2023@latest"} },
+			"spec.amiSelectorTerms[0].alias", `mutually exclusive with other amiSelectorTerms, got alias "al2023@latest" among 4 terms`},
+		{"alias with tags", func(nc *EC2NodeClass) {
+			nc.Spec.AMIFamily = nil
+			nc.Spec.AMISelectorTerms = []AMISelectorTerm{{Alias: "al2023@latest", Tags: map[string]string{"a": "b"}}}
+		}, "spec.amiSelectorTerms[0].alias", `mutually exclusive with id, tags, name and owner, got alias "al2023@latest"`},
+		{"alias format", withAlias("al2023"), "spec.amiSelectorTerms[0].alias", `'family@version', got "al2023"`},
+		{"alias family", withAlias("ubuntu@latest"), "spec.amiSelectorTerms[0].alias", `got "ubuntu@latest"`},
+		{"alias windows pinned", withAlias("windows2022@v20240101"), "spec.amiSelectorTerms[0].alias", `only use version 'latest', got "windows2022@v20240101"`},
+		{"alias too long", withAlias("bottlerocket@v1.20.0-0123456789abcdef"), "spec.amiSelectorTerms[0].alias", "at most 30 characters"},
+		{"amiFamily mismatches alias", func(nc *EC2NodeClass) { withAlias("bottlerocket@v1.20.0")(nc); nc.Spec.AMIFamily = p("AL2023") },
+			"spec.amiFamily", `must be Bottlerocket or Custom with alias family "bottlerocket", got "AL2023"`},
+		{"amiFamily required", func(nc *EC2NodeClass) { nc.Spec.AMIFamily = nil }, "spec.amiFamily", "required when amiSelectorTerms has no alias term"},
+		{"amiFamily enum", func(nc *EC2NodeClass) { nc.Spec.AMIFamily = p("Ubuntu") }, "spec.amiFamily", `got "Ubuntu"`},
+		{"no subnet terms", func(nc *EC2NodeClass) { nc.Spec.SubnetSelectorTerms = []SubnetSelectorTerm{} }, "spec.subnetSelectorTerms", "at least one term"},
+		{"subnet id pattern", func(nc *EC2NodeClass) { nc.Spec.SubnetSelectorTerms[1].ID = "sn-1" }, "spec.subnetSelectorTerms[1].id", `got "sn-1"`},
+		{"subnet id with tags", func(nc *EC2NodeClass) { nc.Spec.SubnetSelectorTerms[1].Tags = map[string]string{"a": "b"} },
+			"spec.subnetSelectorTerms[1].id", `mutually exclusive with tags, got id "subnet-09fa4a0a8f233a921"`},
+		{"empty subnet term", func(nc *EC2NodeClass) { nc.Spec.SubnetSelectorTerms[0] = SubnetSelectorTerm{} },
+			"spec.subnetSelectorTerms[0]", "expected at least one of tags, id"},
+		{"too many subnet tags", func(nc *EC2NodeClass) {
+			for i := 0; i < 21; i++ {
+				nc.Spec.SubnetSelectorTerms[0].Tags[strings.Repeat("k", i+1)] = "v"
+			}
+		}, "spec.subnetSelectorTerms[0].tags", "at most 20 tags"},
+		{"no security group terms", func(nc *EC2NodeClass) { nc.Spec.SecurityGroupSelectorTerms = nil }, "spec.securityGroupSelectorTerms", "at least one term"},
+		{"security group id pattern", func(nc *EC2NodeClass) { nc.Spec.SecurityGroupSelectorTerms[2].ID = "group-1" },
+			"spec.securityGroupSelectorTerms[2].id", `got "group-1"`},
+		{"security group name with tags", func(nc *EC2NodeClass) { nc.Spec.SecurityGroupSelectorTerms[1].Tags = map[string]string{"a": "b"} },
+			"spec.securityGroupSelectorTerms[1].name", `got name "my-security-group"`},
+		{"security group id with name", func(nc *EC2NodeClass) { nc.Spec.SecurityGroupSelectorTerms[2].Name = "x" },
+			"spec.securityGroupSelectorTerms[2].id", `got id "sg-063d7acfb4b06c82c"`},
+		{"capacity reservation id with owner", func(nc *EC2NodeClass) { nc.Spec.CapacityReservationSelectorTerms[1].OwnerID = "123456789012" },
+			"spec.capacityReservationSelectorTerms[1].id", `got id "cr-56fac701cc1951b03"`},
+		{"capacity reservation owner", func(nc *EC2NodeClass) { nc.Spec.CapacityReservationSelectorTerms[0].OwnerID = "12" },
+			"spec.capacityReservationSelectorTerms[0].ownerID", `got "12"`},
+		{"capacity reservation match criteria", func(nc *EC2NodeClass) { nc.Spec.CapacityReservationSelectorTerms[2].InstanceMatchCriteria = "any" },
+			"spec.capacityReservationSelectorTerms[2].instanceMatchCriteria", `got "any"`},
+		{"role and instance profile", func(nc *EC2NodeClass) { nc.Spec.InstanceProfile = p("profile") },
+			"spec", `exactly one of role and instanceProfile, got role "KarpenterNodeRole-my-cluster" and instanceProfile "profile"`},
+		{"neither role nor instance profile", func(nc *EC2NodeClass) { nc.Spec.Role = "" }, "spec", "got neither"},
+		{"empty instance profile", func(nc *EC2NodeClass) { nc.Spec.Role = ""; nc.Spec.InstanceProfile = p("") },
+			"spec.instanceProfile", "cannot be empty"},
+		{"tag cluster", func(nc *EC2NodeClass) { nc.Spec.Tags["kubernetes.io/cluster/my-cluster"] = "owned" },
+			"spec.tags[kubernetes.io/cluster/my-cluster]", `got "kubernetes.io/cluster/my-cluster"`},
+		{"tag eks cluster name", func(nc *EC2NodeClass) { nc.Spec.Tags["eks:eks-cluster-name"] = "c" },
+			"spec.tags[eks:eks-cluster-name]", "restricted"},
+		{"tag nodepool", func(nc *EC2NodeClass) { nc.Spec.Tags["karpenter.sh/nodepool"] = "c" }, "spec.tags[karpenter.sh/nodepool]", "restricted"},
+		{"tag nodeclaim", func(nc *EC2NodeClass) { nc.Spec.Tags["karpenter.sh/nodeclaim"] = "c" }, "spec.tags[karpenter.sh/nodeclaim]", "restricted"},
+		{"tag ec2nodeclass", func(nc *EC2NodeClass) { nc.Spec.Tags["karpenter.k8s.aws/ec2nodeclass"] = "c" },
+			"spec.tags[karpenter.k8s.aws/ec2nodeclass]", "restricted"},
+		{"tag joiner", func(nc *EC2NodeClass) { nc.Spec.Tags["joiner.io/launch-id"] = "c" }, "spec.tags[joiner.io/launch-id]", `got "joiner.io/launch-id"`},
+		{"tag empty key", func(nc *EC2NodeClass) { nc.Spec.Tags[""] = "c" }, "spec.tags[]", "empty tag keys"},
+		{"kubelet reserved key", kubelet(func(k *KubeletConfiguration) { k.SystemReserved["gpu"] = "1" }),
+			"spec.kubelet.systemReserved[gpu]", `got "gpu"`},
+		{"kubelet reserved negative", kubelet(func(k *KubeletConfiguration) { k.KubeReserved["cpu"] = "-100m" }),
+			"spec.kubelet.kubeReserved[cpu]", `got "-100m"`},
+		{"kubelet reserved not a quantity", kubelet(func(k *KubeletConfiguration) { k.KubeReserved["memory"] = "lots" }),
+			"spec.kubelet.kubeReserved[memory]", `got "lots"`},
+		{"kubelet eviction key", kubelet(func(k *KubeletConfiguration) { k.EvictionHard["memory.free"] = "5%" }),
+			"spec.kubelet.evictionHard[memory.free]", `got "memory.free"`},
+		{"kubelet eviction value", kubelet(func(k *KubeletConfiguration) { k.EvictionHard["memory.available"] = "110%" }),
+			"spec.kubelet.evictionHard[memory.available]", `got "110%"`},
+		{"kubelet evictionSoft without grace", kubelet(func(k *KubeletConfiguration) { k.EvictionSoft["imagefs.available"] = "10%" }),
+			"spec.kubelet.evictionSoft[imagefs.available]", "has no matching evictionSoftGracePeriod"},
+		{"kubelet grace without evictionSoft", kubelet(func(k *KubeletConfiguration) { delete(k.EvictionSoft, "nodefs.available") }),
+			"spec.kubelet.evictionSoftGracePeriod[nodefs.available]", "has no matching evictionSoft"},
+		{"kubelet grace Never", kubelet(func(k *KubeletConfiguration) { k.EvictionSoftGracePeriod["memory.available"] = karpv1.NeverDuration() }),
+			"spec.kubelet.evictionSoftGracePeriod[memory.available]", `got "Never"`},
+		{"kubelet imageGC high not above low", kubelet(func(k *KubeletConfiguration) { k.ImageGCHighThresholdPercent = p(int32(80)) }),
+			"spec.kubelet.imageGCHighThresholdPercent", "greater than imageGCLowThresholdPercent (80), got 80"},
+		{"kubelet imageGC range", kubelet(func(k *KubeletConfiguration) { k.ImageGCLowThresholdPercent = p(int32(-1)) }),
+			"spec.kubelet.imageGCLowThresholdPercent", "between 0 and 100, got -1"},
+		{"kubelet maxPods", kubelet(func(k *KubeletConfiguration) { k.MaxPods = p(int32(-1)) }), "spec.kubelet.maxPods", "got -1"},
+		{"kubelet podsPerCore", kubelet(func(k *KubeletConfiguration) { k.PodsPerCore = p(int32(-2)) }), "spec.kubelet.podsPerCore", "got -2"},
+		{"kubelet clusterDNS", kubelet(func(k *KubeletConfiguration) { k.ClusterDNS = []string{"dns.local"} }),
+			"spec.kubelet.clusterDNS[0]", `got "dns.local"`},
+		{"two root volumes", func(nc *EC2NodeClass) { nc.Spec.BlockDeviceMappings[1].RootVolume = true },
+			"spec.blockDeviceMappings[1].rootVolume", "only one"},
+		{"ebs without size or snapshot", func(nc *EC2NodeClass) { nc.Spec.BlockDeviceMappings[0].EBS.VolumeSize = nil },
+			"spec.blockDeviceMappings[0].ebs", "snapshotID or volumeSize must be defined"},
+		{"ebs volume type", func(nc *EC2NodeClass) { nc.Spec.BlockDeviceMappings[0].EBS.VolumeType = p("gp4") },
+			"spec.blockDeviceMappings[0].ebs.volumeType", `got "gp4"`},
+		{"ebs size too big", func(nc *EC2NodeClass) { q := resource.MustParse("60000Gi"); nc.Spec.BlockDeviceMappings[0].EBS.VolumeSize = &q },
+			"spec.blockDeviceMappings[0].ebs.volumeSize", `got "60000Gi"`},
+		{"ebs size without unit", func(nc *EC2NodeClass) { q := resource.MustParse("100"); nc.Spec.BlockDeviceMappings[0].EBS.VolumeSize = &q },
+			"spec.blockDeviceMappings[0].ebs.volumeSize", `got "100"`},
+		{"ebs init rate range", func(nc *EC2NodeClass) { nc.Spec.BlockDeviceMappings[1].EBS.VolumeInitializationRate = p(int32(301)) },
+			"spec.blockDeviceMappings[1].ebs.volumeInitializationRate", "between 100 and 300 MiB/s, got 301"},
+		{"ebs init rate without snapshot", func(nc *EC2NodeClass) { nc.Spec.BlockDeviceMappings[0].EBS.VolumeInitializationRate = p(int32(150)) },
+			"spec.blockDeviceMappings[0].ebs.volumeInitializationRate", "snapshotID must be set"},
+		{"null block device mapping", func(nc *EC2NodeClass) { nc.Spec.BlockDeviceMappings[1] = nil }, "spec.blockDeviceMappings[1]", "null"},
+		{"metadata endpoint", func(nc *EC2NodeClass) { nc.Spec.MetadataOptions.HTTPEndpoint = p("on") },
+			"spec.metadataOptions.httpEndpoint", `got "on"`},
+		{"metadata ipv6", func(nc *EC2NodeClass) { nc.Spec.MetadataOptions.HTTPProtocolIPv6 = p("yes") },
+			"spec.metadataOptions.httpProtocolIPv6", `got "yes"`},
+		{"metadata tokens", func(nc *EC2NodeClass) { nc.Spec.MetadataOptions.HTTPTokens = p("maybe") },
+			"spec.metadataOptions.httpTokens", `got "maybe"`},
+		{"metadata hop limit", func(nc *EC2NodeClass) { nc.Spec.MetadataOptions.HTTPPutResponseHopLimit = p(int64(65)) },
+			"spec.metadataOptions.httpPutResponseHopLimit", "between 1 and 64, got 65"},
+		{"instance store policy", func(nc *EC2NodeClass) { nc.Spec.InstanceStorePolicy = p(InstanceStorePolicy("RAID1")) },
+			"spec.instanceStorePolicy", `got "RAID1"`},
+		{"ip prefix count", func(nc *EC2NodeClass) { nc.Spec.IPPrefixCount = p(int32(-1)) }, "spec.ipPrefixCount", "got -1"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			nc := load(t)
+			tc.mutate(nc)
+			assertInvalid(t, nc.Validate(), tc.field, tc.value)
+		})
+	}
+	t.Logf("%d invalid EC2NodeClass cases", len(cases))
+}
+
+func TestAliasValid(t *testing.T) {
+	for _, a := range []string{"al2@latest", "al2023@v20240625", "bottlerocket@v1.20.0", "windows2019@latest", "windows2022@latest", "windows2025@latest"} {
+		nc := load(t)
+		withAlias(a)(nc)
+		if err := nc.Validate(); err != nil {
+			t.Errorf("%s: %v", a, err)
+		}
+		nc.Spec.AMIFamily = p(AMIFamilyCustom)
+		if err := nc.Validate(); err != nil {
+			t.Errorf("%s with amiFamily Custom: %v", a, err)
+		}
+	}
+}
+
+func TestWellKnownLabelsAllowedInRequirements(t *testing.T) {
+	for k := range WellKnownLabels {
+		if why := karpv1.RestrictedLabel(k, true); why != "" {
+			t.Errorf("%s: %s", k, why)
+		}
+	}
+	if why := karpv1.RestrictedLabel(LabelNodeClass, false); why != "" {
+		t.Errorf("%s: %s", LabelNodeClass, why)
+	}
+}
+
+func TestEC2NodeClassDefaults(t *testing.T) {
+	nc := EC2NodeClass{Spec: EC2NodeClassSpec{AMISelectorTerms: []AMISelectorTerm{{Alias: "bottlerocket@latest"}}}}
+	nc.SetDefaults()
+	m := nc.Spec.MetadataOptions
+	if m == nil || *m.HTTPEndpoint != "enabled" || *m.HTTPProtocolIPv6 != "disabled" || *m.HTTPPutResponseHopLimit != 1 || *m.HTTPTokens != "required" {
+		t.Errorf("metadataOptions = %+v", m)
+	}
+	if nc.Spec.AMIFamily == nil || *nc.Spec.AMIFamily != AMIFamilyBottlerocket {
+		t.Errorf("amiFamily = %v, want Bottlerocket from the alias", nc.Spec.AMIFamily)
+	}
+	partial := EC2NodeClass{Spec: EC2NodeClassSpec{AMIFamily: p(AMIFamilyCustom), MetadataOptions: &MetadataOptions{HTTPPutResponseHopLimit: p(int64(2))},
+		AMISelectorTerms: []AMISelectorTerm{{Alias: "al2023@latest"}}}}
+	partial.SetDefaults()
+	if m := partial.Spec.MetadataOptions; *m.HTTPPutResponseHopLimit != 2 || *m.HTTPTokens != "required" || *m.HTTPEndpoint != "enabled" {
+		t.Errorf("partial metadataOptions = %+v", m)
+	}
+	if *partial.Spec.AMIFamily != AMIFamilyCustom {
+		t.Errorf("amiFamily Custom must be kept, got %s", *partial.Spec.AMIFamily)
+	}
+	if got := partial.AMIFamily(); got != AMIFamilyCustom {
+		t.Errorf("AMIFamily() = %s", got)
+	}
+}
