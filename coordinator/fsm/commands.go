@@ -1,0 +1,170 @@
+package fsm
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// MessageType is the first byte of every raft log entry the FSM applies.
+type MessageType uint8
+
+// Command types. Values are persisted in the raft log: never renumber.
+const (
+	PlanCommitType          MessageType = 2
+	LaunchAttemptStartType  MessageType = 3
+	LaunchResultType        MessageType = 4
+	IntentCancelType        MessageType = 5
+	InstanceStatusType      MessageType = 6
+	InterruptionReportType  MessageType = 7
+	InterruptionHandledType MessageType = 8
+	TerminationIntentType   MessageType = 9
+	TerminationResultType   MessageType = 10
+	AgentUpsertType         MessageType = 11
+
+	// IgnoreUnknownTypeFlag marks a command an older replica may skip
+	// rather than panic on (Nomad's convention).
+	IgnoreUnknownTypeFlag MessageType = 128
+)
+
+// Sentinel errors returned (as the Apply response) when a command's
+// precondition does not hold. State is unchanged when one is returned.
+var (
+	ErrUnknownIntent      = errors.New("unknown launch intent")
+	ErrUnknownInstance    = errors.New("unknown instance")
+	ErrUnknownReport      = errors.New("unknown interruption report")
+	ErrUnknownTermination = errors.New("unknown termination intent")
+	// ErrAttemptOutOfOrder: LaunchAttemptStart n where n != last+1, or the
+	// intent is not in a state that may start an attempt.
+	ErrAttemptOutOfOrder = errors.New("launch attempt out of order")
+	// ErrStaleAttempt: a LaunchResult for an attempt that is not the
+	// current one. The result is ignored.
+	ErrStaleAttempt = errors.New("stale launch attempt")
+	// ErrPodNominated: PlanCommit nominated a pod a live intent already holds.
+	ErrPodNominated = errors.New("pod already nominated to a live intent")
+	// ErrNotPending: IntentCancel of an intent that is no longer pending.
+	ErrNotPending = errors.New("launch intent not pending")
+	// ErrBackwardTransition: InstanceStatus would move an instance backward.
+	ErrBackwardTransition = errors.New("instance status transition backward")
+	ErrInvalidCommand     = errors.New("invalid command")
+)
+
+// NewIntent is one intent in a PlanCommit.
+type NewIntent struct {
+	ID   string     `json:"id"`
+	Spec LaunchSpec `json:"spec"`
+	Pods []string   `json:"pods"`
+}
+
+// PlanCommit records new launch intents as pending. It is atomic: if any pod
+// is already nominated to a live intent (or twice in the command), nothing is
+// committed and ErrPodNominated is returned. Re-committing an existing
+// intent ID is a no-op.
+type PlanCommit struct {
+	Intents []NewIntent `json:"intents"`
+	At      time.Time   `json:"at"`
+}
+
+// LaunchAttemptStart fences attempt n of an intent: accepted only when
+// n == intent.Attempt+1 and the intent is pending or launching.
+type LaunchAttemptStart struct {
+	IntentID string    `json:"intentID"`
+	Attempt  int       `json:"attempt"`
+	At       time.Time `json:"at"`
+}
+
+// Launched is the success half of a LaunchResult.
+type Launched struct {
+	InstanceID   string    `json:"instanceID"`
+	InstanceType string    `json:"instanceType"`
+	Zone         string    `json:"zone"`
+	CapacityType string    `json:"capacityType"`
+	Price        float64   `json:"price"`
+	LaunchedAt   time.Time `json:"launchedAt"`
+}
+
+// Failed is the failure half of a LaunchResult.
+type Failed struct {
+	Reason    string `json:"reason"`
+	Retryable bool   `json:"retryable"`
+}
+
+// LaunchResult records the outcome of attempt n. Exactly one of Launched and
+// Failed is set. Results for any attempt other than the current one are
+// ignored (ErrStaleAttempt); a repeated result is a no-op.
+type LaunchResult struct {
+	IntentID string    `json:"intentID"`
+	Attempt  int       `json:"attempt"`
+	Launched *Launched `json:"launched,omitempty"`
+	Failed   *Failed   `json:"failed,omitempty"`
+	At       time.Time `json:"at"`
+}
+
+// IntentCancel cancels a pending intent (its pods went away).
+type IntentCancel struct {
+	IntentID string    `json:"intentID"`
+	Reason   string    `json:"reason,omitempty"`
+	At       time.Time `json:"at"`
+}
+
+// InstanceStatus moves an instance forward in its lifecycle.
+type InstanceStatus struct {
+	InstanceID string        `json:"instanceID"`
+	State      InstanceState `json:"state"`
+	NodeName   string        `json:"nodeName,omitempty"`
+	At         time.Time     `json:"at"`
+}
+
+// InterruptionReportCmd upserts a report by its notice ID.
+type InterruptionReportCmd struct {
+	Report InterruptionReport `json:"report"`
+}
+
+// InterruptionHandled marks a report handled.
+type InterruptionHandled struct {
+	ReportID string    `json:"reportID"`
+	At       time.Time `json:"at"`
+}
+
+// TerminationIntentCmd records a decision to terminate an instance and moves
+// the instance to terminating. Idempotent by ID.
+type TerminationIntentCmd struct {
+	ID         string    `json:"id"`
+	InstanceID string    `json:"instanceID"`
+	Reason     string    `json:"reason"`
+	At         time.Time `json:"at"`
+}
+
+// TerminationResult records that the cloud terminated the instance.
+type TerminationResult struct {
+	ID string    `json:"id"`
+	At time.Time `json:"at"`
+}
+
+// AgentUpsert records an agent's identity, keyed by node name.
+type AgentUpsert struct {
+	Agent Agent `json:"agent"`
+}
+
+// Encode renders a command as a log entry: the type byte then the JSON
+// payload. encoding/json is deterministic for these types (struct fields in
+// declaration order, map keys sorted).
+func Encode(t MessageType, cmd any) ([]byte, error) {
+	body, err := json.Marshal(cmd)
+	if err != nil {
+		return nil, fmt.Errorf("encoding command %d: %w", t, err)
+	}
+	buf := make([]byte, 0, len(body)+1)
+	buf = append(buf, byte(t))
+	return append(buf, body...), nil
+}
+
+// MustEncode is Encode for commands that cannot fail to encode.
+func MustEncode(t MessageType, cmd any) []byte {
+	b, err := Encode(t, cmd)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}

@@ -1,0 +1,268 @@
+package fsm
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"testing"
+	"time"
+)
+
+var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+type step struct {
+	typ     MessageType
+	cmd     any
+	wantErr error
+}
+
+func spec() LaunchSpec {
+	return LaunchSpec{NodePool: "default", NodeClaim: "default-abc", Candidates: []Candidate{{InstanceType: "m5.large", Zone: "us-east-1a", CapacityType: "on-demand", Price: 0.096}}}
+}
+
+func plan(id string, pods ...string) PlanCommit {
+	return PlanCommit{Intents: []NewIntent{{ID: id, Spec: spec(), Pods: pods}}, At: t0}
+}
+
+func launched(id string, n int, inst string) LaunchResult {
+	return LaunchResult{IntentID: id, Attempt: n, At: t0, Launched: &Launched{InstanceID: inst, InstanceType: "m5.large", Zone: "us-east-1a", CapacityType: "on-demand", LaunchedAt: t0}}
+}
+
+func run(t *testing.T, f *FSM, steps []step) {
+	t.Helper()
+	for i, s := range steps {
+		res := f.ApplyCommand(MustEncode(s.typ, s.cmd), uint64(i+1))
+		err, _ := res.(error)
+		if s.wantErr == nil && err != nil {
+			t.Fatalf("step %d (%T): unexpected error %v", i, s.cmd, err)
+		}
+		if s.wantErr != nil && !errors.Is(err, s.wantErr) {
+			t.Fatalf("step %d (%T): got %v, want %v", i, s.cmd, err, s.wantErr)
+		}
+	}
+}
+
+func TestCommands(t *testing.T) {
+	tests := []struct {
+		name  string
+		steps []step
+		check func(t *testing.T, f *FSM)
+	}{
+		{
+			name: "happy path",
+			steps: []step{
+				{PlanCommitType, plan("i1", "p2", "p1"), nil},
+				{LaunchAttemptStartType, LaunchAttemptStart{IntentID: "i1", Attempt: 1, At: t0}, nil},
+				{LaunchResultType, launched("i1", 1, "i-1"), nil},
+				{LaunchResultType, launched("i1", 1, "i-1"), nil}, // retry: no-op
+			},
+			check: func(t *testing.T, f *FSM) {
+				in, _ := f.Intent("i1")
+				if in.State != IntentLaunched || in.InstanceID != "i-1" || in.Attempt != 1 {
+					t.Fatalf("intent = %+v", in)
+				}
+				if in.Pods[0] != "p1" {
+					t.Fatalf("pods not sorted: %v", in.Pods)
+				}
+				if inst, ok := f.Instance("i-1"); !ok || inst.IntentID != "i1" {
+					t.Fatalf("instance = %+v, %v", inst, ok)
+				}
+				if got := f.NominatedPods(); got["p1"] != "i1" || got["p2"] != "i1" {
+					t.Fatalf("nominated = %v", got)
+				}
+			},
+		},
+		{
+			name: "attempt fencing and stale results",
+			steps: []step{
+				{PlanCommitType, plan("i1", "p1"), nil},
+				{LaunchAttemptStartType, LaunchAttemptStart{IntentID: "i1", Attempt: 2}, ErrAttemptOutOfOrder},
+				{LaunchAttemptStartType, LaunchAttemptStart{IntentID: "i1", Attempt: 1}, nil},
+				{LaunchAttemptStartType, LaunchAttemptStart{IntentID: "i1", Attempt: 1}, ErrAttemptOutOfOrder},
+				{LaunchAttemptStartType, LaunchAttemptStart{IntentID: "i1", Attempt: 2}, nil},
+				{LaunchResultType, launched("i1", 1, "i-old"), ErrStaleAttempt},
+				{LaunchResultType, launched("i1", 2, "i-new"), nil},
+				{LaunchResultType, launched("i1", 2, "i-other"), ErrStaleAttempt},
+				{LaunchAttemptStartType, LaunchAttemptStart{IntentID: "i1", Attempt: 3}, ErrAttemptOutOfOrder},
+				{LaunchAttemptStartType, LaunchAttemptStart{IntentID: "nope", Attempt: 1}, ErrUnknownIntent},
+			},
+			check: func(t *testing.T, f *FSM) {
+				in, _ := f.Intent("i1")
+				if in.InstanceID != "i-new" || len(f.Instances()) != 1 {
+					t.Fatalf("intent = %+v, instances = %v", in, f.Instances())
+				}
+			},
+		},
+		{
+			name: "failures: retryable goes pending, final frees pods",
+			steps: []step{
+				{PlanCommitType, plan("i1", "p1"), nil},
+				{LaunchAttemptStartType, LaunchAttemptStart{IntentID: "i1", Attempt: 1}, nil},
+				{LaunchResultType, LaunchResult{IntentID: "i1", Attempt: 1, Failed: &Failed{Reason: "ice", Retryable: true}}, nil},
+				{LaunchAttemptStartType, LaunchAttemptStart{IntentID: "i1", Attempt: 2}, nil},
+				{LaunchResultType, LaunchResult{IntentID: "i1", Attempt: 2, Failed: &Failed{Reason: "bad ami"}}, nil},
+				{LaunchAttemptStartType, LaunchAttemptStart{IntentID: "i1", Attempt: 3}, ErrAttemptOutOfOrder},
+				{PlanCommitType, plan("i2", "p1"), nil},
+				{LaunchResultType, LaunchResult{IntentID: "i2", Attempt: 0, Launched: &Launched{InstanceID: "x"}, Failed: &Failed{}}, ErrInvalidCommand},
+			},
+			check: func(t *testing.T, f *FSM) {
+				if in, _ := f.Intent("i1"); in.State != IntentFailed || in.LastError != "bad ami" {
+					t.Fatalf("intent = %+v", in)
+				}
+				if got := f.NominatedPods()["p1"]; got != "i2" {
+					t.Fatalf("p1 nominated to %q", got)
+				}
+			},
+		},
+		{
+			name: "plan commit is atomic and rejects double nomination",
+			steps: []step{
+				{PlanCommitType, plan("i1", "p1", "p2"), nil},
+				{PlanCommitType, plan("i1", "p1", "p2"), nil}, // same decision again
+				{PlanCommitType, PlanCommit{Intents: []NewIntent{{ID: "i2", Spec: spec(), Pods: []string{"p3"}}, {ID: "i3", Spec: spec(), Pods: []string{"p2"}}}}, ErrPodNominated},
+				{PlanCommitType, PlanCommit{Intents: []NewIntent{{ID: "i4", Spec: spec(), Pods: []string{"p5"}}, {ID: "i5", Spec: spec(), Pods: []string{"p5"}}}}, ErrPodNominated},
+				{PlanCommitType, PlanCommit{Intents: []NewIntent{{ID: "i6", Spec: spec()}}}, ErrInvalidCommand},
+			},
+			check: func(t *testing.T, f *FSM) {
+				if n := len(f.Intents()); n != 1 {
+					t.Fatalf("%d intents, want 1", n)
+				}
+			},
+		},
+		{
+			name: "cancel only while pending",
+			steps: []step{
+				{PlanCommitType, plan("i1", "p1"), nil},
+				{PlanCommitType, plan("i2", "p2"), nil},
+				{IntentCancelType, IntentCancel{IntentID: "i1", Reason: "pods gone"}, nil},
+				{IntentCancelType, IntentCancel{IntentID: "i1"}, nil},
+				{LaunchAttemptStartType, LaunchAttemptStart{IntentID: "i1", Attempt: 1}, ErrAttemptOutOfOrder},
+				{LaunchAttemptStartType, LaunchAttemptStart{IntentID: "i2", Attempt: 1}, nil},
+				{IntentCancelType, IntentCancel{IntentID: "i2"}, ErrNotPending},
+			},
+			check: func(t *testing.T, f *FSM) {
+				if _, ok := f.NominatedPods()["p1"]; ok {
+					t.Fatal("cancelled intent still nominates p1")
+				}
+			},
+		},
+		{
+			name: "instance lifecycle, termination, interruptions, agents",
+			steps: []step{
+				{PlanCommitType, plan("i1", "p1"), nil},
+				{LaunchAttemptStartType, LaunchAttemptStart{IntentID: "i1", Attempt: 1}, nil},
+				{LaunchResultType, launched("i1", 1, "i-1"), nil},
+				{InstanceStatusType, InstanceStatus{InstanceID: "i-1", State: InstanceReady, NodeName: "n1"}, nil},
+				{InstanceStatusType, InstanceStatus{InstanceID: "i-1", State: InstanceRegistered}, ErrBackwardTransition},
+				{InstanceStatusType, InstanceStatus{InstanceID: "i-9", State: InstanceReady}, ErrUnknownInstance},
+				{InstanceStatusType, InstanceStatus{InstanceID: "i-1", State: "flying"}, ErrInvalidCommand},
+				{InterruptionReportType, InterruptionReportCmd{Report: InterruptionReport{ID: "i-1/spot/1", InstanceID: "i-1", Kind: "spot", ReceivedAt: t0}}, nil},
+				{InterruptionHandledType, InterruptionHandled{ReportID: "i-1/spot/1", At: t0}, nil},
+				// A retried report keeps the handled mark and first receipt.
+				{InterruptionReportType, InterruptionReportCmd{Report: InterruptionReport{ID: "i-1/spot/1", InstanceID: "i-1", Kind: "spot", ReceivedAt: t0.Add(time.Minute)}}, nil},
+				{InterruptionHandledType, InterruptionHandled{ReportID: "zzz"}, ErrUnknownReport},
+				{TerminationIntentType, TerminationIntentCmd{ID: "t1", InstanceID: "i-1", Reason: "interrupted"}, nil},
+				{TerminationIntentType, TerminationIntentCmd{ID: "t1", InstanceID: "i-1", Reason: "interrupted"}, nil},
+				{TerminationResultType, TerminationResult{ID: "t1"}, nil},
+				{TerminationResultType, TerminationResult{ID: "t2"}, ErrUnknownTermination},
+				{InstanceStatusType, InstanceStatus{InstanceID: "i-1", State: InstanceReady}, ErrBackwardTransition},
+				{AgentUpsertType, AgentUpsert{Agent: Agent{NodeName: "n1", InstanceID: "i-1", Version: "v1"}}, nil},
+				{AgentUpsertType, AgentUpsert{Agent: Agent{InstanceID: "i-1"}}, ErrInvalidCommand},
+			},
+			check: func(t *testing.T, f *FSM) {
+				inst, _ := f.Instance("i-1")
+				if inst.State != InstanceTerminated || inst.NodeName != "n1" {
+					t.Fatalf("instance = %+v", inst)
+				}
+				r := f.Interruptions()[0]
+				if !r.Handled || !r.ReceivedAt.Equal(t0) {
+					t.Fatalf("report = %+v", r)
+				}
+				if f.Terminations()[0].State != TerminationDone || len(f.Agents()) != 1 {
+					t.Fatalf("terminations = %+v, agents = %+v", f.Terminations(), f.Agents())
+				}
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := New()
+			run(t, f, tc.steps)
+			tc.check(t, f)
+			assertRoundTrip(t, f)
+		})
+	}
+}
+
+func TestUnknownCommand(t *testing.T) {
+	f := New()
+	if res := f.ApplyCommand([]byte{byte(100 | IgnoreUnknownTypeFlag), '{', '}'}, 1); res != nil {
+		t.Fatalf("ignorable unknown command returned %v", res)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Fatal("unknown command without the ignore flag did not panic")
+		}
+	}()
+	f.ApplyCommand([]byte{100, '{', '}'}, 2)
+}
+
+func TestCorruptPayloadPanics(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Fatal("undecodable payload did not panic")
+		}
+	}()
+	New().ApplyCommand([]byte{byte(PlanCommitType), '{'}, 1)
+}
+
+// assertRoundTrip checks snapshot -> restore -> snapshot is byte-identical
+// and that derived indexes are rebuilt.
+func assertRoundTrip(t *testing.T, f *FSM) {
+	t.Helper()
+	var a bytes.Buffer
+	if _, err := f.WriteTo(&a); err != nil {
+		t.Fatal(err)
+	}
+	g := New()
+	if err := g.Restore(io.NopCloser(bytes.NewReader(a.Bytes()))); err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if _, err := g.WriteTo(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(a.Bytes(), b.Bytes()) {
+		t.Fatalf("snapshot round trip differs:\n%s\n---\n%s", a.Bytes(), b.Bytes())
+	}
+	if len(f.NominatedPods()) != len(g.NominatedPods()) || f.LastIndex() != g.LastIndex() {
+		t.Fatalf("restored index differs: %v vs %v", f.NominatedPods(), g.NominatedPods())
+	}
+}
+
+func TestRestoreRejectsGarbage(t *testing.T) {
+	for name, in := range map[string]string{
+		"empty":       "",
+		"bad version": `{"version":9}` + "\n\xff",
+		"bad table":   `{"version":1}` + "\n\x07\x02{}\xff",
+		"truncated":   `{"version":1}` + "\n\x01\x10{}",
+		"no end":      `{"version":1}` + "\n",
+		"trailing":    `{"version":1}` + "\n\xffx",
+	} {
+		if err := New().Restore(io.NopCloser(bytes.NewReader([]byte(in)))); err == nil {
+			t.Errorf("%s: restore succeeded", name)
+		}
+	}
+}
+
+func TestEncodeDeterministic(t *testing.T) {
+	s := spec()
+	s.Labels = map[string]string{"b": "2", "a": "1", "c": "3"}
+	c := PlanCommit{Intents: []NewIntent{{ID: "i", Spec: s, Pods: []string{"p"}}}, At: t0}
+	first := MustEncode(PlanCommitType, c)
+	for range 20 {
+		if !bytes.Equal(first, MustEncode(PlanCommitType, c)) {
+			t.Fatal("encoding not deterministic")
+		}
+	}
+}
