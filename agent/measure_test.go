@@ -10,6 +10,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -24,6 +25,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -50,11 +52,10 @@ func probeSpot(ctx context.Context, endpoint string) (time.Time, error) {
 			req, _ := http.NewRequestWithContext(ctx, http.MethodPut, endpoint+"/latest/api/token", nil)
 			req.Header.Set("X-aws-ec2-metadata-token-ttl-seconds", "300")
 			if resp, err := hc.Do(req); err == nil {
-				b := make([]byte, 256)
-				n, _ := resp.Body.Read(b)
+				b, _ := io.ReadAll(resp.Body)
 				resp.Body.Close()
 				if resp.StatusCode == 200 {
-					token = string(b[:n])
+					token = string(b)
 				}
 			}
 		}
@@ -88,7 +89,7 @@ func TestMeasureNoticeToCordon(t *testing.T) {
 		samples = v
 	}
 	env := testenv.Start(t, testenv.Options{})
-	m := testenv.StartIMDS(t, testenv.IMDSOptions{Scenario: testenv.IMDSSpot, IMDSv2Only: true, SpotDelay: time.Second})
+	m := testenv.StartIMDS(t, testenv.IMDSOptions{Scenario: testenv.IMDSSpot, IMDSv2Only: true, SpotDelay: 2 * time.Second})
 	ctx := t.Context()
 	c := env.Client
 	const nodeName = "measure-node"
@@ -109,25 +110,26 @@ func TestMeasureNoticeToCordon(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		actx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		if err := m.Restart(); err != nil {
 			t.Fatal(err)
 		}
-		// A random phase between the agent's poll ticks and the notice.
+		var wg sync.WaitGroup
+		var visible time.Time
+		wg.Add(1)
+		go func() { defer wg.Done(); visible, _ = probeSpot(actx, m.Endpoint) }()
+		// A random phase between the agent's poll ticks and the notice (due 2 s after the restart).
 		time.Sleep(time.Duration(rand.IntN(1000)) * time.Millisecond)
 		a, err := agent.New(agent.Config{
 			NodeName: nodeName, Interval: time.Second, Kinds: []imds.Kind{imds.KindSpotInterruption},
 			IMDS:   imds.ClientOptions{Endpoint: m.Endpoint},
 			Policy: agent.Policy{imds.KindSpotInterruption: agent.ActionTaint},
-		}, c, zap.NewNop())
+		}, c, measureLogger(t))
 		if err != nil {
 			t.Fatal(err)
 		}
-		actx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		var wg sync.WaitGroup
-		wg.Add(2)
+		wg.Add(1)
 		go func() { defer wg.Done(); _ = a.Run(actx) }()
-		var visible time.Time
-		go func() { defer wg.Done(); visible, _ = probeSpot(actx, m.Endpoint) }()
 		var cordoned time.Time
 	loop:
 		for {
@@ -144,7 +146,7 @@ func TestMeasureNoticeToCordon(t *testing.T) {
 		w.Stop()
 		cancel()
 		wg.Wait()
-		if cordoned.IsZero() || visible.IsZero() {
+		if cordoned.IsZero() || visible.IsZero() || cordoned.Before(visible) {
 			t.Fatalf("sample %d: visible %v cordoned %v", i, visible, cordoned)
 		}
 		lat = append(lat, cordoned.Sub(visible))
@@ -232,4 +234,11 @@ func procField(t *testing.T, pid int, name string) int64 {
 		}
 	}
 	return 0
+}
+
+func measureLogger(t *testing.T) *zap.Logger {
+	if os.Getenv("JOINER_MEASURE_DEBUG") == "1" {
+		return zaptest.NewLogger(t)
+	}
+	return zap.NewNop()
 }
