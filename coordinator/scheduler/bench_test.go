@@ -1,8 +1,17 @@
 package scheduler
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"strconv"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/cloud/catalog"
 )
 
 // BenchmarkScheduling is Karpenter's scheduling benchmark workload (see
@@ -27,6 +36,67 @@ func BenchmarkScheduling(b *testing.B) {
 			b.ReportMetric(float64(len(plan.NodeClaims)), "nodes")
 			b.ReportMetric(plan.TotalPrice, "price")
 			b.ReportMetric(plan.TotalPrice/lb, "price/lowerbound")
+		})
+	}
+}
+
+// realisticInput: every priced us-east-1 type of the embedded catalogue, a
+// general pool (spot and on-demand) and a GPU pool, and a mixed workload:
+// plain pods, arm64 pods, GPU pods, zone-spread pods and hostname
+// anti-affinity pods.
+func realisticInput(n int) *Input {
+	its := catalog.InstanceTypes(catalog.Options{})
+	general := nodePool("general")
+	gpu := nodePool("gpu")
+	gpu.Spec.Weight = ptr(int32(10))
+	gpu.Spec.Template.Spec.Taints = []corev1.Taint{{Key: "nvidia.com/gpu", Value: "true", Effect: corev1.TaintEffectNoSchedule}}
+	gpu.Spec.Template.Spec.Requirements = []karpv1.NodeSelectorRequirementWithMinValues{{Key: "karpenter.k8s.aws/instance-gpu-manufacturer", Operator: karpv1.OpIn, Values: []string{"nvidia"}}}
+	rng := rand.New(rand.NewPCG(7, 7))
+	pods := make([]*corev1.Pod, 0, n)
+	for i := range n {
+		kind := i % 20
+		lbl := map[string]string{"app": fmt.Sprintf("app-%d", kind)}
+		p := pod(fmt.Sprintf("p-%05d", i), lbl, benchCPU[rng.IntN(len(benchCPU))], benchMem[rng.IntN(len(benchMem))])
+		sel := &metav1.LabelSelector{MatchLabels: lbl}
+		switch {
+		case kind < 2:
+			p.Spec.NodeSelector = map[string]string{karpv1.LabelArch: "arm64"}
+		case kind == 2:
+			p.Spec.Containers[0].Resources.Requests["nvidia.com/gpu"] = resource.MustParse("1")
+			p.Spec.Tolerations = []corev1.Toleration{{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists}}
+		case kind < 5:
+			p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: karpv1.LabelZone, WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: sel}}
+		case kind == 5:
+			p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{LabelSelector: sel, TopologyKey: karpv1.LabelHostname}}}}
+		}
+		pods = append(pods, p)
+	}
+	return &Input{
+		Pods:          pods,
+		NodePools:     []*karpv1.NodePool{general, gpu},
+		InstanceTypes: map[string][]*catalog.InstanceType{"default": its},
+		DaemonSetPods: []*corev1.Pod{pod("ds", nil, "100m", "128Mi")},
+	}
+}
+
+// BenchmarkRealistic runs the embedded us-east-1 catalogue with mixed pods.
+func BenchmarkRealistic(b *testing.B) {
+	for _, n := range []int{100, 1000, 5000} {
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			in := realisticInput(n)
+			b.ReportAllocs()
+			b.ResetTimer()
+			var plan *Plan
+			for range b.N {
+				plan = Solve(in)
+			}
+			b.StopTimer()
+			if len(plan.Unschedulable) > 0 {
+				b.Fatalf("%d unschedulable, first: %+v", len(plan.Unschedulable), plan.Unschedulable[0])
+			}
+			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "pods/s")
+			b.ReportMetric(float64(len(plan.NodeClaims)), "nodes")
+			b.ReportMetric(plan.TotalPrice, "price")
 		})
 	}
 }

@@ -15,16 +15,18 @@ import (
 )
 
 type solver struct {
-	ri         *resourceIndex
-	pools      []*pool
-	poolOrder  []*pool
-	classes    []*class
-	groups     map[string]*group
-	groupOrder []*group
-	existing   []*Node
-	claims     []*claim
-	scratch    []*typeInfo
-	plan       Plan
+	ri          *resourceIndex
+	pools       []*pool
+	poolOrder   []*pool
+	classes     []*class
+	groups      map[string]*group
+	groupOrder  []*group
+	existing    []*Node
+	claims      []*claim
+	scratch     []*typeInfo
+	matchCache  map[string][]*typeInfo
+	domainCache map[string]domainSet
+	plan        Plan
 }
 
 // claim is an existing node or a NodeClaim being planned.
@@ -46,7 +48,7 @@ type claim struct {
 
 // Solve computes a Plan. It is deterministic and does not modify in.
 func Solve(in *Input) *Plan {
-	s := &solver{groups: map[string]*group{}}
+	s := &solver{groups: map[string]*group{}, matchCache: map[string][]*typeInfo{}, domainCache: map[string]domainSet{}}
 	s.ri = newResourceIndex([][]*corev1.Pod{in.Pods, in.DaemonSetPods})
 	s.existing = in.Nodes
 	s.buildPools(in)

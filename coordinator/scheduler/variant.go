@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -291,13 +292,10 @@ func (s *solver) classPool(v *variant, pl *pool) (*classPool, string) {
 	}
 	merged := pl.reqs.Intersect(v.reqs)
 	cp := &classPool{p: pl, reqs: merged, trivial: v.reqs.Len() == 0}
-	matched := 0
+	matchedTypes := s.matching(pl, v.reqs, merged)
+	matched := len(matchedTypes)
 	var largest vec
-	for _, t := range pl.types {
-		if !pl.matchType(t, merged) {
-			continue
-		}
-		matched++
+	for _, t := range matchedTypes {
 		largest = largest.max(t.alloc)
 		if v.c.req.fits(t.alloc) {
 			cp.types = append(cp.types, t)
@@ -309,16 +307,9 @@ func (s *solver) classPool(v *variant, pl *pool) (*classPool, string) {
 	if len(cp.types) == 0 {
 		return nil, fmt.Sprintf("no instance type has enough resources: requests %s, largest allocatable %s", s.fmtVec(v.c.req), s.fmtVec(largest))
 	}
-	zs, cs := map[string]bool{}, map[string]bool{}
-	zr, cr := merged.Get(karpv1.LabelZone), merged.Get(karpv1.LabelCapacityType)
-	for _, t := range cp.types {
-		for _, o := range t.it.Offerings {
-			if o.Available && (zr == nil || zr.Has(o.Zone)) && (cr == nil || cr.Has(o.CapacityType)) {
-				zs[o.Zone], cs[o.CapacityType] = true, true
-			}
-		}
-	}
-	cp.zones, cp.cts = sortedKeys(zs), sortedKeys(cs)
+	// domains come from every matching type's offerings (like Karpenter,
+	// which takes them from the pool's offerings); cached with the match
+	cp.zones, cp.cts = s.domainsFor(pl, v.reqs, merged, matchedTypes)
 	return cp, ""
 }
 
@@ -464,4 +455,45 @@ func (s *solver) group(key string, ns []string, all bool, sel labels.Selector) *
 		}
 	}
 	return g
+}
+
+// matching returns the pool's types that satisfy merged requirements,
+// cached per pool and pod requirements (many classes share them).
+func (s *solver) matching(pl *pool, podReqs, merged requirements.Requirements) []*typeInfo {
+	if podReqs.Len() == 0 {
+		return pl.types // already filtered by the pool's own requirements
+	}
+	key := strconv.Itoa(pl.idx) + "\x00" + podReqs.String()
+	if m, ok := s.matchCache[key]; ok {
+		return m
+	}
+	var out []*typeInfo
+	for _, t := range pl.types {
+		if pl.matchType(t, merged) {
+			out = append(out, t)
+		}
+	}
+	s.matchCache[key] = out
+	return out
+}
+
+type domainSet struct{ zones, cts []string }
+
+func (s *solver) domainsFor(pl *pool, podReqs, merged requirements.Requirements, types []*typeInfo) ([]string, []string) {
+	key := strconv.Itoa(pl.idx) + "\x00" + podReqs.String()
+	if d, ok := s.domainCache[key]; ok {
+		return d.zones, d.cts
+	}
+	zs, cs := map[string]bool{}, map[string]bool{}
+	zr, cr := merged.Get(karpv1.LabelZone), merged.Get(karpv1.LabelCapacityType)
+	for _, t := range types {
+		for _, o := range t.it.Offerings {
+			if o.Available && (zr == nil || zr.Has(o.Zone)) && (cr == nil || cr.Has(o.CapacityType)) {
+				zs[o.Zone], cs[o.CapacityType] = true, true
+			}
+		}
+	}
+	d := domainSet{sortedKeys(zs), sortedKeys(cs)}
+	s.domainCache[key] = d
+	return d.zones, d.cts
 }
