@@ -1,0 +1,348 @@
+package launcher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/joiner-dev/joiner/coordinator/fsm"
+)
+
+// Proposer commits a command through raft and returns the FSM's response
+// (nil or an error value). It fails with the leader's error (not leader,
+// leadership lost, shut down) when the entry may not have committed.
+type Proposer interface {
+	Propose(ctx context.Context, cmd []byte) (any, error)
+}
+
+// State is the read side of the FSM the launcher needs.
+type State interface {
+	Intents() []fsm.LaunchIntent
+	Intent(id string) (fsm.LaunchIntent, bool)
+}
+
+// Point names a step of the protocol, for tests that crash there.
+type Point int
+
+// Protocol points a Hooks.At function sees.
+const (
+	AfterAttemptStart Point = iota + 1
+	AfterCloudLaunch
+	BeforeLaunchResult
+)
+
+func (p Point) String() string {
+	switch p {
+	case AfterAttemptStart:
+		return "after-attempt-start"
+	case AfterCloudLaunch:
+		return "after-cloud-launch"
+	case BeforeLaunchResult:
+		return "before-launch-result"
+	}
+	return "point-" + strconv.Itoa(int(p))
+}
+
+// Hooks let tests observe and interrupt the protocol. Nil funcs are skipped.
+type Hooks struct {
+	// At runs at each protocol point; a non-nil error aborts the step as if
+	// the process had died there.
+	At func(p Point, intentID string) error
+	// Launched runs after a Launched result has committed.
+	Launched func(intentID, instanceID string)
+}
+
+// Config configures a Launcher.
+type Config struct {
+	// Cluster names the cluster in tokens and tags.
+	Cluster string
+	// Interval between passes over the intents (default 1 s).
+	Interval time.Duration
+	// GCInterval between orphan collections (default 2 min; 0 keeps the
+	// default, negative disables the periodic GC).
+	GCInterval time.Duration
+	// GCGrace is how old an unwanted tagged instance must be before GC
+	// terminates it (default 2 min): a launch may be between the cloud call
+	// and its LaunchResult that long.
+	GCGrace time.Duration
+	// Now is the clock (default time.Now).
+	Now   func() time.Time
+	Hooks Hooks
+}
+
+// Launcher drives launch intents to launched instances. It runs on the
+// leader only, with a context cancelled when leadership is lost.
+type Launcher struct {
+	cfg   Config
+	cloud Cloud
+	raft  Proposer
+	state State
+	log   *zap.Logger
+	wake  chan struct{}
+}
+
+// New builds a Launcher.
+func New(cfg Config, cloud Cloud, raft Proposer, state State, log *zap.Logger) *Launcher {
+	if cfg.Interval <= 0 {
+		cfg.Interval = time.Second
+	}
+	if cfg.GCInterval == 0 {
+		cfg.GCInterval = 2 * time.Minute
+	}
+	if cfg.GCGrace <= 0 {
+		cfg.GCGrace = 2 * time.Minute
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Launcher{cfg: cfg, cloud: cloud, raft: raft, state: state, log: log.Named("launcher"), wake: make(chan struct{}, 1)}
+}
+
+// Wake asks for a pass now (after a PlanCommit, say). It never blocks.
+func (l *Launcher) Wake() {
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run passes over the intents until ctx ends. The first pass is the
+// failover recovery: launching intents are adopted by tag or retried with
+// their token.
+func (l *Launcher) Run(ctx context.Context) error {
+	tick := time.NewTicker(l.cfg.Interval)
+	defer tick.Stop()
+	var gc <-chan time.Time
+	if l.cfg.GCInterval > 0 {
+		t := time.NewTicker(l.cfg.GCInterval)
+		defer t.Stop()
+		gc = t.C
+	}
+	for {
+		if err := l.Pass(ctx); err != nil && ctx.Err() == nil {
+			l.log.Warn("launch pass incomplete", zap.Error(err))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		case <-l.wake:
+		case <-gc:
+			if _, err := l.CollectOrphans(ctx); err != nil && ctx.Err() == nil {
+				l.log.Warn("collecting orphan instances", zap.Error(err))
+			}
+		}
+	}
+}
+
+// Pass takes every pending or launching intent one step toward launched.
+// It returns the first error that stopped an intent; other intents still
+// get their turn.
+func (l *Launcher) Pass(ctx context.Context) error {
+	var first error
+	for _, in := range l.state.Intents() {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if in.State != fsm.IntentPending && in.State != fsm.IntentLaunching {
+			continue
+		}
+		if err := l.Drive(ctx, in.ID); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// Drive runs the protocol for one intent from its committed state.
+func (l *Launcher) Drive(ctx context.Context, intentID string) error {
+	in, ok := l.state.Intent(intentID)
+	if !ok {
+		return fmt.Errorf("driving intent %s: %w", intentID, fsm.ErrUnknownIntent)
+	}
+	log := l.log.With(zap.String("intent_id", in.ID), zap.String("nodeclaim", in.Spec.NodeClaim))
+	if in.State == fsm.IntentPending {
+		n := in.Attempt + 1
+		if err := l.propose(ctx, fsm.LaunchAttemptStartType, fsm.LaunchAttemptStart{IntentID: in.ID, Attempt: n, At: l.cfg.Now()}); err != nil {
+			return fmt.Errorf("starting attempt %d of intent %s: %w", n, in.ID, err)
+		}
+		log.Info("launch attempt started", zap.Int("attempt", n))
+		if err := l.hook(AfterAttemptStart, in.ID); err != nil {
+			return err
+		}
+		return l.launch(ctx, log, in.ID, n, in.Spec, false)
+	}
+	if in.State == fsm.IntentLaunching {
+		return l.launch(ctx, log, in.ID, in.Attempt, in.Spec, true)
+	}
+	return nil
+}
+
+// launch makes (or recovers) attempt n's cloud call and records the result.
+func (l *Launcher) launch(ctx context.Context, log *zap.Logger, intentID string, n int, spec fsm.LaunchSpec, recovering bool) error {
+	log = log.With(zap.Int("attempt", n))
+	if recovering {
+		inst, found, err := l.adopt(ctx, intentID, n)
+		if err != nil {
+			return err
+		}
+		if found {
+			log.Info("adopted instance launched by a previous leader", zap.String("instance", inst.ID))
+			return l.recordLaunched(ctx, log, intentID, n, inst)
+		}
+	}
+	// Check before every cloud mutation: a deposed leader must not launch.
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	req := LaunchRequest{
+		ClientToken: ClientToken(l.cfg.Cluster, intentID, n),
+		Spec:        spec,
+		Tags: map[string]string{
+			TagClusterPrefix + l.cfg.Cluster: "owned",
+			TagLaunchID:                      intentID,
+			TagAttempt:                       strconv.Itoa(n),
+		},
+	}
+	inst, err := l.cloud.Launch(ctx, req)
+	if hookErr := l.hook(AfterCloudLaunch, intentID); hookErr != nil {
+		return hookErr
+	}
+	if err != nil {
+		return l.recordFailure(ctx, log, intentID, n, err)
+	}
+	log.Info("launched instance", zap.String("instance", inst.ID), zap.String("instance-type", inst.InstanceType), zap.String("zone", inst.Zone))
+	return l.recordLaunched(ctx, log, intentID, n, inst)
+}
+
+// adopt looks for attempt n's instance by its launch-id tag.
+func (l *Launcher) adopt(ctx context.Context, intentID string, n int) (Instance, bool, error) {
+	insts, err := l.cloud.ListByTag(ctx, TagLaunchID, intentID)
+	if err != nil {
+		return Instance{}, false, fmt.Errorf("listing instances of intent %s: %w", intentID, err)
+	}
+	for _, inst := range insts {
+		if !inst.Gone() && inst.Attempt() == n {
+			return inst, true, nil
+		}
+	}
+	return Instance{}, false, nil
+}
+
+func (l *Launcher) recordLaunched(ctx context.Context, log *zap.Logger, intentID string, n int, inst Instance) error {
+	if err := l.hook(BeforeLaunchResult, intentID); err != nil {
+		return err
+	}
+	err := l.propose(ctx, fsm.LaunchResultType, fsm.LaunchResult{
+		IntentID: intentID, Attempt: n, At: l.cfg.Now(),
+		Launched: &fsm.Launched{
+			InstanceID: inst.ID, InstanceType: inst.InstanceType, Zone: inst.Zone,
+			CapacityType: inst.CapacityType, Price: inst.Price, LaunchedAt: inst.LaunchTime,
+		},
+	})
+	if errors.Is(err, fsm.ErrStaleAttempt) {
+		log.Warn("launch result for a superseded attempt ignored", zap.String("instance", inst.ID))
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("recording launch of intent %s attempt %d: %w", intentID, n, err)
+	}
+	if l.cfg.Hooks.Launched != nil {
+		l.cfg.Hooks.Launched(intentID, inst.ID)
+	}
+	return nil
+}
+
+func (l *Launcher) recordFailure(ctx context.Context, log *zap.Logger, intentID string, n int, launchErr error) error {
+	var failed *fsm.Failed
+	switch {
+	case errors.Is(launchErr, ErrInsufficientCapacity), errors.Is(launchErr, ErrTokenInstanceTerminated):
+		failed = &fsm.Failed{Reason: launchErr.Error(), Retryable: true}
+	case errors.Is(launchErr, ErrInvalidLaunch):
+		failed = &fsm.Failed{Reason: launchErr.Error()}
+	default:
+		// Outcome unknown: stay launching(n); the next pass adopts by tag
+		// or retries the same token.
+		return fmt.Errorf("launching intent %s attempt %d: %w", intentID, n, launchErr)
+	}
+	log.Warn("launch attempt failed", zap.Error(launchErr), zap.Bool("retryable", failed.Retryable))
+	if err := l.hook(BeforeLaunchResult, intentID); err != nil {
+		return err
+	}
+	err := l.propose(ctx, fsm.LaunchResultType, fsm.LaunchResult{IntentID: intentID, Attempt: n, Failed: failed, At: l.cfg.Now()})
+	if err != nil && !errors.Is(err, fsm.ErrStaleAttempt) {
+		return fmt.Errorf("recording failure of intent %s attempt %d: %w", intentID, n, err)
+	}
+	return nil
+}
+
+// propose commits a command and folds the FSM's error response into err.
+func (l *Launcher) propose(ctx context.Context, t fsm.MessageType, cmd any) error {
+	buf, err := fsm.Encode(t, cmd)
+	if err != nil {
+		return err
+	}
+	resp, err := l.raft.Propose(ctx, buf)
+	if err != nil {
+		return err
+	}
+	if rerr, ok := resp.(error); ok {
+		return rerr
+	}
+	return nil
+}
+
+func (l *Launcher) hook(p Point, intentID string) error {
+	if l.cfg.Hooks.At == nil {
+		return nil
+	}
+	return l.cfg.Hooks.At(p, intentID)
+}
+
+// CollectOrphans terminates instances tagged for this cluster that no live
+// intent wants and that are older than the grace period. It lists the cloud
+// before reading the FSM, so an instance launched after the list cannot be
+// mistaken for an orphan (Karpenter's ordering). It returns the IDs it
+// terminated.
+func (l *Launcher) CollectOrphans(ctx context.Context) ([]string, error) {
+	insts, err := l.cloud.ListByTag(ctx, TagClusterPrefix+l.cfg.Cluster, "owned")
+	if err != nil {
+		return nil, fmt.Errorf("listing cluster instances: %w", err)
+	}
+	now := l.cfg.Now()
+	var done []string
+	for _, inst := range insts {
+		id := inst.Tags[TagLaunchID]
+		if inst.Gone() || id == "" || now.Sub(inst.LaunchTime) < l.cfg.GCGrace {
+			continue
+		}
+		in, ok := l.state.Intent(id)
+		if ok && wanted(in, inst) {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return done, err
+		}
+		if err := l.cloud.Terminate(ctx, inst.ID); err != nil {
+			return done, fmt.Errorf("terminating orphan instance %s: %w", inst.ID, err)
+		}
+		l.log.Info("terminated orphan instance", zap.String("instance", inst.ID), zap.String("intent_id", id), zap.Int("attempt", inst.Attempt()))
+		done = append(done, inst.ID)
+	}
+	return done, nil
+}
+
+// wanted reports whether a live intent holds (or may still record) inst.
+func wanted(in fsm.LaunchIntent, inst Instance) bool {
+	switch in.State {
+	case fsm.IntentLaunched:
+		return in.InstanceID == inst.ID
+	case fsm.IntentLaunching:
+		return inst.Attempt() == in.Attempt
+	}
+	return false
+}

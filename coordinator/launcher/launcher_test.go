@@ -1,0 +1,174 @@
+package launcher_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/joiner-dev/joiner/coordinator/fsm"
+	"github.com/joiner-dev/joiner/coordinator/launcher"
+	"github.com/joiner-dev/joiner/coordinator/launcher/fake"
+)
+
+// direct is a Proposer that applies straight to an FSM (a one-node log).
+type direct struct {
+	mu    sync.Mutex
+	f     *fsm.FSM
+	index uint64
+}
+
+func (d *direct) Propose(_ context.Context, cmd []byte) (any, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.index++
+	return d.f.ApplyCommand(cmd, d.index), nil
+}
+
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+var errCrash = errors.New("crashed")
+
+type harness struct {
+	f     *fsm.FSM
+	d     *direct
+	cloud *fake.Cloud
+	clk   *clock
+}
+
+func newHarness(t *testing.T, intents ...string) *harness {
+	clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	h := &harness{f: fsm.New(), clk: clk, cloud: fake.New(clk.Now)}
+	h.d = &direct{f: h.f}
+	for _, id := range intents {
+		cmd := fsm.PlanCommit{Intents: []fsm.NewIntent{{ID: id, Pods: []string{"pod-" + id}, Spec: fsm.LaunchSpec{
+			NodePool: "default", NodeClaim: "nc-" + id,
+			Candidates: []fsm.Candidate{{InstanceType: "m5.large", Zone: "a", CapacityType: "on-demand", Price: 0.1}},
+		}}}}
+		if res := h.f.ApplyCommand(fsm.MustEncode(fsm.PlanCommitType, cmd), 0); res != nil {
+			t.Fatal(res)
+		}
+	}
+	return h
+}
+
+func (h *harness) launcher(hooks launcher.Hooks) *launcher.Launcher {
+	return launcher.New(launcher.Config{Cluster: "test", Now: h.clk.Now, Hooks: hooks, GCGrace: time.Minute}, h.cloud, h.d, h.f, zap.NewNop())
+}
+
+func crashAt(p launcher.Point) launcher.Hooks {
+	return launcher.Hooks{At: func(q launcher.Point, _ string) error {
+		if q == p {
+			return errCrash
+		}
+		return nil
+	}}
+}
+
+func TestLaunchAndRecover(t *testing.T) {
+	tests := []struct {
+		name        string
+		crash       launcher.Point // first leader dies here (0: no crash)
+		listLag     time.Duration  // tag lookup misses new instances
+		errs        []error
+		wantAttempt int
+		wantCreated int
+		wantState   fsm.IntentState
+	}{
+		{name: "no crash", wantAttempt: 1, wantCreated: 1, wantState: fsm.IntentLaunched},
+		{name: "after attempt start", crash: launcher.AfterAttemptStart, wantAttempt: 1, wantCreated: 1, wantState: fsm.IntentLaunched},
+		{name: "after cloud launch: adopt by tag", crash: launcher.AfterCloudLaunch, wantAttempt: 1, wantCreated: 1, wantState: fsm.IntentLaunched},
+		{name: "after cloud launch, tag lookup lags: same token", crash: launcher.AfterCloudLaunch, listLag: time.Hour, wantAttempt: 1, wantCreated: 1, wantState: fsm.IntentLaunched},
+		{name: "before result", crash: launcher.BeforeLaunchResult, wantAttempt: 1, wantCreated: 1, wantState: fsm.IntentLaunched},
+		{name: "capacity error: next attempt", errs: []error{launcher.ErrInsufficientCapacity}, wantAttempt: 2, wantCreated: 1, wantState: fsm.IntentLaunched},
+		{name: "unknown error: same token", errs: []error{errors.New("connection reset")}, wantAttempt: 1, wantCreated: 1, wantState: fsm.IntentLaunched},
+		{name: "invalid: failed", errs: []error{launcher.ErrInvalidLaunch}, wantAttempt: 1, wantCreated: 0, wantState: fsm.IntentFailed},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, "i1")
+			h.cloud.ListLag = tc.listLag
+			h.cloud.LaunchErrors = tc.errs
+			ctx := context.Background()
+			_ = h.launcher(crashAt(tc.crash)).Pass(ctx)
+			// The next leader (and a further pass for retries).
+			next := h.launcher(launcher.Hooks{})
+			for range 3 {
+				if err := next.Pass(ctx); err != nil {
+					t.Logf("pass: %v", err)
+				}
+			}
+			in, _ := h.f.Intent("i1")
+			if in.State != tc.wantState || in.Attempt != tc.wantAttempt {
+				t.Fatalf("intent = %s attempt %d, want %s attempt %d", in.State, in.Attempt, tc.wantState, tc.wantAttempt)
+			}
+			if h.cloud.Created != tc.wantCreated {
+				t.Fatalf("created %d instances, want %d", h.cloud.Created, tc.wantCreated)
+			}
+			if tc.wantState == fsm.IntentLaunched {
+				if _, ok := h.f.Instance(in.InstanceID); !ok {
+					t.Fatalf("instance %q not recorded", in.InstanceID)
+				}
+			}
+		})
+	}
+}
+
+func TestCollectOrphans(t *testing.T) {
+	h := newHarness(t, "keep", "old", "launching")
+	ctx := context.Background()
+	l := h.launcher(launcher.Hooks{})
+	if err := l.Pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// A stray from a superseded attempt of "keep", one with no intent, and
+	// one whose launching attempt is still current.
+	tags := func(id, attempt string) map[string]string {
+		return map[string]string{launcher.TagClusterPrefix + "test": "owned", launcher.TagLaunchID: id, launcher.TagAttempt: attempt}
+	}
+	spec := fsm.LaunchSpec{Candidates: []fsm.Candidate{{InstanceType: "m5.large"}}}
+	stray, _ := h.cloud.Launch(ctx, launcher.LaunchRequest{ClientToken: "x-1", Spec: spec, Tags: tags("keep", "7")})
+	ghost, _ := h.cloud.Launch(ctx, launcher.LaunchRequest{ClientToken: "x-2", Spec: spec, Tags: tags("ghost", "1")})
+	if res := h.f.ApplyCommand(fsm.MustEncode(fsm.PlanCommitType, fsm.PlanCommit{Intents: []fsm.NewIntent{{ID: "inflight", Pods: []string{"z"}, Spec: spec}}}), 0); res != nil {
+		t.Fatal(res)
+	}
+	h.f.ApplyCommand(fsm.MustEncode(fsm.LaunchAttemptStartType, fsm.LaunchAttemptStart{IntentID: "inflight", Attempt: 1}), 0)
+	inflight, _ := h.cloud.Launch(ctx, launcher.LaunchRequest{ClientToken: "x-3", Spec: spec, Tags: tags("inflight", "1")})
+
+	if got, _ := l.CollectOrphans(ctx); len(got) != 0 {
+		t.Fatalf("terminated %v inside the grace period", got)
+	}
+	h.clk.Add(2 * time.Minute)
+	got, err := l.CollectOrphans(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{stray.ID: true, ghost.ID: true}
+	if len(got) != len(want) || !want[got[0]] || !want[got[1]] {
+		t.Fatalf("terminated %v, want %v (not %s)", got, want, inflight.ID)
+	}
+}
+
+func TestClientToken(t *testing.T) {
+	id := "0b7c3c1e-9d55-4a43-9f51-3c6f6b8e1a2b"
+	if got := launcher.ClientToken("prod", id, 3); got != "prod-"+id+"-3" {
+		t.Fatalf("token = %q", got)
+	}
+	long := launcher.ClientToken("a-very-long-cluster-name-indeed-much-longer", id, 12)
+	if len(long) > 64 {
+		t.Fatalf("token %q is %d characters", long, len(long))
+	}
+}
