@@ -211,11 +211,46 @@ func (p *pool) matchLabels(it *catalog.InstanceType, reqs requirements.Requireme
 // matchType checks labels and that an available offering matches zone and
 // capacity type.
 func (p *pool) matchType(t *typeInfo, reqs requirements.Requirements) bool {
-	if !p.matchLabels(t.it, reqs) {
-		return false
+	m := p.matcher(reqs)
+	return m.match(t)
+}
+
+// typeMatcher is matchType with the requirement lookups hoisted out of
+// loops over types.
+type typeMatcher struct {
+	p          *pool
+	labelReqs  []*requirements.Requirement
+	zone, ctyp *requirements.Requirement
+}
+
+func (p *pool) matcher(reqs requirements.Requirements) typeMatcher {
+	m := typeMatcher{p: p}
+	for _, r := range reqs.All() {
+		switch {
+		case r.Key == karpv1.LabelZone:
+			m.zone = r
+		case r.Key == karpv1.LabelCapacityType:
+			m.ctyp = r
+		case p.typeKeys[r.Key]:
+			m.labelReqs = append(m.labelReqs, r)
+		}
 	}
-	_, ok := cheapestOffering(t.it, reqs)
-	return ok
+	return m
+}
+
+func (m *typeMatcher) match(t *typeInfo) bool {
+	for _, r := range m.labelReqs {
+		v, ok := t.it.Labels[r.Key]
+		if !r.Matches(v, ok) {
+			return false
+		}
+	}
+	for _, o := range t.it.Offerings {
+		if o.Available && (m.zone == nil || m.zone.Has(o.Zone)) && (m.ctyp == nil || m.ctyp.Has(o.CapacityType)) {
+			return true
+		}
+	}
+	return false
 }
 
 func cheapestOffering(it *catalog.InstanceType, reqs requirements.Requirements) (catalog.Offering, bool) {

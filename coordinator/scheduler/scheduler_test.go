@@ -444,7 +444,7 @@ func TestProperties(t *testing.T) {
 }
 
 func TestBenchmarkNodeCount(t *testing.T) {
-	for _, n := range []int{50, 1000} {
+	for _, n := range []int{50, 1000, 5000} {
 		plan := Solve(benchInput(n))
 		if got, forced := len(plan.NodeClaims), n/5; got > forced {
 			t.Errorf("%d pods: %d nodes, anti-affinity forces only %d", n, got, forced)

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 	"github.com/joiner-dev/joiner/api/requirements"
@@ -121,8 +123,14 @@ func (s *solver) buildClasses(pods []*corev1.Pod) {
 		}
 		c.pods = append(c.pods, p)
 	}
-	// largest first (cpu, then memory), like Karpenter; the key breaks ties
+	// pods whose required hostname anti-affinity forces a node each go
+	// first: the nodes they open are then filled by everything else, so the
+	// plan has no more nodes than they force. Then largest first (cpu, then
+	// memory), like Karpenter; the key breaks ties.
 	slices.SortFunc(s.classes, func(a, b *class) int {
+		if c := cmp.Compare(hostAntiAffine(b.rep), hostAntiAffine(a.rep)); c != 0 {
+			return c
+		}
 		if c := cmp.Compare(b.req[resCPU], a.req[resCPU]); c != 0 {
 			return c
 		}
@@ -499,6 +507,10 @@ func (s *solver) anyType(cl *claim, cp *classPool, reqs requirements.Requirement
 		types = cp.types
 	}
 	pl := cl.pool
+	var m typeMatcher
+	if dirty {
+		m = pl.matcher(reqs)
+	}
 	for i, t := range types {
 		if noUpgrade && i > 0 {
 			return false
@@ -509,7 +521,7 @@ func (s *solver) anyType(cl *claim, cp *classPool, reqs requirements.Requirement
 		if pl.limited && !pl.withinLimits(t.capacity, cl.own) {
 			continue
 		}
-		if dirty && !pl.matchType(t, reqs) {
+		if dirty && !m.match(t) {
 			continue
 		}
 		return true
@@ -556,8 +568,12 @@ func (s *solver) commit(cl *claim, v *variant, p *corev1.Pod, vd verdict) {
 			src = vd.cp.types
 		}
 		s.scratch = s.scratch[:0]
+		var m typeMatcher
+		if vd.reqsDirty {
+			m = pl.matcher(vd.reqs)
+		}
 		for _, t := range src {
-			if !cl.used.fits(t.alloc) || (vd.reqsDirty && !pl.matchType(t, vd.reqs)) {
+			if !cl.used.fits(t.alloc) || (vd.reqsDirty && !m.match(t)) {
 				continue
 			}
 			if pl.limited && !pl.withinLimits(t.capacity, cl.own) {
@@ -742,4 +758,21 @@ func (s *solver) minValuesOK(cl *claim, cp *classPool, reqs requirements.Require
 		}
 	}
 	return true
+}
+
+// hostAntiAffine is 1 when the pod has a required hostname anti-affinity
+// term that matches itself (each replica needs its own node).
+func hostAntiAffine(p *corev1.Pod) int {
+	if p.Spec.Affinity == nil || p.Spec.Affinity.PodAntiAffinity == nil {
+		return 0
+	}
+	for _, t := range p.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+		if t.TopologyKey != karpv1.LabelHostname || t.LabelSelector == nil {
+			continue
+		}
+		if sel, err := metav1.LabelSelectorAsSelector(t.LabelSelector); err == nil && sel.Matches(labels.Set(p.Labels)) {
+			return 1
+		}
+	}
+	return 0
 }

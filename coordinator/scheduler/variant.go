@@ -468,8 +468,9 @@ func (s *solver) matching(pl *pool, podReqs, merged requirements.Requirements) [
 		return m
 	}
 	var out []*typeInfo
+	m := pl.matcher(merged)
 	for _, t := range pl.types {
-		if pl.matchType(t, merged) {
+		if m.match(t) {
 			out = append(out, t)
 		}
 	}
