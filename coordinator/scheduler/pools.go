@@ -150,7 +150,12 @@ func (s *solver) prepareTypes(p *pool, its []*catalog.InstanceType) {
 			continue
 		}
 		ti.capacity = s.ri.toVec(it.Capacity, nil)
-		alloc := s.ri.toVec(it.Allocatable(), nil)
+		// allocatable = capacity - overhead, floored at zero (as
+		// InstanceType.Allocatable, without building resource lists)
+		alloc := ti.capacity.sub(s.ri.toVec(it.Overhead.KubeReserved, nil)).sub(s.ri.toVec(it.Overhead.SystemReserved, nil)).sub(s.ri.toVec(it.Overhead.EvictionThreshold, nil))
+		for i := range alloc {
+			alloc[i] = max(alloc[i], 0)
+		}
 		if !p.daemon.fits(alloc) {
 			exSmall++
 			continue
