@@ -3,7 +3,8 @@ package testenv_test
 import (
 	"os"
 	"path/filepath"
-	"strings"
+
+	"sigs.k8s.io/yaml"
 
 	corev1k "github.com/joiner-dev/joiner/api/core/v1"
 )
@@ -41,14 +42,39 @@ func celCases() []invalidCase {
 			want: []string{`label domain "kubernetes.io" is restricted`},
 		},
 	}
+	messages := map[string]bool{}
+	var doc any
+	if err := yaml.Unmarshal(crd, &doc); err == nil {
+		collectMessages(doc, messages)
+	}
 	var out []invalidCase
 	for _, c := range all {
-		// The CRD YAML may quote the message either way; look for its core.
-		core := strings.NewReplacer(`"`, "", `'`, "").Replace(c.want[0])
-		flat := strings.NewReplacer(`\"`, "", `"`, "", `'`, "").Replace(string(crd))
-		if strings.Contains(flat, core) {
+		if messages[c.want[0]] {
 			out = append(out, c)
 		}
 	}
 	return out
+}
+
+// collectMessages gathers every x-kubernetes-validations message in a CRD.
+func collectMessages(v any, into map[string]bool) {
+	switch v := v.(type) {
+	case map[string]any:
+		if rules, ok := v["x-kubernetes-validations"].([]any); ok {
+			for _, r := range rules {
+				if m, ok := r.(map[string]any); ok {
+					if msg, ok := m["message"].(string); ok {
+						into[msg] = true
+					}
+				}
+			}
+		}
+		for _, c := range v {
+			collectMessages(c, into)
+		}
+	case []any:
+		for _, c := range v {
+			collectMessages(c, into)
+		}
+	}
 }

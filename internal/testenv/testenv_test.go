@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/util/retry"
 
 	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
 	corev1k "github.com/joiner-dev/joiner/api/core/v1"
@@ -232,7 +233,7 @@ func testInvalidNodePool(ctx context.Context, t *testing.T, dc dynamic.Interface
 		},
 		{
 			name:   "bad expireAfter",
-			mutate: func(p *corev1k.NodePool) { p.Spec.Template.Spec.ExpireAfter = dur("forever") },
+			mutate: func(p *corev1k.NodePool) { p.Spec.Template.Spec.ExpireAfter = corev1k.Duration{Raw: "forever"} },
 			want:   []string{"spec.template.spec.expireAfter", "should match"},
 		},
 	}
@@ -276,12 +277,21 @@ func testScheduleAndEvict(ctx context.Context, t *testing.T, env *testenv.Env) {
 			}},
 		},
 	}
-	created, err := c.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
-	if err != nil {
+	if _, err := c.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	created.Status = node.Status
-	if _, err := c.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+	// Play the kubelet: report capacity and readiness. Controllers touch new
+	// Nodes too, so retry on conflicts.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := c.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		cur.Status = node.Status
+		_, err = c.CoreV1().Nodes().UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 
