@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 	"github.com/joiner-dev/joiner/cloud/catalog"
 )
@@ -449,5 +450,69 @@ func TestBenchmarkNodeCount(t *testing.T) {
 		if got, forced := len(plan.NodeClaims), n/5; got > forced {
 			t.Errorf("%d pods: %d nodes, anti-affinity forces only %d", n, got, forced)
 		}
+	}
+}
+
+func spreadPods(n int, key string, maxSkew int32, when corev1.UnsatisfiableConstraintAction, minDomains *int32) []*corev1.Pod {
+	app := map[string]string{"app": "s"}
+	sel := &metav1.LabelSelector{MatchLabels: app}
+	return pods(n, "s", app, "100m", func(p *corev1.Pod) {
+		p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: maxSkew, TopologyKey: key, WhenUnsatisfiable: when, LabelSelector: sel, MinDomains: minDomains}}
+	})
+}
+
+func TestSpreadOptions(t *testing.T) {
+	// minDomains above the 3 zones: the global minimum counts as 0, so each
+	// zone takes at most maxSkew pods
+	in := input(spreadPods(4, karpv1.LabelZone, 1, corev1.DoNotSchedule, ptr(int32(5)))...)
+	p := solveOK(t, in)
+	if len(p.Unschedulable) != 1 {
+		t.Fatalf("minDomains 5: want 1 unschedulable:\n%s", dump(p))
+	}
+	// the same without minDomains: 4 pods fit (2,1,1)
+	p = solveOK(t, input(spreadPods(4, karpv1.LabelZone, 1, corev1.DoNotSchedule, nil)...))
+	if len(p.Unschedulable) != 0 {
+		t.Fatalf("no minDomains: want all placed:\n%s", dump(p))
+	}
+	// ScheduleAnyway is a preference: a pool in one zone still takes all
+	in = input(spreadPods(3, karpv1.LabelZone, 1, corev1.ScheduleAnyway, nil)...)
+	in.NodePools[0].Spec.Template.Spec.Requirements = []karpv1.NodeSelectorRequirementWithMinValues{{Key: karpv1.LabelZone, Operator: karpv1.OpIn, Values: []string{"test-zone-1"}}}
+	p = solveOK(t, in)
+	if len(p.Unschedulable) != 0 {
+		t.Fatalf("ScheduleAnyway: want all placed:\n%s", dump(p))
+	}
+	// DoNotSchedule with the same pool: eligible domains are only zone 1,
+	// so it is satisfiable too (domains come from the pool)
+	in = input(spreadPods(3, karpv1.LabelZone, 1, corev1.DoNotSchedule, nil)...)
+	in.NodePools[0].Spec.Template.Spec.Requirements = []karpv1.NodeSelectorRequirementWithMinValues{{Key: karpv1.LabelZone, Operator: karpv1.OpIn, Values: []string{"test-zone-1"}}}
+	solveOK(t, in)
+}
+
+// TestKubeletMaxPods: the NodeClass kubelet block reaches the scheduler
+// through the catalogue's capacity.
+func TestKubeletMaxPods(t *testing.T) {
+	nc := &awsv1.EC2NodeClass{}
+	nc.Name = "default"
+	nc.Spec.Kubelet = &awsv1.KubeletConfiguration{MaxPods: ptr(int32(3))}
+	in := input(pods(5, "p", nil, "10m", nil)...)
+	in.InstanceTypes["default"] = catalog.InstanceTypes(catalog.Options{NodeClass: nc})
+	in.NodePools[0].Spec.Template.Spec.Requirements = []karpv1.NodeSelectorRequirementWithMinValues{{Key: karpv1.LabelInstanceType, Operator: karpv1.OpIn, Values: []string{"m5.large"}}}
+	p := solveOK(t, in)
+	if len(p.NodeClaims) != 2 {
+		t.Fatalf("maxPods 3 on m5.large: want 2 nodes for 5 pods:\n%s", dump(p))
+	}
+}
+
+func TestMinValuesCandidates(t *testing.T) {
+	in := &Input{Pods: []*corev1.Pod{pod("a", nil, "100m", "")}, NodePools: []*karpv1.NodePool{nodePool("default")},
+		InstanceTypes: map[string][]*catalog.InstanceType{"default": catalog.InstanceTypes(catalog.Options{})}}
+	in.NodePools[0].Spec.Template.Spec.Requirements = []karpv1.NodeSelectorRequirementWithMinValues{{Key: "karpenter.k8s.aws/instance-family", Operator: karpv1.OpExists, MinValues: ptr(40)}}
+	p := solveOK(t, in)
+	fams := map[string]bool{}
+	for _, name := range p.NodeClaims[0].InstanceTypes {
+		fams[strings.Split(name, ".")[0]] = true
+	}
+	if len(fams) < 40 || len(p.NodeClaims[0].InstanceTypes) > MaxInstanceTypes {
+		t.Fatalf("candidates keep %d families (want >= 40) in %d types", len(fams), len(p.NodeClaims[0].InstanceTypes))
 	}
 }

@@ -654,10 +654,6 @@ func (s *solver) finish() {
 		if cl.node != nil || len(cl.pods) == 0 {
 			continue
 		}
-		type cand struct {
-			t     *typeInfo
-			price float64
-		}
 		// types are sorted by their cheapest offering anywhere in the pool;
 		// a claim's real price is never lower, so stop once the cut-off
 		// candidate is cheaper than the next type could be.
@@ -676,6 +672,9 @@ func (s *solver) finish() {
 			}
 		}
 		slices.SortStableFunc(cands, func(a, b cand) int { return cmp.Compare(a.price, b.price) })
+		if cl.pool.minValues && len(cands) > MaxInstanceTypes {
+			cands = s.keepMinValues(cl, cands)
+		}
 		if cl.pool.limited && len(cl.types) > 0 {
 			// the limit was accounted against the first candidate
 			for i, c := range cands {
@@ -697,7 +696,11 @@ func (s *solver) finish() {
 			nc.Allocatable = s.ri.toList(t.alloc.add(cl.pool.daemon))
 		}
 		nc.Requests = s.ri.toList(cl.used.add(cl.pool.daemon))
-		nc.Requirements = cl.reqs.NodeSelectorRequirements()
+		reqs := cl.reqs
+		if len(nc.InstanceTypes) > 0 {
+			reqs = reqs.Add(requirements.MustNew(karpv1.LabelInstanceType, requirements.OpIn, nc.InstanceTypes...))
+		}
+		nc.Requirements = reqs.NodeSelectorRequirements()
 		s.plan.TotalPrice += nc.Price
 		s.plan.NodeClaims = append(s.plan.NodeClaims, nc)
 	}
@@ -775,4 +778,46 @@ func hostAntiAffine(p *corev1.Pod) int {
 		}
 	}
 	return 0
+}
+
+type cand struct {
+	t     *typeInfo
+	price float64
+}
+
+// keepMinValues reorders price-sorted candidates so that the first
+// MaxInstanceTypes keep minValues distinct values of every key that asks
+// for it: for each such key, the cheapest type of each value is pulled
+// forward until the minimum is met; the rest follow by price.
+func (s *solver) keepMinValues(cl *claim, cands []cand) []cand {
+	picked := make([]bool, len(cands))
+	var first []cand
+	for _, r := range cl.reqs.All() {
+		if r.MinValues == nil {
+			continue
+		}
+		seen := map[string]bool{}
+		for i, c := range cands {
+			if len(seen) >= *r.MinValues {
+				break
+			}
+			v, ok := c.t.it.Labels[r.Key]
+			if !ok || seen[v] {
+				continue
+			}
+			seen[v] = true
+			if !picked[i] {
+				picked[i] = true
+				first = append(first, c)
+			}
+		}
+	}
+	for i, c := range cands {
+		if !picked[i] {
+			first = append(first, c)
+		}
+	}
+	head := first[:min(len(first), MaxInstanceTypes)]
+	slices.SortStableFunc(head, func(a, b cand) int { return cmp.Compare(a.price, b.price) })
+	return first
 }
