@@ -506,13 +506,13 @@ func TestKubeletMaxPods(t *testing.T) {
 func TestMinValuesCandidates(t *testing.T) {
 	in := &Input{Pods: []*corev1.Pod{pod("a", nil, "100m", "")}, NodePools: []*karpv1.NodePool{nodePool("default")},
 		InstanceTypes: map[string][]*catalog.InstanceType{"default": catalog.InstanceTypes(catalog.Options{})}}
-	in.NodePools[0].Spec.Template.Spec.Requirements = []karpv1.NodeSelectorRequirementWithMinValues{{Key: "karpenter.k8s.aws/instance-family", Operator: karpv1.OpExists, MinValues: ptr(40)}}
+	in.NodePools[0].Spec.Template.Spec.Requirements = []karpv1.NodeSelectorRequirementWithMinValues{{Key: "karpenter.k8s.aws/instance-family", Operator: karpv1.OpExists, MinValues: ptr(55)}}
 	p := solveOK(t, in)
 	fams := map[string]bool{}
 	for _, name := range p.NodeClaims[0].InstanceTypes {
 		fams[strings.Split(name, ".")[0]] = true
 	}
-	if len(fams) < 40 || len(p.NodeClaims[0].InstanceTypes) > MaxInstanceTypes {
-		t.Fatalf("candidates keep %d families (want >= 40) in %d types", len(fams), len(p.NodeClaims[0].InstanceTypes))
+	if len(fams) < 55 || len(p.NodeClaims[0].InstanceTypes) > MaxInstanceTypes {
+		t.Fatalf("candidates keep %d families (want >= 55) in %d types", len(fams), len(p.NodeClaims[0].InstanceTypes))
 	}
 }
