@@ -659,7 +659,7 @@ func (s *solver) finish() {
 		// candidate is cheaper than the next type could be.
 		cands := make([]cand, 0, min(len(cl.types), 2*MaxInstanceTypes))
 		for _, t := range cl.types {
-			if len(cands) >= MaxInstanceTypes && t.minPrice > cands[MaxInstanceTypes-1].price {
+			if !cl.pool.minValues && len(cands) >= MaxInstanceTypes && t.minPrice > cands[MaxInstanceTypes-1].price {
 				break
 			}
 			o, ok := cheapestOffering(t.it, cl.reqs)
@@ -667,7 +667,7 @@ func (s *solver) finish() {
 				continue
 			}
 			cands = append(cands, cand{t, o.Price})
-			if len(cands) >= MaxInstanceTypes {
+			if !cl.pool.minValues && len(cands) >= MaxInstanceTypes {
 				slices.SortStableFunc(cands, func(a, b cand) int { return cmp.Compare(a.price, b.price) })
 			}
 		}
