@@ -42,7 +42,8 @@ bench: ## benchmarks (see BENCHMARKS.md for the commands behind each table)
 generate: ## deepcopy + CRDs from api/ (controller-gen pinned in tools/controller-gen)
 	@bash scripts/build-tools.sh controller-gen
 	$(BIN)/controller-gen object paths=./api/...
-	$(BIN)/controller-gen crd paths=./api/... output:crd:artifacts:config=packaging/crds
+	$(BIN)/controller-gen crd paths="./api/core/v1;./api/aws/v1" output:crd:artifacts:config=packaging/crds
+	$(GO) run ./packaging/crds/crdpatch packaging/crds
 
 demo: build ## the embedded default: a simulated region, a control plane, coordinators
 	@echo "make demo: not implemented yet (issue: Packaging + demo)"; exit 1

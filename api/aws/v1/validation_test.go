@@ -79,7 +79,10 @@ func TestEC2NodeClassInvalid(t *testing.T) {
 			"spec.amiSelectorTerms[0].tags[environment]", "empty tag values"},
 		{"ami tag empty key", func(nc *EC2NodeClass) { nc.Spec.AMISelectorTerms[0].Tags[""] = "x" },
 			"spec.amiSelectorTerms[0].tags", `empty tag keys aren't supported, got "": "x"`},
-		{"alias with other terms", func(nc *EC2NodeClass) { nc.Spec.AMIFamily = nil; nc.Spec.AMISelectorTerms[0] = AMISelectorTerm{Alias: "al2023@latest"} },
+		{"alias with other terms", func(nc *EC2NodeClass) {
+			nc.Spec.AMIFamily = nil
+			nc.Spec.AMISelectorTerms[0] = AMISelectorTerm{Alias: "al2023@latest"}
+		},
 			"spec.amiSelectorTerms[0].alias", `mutually exclusive with other amiSelectorTerms, got alias "al2023@latest" among 4 terms`},
 		{"alias with tags", func(nc *EC2NodeClass) {
 			nc.Spec.AMIFamily = nil
@@ -162,9 +165,15 @@ func TestEC2NodeClassInvalid(t *testing.T) {
 			"spec.blockDeviceMappings[0].ebs", "snapshotID or volumeSize must be defined"},
 		{"ebs volume type", func(nc *EC2NodeClass) { nc.Spec.BlockDeviceMappings[0].EBS.VolumeType = p("gp4") },
 			"spec.blockDeviceMappings[0].ebs.volumeType", `got "gp4"`},
-		{"ebs size too big", func(nc *EC2NodeClass) { q := resource.MustParse("60000Gi"); nc.Spec.BlockDeviceMappings[0].EBS.VolumeSize = &q },
+		{"ebs size too big", func(nc *EC2NodeClass) {
+			q := resource.MustParse("60000Gi")
+			nc.Spec.BlockDeviceMappings[0].EBS.VolumeSize = &q
+		},
 			"spec.blockDeviceMappings[0].ebs.volumeSize", `got "60000Gi"`},
-		{"ebs size without unit", func(nc *EC2NodeClass) { q := resource.MustParse("100"); nc.Spec.BlockDeviceMappings[0].EBS.VolumeSize = &q },
+		{"ebs size without unit", func(nc *EC2NodeClass) {
+			q := resource.MustParse("100")
+			nc.Spec.BlockDeviceMappings[0].EBS.VolumeSize = &q
+		},
 			"spec.blockDeviceMappings[0].ebs.volumeSize", `got "100"`},
 		{"ebs init rate range", func(nc *EC2NodeClass) { nc.Spec.BlockDeviceMappings[1].EBS.VolumeInitializationRate = p(int32(301)) },
 			"spec.blockDeviceMappings[1].ebs.volumeInitializationRate", "between 100 and 300 MiB/s, got 301"},

@@ -13,8 +13,9 @@ const Never = "Never"
 // manifest round-trips byte for byte ("720h" stays "720h", not "720h0m0s").
 // It accepts "Never" where the field allows it; validation decides where.
 //
+// Fields add the pattern they allow (with or without "Never").
+//
 // +kubebuilder:validation:Type=string
-// +kubebuilder:validation:Pattern=`^(([0-9]+(s|m|h))+|Never)$`
 type Duration struct {
 	// Duration is nil for "Never".
 	Duration *time.Duration `json:"-"`

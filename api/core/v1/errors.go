@@ -14,6 +14,8 @@ var ErrInvalid = errors.New("invalid object")
 
 // FieldError is one problem with one field: the field path and what is wrong
 // with the value, e.g. `spec.weight: must be between 1 and 100, got 0`.
+//
+// +kubebuilder:object:generate=false
 type FieldError struct {
 	// Field is the path of the field, e.g. spec.template.spec.requirements[1].values.
 	Field string
@@ -26,6 +28,8 @@ func (e FieldError) Error() string { return e.Field + ": " + e.Detail }
 
 // ValidationError holds every problem found in an object, in the order the
 // fields were checked. Error() returns one problem per line.
+//
+// +kubebuilder:object:generate=false
 type ValidationError struct {
 	Errors []FieldError
 }

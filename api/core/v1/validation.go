@@ -29,6 +29,7 @@ var (
 	budgetDurationRE  = regexp.MustCompile(`^((([0-9]+(h|m))|([0-9]+h[0-9]+m))(0s)?)$`)
 	budgetNodesRE     = regexp.MustCompile(`^((100|[0-9]{1,2})%|[0-9]+)$`)
 	groupRE           = regexp.MustCompile(`^[^/]*$`)
+	digitsRE          = regexp.MustCompile(`^[0-9]+$`)
 )
 
 // ScheduleMacros are the cron descriptors a budget schedule may use.
@@ -291,7 +292,7 @@ func ValidateRequirements(path string, reqs []NodeSelectorRequirementWithMinValu
 			ok := len(r.Values) == 1
 			if ok {
 				n, err := strconv.ParseInt(r.Values[0], 10, 64)
-				ok = err == nil && n >= 0
+				ok = err == nil && n >= 0 && digitsRE.MatchString(r.Values[0])
 			}
 			if !ok {
 				errs.Add(p+".values", "%s requires exactly one non-negative integer, got %s", r.Operator, Quote(vals))
