@@ -1,0 +1,3 @@
+// Package sharedtest exercises testenv.Main: one control plane shared by a
+// package's tests. It has no code of its own.
+package sharedtest
