@@ -16,7 +16,9 @@ type class struct {
 	key      string
 	rep      *corev1.Pod // representative pod
 	req      vec
-	reqOK    bool // false: requests an extended resource beyond the vector
+	size     float64 // cpu + memory in cpu units, for ordering
+	forcing  int     // 2: a node per pod (hostname anti-affinity), 1: hostname spread
+	reqOK    bool    // false: requests an extended resource beyond the vector
 	pods     []*corev1.Pod
 	variants []*variant // relaxation levels, compiled lazily
 	noMore   bool       // no further relaxation possible

@@ -445,7 +445,7 @@ func TestProperties(t *testing.T) {
 }
 
 func TestBenchmarkNodeCount(t *testing.T) {
-	for _, n := range []int{50, 1000, 5000} {
+	for _, n := range []int{50, 1000, 5000, 20000} {
 		plan := Solve(benchInput(n))
 		if got, forced := len(plan.NodeClaims), n/5; got > forced {
 			t.Errorf("%d pods: %d nodes, anti-affinity forces only %d", n, got, forced)
@@ -514,5 +514,23 @@ func TestMinValuesCandidates(t *testing.T) {
 	}
 	if len(fams) < 55 || len(p.NodeClaims[0].InstanceTypes) > MaxInstanceTypes {
 		t.Fatalf("candidates keep %d families (want >= 55) in %d types", len(fams), len(p.NodeClaims[0].InstanceTypes))
+	}
+}
+
+// TestPlainWorkloadNearLowerBound: without constraints that force nodes,
+// the plan costs within 5 % of the LP lower bound.
+func TestPlainWorkloadNearLowerBound(t *testing.T) {
+	for _, n := range []int{100, 1000, 5000} {
+		in := benchInput(n)
+		for _, p := range in.Pods {
+			p.Spec.Affinity, p.Spec.TopologySpreadConstraints = nil, nil
+		}
+		plan := solveOK(t, in)
+		lb := lowerBound(in.Pods, in.InstanceTypes["default"])
+		if r := plan.TotalPrice / lb; r > 1.05 {
+			t.Errorf("%d plain pods: price %.2f is %.3f x the lower bound %.2f", n, plan.TotalPrice, r, lb)
+		} else {
+			t.Logf("%d plain pods: %d nodes, price/lowerbound %.4f", n, len(plan.NodeClaims), r)
+		}
 	}
 }

@@ -28,6 +28,7 @@ type solver struct {
 	scratch     []*typeInfo
 	matchCache  map[string][]*typeInfo
 	domainCache map[string]domainSet
+	memPerMilli float64 // median memory bytes per millicore over usable types
 	plan        Plan
 }
 
@@ -54,6 +55,7 @@ func Solve(in *Input) *Plan {
 	s.ri = newResourceIndex([][]*corev1.Pod{in.Pods, in.DaemonSetPods})
 	s.existing = in.Nodes
 	s.buildPools(in)
+	s.memPerMilli = memoryPerMilliCPU(s.pools)
 	s.buildClasses(in.Pods)
 	s.buildExisting(in)
 
@@ -65,11 +67,7 @@ func Solve(in *Input) *Plan {
 			s.refreshPins(v)
 		}
 	}
-	for _, c := range s.classes {
-		for _, p := range c.pods {
-			s.place(c, p)
-		}
-	}
+	s.placeAll()
 	s.finish()
 	return &s.plan
 }
@@ -124,11 +122,22 @@ func (s *solver) buildClasses(pods []*corev1.Pod) {
 		c.pods = append(c.pods, p)
 	}
 	// pods whose required hostname anti-affinity forces a node each go
-	// first: the nodes they open are then filled by everything else, so the
-	// plan has no more nodes than they force. Then largest first (cpu, then
-	// memory), like Karpenter; the key breaks ties.
+	// first, then those whose hostname spread caps them per node: the nodes
+	// they open are then filled by everything else, so the plan has no more
+	// nodes than they force. Then largest first by size =
+	// cpu + memory expressed in cpu at the catalogue's typical memory per
+	// cpu (Karpenter sorts by cpu alone; mixing cpu- and memory-heavy pods
+	// keeps nodes balanced, so fewer are memory-bound); then cpu, memory
+	// and the key break ties.
+	for _, c := range s.classes {
+		c.size = float64(c.req[resCPU]) + float64(c.req[resMemory])/s.memPerMilli
+		c.forcing = hostAntiAffine(c.rep)
+	}
 	slices.SortFunc(s.classes, func(a, b *class) int {
-		if c := cmp.Compare(hostAntiAffine(b.rep), hostAntiAffine(a.rep)); c != 0 {
+		if c := cmp.Compare(b.forcing, a.forcing); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(b.size, a.size); c != 0 {
 			return c
 		}
 		if c := cmp.Compare(b.req[resCPU], a.req[resCPU]); c != 0 {
@@ -763,17 +772,27 @@ func (s *solver) minValuesOK(cl *claim, cp *classPool, reqs requirements.Require
 	return true
 }
 
-// hostAntiAffine is 1 when the pod has a required hostname anti-affinity
-// term that matches itself (each replica needs its own node).
+// hostAntiAffine ranks how strongly a pod forces nodes: 2 when it has a
+// required hostname anti-affinity term matching itself (each replica needs
+// its own node), 1 when it has a DoNotSchedule hostname spread matching
+// itself (at most maxSkew per node), else 0.
 func hostAntiAffine(p *corev1.Pod) int {
-	if p.Spec.Affinity == nil || p.Spec.Affinity.PodAntiAffinity == nil {
-		return 0
-	}
-	for _, t := range p.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
-		if t.TopologyKey != karpv1.LabelHostname || t.LabelSelector == nil {
-			continue
+	selfMatch := func(ls *metav1.LabelSelector) bool {
+		if ls == nil {
+			return false
 		}
-		if sel, err := metav1.LabelSelectorAsSelector(t.LabelSelector); err == nil && sel.Matches(labels.Set(p.Labels)) {
+		sel, err := metav1.LabelSelectorAsSelector(ls)
+		return err == nil && sel.Matches(labels.Set(p.Labels))
+	}
+	if p.Spec.Affinity != nil && p.Spec.Affinity.PodAntiAffinity != nil {
+		for _, t := range p.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+			if t.TopologyKey == karpv1.LabelHostname && selfMatch(t.LabelSelector) {
+				return 2
+			}
+		}
+	}
+	for _, c := range p.Spec.TopologySpreadConstraints {
+		if c.TopologyKey == karpv1.LabelHostname && c.WhenUnsatisfiable == corev1.DoNotSchedule && selfMatch(c.LabelSelector) {
 			return 1
 		}
 	}
@@ -820,4 +839,64 @@ func (s *solver) keepMinValues(cl *claim, cands []cand) []cand {
 	head := first[:min(len(first), MaxInstanceTypes)]
 	slices.SortStableFunc(head, func(a, b cand) int { return cmp.Compare(a.price, b.price) })
 	return first
+}
+
+// memoryPerMilliCPU is the median bytes of allocatable memory per
+// allocatable millicore over the pools' usable types (1 GiB per core when
+// there are none).
+func memoryPerMilliCPU(pools []*pool) float64 {
+	var ratios []float64
+	for _, p := range pools {
+		for _, t := range p.types {
+			if t.alloc[resCPU] > 0 && t.alloc[resMemory] > 0 {
+				ratios = append(ratios, float64(t.alloc[resMemory])/float64(t.alloc[resCPU]))
+			}
+		}
+	}
+	if len(ratios) == 0 {
+		return float64(1<<30) / 1000
+	}
+	slices.Sort(ratios)
+	return ratios[len(ratios)/2]
+}
+
+// placeAll places pods in class order, except that cpu-heavy and
+// memory-heavy pods (relative to the catalogue's memory per cpu) are
+// interleaved so the running totals stay balanced: first-fit then fills
+// nodes with a mix instead of exhausting one resource and stranding the
+// other. Classes that force a node per pod go first, unmixed.
+func (s *solver) placeAll() {
+	var cpuQ, memQ []*class
+	for _, c := range s.classes {
+		switch {
+		case c.forcing > 0:
+			for _, p := range c.pods {
+				s.place(c, p)
+			}
+		case float64(c.req[resCPU]) >= float64(c.req[resMemory])/s.memPerMilli:
+			cpuQ = append(cpuQ, c)
+		default:
+			memQ = append(memQ, c)
+		}
+	}
+	var cpuSum, memSum float64
+	ci, cj, mi, mj := 0, 0, 0, 0
+	for ci < len(cpuQ) || mi < len(memQ) {
+		var c *class
+		if mi >= len(memQ) || (ci < len(cpuQ) && cpuSum <= memSum) {
+			c = cpuQ[ci]
+			s.place(c, c.pods[cj])
+			if cj++; cj == len(c.pods) {
+				ci, cj = ci+1, 0
+			}
+		} else {
+			c = memQ[mi]
+			s.place(c, c.pods[mj])
+			if mj++; mj == len(c.pods) {
+				mi, mj = mi+1, 0
+			}
+		}
+		cpuSum += float64(c.req[resCPU])
+		memSum += float64(c.req[resMemory]) / s.memPerMilli
+	}
 }
