@@ -1,0 +1,84 @@
+package aws
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/smithy-go"
+
+	"github.com/joiner-dev/joiner/cloud"
+)
+
+// capacityCodes are the fleet error codes that mean "no capacity for this
+// offering" (Karpenter's unfulfillable-capacity list).
+var capacityCodes = []string{
+	"InsufficientInstanceCapacity", "MaxSpotInstanceCountExceeded", "VcpuLimitExceeded", "UnfulfillableCapacity",
+	"Unsupported", "InsufficientFreeAddressesInSubnet", "MaxFleetCountExceeded", "ReservationCapacityExceeded",
+}
+
+func isCapacityCode(code string) bool { return slices.Contains(capacityCodes, code) }
+
+var retryableCodes = []string{
+	"RequestLimitExceeded", "Throttling", "ThrottlingException", "InternalError", "InternalFailure",
+	"ServiceUnavailable", "Unavailable", "RequestTimeout",
+}
+
+const codeLaunchTemplateNotFound = "InvalidLaunchTemplateName.NotFoundException"
+
+// classify wraps err with the sentinel callers branch on: ErrNotFound for
+// *.NotFound codes, ErrRetryable for throttling, server and network errors,
+// ErrInsufficientCapacity for capacity codes; other API errors stay not
+// retryable.
+func classify(err error) error {
+	var ae smithy.APIError
+	if !errors.As(err, &ae) {
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return err
+		}
+		return fmt.Errorf("%w: %w", cloud.ErrRetryable, err)
+	}
+	code := ae.ErrorCode()
+	switch {
+	case strings.HasSuffix(code, ".NotFound") || strings.HasSuffix(code, "NotFoundException") || code == "ParameterNotFound":
+		return fmt.Errorf("%w: %w", cloud.ErrNotFound, err)
+	case slices.Contains(retryableCodes, code) || ae.ErrorFault() == smithy.FaultServer:
+		return fmt.Errorf("%w: %w", cloud.ErrRetryable, err)
+	case isCapacityCode(code):
+		return fmt.Errorf("%w: %w", cloud.ErrInsufficientCapacity, err)
+	}
+	return err
+}
+
+// unavailableOfferings remembers offerings that failed with a capacity
+// error until their TTL passes; marking again extends the TTL.
+type unavailableOfferings struct {
+	ttl time.Duration
+	now func() time.Time
+	mu  sync.Mutex
+	m   map[cloud.OfferingKey]time.Time
+}
+
+func (u *unavailableOfferings) mark(k cloud.OfferingKey) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.m[k] = u.now().Add(u.ttl)
+}
+
+func (u *unavailableOfferings) unavailable(k cloud.OfferingKey) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	exp, ok := u.m[k]
+	if !ok {
+		return false
+	}
+	if !u.now().Before(exp) {
+		delete(u.m, k)
+		return false
+	}
+	return true
+}

@@ -1,0 +1,514 @@
+package aws
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/aws/smithy-go"
+	"go.uber.org/zap"
+
+	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
+	"github.com/joiner-dev/joiner/cloud"
+	"github.com/joiner-dev/joiner/internal/logging"
+)
+
+// MaxOverrides is the most instance type x subnet overrides one CreateFleet
+// call carries (Karpenter's maxInstanceTypes).
+const MaxOverrides = 60
+
+// maxFleetCalls bounds the fallback rounds of one launch.
+const maxFleetCalls = 8
+
+// TagLaunchTemplateCluster tags Joiner's launch templates with the cluster.
+const TagLaunchTemplateCluster = "joiner.io/cluster"
+
+// launchTemplateNamePrefix starts the name of every Joiner launch template.
+const launchTemplateNamePrefix = "joiner.io/"
+
+type ltEntry struct {
+	id       string
+	name     string
+	lastUsed time.Time
+}
+
+// Launch launches one instance for spec with CreateFleet (type instant).
+//
+// The first call carries the spec's candidates (cheapest 60 of the
+// capacity type chosen) with spec.ClientToken, so retrying a spec sends
+// EC2 the same request and gets the same instance. When every offering of
+// a call fails with a capacity error, those offerings are marked
+// unavailable for the TTL and the launch retries with the remaining ones
+// under a derived token (<token>-f<n>), which is again deterministic for
+// the same spec.
+func (p *Provider) Launch(ctx context.Context, spec cloud.LaunchSpec) (cloud.Instance, error) {
+	if err := validateSpec(spec); err != nil {
+		return cloud.Instance{}, fmt.Errorf("launching nodeclaim %s: %w", spec.NodeClaim, err)
+	}
+	log := p.log.With(logging.NodeClaim(spec.NodeClaim), zap.String("launch-id", spec.LaunchID),
+		zap.Int("attempt", spec.Attempt))
+	failed := map[cloud.OfferingKey]bool{}
+	var iceKeys []cloud.OfferingKey
+	retriedLT := false
+	for call := 0; call < maxFleetCalls; call++ {
+		var remaining []cloud.Candidate
+		for _, c := range spec.Candidates {
+			if _, ok := spec.Subnets[c.Zone]; ok && !failed[keyOf(c)] {
+				remaining = append(remaining, c)
+			}
+		}
+		if len(remaining) == 0 {
+			break
+		}
+		token := spec.ClientToken
+		if call > 0 {
+			token = derivedToken(spec.ClientToken, call)
+		}
+		capType, overrides := chooseOverrides(remaining)
+		inst, fleetErrs, err := p.createFleet(ctx, spec, token, capType, overrides)
+		if err != nil {
+			var ae smithy.APIError
+			if errors.As(err, &ae) && ae.ErrorCode() == codeLaunchTemplateNotFound && !retriedLT {
+				retriedLT = true
+				p.forgetLaunchTemplates()
+				call--
+				continue
+			}
+			return cloud.Instance{}, fmt.Errorf("launching nodeclaim %s: %w", spec.NodeClaim, err)
+		}
+		for _, fe := range fleetErrs {
+			if isCapacityCode(fe.code) {
+				p.unavailable.mark(fe.key)
+				failed[fe.key] = true
+				iceKeys = append(iceKeys, fe.key)
+			}
+		}
+		if inst != nil {
+			log.Info("launched instance", zap.String("instance-id", inst.ID),
+				logging.InstanceType(inst.InstanceType), zap.String("zone", inst.Zone),
+				zap.String("capacity-type", inst.CapacityType))
+			return *inst, nil
+		}
+		var other []string
+		for _, fe := range fleetErrs {
+			if isCapacityCode(fe.code) {
+				continue
+			}
+			other = append(other, fe.key.String()+": "+fe.code+": "+fe.message)
+		}
+		if len(other) > 0 {
+			return cloud.Instance{}, fmt.Errorf("launching nodeclaim %s: CreateFleet: %v: %w", spec.NodeClaim, other, cloud.ErrInvalidSpec)
+		}
+		if len(fleetErrs) == 0 { // no instance and no reason: treat as transient
+			return cloud.Instance{}, fmt.Errorf("launching nodeclaim %s: CreateFleet returned no instance and no error: %w",
+				spec.NodeClaim, cloud.ErrRetryable)
+		}
+		log.Info("offerings out of capacity, retrying with the rest", zap.Int("failed", len(fleetErrs)))
+	}
+	return cloud.Instance{}, fmt.Errorf("launching nodeclaim %s: %w", spec.NodeClaim, &cloud.InsufficientCapacityError{Offerings: iceKeys})
+}
+
+func validateSpec(spec cloud.LaunchSpec) error {
+	if err := cloud.ValidateUserTags(spec.Tags); err != nil {
+		return err
+	}
+	switch {
+	case spec.ClientToken == "" || len(spec.ClientToken) > 64:
+		return fmt.Errorf("clientToken %q: want 1-64 characters: %w", spec.ClientToken, cloud.ErrInvalidSpec)
+	case len(spec.Candidates) == 0:
+		return fmt.Errorf("candidates: empty: %w", cloud.ErrInvalidSpec)
+	case len(spec.Subnets) == 0:
+		return fmt.Errorf("subnets: empty: %w", cloud.ErrInvalidSpec)
+	case spec.NodeClaim == "" || spec.Cluster == "":
+		return fmt.Errorf("nodeClaim and cluster are required: %w", cloud.ErrInvalidSpec)
+	}
+	for i, c := range spec.Candidates {
+		if c.ImageID == "" || c.InstanceType == "" || c.Zone == "" {
+			return fmt.Errorf("candidates[%d]: instanceType, zone and imageID are required: %w", i, cloud.ErrInvalidSpec)
+		}
+		if c.CapacityType != "spot" && c.CapacityType != "on-demand" {
+			return fmt.Errorf("candidates[%d].capacityType %q: want spot or on-demand: %w", i, c.CapacityType, cloud.ErrInvalidSpec)
+		}
+	}
+	return nil
+}
+
+func keyOf(c cloud.Candidate) cloud.OfferingKey {
+	return cloud.OfferingKey{InstanceType: c.InstanceType, Zone: c.Zone, CapacityType: c.CapacityType}
+}
+
+// derivedToken is the token of fallback call n of a launch.
+func derivedToken(token string, n int) string {
+	suffix := "-f" + strconv.Itoa(n)
+	if len(token)+len(suffix) <= 64 {
+		return token + suffix
+	}
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:])[:48] + suffix
+}
+
+// chooseOverrides picks spot when any spot candidate remains, else
+// on-demand, and returns that capacity type's candidates sorted by price
+// (ties: type, zone), one per (type, zone), at most MaxOverrides.
+func chooseOverrides(cands []cloud.Candidate) (string, []cloud.Candidate) {
+	capType := "on-demand"
+	for _, c := range cands {
+		if c.CapacityType == "spot" {
+			capType = "spot"
+			break
+		}
+	}
+	var out []cloud.Candidate
+	seen := map[cloud.OfferingKey]bool{}
+	for _, c := range cands {
+		if c.CapacityType == capType && !seen[keyOf(c)] {
+			seen[keyOf(c)] = true
+			out = append(out, c)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.Price != b.Price {
+			return a.Price < b.Price
+		}
+		if a.InstanceType != b.InstanceType {
+			return a.InstanceType < b.InstanceType
+		}
+		return a.Zone < b.Zone
+	})
+	if len(out) > MaxOverrides {
+		out = out[:MaxOverrides]
+	}
+	return capType, out
+}
+
+type fleetError struct {
+	key           cloud.OfferingKey
+	code, message string
+}
+
+func (p *Provider) instanceTags(spec cloud.LaunchSpec) map[string]string {
+	tags := map[string]string{}
+	for k, v := range spec.Tags {
+		tags[k] = v
+	}
+	tags[cloud.TagName] = spec.NodeClaim
+	tags[cloud.TagNodeClaim] = spec.NodeClaim
+	tags[cloud.TagClusterPrefix+spec.Cluster] = "owned"
+	if spec.NodePool != "" {
+		tags[cloud.TagNodePool] = spec.NodePool
+	}
+	if spec.NodeClass != "" {
+		tags[cloud.TagNodeClass] = spec.NodeClass
+	}
+	if spec.LaunchID != "" {
+		tags[cloud.TagLaunchID] = spec.LaunchID
+	}
+	tags[cloud.TagAttempt] = strconv.Itoa(spec.Attempt)
+	return tags
+}
+
+func ec2Tags(tags map[string]string) []ec2types.Tag {
+	out := make([]ec2types.Tag, 0, len(tags))
+	for _, k := range sortedKeys(tags) {
+		out = append(out, ec2types.Tag{Key: aws.String(k), Value: aws.String(tags[k])})
+	}
+	return out
+}
+
+func (p *Provider) createFleet(ctx context.Context, spec cloud.LaunchSpec, token, capType string,
+	overrides []cloud.Candidate) (*cloud.Instance, []fleetError, error) {
+	// One launch template per image; overrides keep the price order.
+	var images []string
+	byImage := map[string][]cloud.Candidate{}
+	for _, c := range overrides {
+		if _, ok := byImage[c.ImageID]; !ok {
+			images = append(images, c.ImageID)
+		}
+		byImage[c.ImageID] = append(byImage[c.ImageID], c)
+	}
+	var configs []ec2types.FleetLaunchTemplateConfigRequest
+	for _, image := range images {
+		lt, err := p.ensureLaunchTemplate(ctx, spec, image)
+		if err != nil {
+			return nil, nil, err
+		}
+		cfg := ec2types.FleetLaunchTemplateConfigRequest{
+			LaunchTemplateSpecification: &ec2types.FleetLaunchTemplateSpecificationRequest{
+				LaunchTemplateName: aws.String(lt), Version: aws.String("$Latest")},
+		}
+		for _, c := range byImage[image] {
+			cfg.Overrides = append(cfg.Overrides, ec2types.FleetLaunchTemplateOverridesRequest{
+				InstanceType: ec2types.InstanceType(c.InstanceType), SubnetId: aws.String(spec.Subnets[c.Zone]),
+				AvailabilityZone: aws.String(c.Zone), ImageId: aws.String(c.ImageID), Priority: aws.Float64(c.Price),
+			})
+		}
+		configs = append(configs, cfg)
+	}
+	tags := ec2Tags(p.instanceTags(spec))
+	in := &ec2.CreateFleetInput{
+		Type:                  ec2types.FleetTypeInstant,
+		ClientToken:           aws.String(token),
+		LaunchTemplateConfigs: configs,
+		TargetCapacitySpecification: &ec2types.TargetCapacitySpecificationRequest{
+			TotalTargetCapacity: aws.Int32(1), DefaultTargetCapacityType: ec2types.DefaultTargetCapacityType(capType)},
+		TagSpecifications: []ec2types.TagSpecification{
+			{ResourceType: ec2types.ResourceTypeInstance, Tags: tags},
+			{ResourceType: ec2types.ResourceTypeVolume, Tags: tags},
+			{ResourceType: ec2types.ResourceTypeFleet, Tags: tags},
+		},
+	}
+	if capType == "spot" {
+		in.SpotOptions = &ec2types.SpotOptionsRequest{AllocationStrategy: ec2types.SpotAllocationStrategyPriceCapacityOptimized}
+	} else {
+		in.OnDemandOptions = &ec2types.OnDemandOptionsRequest{AllocationStrategy: ec2types.FleetOnDemandAllocationStrategyLowestPrice}
+	}
+	out, err := p.ec2.CreateFleet(ctx, in)
+	if err != nil {
+		var ae smithy.APIError
+		if errors.As(err, &ae) && ae.ErrorCode() == codeLaunchTemplateNotFound {
+			return nil, nil, err
+		}
+		return nil, nil, fmt.Errorf("CreateFleet: %w", classify(err))
+	}
+	var errs []fleetError
+	for _, fe := range out.Errors {
+		k := cloud.OfferingKey{CapacityType: capType}
+		if o := fe.LaunchTemplateAndOverrides; o != nil && o.Overrides != nil {
+			k.InstanceType = string(o.Overrides.InstanceType)
+			k.Zone = aws.ToString(o.Overrides.AvailabilityZone)
+		}
+		errs = append(errs, fleetError{key: k, code: aws.ToString(fe.ErrorCode), message: aws.ToString(fe.ErrorMessage)})
+	}
+	for _, fi := range out.Instances {
+		if len(fi.InstanceIds) == 0 {
+			continue
+		}
+		inst := &cloud.Instance{ID: fi.InstanceIds[0], InstanceType: string(fi.InstanceType), CapacityType: capType,
+			State: "pending", LaunchTime: p.now(), Tags: p.instanceTags(spec)}
+		if o := fi.LaunchTemplateAndOverrides; o != nil && o.Overrides != nil {
+			inst.Zone = aws.ToString(o.Overrides.AvailabilityZone)
+			inst.SubnetID = aws.ToString(o.Overrides.SubnetId)
+			inst.ImageID = aws.ToString(o.Overrides.ImageId)
+			if inst.InstanceType == "" {
+				inst.InstanceType = string(o.Overrides.InstanceType)
+			}
+		}
+		return inst, errs, nil
+	}
+	return nil, errs, nil
+}
+
+// launchTemplateInput is what a launch template is made of; its hash names
+// the template, so equal inputs share one.
+type launchTemplateInput struct {
+	Cluster            string                      `json:"cluster"`
+	NodeClass          string                      `json:"nodeClass"`
+	ImageID            string                      `json:"imageID"`
+	UserData           []byte                      `json:"userData"`
+	SecurityGroupIDs   []string                    `json:"securityGroupIDs"`
+	BlockDevices       []*awsv1.BlockDeviceMapping `json:"blockDevices"`
+	MetadataOptions    *awsv1.MetadataOptions      `json:"metadataOptions"`
+	InstanceProfile    string                      `json:"instanceProfile"`
+	DetailedMonitoring bool                        `json:"detailedMonitoring"`
+	Tags               map[string]string           `json:"tags"`
+}
+
+// LaunchTemplateName is the name of the launch template for spec and image.
+func LaunchTemplateName(spec cloud.LaunchSpec, image string) string {
+	sgs := append([]string(nil), spec.SecurityGroupIDs...)
+	sort.Strings(sgs)
+	b, _ := json.Marshal(launchTemplateInput{Cluster: spec.Cluster, NodeClass: spec.NodeClass, ImageID: image,
+		UserData: spec.UserData, SecurityGroupIDs: sgs, BlockDevices: spec.BlockDevices,
+		MetadataOptions: spec.MetadataOptions, InstanceProfile: spec.InstanceProfile,
+		DetailedMonitoring: spec.DetailedMonitoring, Tags: spec.Tags})
+	sum := sha256.Sum256(b)
+	return launchTemplateNamePrefix + hex.EncodeToString(sum[:12])
+}
+
+func (p *Provider) forgetLaunchTemplates() {
+	p.mu.Lock()
+	clear(p.templates)
+	p.mu.Unlock()
+}
+
+// ensureLaunchTemplate returns the name of the launch template for spec
+// and image: from the cache, else found by name in EC2, else created.
+func (p *Provider) ensureLaunchTemplate(ctx context.Context, spec cloud.LaunchSpec, image string) (string, error) {
+	name := LaunchTemplateName(spec, image)
+	p.ltMu.Lock()
+	defer p.ltMu.Unlock()
+	p.mu.Lock()
+	e, ok := p.templates[name]
+	if ok {
+		e.lastUsed = p.now()
+	}
+	p.mu.Unlock()
+	if ok {
+		return name, nil
+	}
+	id, err := p.findLaunchTemplate(ctx, name)
+	if err != nil && !errors.Is(err, cloud.ErrNotFound) {
+		return "", err
+	}
+	if errors.Is(err, cloud.ErrNotFound) {
+		if id, err = p.createLaunchTemplate(ctx, spec, name, image); err != nil {
+			return "", err
+		}
+	}
+	p.mu.Lock()
+	p.templates[name] = &ltEntry{id: id, name: name, lastUsed: p.now()}
+	p.mu.Unlock()
+	return name, nil
+}
+
+func (p *Provider) findLaunchTemplate(ctx context.Context, name string) (string, error) {
+	out, err := p.ec2.DescribeLaunchTemplates(ctx, &ec2.DescribeLaunchTemplatesInput{LaunchTemplateNames: []string{name}})
+	if err != nil {
+		return "", fmt.Errorf("describing launch template %s: %w", name, classify(err))
+	}
+	for _, lt := range out.LaunchTemplates {
+		if aws.ToString(lt.LaunchTemplateName) == name {
+			return aws.ToString(lt.LaunchTemplateId), nil
+		}
+	}
+	return "", fmt.Errorf("launch template %s: %w", name, cloud.ErrNotFound)
+}
+
+func (p *Provider) createLaunchTemplate(ctx context.Context, spec cloud.LaunchSpec, name, image string) (string, error) {
+	data := &ec2types.RequestLaunchTemplateData{
+		ImageId:          aws.String(image),
+		SecurityGroupIds: spec.SecurityGroupIDs,
+		Monitoring:       &ec2types.LaunchTemplatesMonitoringRequest{Enabled: aws.Bool(spec.DetailedMonitoring)},
+		MetadataOptions:  metadataOptions(spec.MetadataOptions),
+		TagSpecifications: []ec2types.LaunchTemplateTagSpecificationRequest{
+			{ResourceType: ec2types.ResourceTypeNetworkInterface, Tags: ec2Tags(p.instanceTags(spec))},
+		},
+	}
+	if len(spec.UserData) > 0 {
+		data.UserData = aws.String(base64.StdEncoding.EncodeToString(spec.UserData))
+	}
+	if spec.InstanceProfile != "" {
+		data.IamInstanceProfile = &ec2types.LaunchTemplateIamInstanceProfileSpecificationRequest{Name: aws.String(spec.InstanceProfile)}
+	}
+	for _, m := range spec.BlockDevices {
+		if m == nil {
+			continue
+		}
+		bd := ec2types.LaunchTemplateBlockDeviceMappingRequest{DeviceName: m.DeviceName}
+		if e := m.EBS; e != nil {
+			ebs := &ec2types.LaunchTemplateEbsBlockDeviceRequest{DeleteOnTermination: e.DeleteOnTermination,
+				Encrypted: e.Encrypted, KmsKeyId: e.KMSKeyID, SnapshotId: e.SnapshotID}
+			if e.IOPS != nil {
+				ebs.Iops = aws.Int32(int32(*e.IOPS))
+			}
+			if e.Throughput != nil {
+				ebs.Throughput = aws.Int32(int32(*e.Throughput))
+			}
+			if e.VolumeSize != nil {
+				gib := (e.VolumeSize.Value() + (1<<30 - 1)) >> 30
+				ebs.VolumeSize = aws.Int32(int32(gib))
+			}
+			if e.VolumeType != nil {
+				ebs.VolumeType = ec2types.VolumeType(*e.VolumeType)
+			}
+			bd.Ebs = ebs
+		}
+		data.BlockDeviceMappings = append(data.BlockDeviceMappings, bd)
+	}
+	ltTags := map[string]string{TagLaunchTemplateCluster: spec.Cluster, cloud.TagClusterPrefix + spec.Cluster: "owned"}
+	if spec.NodeClass != "" {
+		ltTags[cloud.TagNodeClass] = spec.NodeClass
+	}
+	out, err := p.ec2.CreateLaunchTemplate(ctx, &ec2.CreateLaunchTemplateInput{
+		LaunchTemplateName: aws.String(name), LaunchTemplateData: data,
+		TagSpecifications: []ec2types.TagSpecification{{ResourceType: ec2types.ResourceTypeLaunchTemplate, Tags: ec2Tags(ltTags)}},
+	})
+	if err != nil {
+		var ae smithy.APIError
+		if errors.As(err, &ae) && ae.ErrorCode() == "InvalidLaunchTemplateName.AlreadyExistsException" {
+			return p.findLaunchTemplate(ctx, name)
+		}
+		return "", fmt.Errorf("creating launch template %s: %w", name, classify(err))
+	}
+	p.log.Info("created launch template", zap.String("launch-template", name))
+	return aws.ToString(out.LaunchTemplate.LaunchTemplateId), nil
+}
+
+// metadataOptions: the NodeClass's, defaulted as the CRD does, and
+// instance metadata tags always disabled.
+func metadataOptions(m *awsv1.MetadataOptions) *ec2types.LaunchTemplateInstanceMetadataOptionsRequest {
+	out := &ec2types.LaunchTemplateInstanceMetadataOptionsRequest{
+		HttpEndpoint: ec2types.LaunchTemplateInstanceMetadataEndpointStateEnabled, HttpPutResponseHopLimit: aws.Int32(1),
+		HttpTokens: ec2types.LaunchTemplateHttpTokensStateRequired, InstanceMetadataTags: ec2types.LaunchTemplateInstanceMetadataTagsStateDisabled,
+	}
+	if m == nil {
+		return out
+	}
+	if m.HTTPEndpoint != nil {
+		out.HttpEndpoint = ec2types.LaunchTemplateInstanceMetadataEndpointState(*m.HTTPEndpoint)
+	}
+	if m.HTTPPutResponseHopLimit != nil {
+		out.HttpPutResponseHopLimit = aws.Int32(int32(*m.HTTPPutResponseHopLimit))
+	}
+	if m.HTTPTokens != nil {
+		out.HttpTokens = ec2types.LaunchTemplateHttpTokensState(*m.HTTPTokens)
+	}
+	return out
+}
+
+// LaunchTemplates returns the names of the launch templates in the cache.
+func (p *Provider) LaunchTemplates() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return sortedKeys(p.templates)
+}
+
+// DeleteUnusedLaunchTemplates deletes the launch templates this provider
+// has not used for LaunchTemplateTTL, in EC2 and in its cache, and returns
+// their names.
+func (p *Provider) DeleteUnusedLaunchTemplates(ctx context.Context) ([]string, error) {
+	p.ltMu.Lock()
+	defer p.ltMu.Unlock()
+	cutoff := p.now().Add(-p.opts.LaunchTemplateTTL)
+	p.mu.Lock()
+	var stale []string
+	for name, e := range p.templates {
+		if e.lastUsed.Before(cutoff) {
+			stale = append(stale, name)
+		}
+	}
+	p.mu.Unlock()
+	sort.Strings(stale)
+	var deleted []string
+	for _, name := range stale {
+		_, err := p.ec2.DeleteLaunchTemplate(ctx, &ec2.DeleteLaunchTemplateInput{LaunchTemplateName: aws.String(name)})
+		if err != nil && !errors.Is(classify(err), cloud.ErrNotFound) {
+			return deleted, fmt.Errorf("deleting launch template %s: %w", name, classify(err))
+		}
+		p.mu.Lock()
+		delete(p.templates, name)
+		p.mu.Unlock()
+		deleted = append(deleted, name)
+	}
+	return deleted, nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,249 @@
+// Package aws is Joiner's cloud.Provider on EC2 (aws-sdk-go-v2): selector
+// resolution for EC2NodeClasses, launch templates named by a hash of their
+// inputs, CreateFleet (type instant) launches with a ClientToken and tags in
+// the same call, a 3-minute cache of offerings that failed with capacity
+// errors, and spot prices from DescribeSpotPriceHistory.
+package aws
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+	"go.uber.org/zap"
+
+	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
+	"github.com/joiner-dev/joiner/cloud"
+	"github.com/joiner-dev/joiner/cloud/catalog"
+)
+
+// EC2API is the part of EC2 the provider calls (*ec2.Client implements it).
+type EC2API interface {
+	DescribeInstanceTypes(context.Context, *ec2.DescribeInstanceTypesInput, ...func(*ec2.Options)) (*ec2.DescribeInstanceTypesOutput, error)
+	DescribeInstanceTypeOfferings(context.Context, *ec2.DescribeInstanceTypeOfferingsInput, ...func(*ec2.Options)) (*ec2.DescribeInstanceTypeOfferingsOutput, error)
+	DescribeSubnets(context.Context, *ec2.DescribeSubnetsInput, ...func(*ec2.Options)) (*ec2.DescribeSubnetsOutput, error)
+	DescribeSecurityGroups(context.Context, *ec2.DescribeSecurityGroupsInput, ...func(*ec2.Options)) (*ec2.DescribeSecurityGroupsOutput, error)
+	DescribeImages(context.Context, *ec2.DescribeImagesInput, ...func(*ec2.Options)) (*ec2.DescribeImagesOutput, error)
+	DescribeLaunchTemplates(context.Context, *ec2.DescribeLaunchTemplatesInput, ...func(*ec2.Options)) (*ec2.DescribeLaunchTemplatesOutput, error)
+	CreateLaunchTemplate(context.Context, *ec2.CreateLaunchTemplateInput, ...func(*ec2.Options)) (*ec2.CreateLaunchTemplateOutput, error)
+	DeleteLaunchTemplate(context.Context, *ec2.DeleteLaunchTemplateInput, ...func(*ec2.Options)) (*ec2.DeleteLaunchTemplateOutput, error)
+	CreateFleet(context.Context, *ec2.CreateFleetInput, ...func(*ec2.Options)) (*ec2.CreateFleetOutput, error)
+	DescribeInstances(context.Context, *ec2.DescribeInstancesInput, ...func(*ec2.Options)) (*ec2.DescribeInstancesOutput, error)
+	TerminateInstances(context.Context, *ec2.TerminateInstancesInput, ...func(*ec2.Options)) (*ec2.TerminateInstancesOutput, error)
+	CreateTags(context.Context, *ec2.CreateTagsInput, ...func(*ec2.Options)) (*ec2.CreateTagsOutput, error)
+	DescribeSpotPriceHistory(context.Context, *ec2.DescribeSpotPriceHistoryInput, ...func(*ec2.Options)) (*ec2.DescribeSpotPriceHistoryOutput, error)
+}
+
+// SSMAPI is the part of SSM the provider calls (AMI aliases).
+type SSMAPI interface {
+	GetParameter(context.Context, *ssm.GetParameterInput, ...func(*ssm.Options)) (*ssm.GetParameterOutput, error)
+}
+
+// Options configure a Provider.
+type Options struct {
+	EC2 EC2API
+	SSM SSMAPI
+	// Cluster is the cluster name (tags kubernetes.io/cluster/<name>).
+	Cluster string
+	Region  string
+	// KubernetesVersion selects the EKS AMI alias parameters ("1.32").
+	KubernetesVersion string
+	Logger            *zap.Logger
+	// Now is the clock (default time.Now); the capacity-error cache and
+	// the launch-template cache read it.
+	Now func() time.Time
+	// UnavailableTTL is how long an offering stays unavailable after a
+	// capacity error (default 3 minutes).
+	UnavailableTTL time.Duration
+	// CacheTTL bounds selector-resolution and offering caches (default 5m).
+	CacheTTL time.Duration
+	// LaunchTemplateTTL: launch templates unused this long are deleted by
+	// Run (default 1h).
+	LaunchTemplateTTL time.Duration
+	// SpotPriceRefresh is how often Run refreshes spot prices (default 12h).
+	SpotPriceRefresh time.Duration
+}
+
+// Provider implements cloud.Provider on EC2.
+type Provider struct {
+	ec2     EC2API
+	ssm     SSMAPI
+	cluster string
+	region  string
+	k8sVer  string
+	log     *zap.Logger
+	now     func() time.Time
+	opts    Options
+
+	unavailable *unavailableOfferings
+
+	mu        sync.Mutex
+	resolved  map[string]cacheEntry // selector resolution cache
+	offered   map[string][]string   // instance type -> zones offered
+	offeredAt time.Time
+	spot      map[spotKey]float64
+	templates map[string]*ltEntry // launch templates by name
+	ltMu      sync.Mutex          // serialises launch-template creation
+}
+
+var _ cloud.Provider = (*Provider)(nil)
+
+type cacheEntry struct {
+	value   any
+	expires time.Time
+}
+
+type spotKey struct{ instanceType, zone string }
+
+// New returns a Provider.
+func New(opts Options) (*Provider, error) {
+	if opts.EC2 == nil {
+		return nil, errors.New("aws provider: EC2 client is required")
+	}
+	if opts.Cluster == "" {
+		return nil, errors.New("aws provider: cluster name is required")
+	}
+	if opts.Region == "" {
+		opts.Region = catalog.PriceRegion
+	}
+	if opts.KubernetesVersion == "" {
+		opts.KubernetesVersion = "1.32"
+	}
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.UnavailableTTL == 0 {
+		opts.UnavailableTTL = 3 * time.Minute
+	}
+	if opts.CacheTTL == 0 {
+		opts.CacheTTL = 5 * time.Minute
+	}
+	if opts.LaunchTemplateTTL == 0 {
+		opts.LaunchTemplateTTL = time.Hour
+	}
+	if opts.SpotPriceRefresh == 0 {
+		opts.SpotPriceRefresh = 12 * time.Hour
+	}
+	return &Provider{
+		ec2: opts.EC2, ssm: opts.SSM, cluster: opts.Cluster, region: opts.Region, k8sVer: opts.KubernetesVersion,
+		log: opts.Logger.Named("aws"), now: opts.Now, opts: opts,
+		unavailable: &unavailableOfferings{ttl: opts.UnavailableTTL, now: opts.Now, m: map[cloud.OfferingKey]time.Time{}},
+		resolved:    map[string]cacheEntry{}, spot: map[spotKey]float64{}, templates: map[string]*ltEntry{},
+	}, nil
+}
+
+// Run refreshes spot prices (now and every SpotPriceRefresh) and deletes
+// launch templates unused for LaunchTemplateTTL, until ctx ends.
+func (p *Provider) Run(ctx context.Context) error {
+	if err := p.RefreshSpotPrices(ctx); err != nil {
+		p.log.Warn("refreshing spot prices", zap.Error(err))
+	}
+	prices := time.NewTicker(p.opts.SpotPriceRefresh)
+	defer prices.Stop()
+	gc := time.NewTicker(time.Minute)
+	defer gc.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-prices.C:
+			if err := p.RefreshSpotPrices(ctx); err != nil {
+				p.log.Warn("refreshing spot prices", zap.Error(err))
+			}
+		case <-gc.C:
+			if _, err := p.DeleteUnusedLaunchTemplates(ctx); err != nil {
+				p.log.Warn("deleting unused launch templates", zap.Error(err))
+			}
+		}
+	}
+}
+
+// DriftHash is cloud.DriftHash.
+func (p *Provider) DriftHash(nc *awsv1.EC2NodeClass) string { return cloud.DriftHash(nc) }
+
+// Get returns one instance.
+func (p *Provider) Get(ctx context.Context, id string) (cloud.Instance, error) {
+	out, err := p.ec2.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{id}})
+	if err != nil {
+		return cloud.Instance{}, fmt.Errorf("describing instance %s: %w", id, classify(err))
+	}
+	for _, r := range out.Reservations {
+		for _, in := range r.Instances {
+			if aws.ToString(in.InstanceId) == id {
+				return instanceFrom(in), nil
+			}
+		}
+	}
+	return cloud.Instance{}, fmt.Errorf("instance %s: %w", id, cloud.ErrNotFound)
+}
+
+// List returns the cluster's live instances carrying every tag in tags.
+func (p *Provider) List(ctx context.Context, tags map[string]string) ([]cloud.Instance, error) {
+	filters := []ec2types.Filter{
+		{Name: aws.String("tag:" + cloud.TagClusterPrefix + p.cluster), Values: []string{"owned"}},
+		{Name: aws.String("instance-state-name"), Values: []string{"pending", "running", "shutting-down", "stopping", "stopped"}},
+	}
+	for _, k := range sortedKeys(tags) {
+		filters = append(filters, ec2types.Filter{Name: aws.String("tag:" + k), Values: []string{tags[k]}})
+	}
+	var out []cloud.Instance
+	pages := ec2.NewDescribeInstancesPaginator(p.ec2, &ec2.DescribeInstancesInput{Filters: filters})
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("listing instances: %w", classify(err))
+		}
+		for _, r := range page.Reservations {
+			for _, in := range r.Instances {
+				out = append(out, instanceFrom(in))
+			}
+		}
+	}
+	return out, nil
+}
+
+// Terminate terminates an instance; unknown or terminated instances are
+// not an error.
+func (p *Provider) Terminate(ctx context.Context, id string) error {
+	_, err := p.ec2.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{id}})
+	if err != nil {
+		if cerr := classify(err); errors.Is(cerr, cloud.ErrNotFound) {
+			return nil
+		} else {
+			return fmt.Errorf("terminating instance %s: %w", id, cerr)
+		}
+	}
+	return nil
+}
+
+func instanceFrom(in ec2types.Instance) cloud.Instance {
+	out := cloud.Instance{
+		ID: aws.ToString(in.InstanceId), InstanceType: string(in.InstanceType), ImageID: aws.ToString(in.ImageId),
+		SubnetID: aws.ToString(in.SubnetId), Tags: map[string]string{}, CapacityType: "on-demand",
+	}
+	if in.Placement != nil {
+		out.Zone = aws.ToString(in.Placement.AvailabilityZone)
+	}
+	if in.State != nil {
+		out.State = string(in.State.Name)
+	}
+	if in.LaunchTime != nil {
+		out.LaunchTime = *in.LaunchTime
+	}
+	if in.InstanceLifecycle == ec2types.InstanceLifecycleTypeSpot {
+		out.CapacityType = "spot"
+	}
+	for _, t := range in.Tags {
+		out.Tags[aws.ToString(t.Key)] = aws.ToString(t.Value)
+	}
+	return out
+}

@@ -1,0 +1,493 @@
+package aws_test
+
+import (
+	"context"
+	"errors"
+	"net/http/httptest"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
+	"github.com/joiner-dev/joiner/cloud"
+	joineraws "github.com/joiner-dev/joiner/cloud/aws"
+	"github.com/joiner-dev/joiner/cloud/catalog"
+	"github.com/joiner-dev/joiner/cloud/sim"
+)
+
+// fakeClock is a settable clock.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) Add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+type env struct {
+	sim      *sim.Sim
+	provider *joineraws.Provider
+	clock    *fakeClock
+	endpoint string
+}
+
+// newEnv starts a sim on loopback and a provider that reaches it through
+// the real SDK clients (BaseEndpoint, static credentials, us-east-1).
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	s := sim.New(sim.Options{Config: sim.DefaultConfig()})
+	srv := httptest.NewServer(s.Handler())
+	t.Cleanup(srv.Close)
+	creds := credentials.NewStaticCredentialsProvider("AKIDSIM", "secret", "")
+	ec2c := ec2.New(ec2.Options{Region: "us-east-1", BaseEndpoint: aws.String(srv.URL), Credentials: creds})
+	ssmc := ssm.New(ssm.Options{Region: "us-east-1", BaseEndpoint: aws.String(srv.URL), Credentials: creds})
+	clock := &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	p, err := joineraws.New(joineraws.Options{EC2: ec2c, SSM: ssmc, Cluster: "test", Region: "us-east-1",
+		KubernetesVersion: sim.DefaultKubernetesVersion, Now: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &env{sim: s, provider: p, clock: clock, endpoint: srv.URL}
+}
+
+func nodeClass() *awsv1.EC2NodeClass {
+	return &awsv1.EC2NodeClass{
+		ObjectMeta: metav1.ObjectMeta{Name: "default", Generation: 1},
+		Spec: awsv1.EC2NodeClassSpec{
+			SubnetSelectorTerms:        []awsv1.SubnetSelectorTerm{{Tags: map[string]string{sim.DiscoveryTag: "sim"}}},
+			SecurityGroupSelectorTerms: []awsv1.SecurityGroupSelectorTerm{{Name: "sim-nodes"}},
+			AMISelectorTerms:           []awsv1.AMISelectorTerm{{Alias: "al2023@latest"}},
+			Role:                       "KarpenterNodeRole-test",
+		},
+	}
+}
+
+func TestResolve(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	tests := []struct {
+		name    string
+		mutate  func(*awsv1.EC2NodeClass)
+		wantErr error
+		check   func(t *testing.T, r joineraws.Resolved)
+	}{
+		{name: "tags, name, alias", check: func(t *testing.T, r joineraws.Resolved) {
+			if len(r.Subnets) != 3 || len(r.SecurityGroups) != 1 || r.SecurityGroups[0].ID != "sg-0sim0001" {
+				t.Errorf("subnets %v, security groups %v", r.Subnets, r.SecurityGroups)
+			}
+			if r.ImageFor("amd64") != "ami-0sim2023x86" || r.ImageFor("arm64") != "ami-0sim2023arm" {
+				t.Errorf("AMIs %v", r.AMIs)
+			}
+		}},
+		{name: "ids", mutate: func(nc *awsv1.EC2NodeClass) {
+			nc.Spec.SubnetSelectorTerms = []awsv1.SubnetSelectorTerm{{ID: "subnet-0sim0002"}}
+			nc.Spec.SecurityGroupSelectorTerms = []awsv1.SecurityGroupSelectorTerm{{ID: "sg-0sim0001"}}
+			nc.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{ID: "ami-0simbrx86"}}
+		}, check: func(t *testing.T, r joineraws.Resolved) {
+			if len(r.Subnets) != 1 || r.Subnets[0].Zone != "us-east-1b" || len(r.AMIs) != 1 || r.AMIs[0].ID != "ami-0simbrx86" {
+				t.Errorf("resolved %+v", r)
+			}
+		}},
+		{name: "AMI by name and owner, tag wildcard", mutate: func(nc *awsv1.EC2NodeClass) {
+			nc.Spec.SubnetSelectorTerms = []awsv1.SubnetSelectorTerm{{Tags: map[string]string{sim.DiscoveryTag: "*"}}}
+			nc.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{Name: "bottlerocket-*", Owner: "amazon"}}
+		}, check: func(t *testing.T, r joineraws.Resolved) {
+			if len(r.Subnets) != 3 || r.ImageFor("amd64") != "ami-0simbrx86" || r.ImageFor("arm64") != "ami-0simbrarm" {
+				t.Errorf("resolved %+v", r)
+			}
+		}},
+		{name: "al2 alias", mutate: func(nc *awsv1.EC2NodeClass) {
+			nc.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{Alias: "al2@latest"}}
+		}, check: func(t *testing.T, r joineraws.Resolved) {
+			if r.ImageFor("amd64") != "ami-0simal2x86" || r.ImageFor("arm64") != "ami-0simal2arm" {
+				t.Errorf("AMIs %v", r.AMIs)
+			}
+		}},
+		{name: "no subnet", wantErr: joineraws.ErrNoSubnets, mutate: func(nc *awsv1.EC2NodeClass) {
+			nc.Spec.SubnetSelectorTerms = []awsv1.SubnetSelectorTerm{{Tags: map[string]string{sim.DiscoveryTag: "other"}}}
+		}},
+		{name: "no security group", wantErr: joineraws.ErrNoSecurityGroups, mutate: func(nc *awsv1.EC2NodeClass) {
+			nc.Spec.SecurityGroupSelectorTerms = []awsv1.SecurityGroupSelectorTerm{{Name: "nope"}}
+		}},
+		{name: "unknown alias version", wantErr: joineraws.ErrUnknownAlias, mutate: func(nc *awsv1.EC2NodeClass) {
+			nc.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{Alias: "al2023@v19990101"}}
+		}},
+		{name: "unknown alias family", wantErr: joineraws.ErrUnknownAlias, mutate: func(nc *awsv1.EC2NodeClass) {
+			nc.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{Alias: "plan9@latest"}}
+		}},
+		{name: "role missing", wantErr: joineraws.ErrNoRole, mutate: func(nc *awsv1.EC2NodeClass) { nc.Spec.Role = "" }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			nc := nodeClass()
+			if tt.mutate != nil {
+				tt.mutate(nc)
+			}
+			r, err := e.provider.Resolve(ctx, nc)
+			if !errors.Is(err, tt.wantErr) || (tt.wantErr == nil) != (err == nil) {
+				t.Fatalf("Resolve error = %v, want %v", err, tt.wantErr)
+			}
+			if tt.check != nil {
+				tt.check(t, r)
+			}
+			joineraws.ApplyStatus(nc, r, err, metav1.Now())
+			ready := condition(nc, joineraws.ConditionReady)
+			if (err == nil) != (ready.Status == metav1.ConditionTrue) {
+				t.Errorf("Ready = %+v with error %v", ready, err)
+			}
+			if err != nil && !strings.Contains(ready.Message, "=False") {
+				t.Errorf("Ready message %q names no failed condition", ready.Message)
+			}
+		})
+	}
+}
+
+func condition(nc *awsv1.EC2NodeClass, typ string) metav1.Condition {
+	for _, c := range nc.Status.Conditions {
+		if c.Type == typ {
+			return c
+		}
+	}
+	return metav1.Condition{}
+}
+
+func TestStatusConditionNamesTheProblem(t *testing.T) {
+	e := newEnv(t)
+	nc := nodeClass()
+	nc.Spec.SubnetSelectorTerms = []awsv1.SubnetSelectorTerm{{Tags: map[string]string{"team": "none"}}}
+	r, err := e.provider.Resolve(context.Background(), nc)
+	joineraws.ApplyStatus(nc, r, err, metav1.Now())
+	c := condition(nc, joineraws.ConditionSubnetsReady)
+	if c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "no subnet matches subnetSelectorTerms") {
+		t.Errorf("SubnetsReady = %+v", c)
+	}
+	if c := condition(nc, joineraws.ConditionAMIsReady); c.Status != metav1.ConditionTrue {
+		t.Errorf("AMIsReady = %+v", c)
+	}
+}
+
+// spec builds a launch spec from the resolved default NodeClass with the
+// given candidates.
+func (e *env) spec(t *testing.T, token string, cands []cloud.Candidate) cloud.LaunchSpec {
+	t.Helper()
+	r, err := e.provider.Resolve(context.Background(), nodeClass())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sgs := []string{}
+	for _, g := range r.SecurityGroups {
+		sgs = append(sgs, g.ID)
+	}
+	return cloud.LaunchSpec{
+		Cluster: "test", NodeClaim: "default-" + token, NodePool: "default", NodeClass: "default",
+		LaunchID: "intent-" + token, Attempt: 1, ClientToken: "test-" + token, Candidates: cands,
+		Subnets: joineraws.SubnetsByZone(r.Subnets), SecurityGroupIDs: sgs, UserData: []byte("#!/bin/bash\necho hi\n"),
+		InstanceProfile: r.InstanceProfile, Tags: map[string]string{"team": "platform"},
+	}
+}
+
+func cand(it, zone, ct string) cloud.Candidate {
+	e, _ := catalog.Lookup(it)
+	price := e.OnDemandPrice
+	if ct == "spot" {
+		price = catalog.DefaultSpotModel.Price(e, zone)
+	}
+	img := "ami-0sim2023x86"
+	if e.Arch == "arm64" {
+		img = "ami-0sim2023arm"
+	}
+	return cloud.Candidate{InstanceType: it, Zone: zone, CapacityType: ct, Price: price, ImageID: img}
+}
+
+func TestLaunchTemplateReuse(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	cands := []cloud.Candidate{cand("m5.large", "us-east-1a", "on-demand")}
+	for _, tok := range []string{"a", "b"} {
+		if _, err := e.provider.Launch(ctx, e.spec(t, tok, cands)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := e.sim.LaunchTemplateNames(); len(got) != 1 || e.sim.Calls("CreateLaunchTemplate") != 1 {
+		t.Fatalf("launch templates after two equal launches: %v (%d creates)", got, e.sim.Calls("CreateLaunchTemplate"))
+	}
+	s := e.spec(t, "c", cands)
+	s.UserData = []byte("#!/bin/bash\necho changed\n")
+	if _, err := e.provider.Launch(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.sim.LaunchTemplateNames(); len(got) != 2 {
+		t.Fatalf("launch templates after a user data change: %v", got)
+	}
+	// A fresh provider (new leader) finds the template by name instead of
+	// creating it again.
+	p2 := newProviderFor(t, e)
+	if _, err := p2.Launch(ctx, e.spec(t, "d", cands)); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.sim.Calls("CreateLaunchTemplate"); n != 2 {
+		t.Errorf("CreateLaunchTemplate calls = %d, want 2", n)
+	}
+	// Unused templates are deleted after the TTL.
+	e.clock.Add(2 * time.Hour)
+	deleted, err := e.provider.DeleteUnusedLaunchTemplates(ctx)
+	if err != nil || len(deleted) != 2 {
+		t.Fatalf("DeleteUnusedLaunchTemplates = %v, %v", deleted, err)
+	}
+	if got := e.sim.LaunchTemplateNames(); len(got) != 0 {
+		t.Errorf("launch templates left: %v", got)
+	}
+}
+
+func newProviderFor(t *testing.T, e *env) *joineraws.Provider {
+	creds := credentials.NewStaticCredentialsProvider("AKIDSIM", "secret", "")
+	p, err := joineraws.New(joineraws.Options{
+		EC2:     ec2.New(ec2.Options{Region: "us-east-1", BaseEndpoint: aws.String(e.endpoint), Credentials: creds}),
+		SSM:     ssm.New(ssm.Options{Region: "us-east-1", BaseEndpoint: aws.String(e.endpoint), Credentials: creds}),
+		Cluster: "test", KubernetesVersion: sim.DefaultKubernetesVersion, Now: e.clock.Now,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestCreateFleetCarriesTheSixtyCheapestOverrides(t *testing.T) {
+	e := newEnv(t)
+	var cands []cloud.Candidate
+	for _, it := range catalog.InstanceTypes(catalog.Options{}) {
+		for _, o := range it.Offerings {
+			if o.CapacityType == "on-demand" && o.Available {
+				cands = append(cands, cand(it.Name, o.Zone, "on-demand"))
+			}
+		}
+	}
+	if len(cands) < 200 {
+		t.Fatalf("only %d candidates", len(cands))
+	}
+	inst, err := e.provider.Launch(context.Background(), e.spec(t, "many", cands))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := e.sim.LastRequest("CreateFleet")
+	var got []float64
+	for _, cfg := range req.Sub("LaunchTemplateConfigs") {
+		for _, o := range cfg.Sub("Overrides") {
+			c := cand(o.Get("InstanceType"), o.Get("AvailabilityZone"), "on-demand")
+			got = append(got, c.Price)
+		}
+	}
+	if len(got) != joineraws.MaxOverrides {
+		t.Fatalf("CreateFleet carried %d overrides, want %d", len(got), joineraws.MaxOverrides)
+	}
+	all := make([]float64, len(cands))
+	for i, c := range cands {
+		all[i] = c.Price
+	}
+	sort.Float64s(all)
+	sort.Float64s(got)
+	for i := range got {
+		if got[i] != all[i] {
+			t.Fatalf("override %d has price %v, the %d-th cheapest is %v", i, got[i], i, all[i])
+		}
+	}
+	if req.Get("Type") != "instant" || req.Get("OnDemandOptions.AllocationStrategy") != "lowest-price" {
+		t.Errorf("Type=%q OnDemandOptions.AllocationStrategy=%q", req.Get("Type"), req.Get("OnDemandOptions.AllocationStrategy"))
+	}
+	if c := cand(inst.InstanceType, inst.Zone, "on-demand"); c.Price != all[0] {
+		t.Errorf("launched %s in %s at %v, cheapest is %v", inst.InstanceType, inst.Zone, c.Price, all[0])
+	}
+	// Spot uses price-capacity-optimized.
+	spot := []cloud.Candidate{cand("m5.large", "us-east-1a", "spot"), cand("m5.large", "us-east-1a", "on-demand")}
+	inst, err = e.provider.Launch(context.Background(), e.spec(t, "spot", spot))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ = e.sim.LastRequest("CreateFleet")
+	if inst.CapacityType != "spot" || req.Get("SpotOptions.AllocationStrategy") != "price-capacity-optimized" ||
+		req.Get("TargetCapacitySpecification.DefaultTargetCapacityType") != "spot" {
+		t.Errorf("spot launch: %+v, request %v", inst, req.Params)
+	}
+}
+
+func TestClientTokenDedup(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	s := e.spec(t, "same", []cloud.Candidate{cand("m5.large", "us-east-1a", "on-demand"), cand("c5.large", "us-east-1b", "on-demand")})
+	a, err := e.provider.Launch(ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Another provider (a new leader) retries the same spec.
+	b, err := newProviderFor(t, e).Launch(ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.ID != b.ID {
+		t.Errorf("same token launched %s and %s", a.ID, b.ID)
+	}
+	if n := len(e.sim.Instances()); n != 1 {
+		t.Errorf("sim has %d instances, want 1", n)
+	}
+	got, err := e.provider.List(ctx, map[string]string{cloud.TagLaunchID: s.LaunchID})
+	if err != nil || len(got) != 1 || got[0].ID != a.ID {
+		t.Errorf("List by launch-id = %v, %v", got, err)
+	}
+}
+
+func TestCapacityErrorFallbackAndCache(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	nc := nodeClass()
+	r, _ := e.provider.Resolve(ctx, nc)
+	joineraws.ApplyStatus(nc, r, nil, metav1.Now())
+	cheap := cand("m5.large", "us-east-1a", "spot")
+	next := cand("m5.large", "us-east-1b", "spot")
+	od := cand("m5.large", "us-east-1a", "on-demand")
+	e.sim.InjectCapacityError("m5.large", "us-east-1a", "spot", "InsufficientInstanceCapacity")
+
+	inst, err := e.provider.Launch(ctx, e.spec(t, "ice1", []cloud.Candidate{cheap, next, od}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inst.Zone != "us-east-1b" || inst.CapacityType != "spot" {
+		t.Errorf("launched %+v, want the next offering m5.large spot in us-east-1b", inst)
+	}
+	available := func(zone, ct string) bool {
+		its, err := e.provider.InstanceTypes(ctx, nc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, it := range its {
+			if it.Name == "m5.large" {
+				for _, o := range it.Offerings {
+					if o.Zone == zone && o.CapacityType == ct {
+						return o.Available
+					}
+				}
+			}
+		}
+		t.Fatalf("no m5.large %s %s offering", zone, ct)
+		return false
+	}
+	if available("us-east-1a", "spot") {
+		t.Error("the offering that failed is still available")
+	}
+	if !available("us-east-1b", "spot") || !available("us-east-1a", "on-demand") {
+		t.Error("other offerings became unavailable")
+	}
+
+	// Every spot offering out of capacity: the launch falls back to
+	// on-demand in a second call.
+	e.sim.InjectCapacityError("m5.large", "us-east-1b", "spot", "InsufficientInstanceCapacity")
+	inst, err = e.provider.Launch(ctx, e.spec(t, "ice2", []cloud.Candidate{cheap, next, od}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inst.CapacityType != "on-demand" {
+		t.Errorf("launched %+v, want on-demand after spot ran out", inst)
+	}
+	// Nothing left: an InsufficientCapacityError naming the offerings.
+	_, err = e.provider.Launch(ctx, e.spec(t, "ice3", []cloud.Candidate{cheap, next}))
+	var ice *cloud.InsufficientCapacityError
+	if !errors.As(err, &ice) || !errors.Is(err, cloud.ErrInsufficientCapacity) || len(ice.Offerings) != 2 || !cloud.IsRetryable(err) {
+		t.Fatalf("err = %v, want an InsufficientCapacityError for 2 offerings", err)
+	}
+
+	e.clock.Add(3*time.Minute - time.Second)
+	if available("us-east-1a", "spot") {
+		t.Error("offering available again before 3 minutes")
+	}
+	e.clock.Add(2 * time.Second)
+	if !available("us-east-1a", "spot") {
+		t.Error("offering still unavailable after 3 minutes")
+	}
+}
+
+func TestTags(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	s := e.spec(t, "tags", []cloud.Candidate{cand("m5.large", "us-east-1a", "on-demand")})
+	inst, err := e.provider.Launch(ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := e.sim.Instances()[0].Tags
+	want := map[string]string{
+		"Name": s.NodeClaim, "karpenter.sh/nodepool": "default", "karpenter.sh/nodeclaim": s.NodeClaim,
+		"karpenter.k8s.aws/ec2nodeclass": "default", "kubernetes.io/cluster/test": "owned",
+		"joiner.io/launch-id": s.LaunchID, "joiner.io/attempt": "1", "team": "platform",
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("tag %s = %q, want %q (instance %s)", k, got[k], v, inst.ID)
+		}
+	}
+	for _, key := range []string{"karpenter.sh/nodepool", "karpenter.k8s.aws/ec2nodeclass", "kubernetes.io/cluster/other", "joiner.io/attempt"} {
+		bad := e.spec(t, "bad", s.Candidates)
+		bad.Tags = map[string]string{key: "x"}
+		_, err := e.provider.Launch(ctx, bad)
+		if !errors.Is(err, cloud.ErrInvalidSpec) || !strings.Contains(err.Error(), key) || cloud.IsRetryable(err) {
+			t.Errorf("tag %s: err = %v, want a non-retryable error naming the key", key, err)
+		}
+	}
+	if n := e.sim.Calls("CreateFleet"); n != 1 {
+		t.Errorf("CreateFleet calls = %d, want 1 (rejected specs must not reach EC2)", n)
+	}
+}
+
+func TestTerminateIdempotent(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	inst, err := e.provider.Launch(ctx, e.spec(t, "term", []cloud.Candidate{cand("m5.large", "us-east-1a", "on-demand")}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ {
+		if err := e.provider.Terminate(ctx, inst.ID); err != nil {
+			t.Fatalf("terminate #%d: %v", i+1, err)
+		}
+	}
+	if err := e.provider.Terminate(ctx, "i-0000000000000dead"); err != nil {
+		t.Errorf("terminating an unknown instance: %v", err)
+	}
+	got, err := e.provider.Get(ctx, inst.ID)
+	if err != nil || (got.State != "shutting-down" && got.State != "terminated") {
+		t.Errorf("Get after terminate = %+v, %v", got, err)
+	}
+	if _, err := e.provider.Get(ctx, "i-0000000000000dead"); !errors.Is(err, cloud.ErrNotFound) {
+		t.Errorf("Get unknown = %v, want ErrNotFound", err)
+	}
+}
+
+func TestSpotPrices(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	if err := e.provider.RefreshSpotPrices(ctx); err != nil {
+		t.Fatal(err)
+	}
+	its, err := e.provider.InstanceTypes(ctx, nil)
+	if err != nil || len(its) == 0 {
+		t.Fatalf("InstanceTypes = %d, %v", len(its), err)
+	}
+	if e.sim.Calls("DescribeSpotPriceHistory") == 0 {
+		t.Error("no DescribeSpotPriceHistory call")
+	}
+}

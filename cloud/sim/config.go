@@ -1,0 +1,144 @@
+package sim
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/joiner-dev/joiner/cloud/catalog"
+)
+
+// Config is the simulated region: its zones and the tagged subnets,
+// security groups, images and SSM parameters that selector terms resolve
+// against.
+type Config struct {
+	Region         string            `json:"region"`
+	Zones          []string          `json:"zones"`
+	Subnets        []Subnet          `json:"subnets"`
+	SecurityGroups []SecGroup        `json:"securityGroups"`
+	Images         []Image           `json:"images"`
+	Parameters     map[string]string `json:"parameters"`
+	// BootDelay is how long an instance stays pending before it runs and
+	// registers its Node.
+	BootDelay Duration `json:"bootDelay"`
+	// InterruptionNotice is the time between a spot interruption notice and
+	// the instance's termination (EC2: 2 minutes).
+	InterruptionNotice Duration `json:"interruptionNotice"`
+}
+
+// Subnet is a simulated subnet.
+type Subnet struct {
+	ID           string            `json:"id"`
+	Zone         string            `json:"zone"`
+	AvailableIPs int               `json:"availableIPs"`
+	Tags         map[string]string `json:"tags"`
+}
+
+// SecGroup is a simulated security group.
+type SecGroup struct {
+	ID   string            `json:"id"`
+	Name string            `json:"name"`
+	Tags map[string]string `json:"tags"`
+}
+
+// Image is a simulated AMI; Family tells the sim how to read the user data
+// of instances booted from it.
+type Image struct {
+	ID           string            `json:"id"`
+	Name         string            `json:"name"`
+	Owner        string            `json:"owner"`
+	Arch         string            `json:"arch"` // x86_64 or arm64
+	Family       string            `json:"family"`
+	CreationDate string            `json:"creationDate"`
+	Tags         map[string]string `json:"tags"`
+}
+
+// Duration is a time.Duration written as text ("2s") in JSON.
+type Duration struct{ time.Duration }
+
+// UnmarshalJSON reads "2s".
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	d.Duration = v
+	return nil
+}
+
+// MarshalJSON writes "2s".
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
+
+// DiscoveryTag is the tag the default subnets and security group carry.
+const DiscoveryTag = "karpenter.sh/discovery"
+
+// DefaultKubernetesVersion is the version the default SSM parameters are for.
+const DefaultKubernetesVersion = "1.32"
+
+// DefaultConfig: us-east-1 with zones a-c, one subnet per zone and one
+// security group tagged karpenter.sh/discovery=sim, AL2, AL2023 and
+// Bottlerocket images for x86_64 and arm64, and the EKS SSM parameters of
+// those images for DefaultKubernetesVersion.
+func DefaultConfig() Config {
+	region := catalog.PriceRegion
+	zones := catalog.DefaultZones(region)
+	cfg := Config{
+		Region:             region,
+		Zones:              zones,
+		Parameters:         map[string]string{},
+		BootDelay:          Duration{2 * time.Second},
+		InterruptionNotice: Duration{2 * time.Minute},
+	}
+	for i, z := range zones {
+		cfg.Subnets = append(cfg.Subnets, Subnet{
+			ID: fmt.Sprintf("subnet-0sim%04d", i+1), Zone: z, AvailableIPs: 4000 - 100*i,
+			Tags: map[string]string{DiscoveryTag: "sim", "Name": "sim-private-" + z},
+		})
+	}
+	cfg.SecurityGroups = []SecGroup{{ID: "sg-0sim0001", Name: "sim-nodes", Tags: map[string]string{DiscoveryTag: "sim"}}}
+	v := DefaultKubernetesVersion
+	type img struct{ id, name, family, arch, param string }
+	for _, im := range []img{
+		{"ami-0sim2023x86", "amazon-eks-node-al2023-x86_64-standard-" + v + "-v20260101", "AL2023", "x86_64",
+			"/aws/service/eks/optimized-ami/" + v + "/amazon-linux-2023/x86_64/standard/recommended/image_id"},
+		{"ami-0sim2023arm", "amazon-eks-node-al2023-arm64-standard-" + v + "-v20260101", "AL2023", "arm64",
+			"/aws/service/eks/optimized-ami/" + v + "/amazon-linux-2023/arm64/standard/recommended/image_id"},
+		{"ami-0simal2x86", "amazon-eks-node-" + v + "-v20260101", "AL2", "x86_64",
+			"/aws/service/eks/optimized-ami/" + v + "/amazon-linux-2/recommended/image_id"},
+		{"ami-0simal2arm", "amazon-eks-arm64-node-" + v + "-v20260101", "AL2", "arm64",
+			"/aws/service/eks/optimized-ami/" + v + "/amazon-linux-2-arm64/recommended/image_id"},
+		{"ami-0simbrx86", "bottlerocket-aws-k8s-" + v + "-x86_64-v1.30.0", "Bottlerocket", "x86_64",
+			"/aws/service/bottlerocket/aws-k8s-" + v + "/x86_64/latest/image_id"},
+		{"ami-0simbrarm", "bottlerocket-aws-k8s-" + v + "-aarch64-v1.30.0", "Bottlerocket", "arm64",
+			"/aws/service/bottlerocket/aws-k8s-" + v + "/arm64/latest/image_id"},
+	} {
+		cfg.Images = append(cfg.Images, Image{
+			ID: im.id, Name: im.name, Owner: "amazon", Arch: im.arch, Family: im.family,
+			CreationDate: "2026-01-01T00:00:00.000Z", Tags: map[string]string{"joiner.io/sim-family": im.family},
+		})
+		cfg.Parameters[im.param] = im.id
+	}
+	return cfg
+}
+
+// LoadConfig reads a JSON config file; unset fields keep DefaultConfig's
+// values.
+func LoadConfig(path string) (Config, error) {
+	cfg := DefaultConfig()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("reading sim config: %w", err)
+	}
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		return Config{}, fmt.Errorf("parsing sim config %s: %w", path, err)
+	}
+	if len(cfg.Zones) == 0 {
+		return Config{}, fmt.Errorf("sim config %s: zones: empty", path)
+	}
+	return cfg, nil
+}

@@ -1,0 +1,74 @@
+package sim
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// CapacityError is the body of POST /control/capacity-errors.
+type CapacityError struct {
+	InstanceType string `json:"instanceType"`
+	Zone         string `json:"zone"`
+	CapacityType string `json:"capacityType"`
+	// Code is the fleet error code, e.g. InsufficientInstanceCapacity; ""
+	// clears the injected error.
+	Code string `json:"code"`
+}
+
+// InstanceInfo is one instance in GET /control/instances.
+type InstanceInfo struct {
+	ID           string            `json:"id"`
+	InstanceType string            `json:"instanceType"`
+	Zone         string            `json:"zone"`
+	Lifecycle    string            `json:"lifecycle,omitempty"`
+	State        string            `json:"state"`
+	NodeName     string            `json:"nodeName"`
+	Tags         map[string]string `json:"tags"`
+	IMDS         string            `json:"imds"`
+}
+
+func (s *Sim) serveControl(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	p := strings.TrimPrefix(r.URL.Path, "/control/")
+	switch {
+	case p == "capacity-errors" && r.Method == http.MethodPost:
+		var ce CapacityError
+		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16)).Decode(&ce); err != nil {
+			http.Error(w, `{"error":"bad JSON body"}`, http.StatusBadRequest)
+			return
+		}
+		if ce.InstanceType == "" || ce.Zone == "" || (ce.CapacityType != "spot" && ce.CapacityType != "on-demand") {
+			http.Error(w, `{"error":"instanceType, zone and capacityType (spot|on-demand) are required"}`, http.StatusBadRequest)
+			return
+		}
+		s.InjectCapacityError(ce.InstanceType, ce.Zone, ce.CapacityType, ce.Code)
+		_ = json.NewEncoder(w).Encode(ce)
+	case p == "instances" && r.Method == http.MethodGet:
+		_ = json.NewEncoder(w).Encode(s.Instances())
+	case strings.HasPrefix(p, "instances/") && strings.HasSuffix(p, "/interrupt") && r.Method == http.MethodPost:
+		id := strings.TrimSuffix(strings.TrimPrefix(p, "instances/"), "/interrupt")
+		t, err := s.Interrupt(id)
+		if err != nil {
+			http.Error(w, `{"error":"instance not found"}`, http.StatusNotFound)
+			return
+		}
+		_ = json.NewEncoder(w).Encode(map[string]string{"instanceId": id, "action": "terminate", "time": t.Format(time.RFC3339)})
+	default:
+		http.Error(w, `{"error":"unknown control path"}`, http.StatusNotFound)
+	}
+}
+
+// Instances lists every instance the sim launched, in launch order.
+func (s *Sim) Instances() []InstanceInfo {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]InstanceInfo, 0, len(s.order))
+	for _, id := range s.order {
+		in := s.instances[id]
+		out = append(out, InstanceInfo{ID: in.ID, InstanceType: in.Type, Zone: in.Zone, Lifecycle: in.Lifecycle,
+			State: in.State, NodeName: in.NodeName, Tags: maps(in.Tags), IMDS: "/imds/" + in.ID})
+	}
+	return out
+}

@@ -1,0 +1,664 @@
+package sim
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/joiner-dev/joiner/cloud/catalog"
+)
+
+type handler func(*Sim, Request) (response, *apiError)
+
+var ec2Actions map[string]handler
+
+func init() {
+	ec2Actions = map[string]handler{
+		"DescribeInstanceTypes":         (*Sim).describeInstanceTypes,
+		"DescribeInstanceTypeOfferings": (*Sim).describeInstanceTypeOfferings,
+		"DescribeSubnets":               (*Sim).describeSubnets,
+		"DescribeSecurityGroups":        (*Sim).describeSecurityGroups,
+		"DescribeImages":                (*Sim).describeImages,
+		"DescribeLaunchTemplates":       (*Sim).describeLaunchTemplates,
+		"CreateLaunchTemplate":          (*Sim).createLaunchTemplate,
+		"DeleteLaunchTemplate":          (*Sim).deleteLaunchTemplate,
+		"CreateFleet":                   (*Sim).createFleet,
+		"DescribeInstances":             (*Sim).describeInstances,
+		"TerminateInstances":            (*Sim).terminateInstances,
+		"CreateTags":                    (*Sim).createTags,
+		"DescribeSpotPriceHistory":      (*Sim).describeSpotPriceHistory,
+	}
+}
+
+const (
+	vpcID   = "vpc-0sim00000001"
+	ownerID = "123456789012"
+)
+
+func zoneID(zone string) string {
+	return "use1-az" + strconv.Itoa(int(zone[len(zone)-1]-'a')+1)
+}
+
+type describeSubnetsResponse struct {
+	meta
+	Subnets []xSubnet `xml:"subnetSet>item"`
+}
+
+func (s *Sim) describeSubnets(r Request) (response, *apiError) {
+	ids, filters := r.Strings("SubnetId"), r.Filters()
+	out := &describeSubnetsResponse{Subnets: []xSubnet{}}
+	for _, id := range ids {
+		if !s.hasSubnet(id) {
+			return nil, badParam("InvalidSubnetID.NotFound", "The subnet ID '%s' does not exist", id)
+		}
+	}
+	for _, sn := range s.cfg.Subnets {
+		if !inOrAll(ids, sn.ID) {
+			continue
+		}
+		if !matchFilters(filters, sn.Tags, func(name string) []string {
+			switch name {
+			case "subnet-id":
+				return []string{sn.ID}
+			case "availability-zone":
+				return []string{sn.Zone}
+			case "vpc-id":
+				return []string{vpcID}
+			}
+			return nil
+		}) {
+			continue
+		}
+		out.Subnets = append(out.Subnets, xSubnet{
+			SubnetID: sn.ID, AvailabilityZone: sn.Zone, AvailabilityZoneID: zoneID(sn.Zone),
+			AvailableIPs: sn.AvailableIPs, VpcID: vpcID, State: "available", Tags: tagSet(sn.Tags),
+		})
+	}
+	return out, nil
+}
+
+func (s *Sim) hasSubnet(id string) bool {
+	for _, sn := range s.cfg.Subnets {
+		if sn.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Sim) subnet(id string) (Subnet, bool) {
+	for _, sn := range s.cfg.Subnets {
+		if sn.ID == id {
+			return sn, true
+		}
+	}
+	return Subnet{}, false
+}
+
+type describeSecurityGroupsResponse struct {
+	meta
+	Groups []xSecurityGroup `xml:"securityGroupInfo>item"`
+}
+
+func (s *Sim) describeSecurityGroups(r Request) (response, *apiError) {
+	ids, names, filters := r.Strings("GroupId"), r.Strings("GroupName"), r.Filters()
+	out := &describeSecurityGroupsResponse{Groups: []xSecurityGroup{}}
+	for _, g := range s.cfg.SecurityGroups {
+		if !inOrAll(ids, g.ID) || !inOrAll(names, g.Name) {
+			continue
+		}
+		if !matchFilters(filters, g.Tags, func(name string) []string {
+			switch name {
+			case "group-id":
+				return []string{g.ID}
+			case "group-name":
+				return []string{g.Name}
+			case "vpc-id":
+				return []string{vpcID}
+			}
+			return nil
+		}) {
+			continue
+		}
+		out.Groups = append(out.Groups, xSecurityGroup{GroupID: g.ID, GroupName: g.Name, VpcID: vpcID, Tags: tagSet(g.Tags)})
+	}
+	if len(ids) > 0 && len(out.Groups) == 0 {
+		return nil, badParam("InvalidGroup.NotFound", "The security group '%s' does not exist", strings.Join(ids, ","))
+	}
+	return out, nil
+}
+
+type describeImagesResponse struct {
+	meta
+	Images []xImage `xml:"imagesSet>item"`
+}
+
+func (s *Sim) describeImages(r Request) (response, *apiError) {
+	ids, owners, filters := r.Strings("ImageId"), r.Strings("Owner"), r.Filters()
+	out := &describeImagesResponse{Images: []xImage{}}
+	for _, im := range s.cfg.Images {
+		if !inOrAll(ids, im.ID) {
+			continue
+		}
+		if len(owners) > 0 && !anyMatch(owners, []string{im.Owner, ownerOf(im)}) {
+			continue
+		}
+		if !matchFilters(filters, im.Tags, func(name string) []string {
+			switch name {
+			case "image-id":
+				return []string{im.ID}
+			case "name":
+				return []string{im.Name}
+			case "architecture":
+				return []string{im.Arch}
+			case "state":
+				return []string{"available"}
+			case "owner-id":
+				return []string{ownerOf(im)}
+			case "owner-alias":
+				return []string{im.Owner}
+			}
+			return nil
+		}) {
+			continue
+		}
+		out.Images = append(out.Images, xImage{
+			ImageID: im.ID, Name: im.Name, OwnerID: ownerOf(im), OwnerAlias: im.Owner, State: "available",
+			Architecture: im.Arch, CreationDate: im.CreationDate, Tags: tagSet(im.Tags),
+		})
+	}
+	return out, nil
+}
+
+func ownerOf(im Image) string {
+	if im.Owner == "amazon" {
+		return "602401143452"
+	}
+	if im.Owner == "" || im.Owner == "self" {
+		return ownerID
+	}
+	return im.Owner
+}
+
+func (s *Sim) image(id string) (Image, bool) {
+	for _, im := range s.cfg.Images {
+		if im.ID == id {
+			return im, true
+		}
+	}
+	return Image{}, false
+}
+
+type describeLaunchTemplatesResponse struct {
+	meta
+	Templates []xLaunchTemplate `xml:"launchTemplates>item"`
+}
+
+func (lt *launchTemplate) x() xLaunchTemplate {
+	return xLaunchTemplate{ID: lt.ID, Name: lt.Name, CreateTime: lt.Created.UTC().Format(time.RFC3339),
+		DefaultVersion: 1, LatestVersion: 1, Tags: tagSet(lt.Tags)}
+}
+
+func (s *Sim) describeLaunchTemplates(r Request) (response, *apiError) {
+	names, ids, filters := r.Strings("LaunchTemplateName"), r.Strings("LaunchTemplateId"), r.Filters()
+	out := &describeLaunchTemplatesResponse{Templates: []xLaunchTemplate{}}
+	for _, n := range names {
+		if _, ok := s.templates[n]; !ok {
+			return nil, badParam("InvalidLaunchTemplateName.NotFoundException",
+				"At least one of the launch templates specified in the request does not exist.")
+		}
+	}
+	for _, name := range sortedKeys(s.templates) {
+		lt := s.templates[name]
+		if !inOrAll(names, lt.Name) || !inOrAll(ids, lt.ID) {
+			continue
+		}
+		if !matchFilters(filters, lt.Tags, func(n string) []string {
+			switch n {
+			case "launch-template-name":
+				return []string{lt.Name}
+			}
+			return nil
+		}) {
+			continue
+		}
+		out.Templates = append(out.Templates, lt.x())
+	}
+	return out, nil
+}
+
+type launchTemplateResponse struct {
+	meta
+	Template xLaunchTemplate `xml:"launchTemplate"`
+}
+
+func (s *Sim) createLaunchTemplate(r Request) (response, *apiError) {
+	name := r.Get("LaunchTemplateName")
+	if name == "" {
+		return nil, badParam("MissingParameter", "The request must contain the parameter LaunchTemplateName")
+	}
+	if _, ok := s.templates[name]; ok {
+		return nil, badParam("InvalidLaunchTemplateName.AlreadyExistsException",
+			"Launch template name already in use.")
+	}
+	data := r.Struct("LaunchTemplateData")
+	imageID := data.Get("ImageId")
+	if imageID != "" {
+		if _, ok := s.image(imageID); !ok {
+			return nil, badParam("InvalidAMIID.NotFound", "The image id '[%s]' does not exist", imageID)
+		}
+	}
+	var ud []byte
+	if enc := data.Get("UserData"); enc != "" {
+		b, err := base64.StdEncoding.DecodeString(enc)
+		if err != nil {
+			return nil, badParam("InvalidUserData.Malformed", "Invalid BASE64 encoding of user data.")
+		}
+		if len(b) > 16384 {
+			return nil, badParam("InvalidParameterValue", "User data is limited to 16384 bytes")
+		}
+		ud = b
+	}
+	sgs := data.Strings("SecurityGroupId")
+	for _, sg := range sgs {
+		found := false
+		for _, g := range s.cfg.SecurityGroups {
+			found = found || g.ID == sg
+		}
+		if !found {
+			return nil, badParam("InvalidGroup.NotFound", "The security group '%s' does not exist", sg)
+		}
+	}
+	lt := &launchTemplate{
+		ID: s.nextID("lt"), Name: name, Created: s.now(), Tags: r.TagSpecs("TagSpecification")["launch-template"],
+		ImageID: imageID, UserData: ud, SGs: sgs, Data: data,
+	}
+	if lt.Tags == nil {
+		lt.Tags = map[string]string{}
+	}
+	s.templates[name] = lt
+	return &launchTemplateResponse{Template: lt.x()}, nil
+}
+
+func (s *Sim) deleteLaunchTemplate(r Request) (response, *apiError) {
+	name, id := r.Get("LaunchTemplateName"), r.Get("LaunchTemplateId")
+	for n, lt := range s.templates {
+		if (name != "" && n == name) || (id != "" && lt.ID == id) {
+			delete(s.templates, n)
+			return &launchTemplateResponse{Template: lt.x()}, nil
+		}
+	}
+	return nil, badParam("InvalidLaunchTemplateName.NotFoundException",
+		"At least one of the launch templates specified in the request does not exist.")
+}
+
+type createFleetResponse struct {
+	meta
+	FleetID   string           `xml:"fleetId"`
+	Errors    []xFleetError    `xml:"errorSet>item"`
+	Instances []xFleetInstance `xml:"fleetInstanceSet>item"`
+}
+
+type fleetOverride struct {
+	lt     *launchTemplate
+	spec   xLTSpec
+	o      xOverrides
+	price  float64
+	zone   string
+	subnet string
+	image  string
+	itype  string
+}
+
+func paramsHash(r Request) string {
+	keys := sortedKeys(r.Params)
+	h := sha256.New()
+	for _, k := range keys {
+		if k == "ClientToken" {
+			continue
+		}
+		fmt.Fprintf(h, "%s=%q\n", k, r.Params[k])
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func (s *Sim) createFleet(r Request) (response, *apiError) {
+	token := r.Get("ClientToken")
+	ph := paramsHash(r)
+	if token != "" {
+		if prev, ok := s.fleets[token]; ok {
+			if prev.paramsHash != ph {
+				return nil, badParam("IdempotentParameterMismatch",
+					"The client token %s was used with different parameters", token)
+			}
+			body := prev.body
+			return &body, nil
+		}
+		if len(token) > 64 {
+			return nil, badParam("InvalidParameterValue", "ClientToken is longer than 64 characters")
+		}
+	}
+	if t := r.Get("Type"); t != "instant" {
+		return nil, badParam("InvalidParameterValue", "only Type instant is simulated, got %q", t)
+	}
+	capType := r.Get("TargetCapacitySpecification.DefaultTargetCapacityType")
+	if capType != "spot" && capType != "on-demand" {
+		return nil, badParam("InvalidParameterValue", "DefaultTargetCapacityType %q is not spot or on-demand", capType)
+	}
+	if n := r.Int("TargetCapacitySpecification.TotalTargetCapacity", 0); n != 1 {
+		return nil, badParam("InvalidParameterValue", "only TotalTargetCapacity 1 is simulated, got %d", n)
+	}
+	var overrides []fleetOverride
+	for _, c := range r.Sub("LaunchTemplateConfigs") {
+		spec := c.Struct("LaunchTemplateSpecification")
+		var lt *launchTemplate
+		if n := spec.Get("LaunchTemplateName"); n != "" {
+			lt = s.templates[n]
+		} else if id := spec.Get("LaunchTemplateId"); id != "" {
+			for _, t := range s.templates {
+				if t.ID == id {
+					lt = t
+				}
+			}
+		}
+		if lt == nil {
+			return nil, badParam("InvalidLaunchTemplateName.NotFoundException",
+				"The specified launch template, with template name %s, does not exist.", spec.Get("LaunchTemplateName"))
+		}
+		xs := xLTSpec{ID: lt.ID, Name: lt.Name, Version: spec.Get("Version")}
+		for _, o := range c.Sub("Overrides") {
+			fo := fleetOverride{lt: lt, spec: xs, itype: o.Get("InstanceType"), subnet: o.Get("SubnetId"),
+				image: o.Get("ImageId"), zone: o.Get("AvailabilityZone")}
+			if fo.image == "" {
+				fo.image = lt.ImageID
+			}
+			sn, ok := s.subnet(fo.subnet)
+			if !ok {
+				return nil, badParam("InvalidSubnetID.NotFound", "The subnet ID '%s' does not exist", fo.subnet)
+			}
+			fo.zone = sn.Zone
+			fo.o = xOverrides{InstanceType: fo.itype, SubnetID: fo.subnet, AvailabilityZone: fo.zone, ImageID: o.Get("ImageId")}
+			if p := o.Get("Priority"); p != "" {
+				if f, err := strconv.ParseFloat(p, 64); err == nil {
+					fo.o.Priority = &f
+				}
+			}
+			overrides = append(overrides, fo)
+		}
+	}
+	if len(overrides) == 0 {
+		return nil, badParam("InvalidParameterValue", "no launch template overrides")
+	}
+	for i := range overrides {
+		e, ok := s.types[overrides[i].itype]
+		switch {
+		case !ok:
+			overrides[i].price = -1
+		case capType == "spot":
+			overrides[i].price = catalog.DefaultSpotModel.Price(e, overrides[i].zone)
+		default:
+			overrides[i].price = e.OnDemandPrice
+		}
+	}
+	// Both lowest-price and price-capacity-optimized pick the cheapest
+	// offering that has capacity.
+	sort.SliceStable(overrides, func(i, j int) bool { return overrides[i].price < overrides[j].price })
+	out := createFleetResponse{FleetID: "fleet-" + s.nextID("x")[2:]}
+	lifecycle := capType
+	if lifecycle == "on-demand" {
+		lifecycle = "on-demand"
+	}
+	for _, fo := range overrides {
+		lo := xLTAndOverrides{Spec: fo.spec, Overrides: fo.o}
+		if fo.price < 0 {
+			out.Errors = append(out.Errors, xFleetError{LTAndOverrides: lo, Lifecycle: lifecycle, Code: "InvalidParameterValue",
+				Message: fmt.Sprintf("The instance type '%s' is not supported", fo.itype)})
+			continue
+		}
+		if fo.image == "" {
+			out.Errors = append(out.Errors, xFleetError{LTAndOverrides: lo, Lifecycle: lifecycle, Code: "InvalidParameterValue",
+				Message: "no image id in the launch template or the override"})
+			continue
+		}
+		if code, ok := s.capErrors[offeringKey{fo.itype, fo.zone, capType}]; ok {
+			out.Errors = append(out.Errors, xFleetError{LTAndOverrides: lo, Lifecycle: lifecycle, Code: code,
+				Message: fmt.Sprintf("There is no %s capacity available that matches your request (%s in %s).", capType, fo.itype, fo.zone)})
+			continue
+		}
+		in := s.launch(fo, capType, token, r.TagSpecs("TagSpecification")["instance"])
+		out.Instances = append(out.Instances, xFleetInstance{LTAndOverrides: lo, Lifecycle: lifecycle,
+			InstanceIDs: []string{in.ID}, InstanceType: in.Type})
+		break
+	}
+	if token != "" {
+		s.fleets[token] = fleetResult{paramsHash: ph, body: out}
+	}
+	return &out, nil
+}
+
+func (s *Sim) launch(fo fleetOverride, capType, token string, tags map[string]string) *instance {
+	arch := "x86_64"
+	if im, ok := s.image(fo.image); ok {
+		arch = im.Arch
+	}
+	n := len(s.order) + 1
+	ip := fmt.Sprintf("10.0.%d.%d", (n/250)%250, n%250+4)
+	in := &instance{
+		ID: s.nextID("i"), Type: fo.itype, Zone: fo.zone, SubnetID: fo.subnet, ImageID: fo.image,
+		State: "pending", ClientToken: token, PrivateIP: ip, Arch: arch, LaunchTime: s.now().UTC().Truncate(time.Second),
+		BootAt: s.now().Add(s.cfg.BootDelay.Duration), Tags: maps(tags), UserData: fo.lt.UserData,
+		NodeName: "ip-" + strings.ReplaceAll(ip, ".", "-") + ".ec2.internal",
+	}
+	if capType == "spot" {
+		in.Lifecycle = "spot"
+	}
+	s.instances[in.ID] = in
+	s.order = append(s.order, in.ID)
+	s.log.Info("launched instance")
+	return in
+}
+
+var stateCodes = map[string]int{"pending": 0, "running": 16, "shutting-down": 32, "terminated": 48, "stopping": 64, "stopped": 80}
+
+func (in *instance) x() xInstance {
+	return xInstance{
+		InstanceID: in.ID, ImageID: in.ImageID, State: xState{Code: stateCodes[in.State], Name: in.State},
+		PrivateDNSName: in.NodeName, InstanceType: in.Type, LaunchTime: in.LaunchTime.Format(time.RFC3339),
+		AvailabilityZone: in.Zone, SubnetID: in.SubnetID, PrivateIP: in.PrivateIP, Architecture: in.Arch,
+		ClientToken: in.ClientToken, Lifecycle: in.Lifecycle, Tags: tagSet(in.Tags),
+	}
+}
+
+type describeInstancesResponse struct {
+	meta
+	Reservations []xReservation `xml:"reservationSet>item"`
+}
+
+func (s *Sim) describeInstances(r Request) (response, *apiError) {
+	ids, filters := r.Strings("InstanceId"), r.Filters()
+	for _, id := range ids {
+		if _, ok := s.instances[id]; !ok {
+			return nil, badParam("InvalidInstanceID.NotFound", "The instance ID '%s' does not exist", id)
+		}
+	}
+	out := &describeInstancesResponse{Reservations: []xReservation{}}
+	for _, id := range s.order {
+		in := s.instances[id]
+		if !inOrAll(ids, id) {
+			continue
+		}
+		if !matchFilters(filters, in.Tags, func(name string) []string {
+			switch name {
+			case "instance-id":
+				return []string{in.ID}
+			case "instance-state-name":
+				return []string{in.State}
+			case "client-token":
+				return []string{in.ClientToken}
+			case "instance-type":
+				return []string{in.Type}
+			case "availability-zone":
+				return []string{in.Zone}
+			}
+			return nil
+		}) {
+			continue
+		}
+		out.Reservations = append(out.Reservations, xReservation{ReservationID: "r-" + in.ID[2:], OwnerID: ownerID, Instances: []xInstance{in.x()}})
+	}
+	return out, nil
+}
+
+type terminateInstancesResponse struct {
+	meta
+	Changes []xStateChange `xml:"instancesSet>item"`
+}
+
+func (s *Sim) terminateInstances(r Request) (response, *apiError) {
+	ids := r.Strings("InstanceId")
+	if len(ids) == 0 {
+		return nil, badParam("MissingParameter", "The request must contain the parameter InstanceId")
+	}
+	for _, id := range ids {
+		if _, ok := s.instances[id]; !ok {
+			return nil, badParam("InvalidInstanceID.NotFound", "The instance ID '%s' does not exist", id)
+		}
+	}
+	out := &terminateInstancesResponse{}
+	for _, id := range ids {
+		in := s.instances[id]
+		prev := in.State
+		if in.State != "terminated" {
+			in.State = "shutting-down"
+		}
+		out.Changes = append(out.Changes, xStateChange{InstanceID: id,
+			CurrentState: xState{stateCodes[in.State], in.State}, PreviousState: xState{stateCodes[prev], prev}})
+	}
+	return out, nil
+}
+
+type boolResponse struct {
+	meta
+	Return bool `xml:"return"`
+}
+
+func (s *Sim) createTags(r Request) (response, *apiError) {
+	ids, tags := r.Strings("ResourceId"), r.Tags("Tag")
+	for _, id := range ids {
+		switch {
+		case s.instances[id] != nil:
+			for k, v := range tags {
+				s.instances[id].Tags[k] = v
+			}
+		default:
+			found := false
+			for _, lt := range s.templates {
+				if lt.ID == id {
+					found = true
+					for k, v := range tags {
+						lt.Tags[k] = v
+					}
+				}
+			}
+			if !found {
+				return nil, badParam("InvalidID", "The ID '%s' is not valid", id)
+			}
+		}
+	}
+	return &boolResponse{Return: true}, nil
+}
+
+type describeSpotPriceHistoryResponse struct {
+	meta
+	Prices []xSpotPrice `xml:"spotPriceHistorySet>item"`
+}
+
+func (s *Sim) describeSpotPriceHistory(r Request) (response, *apiError) {
+	types, zones := r.Strings("InstanceType"), r.Strings("AvailabilityZone")
+	if z := r.Get("AvailabilityZone"); z != "" {
+		zones = append(zones, z)
+	}
+	ts := s.now().UTC().Truncate(time.Hour).Format(time.RFC3339)
+	out := &describeSpotPriceHistoryResponse{Prices: []xSpotPrice{}}
+	for _, name := range sortedKeys(s.types) {
+		if !inOrAll(types, name) {
+			continue
+		}
+		e := s.types[name]
+		for _, z := range s.cfg.Zones {
+			if !inOrAll(zones, z) {
+				continue
+			}
+			out.Prices = append(out.Prices, xSpotPrice{InstanceType: name, ProductDescription: "Linux/UNIX",
+				SpotPrice: strconv.FormatFloat(catalog.DefaultSpotModel.Price(e, z), 'f', 6, 64), Timestamp: ts, AvailabilityZone: z})
+		}
+	}
+	return out, nil
+}
+
+type describeInstanceTypesResponse struct {
+	meta
+	Types []xInstanceType `xml:"instanceTypeSet>item"`
+}
+
+func (s *Sim) describeInstanceTypes(r Request) (response, *apiError) {
+	names := r.Strings("InstanceType")
+	out := &describeInstanceTypesResponse{Types: []xInstanceType{}}
+	for _, name := range sortedKeys(s.types) {
+		if !inOrAll(names, name) {
+			continue
+		}
+		e := s.types[name]
+		arch := "x86_64"
+		if e.Arch == "arm64" {
+			arch = "arm64"
+		}
+		out.Types = append(out.Types, xInstanceType{InstanceType: name, CurrentGeneration: true, Hypervisor: e.Hypervisor,
+			BareMetal: e.Hypervisor == "", Architectures: []string{arch}, VCPUs: e.VCPU, MemoryMiB: e.MemoryMiB,
+			MaxENIs: e.ENIs, IPv4PerENI: e.IPv4PerENI})
+	}
+	return out, nil
+}
+
+type describeInstanceTypeOfferingsResponse struct {
+	meta
+	Offerings []xTypeOffering `xml:"instanceTypeOfferingSet>item"`
+}
+
+func (s *Sim) describeInstanceTypeOfferings(r Request) (response, *apiError) {
+	lt := r.Get("LocationType")
+	if lt == "" {
+		lt = "region"
+	}
+	filters := r.Filters()
+	out := &describeInstanceTypeOfferingsResponse{Offerings: []xTypeOffering{}}
+	locations := []string{s.cfg.Region}
+	if lt == "availability-zone" {
+		locations = s.cfg.Zones
+	}
+	for _, name := range sortedKeys(s.types) {
+		for _, loc := range locations {
+			if !matchFilters(filters, nil, func(n string) []string {
+				switch n {
+				case "instance-type":
+					return []string{name}
+				case "location":
+					return []string{loc}
+				}
+				return nil
+			}) {
+				continue
+			}
+			out.Offerings = append(out.Offerings, xTypeOffering{InstanceType: name, LocationType: lt, Location: loc})
+		}
+	}
+	return out, nil
+}
+
+var _ = http.StatusOK

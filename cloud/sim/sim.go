@@ -1,0 +1,415 @@
+// Package sim is a simulated EC2 region for tests and the embedded default
+// (`joiner sim`). It speaks the EC2 Query protocol for the actions Joiner's
+// AWS provider calls, and SSM GetParameter for AMI aliases, so the real
+// aws-sdk-go-v2 code path runs against it. Instances "boot" after a delay:
+// with a Kubernetes client the sim registers a Node built from the
+// instance's rendered user data and keeps it Ready; every instance gets
+// AEMM-compatible IMDS paths under /imds/<instance-id>/.
+//
+// Routes (one http.Handler):
+//
+//	POST /                       EC2 Query API; SSM JSON API (X-Amz-Target: AmazonSSM.*)
+//	POST /control/capacity-errors           {"instanceType","zone","capacityType","code"}; code "" clears
+//	POST /control/instances/<id>/interrupt  spot interruption notice, termination after the notice time
+//	GET  /control/instances                 instances as JSON
+//	/imds/<id>/latest/...                    IMDSv2 token and meta-data of one instance
+package sim
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"path"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/joiner-dev/joiner/cloud/catalog"
+)
+
+// Options configure a Sim.
+type Options struct {
+	Config Config
+	// Kube registers Nodes for booted instances; nil runs the sim as a cloud
+	// only.
+	Kube   kubernetes.Interface
+	Logger *zap.Logger
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// Sim is a simulated EC2 region. Its state is in memory.
+type Sim struct {
+	cfg  Config
+	kube kubernetes.Interface
+	log  *zap.Logger
+	now  func() time.Time
+
+	mu        sync.Mutex
+	seq       int
+	instances map[string]*instance
+	order     []string
+	templates map[string]*launchTemplate // by name
+	fleets    map[string]fleetResult     // by client token
+	capErrors map[offeringKey]string
+	types     map[string]catalog.Entry
+	calls     map[string]int
+	last      map[string]Request
+	tokens    map[string]time.Time // IMDSv2 tokens -> expiry
+}
+
+type offeringKey struct{ instanceType, zone, capacityType string }
+
+type instance struct {
+	ID, Type, Zone, SubnetID, ImageID, Lifecycle, State, ClientToken, PrivateIP, Arch string
+	LaunchTime                                                                        time.Time
+	BootAt                                                                            time.Time
+	Tags                                                                              map[string]string
+	UserData                                                                          []byte
+	Interrupted                                                                       *time.Time // spot instance-action time
+	NodeName                                                                          string
+	Registered                                                                        bool
+	LastBeat                                                                          time.Time
+}
+
+type launchTemplate struct {
+	ID, Name string
+	Created  time.Time
+	Tags     map[string]string
+	ImageID  string
+	UserData []byte
+	SGs      []string
+	Data     Request
+}
+
+type fleetResult struct {
+	paramsHash string
+	body       createFleetResponse
+}
+
+// New returns a sim for opts.
+func New(opts Options) *Sim {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
+	}
+	s := &Sim{
+		cfg: opts.Config, kube: opts.Kube, log: opts.Logger.Named("sim"), now: opts.Now,
+		instances: map[string]*instance{}, templates: map[string]*launchTemplate{},
+		fleets: map[string]fleetResult{}, capErrors: map[offeringKey]string{},
+		types: map[string]catalog.Entry{}, calls: map[string]int{}, last: map[string]Request{}, tokens: map[string]time.Time{},
+	}
+	if s.cfg.Region == "" {
+		s.cfg.Region = catalog.PriceRegion
+	}
+	if len(s.cfg.Zones) == 0 {
+		s.cfg.Zones = catalog.DefaultZones(s.cfg.Region)
+	}
+	for _, e := range catalog.Entries() {
+		if e.HasPrice {
+			s.types[e.Name] = e
+		}
+	}
+	return s
+}
+
+// Calls returns how often each action was called.
+func (s *Sim) Calls(action string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.calls[action]
+}
+
+// LastRequest returns the last request of an action.
+func (s *Sim) LastRequest(action string) (Request, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.last[action]
+	return r, ok
+}
+
+// LaunchTemplateNames returns the names of the launch templates that exist.
+func (s *Sim) LaunchTemplateNames() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return sortedKeys(s.templates)
+}
+
+// InjectCapacityError makes launches of (instance type, zone, capacity type)
+// fail with code (e.g. InsufficientInstanceCapacity); code "" clears it.
+func (s *Sim) InjectCapacityError(instanceType, zone, capacityType, code string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := offeringKey{instanceType, zone, capacityType}
+	if code == "" {
+		delete(s.capErrors, k)
+		return
+	}
+	s.capErrors[k] = code
+}
+
+// Interrupt issues a spot interruption notice for an instance: IMDS shows
+// spot/instance-action and the instance terminates after the notice time.
+func (s *Sim) Interrupt(id string) (time.Time, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	in, ok := s.instances[id]
+	if !ok || in.State == "terminated" {
+		return time.Time{}, fmt.Errorf("instance %s: not found", id)
+	}
+	t := s.now().Add(s.cfg.InterruptionNotice.Duration).UTC().Truncate(time.Second)
+	in.Interrupted = &t
+	return t, nil
+}
+
+// Handler serves the EC2/SSM APIs, the control API and IMDS.
+func (s *Sim) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/", s.serveAPI)
+	mux.HandleFunc("/control/", s.serveControl)
+	mux.HandleFunc("/imds/", s.serveIMDS)
+	return mux
+}
+
+func (s *Sim) serveAPI(w http.ResponseWriter, r *http.Request) {
+	reqID := s.requestID()
+	if r.Method != http.MethodPost {
+		writeError(w, http.StatusBadRequest, reqID, "InvalidAction", "only POST is supported")
+		return
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, reqID, "MalformedQueryString", err.Error())
+		return
+	}
+	if target := r.Header.Get("X-Amz-Target"); target != "" {
+		s.serveSSM(w, target, body)
+		return
+	}
+	req, err := ParseQuery(body)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, reqID, "MalformedQueryString", err.Error())
+		return
+	}
+	h, ok := ec2Actions[req.Action]
+	if !ok {
+		writeError(w, http.StatusBadRequest, reqID, "InvalidAction", fmt.Sprintf("the action %s is not valid for this web service", req.Action))
+		return
+	}
+	s.mu.Lock()
+	s.calls[req.Action]++
+	s.last[req.Action] = req
+	out, aerr := h(s, req)
+	s.mu.Unlock()
+	if aerr != nil {
+		writeError(w, aerr.status, reqID, aerr.code, aerr.msg)
+		return
+	}
+	out.setRequestID(reqID)
+	w.Header().Set("Content-Type", "text/xml;charset=UTF-8")
+	var b strings.Builder
+	b.WriteString(xml.Header)
+	enc := xml.NewEncoder(&b)
+	start := xml.StartElement{
+		Name: xml.Name{Local: req.Action + "Response"},
+		Attr: []xml.Attr{{Name: xml.Name{Local: "xmlns"}, Value: ec2NS}},
+	}
+	if err := enc.EncodeElement(out, start); err != nil {
+		writeError(w, http.StatusInternalServerError, reqID, "InternalError", err.Error())
+		return
+	}
+	_, _ = io.WriteString(w, b.String())
+}
+
+func writeError(w http.ResponseWriter, status int, reqID, code, msg string) {
+	w.Header().Set("Content-Type", "text/xml;charset=UTF-8")
+	w.WriteHeader(status)
+	b, _ := xml.Marshal(xErrorResponse{Code: code, Message: msg, RequestID: reqID})
+	_, _ = io.WriteString(w, xml.Header)
+	_, _ = w.Write(b)
+}
+
+type apiError struct {
+	status    int
+	code, msg string
+}
+
+func badParam(code, format string, args ...any) *apiError {
+	return &apiError{status: http.StatusBadRequest, code: code, msg: fmt.Sprintf(format, args...)}
+}
+
+type response interface{ setRequestID(string) }
+
+type meta struct {
+	RequestID string `xml:"requestId"`
+}
+
+func (m *meta) setRequestID(id string) { m.RequestID = id }
+
+func (s *Sim) requestID() string {
+	s.mu.Lock()
+	s.seq++
+	n := s.seq
+	s.mu.Unlock()
+	return fmt.Sprintf("00000000-0000-4000-8000-%012d", n)
+}
+
+// nextID returns prefix-<17 hex> unique in this sim.
+func (s *Sim) nextID(prefix string) string {
+	s.seq++
+	sum := sha256.Sum256([]byte(prefix + strconv.Itoa(s.seq)))
+	return prefix + "-0" + hex.EncodeToString(sum[:])[:16]
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// matchFilters reports whether a resource passes every filter; get returns
+// the resource's values for a filter name (tag:K, tag-key handled here).
+func matchFilters(filters []Filter, tags map[string]string, get func(name string) []string) bool {
+	for _, f := range filters {
+		var have []string
+		switch {
+		case strings.HasPrefix(f.Name, "tag:"):
+			if v, ok := tags[f.Name[4:]]; ok {
+				have = []string{v}
+			}
+		case f.Name == "tag-key":
+			have = sortedKeys(tags)
+		default:
+			have = get(f.Name)
+		}
+		if !anyMatch(f.Values, have) {
+			return false
+		}
+	}
+	return true
+}
+
+func anyMatch(patterns, values []string) bool {
+	for _, p := range patterns {
+		for _, v := range values {
+			if ok, err := path.Match(p, v); (err == nil && ok) || p == v {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func inOrAll(list []string, v string) bool { return len(list) == 0 || slices.Contains(list, v) }
+
+// Run drives time in the sim until ctx ends: boots pending instances after
+// the boot delay (registering their Nodes), renews Node heartbeats,
+// terminates interrupted spot instances at their action time, and deletes
+// the Nodes of terminated instances.
+func (s *Sim) Run(ctx context.Context) error {
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+			s.step(ctx)
+		}
+	}
+}
+
+// heartbeatEvery is how often a booted instance renews its Node's Ready
+// condition and lease.
+const heartbeatEvery = 10 * time.Second
+
+// step advances the sim once.
+func (s *Sim) step(ctx context.Context) {
+	now := s.now()
+	var boot, beat, gone []*instance
+	s.mu.Lock()
+	for _, id := range s.order {
+		in := s.instances[id]
+		switch {
+		case in.State == "pending" && !now.Before(in.BootAt):
+			in.State = "running"
+			boot = append(boot, in)
+		case in.State == "running" && in.Interrupted != nil && !now.Before(*in.Interrupted):
+			in.State = "terminated"
+			gone = append(gone, in)
+		case in.State == "running" && in.Registered && now.Sub(in.LastBeat) >= heartbeatEvery:
+			in.LastBeat = now
+			beat = append(beat, in)
+		case in.State == "shutting-down":
+			in.State = "terminated"
+			gone = append(gone, in)
+		}
+	}
+	snapshot := func(in *instance) instance {
+		c := *in
+		c.Tags = maps(in.Tags)
+		return c
+	}
+	var bootC, beatC, goneC []instance
+	for _, in := range boot {
+		bootC = append(bootC, snapshot(in))
+	}
+	for _, in := range beat {
+		beatC = append(beatC, snapshot(in))
+	}
+	for _, in := range gone {
+		goneC = append(goneC, snapshot(in))
+	}
+	s.mu.Unlock()
+	if s.kube == nil {
+		return
+	}
+	for _, in := range bootC {
+		if err := s.registerNode(ctx, in); err != nil {
+			s.log.Warn("registering node", zap.String("instance-id", in.ID), zap.Error(err))
+			continue
+		}
+		s.mu.Lock()
+		if cur := s.instances[in.ID]; cur != nil {
+			cur.Registered = true
+			cur.LastBeat = now
+		}
+		s.mu.Unlock()
+	}
+	for _, in := range beatC {
+		if err := s.heartbeat(ctx, in); err != nil {
+			s.log.Warn("node heartbeat", zap.String("instance-id", in.ID), zap.Error(err))
+		}
+	}
+	for _, in := range goneC {
+		if err := s.deleteNode(ctx, in); err != nil {
+			s.log.Warn("deleting node", zap.String("instance-id", in.ID), zap.Error(err))
+		}
+	}
+}
+
+func maps(m map[string]string) map[string]string {
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+var errNotFound = errors.New("not found")

@@ -1,0 +1,155 @@
+package sim
+
+import "encoding/xml"
+
+const ec2NS = "http://ec2.amazonaws.com/doc/2016-11-15/"
+
+type xTag struct {
+	Key   string `xml:"key"`
+	Value string `xml:"value"`
+}
+
+func tagSet(tags map[string]string) []xTag {
+	out := make([]xTag, 0, len(tags))
+	for _, k := range sortedKeys(tags) {
+		out = append(out, xTag{Key: k, Value: tags[k]})
+	}
+	return out
+}
+
+type xSubnet struct {
+	SubnetID           string `xml:"subnetId"`
+	AvailabilityZone   string `xml:"availabilityZone"`
+	AvailabilityZoneID string `xml:"availabilityZoneId"`
+	AvailableIPs       int    `xml:"availableIpAddressCount"`
+	VpcID              string `xml:"vpcId"`
+	State              string `xml:"state"`
+	Tags               []xTag `xml:"tagSet>item"`
+}
+
+type xSecurityGroup struct {
+	GroupID   string `xml:"groupId"`
+	GroupName string `xml:"groupName"`
+	VpcID     string `xml:"vpcId"`
+	Tags      []xTag `xml:"tagSet>item"`
+}
+
+type xImage struct {
+	ImageID      string `xml:"imageId"`
+	Name         string `xml:"name"`
+	OwnerID      string `xml:"imageOwnerId"`
+	OwnerAlias   string `xml:"imageOwnerAlias"`
+	State        string `xml:"imageState"`
+	Architecture string `xml:"architecture"`
+	CreationDate string `xml:"creationDate"`
+	Tags         []xTag `xml:"tagSet>item"`
+}
+
+type xLaunchTemplate struct {
+	ID             string `xml:"launchTemplateId"`
+	Name           string `xml:"launchTemplateName"`
+	CreateTime     string `xml:"createTime"`
+	DefaultVersion int64  `xml:"defaultVersionNumber"`
+	LatestVersion  int64  `xml:"latestVersionNumber"`
+	Tags           []xTag `xml:"tagSet>item"`
+}
+
+type xOverrides struct {
+	InstanceType     string   `xml:"instanceType,omitempty"`
+	SubnetID         string   `xml:"subnetId,omitempty"`
+	AvailabilityZone string   `xml:"availabilityZone,omitempty"`
+	ImageID          string   `xml:"imageId,omitempty"`
+	Priority         *float64 `xml:"priority,omitempty"`
+}
+
+type xLTSpec struct {
+	ID      string `xml:"launchTemplateId,omitempty"`
+	Name    string `xml:"launchTemplateName,omitempty"`
+	Version string `xml:"version,omitempty"`
+}
+
+type xLTAndOverrides struct {
+	Spec      xLTSpec    `xml:"launchTemplateSpecification"`
+	Overrides xOverrides `xml:"overrides"`
+}
+
+type xFleetError struct {
+	LTAndOverrides xLTAndOverrides `xml:"launchTemplateAndOverrides"`
+	Lifecycle      string          `xml:"lifecycle"`
+	Code           string          `xml:"errorCode"`
+	Message        string          `xml:"errorMessage"`
+}
+
+type xFleetInstance struct {
+	LTAndOverrides xLTAndOverrides `xml:"launchTemplateAndOverrides"`
+	Lifecycle      string          `xml:"lifecycle"`
+	InstanceIDs    []string        `xml:"instanceIds>item"`
+	InstanceType   string          `xml:"instanceType"`
+}
+
+type xState struct {
+	Code int    `xml:"code"`
+	Name string `xml:"name"`
+}
+
+type xInstance struct {
+	InstanceID       string `xml:"instanceId"`
+	ImageID          string `xml:"imageId"`
+	State            xState `xml:"instanceState"`
+	PrivateDNSName   string `xml:"privateDnsName"`
+	InstanceType     string `xml:"instanceType"`
+	LaunchTime       string `xml:"launchTime"`
+	AvailabilityZone string `xml:"placement>availabilityZone"`
+	SubnetID         string `xml:"subnetId"`
+	PrivateIP        string `xml:"privateIpAddress"`
+	Architecture     string `xml:"architecture"`
+	ClientToken      string `xml:"clientToken,omitempty"`
+	Lifecycle        string `xml:"instanceLifecycle,omitempty"`
+	Tags             []xTag `xml:"tagSet>item"`
+}
+
+type xReservation struct {
+	ReservationID string      `xml:"reservationId"`
+	OwnerID       string      `xml:"ownerId"`
+	Instances     []xInstance `xml:"instancesSet>item"`
+}
+
+type xStateChange struct {
+	InstanceID    string `xml:"instanceId"`
+	CurrentState  xState `xml:"currentState"`
+	PreviousState xState `xml:"previousState"`
+}
+
+type xSpotPrice struct {
+	InstanceType       string `xml:"instanceType"`
+	ProductDescription string `xml:"productDescription"`
+	SpotPrice          string `xml:"spotPrice"`
+	Timestamp          string `xml:"timestamp"`
+	AvailabilityZone   string `xml:"availabilityZone"`
+}
+
+type xInstanceType struct {
+	InstanceType      string   `xml:"instanceType"`
+	CurrentGeneration bool     `xml:"currentGeneration"`
+	Hypervisor        string   `xml:"hypervisor,omitempty"`
+	BareMetal         bool     `xml:"bareMetal"`
+	Architectures     []string `xml:"processorInfo>supportedArchitectures>item"`
+	VCPUs             int      `xml:"vCpuInfo>defaultVCpus"`
+	MemoryMiB         int64    `xml:"memoryInfo>sizeInMiB"`
+	MaxENIs           int      `xml:"networkInfo>maximumNetworkInterfaces"`
+	IPv4PerENI        int      `xml:"networkInfo>ipv4AddressesPerInterface"`
+}
+
+type xTypeOffering struct {
+	InstanceType string `xml:"instanceType"`
+	LocationType string `xml:"locationType"`
+	Location     string `xml:"location"`
+}
+
+// xErrorResponse is EC2's error body.
+type xErrorResponse struct {
+	XMLName   xml.Name `xml:"Response"`
+	Code      string   `xml:"Errors>Error>Code"`
+	Message   string   `xml:"Errors>Error>Message"`
+	RequestID string   `xml:"RequestID"`
+}
