@@ -294,6 +294,27 @@ func TestConstraints(t *testing.T) {
 			in.NodePools[0].Spec.Limits = karpv1.Limits{"nodes": resource.MustParse("1")}
 			return in
 		}, func(t *testing.T, p *Plan) { wantClaims(t, p, 1) }},
+		{"preferred pod affinity honoured", func() *Input {
+			in := input(pods(2, "a", nil, "100m", func(p *corev1.Pod) {
+				p.Spec.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{Weight: 5, PodAffinityTerm: corev1.PodAffinityTerm{LabelSelector: sel, TopologyKey: karpv1.LabelZone}}}}}
+			})...)
+			in.Nodes = []*Node{{Name: "n1", Labels: map[string]string{karpv1.LabelZone: "test-zone-2"}, Pods: []*corev1.Pod{pod("db", app, "", "")}}}
+			return in
+		}, func(t *testing.T, p *Plan) {
+			if z := zones(p); z["test-zone-2"] != 2 {
+				t.Fatalf("zones %v, want both in test-zone-2", z)
+			}
+		}},
+		{"preferred pod affinity to nothing is relaxed", func() *Input {
+			return input(pods(2, "a", nil, "100m", func(p *corev1.Pod) {
+				p.Spec.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{Weight: 5, PodAffinityTerm: corev1.PodAffinityTerm{LabelSelector: sel, TopologyKey: karpv1.LabelZone}}}}}
+			})...)
+		}, func(t *testing.T, p *Plan) { wantClaims(t, p, 1) }},
+		{"required pod affinity to nothing is unschedulable", func() *Input {
+			return input(pods(1, "a", nil, "100m", func(p *corev1.Pod) {
+				p.Spec.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{LabelSelector: sel, TopologyKey: karpv1.LabelZone}}}}
+			})...)
+		}, func(t *testing.T, p *Plan) { wantUnschedulable(t, p, 1, "topology") }},
 		{"nodepool weight", func() *Input {
 			in := input(pod("a", nil, "100m", ""))
 			heavy := nodePool("heavy")

@@ -9,6 +9,24 @@
 // candidate instance types are computed once; instance types are pre-sorted
 // by price per pool; each class keeps a cursor past the claims that can
 // never take it again, so placement is close to linear in pods.
+//
+// Placement order: pods whose required hostname self-anti-affinity forces a
+// node each, then pods with a DoNotSchedule hostname spread, then the rest
+// largest first (cpu plus memory in cpu units), cpu-heavy and memory-heavy
+// pods interleaved. Each pod goes to an existing node or in-flight claim,
+// else to a planned claim whose cheapest candidate already holds it, else
+// to the first planned claim it fits (first fit), else to a new claim from
+// the first compatible NodePool by weight. Preferences (preferred node
+// affinity, preferred pod (anti-)affinity, ScheduleAnyway spreads, extra
+// required node affinity terms) are treated as required and relaxed one at
+// a time, in Karpenter's order, only when the pod fits nowhere.
+//
+// Not modelled (yet): host ports, volume topology (PVC zones, attach
+// limits), non-empty namespaceSelectors in pod affinity terms (the term's
+// namespaces or the pod's namespace are used; an empty selector means all
+// namespaces), nodeAffinityPolicy Ignore and nodeTaintsPolicy Honor (spread
+// domains always honour the pod's node affinity and ignore taints),
+// reserved capacity, and minValues policy BestEffort (minValues is strict).
 package scheduler
 
 import (
