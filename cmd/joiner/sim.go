@@ -1,21 +1,102 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"net"
+	"net/http"
+	"os/signal"
+	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
+	"go.uber.org/zap"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/joiner-dev/joiner/cloud/sim"
 )
 
 func init() { addCommand(newSimCmd) }
 
-// newSimCmd is a placeholder until its issue lands.
-func newSimCmd(*globals) *cobra.Command {
-	return &cobra.Command{
-		Use:                "sim",
-		Short:              "Run a simulated EC2 region on 127.0.0.1 (not implemented yet)",
-		DisableFlagParsing: true,
-		RunE: func(*cobra.Command, []string) error {
-			return fmt.Errorf("sim: %w", errNotImplemented)
+func newSimCmd(g *globals) *cobra.Command {
+	var listen, kubeconfig, configPath string
+	var bootDelay time.Duration
+	cmd := &cobra.Command{
+		Use:   "sim",
+		Short: "Run a simulated EC2 region on 127.0.0.1",
+		Long: `Run a simulated EC2 region: the EC2 Query API subset Joiner's AWS provider calls and SSM
+GetParameter (point the SDK's endpoint at it), tagged subnets, security groups and AMIs (karpenter.sh/discovery=sim
+by default), ClientToken idempotency, injectable capacity errors, spot interruptions and per-instance IMDS.
+With --kubeconfig, booted instances register Nodes built from their user data.
+
+Control API: POST /control/capacity-errors {"instanceType","zone","capacityType","code"},
+POST /control/instances/<id>/interrupt, GET /control/instances; IMDS: /imds/<id>/latest/...`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log, err := g.logger()
+			if err != nil {
+				return err
+			}
+			host, _, err := net.SplitHostPort(listen)
+			if err != nil {
+				return fmt.Errorf("--listen %q: %w", listen, err)
+			}
+			if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+				return fmt.Errorf("--listen %q: the sim binds loopback addresses only", listen)
+			}
+			cfg := sim.DefaultConfig()
+			if configPath != "" {
+				if cfg, err = sim.LoadConfig(configPath); err != nil {
+					return err
+				}
+			}
+			if cmd.Flags().Changed("boot-delay") {
+				cfg.BootDelay = sim.Duration{Duration: bootDelay}
+			}
+			var kube kubernetes.Interface
+			if kubeconfig != "" {
+				rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+				if err != nil {
+					return fmt.Errorf("--kubeconfig %s: %w", kubeconfig, err)
+				}
+				if kube, err = kubernetes.NewForConfig(rc); err != nil {
+					return fmt.Errorf("--kubeconfig %s: %w", kubeconfig, err)
+				}
+			}
+			s := sim.New(sim.Options{Config: cfg, Kube: kube, Logger: log})
+			ln, err := net.Listen("tcp", listen)
+			if err != nil {
+				return fmt.Errorf("listening on %s: %w", listen, err)
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
+			done := make(chan error, 1)
+			go func() { done <- srv.Serve(ln) }()
+			runDone := make(chan struct{})
+			go func() { _ = s.Run(ctx); close(runDone) }()
+			defer func() { stop(); <-runDone }()
+			fmt.Fprintf(cmd.OutOrStdout(), "endpoint: http://%s\n", ln.Addr())
+			log.Info("sim listening", zap.String("endpoint", "http://"+ln.Addr().String()),
+				zap.String("region", cfg.Region), zap.Bool("kubernetes", kube != nil))
+			select {
+			case <-ctx.Done():
+			case err := <-done:
+				if !errors.Is(err, http.ErrServerClosed) {
+					return fmt.Errorf("serving: %w", err)
+				}
+			}
+			shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			return srv.Shutdown(shutdown)
 		},
 	}
+	fl := cmd.Flags()
+	fl.StringVar(&listen, "listen", "127.0.0.1:4566", "address to listen on (loopback only)")
+	fl.StringVar(&kubeconfig, "kubeconfig", "", "cluster to register Nodes in (none: the sim is a cloud only)")
+	fl.StringVar(&configPath, "config", "", "sim config (JSON: region, zones, subnets, securityGroups, images, parameters, bootDelay)")
+	fl.DurationVar(&bootDelay, "boot-delay", 2*time.Second, "time from launch to a running instance and its Node")
+	return cmd
 }
