@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -552,6 +553,73 @@ func TestPlainWorkloadNearLowerBound(t *testing.T) {
 			t.Errorf("%d plain pods: price %.2f is %.3f x the lower bound %.2f", n, plan.TotalPrice, r, lb)
 		} else {
 			t.Logf("%d plain pods: %d nodes, price/lowerbound %.4f", n, len(plan.NodeClaims), r)
+		}
+	}
+}
+
+// randomInput mixes pools (a tainted weighted one, a zone-restricted one
+// with limits), existing nodes with pods, and random constraints.
+func randomInput(seed uint64) *Input {
+	rng := rand.New(rand.NewPCG(seed, 99))
+	in := input()
+	in.InstanceTypes["default"] = fakeTypes(60)
+	for _, it := range in.InstanceTypes["default"][:30] {
+		it.Labels[karpv1.LabelArch] = "arm64"
+	}
+	tainted := nodePool("tainted")
+	tainted.Spec.Weight = ptr(int32(20))
+	tainted.Spec.Template.Spec.Taints = []corev1.Taint{{Key: "team", Value: "a", Effect: corev1.TaintEffectNoSchedule}}
+	zonal := nodePool("zonal")
+	zonal.Spec.Weight = ptr(int32(10))
+	zonal.Spec.Template.Spec.Requirements = []karpv1.NodeSelectorRequirementWithMinValues{{Key: karpv1.LabelZone, Operator: karpv1.OpIn, Values: []string{"test-zone-1", "test-zone-2"}}}
+	zonal.Spec.Limits = karpv1.Limits{corev1.ResourceCPU: resource.MustParse("40"), "nodes": resource.MustParse("6")}
+	in.NodePools = append(in.NodePools, tainted, zonal)
+	alloc := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("8Gi"), corev1.ResourcePods: resource.MustParse("20")}
+	for i := range 3 {
+		n := &Node{Name: fmt.Sprintf("node-%d", i), Allocatable: alloc, Capacity: alloc,
+			Labels: map[string]string{karpv1.LabelZone: fmt.Sprintf("test-zone-%d", i+1), karpv1.LabelArch: "amd64", karpv1.LabelNodePool: "zonal", karpv1.LabelHostname: fmt.Sprintf("node-%d", i)}}
+		n.Pods = []*corev1.Pod{pod(fmt.Sprintf("old-%d", i), map[string]string{"group": fmt.Sprintf("g%d", i)}, "1", "1Gi")}
+		in.Nodes = append(in.Nodes, n)
+	}
+	n := 40 + rng.IntN(80)
+	for i := range n {
+		g := rng.IntN(8)
+		lbl := map[string]string{"group": fmt.Sprintf("g%d", g)}
+		sel := &metav1.LabelSelector{MatchLabels: lbl}
+		p := pod(fmt.Sprintf("p-%03d", i), lbl, benchCPU[rng.IntN(len(benchCPU))], benchMem[rng.IntN(len(benchMem))])
+		switch g {
+		case 1:
+			p.Spec.NodeSelector = map[string]string{karpv1.LabelArch: "arm64"}
+		case 2:
+			p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: karpv1.LabelZone, WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: sel}}
+		case 3:
+			p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{LabelSelector: sel, TopologyKey: karpv1.LabelHostname}}}}
+		case 4:
+			p.Spec.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{LabelSelector: sel, TopologyKey: karpv1.LabelZone}}}}
+		case 5:
+			p.Spec.Tolerations = []corev1.Toleration{{Key: "team", Operator: corev1.TolerationOpEqual, Value: "a"}}
+			p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 2, TopologyKey: karpv1.LabelHostname, WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: sel}}
+		case 6:
+			p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"group": "g0"}}, TopologyKey: karpv1.LabelZone}}}}
+		case 7:
+			p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: karpv1.LabelCapacityType, WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: sel}}
+		}
+		in.Pods = append(in.Pods, p)
+	}
+	return in
+}
+
+func TestRandomProperties(t *testing.T) {
+	for seed := range uint64(40) {
+		in := randomInput(seed)
+		plan := Solve(in)
+		if err := verifyPlan(in, plan); err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		again, _ := json.Marshal(Solve(in))
+		first, _ := json.Marshal(plan)
+		if !bytes.Equal(first, again) {
+			t.Fatalf("seed %d: two runs differ", seed)
 		}
 	}
 }

@@ -142,6 +142,21 @@ func verifyPlan(in *Input, plan *Plan) error {
 		nodesPerPool[nc.NodePool]++
 		addList(usage, nc.NodePool, it.Capacity)
 	}
+	// existing nodes: bound plus nominated pods within allocatable
+	onNode := map[string]corev1.ResourceList{}
+	for _, pl := range all {
+		if n := nodes[pl.node]; n != nil {
+			addList(onNode, pl.node, podNeed(pl.pod))
+		}
+	}
+	for name, need := range onNode {
+		alloc := nodes[name].Allocatable
+		for r, q := range need {
+			if a := alloc[r]; q.Cmp(a) > 0 && !q.IsZero() {
+				return fmt.Errorf("existing node %s: %s requested %s > allocatable %s", name, r, q.String(), a.String())
+			}
+		}
+	}
 	for name := range pods {
 		if !seen[name] {
 			return fmt.Errorf("pod %s missing from the plan", name)
