@@ -316,6 +316,15 @@ func TestConstraints(t *testing.T) {
 				p.Spec.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{LabelSelector: sel, TopologyKey: karpv1.LabelZone}}}}
 			})...)
 		}, func(t *testing.T, p *Plan) { wantUnschedulable(t, p, 1, "topology") }},
+		{"a pod matched by a spread on a key no node has still schedules", func() *Input {
+			a := pod("a", app, "1", "")
+			a.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: "rack", WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: sel}}
+			return input(a, pod("b", app, "100m", ""))
+		}, func(t *testing.T, p *Plan) {
+			if len(p.Unschedulable) != 1 || p.Unschedulable[0].Pod != "default/a" {
+				t.Fatalf("want only a (spread on a missing key) unschedulable:\n%s", dump(p))
+			}
+		}},
 		{"nodepool weight", func() *Input {
 			in := input(pod("a", nil, "100m", ""))
 			heavy := nodePool("heavy")

@@ -189,6 +189,9 @@ type domainRule struct {
 	any       bool
 	forbidden []string
 	prefer    *group // spread group whose least-loaded domain is preferred
+	// optional: the key is pinned only to count this pod in groups it is
+	// a member of; a claim with no value for it may still take the pod
+	optional bool
 }
 
 func (r *domainRule) ok(d string) bool {
@@ -205,7 +208,23 @@ func (s *solver) rules(v *variant) []domainRule {
 	}
 	out := make([]domainRule, len(v.pinKeys))
 	for i, k := range v.pinKeys {
-		out[i] = domainRule{key: k, any: true}
+		out[i] = domainRule{key: k, any: true, optional: true}
+	}
+	own := func(k string) {
+		for i := range out {
+			if out[i].key == k {
+				out[i].optional = false
+			}
+		}
+	}
+	for _, sc := range v.spreads {
+		own(sc.g.key)
+	}
+	for _, g := range v.affs {
+		own(g.key)
+	}
+	for _, g := range v.antis {
+		own(g.key)
 	}
 	rule := func(k string) *domainRule {
 		for i := range out {
@@ -283,6 +302,7 @@ func (s *solver) rules(v *variant) []domainRule {
 			for d, n := range g.owners {
 				if n > 0 {
 					r.forbidden = append(r.forbidden, d)
+					r.optional = false
 				}
 			}
 		}
@@ -421,6 +441,9 @@ func (s *solver) check(cl *claim, v *variant, rules []domainRule, noUpgrade bool
 		nonMono = true
 		d, ok := s.pickDomain(cl, cp, reqs, r, used, noUpgrade)
 		if !ok {
+			if r.optional && len(cp.domainsOf(r.key)) == 0 {
+				continue // no node here has the key: nothing to count
+			}
 			return verdict{}
 		}
 		reqs, dirty = reqs.Add(requirements.MustNew(r.key, requirements.OpIn, d)), true
@@ -557,6 +580,9 @@ func (s *solver) checkExisting(cl *claim, v *variant, rules []domainRule, used v
 	}
 	for i := range rules {
 		d, has := n.Labels[rules[i].key]
+		if !has && rules[i].optional {
+			continue
+		}
 		if !has || !rules[i].ok(d) {
 			return verdict{}
 		}
