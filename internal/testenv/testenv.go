@@ -269,12 +269,26 @@ func unavailable(opts Options) string {
 func start(dir string, opts Options) (*Env, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
-	env := &Env{Dir: dir}
-	err := env.launch(ctx, opts)
-	if err != nil && len(env.procs) == 0 {
-		return nil, err
+	for attempt := 1; ; attempt++ {
+		d := dir
+		if attempt > 1 {
+			d = filepath.Join(dir, "retry"+strconv.Itoa(attempt))
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				return nil, err
+			}
+		}
+		env := &Env{Dir: d}
+		err := env.launch(ctx, opts)
+		// A free port can be taken between probing and binding: start afresh.
+		if err != nil && attempt < 3 && strings.Contains(err.Error(), "address already in use") {
+			env.Stop()
+			continue
+		}
+		if err != nil && len(env.procs) == 0 {
+			return nil, err
+		}
+		return env, err
 	}
-	return env, err
 }
 
 func (e *Env) launch(ctx context.Context, opts Options) error {
