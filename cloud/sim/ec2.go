@@ -5,11 +5,12 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
-	"net/http"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"go.uber.org/zap"
 
 	"github.com/joiner-dev/joiner/cloud/catalog"
 )
@@ -411,9 +412,6 @@ func (s *Sim) createFleet(r Request) (response, *apiError) {
 	sort.SliceStable(overrides, func(i, j int) bool { return overrides[i].price < overrides[j].price })
 	out := createFleetResponse{FleetID: "fleet-" + s.nextID("x")[2:]}
 	lifecycle := capType
-	if lifecycle == "on-demand" {
-		lifecycle = "on-demand"
-	}
 	for _, fo := range overrides {
 		lo := xLTAndOverrides{Spec: fo.spec, Overrides: fo.o}
 		if fo.price < 0 {
@@ -460,7 +458,8 @@ func (s *Sim) launch(fo fleetOverride, capType, token string, tags map[string]st
 	}
 	s.instances[in.ID] = in
 	s.order = append(s.order, in.ID)
-	s.log.Info("launched instance")
+	s.log.Info("launched instance", zap.String("instance-id", in.ID), zap.String("instance-type", in.Type),
+		zap.String("zone", in.Zone), zap.String("capacity-type", capType))
 	return in
 }
 
@@ -660,5 +659,3 @@ func (s *Sim) describeInstanceTypeOfferings(r Request) (response, *apiError) {
 	}
 	return out, nil
 }
-
-var _ = http.StatusOK

@@ -20,7 +20,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/xml"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -411,5 +410,3 @@ func maps(m map[string]string) map[string]string {
 	}
 	return out
 }
-
-var errNotFound = errors.New("not found")
