@@ -284,8 +284,13 @@ func (r *Requirement) NodeSelectorRequirements() []corev1.NodeSelectorRequiremen
 	var out []corev1.NodeSelectorRequirement
 	key := r.Key
 	switch {
-	case !r.complement && len(r.values) == 0:
+	case !r.complement && len(r.values) == 0 && r.absentOK:
 		return append(out, corev1.NodeSelectorRequirement{Key: key, Operator: corev1.NodeSelectorOpDoesNotExist})
+	case !r.complement && len(r.values) == 0:
+		// nothing satisfies it: a contradiction Kubernetes can express
+		return append(out,
+			corev1.NodeSelectorRequirement{Key: key, Operator: corev1.NodeSelectorOpExists},
+			corev1.NodeSelectorRequirement{Key: key, Operator: corev1.NodeSelectorOpDoesNotExist})
 	case !r.complement:
 		return append(out, corev1.NodeSelectorRequirement{Key: key, Operator: corev1.NodeSelectorOpIn, Values: slices.Clone(r.values)})
 	}
@@ -309,6 +314,8 @@ func (r *Requirement) String() string {
 	var b strings.Builder
 	b.WriteString(r.Key)
 	switch {
+	case !r.complement && len(r.values) == 0 && !r.absentOK:
+		b.WriteString(" In []")
 	case !r.complement && len(r.values) == 0:
 		b.WriteString(" DoesNotExist")
 	case !r.complement:
