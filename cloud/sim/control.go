@@ -55,6 +55,21 @@ func (s *Sim) serveControl(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		_ = json.NewEncoder(w).Encode(map[string]string{"instanceId": id, "action": "terminate", "time": t.Format(time.RFC3339)})
+	case strings.HasPrefix(p, "instances/") && strings.HasSuffix(p, "/imds") && r.Method == http.MethodPost:
+		id := strings.TrimSuffix(strings.TrimPrefix(p, "instances/"), "/imds")
+		s.mu.Lock()
+		ctx := s.runCtx
+		s.mu.Unlock()
+		if ctx == nil {
+			http.Error(w, `{"error":"the sim is not running"}`, http.StatusServiceUnavailable)
+			return
+		}
+		endpoint, err := s.ServeIMDS(ctx, id)
+		if err != nil {
+			http.Error(w, `{"error":"instance not found"}`, http.StatusNotFound)
+			return
+		}
+		_ = json.NewEncoder(w).Encode(map[string]string{"instanceId": id, "endpoint": endpoint})
 	default:
 		http.Error(w, `{"error":"unknown control path"}`, http.StatusNotFound)
 	}

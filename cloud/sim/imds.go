@@ -1,9 +1,12 @@
 package sim
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -93,4 +96,37 @@ func (s *Sim) serveIMDS(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.NotFound(w, r)
+}
+
+// IMDSHandler serves one instance's IMDS at the root (/latest/...), the way
+// EC2 and amazon-ec2-metadata-mock do: the SDK's IMDS client replaces the
+// endpoint's path, so an agent needs an endpoint of its own.
+func (s *Sim) IMDSHandler(id string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r2 := r.Clone(r.Context())
+		r2.URL.Path = "/imds/" + id + r.URL.Path
+		s.serveIMDS(w, r2)
+	})
+}
+
+// ServeIMDS serves an instance's IMDS on its own loopback port until ctx
+// ends and returns its endpoint (http://127.0.0.1:PORT).
+func (s *Sim) ServeIMDS(ctx context.Context, id string) (string, error) {
+	s.mu.Lock()
+	_, ok := s.instances[id]
+	s.mu.Unlock()
+	if !ok {
+		return "", fmt.Errorf("instance %s: not found", id)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("IMDS listener for %s: %w", id, err)
+	}
+	srv := &http.Server{Handler: s.IMDSHandler(id), ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	go func() {
+		<-ctx.Done()
+		_ = srv.Close()
+	}()
+	return "http://" + ln.Addr().String(), nil
 }

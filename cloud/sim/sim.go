@@ -12,6 +12,7 @@
 //	POST /control/capacity-errors           {"instanceType","zone","capacityType","code"}; code "" clears
 //	POST /control/instances/<id>/interrupt  spot interruption notice, termination after the notice time
 //	GET  /control/instances                 instances as JSON
+//	POST /control/instances/<id>/imds       serve the instance's IMDS on its own loopback port
 //	/imds/<id>/latest/...                    IMDSv2 token and meta-data of one instance
 package sim
 
@@ -66,6 +67,7 @@ type Sim struct {
 	calls     map[string]int
 	last      map[string]Request
 	tokens    map[string]time.Time // IMDSv2 tokens -> expiry
+	runCtx    context.Context      // set while Run runs; owns IMDS listeners
 }
 
 type offeringKey struct{ instanceType, zone, capacityType string }
@@ -322,6 +324,9 @@ func inOrAll(list []string, v string) bool { return len(list) == 0 || slices.Con
 // terminates interrupted spot instances at their action time, and deletes
 // the Nodes of terminated instances.
 func (s *Sim) Run(ctx context.Context) error {
+	s.mu.Lock()
+	s.runCtx = ctx
+	s.mu.Unlock()
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
 	for {
