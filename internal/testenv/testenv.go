@@ -70,7 +70,9 @@ type Options struct {
 	// garbage collection, node lifecycle...).
 	ControllerManager bool
 	// Controllers is kube-controller-manager's --controllers list; empty means
-	// its defaults ("*"). E.g. []string{"*", "-nodelifecycle"}.
+	// its defaults ("*"). The node lifecycle controller marks fake Nodes whose
+	// Ready heartbeat is not renewed NotReady (and taints them unreachable)
+	// after about 50 s; []string{"*", "-node-lifecycle-controller"} turns it off.
 	Controllers []string
 	// Scheduler runs kube-scheduler so pods bind to (possibly fake) Nodes.
 	Scheduler bool

@@ -12,7 +12,13 @@ import (
 
 var shared testenv.Shared
 
-func TestMain(m *testing.M) { testenv.Main(m, &shared, testenv.Options{CRDs: true}) }
+func TestMain(m *testing.M) {
+	testenv.Main(m, &shared, testenv.Options{
+		CRDs:              true,
+		ControllerManager: true,
+		Controllers:       []string{"*", "-node-lifecycle-controller"},
+	})
+}
 
 func TestSharedEnvServesCRDs(t *testing.T) {
 	env := shared.Env(t)
