@@ -45,8 +45,8 @@ type claim struct {
 	free    vec // existing nodes: allocatable
 	merged  []*classPool
 	pods    []string
-	own     vec // capacity counted against pool limits
-	pinned  map[string]string
+	own     vec    // capacity counted against pool limits
+	hostKey string // see host
 }
 
 // Solve computes a Plan. It is deterministic and does not modify in.
@@ -413,7 +413,7 @@ func (s *solver) check(cl *claim, v *variant, rules []domainRule, noUpgrade bool
 		return verdict{monotone: true}
 	}
 	// hostname topology (monotone except affinity)
-	if !s.hostnameOK(cl.name, v) {
+	if !s.hostnameOK(cl.host(), v) {
 		return verdict{monotone: !s.hasHostAffinity(v)}
 	}
 	reqs, dirty := cl.reqs, false
@@ -648,7 +648,7 @@ func (s *solver) commit(cl *claim, v *variant, p *corev1.Pod, vd verdict) {
 // domain is the value of key on a claim when it is known.
 func (s *solver) domain(cl *claim, key string) (string, bool) {
 	if key == karpv1.LabelHostname {
-		return cl.name, true
+		return cl.host(), true
 	}
 	if cl.node != nil {
 		d, ok := cl.node.Labels[key]
@@ -925,4 +925,18 @@ func (s *solver) placeAll() {
 		cpuSum += float64(c.req[resCPU])
 		memSum += float64(c.req[resMemory]) / s.memPerMilli
 	}
+}
+
+// host is the claim's hostname topology domain. Planned claims get a name
+// no Node can have ("/" is not allowed in node names), so they never share
+// a domain with an existing node of the same name.
+func (cl *claim) host() string {
+	if cl.hostKey == "" {
+		if cl.node != nil {
+			cl.hostKey = cl.name
+		} else {
+			cl.hostKey = "nodeclaim/" + cl.name
+		}
+	}
+	return cl.hostKey
 }
