@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"time"
@@ -159,8 +160,23 @@ func derivedToken(token string, n int) string {
 
 // chooseOverrides picks spot when any spot candidate remains, else
 // on-demand, and returns that capacity type's candidates sorted by price
-// (ties: type, zone), one per (type, zone), at most MaxOverrides.
+// (ties: type, zone), one per (type, zone), at most MaxOverrides. When
+// on-demand candidates exist too, spot candidates priced above the cheapest
+// on-demand one are dropped (Karpenter's spot-offering filter).
 func chooseOverrides(cands []cloud.Candidate) (string, []cloud.Candidate) {
+	minOD := math.Inf(1)
+	for _, c := range cands {
+		if c.CapacityType == "on-demand" && c.Price < minOD {
+			minOD = c.Price
+		}
+	}
+	var filtered []cloud.Candidate
+	for _, c := range cands {
+		if c.CapacityType != "spot" || c.Price <= minOD {
+			filtered = append(filtered, c)
+		}
+	}
+	cands = filtered
 	capType := "on-demand"
 	for _, c := range cands {
 		if c.CapacityType == "spot" {
@@ -465,6 +481,56 @@ func metadataOptions(m *awsv1.MetadataOptions) *ec2types.LaunchTemplateInstanceM
 		out.HttpTokens = ec2types.LaunchTemplateHttpTokensState(*m.HTTPTokens)
 	}
 	return out
+}
+
+// HydrateLaunchTemplates adds the cluster's launch templates in EC2 (tag
+// joiner.io/cluster) to the cache as used now, so that templates a previous
+// leader created are deleted once unused for LaunchTemplateTTL.
+func (p *Provider) HydrateLaunchTemplates(ctx context.Context) error {
+	pages := ec2.NewDescribeLaunchTemplatesPaginator(p.ec2, &ec2.DescribeLaunchTemplatesInput{
+		Filters: []ec2types.Filter{{Name: aws.String("tag:" + TagLaunchTemplateCluster), Values: []string{p.cluster}}},
+	})
+	now := p.now()
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return fmt.Errorf("listing launch templates: %w", classify(err))
+		}
+		p.mu.Lock()
+		for _, lt := range page.LaunchTemplates {
+			name := aws.ToString(lt.LaunchTemplateName)
+			if _, ok := p.templates[name]; !ok {
+				p.templates[name] = &ltEntry{id: aws.ToString(lt.LaunchTemplateId), name: name, lastUsed: now}
+			}
+		}
+		p.mu.Unlock()
+	}
+	return nil
+}
+
+// DeleteLaunchTemplatesFor deletes every launch template of a NodeClass
+// (tag karpenter.k8s.aws/ec2nodeclass), e.g. when it is deleted.
+func (p *Provider) DeleteLaunchTemplatesFor(ctx context.Context, nodeClass string) error {
+	p.ltMu.Lock()
+	defer p.ltMu.Unlock()
+	out, err := p.ec2.DescribeLaunchTemplates(ctx, &ec2.DescribeLaunchTemplatesInput{Filters: []ec2types.Filter{
+		{Name: aws.String("tag:" + TagLaunchTemplateCluster), Values: []string{p.cluster}},
+		{Name: aws.String("tag:" + cloud.TagNodeClass), Values: []string{nodeClass}},
+	}})
+	if err != nil {
+		return fmt.Errorf("listing launch templates of nodeclass %s: %w", nodeClass, classify(err))
+	}
+	for _, lt := range out.LaunchTemplates {
+		name := aws.ToString(lt.LaunchTemplateName)
+		if _, err := p.ec2.DeleteLaunchTemplate(ctx, &ec2.DeleteLaunchTemplateInput{LaunchTemplateName: aws.String(name)}); err != nil &&
+			!errors.Is(classify(err), cloud.ErrNotFound) {
+			return fmt.Errorf("deleting launch template %s: %w", name, classify(err))
+		}
+		p.mu.Lock()
+		delete(p.templates, name)
+		p.mu.Unlock()
+	}
+	return nil
 }
 
 // LaunchTemplates returns the names of the launch templates in the cache.

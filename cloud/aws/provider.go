@@ -141,9 +141,12 @@ func New(opts Options) (*Provider, error) {
 	}, nil
 }
 
-// Run refreshes spot prices (now and every SpotPriceRefresh) and deletes
+// Run adopts the cluster's existing launch templates, refreshes spot prices (now and every SpotPriceRefresh) and deletes
 // launch templates unused for LaunchTemplateTTL, until ctx ends.
 func (p *Provider) Run(ctx context.Context) error {
+	if err := p.HydrateLaunchTemplates(ctx); err != nil {
+		p.log.Warn("listing launch templates", zap.Error(err))
+	}
 	if err := p.RefreshSpotPrices(ctx); err != nil {
 		p.log.Warn("refreshing spot prices", zap.Error(err))
 	}

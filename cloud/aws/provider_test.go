@@ -491,3 +491,46 @@ func TestSpotPrices(t *testing.T) {
 		t.Error("no DescribeSpotPriceHistory call")
 	}
 }
+
+func TestSpotPricedAboveOnDemandIsDropped(t *testing.T) {
+	e := newEnv(t)
+	dear := cand("c5.large", "us-east-1a", "spot")
+	dear.Price = 5 // above every on-demand candidate
+	inst, err := e.provider.Launch(context.Background(), e.spec(t, "dear", []cloud.Candidate{dear, cand("m5.large", "us-east-1b", "on-demand")}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inst.CapacityType != "on-demand" || inst.InstanceType != "m5.large" {
+		t.Errorf("launched %+v, want on-demand m5.large", inst)
+	}
+}
+
+func TestLaunchTemplatesOfAPreviousLeader(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	if _, err := e.provider.Launch(ctx, e.spec(t, "lt", []cloud.Candidate{cand("m5.large", "us-east-1a", "on-demand")})); err != nil {
+		t.Fatal(err)
+	}
+	p2 := newProviderFor(t, e)
+	if err := p2.HydrateLaunchTemplates(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := p2.LaunchTemplates(), e.sim.LaunchTemplateNames(); len(got) != 1 || got[0] != want[0] {
+		t.Fatalf("hydrated %v, sim has %v", got, want)
+	}
+	if err := p2.DeleteLaunchTemplatesFor(ctx, "other"); err != nil || len(e.sim.LaunchTemplateNames()) != 1 {
+		t.Fatalf("deleting another nodeclass's templates: %v, left %v", err, e.sim.LaunchTemplateNames())
+	}
+	if err := p2.DeleteLaunchTemplatesFor(ctx, "default"); err != nil || len(e.sim.LaunchTemplateNames()) != 0 {
+		t.Fatalf("DeleteLaunchTemplatesFor: %v, left %v", err, e.sim.LaunchTemplateNames())
+	}
+	// The first provider's cache still names the deleted template: its next
+	// launch hits InvalidLaunchTemplateName.NotFoundException, forgets the
+	// cache and retries once with a recreated template.
+	if _, err := e.provider.Launch(ctx, e.spec(t, "lt2", []cloud.Candidate{cand("m5.large", "us-east-1a", "on-demand")})); err != nil {
+		t.Fatalf("launch after the template was deleted behind the cache: %v", err)
+	}
+	if n := len(e.sim.LaunchTemplateNames()); n != 1 {
+		t.Errorf("launch templates after the retry: %d", n)
+	}
+}
