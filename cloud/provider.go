@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -59,9 +60,14 @@ var restrictedTagPrefixes = []string{"karpenter.sh/", "karpenter.k8s.aws/", "kub
 
 // ValidateUserTags rejects user tags whose keys Joiner owns.
 func ValidateUserTags(tags map[string]string) error {
+	keys := make([]string, 0, len(tags))
 	for k := range tags {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
 		if k == "" {
-			return fmt.Errorf("tags: empty key: %w", ErrInvalidSpec)
+			return fmt.Errorf("tags[%q]: empty key: %w", k, ErrInvalidSpec)
 		}
 		for _, p := range restrictedTagPrefixes {
 			if strings.HasPrefix(k, p) {

@@ -1,0 +1,44 @@
+package aws
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/aws/smithy-go"
+
+	"github.com/joiner-dev/joiner/cloud"
+)
+
+func TestClassify(t *testing.T) {
+	api := func(code string, fault smithy.ErrorFault) error {
+		return &smithy.GenericAPIError{Code: code, Message: "m", Fault: fault}
+	}
+	for _, tt := range []struct {
+		err       error
+		is        error
+		retryable bool
+	}{
+		{api("InvalidInstanceID.NotFound", smithy.FaultClient), cloud.ErrNotFound, false},
+		{api("InvalidLaunchTemplateName.NotFoundException", smithy.FaultClient), cloud.ErrNotFound, false},
+		{api("RequestLimitExceeded", smithy.FaultClient), cloud.ErrRetryable, true},
+		{api("SomethingBroke", smithy.FaultServer), cloud.ErrRetryable, true},
+		{api("InsufficientInstanceCapacity", smithy.FaultClient), cloud.ErrInsufficientCapacity, true},
+		{api("UnauthorizedOperation", smithy.FaultClient), nil, false},
+		{api("IdempotentParameterMismatch", smithy.FaultClient), nil, false},
+		{errors.New("connection refused"), cloud.ErrRetryable, true},
+		{fmt.Errorf("x: %w", context.Canceled), context.Canceled, false},
+	} {
+		got := classify(tt.err)
+		if tt.is != nil && !errors.Is(got, tt.is) {
+			t.Errorf("classify(%v) = %v, want %v", tt.err, got, tt.is)
+		}
+		if cloud.IsRetryable(got) != tt.retryable {
+			t.Errorf("classify(%v) retryable = %v", tt.err, cloud.IsRetryable(got))
+		}
+		if !errors.Is(got, tt.err) {
+			t.Errorf("classify(%v) lost the cause", tt.err)
+		}
+	}
+}
