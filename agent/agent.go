@@ -89,6 +89,9 @@ type Config struct {
 	// MetricsAddr serves /metrics and /healthz ("" = off).
 	MetricsAddr string
 	Version     string
+	// ReleaseStartupPages pages out the executable's start-up-only code and
+	// read-only data once the agent is ready (Linux; see releaseStartupPages).
+	ReleaseStartupPages bool
 }
 
 // Agent is a running node agent.
@@ -233,6 +236,13 @@ func (a *Agent) Run(ctx context.Context) error {
 		log.Warn("no coordinator endpoints: interruption notices will not be reported")
 	}
 	a.notify.send(daemon.SdNotifyReady + "\nSTATUS=watching IMDS")
+	if a.cfg.ReleaseStartupPages {
+		if n, err := releaseStartupPages(); err != nil {
+			log.Debug("releasing start-up pages", zap.Error(err))
+		} else {
+			log.Debug("released start-up pages", zap.Int("bytes-advised", n))
+		}
+	}
 	a.wg.Add(1)
 	go func() {
 		defer a.wg.Done()

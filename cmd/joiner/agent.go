@@ -43,6 +43,8 @@ type agentFlags struct {
 	gossipAdv    string
 	gossipSeeds  []string
 	metricsAddr  string
+	releasePages bool
+	minWindow    time.Duration
 }
 
 func newAgentCmd(g *globals) *cobra.Command {
@@ -92,12 +94,15 @@ As a systemd service use Type=notify (READY=1 and watchdog pings are sent).`,
 	fl.StringVar(&f.gossipAdv, "gossip-advertise", "", "memberlist advertise host:port (default: bind)")
 	fl.StringSliceVar(&f.gossipSeeds, "gossip-seed", nil, "memberlist host:port to join (repeatable; no seeds: gossip off)")
 	fl.StringVar(&f.metricsAddr, "metrics-addr", "127.0.0.1:9464", "serve /metrics and /healthz here (empty: off)")
+	fl.BoolVar(&f.releasePages, "release-startup-pages", true, "once ready, page out the binary's start-up-only code (lower RSS; Linux)")
+	fl.DurationVar(&f.minWindow, "min-drain-window", 30*time.Second, "give a drain at least this long even when the notice's deadline is nearer or past")
 	return cmd
 }
 
 func (f *agentFlags) build(cmd *cobra.Command) (agent.Config, kubernetes.Interface, error) {
 	cfg := agent.Config{
 		NodeName: f.nodeName, NodeClaim: f.nodeClaim, Interval: f.interval, MetricsAddr: f.metricsAddr, Version: version,
+		ReleaseStartupPages: f.releasePages, MinDrainWindow: f.minWindow,
 		IMDS: imds.ClientOptions{Endpoint: f.imdsEndpoint, AllowIMDSv1: f.imdsAllowV1, TokenTTL: f.imdsTokenTTL},
 	}
 	if cfg.NodeName == "" {
