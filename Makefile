@@ -13,6 +13,12 @@ TEST_FLAGS   ?=
 export JOINER_TOOLS_BIN := $(BIN)
 
 .PHONY: all build test unit lint bench demo generate deps tools fuzz clean
+.PHONY: package
+
+# Package version: a vX.Y.Z tag without its "v", else
+# 0.0.0+git<commit> (deb and rpm versions must start with a digit, no "-").
+PKG_ARCH    ?= amd64
+PKG_VERSION ?= $(shell v='$(VERSION)'; case "$$v" in (v[0-9]*.*) echo "$${v#v}" | tr '-' '+';; (*) echo "0.0.0+git$(COMMIT)";; esac)
 
 all: build
 
@@ -44,6 +50,15 @@ generate: ## deepcopy + CRDs from api/ (controller-gen pinned in tools/controlle
 	$(BIN)/controller-gen object paths=./api/...
 	$(BIN)/controller-gen crd paths="./api/core/v1;./api/aws/v1" output:crd:artifacts:config=packaging/crds
 	$(GO) run ./packaging/crds/crdpatch packaging/crds
+	@bash scripts/sync-chart-crds.sh
+
+package: ## dist/*.deb and dist/*.rpm (nfpm pinned in tools/nfpm) for PKG_ARCH (default amd64)
+	@bash scripts/build-tools.sh nfpm
+	@bash scripts/sync-chart-crds.sh
+	rm -f dist/joiner dist/*.deb dist/*.rpm
+	CGO_ENABLED=0 GOOS=linux GOARCH=$(PKG_ARCH) $(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)" -o dist/joiner ./cmd/joiner
+	JOINER_VERSION=$(PKG_VERSION) JOINER_ARCH=$(PKG_ARCH) $(BIN)/nfpm package -f packaging/nfpm/nfpm.yaml -p deb -t dist/
+	JOINER_VERSION=$(PKG_VERSION) JOINER_ARCH=$(PKG_ARCH) $(BIN)/nfpm package -f packaging/nfpm/nfpm.yaml -p rpm -t dist/
 
 demo: build ## the embedded default: a simulated region, a control plane, coordinators
 	@echo "make demo: not implemented yet (issue: Packaging + demo)"; exit 1

@@ -14,6 +14,8 @@ declare -A tools=(
   # one invocation for the three so they share compiled packages
   [k8s]="tools/k8s k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler"
   [aemm]="tools/aemm github.com/joiner-dev/joiner/tools/aemm/ec2-metadata-mock"
+  [helm]="tools/helm helm.sh/helm/v3/cmd/helm"
+  [nfpm]="tools/nfpm github.com/goreleaser/nfpm/v2/cmd/nfpm"
 )
 
 build() {

@@ -1,0 +1,151 @@
+{{/* Names */}}
+{{- define "joiner.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "joiner.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else if contains (include "joiner.name" .) .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name (include "joiner.name" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "joiner.coordinator" -}}{{ include "joiner.fullname" . | trunc 51 }}-coordinator{{- end -}}
+{{- define "joiner.coordinatorHeadless" -}}{{ include "joiner.coordinator" . }}-peers{{- end -}}
+{{- define "joiner.agent" -}}{{ include "joiner.fullname" . | trunc 57 }}-agent{{- end -}}
+
+{{- define "joiner.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+app.kubernetes.io/name: {{ include "joiner.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end -}}
+
+{{- define "joiner.coordinatorSelector" -}}
+app.kubernetes.io/name: {{ include "joiner.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: coordinator
+{{- end -}}
+
+{{- define "joiner.agentSelector" -}}
+app.kubernetes.io/name: {{ include "joiner.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: agent
+{{- end -}}
+
+{{- define "joiner.image" -}}
+{{- if .Values.image.digest -}}
+{{ .Values.image.repository }}@{{ .Values.image.digest }}
+{{- else -}}
+{{ .Values.image.repository }}:{{ default .Chart.AppVersion .Values.image.tag }}
+{{- end -}}
+{{- end -}}
+
+{{/* The coordinators' stable DNS domain: <pod>.<headless>.<ns>.svc.<domain> */}}
+{{- define "joiner.peerDomain" -}}
+{{ include "joiner.coordinatorHeadless" . }}.{{ .Release.Namespace }}.svc.{{ .Values.settings.clusterDomain }}
+{{- end -}}
+
+{{- define "joiner.coordinatorURL" -}}
+http://{{ include "joiner.coordinator" . }}.{{ .Release.Namespace }}.svc.{{ .Values.settings.clusterDomain }}:{{ .Values.coordinator.ports.http }}
+{{- end -}}
+
+{{/*
+Command-line flags of `joiner coordinator`. Every flag the chart passes is
+here, in one place, so a renamed flag is a one-line change.
+POD_NAME and POD_IP come from the downward API (see the StatefulSet).
+*/}}
+{{- define "joiner.coordinator.args" -}}
+- coordinator
+- --log-level={{ .Values.settings.logLevel }}
+- --log-format={{ .Values.settings.logFormat }}
+- --cluster-name={{ required "settings.clusterName is required" .Values.settings.clusterName }}
+{{- with .Values.settings.clusterEndpoint }}
+- --cluster-endpoint={{ . }}
+{{- end }}
+- --data-dir=/var/lib/joiner
+- --bind=$(POD_IP):{{ .Values.coordinator.ports.raft }}
+- --advertise=$(POD_NAME).{{ include "joiner.peerDomain" . }}:{{ .Values.coordinator.ports.raft }}
+- --gossip-bind=$(POD_IP):{{ .Values.coordinator.ports.gossip }}
+- --join={{ include "joiner.peerDomain" . }}:{{ .Values.coordinator.ports.gossip }}
+- --bootstrap-expect={{ .Values.coordinator.bootstrapExpect }}
+- --http-addr=$(POD_IP):{{ .Values.coordinator.ports.http }}
+{{- if .Values.interruption.queueName }}
+- --interruption-queue={{ .Values.interruption.queueName }}
+{{- end }}
+{{- if .Values.coordinator.tlsSecret }}
+- --tls-cert-file=/etc/joiner/tls/tls.crt
+- --tls-key-file=/etc/joiner/tls/tls.key
+- --tls-ca-file=/etc/joiner/tls/ca.crt
+{{- end }}
+{{- if .Values.coordinator.gossipKeyringSecret }}
+- --gossip-keyring-file=/etc/joiner/keyring/keyring
+{{- end }}
+{{- range .Values.coordinator.extraArgs }}
+- {{ . }}
+{{- end }}
+{{- end -}}
+
+{{/*
+Command-line flags of `joiner agent` (cmd/joiner/agent.go). HOST_IP comes
+from the downward API; the pod uses the host network (IMDSv2 with hop limit
+1, gossip on the node's address).
+*/}}
+{{- define "joiner.agent.args" -}}
+- agent
+- --log-level={{ .Values.settings.logLevel }}
+- --log-format={{ .Values.settings.logFormat }}
+- --node-name=$(NODE_NAME)
+- --poll-interval={{ .Values.agent.pollInterval }}
+- --min-drain-window={{ .Values.agent.minDrainWindow }}
+- --metrics-addr=$(HOST_IP):{{ .Values.agent.ports.metrics }}
+{{- if .Values.interruption.enabled }}
+{{- range $kind, $action := .Values.interruption.policy }}
+- --policy={{ $kind }}={{ $action }}
+{{- end }}
+{{- else }}
+{{- range $kind, $action := .Values.interruption.policy }}
+- --policy={{ $kind }}=ignore
+{{- end }}
+{{- end }}
+- --force-after={{ .Values.interruption.forceAfter }}
+{{- if .Values.agent.dryRun }}
+- --dry-run
+{{- end }}
+{{- if .Values.agent.coordinatorURLs }}
+{{- range .Values.agent.coordinatorURLs }}
+- --coordinator={{ . }}
+{{- end }}
+{{- else }}
+- --coordinator={{ include "joiner.coordinatorURL" . }}
+{{- end }}
+{{- if .Values.agent.coordinatorTokenSecret }}
+- --coordinator-token-file=/etc/joiner/token/token
+{{- end }}
+{{- if .Values.agent.gossipSeeds }}
+- --gossip-bind=$(HOST_IP):{{ .Values.agent.ports.gossip }}
+{{- range .Values.agent.gossipSeeds }}
+- --gossip-seed={{ . }}
+{{- end }}
+{{- end }}
+{{- range .Values.agent.extraArgs }}
+- {{ . }}
+{{- end }}
+{{- end -}}
+
+{{/* Restricted-profile container security context. */}}
+{{- define "joiner.containerSecurityContext" -}}
+allowPrivilegeEscalation: false
+readOnlyRootFilesystem: true
+runAsNonRoot: true
+runAsUser: 65532
+runAsGroup: 65532
+capabilities:
+  drop: [ALL]
+seccompProfile:
+  type: RuntimeDefault
+{{- end -}}
