@@ -1,0 +1,57 @@
+package aws_test
+
+import (
+	"context"
+	"net/http/httptest"
+	"strconv"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+
+	"github.com/joiner-dev/joiner/cloud"
+	joineraws "github.com/joiner-dev/joiner/cloud/aws"
+	"github.com/joiner-dev/joiner/cloud/catalog"
+	"github.com/joiner-dev/joiner/cloud/sim"
+)
+
+// BenchmarkLaunch measures one Launch with 60 overrides through the real
+// SDK against the sim on loopback (launch template cached).
+func BenchmarkLaunch(b *testing.B) {
+	s := sim.New(sim.Options{Config: sim.DefaultConfig()})
+	srv := httptest.NewServer(s.Handler())
+	defer srv.Close()
+	creds := credentials.NewStaticCredentialsProvider("AKIDSIM", "secret", "")
+	p, err := joineraws.New(joineraws.Options{
+		EC2:     ec2.New(ec2.Options{Region: "us-east-1", BaseEndpoint: aws.String(srv.URL), Credentials: creds}),
+		SSM:     ssm.New(ssm.Options{Region: "us-east-1", BaseEndpoint: aws.String(srv.URL), Credentials: creds}),
+		Cluster: "bench", KubernetesVersion: sim.DefaultKubernetesVersion,
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var cands []cloud.Candidate
+	for _, it := range catalog.InstanceTypes(catalog.Options{}) {
+		if it.Labels["kubernetes.io/arch"] != "amd64" {
+			continue
+		}
+		for _, o := range it.Offerings {
+			cands = append(cands, cloud.Candidate{InstanceType: it.Name, Zone: o.Zone, CapacityType: o.CapacityType,
+				Price: o.Price, ImageID: "ami-0sim2023x86"})
+		}
+	}
+	subnets := map[string]string{"us-east-1a": "subnet-0sim0001", "us-east-1b": "subnet-0sim0002", "us-east-1c": "subnet-0sim0003"}
+	ctx := context.Background()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		n := strconv.Itoa(i)
+		_, err := p.Launch(ctx, cloud.LaunchSpec{Cluster: "bench", NodeClaim: "nc-" + n, NodePool: "default", NodeClass: "default",
+			LaunchID: "l-" + n, Attempt: 1, ClientToken: "bench-" + n, Candidates: cands, Subnets: subnets,
+			SecurityGroupIDs: []string{"sg-0sim0001"}, UserData: []byte("#!/bin/bash\n")})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}
