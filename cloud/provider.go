@@ -160,6 +160,14 @@ var (
 	ErrInvalidSpec = errors.New("invalid launch spec")
 	// ErrRetryable marks transient failures (throttling, 5xx, network).
 	ErrRetryable = errors.New("retryable cloud error")
+	// ErrTokenInstanceTerminated: the client token's instance exists but
+	// was terminated (EC2's IdempotentInstanceTerminated); a new attempt
+	// with a new token is needed.
+	ErrTokenInstanceTerminated = errors.New("instance for client token terminated")
+	// ErrIdempotentMismatch: the client token was used with other
+	// parameters (EC2's IdempotentParameterMismatch), a bug: the spec was
+	// not frozen. Look the instance up by tag instead.
+	ErrIdempotentMismatch = errors.New("client token used with different parameters")
 )
 
 // InsufficientCapacityError lists the offerings that failed with a capacity

@@ -48,6 +48,10 @@ func classify(err error) error {
 		return fmt.Errorf("%w: %w", cloud.ErrNotFound, err)
 	case slices.Contains(retryableCodes, code) || ae.ErrorFault() == smithy.FaultServer:
 		return fmt.Errorf("%w: %w", cloud.ErrRetryable, err)
+	case code == "IdempotentInstanceTerminated":
+		return fmt.Errorf("%w: %w", cloud.ErrTokenInstanceTerminated, err)
+	case code == "IdempotentParameterMismatch":
+		return fmt.Errorf("%w: %w", cloud.ErrIdempotentMismatch, err)
 	case isCapacityCode(code):
 		return fmt.Errorf("%w: %w", cloud.ErrInsufficientCapacity, err)
 	}

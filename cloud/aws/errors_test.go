@@ -26,7 +26,8 @@ func TestClassify(t *testing.T) {
 		{api("SomethingBroke", smithy.FaultServer), cloud.ErrRetryable, true},
 		{api("InsufficientInstanceCapacity", smithy.FaultClient), cloud.ErrInsufficientCapacity, true},
 		{api("UnauthorizedOperation", smithy.FaultClient), nil, false},
-		{api("IdempotentParameterMismatch", smithy.FaultClient), nil, false},
+		{api("IdempotentParameterMismatch", smithy.FaultClient), cloud.ErrIdempotentMismatch, false},
+		{api("IdempotentInstanceTerminated", smithy.FaultClient), cloud.ErrTokenInstanceTerminated, false},
 		{errors.New("connection refused"), cloud.ErrRetryable, true},
 		{fmt.Errorf("x: %w", context.Canceled), context.Canceled, false},
 	} {

@@ -534,3 +534,30 @@ func TestLaunchTemplatesOfAPreviousLeader(t *testing.T) {
 		t.Errorf("launch templates after the retry: %d", n)
 	}
 }
+
+func TestTokenOfATerminatedInstance(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	s := e.spec(t, "gone", []cloud.Candidate{cand("m5.large", "us-east-1a", "on-demand")})
+	inst, err := e.provider.Launch(ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.provider.Terminate(ctx, inst.ID); err != nil {
+		t.Fatal(err)
+	}
+	e.sim.Step(ctx) // shutting-down -> terminated
+	if _, err := e.provider.Launch(ctx, s); !errors.Is(err, cloud.ErrTokenInstanceTerminated) || cloud.IsRetryable(err) {
+		t.Errorf("relaunch with the token of a terminated instance: %v", err)
+	}
+	other := s
+	other.Candidates = []cloud.Candidate{cand("c5.large", "us-east-1a", "on-demand")}
+	other.ClientToken = "test-mismatch"
+	if _, err := e.provider.Launch(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	other.Candidates = []cloud.Candidate{cand("m5.large", "us-east-1b", "on-demand")}
+	if _, err := e.provider.Launch(ctx, other); !errors.Is(err, cloud.ErrIdempotentMismatch) {
+		t.Errorf("same token, other candidates: %v", err)
+	}
+}

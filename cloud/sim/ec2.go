@@ -339,6 +339,14 @@ func (s *Sim) createFleet(r Request) (response, *apiError) {
 					"The client token %s was used with different parameters", token)
 			}
 			body := prev.body
+			for _, fi := range body.Instances {
+				for _, id := range fi.InstanceIDs {
+					if in := s.instances[id]; in != nil && in.State == "terminated" {
+						return nil, badParam("IdempotentInstanceTerminated",
+							"The client token %s was used for instance %s, which is terminated", token, id)
+					}
+				}
+			}
 			return &body, nil
 		}
 		if len(token) > 64 {

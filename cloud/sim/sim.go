@@ -415,3 +415,7 @@ func maps(m map[string]string) map[string]string {
 	}
 	return out
 }
+
+// Step advances the sim once, as Run does on each tick (for tests that
+// drive time themselves).
+func (s *Sim) Step(ctx context.Context) { s.step(ctx) }
