@@ -55,9 +55,8 @@ func newEnv(t *testing.T) *env {
 	s := sim.New(sim.Options{Config: sim.DefaultConfig()})
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)
-	creds := credentials.NewStaticCredentialsProvider("AKIDSIM", "secret", "")
-	ec2c := ec2.New(ec2.Options{Region: "us-east-1", BaseEndpoint: aws.String(srv.URL), Credentials: creds})
-	ssmc := ssm.New(ssm.Options{Region: "us-east-1", BaseEndpoint: aws.String(srv.URL), Credentials: creds})
+	ec2c, ssmc := joineraws.NewClients(aws.Config{Region: "us-east-1",
+		Credentials: credentials.NewStaticCredentialsProvider("AKIDSIM", "secret", "")}, srv.URL)
 	clock := &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	p, err := joineraws.New(joineraws.Options{EC2: ec2c, SSM: ssmc, Cluster: "test", Region: "us-east-1",
 		KubernetesVersion: sim.DefaultKubernetesVersion, Now: clock.Now})
