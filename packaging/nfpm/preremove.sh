@@ -3,7 +3,7 @@
 set -e
 case "$1" in
   remove|purge|0)
-    if [ -d /run/systemd/system ]; then
+    if [ -z "${DPKG_ROOT:-}" ] && [ -d /run/systemd/system ]; then
       systemctl disable --now joiner-agent.service joiner-bootstrap.service >/dev/null 2>&1 || true
     fi
     ;;
