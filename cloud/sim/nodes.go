@@ -24,9 +24,13 @@ func (s *Sim) nodeFor(in instance) (*corev1.Node, error) {
 	if im, ok := s.image(in.ImageID); ok && im.Family != "" {
 		family = im.Family
 	}
-	facts, err := userdata.Parse(family, in.UserData)
-	if err != nil && !errors.Is(err, userdata.ErrNoFacts) {
-		return nil, fmt.Errorf("reading %s user data of %s: %w", family, in.ID, err)
+	var facts userdata.NodeFacts
+	if len(in.UserData) > 0 { // without user data: only the well-known labels
+		var err error
+		facts, err = userdata.Parse(family, in.UserData)
+		if err != nil && !errors.Is(err, userdata.ErrNoFacts) {
+			return nil, fmt.Errorf("reading %s user data of %s: %w", family, in.ID, err)
+		}
 	}
 	var it *catalog.InstanceType
 	for _, t := range catalog.InstanceTypes(catalog.Options{Region: s.cfg.Region, Zones: s.cfg.Zones}) {

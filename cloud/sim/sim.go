@@ -343,6 +343,9 @@ func (s *Sim) Run(ctx context.Context) error {
 // condition and lease.
 const heartbeatEvery = 10 * time.Second
 
+// registerRetry is how often a failed Node registration is retried.
+const registerRetry = 5 * time.Second
+
 // step advances the sim once.
 func (s *Sim) step(ctx context.Context) {
 	now := s.now()
@@ -353,10 +356,15 @@ func (s *Sim) step(ctx context.Context) {
 		switch {
 		case in.State == "pending" && !now.Before(in.BootAt):
 			in.State = "running"
+			in.LastBeat = now
 			boot = append(boot, in)
 		case in.State == "running" && in.Interrupted != nil && !now.Before(*in.Interrupted):
 			in.State = "terminated"
 			gone = append(gone, in)
+		case s.kube != nil && in.State == "running" && !in.Registered && in.Interrupted == nil && now.Sub(in.LastBeat) >= registerRetry:
+			// A registration that failed is retried.
+			in.LastBeat = now
+			boot = append(boot, in)
 		case in.State == "running" && in.Registered && now.Sub(in.LastBeat) >= heartbeatEvery:
 			in.LastBeat = now
 			beat = append(beat, in)

@@ -222,3 +222,40 @@ func TestControlAPIErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestFailedRegistrationIsRetried(t *testing.T) {
+	clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	kube := fake.NewSimpleClientset()
+	s := New(Options{Config: DefaultConfig(), Kube: kube, Now: clk.now})
+	h := s.Handler()
+	// User data the sim cannot read: no Node at boot.
+	bad := base64.StdEncoding.EncodeToString([]byte("not mime"))
+	if status, body := call(t, h, url.Values{"Action": {"CreateLaunchTemplate"}, "LaunchTemplateName": {"lt"},
+		"LaunchTemplateData.ImageId": {"ami-0simal2x86"}, "LaunchTemplateData.UserData": {bad}}); status != http.StatusOK {
+		t.Fatalf("CreateLaunchTemplate: %s", body)
+	}
+	if status, body := call(t, h, fleetParams("tok", "m5.large")); status != http.StatusOK {
+		t.Fatalf("CreateFleet: %s", body)
+	}
+	ctx := context.Background()
+	clk.add(time.Minute)
+	s.Step(ctx)
+	if nodes, _ := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{}); len(nodes.Items) != 0 {
+		t.Fatalf("node registered from unreadable user data")
+	}
+	// Fix the instance's user data (as if a transient API error cleared)
+	// and let the retry interval pass.
+	s.mu.Lock()
+	s.instances[s.order[0]].UserData = nil
+	s.instances[s.order[0]].ImageID = "ami-0sim2023x86"
+	s.mu.Unlock()
+	s.Step(ctx)
+	if nodes, _ := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{}); len(nodes.Items) != 0 {
+		t.Fatalf("registration retried before the retry interval")
+	}
+	clk.add(registerRetry)
+	s.Step(ctx)
+	if nodes, _ := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{}); len(nodes.Items) != 1 {
+		t.Fatalf("registration not retried: %d nodes", len(nodes.Items))
+	}
+}
