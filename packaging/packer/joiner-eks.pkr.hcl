@@ -2,7 +2,8 @@
 # AMIs with the joiner rpm installed and its units enabled. See README
 # ("Building a Joiner AMI"). Build both:
 #   make package PKG_ARCH=amd64
-#   packer init packaging/packer && packer build -var kubernetes_version=1.33 packaging/packer
+#   packer init packaging/packer
+#   packer build -var kubernetes_version=1.33 -var rpm=dist/joiner-0.1.0-1.x86_64.rpm packaging/packer
 # or one: packer build -only='amazon-ebs.al2023' packaging/packer
 
 packer {
@@ -37,8 +38,7 @@ variable "instance_type" {
 
 variable "rpm" {
   type        = string
-  default     = "dist/joiner-latest.x86_64.rpm"
-  description = "path of the joiner rpm built by make package"
+  description = "path of the joiner rpm built by make package, e.g. dist/joiner-0.1.0-1.x86_64.rpm"
 }
 
 variable "ami_name_prefix" {
