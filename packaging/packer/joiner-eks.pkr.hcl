@@ -4,7 +4,7 @@
 #   make package PKG_ARCH=amd64
 #   packer init packaging/packer
 #   packer build -var kubernetes_version=1.33 -var rpm=dist/joiner-0.1.0-1.x86_64.rpm packaging/packer
-# or one: packer build -only='amazon-ebs.al2023' packaging/packer
+# or one: packer build -only='joiner.amazon-ebs.al2023' ... packaging/packer
 
 packer {
   required_plugins {
