@@ -1,0 +1,115 @@
+package disruption
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/robfig/cron/v3"
+
+	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+)
+
+// DefaultBudget is the budget of a pool that declares none (Karpenter's
+// default `[{nodes: "10%"}]`).
+const DefaultBudget = "10%"
+
+// cronParser accepts standard 5-field expressions and the @ descriptors
+// (@yearly, @annually, @monthly, @weekly, @daily, @midnight, @hourly), as
+// Karpenter does; schedules are evaluated in UTC.
+var cronParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+
+// budgetNodes turns a budget's nodes field into a count for a pool of
+// poolNodes nodes. A percentage is a percent of the pool's node count
+// rounded UP, as Karpenter does (intstr.GetScaledValueFromIntOrPercent with
+// roundUp=true): 10% of 5 nodes allows 1, 10% of 11 allows 2; 0% allows 0.
+func budgetNodes(nodes string, poolNodes int) (int, error) {
+	if nodes == "" {
+		nodes = DefaultBudget
+	}
+	if p, ok := strings.CutSuffix(nodes, "%"); ok {
+		v, err := strconv.Atoi(p)
+		if err != nil || v < 0 || v > 100 {
+			return 0, fmt.Errorf("nodes %q: percentage must be 0%%..100%%", nodes)
+		}
+		return int(math.Ceil(float64(v) * float64(poolNodes) / 100)), nil
+	}
+	v, err := strconv.Atoi(nodes)
+	if err != nil || v < 0 {
+		return 0, fmt.Errorf("nodes %q: must be a non-negative count or a percentage", nodes)
+	}
+	return v, nil
+}
+
+// budgetActive says whether a budget's window is open at now: a budget
+// without schedule always is; one with a schedule is open iff the last
+// schedule hit is within duration of now, i.e. some hit t satisfies
+// now-duration < t <= now (Karpenter: schedule.Next(now-duration) <= now).
+func budgetActive(b *karpv1.Budget, now time.Time) (bool, error) {
+	if b.Schedule == nil {
+		return true, nil
+	}
+	if b.Duration == nil || b.Duration.Duration == nil {
+		return false, fmt.Errorf("schedule %q: duration is required with a schedule", *b.Schedule)
+	}
+	sched, err := cronParser.Parse(*b.Schedule)
+	if err != nil {
+		return false, fmt.Errorf("schedule %q: %w", *b.Schedule, err)
+	}
+	now = now.UTC()
+	next := sched.Next(now.Add(-*b.Duration.Duration))
+	return !next.IsZero() && !next.After(now), nil
+}
+
+// appliesTo says whether a budget covers reason (no reasons = all reasons).
+func appliesTo(b *karpv1.Budget, reason karpv1.DisruptionReason) bool {
+	if len(b.Reasons) == 0 {
+		return true
+	}
+	for _, r := range b.Reasons {
+		if r == reason {
+			return true
+		}
+	}
+	return false
+}
+
+// AllowedDisruptions is how many more nodes of pool may be disrupted for
+// reason at now: the most restrictive active budget covering reason (the
+// default 10% when the pool declares none), minus the nodes of the pool
+// already being disrupted for any reason, never below zero. nodesInPool is
+// the pool's node count the percentages scale. A budget that does not parse
+// fails closed: it allows nothing and the error says which field is wrong.
+func AllowedDisruptions(pool *karpv1.NodePool, reason karpv1.DisruptionReason, nodesInPool, disrupting int, now time.Time) (int, error) {
+	budgets := pool.Spec.Disruption.Budgets
+	if len(budgets) == 0 {
+		budgets = []karpv1.Budget{{Nodes: DefaultBudget}}
+	}
+	allowed := math.MaxInt
+	for i := range budgets {
+		b := &budgets[i]
+		if !appliesTo(b, reason) {
+			continue
+		}
+		active, err := budgetActive(b, now)
+		if err != nil {
+			return 0, fmt.Errorf("nodepool %s: spec.disruption.budgets[%d]: %w", pool.Name, i, err)
+		}
+		if !active {
+			continue
+		}
+		n, err := budgetNodes(b.Nodes, nodesInPool)
+		if err != nil {
+			return 0, fmt.Errorf("nodepool %s: spec.disruption.budgets[%d]: %w", pool.Name, i, err)
+		}
+		allowed = min(allowed, n)
+	}
+	if allowed == math.MaxInt {
+		// No active budget covers this reason: Karpenter then allows all
+		// nodes of the pool.
+		allowed = nodesInPool
+	}
+	return max(0, allowed-disrupting), nil
+}

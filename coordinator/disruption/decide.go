@@ -1,0 +1,414 @@
+package disruption
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
+	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/coordinator/scheduler"
+)
+
+// methodConsolidation tags candidate-filter skips shared by emptiness and
+// both consolidation methods.
+const methodConsolidation Method = "Consolidation"
+
+type decider struct {
+	in    *Input
+	pools map[string]*karpv1.NodePool
+	pdbs  pdbIndex
+	// poolNodes / disrupting count initialized managed nodes per pool and
+	// those being disrupted (marked or NotReady), as Karpenter does.
+	poolNodes, disrupting map[string]int
+	// spotPrice is each instance type's cheapest available spot price.
+	spotPrice map[string]float64
+	skipped   []Skip
+}
+
+// Decide picks at most one disruption action for this pass. The error is
+// for input it cannot trust (a bad PDB selector or budget); a budget error
+// names the pool and field and fails closed.
+func Decide(in *Input) (*Result, error) {
+	d := &decider{in: in, pools: map[string]*karpv1.NodePool{}, poolNodes: map[string]int{}, disrupting: map[string]int{}, spotPrice: map[string]float64{}}
+	for _, p := range in.NodePools {
+		d.pools[p.Name] = p
+	}
+	var err error
+	if d.pdbs, err = buildPDBIndex(in); err != nil {
+		return nil, err
+	}
+	for _, n := range in.Nodes {
+		if n.NodeClaim == nil || !n.Initialized {
+			continue
+		}
+		pn := poolName(n)
+		d.poolNodes[pn]++
+		if n.MarkedForDeletion || !n.Ready {
+			d.disrupting[pn]++
+		}
+	}
+	for _, its := range in.InstanceTypes {
+		for _, it := range its {
+			for _, o := range it.Offerings {
+				if o.Available && o.CapacityType == karpv1.CapacityTypeSpot {
+					if p, ok := d.spotPrice[it.Name]; !ok || o.Price < p {
+						d.spotPrice[it.Name] = o.Price
+					}
+				}
+			}
+		}
+	}
+	res := &Result{}
+	for _, m := range []func() (*Decision, error){d.expiration, d.emptiness, d.drift, d.multiNode, d.singleNode} {
+		dec, err := m()
+		if err != nil {
+			return nil, err
+		}
+		if dec != nil {
+			res.Decision = dec
+			break
+		}
+	}
+	res.Skipped = d.skipped
+	return res, nil
+}
+
+func (d *decider) skip(n *Node, m Method, format string, args ...any) {
+	d.skipped = append(d.skipped, Skip{Node: n.Name(), Method: m, Reason: fmt.Sprintf(format, args...)})
+}
+
+// budgets is the remaining allowance per pool for reason.
+func (d *decider) budgets(reason karpv1.DisruptionReason) (map[string]int, error) {
+	out := map[string]int{}
+	for name, p := range d.pools {
+		n, err := AllowedDisruptions(p, reason, d.poolNodes[name], d.disrupting[name], d.in.Now)
+		if err != nil {
+			return nil, err
+		}
+		out[name] = n
+	}
+	return out, nil
+}
+
+// expiration removes every NodeClaim past expireAfter, forcefully: budgets,
+// do-not-disrupt and PDBs do not stop it (they only pace the drain).
+func (d *decider) expiration() (*Decision, error) {
+	var out []*Node
+	for _, n := range d.in.Nodes {
+		if n.NodeClaim == nil || n.MarkedForDeletion {
+			continue
+		}
+		exp, ok := d.expireAfter(n)
+		if !ok {
+			continue
+		}
+		if at := n.NodeClaim.CreationTimestamp.Add(exp); !d.in.Now.Before(at) {
+			out = append(out, n)
+		}
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	return &Decision{Method: MethodExpiration, Candidates: out, Message: fmt.Sprintf("%d nodeclaim(s) past expireAfter", len(out))}, nil
+}
+
+// consolidationCandidates are the nodes emptiness and consolidation may
+// consider, cheapest to disrupt first; needUnderutilized also requires the
+// WhenEmptyOrUnderutilized (or Balanced) policy. Skips are recorded once.
+func (d *decider) consolidationCandidates(record bool) []*Node {
+	var out []*Node
+	for _, n := range d.in.Nodes {
+		if n.NodeClaim == nil {
+			continue
+		}
+		pool := d.pools[poolName(n)]
+		if pool == nil {
+			if record {
+				d.skip(n, methodConsolidation, "not consolidatable: nodepool %q not found", poolName(n))
+			}
+			continue
+		}
+		if r := d.gracefulBlocker(n, false); r != "" {
+			if record {
+				d.skip(n, methodConsolidation, "not consolidatable: %s", r)
+			}
+			continue
+		}
+		at, ok := consolidatableAt(n, pool)
+		if !ok {
+			if record {
+				d.skip(n, methodConsolidation, "not consolidatable: nodepool %s has consolidateAfter Never", pool.Name)
+			}
+			continue
+		}
+		if d.in.Now.Before(at) {
+			if record {
+				d.skip(n, methodConsolidation, "not consolidatable until %s (consolidateAfter %s)", at.UTC().Format(time.RFC3339), pool.Spec.Disruption.ConsolidateAfter)
+			}
+			continue
+		}
+		out = append(out, n)
+	}
+	costs := make(map[*Node]float64, len(out))
+	for _, n := range out {
+		costs[n] = d.disruptionCost(n)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return costs[out[i]] < costs[out[j]] })
+	return out
+}
+
+// emptiness deletes every consolidatable node without reschedulable pods,
+// up to each pool's Empty budget.
+func (d *decider) emptiness() (*Decision, error) {
+	budget, err := d.budgets(karpv1.DisruptionReasonEmpty)
+	if err != nil {
+		return nil, err
+	}
+	var out []*Node
+	for _, n := range d.consolidationCandidates(true) {
+		if len(reschedulablePods(n)) > 0 {
+			continue
+		}
+		pn := poolName(n)
+		if budget[pn] <= 0 {
+			d.skip(n, MethodEmptiness, "empty, but the disruption budget of nodepool %s for reason Empty allows no more disruptions", pn)
+			continue
+		}
+		budget[pn]--
+		out = append(out, n)
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	return &Decision{Method: MethodEmptiness, Reason: karpv1.DisruptionReasonEmpty, Candidates: out, Savings: totalPrice(out), Message: fmt.Sprintf("%d empty node(s)", len(out))}, nil
+}
+
+// drifted says why a NodeClaim is drifted, or "".
+func (d *decider) drifted(n *Node) string {
+	pn := poolName(n)
+	if want, ok := d.in.NodePoolHashes[pn]; ok {
+		if got := n.NodeClaim.Annotations[karpv1.AnnotationNodePoolHash]; got != want {
+			return fmt.Sprintf("nodepool %s changed (hash %q, want %q)", pn, got, want)
+		}
+	}
+	if ref := n.NodeClaim.Spec.NodeClassRef; ref != nil {
+		if want, ok := d.in.NodeClassHashes[ref.Name]; ok {
+			if got := n.NodeClaim.Annotations[awsv1.AnnotationEC2NodeClassHash]; got != want {
+				return fmt.Sprintf("ec2nodeclass %s changed (hash %q, want %q)", ref.Name, got, want)
+			}
+		}
+	}
+	return ""
+}
+
+// drift replaces the oldest drifted node whose pool's Drifted budget allows
+// it, once its pods are shown to fit on the remaining nodes plus new ones.
+func (d *decider) drift() (*Decision, error) {
+	budget, err := d.budgets(karpv1.DisruptionReasonDrifted)
+	if err != nil {
+		return nil, err
+	}
+	var cands []*Node
+	why := map[*Node]string{}
+	for _, n := range d.in.Nodes {
+		if n.NodeClaim == nil || n.MarkedForDeletion {
+			continue
+		}
+		r := d.drifted(n)
+		if r == "" {
+			continue
+		}
+		if b := d.gracefulBlocker(n, true); b != "" {
+			d.skip(n, MethodDrift, "drifted (%s) but not disruptable: %s", r, b)
+			continue
+		}
+		why[n] = r
+		cands = append(cands, n)
+	}
+	sort.SliceStable(cands, func(i, j int) bool {
+		return cands[i].NodeClaim.CreationTimestamp.Before(&cands[j].NodeClaim.CreationTimestamp)
+	})
+	for _, n := range cands {
+		pn := poolName(n)
+		if budget[pn] <= 0 {
+			d.skip(n, MethodDrift, "drifted (%s) but the disruption budget of nodepool %s for reason Drifted allows no more disruptions", why[n], pn)
+			continue
+		}
+		plan, r := d.simulate([]*Node{n})
+		if r != "" {
+			d.skip(n, MethodDrift, "drifted (%s) but %s", why[n], r)
+			continue
+		}
+		return &Decision{Method: MethodDrift, Reason: karpv1.DisruptionReasonDrifted, Candidates: []*Node{n}, Replacements: plan.NodeClaims,
+			Savings: n.Price - plan.TotalPrice, Message: "drifted: " + why[n]}, nil
+	}
+	return nil, nil
+}
+
+// underutilized filters consolidation candidates by policy and budget: at
+// most the pool's Underutilized allowance from each pool, in cost order.
+func (d *decider) underutilized() ([]*Node, error) {
+	budget, err := d.budgets(karpv1.DisruptionReasonUnderutilized)
+	if err != nil {
+		return nil, err
+	}
+	var out []*Node
+	for _, n := range d.consolidationCandidates(false) {
+		pool := d.pools[poolName(n)]
+		if pool.Spec.Disruption.ConsolidationPolicy == karpv1.ConsolidationPolicyWhenEmpty {
+			d.skip(n, methodConsolidation, "not consolidatable: nodepool %s has consolidationPolicy WhenEmpty", pool.Name)
+			continue
+		}
+		if budget[pool.Name] <= 0 {
+			d.skip(n, methodConsolidation, "not consolidatable: the disruption budget of nodepool %s for reason Underutilized allows no more disruptions", pool.Name)
+			continue
+		}
+		budget[pool.Name]--
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// multiNode binary-searches the largest prefix (at least two nodes) of the
+// first 100 candidates that can be deleted, or replaced by one cheaper node.
+func (d *decider) multiNode() (*Decision, error) {
+	cands, err := d.underutilized()
+	if err != nil {
+		return nil, err
+	}
+	if len(cands) > maxMultiNodeCandidate {
+		cands = cands[:maxMultiNodeCandidate]
+	}
+	if len(cands) < 2 {
+		return nil, nil
+	}
+	var best *Decision
+	lo, hi := 1, len(cands)-1
+	for lo <= hi {
+		mid := (lo + hi) / 2
+		if dec, _ := d.consolidate(MethodMultiNode, cands[:mid+1]); dec != nil {
+			best, lo = dec, mid+1
+		} else {
+			hi = mid - 1
+		}
+	}
+	return best, nil
+}
+
+// singleNode takes the first candidate that can be deleted or replaced by
+// a cheaper node; each candidate that cannot says why.
+func (d *decider) singleNode() (*Decision, error) {
+	// underutilized was already evaluated by multiNode; its skips are
+	// recorded, so evaluate again without duplicating them.
+	mark := len(d.skipped)
+	cands, err := d.underutilized()
+	if err != nil {
+		return nil, err
+	}
+	d.skipped = d.skipped[:mark]
+	for _, n := range cands {
+		dec, why := d.consolidate(MethodSingleNode, []*Node{n})
+		if dec != nil {
+			return dec, nil
+		}
+		d.skip(n, MethodSingleNode, "not consolidatable: %s", why)
+	}
+	return nil, nil
+}
+
+// consolidate simulates removing cands: a decision when their pods fit on
+// the remaining nodes plus at most one new node that is cheaper than them.
+func (d *decider) consolidate(m Method, cands []*Node) (*Decision, string) {
+	plan, why := d.simulate(cands)
+	if why != "" {
+		return nil, why
+	}
+	cur := totalPrice(cands)
+	dec := &Decision{Method: m, Reason: karpv1.DisruptionReasonUnderutilized, Candidates: cands}
+	switch len(plan.NodeClaims) {
+	case 0:
+		dec.Savings = cur
+		dec.Message = fmt.Sprintf("delete %d node(s), their pods fit on the remaining nodes", len(cands))
+		return dec, ""
+	case 1:
+	default:
+		return nil, fmt.Sprintf("its pods need %d new nodes", len(plan.NodeClaims))
+	}
+	rep := plan.NodeClaims[0]
+	if rep.Price >= cur {
+		return nil, fmt.Sprintf("the cheapest replacement %s (%s, %.4f/h) is not cheaper than %.4f/h", rep.InstanceType, rep.CapacityType, rep.Price, cur)
+	}
+	if rep.CapacityType == karpv1.CapacityTypeSpot && allSpot(cands) {
+		if len(cands) > 1 {
+			return nil, "spot-to-spot replacement is only done by single-node consolidation"
+		}
+		cheaper := 0
+		for _, t := range rep.InstanceTypes {
+			if p, ok := d.spotPrice[t]; ok && p < cur {
+				cheaper++
+			}
+		}
+		if cheaper < MinSpotToSpotTypes {
+			return nil, fmt.Sprintf("spot-to-spot replacement needs at least %d cheaper instance types, found %d", MinSpotToSpotTypes, cheaper)
+		}
+	}
+	dec.Replacements = plan.NodeClaims
+	dec.Savings = cur - rep.Price
+	dec.Message = fmt.Sprintf("replace %d node(s) (%.4f/h) with %s %s (%.4f/h)", len(cands), cur, rep.CapacityType, rep.InstanceType, rep.Price)
+	return dec, ""
+}
+
+// simulate runs the scheduler on the nodes that remain when cands (and
+// nodes already being disrupted) are gone, with the candidates'
+// reschedulable pods pending. It fails when any of them fits nowhere.
+func (d *decider) simulate(cands []*Node) (*scheduler.Plan, string) {
+	gone := make(map[*Node]bool, len(cands))
+	var pods []*corev1.Pod
+	for _, n := range cands {
+		gone[n] = true
+		pods = append(pods, reschedulablePods(n)...)
+	}
+	nodes := make([]*scheduler.Node, 0, len(d.in.Nodes))
+	for _, n := range d.in.Nodes {
+		if !gone[n] && !n.MarkedForDeletion {
+			nodes = append(nodes, n.Node)
+		}
+	}
+	if len(pods) == 0 {
+		return &scheduler.Plan{}, ""
+	}
+	plan := scheduler.Solve(&scheduler.Input{
+		Pods: pods, NodePools: d.in.NodePools, NodeClasses: d.in.NodeClasses,
+		InstanceTypes: d.in.InstanceTypes, Nodes: nodes, DaemonSetPods: d.in.DaemonSetPods,
+	})
+	if len(plan.Unschedulable) > 0 {
+		u := plan.Unschedulable[0]
+		more := ""
+		if len(plan.Unschedulable) > 1 {
+			more = fmt.Sprintf(" (and %d more)", len(plan.Unschedulable)-1)
+		}
+		return nil, fmt.Sprintf("pod %s cannot be rescheduled: %s%s", u.Pod, strings.TrimSpace(u.Reason), more)
+	}
+	return plan, ""
+}
+
+func totalPrice(ns []*Node) float64 {
+	s := 0.0
+	for _, n := range ns {
+		s += n.Price
+	}
+	return s
+}
+
+func allSpot(ns []*Node) bool {
+	for _, n := range ns {
+		if capacityType(n) != karpv1.CapacityTypeSpot {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,134 @@
+// Package disruption is Joiner's pure disruption decision core: given the
+// cluster's NodeClaims with their pods, the NodePools, PDBs and the catalogue,
+// it decides which nodes to remove (and what to launch in their place), in
+// Karpenter v1's order and semantics:
+//
+//  1. Expiration: NodeClaims past expireAfter, forceful (no budget, not
+//     blocked by do-not-disrupt or PDBs; those only slow the drain).
+//  2. Emptiness (reason Empty): consolidatable nodes without reschedulable
+//     pods, every policy; all of them up to each pool's budget at once.
+//  3. Drift (reason Drifted): the NodeClaim's karpenter.sh/nodepool-hash or
+//     karpenter.k8s.aws/ec2nodeclass-hash differs from the current one
+//     (passed in); oldest first, one at a time with its replacement.
+//  4. Multi-node consolidation (Underutilized): binary search over the first
+//     100 candidates, cheapest to disrupt first, for the largest prefix whose
+//     pods fit on the remaining nodes plus at most one cheaper new node.
+//  5. Single-node consolidation (Underutilized): the first candidate that can
+//     be deleted, or replaced by one cheaper node (spot to spot only when at
+//     least 15 cheaper instance types remain).
+//
+// Every graceful action is simulated first with coordinator/scheduler on the
+// remaining capacity (candidates and nodes already being disrupted removed)
+// plus the proposed replacement: it proceeds only if every displaced pod
+// fits, and for consolidation only if the price drops.
+//
+// Decide does no I/O, reads no clock (Input.Now) and starts no goroutine;
+// the leader loop commits the Decision as a TerminationIntent and executes
+// it (taint, drain, terminate) elsewhere.
+package disruption
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+
+	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
+	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/cloud/catalog"
+	"github.com/joiner-dev/joiner/coordinator/scheduler"
+)
+
+// Method names a disruption method.
+type Method string
+
+// Disruption methods, in the order Decide tries them.
+const (
+	MethodExpiration      Method = "Expiration"
+	MethodEmptiness       Method = "Emptiness"
+	MethodDrift           Method = "Drift"
+	MethodMultiNode       Method = "MultiNodeConsolidation"
+	MethodSingleNode      Method = "SingleNodeConsolidation"
+	maxMultiNodeCandidate        = 100
+	// MinSpotToSpotTypes is how many cheaper spot instance types a
+	// spot-to-spot replacement needs (Karpenter's SpotToSpotConsolidation).
+	MinSpotToSpotTypes = 15
+)
+
+// Input is everything Decide looks at. Nothing in it is modified.
+type Input struct {
+	// Now is the decision time (the caller's clock).
+	Now       time.Time
+	NodePools []*karpv1.NodePool
+	// NodeClasses and InstanceTypes (by NodeClass name) feed the scheduler
+	// simulation, as in scheduler.Input.
+	NodeClasses   map[string]*awsv1.EC2NodeClass
+	InstanceTypes map[string][]*catalog.InstanceType
+	DaemonSetPods []*corev1.Pod
+	// Nodes are the cluster's nodes (Joiner-managed or not).
+	Nodes []*Node
+	// PDBs with their current status.disruptionsAllowed.
+	PDBs []*policyv1.PodDisruptionBudget
+	// NodePoolHashes and NodeClassHashes are the current drift hashes by
+	// pool / class name; a NodeClaim whose annotation differs is drifted.
+	// A missing entry means "not known": no drift is inferred.
+	NodePoolHashes  map[string]string
+	NodeClassHashes map[string]string
+}
+
+// Node is one node as disruption sees it.
+type Node struct {
+	// Node is the scheduler's view (name, labels, taints, allocatable, pods).
+	Node *scheduler.Node
+	// NodeClaim is nil for nodes Joiner does not manage (they are never
+	// candidates but their free capacity counts).
+	NodeClaim *karpv1.NodeClaim
+	// Annotations of the Node object (do-not-disrupt may sit there).
+	Annotations map[string]string
+	// Price per hour of the node's offering.
+	Price float64
+	// Initialized is the NodeClaim's Initialized condition; InitializedAt
+	// its transition time.
+	Initialized   bool
+	InitializedAt time.Time
+	// Ready is the Node's Ready condition; a NotReady node counts as being
+	// disrupted against its pool's budgets (as in Karpenter).
+	Ready bool
+	// MarkedForDeletion: a termination intent exists or the NodeClaim is
+	// being deleted. Such nodes are not candidates, count against budgets
+	// and give no capacity to the simulation.
+	MarkedForDeletion bool
+	// Nominated: a pending pod was nominated onto this node.
+	Nominated bool
+}
+
+// Name is the node's name.
+func (n *Node) Name() string { return n.Node.Name }
+
+// Decision is one action: remove Candidates (and launch Replacements first).
+type Decision struct {
+	Method Method
+	// Reason is the budget reason ("" for expiration, which is forceful).
+	Reason     karpv1.DisruptionReason
+	Candidates []*Node
+	// Replacements are NodeClaim specs from the simulation's plan.
+	Replacements []scheduler.NodeClaim
+	// Savings is Σ candidate price - Σ replacement price, per hour.
+	Savings float64
+	// Message says why, for Events and logs.
+	Message string
+}
+
+// Skip says why a node was not disrupted by a method.
+type Skip struct {
+	Node   string
+	Method Method
+	Reason string
+}
+
+// Result is Decide's answer: at most one decision plus, for each node that
+// was looked at and left alone, why.
+type Result struct {
+	Decision *Decision
+	Skipped  []Skip
+}
