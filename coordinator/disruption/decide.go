@@ -24,16 +24,17 @@ type decider struct {
 	// poolNodes / disrupting count initialized managed nodes per pool and
 	// those being disrupted (marked or NotReady), as Karpenter does.
 	poolNodes, disrupting map[string]int
-	// spotPrice is each instance type's cheapest available spot price.
-	spotPrice map[string]float64
-	skipped   []Skip
+	// price is each instance type's cheapest available price per
+	// capacity type.
+	price   map[string]map[string]float64
+	skipped []Skip
 }
 
 // Decide picks at most one disruption action for this pass. The error is
 // for input it cannot trust (a bad PDB selector or budget); a budget error
 // names the pool and field and fails closed.
 func Decide(in *Input) (*Result, error) {
-	d := &decider{in: in, pools: map[string]*karpv1.NodePool{}, poolNodes: map[string]int{}, disrupting: map[string]int{}, spotPrice: map[string]float64{}}
+	d := &decider{in: in, pools: map[string]*karpv1.NodePool{}, poolNodes: map[string]int{}, disrupting: map[string]int{}, price: map[string]map[string]float64{}}
 	for _, p := range in.NodePools {
 		d.pools[p.Name] = p
 	}
@@ -54,10 +55,16 @@ func Decide(in *Input) (*Result, error) {
 	for _, its := range in.InstanceTypes {
 		for _, it := range its {
 			for _, o := range it.Offerings {
-				if o.Available && o.CapacityType == karpv1.CapacityTypeSpot {
-					if p, ok := d.spotPrice[it.Name]; !ok || o.Price < p {
-						d.spotPrice[it.Name] = o.Price
-					}
+				if !o.Available {
+					continue
+				}
+				m := d.price[it.Name]
+				if m == nil {
+					m = map[string]float64{}
+					d.price[it.Name] = m
+				}
+				if p, ok := m[o.CapacityType]; !ok || o.Price < p {
+					m[o.CapacityType] = o.Price
 				}
 			}
 		}
@@ -346,17 +353,16 @@ func (d *decider) consolidate(m Method, cands []*Node) (*Decision, string) {
 		if len(cands) > 1 {
 			return nil, "spot-to-spot replacement is only done by single-node consolidation"
 		}
-		cheaper := 0
-		for _, t := range rep.InstanceTypes {
-			if p, ok := d.spotPrice[t]; ok && p < cur {
-				cheaper++
-			}
-		}
-		if cheaper < MinSpotToSpotTypes {
-			return nil, fmt.Sprintf("spot-to-spot replacement needs at least %d cheaper instance types, found %d", MinSpotToSpotTypes, cheaper)
-		}
 	}
-	dec.Replacements = plan.NodeClaims
+	// The replacement may only launch types cheaper than what it replaces
+	// (Karpenter filters the options the same way), so the launch cannot
+	// land on a pricier type than the simulation promised.
+	rep.InstanceTypes = d.cheaperTypes(rep, cur)
+	if rep.CapacityType == karpv1.CapacityTypeSpot && allSpot(cands) && len(rep.InstanceTypes) < MinSpotToSpotTypes {
+		return nil, fmt.Sprintf("spot-to-spot replacement needs at least %d cheaper instance types, found %d", MinSpotToSpotTypes, len(rep.InstanceTypes))
+	}
+	rep.Requirements = restrictTypes(rep.Requirements, rep.InstanceTypes)
+	dec.Replacements = []scheduler.NodeClaim{rep}
 	dec.Savings = cur - rep.Price
 	dec.Message = fmt.Sprintf("replace %d node(s) (%.4f/h) with %s %s (%.4f/h)", len(cands), cur, rep.CapacityType, rep.InstanceType, rep.Price)
 	return dec, ""
@@ -411,4 +417,33 @@ func allSpot(ns []*Node) bool {
 		}
 	}
 	return true
+}
+
+// cheaperTypes keeps the replacement's instance types whose price for its
+// capacity type is below cur, in the plan's (cheapest first) order.
+func (d *decider) cheaperTypes(rep scheduler.NodeClaim, cur float64) []string {
+	var out []string
+	for _, t := range rep.InstanceTypes {
+		if p, ok := d.price[t][rep.CapacityType]; ok && p < cur {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// restrictTypes narrows the instance-type requirement to types (copying).
+func restrictTypes(reqs []corev1.NodeSelectorRequirement, types []string) []corev1.NodeSelectorRequirement {
+	out := make([]corev1.NodeSelectorRequirement, 0, len(reqs)+1)
+	found := false
+	for _, r := range reqs {
+		if r.Key == karpv1.LabelInstanceType && r.Operator == corev1.NodeSelectorOpIn {
+			r = corev1.NodeSelectorRequirement{Key: r.Key, Operator: r.Operator, Values: types}
+			found = true
+		}
+		out = append(out, r)
+	}
+	if !found {
+		out = append(out, corev1.NodeSelectorRequirement{Key: karpv1.LabelInstanceType, Operator: corev1.NodeSelectorOpIn, Values: types})
+	}
+	return out
 }

@@ -1,0 +1,258 @@
+package disruption
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+)
+
+const od, spot = karpv1.CapacityTypeOnDemand, karpv1.CapacityTypeSpot
+
+func decide(t *testing.T, in *Input) *Result {
+	t.Helper()
+	r, err := Decide(in)
+	if err != nil {
+		t.Fatalf("Decide: %v", err)
+	}
+	return r
+}
+
+func wantDecision(t *testing.T, r *Result, m Method, nodes ...string) *Decision {
+	t.Helper()
+	if r.Decision == nil {
+		t.Fatalf("no decision, want %s of %v; skipped: %+v", m, nodes, r.Skipped)
+	}
+	if r.Decision.Method != m || !slices.Equal(names(r.Decision.Candidates), nodes) {
+		t.Fatalf("decision %s of %v, want %s of %v", r.Decision.Method, names(r.Decision.Candidates), m, nodes)
+	}
+	return r.Decision
+}
+
+func wantSkip(t *testing.T, r *Result, node, substr string) {
+	t.Helper()
+	for _, s := range skipsOf(r, node) {
+		if strings.Contains(s, substr) {
+			return
+		}
+	}
+	t.Fatalf("node %s: no skip containing %q; got %q", node, substr, skipsOf(r, node))
+}
+
+func dsPod(name string) *corev1.Pod {
+	p := testPod(name, "100m")
+	p.OwnerReferences = []metav1.OwnerReference{{Kind: "DaemonSet", Name: "ds"}}
+	return p
+}
+
+func TestExpirationIsForceful(t *testing.T) {
+	pool := testPool("default", od)
+	pool.Spec.Template.Spec.ExpireAfter = karpv1.NewDuration(time.Hour)
+	pool.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "0"}}
+	p := testPod("web", "1")
+	p.Annotations = map[string]string{karpv1.AnnotationDoNotDisrupt: "true"}
+	old := testNode("old", "default", od, 4, p)
+	old.Annotations[karpv1.AnnotationDoNotDisrupt] = "true"
+	young := testNode("young", "default", od, 4, testPod("api", "1"))
+	young.NodeClaim.CreationTimestamp = metav1.NewTime(t0.Add(90 * time.Minute))
+	in := testInput(t0.Add(2*time.Hour), []*karpv1.NodePool{pool}, old, young)
+	in.PDBs = append(in.PDBs, testPDB("web", 0, "web"))
+	d := wantDecision(t, decide(t, in), MethodExpiration, "old")
+	if d.Reason != "" {
+		t.Errorf("expiration has budget reason %q, want none", d.Reason)
+	}
+	// NodeClaim's own expireAfter wins over the pool's; Never disables.
+	old.NodeClaim.Spec.ExpireAfter = karpv1.NeverDuration()
+	if r := decide(t, in); r.Decision != nil && r.Decision.Method == MethodExpiration {
+		t.Fatalf("expireAfter Never expired %v", names(r.Decision.Candidates))
+	}
+}
+
+func TestEmptiness(t *testing.T) {
+	pool := testPool("default", od)
+	pool.Spec.Disruption.ConsolidationPolicy = karpv1.ConsolidationPolicyWhenEmpty
+	pool.Spec.Disruption.ConsolidateAfter = karpv1.NewDuration(10 * time.Minute)
+	pool.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "2"}}
+	now := t0.Add(time.Hour)
+	a := testNode("a", "default", od, 2, dsPod("ds-a"))
+	b := testNode("b", "default", od, 2)
+	c := testNode("c", "default", od, 2)
+	recent := testNode("recent", "default", od, 2)
+	recent.NodeClaim.Status.LastPodEventTime = metav1.NewTime(now.Add(-5 * time.Minute))
+	busy := testNode("busy", "default", od, 8, testPod("x", "1"))
+	r := decide(t, testInput(now, []*karpv1.NodePool{pool}, a, b, c, recent, busy))
+	d := wantDecision(t, r, MethodEmptiness, "a", "b")
+	if d.Reason != karpv1.DisruptionReasonEmpty || d.Savings != 2*2*odPrice {
+		t.Errorf("reason %s savings %v", d.Reason, d.Savings)
+	}
+	wantSkip(t, r, "c", "budget of nodepool default for reason Empty allows no more")
+	wantSkip(t, r, "recent", "not consolidatable until")
+
+	// An Empty-only budget of 0 blocks emptiness, and WhenEmpty keeps the
+	// busy node from consolidation.
+	pool.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "100%"}, {Nodes: "0", Reasons: []karpv1.DisruptionReason{karpv1.DisruptionReasonEmpty}}}
+	r = decide(t, testInput(now, []*karpv1.NodePool{pool}, a, b, busy))
+	if r.Decision != nil {
+		t.Fatalf("decision %s of %v despite Empty budget 0 and WhenEmpty", r.Decision.Method, names(r.Decision.Candidates))
+	}
+	wantSkip(t, r, "busy", "consolidationPolicy WhenEmpty")
+}
+
+func TestSingleNodeDelete(t *testing.T) {
+	pool := testPool("default", od)
+	keep := testNode("keep", "default", od, 4, testPod("k", "1"))
+	keep.Annotations[karpv1.AnnotationDoNotDisrupt] = "true"
+	small := testNode("small", "default", od, 2, testPod("s", "1"))
+	r := decide(t, testInput(t0.Add(time.Hour), []*karpv1.NodePool{pool}, keep, small))
+	d := wantDecision(t, r, MethodSingleNode, "small")
+	if len(d.Replacements) != 0 || d.Savings != 2*odPrice {
+		t.Errorf("replacements %d savings %v, want delete saving %v", len(d.Replacements), d.Savings, 2*odPrice)
+	}
+	wantSkip(t, r, "keep", "not consolidatable: node has annotation karpenter.sh/do-not-disrupt")
+}
+
+func TestSingleNodeReplaceCheaper(t *testing.T) {
+	pool := testPool("default", od)
+	big := testNode("big", "default", od, 8, testPod("a", "500m"), testPod("b", "500m"))
+	r := decide(t, testInput(t0.Add(time.Hour), []*karpv1.NodePool{pool}, big))
+	d := wantDecision(t, r, MethodSingleNode, "big")
+	if len(d.Replacements) != 1 || d.Replacements[0].InstanceType != "t-1" || d.Savings <= 0 {
+		t.Fatalf("replacements %+v savings %v, want one t-1 cheaper", d.Replacements, d.Savings)
+	}
+	// The replacement may only launch types cheaper than the node it replaces.
+	if got := d.Replacements[0].InstanceTypes; !slices.Equal(got, []string{"t-1", "t-2", "t-3", "t-4", "t-5", "t-6", "t-7"}) {
+		t.Errorf("replacement instance types %v, want t-1..t-7", got)
+	}
+	// A node already of the cheapest fitting type stays.
+	snug := testNode("snug", "default", od, 1, testPod("c", "900m"))
+	r = decide(t, testInput(t0.Add(time.Hour), []*karpv1.NodePool{pool}, snug))
+	if r.Decision != nil {
+		t.Fatalf("unexpected decision %+v", r.Decision)
+	}
+	wantSkip(t, r, "snug", "is not cheaper than")
+}
+
+func TestSpotToSpotNeedsFifteenCheaperTypes(t *testing.T) {
+	pool := testPool("default", spot)
+	mid := testNode("mid", "default", spot, 8, testPod("a", "1"))
+	r := decide(t, testInput(t0.Add(time.Hour), []*karpv1.NodePool{pool}, mid))
+	if r.Decision != nil {
+		t.Fatalf("spot-to-spot with 7 cheaper types decided %+v", r.Decision)
+	}
+	wantSkip(t, r, "mid", "at least 15 cheaper instance types, found 7")
+	huge := testNode("huge", "default", spot, 32, testPod("a", "1"))
+	wantDecision(t, decide(t, testInput(t0.Add(time.Hour), []*karpv1.NodePool{pool}, huge)), MethodSingleNode, "huge")
+}
+
+func TestMultiNodeConsolidation(t *testing.T) {
+	pool := testPool("default", od)
+	in := testInput(t0.Add(time.Hour), []*karpv1.NodePool{pool},
+		testNode("a", "default", od, 4, testPod("a", "1")),
+		testNode("b", "default", od, 4, testPod("b", "1")),
+		testNode("c", "default", od, 4, testPod("c", "1")))
+	d := wantDecision(t, decide(t, in), MethodMultiNode, "a", "b", "c")
+	if len(d.Replacements) != 1 || d.Replacements[0].Price >= 3*4*odPrice {
+		t.Fatalf("replacements %+v, want one cheaper node", d.Replacements)
+	}
+	// A budget of 2 limits the command to two nodes, whose pods then fit
+	// on the third.
+	pool.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "2"}}
+	d = wantDecision(t, decide(t, in), MethodMultiNode, "a", "b")
+	if len(d.Replacements) != 0 {
+		t.Fatalf("replacements %+v, want none", d.Replacements)
+	}
+}
+
+func TestCandidateFilters(t *testing.T) {
+	pool := testPool("default", od)
+	now := t0.Add(time.Hour)
+	pdbNode := testNode("pdb", "default", od, 8, testPod("web", "1"))
+	dnd := testPod("dnd", "1")
+	dnd.Annotations = map[string]string{karpv1.AnnotationDoNotDisrupt: "true"}
+	dndNode := testNode("dnd", "default", od, 8, dnd)
+	ttl := testPod("ttl", "1")
+	ttl.Annotations = map[string]string{karpv1.AnnotationDoNotDisrupt: "30m"}
+	ttl.Status.StartTime = &metav1.Time{Time: now.Add(-10 * time.Minute)}
+	ttlNode := testNode("ttl", "default", od, 8, ttl)
+	uninit := testNode("uninit", "default", od, 8, testPod("u", "1"))
+	uninit.Initialized = false
+	marked := testNode("marked", "default", od, 8, testPod("m", "1"))
+	marked.MarkedForDeletion = true
+	multi := testNode("multi", "default", od, 8, testPod("api", "1"))
+	in := testInput(now, []*karpv1.NodePool{pool}, pdbNode, dndNode, ttlNode, uninit, marked, multi)
+	in.PDBs = append(in.PDBs, testPDB("web", 0, "web"), testPDB("api-a", 1, "api"), testPDB("api-b", 1, "api"))
+	r := decide(t, in)
+	if r.Decision != nil {
+		t.Fatalf("unexpected decision %s of %v", r.Decision.Method, names(r.Decision.Candidates))
+	}
+	wantSkip(t, r, "pdb", "not consolidatable: pdb default/web prevents eviction")
+	wantSkip(t, r, "dnd", "pod default/dnd has annotation karpenter.sh/do-not-disrupt")
+	wantSkip(t, r, "ttl", "pod default/ttl has annotation")
+	wantSkip(t, r, "uninit", "node is not initialized")
+	wantSkip(t, r, "marked", "already being disrupted")
+	wantSkip(t, r, "multi", "multiple pdbs")
+
+	// The do-not-disrupt duration elapses; the PDB starts allowing one.
+	in.Now = now.Add(time.Hour)
+	in.PDBs[0].Status.DisruptionsAllowed = 1
+	in.Nodes = []*Node{pdbNode, ttlNode}
+	if r := decide(t, in); r.Decision == nil {
+		t.Fatalf("no decision once the blockers lifted: %+v", r.Skipped)
+	}
+}
+
+func TestDrift(t *testing.T) {
+	pool := testPool("default", od)
+	pool.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "1", Reasons: []karpv1.DisruptionReason{karpv1.DisruptionReasonDrifted}}, {Nodes: "0", Reasons: []karpv1.DisruptionReason{karpv1.DisruptionReasonUnderutilized}}}
+	older := testNode("older", "default", od, 2, testPod("a", "2"))
+	newer := testNode("newer", "default", od, 2, testPod("b", "2"))
+	newer.NodeClaim.CreationTimestamp = metav1.NewTime(t0.Add(time.Minute))
+	current := testNode("current", "default", od, 2, testPod("c", "2"))
+	for _, n := range []*Node{older, newer} {
+		n.NodeClaim.Annotations["karpenter.k8s.aws/ec2nodeclass-hash"] = "ami-1"
+	}
+	current.NodeClaim.Annotations["karpenter.k8s.aws/ec2nodeclass-hash"] = "ami-2"
+	in := testInput(t0.Add(time.Hour), []*karpv1.NodePool{pool}, newer, current, older)
+	in.NodeClassHashes = map[string]string{"default": "ami-2"}
+	d := wantDecision(t, decide(t, in), MethodDrift, "older")
+	if d.Reason != karpv1.DisruptionReasonDrifted || len(d.Replacements) != 1 {
+		t.Fatalf("reason %s replacements %d", d.Reason, len(d.Replacements))
+	}
+	// One already being replaced uses up the budget of 1.
+	older.MarkedForDeletion = true
+	r := decide(t, in)
+	if r.Decision != nil {
+		t.Fatalf("drift beyond budget: %+v", names(r.Decision.Candidates))
+	}
+	wantSkip(t, r, "newer", "reason Drifted allows no more")
+
+	// A PDB blocks drift unless the NodeClaim has a terminationGracePeriod.
+	older.MarkedForDeletion = false
+	in.PDBs = append(in.PDBs, testPDB("a", 0, "a"))
+	in.Nodes = []*Node{older}
+	r = decide(t, in)
+	if r.Decision != nil {
+		t.Fatalf("drift through a blocking PDB without TGP")
+	}
+	wantSkip(t, r, "older", "pdb default/a prevents eviction")
+	older.NodeClaim.Spec.TerminationGracePeriod = dur("1h")
+	wantDecision(t, decide(t, in), MethodDrift, "older")
+}
+
+func TestUnschedulablePodsBlockConsolidation(t *testing.T) {
+	pool := testPool("default", od)
+	// The only pool cannot launch anything (no instance types): a node whose
+	// pods fit nowhere else stays, saying which pod.
+	in := testInput(t0.Add(time.Hour), []*karpv1.NodePool{pool}, testNode("lonely", "default", od, 8, testPod("p", "1")))
+	in.InstanceTypes = nil
+	r := decide(t, in)
+	if r.Decision != nil {
+		t.Fatalf("unexpected decision")
+	}
+	wantSkip(t, r, "lonely", "pod default/p cannot be rescheduled")
+}
