@@ -52,8 +52,9 @@ func (p *Provider) RefreshSpotPrices(ctx context.Context) error {
 	return nil
 }
 
-// offeredZones returns the zones each instance type is offered in
-// (DescribeInstanceTypeOfferings, cached for CacheTTL).
+// offeredZones returns the zones each instance type the region describes
+// (DescribeInstanceTypes) is offered in (DescribeInstanceTypeOfferings),
+// cached for CacheTTL.
 func (p *Provider) offeredZones(ctx context.Context) (map[string][]string, error) {
 	p.mu.Lock()
 	if p.offered != nil && p.now().Sub(p.offeredAt) < p.opts.CacheTTL {
@@ -62,6 +63,17 @@ func (p *Provider) offeredZones(ctx context.Context) (map[string][]string, error
 		return o, nil
 	}
 	p.mu.Unlock()
+	described := map[string]bool{}
+	typePages := ec2.NewDescribeInstanceTypesPaginator(p.ec2, &ec2.DescribeInstanceTypesInput{})
+	for typePages.HasMorePages() {
+		page, err := typePages.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("describing instance types: %w", classify(err))
+		}
+		for _, it := range page.InstanceTypes {
+			described[string(it.InstanceType)] = true
+		}
+	}
 	offered := map[string][]string{}
 	pages := ec2.NewDescribeInstanceTypeOfferingsPaginator(p.ec2, &ec2.DescribeInstanceTypeOfferingsInput{
 		LocationType: ec2types.LocationTypeAvailabilityZone,
@@ -72,8 +84,9 @@ func (p *Provider) offeredZones(ctx context.Context) (map[string][]string, error
 			return nil, fmt.Errorf("describing instance type offerings: %w", classify(err))
 		}
 		for _, o := range page.InstanceTypeOfferings {
-			t := string(o.InstanceType)
-			offered[t] = append(offered[t], aws.ToString(o.Location))
+			if t := string(o.InstanceType); described[t] {
+				offered[t] = append(offered[t], aws.ToString(o.Location))
+			}
 		}
 	}
 	p.mu.Lock()

@@ -486,8 +486,26 @@ func TestSpotPrices(t *testing.T) {
 	if err != nil || len(its) == 0 {
 		t.Fatalf("InstanceTypes = %d, %v", len(its), err)
 	}
-	if e.sim.Calls("DescribeSpotPriceHistory") == 0 {
-		t.Error("no DescribeSpotPriceHistory call")
+	for _, action := range []string{"DescribeSpotPriceHistory", "DescribeInstanceTypes", "DescribeInstanceTypeOfferings"} {
+		if e.sim.Calls(action) != 1 {
+			t.Errorf("%s calls = %d, want 1", action, e.sim.Calls(action))
+		}
+	}
+	// Offerings are cached: a second call asks EC2 nothing.
+	if _, err := e.provider.InstanceTypes(ctx, nil); err != nil || e.sim.Calls("DescribeInstanceTypes") != 1 {
+		t.Errorf("second InstanceTypes: %v, DescribeInstanceTypes calls %d", err, e.sim.Calls("DescribeInstanceTypes"))
+	}
+	// Live spot prices replace the modelled ones.
+	for _, it := range its {
+		if it.Name != "m5.large" {
+			continue
+		}
+		entry, _ := catalog.Lookup("m5.large")
+		for _, o := range it.Offerings {
+			if o.CapacityType == "spot" && o.Price != catalog.DefaultSpotModel.Price(entry, o.Zone) {
+				t.Errorf("spot price %v in %s, sim says %v", o.Price, o.Zone, catalog.DefaultSpotModel.Price(entry, o.Zone))
+			}
+		}
 	}
 }
 
