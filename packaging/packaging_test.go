@@ -34,9 +34,13 @@ func repoRoot(t testing.TB) string {
 }
 
 // tool returns the path of a pinned tool built by scripts/build-tools.sh, or
-// skips the test when it is missing (`make test` builds it first).
+// skips the test when it is missing (`make test` builds it first) or under
+// -short.
 func tool(t testing.TB, name string) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skipf("-short: %s not run", name)
+	}
 	bin := os.Getenv("JOINER_TOOLS_BIN")
 	if bin == "" {
 		bin = filepath.Join(repoRoot(t), "bin")
