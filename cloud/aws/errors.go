@@ -28,6 +28,8 @@ var retryableCodes = []string{
 	"ServiceUnavailable", "Unavailable", "RequestTimeout",
 }
 
+const codeNoFreeAddresses = "InsufficientFreeAddressesInSubnet"
+
 const codeLaunchTemplateNotFound = "InvalidLaunchTemplateName.NotFoundException"
 
 // classify wraps err with the sentinel callers branch on: ErrNotFound for
@@ -85,4 +87,30 @@ func (u *unavailableOfferings) unavailable(k cloud.OfferingKey) bool {
 		return false
 	}
 	return true
+}
+
+// unavailableSubnets remembers subnets that ran out of addresses until
+// their TTL passes.
+type unavailableSubnets struct {
+	ttl time.Duration
+	now func() time.Time
+	mu  sync.Mutex
+	m   map[string]time.Time
+}
+
+func (u *unavailableSubnets) mark(id string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.m[id] = u.now().Add(u.ttl)
+}
+
+func (u *unavailableSubnets) unavailable(id string) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	exp, ok := u.m[id]
+	if ok && !u.now().Before(exp) {
+		delete(u.m, id)
+		return false
+	}
+	return ok
 }

@@ -88,6 +88,9 @@ func (p *Provider) Launch(ctx context.Context, spec cloud.LaunchSpec) (cloud.Ins
 			return cloud.Instance{}, fmt.Errorf("launching nodeclaim %s: %w", spec.NodeClaim, err)
 		}
 		for _, fe := range fleetErrs {
+			if fe.code == codeNoFreeAddresses && fe.subnet != "" {
+				p.noAddrs.mark(fe.subnet)
+			}
 			if isCapacityCode(fe.code) {
 				p.unavailable.mark(fe.key)
 				failed[fe.key] = true
@@ -210,6 +213,7 @@ func chooseOverrides(cands []cloud.Candidate) (string, []cloud.Candidate) {
 
 type fleetError struct {
 	key           cloud.OfferingKey
+	subnet        string
 	code, message string
 }
 
@@ -304,7 +308,11 @@ func (p *Provider) createFleet(ctx context.Context, spec cloud.LaunchSpec, token
 			k.InstanceType = string(o.Overrides.InstanceType)
 			k.Zone = aws.ToString(o.Overrides.AvailabilityZone)
 		}
-		errs = append(errs, fleetError{key: k, code: aws.ToString(fe.ErrorCode), message: aws.ToString(fe.ErrorMessage)})
+		fErr := fleetError{key: k, code: aws.ToString(fe.ErrorCode), message: aws.ToString(fe.ErrorMessage)}
+		if o := fe.LaunchTemplateAndOverrides; o != nil && o.Overrides != nil {
+			fErr.subnet = aws.ToString(o.Overrides.SubnetId)
+		}
+		errs = append(errs, fErr)
 	}
 	for _, fi := range out.Instances {
 		if len(fi.InstanceIds) == 0 {

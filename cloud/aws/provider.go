@@ -82,6 +82,7 @@ type Provider struct {
 	opts    Options
 
 	unavailable *unavailableOfferings
+	noAddrs     *unavailableSubnets
 
 	mu        sync.Mutex
 	resolved  map[string]cacheEntry // selector resolution cache
@@ -137,6 +138,7 @@ func New(opts Options) (*Provider, error) {
 		ec2: opts.EC2, ssm: opts.SSM, cluster: opts.Cluster, region: opts.Region, k8sVer: opts.KubernetesVersion,
 		log: opts.Logger.Named("aws"), now: opts.Now, opts: opts,
 		unavailable: &unavailableOfferings{ttl: opts.UnavailableTTL, now: opts.Now, m: map[cloud.OfferingKey]time.Time{}},
+		noAddrs:     &unavailableSubnets{ttl: opts.UnavailableTTL, now: opts.Now, m: map[string]time.Time{}},
 		resolved:    map[string]cacheEntry{}, spot: map[spotKey]float64{}, templates: map[string]*ltEntry{},
 	}, nil
 }

@@ -578,3 +578,42 @@ func TestTokenOfATerminatedInstance(t *testing.T) {
 		t.Errorf("same token, other candidates: %v", err)
 	}
 }
+
+func TestSubnetOutOfAddresses(t *testing.T) {
+	cfg := sim.DefaultConfig()
+	cfg.Subnets = append(cfg.Subnets, sim.Subnet{ID: "subnet-0sim0small", Zone: "us-east-1a", AvailableIPs: 10,
+		Tags: map[string]string{sim.DiscoveryTag: "sim"}})
+	s := sim.New(sim.Options{Config: cfg})
+	srv := httptest.NewServer(s.Handler())
+	t.Cleanup(srv.Close)
+	ec2c, ssmc := joineraws.NewClients(aws.Config{Region: "us-east-1",
+		Credentials: credentials.NewStaticCredentialsProvider("AKIDSIM", "secret", "")}, srv.URL)
+	clock := &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	p, err := joineraws.New(joineraws.Options{EC2: ec2c, SSM: ssmc, Cluster: "test", Now: clock.Now,
+		KubernetesVersion: sim.DefaultKubernetesVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	r, err := p.Resolve(ctx, nodeClass())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p.SubnetsByZone(r.Subnets)["us-east-1a"]; got != "subnet-0sim0001" {
+		t.Fatalf("us-east-1a subnet = %s, want the one with the most free addresses", got)
+	}
+	s.InjectCapacityError("m5.large", "us-east-1a", "on-demand", "InsufficientFreeAddressesInSubnet")
+	_, err = p.Launch(ctx, cloud.LaunchSpec{Cluster: "test", NodeClaim: "nc", ClientToken: "t-1",
+		Candidates: []cloud.Candidate{cand("m5.large", "us-east-1a", "on-demand")}, Subnets: p.SubnetsByZone(r.Subnets),
+		SecurityGroupIDs: []string{"sg-0sim0001"}})
+	if !errors.Is(err, cloud.ErrInsufficientCapacity) {
+		t.Fatalf("err = %v", err)
+	}
+	if got := p.SubnetsByZone(r.Subnets)["us-east-1a"]; got != "subnet-0sim0small" {
+		t.Errorf("us-east-1a subnet after running out of addresses = %s", got)
+	}
+	clock.Add(3 * time.Minute)
+	if got := p.SubnetsByZone(r.Subnets)["us-east-1a"]; got != "subnet-0sim0001" {
+		t.Errorf("us-east-1a subnet after the TTL = %s", got)
+	}
+}

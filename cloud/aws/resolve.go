@@ -175,6 +175,24 @@ func (p *Provider) resolveSubnets(ctx context.Context, terms []awsv1.SubnetSelec
 	})
 }
 
+// SubnetsByZone is the package SubnetsByZone without the subnets that
+// recently ran out of addresses, unless a zone has no other.
+func (p *Provider) SubnetsByZone(subnets []Subnet) map[string]string {
+	var ok []Subnet
+	for _, s := range subnets {
+		if !p.noAddrs.unavailable(s.ID) {
+			ok = append(ok, s)
+		}
+	}
+	out := SubnetsByZone(ok)
+	for z, id := range SubnetsByZone(subnets) {
+		if _, has := out[z]; !has {
+			out[z] = id
+		}
+	}
+	return out
+}
+
 // SubnetsByZone picks one subnet per zone: the one with the most free
 // addresses (ties: the lowest ID).
 func SubnetsByZone(subnets []Subnet) map[string]string {
