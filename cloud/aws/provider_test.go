@@ -617,3 +617,23 @@ func TestSubnetOutOfAddresses(t *testing.T) {
 		t.Errorf("us-east-1a subnet after the TTL = %s", got)
 	}
 }
+
+func TestRunRefreshesPricesAndStops(t *testing.T) {
+	e := newEnv(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.provider.Run(ctx) }()
+	for deadline := time.Now().Add(30 * time.Second); e.sim.Calls("DescribeSpotPriceHistory") == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			cancel()
+			t.Fatal("Run did not refresh spot prices")
+		}
+	}
+	if e.sim.Calls("DescribeLaunchTemplates") == 0 {
+		t.Error("Run did not adopt existing launch templates first")
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Run = %v", err)
+	}
+}
