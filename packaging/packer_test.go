@@ -102,7 +102,7 @@ func TestPackerTemplate(t *testing.T) {
 			inline += src[r.Filename][r.Start.Byte:r.End.Byte]
 		}
 	}
-	for _, want := range []string{"/tmp/joiner.rpm", "systemctl enable joiner-bootstrap.service joiner-agent.service"} {
+	for _, want := range []string{"/home/ec2-user/joiner.rpm", "systemctl enable joiner-bootstrap.service joiner-agent.service"} {
 		if !strings.Contains(inline, want) {
 			t.Errorf("shell provisioner does not run %q:\n%s", want, inline)
 		}

@@ -110,7 +110,7 @@ build {
 
   provisioner "file" {
     source      = var.rpm
-    destination = "/tmp/joiner.rpm"
+    destination = "/home/ec2-user/joiner.rpm"
   }
 
   # Install the package (binary, units, /etc/default/joiner,
@@ -120,12 +120,12 @@ build {
   provisioner "shell" {
     inline = [
       "set -eux",
-      "if command -v dnf >/dev/null; then sudo dnf install -y xfsprogs mdadm /tmp/joiner.rpm; else sudo yum install -y xfsprogs mdadm /tmp/joiner.rpm; fi",
+      "if command -v dnf >/dev/null; then sudo dnf install -y xfsprogs mdadm /home/ec2-user/joiner.rpm; else sudo yum install -y xfsprogs mdadm /home/ec2-user/joiner.rpm; fi",
       "sudo systemctl daemon-reload",
       "sudo systemctl enable joiner-bootstrap.service joiner-agent.service",
       "/usr/bin/joiner version",
       "sudo systemd-analyze verify /usr/lib/systemd/system/joiner-bootstrap.service /usr/lib/systemd/system/joiner-agent.service",
-      "rm -f /tmp/joiner.rpm",
+      "rm -f /home/ec2-user/joiner.rpm",
     ]
   }
 
