@@ -1,0 +1,161 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+
+	"github.com/joiner-dev/joiner/coordinator/fsm"
+)
+
+type memNode struct {
+	id    raft.ServerID
+	store *raft.InmemStore
+	snaps *raft.InmemSnapshotStore
+	trans *raft.InmemTransport
+	fsm   *fsm.FSM
+	raft  *raft.Raft
+}
+
+func memConfig(id raft.ServerID) *raft.Config {
+	c := raft.DefaultConfig()
+	c.LocalID = id
+	c.HeartbeatTimeout, c.ElectionTimeout, c.LeaderLeaseTimeout = 100*time.Millisecond, 100*time.Millisecond, 100*time.Millisecond
+	c.CommitTimeout = 5 * time.Millisecond
+	c.SnapshotThreshold, c.TrailingLogs = 1<<30, 4 // snapshots only when asked
+	c.SnapshotInterval = time.Hour
+	c.Logger = hclog.NewNullLogger()
+	return c
+}
+
+func (n *memNode) start(t *testing.T, peers []*memNode) {
+	t.Helper()
+	_, n.trans = raft.NewInmemTransport(raft.ServerAddress(n.id))
+	for _, p := range peers {
+		if p != n && p.raft != nil {
+			n.trans.Connect(p.trans.LocalAddr(), p.trans)
+			p.trans.Connect(n.trans.LocalAddr(), n.trans)
+		}
+	}
+	n.fsm = fsm.New()
+	r, err := raft.NewRaft(memConfig(n.id), n.fsm, n.store, n.store, n.snaps, n.trans)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.raft = r
+}
+
+func (n *memNode) stop(peers []*memNode) {
+	n.trans.DisconnectAll()
+	for _, p := range peers {
+		if p != n && p.trans != nil {
+			p.trans.Disconnect(n.trans.LocalAddr())
+		}
+	}
+	_ = n.raft.Shutdown().Error()
+	n.raft = nil
+}
+
+func waitLeader(t *testing.T, nodes []*memNode) *memNode {
+	t.Helper()
+	for range 500 {
+		for _, n := range nodes {
+			if n.raft != nil && n.raft.State() == raft.Leader {
+				return n
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("no leader")
+	return nil
+}
+
+func dump(f *fsm.FSM) []byte {
+	var b bytes.Buffer
+	f.WriteTo(&b)
+	return b.Bytes()
+}
+
+// TestFollowerRestartFromSnapshot: a follower snapshots, stops, misses
+// commands while the leader snapshots and compacts its log past them, then
+// restarts from its own snapshot and converges (through InstallSnapshot)
+// to the leader's byte-identical state.
+func TestFollowerRestartFromSnapshot(t *testing.T) {
+	var nodes []*memNode
+	var cfg raft.Configuration
+	for i := range 3 {
+		n := &memNode{id: raft.ServerID(fmt.Sprintf("n%d", i)), store: raft.NewInmemStore(), snaps: raft.NewInmemSnapshotStore()}
+		nodes = append(nodes, n)
+		cfg.Servers = append(cfg.Servers, raft.Server{ID: n.id, Address: raft.ServerAddress(n.id)})
+	}
+	for _, n := range nodes {
+		n.start(t, nodes)
+	}
+	defer func() {
+		for _, n := range nodes {
+			if n.raft != nil {
+				n.raft.Shutdown()
+			}
+		}
+	}()
+	if err := nodes[0].raft.BootstrapCluster(cfg).Error(); err != nil {
+		t.Fatal(err)
+	}
+	leader := waitLeader(t, nodes)
+	ctx := context.Background()
+	apply := func(from, to int) {
+		for i := from; i < to; i++ {
+			id := fmt.Sprintf("intent-%03d", i)
+			cmd := fsm.PlanCommit{Intents: []fsm.NewIntent{{ID: id, Pods: []string{"pod-" + id}, Spec: fsm.LaunchSpec{NodePool: "default"}}}}
+			if res, err := (RaftProposer{Raft: leader.raft}).Propose(ctx, fsm.MustEncode(fsm.PlanCommitType, cmd)); err != nil || res != nil {
+				t.Fatalf("apply %d: %v %v", i, err, res)
+			}
+		}
+	}
+	apply(0, 20)
+	var follower *memNode
+	for _, n := range nodes {
+		if n != leader {
+			follower = n
+			break
+		}
+	}
+	if err := leader.raft.Barrier(time.Second).Error(); err != nil {
+		t.Fatal(err)
+	}
+	waitEqual(t, leader, follower)
+	if err := follower.raft.Snapshot().Error(); err != nil {
+		t.Fatalf("follower snapshot: %v", err)
+	}
+	follower.stop(nodes)
+	apply(20, 40)
+	if err := leader.raft.Snapshot().Error(); err != nil {
+		t.Fatalf("leader snapshot: %v", err)
+	}
+	apply(40, 45)
+	follower.start(t, nodes)
+	// The restarted follower restored its own snapshot before any RPC.
+	if n := len(follower.fsm.Intents()); n < 20 {
+		t.Fatalf("restarted follower has %d intents, want >= 20 from its snapshot", n)
+	}
+	waitEqual(t, leader, follower)
+	if n := len(follower.fsm.Intents()); n != 45 {
+		t.Fatalf("follower has %d intents, want 45", n)
+	}
+}
+
+func waitEqual(t *testing.T, a, b *memNode) {
+	t.Helper()
+	for range 500 {
+		if bytes.Equal(dump(a.fsm), dump(b.fsm)) {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("states differ: %d vs %d intents", len(a.fsm.Intents()), len(b.fsm.Intents()))
+}
