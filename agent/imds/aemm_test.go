@@ -149,3 +149,31 @@ func TestAEMMRestart(t *testing.T) {
 	errs, _ := obs.snapshot()
 	t.Logf("imds errors while AEMM was down: %d", errs)
 }
+
+// A canceled scheduled event (AEMM restarted with --state canceled, as NTH's
+// e2e does) produces no notice; an active instance-stop does, with
+// deadline = NotBefore.
+func TestAEMMScheduledEventStates(t *testing.T) {
+	m := testenv.StartIMDS(t, testenv.IMDSOptions{Scenario: testenv.IMDSEvents, IMDSv2Only: true, EventCode: "instance-stop", EventState: "canceled"})
+	ctx, cancel := context.WithCancel(context.Background())
+	obs := &counter{}
+	col, wg := startWatcher(t, ctx, m.Endpoint, time.Hour, obs)
+	waitUntil(t, 20*time.Second, func() bool { _, o := obs.snapshot(); return o >= 8 }, "polls of the canceled event")
+	cancel()
+	wg.Wait()
+	if ns := col.byKind()[imds.KindScheduledEvent]; len(ns) != 0 {
+		t.Fatalf("canceled event produced notices: %+v", ns)
+	}
+	if err := m.RestartWith(testenv.IMDSOptions{Scenario: testenv.IMDSEvents, IMDSv2Only: true, EventCode: "instance-stop", EventState: "active"}); err != nil {
+		t.Fatal(err)
+	}
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	col2, wg2 := startWatcher(t, ctx2, m.Endpoint, time.Hour, &counter{})
+	defer wg2.Wait()
+	defer cancel2()
+	waitUntil(t, 20*time.Second, func() bool { return len(col2.byKind()[imds.KindScheduledEvent]) == 1 }, "the active event's notice")
+	n := col2.byKind()[imds.KindScheduledEvent][0]
+	if n.Action != "instance-stop" || !n.Deadline.Equal(n.NoticeTime) || n.EventID == "" {
+		t.Errorf("notice %+v: want instance-stop with deadline = NotBefore", n)
+	}
+}
