@@ -28,6 +28,7 @@ type decider struct {
 	// capacity type.
 	price   map[string]map[string]float64
 	skipped []Skip
+	bound   *capacityBound
 }
 
 // Decide picks at most one disruption action for this pass. The error is
@@ -256,9 +257,11 @@ func (d *decider) drift() (*Decision, error) {
 	return nil, nil
 }
 
-// underutilized filters consolidation candidates by policy and budget: at
-// most the pool's Underutilized allowance from each pool, in cost order.
-func (d *decider) underutilized() ([]*Node, error) {
+// underutilized filters consolidation candidates by policy and budget, in
+// cost order. With take (multi-node) at most the pool's Underutilized
+// allowance is taken from each pool; without (single-node, which disrupts one
+// node) every candidate of a pool with any allowance left qualifies.
+func (d *decider) underutilized(take bool) ([]*Node, error) {
 	budget, err := d.budgets(karpv1.DisruptionReasonUnderutilized)
 	if err != nil {
 		return nil, err
@@ -274,7 +277,9 @@ func (d *decider) underutilized() ([]*Node, error) {
 			d.skip(n, methodConsolidation, "not consolidatable: the disruption budget of nodepool %s for reason Underutilized allows no more disruptions", pool.Name)
 			continue
 		}
-		budget[pool.Name]--
+		if take {
+			budget[pool.Name]--
+		}
 		out = append(out, n)
 	}
 	return out, nil
@@ -283,7 +288,11 @@ func (d *decider) underutilized() ([]*Node, error) {
 // multiNode binary-searches the largest prefix (at least two nodes) of the
 // first 100 candidates that can be deleted, or replaced by one cheaper node.
 func (d *decider) multiNode() (*Decision, error) {
-	cands, err := d.underutilized()
+	// Per-node skips come from single-node consolidation, which sees the
+	// same candidates without the multi-node budget cut.
+	mark := len(d.skipped)
+	cands, err := d.underutilized(true)
+	d.skipped = d.skipped[:mark]
 	if err != nil {
 		return nil, err
 	}
@@ -309,14 +318,10 @@ func (d *decider) multiNode() (*Decision, error) {
 // singleNode takes the first candidate that can be deleted or replaced by
 // a cheaper node; each candidate that cannot says why.
 func (d *decider) singleNode() (*Decision, error) {
-	// underutilized was already evaluated by multiNode; its skips are
-	// recorded, so evaluate again without duplicating them.
-	mark := len(d.skipped)
-	cands, err := d.underutilized()
+	cands, err := d.underutilized(false)
 	if err != nil {
 		return nil, err
 	}
-	d.skipped = d.skipped[:mark]
 	for _, n := range cands {
 		dec, why := d.consolidate(MethodSingleNode, []*Node{n})
 		if dec != nil {
@@ -330,6 +335,12 @@ func (d *decider) singleNode() (*Decision, error) {
 // consolidate simulates removing cands: a decision when their pods fit on
 // the remaining nodes plus at most one new node that is cheaper than them.
 func (d *decider) consolidate(m Method, cands []*Node) (*Decision, string) {
+	if d.bound == nil {
+		d.bound = d.buildBound()
+	}
+	if why := d.bound.impossible(cands); why != "" {
+		return nil, why
+	}
 	plan, why := d.simulate(cands)
 	if why != "" {
 		return nil, why

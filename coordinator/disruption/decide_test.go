@@ -1,12 +1,14 @@
 package disruption
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
@@ -128,9 +130,15 @@ func TestSingleNodeReplaceCheaper(t *testing.T) {
 	if got := d.Replacements[0].InstanceTypes; !slices.Equal(got, []string{"t-1", "t-2", "t-3", "t-4", "t-5", "t-6", "t-7"}) {
 		t.Errorf("replacement instance types %v, want t-1..t-7", got)
 	}
-	// A node already of the cheapest fitting type stays.
-	snug := testNode("snug", "default", od, 1, testPod("c", "900m"))
-	r = decide(t, testInput(t0.Add(time.Hour), []*karpv1.NodePool{pool}, snug))
+	// A node already of the cheapest fitting type stays (its pod needs 5 GiB,
+	// the 1-vCPU type has 4; the full node's free memory passes the cheap
+	// capacity bound, so the scheduler decides).
+	c := testPod("c", "900m")
+	c.Spec.Containers[0].Resources.Requests[corev1.ResourceMemory] = resource.MustParse("5Gi")
+	snug := testNode("snug", "default", od, 2, c)
+	full := testNode("full", "default", od, 1, testPod("f", "1"))
+	full.Annotations[karpv1.AnnotationDoNotDisrupt] = "true"
+	r = decide(t, testInput(t0.Add(time.Hour), []*karpv1.NodePool{pool}, snug, full))
 	if r.Decision != nil {
 		t.Fatalf("unexpected decision %+v", r.Decision)
 	}
@@ -246,13 +254,31 @@ func TestDrift(t *testing.T) {
 
 func TestUnschedulablePodsBlockConsolidation(t *testing.T) {
 	pool := testPool("default", od)
-	// The only pool cannot launch anything (no instance types): a node whose
-	// pods fit nowhere else stays, saying which pod.
-	in := testInput(t0.Add(time.Hour), []*karpv1.NodePool{pool}, testNode("lonely", "default", od, 8, testPod("p", "1")))
-	in.InstanceTypes = nil
+	// No instance type matches the pod's nodeSelector: a node whose pods
+	// fit nowhere else stays, saying which pod.
+	p := testPod("p", "1")
+	p.Spec.NodeSelector = map[string]string{karpv1.LabelArch: "arm64"}
+	in := testInput(t0.Add(time.Hour), []*karpv1.NodePool{pool}, testNode("lonely", "default", od, 8, p))
 	r := decide(t, in)
 	if r.Decision != nil {
 		t.Fatalf("unexpected decision")
 	}
 	wantSkip(t, r, "lonely", "pod default/p cannot be rescheduled")
+}
+
+func TestCapacityBoundRejectsWithoutSimulation(t *testing.T) {
+	pool := testPool("default", od)
+	// Both nodes are full: nothing can move and no on-demand type cheaper
+	// than 8 vCPU holds 8 vCPU of pods (spot ones would, but the pool is
+	// on-demand only).
+	var pa, pb []*corev1.Pod
+	for i := range 8 {
+		pa = append(pa, testPod(fmt.Sprintf("a%d", i), "1"))
+		pb = append(pb, testPod(fmt.Sprintf("b%d", i), "1"))
+	}
+	r := decide(t, testInput(t0.Add(time.Hour), []*karpv1.NodePool{pool}, testNode("a", "default", od, 8, pa...), testNode("b", "default", od, 8, pb...)))
+	if r.Decision != nil {
+		t.Fatalf("unexpected decision %+v", r.Decision)
+	}
+	wantSkip(t, r, "a", "its pods request 8000 cpu, more than the 7000 free")
 }

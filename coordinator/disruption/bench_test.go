@@ -1,0 +1,58 @@
+package disruption
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+)
+
+// benchInput is 1000 on-demand nodes of 8 vCPU with 10 pods each (10000
+// pods). packed: every node is full (8 x 800m), so no consolidation is
+// possible and single-node consolidation simulates every candidate (the
+// worst case); otherwise nodes are ~40% used and multi-node consolidation
+// finds a command.
+func benchInput(packed bool) *Input {
+	pool := testPool("default", od)
+	pool.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "10%"}}
+	nodes := make([]*Node, 1000)
+	for i := range nodes {
+		pods := make([]*corev1.Pod, 10)
+		for j := range pods {
+			cpu := "300m"
+			if packed {
+				cpu = "800m"
+			}
+			p := testPod(fmt.Sprintf("p-%d-%d", i, j), cpu)
+			p.Labels["app"] = fmt.Sprintf("app-%d", j)
+			pods[j] = p
+		}
+		nodes[i] = testNode(fmt.Sprintf("n-%04d", i), "default", od, 8, pods...)
+	}
+	return testInput(t0.Add(time.Hour), []*karpv1.NodePool{pool}, nodes...)
+}
+
+// BenchmarkConsolidation1000Nodes10000Pods is one Decide pass (target < 1 s).
+func BenchmarkConsolidation1000Nodes10000Pods(b *testing.B) {
+	for _, tc := range []struct {
+		name   string
+		packed bool
+	}{{"underutilized", false}, {"packed-no-action", true}} {
+		b.Run(tc.name, func(b *testing.B) {
+			in := benchInput(tc.packed)
+			b.ResetTimer()
+			for b.Loop() {
+				res, err := Decide(in)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if tc.packed == (res.Decision != nil) {
+					b.Fatalf("packed=%v decision=%+v", tc.packed, res.Decision)
+				}
+			}
+		})
+	}
+}
