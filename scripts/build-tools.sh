@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds pinned tools from their own modules under tools/ into bin/, skipping
-# any whose stamp matches the module's go.sum (so a second run does nothing).
+# any whose stamp matches the tool module's files (so a second run does nothing).
 # Usage: build-tools.sh [tool ...]   (default: all)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,7 +23,10 @@ build() {
   local dir=${spec%% *} pkgs=${spec#* }
   local stamp="$BIN/.$name.stamp"
   local sum
-  sum=$(cat "$dir/go.mod" "$dir/go.sum" | sha256sum | cut -d' ' -f1)
+  # The stamp covers every file of the tool module (go.mod, go.sum, any main.go),
+  # so a version bump or an edited wrapper rebuilds, and nothing else does.
+  sum=$(cd "$dir" && { git ls-files -co --exclude-standard 2>/dev/null || find . -type f; } \
+        | LC_ALL=C sort | xargs -r sha256sum | sha256sum | cut -d' ' -f1)
   if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$sum" ]; then
     local ok=1
     for p in $pkgs; do [ -x "$BIN/$(basename "$p")" ] || ok=0; done
