@@ -14,8 +14,10 @@ import (
 // pods). packed: every node is full (8 x 800m), so no consolidation is
 // possible and single-node consolidation simulates every candidate (the
 // worst case); otherwise nodes are ~40% used and multi-node consolidation
-// finds a command.
-func benchInput(packed bool) *Input {
+// finds a command. pinned: one pod per node is pinned to its node by a
+// hostname nodeSelector, so every simulation runs and fails (the capacity
+// bound cannot see it) until Input.MaxSimulations stops the pass.
+func benchInput(packed, pinned bool) *Input {
 	pool := testPool("default", od)
 	pool.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "10%"}}
 	nodes := make([]*Node, 1000)
@@ -28,6 +30,9 @@ func benchInput(packed bool) *Input {
 			}
 			p := testPod(fmt.Sprintf("p-%d-%d", i, j), cpu)
 			p.Labels["app"] = fmt.Sprintf("app-%d", j)
+			if pinned && j == 0 {
+				p.Spec.NodeSelector = map[string]string{karpv1.LabelHostname: fmt.Sprintf("n-%04d", i)}
+			}
 			pods[j] = p
 		}
 		nodes[i] = testNode(fmt.Sprintf("n-%04d", i), "default", od, 8, pods...)
@@ -38,19 +43,20 @@ func benchInput(packed bool) *Input {
 // BenchmarkConsolidation1000Nodes10000Pods is one Decide pass (target < 1 s).
 func BenchmarkConsolidation1000Nodes10000Pods(b *testing.B) {
 	for _, tc := range []struct {
-		name   string
-		packed bool
-	}{{"underutilized", false}, {"packed-no-action", true}} {
+		name           string
+		packed, pinned bool
+	}{{"underutilized", false, false}, {"packed-no-action", true, false}, {"pinned-no-action", false, true}} {
 		b.Run(tc.name, func(b *testing.B) {
-			in := benchInput(tc.packed)
+			in := benchInput(tc.packed, tc.pinned)
+			wantDecision := !tc.packed && !tc.pinned
 			b.ResetTimer()
 			for b.Loop() {
 				res, err := Decide(in)
 				if err != nil {
 					b.Fatal(err)
 				}
-				if tc.packed == (res.Decision != nil) {
-					b.Fatalf("packed=%v decision=%+v", tc.packed, res.Decision)
+				if wantDecision != (res.Decision != nil) {
+					b.Fatalf("%s: decision %+v", tc.name, res.Decision)
 				}
 			}
 		})

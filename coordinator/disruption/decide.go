@@ -29,6 +29,9 @@ type decider struct {
 	price   map[string]map[string]float64
 	skipped []Skip
 	bound   *capacityBound
+	// simulations counts scheduler runs; nextOffset is where single-node
+	// consolidation stopped.
+	simulations, nextOffset int
 }
 
 // Decide picks at most one disruption action for this pass. The error is
@@ -82,6 +85,7 @@ func Decide(in *Input) (*Result, error) {
 		}
 	}
 	res.Skipped = d.skipped
+	res.NextSingleNodeOffset = d.nextOffset
 	return res, nil
 }
 
@@ -319,10 +323,27 @@ func (d *decider) multiNode() (*Decision, error) {
 // a cheaper node; each candidate that cannot says why.
 func (d *decider) singleNode() (*Decision, error) {
 	cands, err := d.underutilized(false)
-	if err != nil {
+	if err != nil || len(cands) == 0 {
 		return nil, err
 	}
-	for _, n := range cands {
+	limit := d.in.MaxSimulations
+	if limit <= 0 {
+		limit = DefaultMaxSimulations
+	}
+	start := d.in.SingleNodeOffset % len(cands)
+	if start < 0 {
+		start = 0
+	}
+	d.nextOffset, d.simulations = 0, 0
+	for i := range cands {
+		n := cands[(start+i)%len(cands)]
+		if d.simulations >= limit {
+			d.nextOffset = (start + i) % len(cands)
+			for j := i; j < len(cands); j++ {
+				d.skip(cands[(start+j)%len(cands)], MethodSingleNode, "not evaluated this pass: the limit of %d simulations was reached", limit)
+			}
+			return nil, nil
+		}
 		dec, why := d.consolidate(MethodSingleNode, []*Node{n})
 		if dec != nil {
 			return dec, nil
@@ -398,6 +419,7 @@ func (d *decider) simulate(cands []*Node) (*scheduler.Plan, string) {
 	if len(pods) == 0 {
 		return &scheduler.Plan{}, ""
 	}
+	d.simulations++
 	plan := scheduler.Solve(&scheduler.Input{
 		Pods: pods, NodePools: d.in.NodePools, NodeClasses: d.in.NodeClasses,
 		InstanceTypes: d.in.InstanceTypes, Nodes: nodes, DaemonSetPods: d.in.DaemonSetPods,

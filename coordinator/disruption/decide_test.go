@@ -282,3 +282,28 @@ func TestCapacityBoundRejectsWithoutSimulation(t *testing.T) {
 	}
 	wantSkip(t, r, "a", "its pods request 8000 cpu, more than the 7000 free")
 }
+
+func TestSingleNodeSimulationLimitRotates(t *testing.T) {
+	pool := testPool("default", od)
+	var nodes []*Node
+	for _, name := range []string{"a", "b", "c"} {
+		p := testPod(name, "1")
+		p.Spec.NodeSelector = map[string]string{karpv1.LabelHostname: name} // can never move
+		nodes = append(nodes, testNode(name, "default", od, 8, p))
+	}
+	in := testInput(t0.Add(time.Hour), []*karpv1.NodePool{pool}, nodes...)
+	in.MaxSimulations = 2
+	r := decide(t, in)
+	if r.Decision != nil || r.NextSingleNodeOffset != 2 {
+		t.Fatalf("decision %v next offset %d, want none and 2", r.Decision, r.NextSingleNodeOffset)
+	}
+	wantSkip(t, r, "a", "cannot be rescheduled")
+	wantSkip(t, r, "c", "not evaluated this pass: the limit of 2 simulations was reached")
+	in.SingleNodeOffset = r.NextSingleNodeOffset
+	r = decide(t, in)
+	wantSkip(t, r, "c", "cannot be rescheduled")
+	wantSkip(t, r, "b", "not evaluated this pass")
+	if r.NextSingleNodeOffset != 1 {
+		t.Fatalf("next offset %d, want 1", r.NextSingleNodeOffset)
+	}
+}

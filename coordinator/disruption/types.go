@@ -74,7 +74,20 @@ type Input struct {
 	// A missing entry means "not known": no drift is inferred.
 	NodePoolHashes  map[string]string
 	NodeClassHashes map[string]string
+	// MaxSimulations caps the scheduler runs of single-node consolidation
+	// in one pass (0 = DefaultMaxSimulations), the deterministic stand-in
+	// for Karpenter's 3-minute timeout. Candidates not reached are skipped
+	// with a reason and tried first next pass via SingleNodeOffset.
+	MaxSimulations int
+	// SingleNodeOffset rotates the single-node candidate list (cheapest to
+	// disrupt first) so a pass starts where the previous one stopped; pass
+	// the previous Result.NextSingleNodeOffset.
+	SingleNodeOffset int
 }
+
+// DefaultMaxSimulations keeps a pass under a second at 1000 nodes / 10000
+// pods (a simulation there takes about 5 ms; see BENCHMARKS.md).
+const DefaultMaxSimulations = 100
 
 // Node is one node as disruption sees it.
 type Node struct {
@@ -131,4 +144,6 @@ type Skip struct {
 type Result struct {
 	Decision *Decision
 	Skipped  []Skip
+	// NextSingleNodeOffset is Input.SingleNodeOffset for the next pass.
+	NextSingleNodeOffset int
 }
