@@ -2,6 +2,7 @@ package disruption
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -10,6 +11,7 @@ import (
 
 	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/api/requirements"
 	"github.com/joiner-dev/joiner/coordinator/scheduler"
 )
 
@@ -207,6 +209,20 @@ func (d *decider) drifted(n *Node) string {
 			return fmt.Sprintf("nodepool %s changed (hash %q, want %q)", pn, got, want)
 		}
 	}
+	if pool := d.pools[pn]; pool != nil {
+		// RequirementsDrifted: a label the NodeClaim carries no longer
+		// satisfies the pool's requirements (absent labels are not judged).
+		for _, pr := range pool.Spec.Template.Spec.Requirements {
+			v, present := n.NodeClaim.Labels[pr.Key]
+			if !present {
+				continue
+			}
+			r, err := requirements.New(pr.Key, string(pr.Operator), pr.Values...)
+			if err == nil && !r.Matches(v, true) {
+				return fmt.Sprintf("label %s=%s no longer satisfies nodepool %s requirement %s", pr.Key, v, pn, r)
+			}
+		}
+	}
 	if ref := n.NodeClaim.Spec.NodeClassRef; ref != nil {
 		if want, ok := d.in.NodeClassHashes[ref.Name]; ok {
 			if got := n.NodeClaim.Annotations[awsv1.AnnotationEC2NodeClassHash]; got != want {
@@ -389,7 +405,21 @@ func (d *decider) consolidate(m Method, cands []*Node) (*Decision, string) {
 	// The replacement may only launch types cheaper than what it replaces
 	// (Karpenter filters the options the same way), so the launch cannot
 	// land on a pricier type than the simulation promised.
-	rep.InstanceTypes = d.cheaperTypes(rep, cur)
+	limit := cur
+	if len(cands) > 1 {
+		// Karpenter's filterOutSameType: replacing several nodes by one of
+		// a type among them must also undercut the cheapest candidate of
+		// that type, else deleting fewer nodes is the better move.
+		for _, c := range cands {
+			if it := c.Node.Labels[karpv1.LabelInstanceType]; slices.Contains(rep.InstanceTypes, it) {
+				limit = min(limit, c.Price)
+			}
+		}
+	}
+	rep.InstanceTypes = d.cheaperTypes(rep, limit)
+	if len(rep.InstanceTypes) == 0 {
+		return nil, fmt.Sprintf("no replacement type is cheaper than %.4f/h (the candidates' price, or a candidate of the same type)", limit)
+	}
 	if rep.CapacityType == karpv1.CapacityTypeSpot && allSpot(cands) && len(rep.InstanceTypes) < MinSpotToSpotTypes {
 		return nil, fmt.Sprintf("spot-to-spot replacement needs at least %d cheaper instance types, found %d", MinSpotToSpotTypes, len(rep.InstanceTypes))
 	}

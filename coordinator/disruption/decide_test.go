@@ -307,3 +307,39 @@ func TestSingleNodeSimulationLimitRotates(t *testing.T) {
 		t.Fatalf("next offset %d, want 1", r.NextSingleNodeOffset)
 	}
 }
+
+func TestRequirementsDrift(t *testing.T) {
+	pool := testPool("default", od)
+	n := testNode("n", "default", od, 2, testPod("a", "1"))
+	in := testInput(t0.Add(time.Hour), []*karpv1.NodePool{pool}, n)
+	if r := decide(t, in); r.Decision != nil && r.Decision.Method == MethodDrift {
+		t.Fatalf("drift without a change")
+	}
+	// The pool now only allows spot: the on-demand node drifted.
+	pool.Spec.Template.Spec.Requirements[0].Values = []string{spot}
+	d := wantDecision(t, decide(t, in), MethodDrift, "n")
+	if !strings.Contains(d.Message, "karpenter.sh/capacity-type=on-demand no longer satisfies") {
+		t.Errorf("message %q", d.Message)
+	}
+}
+
+func TestMultiNodeSameTypeMustUndercut(t *testing.T) {
+	pool := testPool("default", od)
+	// Two 2-vCPU nodes with 1.5 vCPU of pods each: one t-3 (0.15/h) replaces
+	// both (0.20/h); t-3 is no candidate's type.
+	a := testNode("a", "default", od, 2, testPod("a", "1500m"))
+	b := testNode("b", "default", od, 2, testPod("b", "1500m"))
+	d := wantDecision(t, decide(t, testInput(t0.Add(time.Hour), []*karpv1.NodePool{pool}, a, b)), MethodMultiNode, "a", "b")
+	if d.Replacements[0].InstanceType != "t-3" {
+		t.Fatalf("replacement %s, want t-3", d.Replacements[0].InstanceType)
+	}
+	// With a 4-vCPU and a 1-vCPU candidate whose pods need 4 vCPU, the
+	// replacement t-4 is of the big candidate's type and not cheaper than
+	// it: multi-node declines, deleting fewer nodes is better.
+	big := testNode("big", "default", od, 4, testPod("x", "3"))
+	small := testNode("small", "default", od, 1, testPod("y", "1"))
+	r := decide(t, testInput(t0.Add(time.Hour), []*karpv1.NodePool{pool}, big, small))
+	if r.Decision != nil && r.Decision.Method == MethodMultiNode {
+		t.Fatalf("multi-node replaced %v with %s", names(r.Decision.Candidates), r.Decision.Replacements[0].InstanceType)
+	}
+}
