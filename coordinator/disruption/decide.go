@@ -431,8 +431,11 @@ func (d *decider) consolidate(m Method, cands []*Node) (*Decision, string) {
 }
 
 // simulate runs the scheduler on the nodes that remain when cands (and
-// nodes already being disrupted) are gone, with the candidates'
-// reschedulable pods pending. It fails when any of them fits nowhere.
+// nodes already being disrupted) are gone, with the candidates' and the
+// disrupted nodes' reschedulable pods pending (as Karpenter does, so a
+// consolidation never takes the room a draining node's pods need). It fails
+// when any of those pods fits nowhere, or would land on a node that is not
+// initialized yet (its pods could not move there right away).
 func (d *decider) simulate(cands []*Node) (*scheduler.Plan, string) {
 	gone := make(map[*Node]bool, len(cands))
 	var pods []*corev1.Pod
@@ -440,14 +443,22 @@ func (d *decider) simulate(cands []*Node) (*scheduler.Plan, string) {
 		gone[n] = true
 		pods = append(pods, reschedulablePods(n)...)
 	}
-	nodes := make([]*scheduler.Node, 0, len(d.in.Nodes))
-	for _, n := range d.in.Nodes {
-		if !gone[n] && !n.MarkedForDeletion {
-			nodes = append(nodes, n.Node)
-		}
-	}
 	if len(pods) == 0 {
 		return &scheduler.Plan{}, ""
+	}
+	nodes := make([]*scheduler.Node, 0, len(d.in.Nodes))
+	uninitialized := map[string]bool{}
+	for _, n := range d.in.Nodes {
+		switch {
+		case gone[n]:
+		case n.MarkedForDeletion:
+			pods = append(pods, reschedulablePods(n)...)
+		default:
+			nodes = append(nodes, n.Node)
+			if n.NodeClaim != nil && !n.Initialized || n.Node.InFlight {
+				uninitialized[n.Name()] = true
+			}
+		}
 	}
 	d.simulations++
 	plan := scheduler.Solve(&scheduler.Input{
@@ -461,6 +472,11 @@ func (d *decider) simulate(cands []*Node) (*scheduler.Plan, string) {
 			more = fmt.Sprintf(" (and %d more)", len(plan.Unschedulable)-1)
 		}
 		return nil, fmt.Sprintf("pod %s cannot be rescheduled: %s%s", u.Pod, strings.TrimSpace(u.Reason), more)
+	}
+	for _, nm := range plan.Nominations {
+		if uninitialized[nm.Node] {
+			return nil, fmt.Sprintf("pod %s would move to node %s, which is not initialized yet", nm.Pod, nm.Node)
+		}
 	}
 	return plan, ""
 }

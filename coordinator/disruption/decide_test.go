@@ -343,3 +343,31 @@ func TestMultiNodeSameTypeMustUndercut(t *testing.T) {
 		t.Fatalf("multi-node replaced %v with %s", names(r.Decision.Candidates), r.Decision.Replacements[0].InstanceType)
 	}
 }
+
+func TestSimulationHonoursDrainingAndUninitializedNodes(t *testing.T) {
+	pool := testPool("default", od)
+	pool.Spec.Disruption.ConsolidationPolicy = karpv1.ConsolidationPolicyWhenEmptyOrUnderutilized
+	// "small"'s pod fits on "roomy" only if the pods of the draining node
+	// do not need that room first.
+	small := testNode("small", "default", od, 2, testPod("s", "1"))
+	roomy := testNode("roomy", "default", od, 4, testPod("r", "2"))
+	roomy.Annotations[karpv1.AnnotationDoNotDisrupt] = "true"
+	draining := testNode("draining", "default", od, 2, testPod("d", "2"))
+	draining.MarkedForDeletion = true
+	in := testInput(t0.Add(time.Hour), []*karpv1.NodePool{pool}, small, roomy, draining)
+	pool.Spec.Template.Spec.Requirements = append(pool.Spec.Template.Spec.Requirements,
+		karpv1.NodeSelectorRequirementWithMinValues{Key: karpv1.LabelInstanceType, Operator: karpv1.OpIn, Values: []string{"t-2"}})
+	r := decide(t, in)
+	if r.Decision != nil {
+		t.Fatalf("decision %s of %v takes the room the draining node's pods need", r.Decision.Method, names(r.Decision.Candidates))
+	}
+	// Without the draining node, small goes (its pod fits on roomy).
+	in.Nodes = []*Node{small, roomy}
+	wantDecision(t, decide(t, in), MethodSingleNode, "small")
+	// A not yet initialized node does not count as a home.
+	roomy.Initialized = false
+	r = decide(t, in)
+	if r.Decision != nil && len(r.Decision.Replacements) == 0 {
+		t.Fatalf("deleted small onto an uninitialized node")
+	}
+}
