@@ -12,6 +12,7 @@ import (
 	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 	"github.com/joiner-dev/joiner/api/requirements"
+	"github.com/joiner-dev/joiner/cloud/catalog"
 	"github.com/joiner-dev/joiner/coordinator/scheduler"
 )
 
@@ -224,6 +225,13 @@ func (d *decider) drifted(n *Node) string {
 		}
 	}
 	if ref := n.NodeClaim.Spec.NodeClassRef; ref != nil {
+		// InstanceTypeNotFound: the class's catalogue no longer offers the
+		// node's type (judged only when the class has a catalogue at all).
+		if its, ok := d.in.InstanceTypes[ref.Name]; ok && len(its) > 0 {
+			if it := n.Node.Labels[karpv1.LabelInstanceType]; it != "" && !slices.ContainsFunc(its, func(t *catalog.InstanceType) bool { return t.Name == it }) {
+				return fmt.Sprintf("instance type %s is no longer offered for ec2nodeclass %s", it, ref.Name)
+			}
+		}
 		if want, ok := d.in.NodeClassHashes[ref.Name]; ok {
 			if got := n.NodeClaim.Annotations[awsv1.AnnotationEC2NodeClassHash]; got != want {
 				return fmt.Sprintf("ec2nodeclass %s changed (hash %q, want %q)", ref.Name, got, want)
