@@ -382,3 +382,18 @@ func TestInstanceTypeNotFoundDrift(t *testing.T) {
 		t.Errorf("message %q", d.Message)
 	}
 }
+
+func TestDecideIsDeterministic(t *testing.T) {
+	in := benchInput(false, false)
+	in.Nodes = in.Nodes[:200]
+	first := decide(t, in)
+	for range 3 {
+		again := decide(t, in)
+		if first.Decision == nil || again.Decision == nil ||
+			!slices.Equal(names(first.Decision.Candidates), names(again.Decision.Candidates)) ||
+			fmt.Sprint(first.Decision.Replacements) != fmt.Sprint(again.Decision.Replacements) ||
+			fmt.Sprint(first.Skipped) != fmt.Sprint(again.Skipped) {
+			t.Fatalf("decisions differ:\n%+v\n%+v", first.Decision, again.Decision)
+		}
+	}
+}
