@@ -96,8 +96,17 @@ func (p RaftProposer) Propose(ctx context.Context, cmd []byte) (any, error) {
 		timeout = 30 * time.Second
 	}
 	f := p.Raft.Apply(cmd, timeout)
-	if err := f.Error(); err != nil {
-		return nil, fmt.Errorf("applying raft command: %w", err)
+	// Wait for the commit, or stop waiting when ctx ends (leadership lost):
+	// the entry may still commit, and callers re-read state before acting.
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			return nil, fmt.Errorf("applying raft command: %w", err)
+		}
+		return f.Response(), nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("applying raft command: %w", ctx.Err())
 	}
-	return f.Response(), nil
 }
