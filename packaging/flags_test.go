@@ -48,6 +48,21 @@ func usedFlags(args []string) []string {
 // and `joiner coordinator` is defined by that command (cmd/joiner), so a
 // renamed flag fails here rather than in a cluster. While the coordinator
 // command is a stub, its assumed flags are only logged.
+// pendingCoordinatorFlags are flags the chart already passes to the
+// coordinator but `joiner coordinator` does not define yet: the HTTP API,
+// TLS, the gossip keyring, the cluster endpoint and the interruption queue
+// land with the coordinator issue (9). Each entry must go once its flag
+// exists; the test fails on a defined flag still listed here.
+var pendingCoordinatorFlags = map[string]bool{
+	"cluster-endpoint":    true,
+	"http-addr":           true,
+	"interruption-queue":  true,
+	"tls-cert-file":       true,
+	"tls-key-file":        true,
+	"tls-ca-file":         true,
+	"gossip-keyring-file": true,
+}
+
 func TestChartFlagsExist(t *testing.T) {
 	out, err := render(t, []string{filepath.Join(chartDir, "ci", "full-values.yaml")})
 	if err != nil {
@@ -83,7 +98,13 @@ func TestChartFlagsExist(t *testing.T) {
 			t.Fatalf("flag scan of cmd/joiner/%s found %v: the pattern no longer matches", c.file, defined)
 		}
 		for _, f := range used {
-			if !defined[f] {
+			pending := c.file == "coordinator.go" && pendingCoordinatorFlags[f]
+			switch {
+			case pending && defined[f]:
+				t.Errorf("--%s is now defined in cmd/joiner/%s: remove it from pendingCoordinatorFlags", f, c.file)
+			case pending:
+				t.Logf("the chart passes --%s, which the coordinator will define with issue 9 (pending)", f)
+			case !defined[f]:
 				t.Errorf("the chart passes --%s to the %s, which cmd/joiner/%s does not define (edit templates/_helpers.tpl)", f, c.kind, c.file)
 			}
 		}
