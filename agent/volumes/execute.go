@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -111,16 +112,7 @@ func (e *Executor) recheck(ctx context.Context, path string) (string, error) {
 	if e.Recheck != nil {
 		return e.Recheck(ctx, path)
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	size, err := f.Seek(0, 2)
-	if err != nil {
-		return "", fmt.Errorf("sizing %s: %w", path, err)
-	}
-	res, err := Probe(f, size)
+	res, err := probePath(path)
 	if err != nil {
 		return "", err
 	}
@@ -351,20 +343,25 @@ func pureRecheck(allowNonZero bool) func(context.Context, string) (string, error
 }
 
 func probeRecheck(path string, allowNonZero bool) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	size, err := f.Seek(0, 2)
-	if err != nil {
-		return "", fmt.Errorf("sizing %s: %w", path, err)
-	}
-	res, err := Probe(f, size)
+	res, err := probePath(path)
 	if err != nil {
 		return "", err
 	}
 	return notBlank(Disk{Probe: res}, allowNonZero), nil
+}
+
+// probePath runs the signature probe over the whole device at path.
+func probePath(path string) (ProbeResult, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return ProbeResult{}, err
+	}
+	defer f.Close()
+	size, err := f.Seek(0, io.SeekEnd)
+	if err != nil {
+		return ProbeResult{}, fmt.Errorf("sizing %s: %w", path, err)
+	}
+	return Probe(f, size)
 }
 
 // checkUUID verifies that path holds a filesystem with UUID uuid.
