@@ -7,7 +7,11 @@
 // proposes them, so every replica computes the same state from the same log.
 package fsm
 
-import "time"
+import (
+	"time"
+
+	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
+)
 
 // IntentState is where a launch intent is in the fenced launch protocol.
 type IntentState string
@@ -52,6 +56,24 @@ type LaunchSpec struct {
 	NodeClaim  string            `json:"nodeClaim"`
 	Candidates []Candidate       `json:"candidates"`
 	Labels     map[string]string `json:"labels,omitempty"`
+
+	// The NodeClass inputs below are resolved by the provisioner before
+	// PlanCommit and frozen with the candidates, so a same-token retry by a
+	// new leader sends the cloud identical parameters.
+
+	// Subnets maps a zone to the subnet to launch into there.
+	Subnets map[string]string `json:"subnets,omitempty"`
+	// SecurityGroupIDs of the instance.
+	SecurityGroupIDs []string `json:"securityGroupIDs,omitempty"`
+	// UserData is the rendered user data (not base64-encoded).
+	UserData        []byte                      `json:"userData,omitempty"`
+	BlockDevices    []*awsv1.BlockDeviceMapping `json:"blockDevices,omitempty"`
+	MetadataOptions *awsv1.MetadataOptions      `json:"metadataOptions,omitempty"`
+	// InstanceProfile is the IAM instance profile name.
+	InstanceProfile    string `json:"instanceProfile,omitempty"`
+	DetailedMonitoring bool   `json:"detailedMonitoring,omitempty"`
+	// Tags are the NodeClass's tags (Joiner's own keys are added at launch).
+	Tags map[string]string `json:"tags,omitempty"`
 }
 
 // LaunchIntent is a decision to launch one instance for a set of pods.
