@@ -112,6 +112,14 @@ func (f *FSM) Interruptions() []InterruptionReport {
 	return sortedValues(f.t.interruptions)
 }
 
+// Interruption returns one interruption report.
+func (f *FSM) Interruption(id string) (InterruptionReport, bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	r, ok := f.t.interruptions[id]
+	return r, ok
+}
+
 // Terminations returns all termination intents sorted by ID.
 func (f *FSM) Terminations() []TerminationIntent {
 	f.mu.RLock()

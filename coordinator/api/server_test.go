@@ -1,0 +1,340 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/joiner-dev/joiner/agent/report"
+	"github.com/joiner-dev/joiner/coordinator/fsm"
+)
+
+const token = "s3cret"
+
+type replica struct {
+	id    raft.ServerID
+	trans *raft.InmemTransport
+	fsm   *fsm.FSM
+	raft  *raft.Raft
+	reg   *prometheus.Registry
+	srv   *httptest.Server
+}
+
+func memConfig(id raft.ServerID) *raft.Config {
+	c := raft.DefaultConfig()
+	c.LocalID = id
+	c.HeartbeatTimeout, c.ElectionTimeout, c.LeaderLeaseTimeout = 100*time.Millisecond, 100*time.Millisecond, 100*time.Millisecond
+	c.CommitTimeout = 5 * time.Millisecond
+	c.Logger = hclog.NewNullLogger()
+	return c
+}
+
+// startCluster runs n raft replicas on InmemTransport, each with its API
+// server; bootstrap=false leaves them without a configuration (no leader).
+func startCluster(t *testing.T, n int, bootstrap bool) []*replica {
+	t.Helper()
+	var rs []*replica
+	urls := map[string]string{}
+	var mu sync.Mutex
+	resolve := func(addr string) (string, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		u, ok := urls[addr]
+		return u, ok
+	}
+	var cfg raft.Configuration
+	for i := range n {
+		r := &replica{id: raft.ServerID(fmt.Sprintf("n%d", i)), fsm: fsm.New(), reg: prometheus.NewRegistry()}
+		_, r.trans = raft.NewInmemTransport(raft.ServerAddress(r.id))
+		cfg.Servers = append(cfg.Servers, raft.Server{ID: r.id, Address: r.trans.LocalAddr()})
+		rs = append(rs, r)
+	}
+	for _, a := range rs {
+		for _, b := range rs {
+			if a != b {
+				a.trans.Connect(b.trans.LocalAddr(), b.trans)
+			}
+		}
+	}
+	for _, r := range rs {
+		store := raft.NewInmemStore()
+		rf, err := raft.NewRaft(memConfig(r.id), r.fsm, store, store, raft.NewInmemSnapshotStore(), r.trans)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.raft = rf
+		c := RaftCluster{Raft: rf, ID: r.id}
+		m, err := NewMetrics(r.reg, c.IsLeader, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.srv = httptest.NewServer(New(Config{Cluster: c, Reports: r.fsm, Token: token, Resolve: resolve,
+			Gatherer: r.reg, Metrics: m}, zap.NewNop()))
+		mu.Lock()
+		urls[string(r.trans.LocalAddr())] = r.srv.URL
+		mu.Unlock()
+		t.Cleanup(func() {
+			r.srv.Close()
+			_ = rf.Shutdown().Error()
+		})
+	}
+	if bootstrap {
+		if err := rs[0].raft.BootstrapCluster(cfg).Error(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return rs
+}
+
+func leaderAndFollower(t *testing.T, rs []*replica) (leader, follower *replica) {
+	t.Helper()
+	for range 500 {
+		for _, r := range rs {
+			if r.raft.State() == raft.Leader {
+				leader = r
+			}
+		}
+		if leader != nil {
+			for _, r := range rs {
+				if r != leader {
+					if addr, _ := r.raft.LeaderWithID(); addr == leader.trans.LocalAddr() {
+						return leader, r
+					}
+				}
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("no leader known to a follower")
+	return nil, nil
+}
+
+func notice(instance string) report.Report {
+	t0 := time.Date(2026, 11, 21, 12, 2, 0, 0, time.UTC)
+	return report.Report{ID: instance + "/spot-interruption/" + t0.Format(time.RFC3339), Kind: "spot-interruption",
+		InstanceID: instance, Node: "ip-" + instance, Action: "terminate", NoticeTime: t0, Deadline: t0, ObservedAt: t0.Add(-time.Minute)}
+}
+
+func counter(t *testing.T, reg *prometheus.Registry, result string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "joiner_interruption_reports_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if m.GetLabel()[0].GetValue() == result {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
+}
+
+// TestAgentReportsCommitOncePerNotice: the real agent client, sent to a
+// follower (forwarded) and to the leader, gets one committed report per
+// notice ID; repeats are answered duplicate with the original index.
+func TestAgentReportsCommitOncePerNotice(t *testing.T) {
+	rs := startCluster(t, 3, true)
+	leader, follower := leaderAndFollower(t, rs)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	client := func(base string) *report.Client {
+		c, err := report.NewClient(zap.NewNop(), report.Options{Endpoints: []string{base}, Token: token,
+			RetryBase: 5 * time.Millisecond, RetryMax: 50 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	viaFollower, viaLeader := client(follower.srv.URL), client(leader.srv.URL)
+
+	tests := []struct {
+		name     string
+		c        *report.Client
+		rep      report.Report
+		wantDup  bool
+		firstIdx string // key of an earlier ack whose index must match
+	}{
+		{name: "new via follower", c: viaFollower, rep: notice("i-1")},
+		{name: "repeat via follower", c: viaFollower, rep: notice("i-1"), wantDup: true, firstIdx: "i-1"},
+		{name: "repeat via leader", c: viaLeader, rep: notice("i-1"), wantDup: true, firstIdx: "i-1"},
+		{name: "new via leader", c: viaLeader, rep: notice("i-2")},
+		{name: "repeat of leader's via follower", c: viaFollower, rep: notice("i-2"), wantDup: true, firstIdx: "i-2"},
+	}
+	first := map[string]uint64{}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ack, err := tc.c.Deliver(ctx, tc.rep)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ack.ID != tc.rep.ID || ack.Duplicate != tc.wantDup || ack.Index == 0 {
+				t.Fatalf("ack %+v, want id %s duplicate %v", ack, tc.rep.ID, tc.wantDup)
+			}
+			if tc.firstIdx != "" && ack.Index != first[tc.firstIdx] {
+				t.Fatalf("duplicate index %d, want the original %d", ack.Index, first[tc.firstIdx])
+			}
+			if tc.firstIdx == "" {
+				first[tc.rep.InstanceID] = ack.Index
+			}
+			// Acked only after the commit: the leader's FSM has it at that index.
+			got, ok := leader.fsm.Interruption(tc.rep.ID)
+			if !ok || got.ModifyIndex != ack.Index {
+				t.Fatalf("leader FSM has %+v (found %v), want index %d", got, ok, ack.Index)
+			}
+		})
+	}
+
+	// Concurrent repeats of one notice through every replica: one commit.
+	var wg sync.WaitGroup
+	acks := make(chan report.Ack, 9)
+	for i := range 9 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ack, err := client(rs[i%3].srv.URL).Deliver(ctx, notice("i-3"))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			acks <- ack
+		}()
+	}
+	wg.Wait()
+	close(acks)
+	var fresh int
+	idx := map[uint64]bool{}
+	for a := range acks {
+		idx[a.Index] = true
+		if !a.Duplicate {
+			fresh++
+		}
+	}
+	if fresh != 1 || len(idx) != 1 {
+		t.Fatalf("concurrent repeats: %d non-duplicate acks, indexes %v; want exactly 1 and one index", fresh, idx)
+	}
+	if n := len(leader.fsm.Interruptions()); n != 3 {
+		t.Fatalf("%d reports committed, want 3", n)
+	}
+	if c := counter(t, leader.reg, ResultCommitted); c != 3 {
+		t.Fatalf("leader committed counter %v, want 3", c)
+	}
+	if c := counter(t, follower.reg, ResultForwarded); c < 3 {
+		t.Fatalf("follower forwarded counter %v, want >= 3", c)
+	}
+}
+
+func post(t *testing.T, url, auth, body string) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url+report.Path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+func TestRejectsAndUnavailable(t *testing.T) {
+	rs := startCluster(t, 3, true)
+	leader, follower := leaderAndFollower(t, rs)
+	good, _ := json.Marshal(notice("i-9"))
+	lonely := startCluster(t, 1, false)[0] // no configuration: never a leader
+
+	tests := []struct {
+		name      string
+		url, auth string
+		body      string
+		code      int
+		inBody    string
+	}{
+		{name: "no token", url: leader.srv.URL, body: string(good), code: 401, inBody: "token"},
+		{name: "wrong token", url: follower.srv.URL, auth: "Bearer nope", body: string(good), code: 401, inBody: "token"},
+		{name: "not bearer", url: leader.srv.URL, auth: "Basic " + token, body: string(good), code: 401},
+		{name: "missing id", url: leader.srv.URL, auth: "Bearer " + token, body: `{"kind":"spot-interruption","instanceID":"i-1","node":"n","deadline":"2026-11-21T12:02:00Z"}`, code: 400, inBody: "id: must be set"},
+		{name: "missing deadline via follower", url: follower.srv.URL, auth: "Bearer " + token, body: `{"id":"x","kind":"k","instanceID":"i-1","node":"n"}`, code: 400, inBody: "deadline: must be set"},
+		{name: "wrong type", url: leader.srv.URL, auth: "Bearer " + token, body: `{"id":7}`, code: 400, inBody: "id: want a string"},
+		{name: "bad time", url: leader.srv.URL, auth: "Bearer " + token, body: `{"id":"x","deadline":"tomorrow"}`, code: 400, inBody: "tomorrow"},
+		{name: "not json", url: leader.srv.URL, auth: "Bearer " + token, body: `{`, code: 400, inBody: "body:"},
+		{name: "no leader", url: lonely.srv.URL, auth: "Bearer " + token, body: string(good), code: 503, inBody: "no raft leader"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, body := post(t, tc.url, tc.auth, tc.body)
+			if resp.StatusCode != tc.code || !strings.Contains(body, tc.inBody) {
+				t.Fatalf("got %d %q, want %d containing %q", resp.StatusCode, body, tc.code, tc.inBody)
+			}
+			if tc.code == 503 && resp.Header.Get("Retry-After") != "1" {
+				t.Fatalf("Retry-After %q, want 1", resp.Header.Get("Retry-After"))
+			}
+		})
+	}
+	if n := len(leader.fsm.Interruptions()); n != 0 {
+		t.Fatalf("%d reports committed by rejected requests", n)
+	}
+}
+
+func TestHealthReadyMetrics(t *testing.T) {
+	rs := startCluster(t, 3, true)
+	leader, follower := leaderAndFollower(t, rs)
+	lonely := startCluster(t, 1, false)[0]
+	get := func(url string) (int, string) {
+		resp, err := http.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	tests := []struct {
+		url    string
+		code   int
+		inBody string
+	}{
+		{lonely.srv.URL + "/healthz", 200, "ok"},
+		{lonely.srv.URL + "/readyz", 503, "no raft leader"},
+		{follower.srv.URL + "/readyz", 200, "ok"},
+		{leader.srv.URL + "/metrics", 200, "joiner_raft_leader 1"},
+		{follower.srv.URL + "/metrics", 200, "joiner_raft_leader 0"},
+		{follower.srv.URL + "/metrics", 200, `joiner_interruption_reports_total{result="committed"} 0`},
+	}
+	for _, tc := range tests {
+		if code, body := get(tc.url); code != tc.code || !strings.Contains(body, tc.inBody) {
+			t.Errorf("GET %s: %d %q, want %d containing %q", tc.url, code, body, tc.code, tc.inBody)
+		}
+	}
+}
+
+func TestPortResolver(t *testing.T) {
+	r := PortResolver("http", "8080")
+	if got, ok := r("coordinator-1.joiner-coordinator:7000"); !ok || got != "http://coordinator-1.joiner-coordinator:8080" {
+		t.Fatalf("got %q %v", got, ok)
+	}
+	if _, ok := r("n0"); ok {
+		t.Fatal("resolved an address without a port")
+	}
+}
