@@ -79,24 +79,23 @@ func (e *env) launcher(t *testing.T, hooks launcher.Hooks) (*launcher.Launcher, 
 func (e *env) commit(t *testing.T, id string, mutate func(*fsm.LaunchSpec), cands ...fsm.Candidate) {
 	t.Helper()
 	p := e.provider(t)
-	r, err := p.Resolve(context.Background(), &awsv1.EC2NodeClass{
+	nc := &awsv1.EC2NodeClass{
 		ObjectMeta: metav1.ObjectMeta{Name: "default", Generation: 1},
 		Spec: awsv1.EC2NodeClassSpec{
 			SubnetSelectorTerms:        []awsv1.SubnetSelectorTerm{{Tags: map[string]string{sim.DiscoveryTag: "sim"}}},
 			SecurityGroupSelectorTerms: []awsv1.SecurityGroupSelectorTerm{{Name: "sim-nodes"}},
 			AMISelectorTerms:           []awsv1.AMISelectorTerm{{Alias: "al2023@latest"}},
 			Role:                       "KarpenterNodeRole-test",
+			Tags:                       map[string]string{"team": "platform"},
 		},
-	})
+	}
+	r, err := p.Resolve(context.Background(), nc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec := fsm.LaunchSpec{NodePool: "default", NodeClass: "default", NodeClaim: "default-" + id, Candidates: cands,
-		Subnets: p.SubnetsByZone(r.Subnets), UserData: []byte("#!/bin/bash\necho hi\n"), InstanceProfile: r.InstanceProfile,
-		Tags: map[string]string{"team": "platform"}}
-	for _, g := range r.SecurityGroups {
-		spec.SecurityGroupIDs = append(spec.SecurityGroupIDs, g.ID)
-	}
+	spec := cloudadapter.Freeze(fsm.LaunchSpec{NodePool: "default", NodeClaim: "default-" + id, Candidates: cands},
+		nc, r, p.SubnetsByZone(r.Subnets), []byte("#!/bin/bash\necho hi\n"))
+	nc.Spec.Tags["team"] = "changed" // later NodeClass edits do not reach the frozen spec
 	if mutate != nil {
 		mutate(&spec)
 	}
