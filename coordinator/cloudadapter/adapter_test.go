@@ -300,3 +300,33 @@ func TestSpecNeedsLaunchTags(t *testing.T) {
 		}
 	}
 }
+
+// A token reused with other parameters (a spec that was not frozen) adopts
+// the attempt's instance when it exists, else asks for a new attempt.
+func TestParameterMismatch(t *testing.T) {
+	e := newEnv(t)
+	e.commit(t, "i1", nil, cands...)
+	_, a := e.launcher(t, launcher.Hooks{})
+	ctx := context.Background()
+	tags := func(id string) map[string]string {
+		return map[string]string{launcher.TagClusterPrefix + cluster: "owned", launcher.TagLaunchID: id, launcher.TagAttempt: "1"}
+	}
+	spec := e.intent(t, "i1").Spec
+	first, err := a.Launch(ctx, launcher.LaunchRequest{ClientToken: "tok", Spec: spec, Tags: tags("i1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := spec
+	other.Candidates = cands[:1]
+	got, err := a.Launch(ctx, launcher.LaunchRequest{ClientToken: "tok", Spec: other, Tags: tags("i1")})
+	if err != nil || got.ID != first.ID {
+		t.Fatalf("mismatch with the attempt's instance tagged: %+v, %v; want %s", got, err, first.ID)
+	}
+	_, err = a.Launch(ctx, launcher.LaunchRequest{ClientToken: "tok", Spec: other, Tags: tags("i2")})
+	if !errors.Is(err, launcher.ErrTokenInstanceTerminated) {
+		t.Fatalf("mismatch without an instance: %v, want a new attempt", err)
+	}
+	if n := len(e.sim.Instances()); n != 1 {
+		t.Errorf("sim has %d instances, want 1", n)
+	}
+}
