@@ -5,15 +5,19 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 
+	"github.com/joiner-dev/joiner/coordinator/api"
 	"github.com/joiner-dev/joiner/coordinator/cluster"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
 )
@@ -28,13 +32,16 @@ type coordinatorFlags struct {
 	join            []string
 	bootstrapExpect int
 	clusterName     string
+	clusterEndpoint string
+	httpAddr        string
+	tokenFile       string
 }
 
 // newCoordinatorCmd runs a coordinator replica. For now it forms and keeps
 // the raft cluster (data dir, DNS addresses, memberlist bootstrap_expect)
-// and logs leadership; the leader loops (provisioner, launcher with the
-// cloud provider, lifecycle, GC, interruption) and the HTTP API are not
-// wired yet.
+// logs leadership and serves the HTTP API (agents' interruption reports,
+// /healthz, /readyz, /metrics); the leader loops (provisioner, launcher with
+// the cloud provider, lifecycle, GC, interruption handling) are not wired yet.
 func newCoordinatorCmd(g *globals) *cobra.Command {
 	f := &coordinatorFlags{}
 	cmd := &cobra.Command{
@@ -59,6 +66,9 @@ func newCoordinatorCmd(g *globals) *cobra.Command {
 	fl.StringSliceVar(&f.join, "join", nil, "memberlist addresses to join (the headless service DNS name)")
 	fl.IntVar(&f.bootstrapExpect, "bootstrap-expect", 3, "bootstrap raft once this many coordinators are visible and none has a configuration")
 	fl.StringVar(&f.clusterName, "cluster-name", "", "Kubernetes cluster name (tags, client tokens); required")
+	fl.StringVar(&f.clusterEndpoint, "cluster-endpoint", "", "Kubernetes API server endpoint new nodes join (bootstrap user data)")
+	fl.StringVar(&f.httpAddr, "http-addr", "127.0.0.1:8080", "HTTP API listen address host:port (every replica uses the same port: followers forward to <leader raft host>:<this port>)")
+	fl.StringVar(&f.tokenFile, "token-file", "", "file holding the bearer token agents must send; empty: no authentication")
 	return cmd
 }
 
@@ -74,6 +84,9 @@ func (f *coordinatorFlags) validate() error {
 	}
 	if f.bootstrapExpect < 1 {
 		return fmt.Errorf("--bootstrap-expect %d: want >= 1", f.bootstrapExpect)
+	}
+	if _, port, err := net.SplitHostPort(f.httpAddr); err != nil || port == "" || port == "0" {
+		return fmt.Errorf("--http-addr %q: want host:port with a fixed port", f.httpAddr)
 	}
 	return nil
 }
@@ -117,7 +130,13 @@ func runCoordinator(ctx context.Context, f *coordinatorFlags, log *zap.Logger) e
 			}
 		}()
 	}
-	log.Info("coordinator starting", zap.String("id", string(node.ID)), zap.String("advertise", f.advertise), zap.String("cluster", f.clusterName))
+	log.Info("coordinator starting", zap.String("id", string(node.ID)), zap.String("advertise", f.advertise),
+		zap.String("cluster", f.clusterName), zap.String("cluster-endpoint", f.clusterEndpoint), zap.String("http-addr", f.httpAddr))
+	stopHTTP, err := serveAPI(ctx, f, node, state, log)
+	if err != nil {
+		return err
+	}
+	defer stopHTTP()
 	go func() {
 		if err := cluster.RunBootstrap(ctx, node, disc, meta, time.Second, log); err != nil && ctx.Err() == nil {
 			log.Error("bootstrap", zap.Error(err))
@@ -128,4 +147,48 @@ func runCoordinator(ctx context.Context, f *coordinatorFlags, log *zap.Logger) e
 		<-ctx.Done()
 	}, log)
 	return nil
+}
+
+// serveAPI starts the HTTP API on --http-addr; the returned func stops it.
+func serveAPI(ctx context.Context, f *coordinatorFlags, node *cluster.Node, state *fsm.FSM, log *zap.Logger) (func(), error) {
+	var token string
+	if f.tokenFile != "" {
+		b, err := os.ReadFile(f.tokenFile)
+		if err != nil {
+			return nil, fmt.Errorf("--token-file: %w", err)
+		}
+		if token = strings.TrimSpace(string(b)); token == "" {
+			return nil, fmt.Errorf("--token-file %s: empty", f.tokenFile)
+		}
+	}
+	_, port, _ := net.SplitHostPort(f.httpAddr)
+	c := api.RaftCluster{Raft: node.Raft, ID: node.ID}
+	reg := prometheus.NewRegistry()
+	m, err := api.NewMetrics(reg, c.IsLeader, true)
+	if err != nil {
+		return nil, fmt.Errorf("registering metrics: %w", err)
+	}
+	h := api.New(api.Config{Cluster: c, Reports: state, Token: token, Resolve: api.PortResolver("http", port),
+		Gatherer: reg, Metrics: m}, log)
+	ln, err := net.Listen("tcp", f.httpAddr)
+	if err != nil {
+		return nil, fmt.Errorf("--http-addr %q: %w", f.httpAddr, err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("http api", zap.Error(err))
+		}
+	}()
+	if token == "" {
+		log.Warn("http api: no --token-file, interruption reports are not authenticated")
+	}
+	return func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+		<-done
+	}, nil
 }
