@@ -374,6 +374,24 @@ func (c *chaos) plan(ctx context.Context, n *chaosNode, prop cluster.RaftPropose
 			return
 		}
 		l.Wake()
+		c.awaitFirstLaunch(ctx)
+	}
+}
+
+// awaitFirstLaunch holds the planner while the test waits for a new
+// leader's first launch. Crash-point occurrences in that window are not
+// counted (maybeKill), so a planner that kept committing there could use up
+// every pod before all kills had happened, and the run could never finish.
+// One commit per window is enough for the new leader to launch.
+func (c *chaos) awaitFirstLaunch(ctx context.Context) {
+	for ctx.Err() == nil {
+		c.mu.Lock()
+		waiting := c.waitLat
+		c.mu.Unlock()
+		if !waiting {
+			return
+		}
+		time.Sleep(2 * time.Millisecond)
 	}
 }
 
