@@ -12,7 +12,7 @@ TEST_FLAGS   ?=
 
 export JOINER_TOOLS_BIN := $(BIN)
 
-.PHONY: all build test unit lint bench demo generate deps tools fuzz clean
+.PHONY: all build test unit lint bench demo generate deps tools clean
 .PHONY: package
 
 # Package version: a vX.Y.Z tag without its "v", else
