@@ -1,0 +1,349 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+
+	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
+	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+)
+
+const (
+	byNodeName   = "nodeName"
+	byProviderID = "providerID"
+)
+
+// Cache is an informer cache of the objects the leader loops read. Every
+// replica may run one (followers keep it warm for a fast failover).
+type Cache struct {
+	log *zap.Logger
+
+	core informers.SharedInformerFactory
+	dyn  dynamicinformer.DynamicSharedInformerFactory
+
+	pods, nodes, daemonSets, pdbs         cache.SharedIndexInformer
+	nodePools, nodeClaims, ec2NodeClasses cache.SharedIndexInformer
+
+	mu   sync.Mutex
+	subs map[int]chan struct{}
+	next int
+}
+
+// NewCache builds the informers (they start with Run).
+func NewCache(c *Clients, log *zap.Logger) *Cache {
+	const resync = 10 * time.Minute
+	k := &Cache{log: log.Named("cache"), subs: map[int]chan struct{}{}}
+	k.core = informers.NewSharedInformerFactory(c.Kube, resync)
+	k.dyn = dynamicinformer.NewDynamicSharedInformerFactory(c.Dynamic, resync)
+
+	k.pods = k.core.Core().V1().Pods().Informer()
+	k.nodes = k.core.Core().V1().Nodes().Informer()
+	k.daemonSets = k.core.Apps().V1().DaemonSets().Informer()
+	k.pdbs = k.core.Policy().V1().PodDisruptionBudgets().Informer()
+	k.nodePools = k.dyn.ForResource(NodePoolsGVR).Informer()
+	k.nodeClaims = k.dyn.ForResource(NodeClaimsGVR).Informer()
+	k.ec2NodeClasses = k.dyn.ForResource(EC2NodeClassesGVR).Informer()
+
+	must := func(err error) {
+		if err != nil { // only fails once an informer has started
+			panic(err)
+		}
+	}
+	// Pods: drop managed fields (memory), index by node.
+	must(k.pods.SetTransform(stripManagedFields))
+	must(k.pods.AddIndexers(cache.Indexers{byNodeName: func(obj any) ([]string, error) {
+		if p, ok := obj.(*corev1.Pod); ok && p.Spec.NodeName != "" {
+			return []string{p.Spec.NodeName}, nil
+		}
+		return nil, nil
+	}}))
+	must(k.nodes.SetTransform(stripManagedFields))
+	must(k.nodes.AddIndexers(cache.Indexers{byProviderID: func(obj any) ([]string, error) {
+		if n, ok := obj.(*corev1.Node); ok && n.Spec.ProviderID != "" {
+			return []string{n.Spec.ProviderID}, nil
+		}
+		return nil, nil
+	}}))
+	// CRDs: stored typed, so readers never decode.
+	must(k.nodePools.SetTransform(typed[karpv1.NodePool]))
+	must(k.ec2NodeClasses.SetTransform(typed[awsv1.EC2NodeClass]))
+	must(k.nodeClaims.SetTransform(typed[karpv1.NodeClaim]))
+	must(k.nodeClaims.AddIndexers(cache.Indexers{byProviderID: func(obj any) ([]string, error) {
+		if n, ok := obj.(*karpv1.NodeClaim); ok && n.Status.ProviderID != "" {
+			return []string{n.Status.ProviderID}, nil
+		}
+		return nil, nil
+	}}))
+	h := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { k.poke() },
+		UpdateFunc: func(any, any) { k.poke() },
+		DeleteFunc: func(any) { k.poke() },
+	}
+	for _, inf := range k.all() {
+		if _, err := inf.AddEventHandler(h); err != nil {
+			panic(err)
+		}
+	}
+	return k
+}
+
+func (k *Cache) all() []cache.SharedIndexInformer {
+	return []cache.SharedIndexInformer{k.pods, k.nodes, k.daemonSets, k.pdbs, k.nodePools, k.nodeClaims, k.ec2NodeClasses}
+}
+
+func stripManagedFields(obj any) (any, error) {
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		o.ManagedFields = nil
+	case *corev1.Node:
+		o.ManagedFields = nil
+	}
+	return obj, nil
+}
+
+// typed converts the dynamic informer's unstructured objects into T.
+func typed[T any](obj any) (any, error) {
+	switch o := obj.(type) {
+	case *unstructured.Unstructured:
+		o.SetManagedFields(nil)
+		return fromUnstructured[T](o)
+	case cache.DeletedFinalStateUnknown:
+		if u, ok := o.Obj.(*unstructured.Unstructured); ok {
+			t, err := fromUnstructured[T](u)
+			if err != nil {
+				return nil, err
+			}
+			o.Obj = t
+		}
+		return o, nil
+	}
+	return obj, nil
+}
+
+// Run starts the informers and blocks until ctx ends.
+func (k *Cache) Run(ctx context.Context) error {
+	k.core.Start(ctx.Done())
+	k.dyn.Start(ctx.Done())
+	<-ctx.Done()
+	k.core.Shutdown()
+	k.dyn.Shutdown()
+	return nil
+}
+
+// WaitForSync blocks until every informer has listed once, or ctx ends.
+func (k *Cache) WaitForSync(ctx context.Context) error {
+	var synced []cache.InformerSynced
+	for _, inf := range k.all() {
+		synced = append(synced, inf.HasSynced)
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("waiting for informer caches: %w", err)
+		}
+		return errors.New("waiting for informer caches: not synced")
+	}
+	return nil
+}
+
+// Synced reports whether every informer has listed once.
+func (k *Cache) Synced() bool {
+	for _, inf := range k.all() {
+		if !inf.HasSynced() {
+			return false
+		}
+	}
+	return true
+}
+
+// Changes returns a channel poked (buffer 1, never blocking) after every
+// informer event, and a func that unsubscribes.
+func (k *Cache) Changes() (<-chan struct{}, func()) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	ch := make(chan struct{}, 1)
+	id := k.next
+	k.next++
+	k.subs[id] = ch
+	return ch, func() {
+		k.mu.Lock()
+		delete(k.subs, id)
+		k.mu.Unlock()
+	}
+}
+
+func (k *Cache) poke() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, ch := range k.subs {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// list returns every object of an informer as T, sorted by key.
+func list[T any](inf cache.SharedIndexInformer) []*T {
+	keys := inf.GetStore().ListKeys()
+	sort.Strings(keys)
+	out := make([]*T, 0, len(keys))
+	for _, key := range keys {
+		if o, ok, _ := inf.GetStore().GetByKey(key); ok {
+			if t, ok := o.(*T); ok {
+				out = append(out, t)
+			}
+		}
+	}
+	return out
+}
+
+func get[T any](inf cache.SharedIndexInformer, key string) *T {
+	o, ok, _ := inf.GetStore().GetByKey(key)
+	if !ok {
+		return nil
+	}
+	t, _ := o.(*T)
+	return t
+}
+
+func byIndex[T any](inf cache.SharedIndexInformer, index, value string) []*T {
+	objs, err := inf.GetIndexer().ByIndex(index, value)
+	if err != nil {
+		return nil
+	}
+	out := make([]*T, 0, len(objs))
+	for _, o := range objs {
+		if t, ok := o.(*T); ok {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// Pods returns every pod, sorted by namespace/name.
+func (k *Cache) Pods() []*corev1.Pod { return list[corev1.Pod](k.pods) }
+
+// Pod returns one pod or nil.
+func (k *Cache) Pod(namespace, name string) *corev1.Pod {
+	return get[corev1.Pod](k.pods, namespace+"/"+name)
+}
+
+// PodsOnNode returns the pods bound to a node.
+func (k *Cache) PodsOnNode(node string) []*corev1.Pod {
+	ps := byIndex[corev1.Pod](k.pods, byNodeName, node)
+	sort.Slice(ps, func(i, j int) bool {
+		if ps[i].Namespace != ps[j].Namespace {
+			return ps[i].Namespace < ps[j].Namespace
+		}
+		return ps[i].Name < ps[j].Name
+	})
+	return ps
+}
+
+// Nodes returns every node, sorted by name.
+func (k *Cache) Nodes() []*corev1.Node { return list[corev1.Node](k.nodes) }
+
+// Node returns one node or nil.
+func (k *Cache) Node(name string) *corev1.Node { return get[corev1.Node](k.nodes, name) }
+
+// NodeByProviderID returns the node with spec.providerID id, or nil.
+func (k *Cache) NodeByProviderID(id string) *corev1.Node {
+	if id == "" {
+		return nil
+	}
+	ns := byIndex[corev1.Node](k.nodes, byProviderID, id)
+	if len(ns) == 0 {
+		return nil
+	}
+	sort.Slice(ns, func(i, j int) bool { return ns[i].Name < ns[j].Name })
+	return ns[0]
+}
+
+// NodePools returns every NodePool, sorted by name.
+func (k *Cache) NodePools() []*karpv1.NodePool { return list[karpv1.NodePool](k.nodePools) }
+
+// NodePool returns one NodePool or nil.
+func (k *Cache) NodePool(name string) *karpv1.NodePool {
+	return get[karpv1.NodePool](k.nodePools, name)
+}
+
+// NodeClasses returns every EC2NodeClass, sorted by name.
+func (k *Cache) NodeClasses() []*awsv1.EC2NodeClass {
+	return list[awsv1.EC2NodeClass](k.ec2NodeClasses)
+}
+
+// NodeClass returns one EC2NodeClass or nil.
+func (k *Cache) NodeClass(name string) *awsv1.EC2NodeClass {
+	return get[awsv1.EC2NodeClass](k.ec2NodeClasses, name)
+}
+
+// NodeClaims returns every NodeClaim, sorted by name.
+func (k *Cache) NodeClaims() []*karpv1.NodeClaim { return list[karpv1.NodeClaim](k.nodeClaims) }
+
+// NodeClaim returns one NodeClaim or nil.
+func (k *Cache) NodeClaim(name string) *karpv1.NodeClaim {
+	return get[karpv1.NodeClaim](k.nodeClaims, name)
+}
+
+// NodeClaimByProviderID returns the NodeClaim with status.providerID id, or nil.
+func (k *Cache) NodeClaimByProviderID(id string) *karpv1.NodeClaim {
+	if id == "" {
+		return nil
+	}
+	ns := byIndex[karpv1.NodeClaim](k.nodeClaims, byProviderID, id)
+	if len(ns) == 0 {
+		return nil
+	}
+	sort.Slice(ns, func(i, j int) bool { return ns[i].Name < ns[j].Name })
+	return ns[0]
+}
+
+// DaemonSets returns every DaemonSet, sorted by namespace/name.
+func (k *Cache) DaemonSets() []*appsv1.DaemonSet { return list[appsv1.DaemonSet](k.daemonSets) }
+
+// PDBs returns every PodDisruptionBudget, sorted by namespace/name.
+func (k *Cache) PDBs() []*policyv1.PodDisruptionBudget {
+	return list[policyv1.PodDisruptionBudget](k.pdbs)
+}
+
+// NewRecorder returns an event recorder for component writing through
+// kube; it stops when ctx ends.
+func NewRecorder(ctx context.Context, kube kubernetes.Interface, component string) record.EventRecorder {
+	b := record.NewBroadcaster(record.WithContext(ctx))
+	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
+	go func() {
+		<-ctx.Done()
+		b.Shutdown()
+	}()
+	return b.NewRecorder(eventScheme, corev1.EventSource{Component: component})
+}
+
+// eventScheme knows the core types and Joiner's, so Events can reference
+// NodeClaims, NodePools and EC2NodeClasses.
+var eventScheme = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, karpv1.AddToScheme, awsv1.AddToScheme} {
+		if err := add(s); err != nil {
+			panic(err)
+		}
+	}
+	return s
+}()

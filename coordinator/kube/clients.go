@@ -1,0 +1,167 @@
+// Package kube is the coordinator's view of the Kubernetes API: typed
+// clients for Joiner's CRDs (NodePool, NodeClaim, EC2NodeClass) on top of
+// the dynamic client, and an informer cache of everything the leader loops
+// read (pods, nodes, DaemonSets, PDBs and the CRDs).
+//
+// Objects the Cache returns are shared with the informers: callers DeepCopy
+// before they modify one.
+package kube
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
+	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+)
+
+// Resources of Joiner's CRDs.
+var (
+	NodePoolsGVR      = karpv1.SchemeGroupVersion.WithResource("nodepools")
+	NodeClaimsGVR     = karpv1.SchemeGroupVersion.WithResource("nodeclaims")
+	EC2NodeClassesGVR = awsv1.SchemeGroupVersion.WithResource("ec2nodeclasses")
+	nodePoolKind      = karpv1.SchemeGroupVersion.WithKind("NodePool")
+	nodeClaimKind     = karpv1.SchemeGroupVersion.WithKind("NodeClaim")
+	ec2NodeClassKind  = awsv1.SchemeGroupVersion.WithKind("EC2NodeClass")
+	defaultQPS        = float32(50)
+	defaultBurst      = 100
+)
+
+// Clients bundles the typed core client and the dynamic client the CRD
+// helpers use.
+type Clients struct {
+	Kube    kubernetes.Interface
+	Dynamic dynamic.Interface
+}
+
+// NewClients builds both clients from one rest config (QPS 50, burst 100
+// unless the config sets them).
+func NewClients(cfg *rest.Config) (*Clients, error) {
+	cfg = rest.CopyConfig(cfg)
+	if cfg.QPS == 0 {
+		cfg.QPS, cfg.Burst = defaultQPS, defaultBurst
+	}
+	k, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("building kubernetes client: %w", err)
+	}
+	d, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("building dynamic client: %w", err)
+	}
+	return &Clients{Kube: k, Dynamic: d}, nil
+}
+
+// toUnstructured converts a typed object, stamping its apiVersion/kind.
+func toUnstructured(obj runtime.Object, gvk schema.GroupVersionKind) (*unstructured.Unstructured, error) {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, fmt.Errorf("converting %s: %w", gvk.Kind, err)
+	}
+	u := &unstructured.Unstructured{Object: m}
+	u.SetGroupVersionKind(gvk)
+	return u, nil
+}
+
+// fromUnstructured converts into a typed object.
+func fromUnstructured[T any](u *unstructured.Unstructured) (*T, error) {
+	out := new(T)
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, out); err != nil {
+		return nil, fmt.Errorf("decoding %s %s: %w", u.GetKind(), u.GetName(), err)
+	}
+	return out, nil
+}
+
+// GetNodeClaim reads a NodeClaim from the API server (not the cache).
+func (c *Clients) GetNodeClaim(ctx context.Context, name string) (*karpv1.NodeClaim, error) {
+	u, err := c.Dynamic.Resource(NodeClaimsGVR).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("getting nodeclaim %s: %w", name, err)
+	}
+	return fromUnstructured[karpv1.NodeClaim](u)
+}
+
+// CreateNodeClaim creates a NodeClaim.
+func (c *Clients) CreateNodeClaim(ctx context.Context, nc *karpv1.NodeClaim) (*karpv1.NodeClaim, error) {
+	u, err := toUnstructured(nc, nodeClaimKind)
+	if err != nil {
+		return nil, err
+	}
+	out, err := c.Dynamic.Resource(NodeClaimsGVR).Create(ctx, u, metav1.CreateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("creating nodeclaim %s: %w", nc.Name, err)
+	}
+	return fromUnstructured[karpv1.NodeClaim](out)
+}
+
+// UpdateNodeClaim writes a NodeClaim's metadata (labels, annotations,
+// finalizers). The NodeClaim spec is immutable: never change it.
+func (c *Clients) UpdateNodeClaim(ctx context.Context, nc *karpv1.NodeClaim) (*karpv1.NodeClaim, error) {
+	u, err := toUnstructured(nc, nodeClaimKind)
+	if err != nil {
+		return nil, err
+	}
+	out, err := c.Dynamic.Resource(NodeClaimsGVR).Update(ctx, u, metav1.UpdateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("updating nodeclaim %s: %w", nc.Name, err)
+	}
+	return fromUnstructured[karpv1.NodeClaim](out)
+}
+
+// UpdateNodeClaimStatus writes a NodeClaim's status subresource.
+func (c *Clients) UpdateNodeClaimStatus(ctx context.Context, nc *karpv1.NodeClaim) (*karpv1.NodeClaim, error) {
+	u, err := toUnstructured(nc, nodeClaimKind)
+	if err != nil {
+		return nil, err
+	}
+	out, err := c.Dynamic.Resource(NodeClaimsGVR).UpdateStatus(ctx, u, metav1.UpdateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("updating status of nodeclaim %s: %w", nc.Name, err)
+	}
+	return fromUnstructured[karpv1.NodeClaim](out)
+}
+
+// DeleteNodeClaim deletes a NodeClaim (foreground finalizers run first); a
+// NodeClaim that is already gone is not an error.
+func (c *Clients) DeleteNodeClaim(ctx context.Context, name string) error {
+	err := c.Dynamic.Resource(NodeClaimsGVR).Delete(ctx, name, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting nodeclaim %s: %w", name, err)
+	}
+	return nil
+}
+
+// UpdateNodePoolStatus writes a NodePool's status subresource.
+func (c *Clients) UpdateNodePoolStatus(ctx context.Context, np *karpv1.NodePool) (*karpv1.NodePool, error) {
+	u, err := toUnstructured(np, nodePoolKind)
+	if err != nil {
+		return nil, err
+	}
+	out, err := c.Dynamic.Resource(NodePoolsGVR).UpdateStatus(ctx, u, metav1.UpdateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("updating status of nodepool %s: %w", np.Name, err)
+	}
+	return fromUnstructured[karpv1.NodePool](out)
+}
+
+// UpdateEC2NodeClassStatus writes an EC2NodeClass's status subresource.
+func (c *Clients) UpdateEC2NodeClassStatus(ctx context.Context, nc *awsv1.EC2NodeClass) (*awsv1.EC2NodeClass, error) {
+	u, err := toUnstructured(nc, ec2NodeClassKind)
+	if err != nil {
+		return nil, err
+	}
+	out, err := c.Dynamic.Resource(EC2NodeClassesGVR).UpdateStatus(ctx, u, metav1.UpdateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("updating status of ec2nodeclass %s: %w", nc.Name, err)
+	}
+	return fromUnstructured[awsv1.EC2NodeClass](out)
+}
