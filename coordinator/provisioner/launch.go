@@ -1,0 +1,369 @@
+package provisioner
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base32"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
+	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/api/requirements"
+	joineraws "github.com/joiner-dev/joiner/cloud/aws"
+	"github.com/joiner-dev/joiner/cloud/catalog"
+	"github.com/joiner-dev/joiner/coordinator/cloudadapter"
+	"github.com/joiner-dev/joiner/coordinator/fsm"
+	"github.com/joiner-dev/joiner/coordinator/scheduler"
+	"github.com/joiner-dev/joiner/userdata"
+)
+
+// AnnotationLaunchID carries a NodeClaim's launch intent ID.
+const AnnotationLaunchID = karpv1.JoinerDomain + "/launch-id"
+
+// NodePoolHashVersion is the version of NodePoolHash's input.
+const NodePoolHashVersion = "v3"
+
+// planned is one NodeClaim ready to commit.
+type planned struct {
+	intent fsm.NewIntent
+	claim  *karpv1.NodeClaim
+	pods   []string
+}
+
+// launch freezes each claim's launch inputs, commits them in one
+// PlanCommit, then creates the NodeClaim objects and wakes the launcher.
+func (p *Provisioner) launch(ctx context.Context, s *Snapshot, claims []scheduler.NodeClaim, reason string) ([]string, error) {
+	var todo []planned
+	for _, c := range claims {
+		pl, err := p.prepare(s, c)
+		if err != nil {
+			p.metrics.launchErrors.WithLabelValues("prepare").Inc()
+			p.log.Warn("cannot launch nodeclaim", zap.String("nodepool", c.NodePool), zap.Int("pods", len(c.Pods)), zap.Error(err))
+			continue
+		}
+		todo = append(todo, pl)
+	}
+	if len(todo) == 0 {
+		return nil, nil
+	}
+	cmd := fsm.PlanCommit{At: p.cfg.Now()}
+	for _, pl := range todo {
+		cmd.Intents = append(cmd.Intents, pl.intent)
+	}
+	buf, err := fsm.Encode(fsm.PlanCommitType, cmd)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := p.raft.Propose(ctx, buf)
+	if err == nil {
+		if rerr, ok := resp.(error); ok {
+			err = rerr
+		}
+	}
+	if err != nil {
+		p.metrics.launchErrors.WithLabelValues("commit").Inc()
+		return nil, fmt.Errorf("committing plan of %d nodeclaim(s): %w", len(todo), err)
+	}
+	p.cfg.Wake()
+	var names []string
+	var firstErr error
+	for _, pl := range todo {
+		names = append(names, pl.claim.Name)
+		if err := p.create(ctx, pl.claim); err != nil && firstErr == nil {
+			firstErr = err
+		}
+		p.metrics.nodeClaimsCreated.WithLabelValues(pl.intent.Spec.NodePool, reason).Inc()
+		p.log.Info("created nodeclaim", zap.String("nodeclaim", pl.claim.Name), zap.String("nodepool", pl.intent.Spec.NodePool),
+			zap.String("reason", reason), zap.Int("pods", len(pl.pods)), zap.String("requests", formatResources(pl.claim.Spec.Resources.Requests)),
+			zap.String("instance-types", summariseTypes(pl.intent.Spec.Candidates)))
+		p.eventNominated(s, pl)
+	}
+	return names, firstErr
+}
+
+// prepare builds the intent and NodeClaim object of one planned claim.
+func (p *Provisioner) prepare(s *Snapshot, c scheduler.NodeClaim) (planned, error) {
+	var pool *karpv1.NodePool
+	for _, np := range s.NodePools {
+		if np.Name == c.NodePool {
+			pool = np
+		}
+	}
+	class := s.NodeClasses[c.NodeClass]
+	if pool == nil || class == nil {
+		return planned{}, fmt.Errorf("nodepool %s / ec2nodeclass %s: %w", c.NodePool, c.NodeClass, ErrNotReady)
+	}
+	resolved := s.Resolved[class.Name]
+	reqs, err := requirements.FromNodeSelector(c.Requirements)
+	if err != nil {
+		return planned{}, fmt.Errorf("requirements of planned nodeclaim %s: %w", c.Name, err)
+	}
+	subnets := p.cloud.SubnetsByZone(resolved.Subnets)
+	cands := candidates(c.InstanceTypes, s.InstanceTypes[class.Name], reqs, resolved, subnets)
+	if len(cands) == 0 {
+		return planned{}, fmt.Errorf("planned nodeclaim %s of nodepool %s: no available offering with an image and a subnet among %d instance types",
+			c.Name, c.NodePool, len(c.InstanceTypes))
+	}
+	id := p.cfg.NewID()
+	name := pool.Name + "-" + id[:5]
+	claim := newNodeClaim(pool, class, name, id, claimRequirements(pool, c.Requirements, cands), c.Requests)
+	claim.Annotations[karpv1.AnnotationNodePoolHash] = s.NodePoolHashes[pool.Name]
+	claim.Annotations[awsv1.AnnotationEC2NodeClassHash] = s.NodeClassHashes[class.Name]
+
+	maxPods, vcpu := minPods(cands, s.InstanceTypes[class.Name])
+	in := userdata.FromNodeClaim(class, claim, userdata.BuildOptions{Cluster: p.cfg.Cluster, CapacityType: cands[0].CapacityType,
+		InstanceMaxPods: maxPods, VCPU: vcpu, BootstrapImage: p.cfg.BootstrapImage})
+	ud, err := userdata.Render(in)
+	if err != nil {
+		return planned{}, fmt.Errorf("rendering user data of nodeclaim %s (ec2nodeclass %s): %w", name, class.Name, err)
+	}
+	spec := cloudadapter.Freeze(fsm.LaunchSpec{NodePool: pool.Name, NodeClaim: name, Candidates: cands, Labels: maps.Clone(claim.Labels)},
+		class, resolved, subnets, ud)
+	pods := slices.Clone(c.Pods)
+	sort.Strings(pods)
+	return planned{intent: fsm.NewIntent{ID: id, Spec: spec, Pods: pods}, claim: claim, pods: pods}, nil
+}
+
+// candidates are the offerings of the planned instance types (cheapest
+// type first) that the claim's requirements allow, are available, have an
+// image for their architecture and a subnet in their zone. When spot is
+// among them, only spot is kept (Karpenter launches spot when it may, and
+// falls back to on-demand by planning again after a capacity error).
+func candidates(types []string, catalogue []*catalog.InstanceType, reqs requirements.Requirements,
+	r joineraws.Resolved, subnets map[string]string) []fsm.Candidate {
+	allowed := func(key, value string) bool {
+		req := reqs.Get(key)
+		return req == nil || req.Has(value)
+	}
+	var out []fsm.Candidate
+	spot := false
+	for _, name := range types {
+		it := findType(catalogue, name)
+		if it == nil {
+			continue
+		}
+		image := r.ImageFor(it.Labels[karpv1.LabelArch])
+		if image == "" {
+			continue
+		}
+		offs := slices.Clone(it.Offerings)
+		sort.SliceStable(offs, func(i, j int) bool { return offs[i].Price < offs[j].Price })
+		for _, o := range offs {
+			if !o.Available || subnets[o.Zone] == "" || !allowed(karpv1.LabelZone, o.Zone) || !allowed(karpv1.LabelCapacityType, o.CapacityType) {
+				continue
+			}
+			if o.CapacityType == karpv1.CapacityTypeReserved {
+				continue
+			}
+			spot = spot || o.CapacityType == karpv1.CapacityTypeSpot
+			out = append(out, fsm.Candidate{InstanceType: it.Name, Zone: o.Zone, CapacityType: o.CapacityType, Price: o.Price, ImageID: image})
+		}
+	}
+	if spot {
+		out = slices.DeleteFunc(out, func(c fsm.Candidate) bool { return c.CapacityType != karpv1.CapacityTypeSpot })
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Price < out[j].Price })
+	return out
+}
+
+// minPods is the smallest max-pods and its vCPU count among the candidate
+// types: one user data serves every type of a multi-type launch, and the
+// smallest limit is one every type can honour (the scheduler already made
+// every candidate fit the claim's pods).
+func minPods(cands []fsm.Candidate, catalogue []*catalog.InstanceType) (int32, int32) {
+	var pods, vcpu int32
+	for _, c := range cands {
+		it := findType(catalogue, c.InstanceType)
+		if it == nil {
+			continue
+		}
+		pq, cq := it.Capacity[corev1.ResourcePods], it.Capacity[corev1.ResourceCPU]
+		if n := int32(pq.Value()); pods == 0 || n < pods {
+			pods, vcpu = n, int32(cq.Value())
+		}
+	}
+	return pods, vcpu
+}
+
+// claimRequirements are the planned requirements with instance type, zone
+// and capacity type narrowed to the candidates, and the pool's minValues.
+func claimRequirements(pool *karpv1.NodePool, planned []corev1.NodeSelectorRequirement, cands []fsm.Candidate) []karpv1.NodeSelectorRequirementWithMinValues {
+	minValues := map[string]*int{}
+	for _, r := range pool.Spec.Template.Spec.Requirements {
+		if r.MinValues != nil {
+			minValues[r.Key] = r.MinValues
+		}
+	}
+	narrowed := map[string][]string{}
+	for _, c := range cands {
+		for k, v := range map[string]string{karpv1.LabelInstanceType: c.InstanceType, karpv1.LabelZone: c.Zone, karpv1.LabelCapacityType: c.CapacityType} {
+			if !slices.Contains(narrowed[k], v) {
+				narrowed[k] = append(narrowed[k], v)
+			}
+		}
+	}
+	var out []karpv1.NodeSelectorRequirementWithMinValues
+	for _, r := range planned {
+		if _, ok := narrowed[r.Key]; ok {
+			continue
+		}
+		out = append(out, karpv1.NodeSelectorRequirementWithMinValues{Key: r.Key, Operator: karpv1.NodeSelectorOperator(r.Operator),
+			Values: slices.Clone(r.Values), MinValues: minValues[r.Key]})
+	}
+	for _, k := range []string{karpv1.LabelCapacityType, karpv1.LabelInstanceType, karpv1.LabelZone} {
+		vs := narrowed[k]
+		sort.Strings(vs)
+		out = append(out, karpv1.NodeSelectorRequirementWithMinValues{Key: k, Operator: karpv1.OpIn, Values: vs, MinValues: minValues[k]})
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	if len(out) > 100 {
+		out = out[:100]
+	}
+	return out
+}
+
+// newNodeClaim is the NodeClaim object of a launch: the pool template's
+// labels, annotations, taints and limits, the planned requirements and
+// requests, owned by the pool and guarded by the termination finalizer.
+func newNodeClaim(pool *karpv1.NodePool, class *awsv1.EC2NodeClass, name, intentID string,
+	reqs []karpv1.NodeSelectorRequirementWithMinValues, requests corev1.ResourceList) *karpv1.NodeClaim {
+	t := pool.Spec.Template
+	labels := maps.Clone(t.ObjectMeta.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	for _, r := range reqs {
+		if r.Operator == karpv1.OpIn && len(r.Values) == 1 && r.Key != karpv1.LabelHostname {
+			labels[r.Key] = r.Values[0]
+		}
+	}
+	labels[karpv1.LabelNodePool] = pool.Name
+	labels[awsv1.LabelNodeClass] = class.Name
+	annotations := maps.Clone(t.ObjectMeta.Annotations)
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[AnnotationLaunchID] = intentID
+	annotations[karpv1.AnnotationNodePoolHashVersion] = NodePoolHashVersion
+	yes := true
+	nc := &karpv1.NodeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels, Annotations: annotations,
+			Finalizers: []string{karpv1.TerminationFinalizer},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: karpv1.SchemeGroupVersion.String(), Kind: "NodePool",
+				Name: pool.Name, UID: pool.UID, BlockOwnerDeletion: &yes}}},
+		Spec: karpv1.NodeClaimSpec{
+			Taints: slices.Clone(t.Spec.Taints), StartupTaints: slices.Clone(t.Spec.StartupTaints),
+			Requirements: reqs, Resources: karpv1.ResourceRequirements{Requests: requests},
+			NodeClassRef: t.Spec.NodeClassRef.DeepCopy(), TerminationGracePeriod: t.Spec.TerminationGracePeriod.DeepCopy(),
+			ExpireAfter: t.Spec.ExpireAfter,
+		},
+	}
+	if pool.UID == "" { // a pool that was never stored (tests): no owner
+		nc.OwnerReferences = nil
+	}
+	return nc
+}
+
+// create creates a NodeClaim object; one that exists already is fine.
+func (p *Provisioner) create(ctx context.Context, nc *karpv1.NodeClaim) error {
+	if _, err := p.kube.CreateNodeClaim(ctx, nc); err != nil && !apierrors.IsAlreadyExists(errors.Unwrap(err)) && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	return nil
+}
+
+// ensureNodeClaims recreates the NodeClaim object of every live intent
+// that has none, for example after a leader died between PlanCommit and
+// the create. Intents whose instance is gone or being terminated are left
+// alone: their NodeClaim was deleted on purpose.
+func (p *Provisioner) ensureNodeClaims(ctx context.Context) error {
+	terminating := map[string]bool{}
+	for _, t := range p.state.Terminations() {
+		terminating[t.InstanceID] = true
+	}
+	gone := map[string]bool{}
+	for _, inst := range p.state.Instances() {
+		if inst.State.Terminal() {
+			gone[inst.ID] = true
+		}
+	}
+	for _, in := range p.state.Intents() {
+		if !in.State.Live() || p.cache.NodeClaim(in.Spec.NodeClaim) != nil {
+			continue
+		}
+		if in.InstanceID != "" && (terminating[in.InstanceID] || gone[in.InstanceID]) {
+			continue
+		}
+		if in.State == fsm.IntentLaunched && p.cfg.Now().Sub(in.UpdatedAt) > p.cfg.NominationGrace {
+			// Launched a while ago and its NodeClaim is gone: it was
+			// deleted; lifecycle GC terminates what is left.
+			continue
+		}
+		pool := p.cache.NodePool(in.Spec.NodePool)
+		if pool == nil {
+			continue
+		}
+		pool = pool.DeepCopy()
+		pool.SetDefaults()
+		class := &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: in.Spec.NodeClass}}
+		var reqs []corev1.NodeSelectorRequirement
+		for _, r := range pool.Spec.Template.Spec.Requirements {
+			reqs = append(reqs, corev1.NodeSelectorRequirement{Key: r.Key, Operator: corev1.NodeSelectorOperator(r.Operator), Values: r.Values})
+		}
+		nc := newNodeClaim(pool, class, in.Spec.NodeClaim, in.ID, claimRequirements(pool, reqs, in.Spec.Candidates), nil)
+		if err := p.create(ctx, nc); err != nil {
+			return fmt.Errorf("recreating nodeclaim %s of launch intent %s: %w", in.Spec.NodeClaim, in.ID, err)
+		}
+		p.log.Info("created nodeclaim", zap.String("nodeclaim", nc.Name), zap.String("nodepool", pool.Name),
+			zap.String("reason", "recovered launch intent "+in.ID))
+	}
+	return nil
+}
+
+var idEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
+
+// randomID is 10 random lower-case base32 characters (50 bits).
+func randomID() string {
+	var b [7]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err) // crypto/rand does not fail on Linux
+	}
+	return idEncoding.EncodeToString(b[:])[:10]
+}
+
+func summariseTypes(cands []fsm.Candidate) string {
+	var names []string
+	for _, c := range cands {
+		if !slices.Contains(names, c.InstanceType) {
+			names = append(names, c.InstanceType)
+		}
+	}
+	if len(names) > 5 {
+		return strings.Join(names[:5], ", ") + fmt.Sprintf(" and %d other(s)", len(names)-5)
+	}
+	return strings.Join(names, ", ")
+}
+
+func formatResources(l corev1.ResourceList) string {
+	keys := make([]string, 0, len(l))
+	for k := range l {
+		keys = append(keys, string(k))
+	}
+	sort.Strings(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		q := l[corev1.ResourceName(k)]
+		parts = append(parts, k+": "+q.String())
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
+}

@@ -1,0 +1,36 @@
+package provisioner
+
+import (
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+type metrics struct {
+	pending            prometheus.Gauge
+	schedulingDuration prometheus.Histogram
+	nodeClaimsCreated  *prometheus.CounterVec
+	launchErrors       *prometheus.CounterVec
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		pending: prometheus.NewGauge(prometheus.GaugeOpts{Name: "joiner_pods_pending",
+			Help: "Pods that need capacity at the last provisioning pass (unschedulable and not nominated, plus pods of disrupted nodes)."}),
+		schedulingDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "joiner_scheduling_duration_seconds",
+			Help: "Time the scheduler took to plan one batch of pending pods.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 14)}),
+		nodeClaimsCreated: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "joiner_nodeclaims_created_total",
+			Help: "NodeClaims created, by nodepool and reason (provisioning or a disruption replacement)."}, []string{"nodepool", "reason"}),
+		launchErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "joiner_provisioning_errors_total",
+			Help: "Planned NodeClaims that could not be committed, by stage (prepare, commit)."}, []string{"stage"}),
+	}
+	if reg == nil {
+		return m, nil
+	}
+	for _, c := range []prometheus.Collector{m.pending, m.schedulingDuration, m.nodeClaimsCreated, m.launchErrors} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("registering provisioner metrics: %w", err)
+		}
+	}
+	return m, nil
+}
