@@ -27,6 +27,9 @@ type Config struct {
 	// Tune lets callers (tests) adjust raft's config; nil keeps raft's
 	// defaults, with a small snapshot threshold for our small state.
 	Tune func(*raft.Config)
+	// TLS, when set, makes every raft connection mutual TLS (nil:
+	// plaintext; the coordinator command warns).
+	TLS *TLS
 }
 
 // Node is an open raft node with its stores.
@@ -94,7 +97,7 @@ func Open(cfg Config, fsm raft.FSM, log *zap.Logger) (*Node, error) {
 		store.Close()
 		return nil, fmt.Errorf("opening snapshot store: %w", err)
 	}
-	stream, err := listenStream(cfg.Bind, cfg.Advertise)
+	stream, err := listenStream(cfg.Bind, cfg.Advertise, cfg.TLS)
 	if err != nil {
 		store.Close()
 		return nil, err
@@ -139,33 +142,4 @@ func (n *Node) Close() error {
 		err = cerr
 	}
 	return err
-}
-
-// dnsStream is a raft.StreamLayer that dials peers by their DNS names and
-// advertises its own DNS name, so LocalAddr and the leader address are
-// stable across pod restarts (pod IPs change; names do not).
-type dnsStream struct {
-	net.Listener
-	advertise dnsAddr
-}
-
-type dnsAddr string
-
-func (a dnsAddr) Network() string { return "tcp" }
-func (a dnsAddr) String() string  { return string(a) }
-
-func listenStream(bind, advertise string) (*dnsStream, error) {
-	ln, err := net.Listen("tcp", bind)
-	if err != nil {
-		return nil, fmt.Errorf("listening for raft on %s: %w", bind, err)
-	}
-	return &dnsStream{Listener: ln, advertise: dnsAddr(advertise)}, nil
-}
-
-// Addr implements net.Listener: the advertised name, not the bound IP.
-func (s *dnsStream) Addr() net.Addr { return s.advertise }
-
-// Dial implements raft.StreamLayer. The DNS name is resolved at each dial.
-func (s *dnsStream) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
-	return net.DialTimeout("tcp", string(addr), timeout)
 }
