@@ -1,0 +1,277 @@
+// Package termination is the leader's termination controller: Karpenter's
+// karpenter.sh/termination finalizer on NodeClaims and Nodes.
+//
+// When a NodeClaim with the finalizer is deleted, the controller, one step
+// at a time and resumable by a new leader (all progress lives in the API
+// objects and the raft FSM):
+//
+//  1. cancels its launch intent if it is still pending, or waits while the
+//     launcher has an attempt in flight;
+//  2. commits a TerminationIntent ("term-"+instance ID) with the reason from
+//     the joiner.io/disruption-reason annotation (default "deleted");
+//  3. taints the linked Node karpenter.sh/disrupted:NoSchedule and drains it
+//     through the eviction API (agent/drain: PDBs hold, DaemonSet and mirror
+//     pods stay) until the NodeClaim's terminationGracePeriod, then sets the
+//     NodeClaim condition Drained;
+//  4. terminates the instance, sets InstanceTerminating and commits the
+//     TerminationResult;
+//  5. deletes the Node and removes the finalizer from it;
+//  6. removes the finalizer from the NodeClaim.
+//
+// A Node deleted while its NodeClaim lives gets its NodeClaim deleted (the
+// NodeClaim's termination then removes the Node); a deleted Node with the
+// finalizer and no NodeClaim is drained and released.
+//
+// Decide and DecideNode are the pure core: given the objects and the raft
+// records they name the next step; the Controller performs it.
+package termination
+
+import (
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/joiner-dev/joiner/agent/drain"
+	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/coordinator/fsm"
+)
+
+// Keys the termination path reads.
+const (
+	// AnnotationDisruptionReason on a NodeClaim says why it is being
+	// deleted (expired, drifted, interrupted, ...). Whoever deletes a
+	// NodeClaim on purpose sets it first.
+	AnnotationDisruptionReason = karpv1.JoinerDomain + "/disruption-reason"
+	// AnnotationLaunchID names a NodeClaim's launch intent.
+	AnnotationLaunchID = karpv1.JoinerDomain + "/launch-id"
+	// DefaultReason is the reason of a NodeClaim deleted without one.
+	DefaultReason = "deleted"
+)
+
+// TerminationID is the ID of the TerminationIntent of an instance.
+func TerminationID(instanceID string) string { return "term-" + instanceID }
+
+// InstanceID is the instance ID at the end of a provider ID
+// (aws:///<zone>/<id>), or "" for an empty or non-AWS provider ID.
+func InstanceID(providerID string) string {
+	if !strings.HasPrefix(providerID, "aws://") {
+		return ""
+	}
+	return providerID[strings.LastIndex(providerID, "/")+1:]
+}
+
+// Reason is the NodeClaim's disruption reason, DefaultReason when unset.
+func Reason(nc *karpv1.NodeClaim) string {
+	if r := nc.Annotations[AnnotationDisruptionReason]; r != "" {
+		return r
+	}
+	return DefaultReason
+}
+
+// Step is the next thing to do for one NodeClaim or Node.
+type Step int
+
+// Steps, in the order a NodeClaim's termination takes them.
+const (
+	// StepNone: nothing to do (not deleting, not ours, or done).
+	StepNone Step = iota
+	// StepCancelIntent: commit IntentCancel for the still-pending launch.
+	StepCancelIntent
+	// StepWaitLaunch: a launch attempt is in flight; look again later.
+	StepWaitLaunch
+	// StepCommitTermination: commit the TerminationIntent.
+	StepCommitTermination
+	// StepTaint: taint the Node karpenter.sh/disrupted:NoSchedule.
+	StepTaint
+	// StepDrain: evict the Node's pods (asynchronous).
+	StepDrain
+	// StepTerminate: terminate the instance, commit TerminationResult.
+	StepTerminate
+	// StepDeleteNode: delete the Node and remove its finalizer.
+	StepDeleteNode
+	// StepRemoveFinalizer: release the NodeClaim (or, for a lone Node, the Node).
+	StepRemoveFinalizer
+	// StepDeleteClaim: a Node was deleted; delete its NodeClaim.
+	StepDeleteClaim
+	// StepWaitClaim: the Node's NodeClaim is terminating and will remove it.
+	StepWaitClaim
+)
+
+var stepNames = [...]string{"none", "cancel-intent", "wait-launch", "commit-termination", "taint", "drain",
+	"terminate", "delete-node", "remove-finalizer", "delete-nodeclaim", "wait-nodeclaim"}
+
+func (s Step) String() string {
+	if int(s) < len(stepNames) {
+		return stepNames[s]
+	}
+	return "step-?"
+}
+
+// ClaimInput is what Decide looks at for one NodeClaim.
+type ClaimInput struct {
+	Claim *karpv1.NodeClaim
+	// Node is the linked Node (same provider ID), nil when there is none.
+	Node *corev1.Node
+	// Intent is the NodeClaim's launch intent, nil when unknown.
+	Intent *fsm.LaunchIntent
+	// InstanceID is the instance to terminate ("" when nothing launched).
+	InstanceID string
+	// Instance reports whether the FSM has a record of InstanceID (a
+	// TerminationIntent can only be committed for one it has).
+	Instance bool
+	// Termination is the instance's TerminationIntent, nil when none.
+	Termination *fsm.TerminationIntent
+	Now         time.Time
+}
+
+// Decide names the next termination step of a NodeClaim.
+func Decide(in ClaimInput) Step {
+	nc := in.Claim
+	if nc == nil || nc.DeletionTimestamp == nil || !hasFinalizer(nc.Finalizers) {
+		return StepNone
+	}
+	if in.Intent != nil {
+		switch in.Intent.State {
+		case fsm.IntentPending:
+			return StepCancelIntent
+		case fsm.IntentLaunching:
+			return StepWaitLaunch
+		}
+	}
+	if in.InstanceID != "" && in.Instance && in.Termination == nil {
+		return StepCommitTermination
+	}
+	if nodeLive(in.Node) && !conditionTrue(nc, karpv1.ConditionDrained) && !GraceElapsed(nc, in.Now) {
+		if !Tainted(in.Node) {
+			return StepTaint
+		}
+		return StepDrain
+	}
+	if in.InstanceID != "" && !terminated(in) {
+		return StepTerminate
+	}
+	if in.Node != nil && !nodeReleased(in.Node) {
+		return StepDeleteNode
+	}
+	return StepRemoveFinalizer
+}
+
+// NodeInput is what DecideNode looks at for one Node.
+type NodeInput struct {
+	Node *corev1.Node
+	// Claim is the Node's NodeClaim (same provider ID), nil when none.
+	Claim *karpv1.NodeClaim
+}
+
+// DecideNode names the next step for a Node with the termination finalizer.
+func DecideNode(in NodeInput) Step {
+	n := in.Node
+	if n == nil || n.DeletionTimestamp == nil || !hasFinalizer(n.Finalizers) {
+		return StepNone
+	}
+	if in.Claim != nil {
+		if in.Claim.DeletionTimestamp == nil {
+			return StepDeleteClaim
+		}
+		return StepWaitClaim
+	}
+	if !NodeDrained(n) {
+		if !Tainted(n) {
+			return StepTaint
+		}
+		return StepDrain
+	}
+	return StepRemoveFinalizer
+}
+
+// terminated reports whether the instance's termination is recorded: the
+// TerminationResult when the FSM tracks it, else the InstanceTerminating
+// condition.
+func terminated(in ClaimInput) bool {
+	if in.Termination != nil {
+		return in.Termination.State == fsm.TerminationDone
+	}
+	return conditionTrue(in.Claim, karpv1.ConditionInstanceTerminating)
+}
+
+// GraceElapsed reports whether the NodeClaim's terminationGracePeriod has
+// passed since its deletion: draining stops and the instance goes anyway
+// (Karpenter's forceful termination).
+func GraceElapsed(nc *karpv1.NodeClaim, now time.Time) bool {
+	end, ok := GraceDeadline(nc)
+	return ok && !now.Before(end)
+}
+
+// GraceDeadline is deletion time + terminationGracePeriod; false when the
+// NodeClaim is not deleting or has no grace period (drain forever).
+func GraceDeadline(nc *karpv1.NodeClaim) (time.Time, bool) {
+	tgp := nc.Spec.TerminationGracePeriod
+	if nc.DeletionTimestamp == nil || tgp == nil || tgp.Duration == nil {
+		return time.Time{}, false
+	}
+	return nc.DeletionTimestamp.Add(*tgp.Duration), true
+}
+
+// nodeLive: the Node exists and is not already on its way out without us.
+func nodeLive(n *corev1.Node) bool { return n != nil && !nodeReleased(n) }
+
+// nodeReleased: the Node is deleting and no longer holds our finalizer
+// (someone else's finalizer may keep it a while; that is not ours to wait on).
+func nodeReleased(n *corev1.Node) bool {
+	return n.DeletionTimestamp != nil && !hasFinalizer(n.Finalizers)
+}
+
+// Tainted reports whether the Node carries karpenter.sh/disrupted:NoSchedule.
+func Tainted(n *corev1.Node) bool {
+	for _, t := range n.Spec.Taints {
+		if t.Key == karpv1.TaintDisruptedKey && t.Effect == corev1.TaintEffectNoSchedule {
+			return true
+		}
+	}
+	return false
+}
+
+// NodeDrained reports whether agent/drain recorded a finished drain on the
+// Node (its joiner.io/Interruption condition with reason Drained).
+func NodeDrained(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == drain.ConditionType && c.Status == corev1.ConditionTrue && c.Reason == "Drained" {
+			return true
+		}
+	}
+	return false
+}
+
+func hasFinalizer(fs []string) bool {
+	for _, f := range fs {
+		if f == karpv1.TerminationFinalizer {
+			return true
+		}
+	}
+	return false
+}
+
+func withoutFinalizer(fs []string) []string {
+	out := make([]string, 0, len(fs))
+	for _, f := range fs {
+		if f != karpv1.TerminationFinalizer {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func conditionTrue(nc *karpv1.NodeClaim, typ string) bool {
+	return meta.IsStatusConditionTrue(nc.Status.Conditions, typ)
+}
+
+// setCondition sets a True condition on nc; false when it already was.
+func setCondition(nc *karpv1.NodeClaim, typ, reason, msg string, now time.Time) bool {
+	return meta.SetStatusCondition(&nc.Status.Conditions, metav1.Condition{
+		Type: typ, Status: metav1.ConditionTrue, Reason: reason, Message: msg,
+		ObservedGeneration: nc.Generation, LastTransitionTime: metav1.NewTime(now),
+	})
+}

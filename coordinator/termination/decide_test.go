@@ -1,0 +1,175 @@
+package termination
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/joiner-dev/joiner/agent/drain"
+	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/coordinator/fsm"
+)
+
+var t0 = time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC)
+
+type claimOpt func(*karpv1.NodeClaim)
+
+func claim(opts ...claimOpt) *karpv1.NodeClaim {
+	nc := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "default-abcde",
+		Finalizers:  []string{karpv1.TerminationFinalizer},
+		Annotations: map[string]string{AnnotationLaunchID: "intent-1"}}}
+	nc.Status.ProviderID = "aws:///us-east-1a/i-0123"
+	for _, o := range opts {
+		o(nc)
+	}
+	return nc
+}
+
+func deleting(nc *karpv1.NodeClaim)    { nc.DeletionTimestamp = &metav1.Time{Time: t0} }
+func noFinalizer(nc *karpv1.NodeClaim) { nc.Finalizers = nil }
+func cond(typ string) claimOpt {
+	return func(nc *karpv1.NodeClaim) { setCondition(nc, typ, typ, "", t0) }
+}
+func tgp(d time.Duration) claimOpt {
+	return func(nc *karpv1.NodeClaim) { v := karpv1.NewDuration(d); nc.Spec.TerminationGracePeriod = &v }
+}
+
+type nodeOpt func(*corev1.Node)
+
+func node(opts ...nodeOpt) *corev1.Node {
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "ip-10-0-0-1", Finalizers: []string{karpv1.TerminationFinalizer}},
+		Spec: corev1.NodeSpec{ProviderID: "aws:///us-east-1a/i-0123"}}
+	for _, o := range opts {
+		o(n)
+	}
+	return n
+}
+
+func tainted(n *corev1.Node) {
+	n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: karpv1.TaintDisruptedKey, Effect: corev1.TaintEffectNoSchedule})
+}
+func nodeDeleting(n *corev1.Node)    { n.DeletionTimestamp = &metav1.Time{Time: t0} }
+func nodeNoFinalizer(n *corev1.Node) { n.Finalizers = []string{"other.io/keep"} }
+func nodeDrained(n *corev1.Node) {
+	n.Status.Conditions = append(n.Status.Conditions, corev1.NodeCondition{Type: drain.ConditionType, Status: corev1.ConditionTrue, Reason: "Drained"})
+}
+
+func intent(s fsm.IntentState) *fsm.LaunchIntent {
+	return &fsm.LaunchIntent{ID: "intent-1", State: s, InstanceID: map[bool]string{true: "i-0123"}[s == fsm.IntentLaunched]}
+}
+
+func term(s fsm.TerminationState) *fsm.TerminationIntent {
+	return &fsm.TerminationIntent{ID: TerminationID("i-0123"), InstanceID: "i-0123", State: s}
+}
+
+func TestDecide(t *testing.T) {
+	pending := term(fsm.TerminationPending)
+	done := term(fsm.TerminationDone)
+	cases := []struct {
+		name string
+		in   ClaimInput
+		want Step
+	}{
+		{"not deleting", ClaimInput{Claim: claim(), Node: node(), Intent: intent(fsm.IntentLaunched), InstanceID: "i-0123", Instance: true}, StepNone},
+		{"deleting without our finalizer", ClaimInput{Claim: claim(deleting, noFinalizer), Intent: intent(fsm.IntentLaunched)}, StepNone},
+		{"nil claim", ClaimInput{}, StepNone},
+		{"pending launch is cancelled", ClaimInput{Claim: claim(deleting), Intent: intent(fsm.IntentPending)}, StepCancelIntent},
+		{"launch in flight: wait", ClaimInput{Claim: claim(deleting), Intent: intent(fsm.IntentLaunching)}, StepWaitLaunch},
+		{"cancelled launch, nothing launched: release", ClaimInput{Claim: claim(deleting), Intent: intent(fsm.IntentCancelled)}, StepRemoveFinalizer},
+		{"failed launch: release", ClaimInput{Claim: claim(deleting), Intent: intent(fsm.IntentFailed)}, StepRemoveFinalizer},
+		{"no intent, no instance: release", ClaimInput{Claim: claim(deleting)}, StepRemoveFinalizer},
+		{"launched: commit termination first", ClaimInput{Claim: claim(deleting), Node: node(), Intent: intent(fsm.IntentLaunched),
+			InstanceID: "i-0123", Instance: true}, StepCommitTermination},
+		{"instance unknown to the FSM: no intent to commit, taint", ClaimInput{Claim: claim(deleting), Node: node(),
+			InstanceID: "i-0123"}, StepTaint},
+		{"termination committed: taint", ClaimInput{Claim: claim(deleting), Node: node(), Intent: intent(fsm.IntentLaunched),
+			InstanceID: "i-0123", Instance: true, Termination: pending}, StepTaint},
+		{"tainted: drain", ClaimInput{Claim: claim(deleting), Node: node(tainted), Intent: intent(fsm.IntentLaunched),
+			InstanceID: "i-0123", Instance: true, Termination: pending, Now: t0}, StepDrain},
+		{"drain within the grace period", ClaimInput{Claim: claim(deleting, tgp(time.Minute)), Node: node(tainted),
+			InstanceID: "i-0123", Instance: true, Termination: pending, Now: t0.Add(59 * time.Second)}, StepDrain},
+		{"grace period elapsed: terminate without draining", ClaimInput{Claim: claim(deleting, tgp(time.Minute)), Node: node(tainted),
+			InstanceID: "i-0123", Instance: true, Termination: pending, Now: t0.Add(time.Minute)}, StepTerminate},
+		{"drained: terminate", ClaimInput{Claim: claim(deleting, cond(karpv1.ConditionDrained)), Node: node(tainted),
+			InstanceID: "i-0123", Instance: true, Termination: pending}, StepTerminate},
+		{"terminate call made but result not committed: terminate again", ClaimInput{Claim: claim(deleting, cond(karpv1.ConditionDrained),
+			cond(karpv1.ConditionInstanceTerminating)), Node: node(tainted), InstanceID: "i-0123", Instance: true, Termination: pending}, StepTerminate},
+		{"no node ever registered: terminate", ClaimInput{Claim: claim(deleting), InstanceID: "i-0123", Instance: true, Termination: pending}, StepTerminate},
+		{"terminated: delete the node", ClaimInput{Claim: claim(deleting, cond(karpv1.ConditionDrained)), Node: node(tainted),
+			InstanceID: "i-0123", Instance: true, Termination: done}, StepDeleteNode},
+		{"node deleting with our finalizer: remove it", ClaimInput{Claim: claim(deleting, cond(karpv1.ConditionDrained)), Node: node(tainted, nodeDeleting),
+			InstanceID: "i-0123", Instance: true, Termination: done}, StepDeleteNode},
+		{"node deleting, held by someone else: release the claim", ClaimInput{Claim: claim(deleting, cond(karpv1.ConditionDrained)),
+			Node: node(tainted, nodeDeleting, nodeNoFinalizer), InstanceID: "i-0123", Instance: true, Termination: done}, StepRemoveFinalizer},
+		{"node deleting without us: no drain", ClaimInput{Claim: claim(deleting), Node: node(nodeDeleting, nodeNoFinalizer),
+			InstanceID: "i-0123", Instance: true, Termination: pending}, StepTerminate},
+		{"not in the FSM, terminated per condition: delete the node", ClaimInput{Claim: claim(deleting, cond(karpv1.ConditionDrained),
+			cond(karpv1.ConditionInstanceTerminating)), Node: node(tainted), InstanceID: "i-0123"}, StepDeleteNode},
+		{"all done: release", ClaimInput{Claim: claim(deleting, cond(karpv1.ConditionDrained)), InstanceID: "i-0123", Instance: true,
+			Termination: done}, StepRemoveFinalizer},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := Decide(c.in); got != c.want {
+				t.Errorf("Decide = %s, want %s", got, c.want)
+			}
+		})
+	}
+}
+
+func TestDecideNode(t *testing.T) {
+	cases := []struct {
+		name string
+		in   NodeInput
+		want Step
+	}{
+		{"not deleting", NodeInput{Node: node()}, StepNone},
+		{"not ours", NodeInput{Node: node(nodeDeleting, nodeNoFinalizer)}, StepNone},
+		{"claim alive: delete it", NodeInput{Node: node(nodeDeleting), Claim: claim()}, StepDeleteClaim},
+		{"claim terminating: it removes the node", NodeInput{Node: node(nodeDeleting), Claim: claim(deleting)}, StepWaitClaim},
+		{"no claim: taint", NodeInput{Node: node(nodeDeleting)}, StepTaint},
+		{"no claim, tainted: drain", NodeInput{Node: node(nodeDeleting, tainted)}, StepDrain},
+		{"no claim, drained: release", NodeInput{Node: node(nodeDeleting, tainted, nodeDrained)}, StepRemoveFinalizer},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := DecideNode(c.in); got != c.want {
+				t.Errorf("DecideNode = %s, want %s", got, c.want)
+			}
+		})
+	}
+}
+
+func TestInstanceIDAndReason(t *testing.T) {
+	for in, want := range map[string]string{"aws:///us-east-1a/i-0123": "i-0123", "": "", "gce://p/z/n": "", "aws:///i-9": "i-9"} {
+		if got := InstanceID(in); got != want {
+			t.Errorf("InstanceID(%q) = %q, want %q", in, got, want)
+		}
+	}
+	nc := claim()
+	if got := Reason(nc); got != DefaultReason {
+		t.Errorf("Reason without annotation = %q, want %q", got, DefaultReason)
+	}
+	nc.Annotations[AnnotationDisruptionReason] = "interrupted"
+	if got := Reason(nc); got != "interrupted" {
+		t.Errorf("Reason = %q, want interrupted", got)
+	}
+	if got := TerminationID("i-1"); got != "term-i-1" {
+		t.Errorf("TerminationID = %q", got)
+	}
+}
+
+func TestGraceDeadline(t *testing.T) {
+	if _, ok := GraceDeadline(claim(deleting)); ok {
+		t.Error("no terminationGracePeriod: want unbounded")
+	}
+	if _, ok := GraceDeadline(claim(tgp(time.Minute))); ok {
+		t.Error("not deleting: want no deadline")
+	}
+	end, ok := GraceDeadline(claim(deleting, tgp(90*time.Second)))
+	if !ok || !end.Equal(t0.Add(90*time.Second)) {
+		t.Errorf("GraceDeadline = %s, %v; want %s", end, ok, t0.Add(90*time.Second))
+	}
+}
