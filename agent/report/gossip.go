@@ -56,6 +56,9 @@ type GossipOptions struct {
 	Seeds []string
 	// SecretKey (16, 24 or 32 bytes) encrypts gossip when set.
 	SecretKey []byte
+	// Keyring (the coordinators' --gossip-keyring-file) takes precedence
+	// over SecretKey: its primary key encrypts, every key decrypts.
+	Keyring *memberlist.Keyring
 	// RejoinInterval between join attempts while alone (default 10 s).
 	RejoinInterval time.Duration
 }
@@ -96,6 +99,9 @@ func JoinPool(log *zap.Logger, o GossipOptions, meta Meta) (*Member, error) {
 		cfg.AdvertisePort = 0
 	}
 	cfg.SecretKey = o.SecretKey
+	if o.Keyring != nil {
+		cfg.SecretKey, cfg.Keyring = nil, o.Keyring
+	}
 	cfg.Delegate = m
 	cfg.Logger = zap.NewStdLog(log.Named("memberlist"))
 	ml, err := memberlist.Create(cfg)

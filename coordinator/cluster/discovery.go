@@ -43,6 +43,9 @@ type DiscoveryConfig struct {
 	// the DNS name in Meta.RaftAddr.
 	AdvertiseAddr string
 	AdvertisePort int
+	// Keyring encrypts and authenticates gossip (LoadKeyring); nil:
+	// plaintext. Members with different keys cannot join each other.
+	Keyring *memberlist.Keyring
 }
 
 // Discovery is a memberlist member carrying coordinator metadata.
@@ -81,6 +84,7 @@ func StartDiscovery(cfg DiscoveryConfig, meta Meta, log *zap.Logger) (*Discovery
 	mc.BindAddr, mc.BindPort = cfg.BindAddr, cfg.BindPort
 	mc.AdvertiseAddr, mc.AdvertisePort = cfg.AdvertiseAddr, cfg.AdvertisePort
 	mc.Delegate = del
+	mc.Keyring = cfg.Keyring
 	mc.Logger = NewStdLog(log.Named("memberlist"))
 	ml, err := memberlist.Create(mc)
 	if err != nil {
