@@ -139,7 +139,7 @@ func Start(t testing.TB, opts Options) *Env {
 	if reason := unavailable(opts); reason != "" {
 		t.Skip(reason)
 	}
-	env, err := start(t.TempDir(), opts)
+	env, err := start(context.Background(), t.TempDir(), opts)
 	if env != nil {
 		t.Cleanup(func() {
 			if t.Failed() {
@@ -190,7 +190,7 @@ func run(m *testing.M, s *Shared, opts Options) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	env, err := start(dir, opts)
+	env, err := start(context.Background(), dir, opts)
 	if env != nil {
 		defer env.Stop()
 	}
@@ -251,6 +251,11 @@ func unavailable(opts Options) string {
 	if testing.Short() {
 		return "testenv: real control plane skipped under -short"
 	}
+	return missingTools(opts)
+}
+
+// missingTools says which binary opts needs is missing, or "".
+func missingTools(opts Options) string {
 	names := []string{EtcdBin, APIServerBin}
 	if opts.ControllerManager {
 		names = append(names, ControllerManagerBin)
@@ -268,8 +273,8 @@ func unavailable(opts Options) string {
 
 // start runs the control plane in dir. On error the returned Env (if not
 // nil) holds the processes already started, for the caller to stop.
-func start(dir string, opts Options) (*Env, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+func start(ctx context.Context, dir string, opts Options) (*Env, error) {
+	ctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
 	for attempt := 1; ; attempt++ {
 		d := dir

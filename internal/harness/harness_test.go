@@ -1,0 +1,83 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/joiner-dev/joiner/internal/testenv"
+)
+
+// start builds joiner and starts a harness for one test, or skips it.
+func start(t *testing.T, opts Options) *Harness {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("harness: real processes skipped under -short")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	bin, err := BuildJoiner(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Dir, opts.JoinerBin = dir, bin
+	h, err := Start(ctx, opts)
+	if errors.Is(err, testenv.ErrToolsMissing) {
+		t.Skip(err)
+	}
+	if h != nil {
+		t.Cleanup(func() {
+			if t.Failed() {
+				t.Logf("harness: process logs (tail)\n%s", h.Logs(40))
+			}
+			h.Stop()
+		})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// TestRaftFailover: three coordinator processes form a raft cluster, a
+// leader is elected, killing it elects another, the killed replica rejoins,
+// and after Stop no process the harness started is alive.
+func TestRaftFailover(t *testing.T) {
+	h := start(t, Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if err := h.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	first, err := h.WaitLeader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("leader: %s", first.Name)
+	if err := h.Kill(first.Name); err != nil {
+		t.Fatal(err)
+	}
+	second, err := h.WaitLeader(ctx, first.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("new leader after killing %s: %s", first.Name, second.Name)
+	if err := h.Restart(first.Name); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if h.IsLeader(ctx, h.Coordinator(first.Name)) && h.IsLeader(ctx, second) {
+		t.Fatal("two leaders after the restart")
+	}
+	pids := h.PIDs()
+	h.Stop()
+	for _, pid := range pids {
+		if testenv.ProcessAlive(pid) {
+			t.Errorf("process %d still alive after Stop", pid)
+		}
+	}
+}
