@@ -86,6 +86,7 @@ func init() {
 	registerCommand(TerminationIntentType, applyTerminationIntent)
 	registerCommand(TerminationResultType, applyTerminationResult)
 	registerCommand(AgentUpsertType, applyAgentUpsert)
+	registerCommand(TerminationCancelType, applyTerminationCancel)
 }
 
 func applyPlanCommit(t *tables, buf []byte, index uint64) any {
@@ -289,13 +290,43 @@ func applyTerminationIntent(t *tables, buf []byte, index uint64) any {
 	if !ok {
 		return fmt.Errorf("%w: %s", ErrUnknownInstance, c.InstanceID)
 	}
-	t.terminations[c.ID] = TerminationIntent{
+	ti := TerminationIntent{
 		ID: c.ID, InstanceID: c.InstanceID, Reason: c.Reason, State: TerminationPending,
 		CreatedAt: c.At, ModifyIndex: index,
 	}
 	if !inst.State.Terminal() && inst.State != InstanceTerminating {
+		ti.PriorState = inst.State
 		inst.State, inst.UpdatedAt, inst.ModifyIndex = InstanceTerminating, c.At, index
 		t.instances[inst.ID] = inst
+	}
+	t.terminations[c.ID] = ti
+	t.index = index
+	return nil
+}
+
+func applyTerminationCancel(t *tables, buf []byte, index uint64) any {
+	var c TerminationCancel
+	decode(buf, &c, index)
+	ti, ok := t.terminations[c.ID]
+	if !ok {
+		return fmt.Errorf("%w: %s", ErrUnknownTermination, c.ID)
+	}
+	if ti.State != TerminationPending {
+		return fmt.Errorf("%w: %s is %s", ErrTerminationNotPending, c.ID, ti.State)
+	}
+	delete(t.terminations, c.ID)
+	if inst, ok := t.instances[ti.InstanceID]; ok && inst.State == InstanceTerminating && ti.PriorState != "" {
+		// Another pending intent for the same instance keeps it terminating.
+		other := false
+		for _, o := range t.terminations {
+			if o.InstanceID == inst.ID && o.State == TerminationPending {
+				other = true
+			}
+		}
+		if !other {
+			inst.State, inst.UpdatedAt, inst.ModifyIndex = ti.PriorState, c.At, index
+			t.instances[inst.ID] = inst
+		}
 	}
 	t.index = index
 	return nil

@@ -22,6 +22,7 @@ const (
 	TerminationIntentType   MessageType = 9
 	TerminationResultType   MessageType = 10
 	AgentUpsertType         MessageType = 11
+	TerminationCancelType   MessageType = 12
 
 	// IgnoreUnknownTypeFlag marks a command an older replica may skip
 	// rather than panic on (Nomad's convention).
@@ -48,6 +49,9 @@ var (
 	// ErrBackwardTransition: InstanceStatus would move an instance backward.
 	ErrBackwardTransition = errors.New("instance status transition backward")
 	ErrInvalidCommand     = errors.New("invalid command")
+	// ErrTerminationNotPending: TerminationCancel of a termination intent
+	// that is already done.
+	ErrTerminationNotPending = errors.New("termination intent not pending")
 )
 
 // NewIntent is one intent in a PlanCommit.
@@ -134,6 +138,17 @@ type TerminationIntentCmd struct {
 	InstanceID string    `json:"instanceID"`
 	Reason     string    `json:"reason"`
 	At         time.Time `json:"at"`
+}
+
+// TerminationCancel withdraws a pending termination intent (a disruption
+// rolled back because its replacement failed): the intent is removed, so
+// the same ID may be committed again later, and the instance returns to the
+// state it had before the intent. Cancelling an unknown intent returns
+// ErrUnknownTermination, a done one ErrTerminationNotPending.
+type TerminationCancel struct {
+	ID     string    `json:"id"`
+	Reason string    `json:"reason,omitempty"`
+	At     time.Time `json:"at"`
 }
 
 // TerminationResult records that the cloud terminated the instance.

@@ -183,6 +183,49 @@ func TestCommands(t *testing.T) {
 				}
 			},
 		},
+		{
+			name: "termination cancel restores the instance and frees the id",
+			steps: []step{
+				{PlanCommitType, plan("i1", "p1"), nil},
+				{LaunchAttemptStartType, LaunchAttemptStart{IntentID: "i1", Attempt: 1}, nil},
+				{LaunchResultType, launched("i1", 1, "i-1"), nil},
+				{InstanceStatusType, InstanceStatus{InstanceID: "i-1", State: InstanceReady, NodeName: "n1"}, nil},
+				{TerminationIntentType, TerminationIntentCmd{ID: "term-i-1", InstanceID: "i-1", Reason: "Drift"}, nil},
+				{TerminationCancelType, TerminationCancel{ID: "term-i-1", Reason: "replacement failed"}, nil},
+				{TerminationCancelType, TerminationCancel{ID: "term-i-1"}, ErrUnknownTermination},
+				// The same ID can be committed again, and then completed.
+				{TerminationIntentType, TerminationIntentCmd{ID: "term-i-1", InstanceID: "i-1", Reason: "Emptiness"}, nil},
+				{TerminationResultType, TerminationResult{ID: "term-i-1"}, nil},
+				{TerminationCancelType, TerminationCancel{ID: "term-i-1"}, ErrTerminationNotPending},
+			},
+			check: func(t *testing.T, f *FSM) {
+				inst, _ := f.Instance("i-1")
+				if inst.State != InstanceTerminated {
+					t.Fatalf("instance = %+v", inst)
+				}
+				ts := f.Terminations()
+				if len(ts) != 1 || ts[0].Reason != "Emptiness" || ts[0].PriorState != InstanceReady {
+					t.Fatalf("terminations = %+v", ts)
+				}
+			},
+		},
+		{
+			name: "termination cancel while pending",
+			steps: []step{
+				{PlanCommitType, plan("i1", "p1"), nil},
+				{LaunchAttemptStartType, LaunchAttemptStart{IntentID: "i1", Attempt: 1}, nil},
+				{LaunchResultType, launched("i1", 1, "i-1"), nil},
+				{InstanceStatusType, InstanceStatus{InstanceID: "i-1", State: InstanceReady, NodeName: "n1"}, nil},
+				{TerminationIntentType, TerminationIntentCmd{ID: "term-i-1", InstanceID: "i-1", Reason: "Drift"}, nil},
+				{TerminationCancelType, TerminationCancel{ID: "term-i-1"}, nil},
+			},
+			check: func(t *testing.T, f *FSM) {
+				inst, _ := f.Instance("i-1")
+				if inst.State != InstanceReady || len(f.Terminations()) != 0 {
+					t.Fatalf("instance = %+v, terminations = %+v", inst, f.Terminations())
+				}
+			},
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -157,13 +157,16 @@ const (
 
 // TerminationIntent is a decision to terminate an instance.
 type TerminationIntent struct {
-	ID          string           `json:"id"`
-	InstanceID  string           `json:"instanceID"`
-	Reason      string           `json:"reason"`
-	State       TerminationState `json:"state"`
-	CreatedAt   time.Time        `json:"createdAt"`
-	DoneAt      time.Time        `json:"doneAt,omitempty"`
-	ModifyIndex uint64           `json:"modifyIndex"`
+	ID         string           `json:"id"`
+	InstanceID string           `json:"instanceID"`
+	Reason     string           `json:"reason"`
+	State      TerminationState `json:"state"`
+	// PriorState is the instance's state before the intent moved it to
+	// terminating ("" when it did not move it); TerminationCancel restores it.
+	PriorState  InstanceState `json:"priorState,omitempty"`
+	CreatedAt   time.Time     `json:"createdAt"`
+	DoneAt      time.Time     `json:"doneAt,omitempty"`
+	ModifyIndex uint64        `json:"modifyIndex"`
 }
 
 // Agent is a node agent's identity (no heartbeats: those live in leader
