@@ -35,18 +35,19 @@ type coordinatorFlags struct {
 	clusterEndpoint string
 	httpAddr        string
 	tokenFile       string
+	leader          leaderFlags
 }
 
-// newCoordinatorCmd runs a coordinator replica. For now it forms and keeps
-// the raft cluster (data dir, DNS addresses, memberlist bootstrap_expect)
-// logs leadership and serves the HTTP API (agents' interruption reports,
-// /healthz, /readyz, /metrics); the leader loops (provisioner, launcher with
-// the cloud provider, lifecycle, GC, interruption handling) are not wired yet.
+// newCoordinatorCmd runs a coordinator replica: it forms and keeps the raft
+// cluster (data dir, DNS addresses, memberlist bootstrap_expect), keeps an
+// informer cache warm, serves the HTTP API (agents' interruption reports,
+// /healthz, /readyz, /metrics) and, while it leads, runs the leader loops
+// (provisioner, launcher, lifecycle, termination, interruption, disruption).
 func newCoordinatorCmd(g *globals) *cobra.Command {
 	f := &coordinatorFlags{}
 	cmd := &cobra.Command{
 		Use:   "coordinator",
-		Short: "Run a coordinator replica (StatefulSet pod): raft cluster only so far",
+		Short: "Run a coordinator replica (StatefulSet pod)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := g.logger()
@@ -69,6 +70,7 @@ func newCoordinatorCmd(g *globals) *cobra.Command {
 	fl.StringVar(&f.clusterEndpoint, "cluster-endpoint", "", "Kubernetes API server endpoint new nodes join (bootstrap user data)")
 	fl.StringVar(&f.httpAddr, "http-addr", "127.0.0.1:8080", "HTTP API listen address host:port (every replica uses the same port: followers forward to <leader raft host>:<this port>)")
 	fl.StringVar(&f.tokenFile, "token-file", "", "file holding the bearer token agents must send; empty: no authentication")
+	f.leader.register(fl)
 	return cmd
 }
 
@@ -132,7 +134,16 @@ func runCoordinator(ctx context.Context, f *coordinatorFlags, log *zap.Logger) e
 	}
 	log.Info("coordinator starting", zap.String("id", string(node.ID)), zap.String("advertise", f.advertise),
 		zap.String("cluster", f.clusterName), zap.String("cluster-endpoint", f.clusterEndpoint), zap.String("http-addr", f.httpAddr))
-	stopHTTP, err := serveAPI(ctx, f, node, state, log)
+	reg := prometheus.NewRegistry()
+	lead, err := buildLeader(ctx, f, state, node, reg, log)
+	if err != nil {
+		return err
+	}
+	cacheCtx, stopCache := context.WithCancel(ctx)
+	cacheDone := make(chan struct{})
+	go func() { defer close(cacheDone); _ = lead.cache.Run(cacheCtx) }()
+	defer func() { stopCache(); <-cacheDone }()
+	stopHTTP, err := serveAPI(ctx, f, node, state, reg, log)
 	if err != nil {
 		return err
 	}
@@ -143,14 +154,13 @@ func runCoordinator(ctx context.Context, f *coordinatorFlags, log *zap.Logger) e
 		}
 	}()
 	cluster.MonitorLeadership(ctx, node.Raft, 2*time.Minute, func(ctx context.Context) {
-		log.Info("leader: no leader loops wired yet")
-		<-ctx.Done()
+		lead.runLeader(ctx, log.Named("leader"))
 	}, log)
 	return nil
 }
 
 // serveAPI starts the HTTP API on --http-addr; the returned func stops it.
-func serveAPI(ctx context.Context, f *coordinatorFlags, node *cluster.Node, state *fsm.FSM, log *zap.Logger) (func(), error) {
+func serveAPI(ctx context.Context, f *coordinatorFlags, node *cluster.Node, state *fsm.FSM, reg *prometheus.Registry, log *zap.Logger) (func(), error) {
 	var token string
 	if f.tokenFile != "" {
 		b, err := os.ReadFile(f.tokenFile)
@@ -163,7 +173,6 @@ func serveAPI(ctx context.Context, f *coordinatorFlags, node *cluster.Node, stat
 	}
 	_, port, _ := net.SplitHostPort(f.httpAddr)
 	c := api.RaftCluster{Raft: node.Raft, ID: node.ID}
-	reg := prometheus.NewRegistry()
 	m, err := api.NewMetrics(reg, c.IsLeader, true)
 	if err != nil {
 		return nil, fmt.Errorf("registering metrics: %w", err)

@@ -1,0 +1,32 @@
+package main
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+	"k8s.io/client-go/tools/record"
+
+	joineraws "github.com/joiner-dev/joiner/cloud/aws"
+	"github.com/joiner-dev/joiner/coordinator/cluster"
+	"github.com/joiner-dev/joiner/coordinator/fsm"
+	"github.com/joiner-dev/joiner/coordinator/provisioner"
+)
+
+// leaderWiring is what the lifecycle, termination, interruption and
+// disruption loops are built from.
+type leaderWiring struct {
+	flags       *coordinatorFlags
+	deps        *leaderDeps
+	state       *fsm.FSM
+	proposer    cluster.RaftProposer
+	provider    *joineraws.Provider
+	provisioner *provisioner.Provisioner
+	recorder    record.EventRecorder
+	reg         prometheus.Registerer
+	log         *zap.Logger
+}
+
+// moreLeaderLoops builds the NodeClaim lifecycle, termination,
+// interruption and disruption loops.
+func moreLeaderLoops(w leaderWiring) ([]namedLoop, error) {
+	return nil, nil
+}
