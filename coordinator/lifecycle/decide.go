@@ -1,0 +1,453 @@
+package lifecycle
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/cloud/catalog"
+	"github.com/joiner-dev/joiner/coordinator/fsm"
+)
+
+// Action is what the lifecycle does with a NodeClaim in one pass. The
+// decision is a pure function of the NodeClaim, its launch intent and
+// instance, its Node and the time.
+type Action int
+
+// Actions, in lifecycle order.
+const (
+	// None: nothing to do now (waiting for the launcher, the kubelet or
+	// the startup taints' owners), or the claim is done.
+	None Action = iota
+	// Launch: the intent launched; write providerID, capacity, labels and
+	// Launched=True.
+	Launch
+	// LaunchFailed: the intent failed; Launched=False, then delete.
+	LaunchFailed
+	// Register: a Node with the providerID joined; sync it, Registered=True.
+	Register
+	// RemoveStartupTaints: the Node is Ready and only the startup taints
+	// keep it from initializing; nobody else removes them (the sim).
+	RemoveStartupTaints
+	// Initialize: the Node is usable; label it, Initialized=True.
+	Initialize
+	// DeleteOrphan: a Joiner NodeClaim with no live launch intent.
+	DeleteOrphan
+	// DeleteLaunchTimeout: not launched within the launch timeout.
+	DeleteLaunchTimeout
+	// DeleteRegistrationTimeout: launched, but no Node within the
+	// registration timeout.
+	DeleteRegistrationTimeout
+	// DeleteInstanceGone: the claim's instance is terminated or lost.
+	DeleteInstanceGone
+)
+
+var actionNames = map[Action]string{
+	None: "none", Launch: "launch", LaunchFailed: "launch-failed", Register: "register",
+	RemoveStartupTaints: "remove-startup-taints", Initialize: "initialize", DeleteOrphan: "delete-orphan",
+	DeleteLaunchTimeout: "delete-launch-timeout", DeleteRegistrationTimeout: "delete-registration-timeout",
+	DeleteInstanceGone: "delete-instance-gone",
+}
+
+func (a Action) String() string { return actionNames[a] }
+
+// Timeouts are Karpenter's liveness limits.
+type Timeouts struct {
+	// Launch: a NodeClaim not Launched this long after creation is deleted
+	// (Karpenter: 5 min).
+	Launch time.Duration
+	// Registration: a Launched NodeClaim without a Node this long after
+	// launch is deleted (Karpenter: 15 min).
+	Registration time.Duration
+}
+
+// Inputs is everything Decide looks at for one NodeClaim.
+type Inputs struct {
+	Claim *karpv1.NodeClaim
+	// Intent is the claim's launch intent (HasIntent false: unknown ID).
+	Intent    fsm.LaunchIntent
+	HasIntent bool
+	// Instance is the intent's instance, if it launched.
+	Instance    fsm.Instance
+	HasInstance bool
+	// Node is the Node whose providerID is the claim's, or nil.
+	Node *corev1.Node
+	// RemoveStartupTaints: the coordinator removes startup taints itself.
+	RemoveStartupTaints bool
+	Now                 time.Time
+	Timeouts            Timeouts
+}
+
+// Decide picks the next step of one Joiner NodeClaim (one that carries a
+// launch-id annotation and is not being deleted), with a short reason for
+// logs and tests.
+func Decide(in Inputs) (Action, string) {
+	nc := in.Claim
+	conds := nc.Status.Conditions
+	if !isTrue(conds, karpv1.ConditionLaunched) {
+		if !in.HasIntent {
+			return DeleteOrphan, "launch intent " + nc.Annotations[AnnotationLaunchID] + " does not exist"
+		}
+		switch in.Intent.State {
+		case fsm.IntentLaunched:
+			if !in.HasInstance {
+				return None, "instance " + in.Intent.InstanceID + " not recorded yet"
+			}
+			if in.Instance.State.Terminal() {
+				return DeleteInstanceGone, "instance " + in.Instance.ID + " is " + string(in.Instance.State)
+			}
+			return Launch, "instance " + in.Instance.ID + " launched"
+		case fsm.IntentFailed:
+			return LaunchFailed, in.Intent.LastError
+		case fsm.IntentCancelled:
+			return DeleteOrphan, "launch intent " + in.Intent.ID + " was cancelled"
+		}
+		if age := in.Now.Sub(nc.CreationTimestamp.Time); age > in.Timeouts.Launch {
+			return DeleteLaunchTimeout, fmt.Sprintf("not launched %s after creation (intent %s)", age.Round(time.Second), in.Intent.State)
+		}
+		return None, "launch intent " + string(in.Intent.State)
+	}
+	if in.HasInstance && in.Instance.State.Terminal() {
+		return DeleteInstanceGone, "instance " + in.Instance.ID + " is " + string(in.Instance.State)
+	}
+	if !isTrue(conds, karpv1.ConditionRegistered) {
+		if in.Node == nil {
+			since := launchedAt(nc)
+			if age := in.Now.Sub(since); age > in.Timeouts.Registration {
+				return DeleteRegistrationTimeout, fmt.Sprintf("no node registered %s after launch", age.Round(time.Second))
+			}
+			return None, "waiting for node " + nc.Status.ProviderID
+		}
+		return Register, "node " + in.Node.Name + " registered"
+	}
+	if isTrue(conds, karpv1.ConditionInitialized) || in.Node == nil {
+		return None, "initialized or node gone"
+	}
+	if ok, why := Initialized(nc, in.Node); !ok {
+		if in.RemoveStartupTaints && nodeReady(in.Node) && len(startupTaintsOn(nc, in.Node)) > 0 {
+			return RemoveStartupTaints, why
+		}
+		return None, why
+	}
+	return Initialize, "node " + in.Node.Name + " initialized"
+}
+
+// launchedAt is when the claim became Launched (its creation if unknown).
+func launchedAt(nc *karpv1.NodeClaim) time.Time {
+	if c := condition(nc.Status.Conditions, karpv1.ConditionLaunched); c != nil && !c.LastTransitionTime.IsZero() {
+		return c.LastTransitionTime.Time
+	}
+	return nc.CreationTimestamp.Time
+}
+
+// ApplyLaunch writes a launched instance onto a copy of the claim: the
+// instance type, zone and capacity-type labels plus the instance type's
+// well-known labels (metadata), and providerID, imageID, capacity,
+// allocatable and Launched=True (status). it may be nil (unknown type:
+// labels from the instance only, no capacity). It reports whether the
+// metadata and the status changed.
+func ApplyLaunch(nc *karpv1.NodeClaim, in fsm.LaunchIntent, inst fsm.Instance, it *catalog.InstanceType, now time.Time) (meta, status bool) {
+	labels := map[string]string{}
+	if it != nil {
+		maps.Copy(labels, it.Labels)
+	}
+	labels[karpv1.LabelInstanceType] = inst.InstanceType
+	labels[karpv1.LabelZone] = inst.Zone
+	if inst.CapacityType != "" {
+		labels[karpv1.LabelCapacityType] = inst.CapacityType
+	}
+	if nc.Labels == nil {
+		nc.Labels = map[string]string{}
+	}
+	for k, v := range labels {
+		if nc.Labels[k] != v {
+			nc.Labels[k] = v
+			meta = true
+		}
+	}
+	s := &nc.Status
+	set := func(dst *string, v string) {
+		if v != "" && *dst != v {
+			*dst, status = v, true
+		}
+	}
+	set(&s.ProviderID, ProviderID(inst))
+	set(&s.ImageID, imageOf(in, inst))
+	if it != nil {
+		if !equalResources(s.Capacity, it.Capacity) {
+			s.Capacity, status = it.Capacity.DeepCopy(), true
+		}
+		if alloc := it.Allocatable(); !equalResources(s.Allocatable, alloc) {
+			s.Allocatable, status = alloc, true
+		}
+	}
+	t := metav1.NewTime(now)
+	if setCondition(&s.Conditions, karpv1.ConditionLaunched, metav1.ConditionTrue, ReasonLaunched, "", nc.Generation, t) {
+		status = true
+	}
+	if setReady(nc, t) {
+		status = true
+	}
+	return meta, status
+}
+
+// ProviderID is the providerID of an instance: aws:///<zone>/<id>.
+func ProviderID(inst fsm.Instance) string { return "aws:///" + inst.Zone + "/" + inst.ID }
+
+// imageOf is the image the launch booted: the frozen candidate of the
+// instance's offering (or of its type).
+func imageOf(in fsm.LaunchIntent, inst fsm.Instance) string {
+	img := ""
+	for _, c := range in.Spec.Candidates {
+		if c.InstanceType != inst.InstanceType {
+			continue
+		}
+		if c.Zone == inst.Zone && c.CapacityType == inst.CapacityType && c.ImageID != "" {
+			return c.ImageID
+		}
+		if img == "" {
+			img = c.ImageID
+		}
+	}
+	return img
+}
+
+func equalResources(a, b corev1.ResourceList) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		w, ok := b[k]
+		if !ok || v.Cmp(w) != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// ApplyLaunchFailed sets Launched=False with the failure on a copy of the
+// claim; it reports whether the status changed.
+func ApplyLaunchFailed(nc *karpv1.NodeClaim, reason string, now time.Time) bool {
+	t := metav1.NewTime(now)
+	changed := setCondition(&nc.Status.Conditions, karpv1.ConditionLaunched, metav1.ConditionFalse, ReasonLaunchFailed,
+		truncate(reason, 1024), nc.Generation, t)
+	return setReady(nc, t) || changed
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
+
+// SyncNode is what Karpenter does to a Node at registration, on a copy:
+// the claim's labels and annotations, karpenter.sh/registered=true, the
+// claim's taints and startup taints (unless the Node is labelled
+// karpenter.sh/do-not-sync-taints=true), without karpenter.sh/unregistered,
+// the termination finalizer and an owner reference to the claim. It
+// reports whether the Node changed.
+func SyncNode(nc *karpv1.NodeClaim, node *corev1.Node) bool {
+	changed := false
+	if node.Labels == nil {
+		node.Labels = map[string]string{}
+	}
+	labels := maps.Clone(nc.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[karpv1.LabelRegistered] = "true"
+	for k, v := range labels {
+		if node.Labels[k] != v {
+			node.Labels[k], changed = v, true
+		}
+	}
+	if len(nc.Annotations) > 0 && node.Annotations == nil {
+		node.Annotations = map[string]string{}
+	}
+	for k, v := range nc.Annotations {
+		if node.Annotations[k] != v {
+			node.Annotations[k], changed = v, true
+		}
+	}
+	if node.Labels[karpv1.LabelDoNotSync] != "true" {
+		for _, t := range append(slices.Clone(nc.Spec.Taints), nc.Spec.StartupTaints...) {
+			if !slices.ContainsFunc(node.Spec.Taints, func(x corev1.Taint) bool { return x.MatchTaint(&t) }) {
+				node.Spec.Taints, changed = append(node.Spec.Taints, t), true
+			}
+		}
+	}
+	if n := len(node.Spec.Taints); n > 0 {
+		node.Spec.Taints = slices.DeleteFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == karpv1.TaintUnregisteredKey })
+		changed = changed || len(node.Spec.Taints) != n
+	}
+	if !slices.Contains(node.Finalizers, karpv1.TerminationFinalizer) {
+		node.Finalizers, changed = append(node.Finalizers, karpv1.TerminationFinalizer), true
+	}
+	if !slices.ContainsFunc(node.OwnerReferences, func(o metav1.OwnerReference) bool {
+		return o.Kind == "NodeClaim" && o.Name == nc.Name && o.UID == nc.UID
+	}) {
+		yes := true
+		node.OwnerReferences = append(node.OwnerReferences, metav1.OwnerReference{APIVersion: karpv1.SchemeGroupVersion.String(),
+			Kind: "NodeClaim", Name: nc.Name, UID: nc.UID, BlockOwnerDeletion: &yes})
+		changed = true
+	}
+	return changed
+}
+
+// ephemeralTaints are set by Kubernetes itself while a node comes up;
+// Karpenter waits for them to go before a node counts as initialized.
+var ephemeralTaints = []string{
+	corev1.TaintNodeNotReady,
+	corev1.TaintNodeUnreachable,
+	"node.cloudprovider.kubernetes.io/uninitialized",
+	karpv1.TaintUnregisteredKey,
+}
+
+// Initialized reports whether a registered claim's Node is usable
+// (Karpenter's initialization): Ready, no startup taint of the claim and no
+// ephemeral taint left, and every requested extended resource registered
+// (non-zero allocatable). Otherwise it says what is missing.
+func Initialized(nc *karpv1.NodeClaim, node *corev1.Node) (bool, string) {
+	if !nodeReady(node) {
+		return false, "node " + node.Name + " is not ready"
+	}
+	if ts := startupTaintsOn(nc, node); len(ts) > 0 {
+		return false, "startup taint(s) " + taintKeys(ts) + " still on node " + node.Name
+	}
+	for _, t := range node.Spec.Taints {
+		if slices.Contains(ephemeralTaints, t.Key) {
+			return false, "taint " + t.Key + " still on node " + node.Name
+		}
+	}
+	names := make([]string, 0, len(nc.Spec.Resources.Requests))
+	for name := range nc.Spec.Resources.Requests {
+		names = append(names, string(name))
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		r := corev1.ResourceName(name)
+		if q := nc.Spec.Resources.Requests[r]; !extended(r) || q.IsZero() {
+			continue
+		}
+		if q, ok := node.Status.Allocatable[r]; !ok || q.IsZero() {
+			return false, "resource " + name + " not registered on node " + node.Name
+		}
+	}
+	return true, ""
+}
+
+// extended reports whether a resource is an extended one (not cpu,
+// memory, pods, ephemeral-storage or hugepages).
+func extended(r corev1.ResourceName) bool {
+	switch r {
+	case corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourcePods, corev1.ResourceEphemeralStorage:
+		return false
+	}
+	return !strings.HasPrefix(string(r), corev1.ResourceHugePagesPrefix)
+}
+
+func nodeReady(node *corev1.Node) bool {
+	for _, c := range node.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// startupTaintsOn are the node's taints that match a claim startup taint.
+func startupTaintsOn(nc *karpv1.NodeClaim, node *corev1.Node) []corev1.Taint {
+	var out []corev1.Taint
+	for _, t := range node.Spec.Taints {
+		if slices.ContainsFunc(nc.Spec.StartupTaints, func(s corev1.Taint) bool { return s.MatchTaint(&t) }) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func taintKeys(ts []corev1.Taint) string {
+	keys := make([]string, len(ts))
+	for i, t := range ts {
+		keys[i] = t.Key + ":" + string(t.Effect)
+	}
+	return strings.Join(keys, ", ")
+}
+
+// StripStartupTaints removes the claim's startup taints from a copy of
+// the Node; it reports whether any was there.
+func StripStartupTaints(nc *karpv1.NodeClaim, node *corev1.Node) bool {
+	n := len(node.Spec.Taints)
+	node.Spec.Taints = slices.DeleteFunc(node.Spec.Taints, func(t corev1.Taint) bool {
+		return slices.ContainsFunc(nc.Spec.StartupTaints, func(s corev1.Taint) bool { return s.MatchTaint(&t) })
+	})
+	return len(node.Spec.Taints) != n
+}
+
+// ApplyRegistered sets status.nodeName and Registered=True on a copy of the
+// claim; it reports whether the status changed.
+func ApplyRegistered(nc *karpv1.NodeClaim, node string, now time.Time) bool {
+	t := metav1.NewTime(now)
+	changed := nc.Status.NodeName != node
+	nc.Status.NodeName = node
+	if setCondition(&nc.Status.Conditions, karpv1.ConditionRegistered, metav1.ConditionTrue, ReasonRegistered, "", nc.Generation, t) {
+		changed = true
+	}
+	return setReady(nc, t) || changed
+}
+
+// ApplyInitialized sets Initialized=True (and so Ready=True) on a copy of
+// the claim; it reports whether the status changed.
+func ApplyInitialized(nc *karpv1.NodeClaim, now time.Time) bool {
+	t := metav1.NewTime(now)
+	changed := setCondition(&nc.Status.Conditions, karpv1.ConditionInitialized, metav1.ConditionTrue, ReasonInitialized, "", nc.Generation, t)
+	return setReady(nc, t) || changed
+}
+
+// GCVerdict is what GC makes of a live fsm instance the cloud answered for.
+type GCVerdict int
+
+// GC verdicts.
+const (
+	// Keep: the instance exists (or may be too new to be listed).
+	Keep GCVerdict = iota
+	// Lost: gone without a termination intent.
+	Lost
+	// Terminated: gone after a termination intent.
+	Terminated
+)
+
+// CloudState is how the cloud answered Get for an instance.
+type CloudState int
+
+// Cloud answers.
+const (
+	CloudRunning CloudState = iota // exists, not terminated
+	CloudTerminated
+	CloudNotFound
+)
+
+// DecideGC judges one live fsm instance: terminated in the cloud, or
+// unknown to it for longer than grace after launch (DescribeInstances is
+// eventually consistent: new instances can be missing for a while), means
+// gone: terminated when a termination intent exists, lost otherwise.
+func DecideGC(inst fsm.Instance, cloud CloudState, terminating bool, now time.Time, grace time.Duration) GCVerdict {
+	if inst.State.Terminal() {
+		return Keep
+	}
+	gone := cloud == CloudTerminated || (cloud == CloudNotFound && now.Sub(inst.LaunchedAt) > grace)
+	switch {
+	case !gone:
+		return Keep
+	case terminating:
+		return Terminated
+	}
+	return Lost
+}

@@ -1,0 +1,90 @@
+package lifecycle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/joiner-dev/joiner/cloud"
+	"github.com/joiner-dev/joiner/coordinator/fsm"
+	"github.com/joiner-dev/joiner/internal/logging"
+)
+
+// CollectGarbage checks every live instance in raft against the cloud. One
+// that is terminated, or unknown to the cloud past the grace period, is
+// recorded as terminated (a termination intent exists) or lost, and its
+// NodeClaim is deleted (Karpenter: "garbage collecting nodeclaim with no
+// cloudprovider representation"); the planner then sees its pods as
+// pending again. It returns the IDs of the instances it found gone.
+func (l *Lifecycle) CollectGarbage(ctx context.Context) ([]string, error) {
+	terminating := map[string]bool{}
+	for _, t := range l.state.Terminations() {
+		terminating[t.InstanceID] = true
+	}
+	var gone []string
+	var first error
+	for _, inst := range l.state.Instances() {
+		if inst.State.Terminal() {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return gone, err
+		}
+		ci, err := l.cloud.Get(ctx, inst.ID)
+		state := CloudRunning
+		switch {
+		case errors.Is(err, cloud.ErrNotFound):
+			state = CloudNotFound
+		case err != nil:
+			if first == nil {
+				first = fmt.Errorf("getting instance %s: %w", inst.ID, err)
+			}
+			continue
+		case ci.State == "terminated":
+			state = CloudTerminated
+		}
+		verdict := DecideGC(inst, state, terminating[inst.ID], l.cfg.Now(), l.cfg.GCGrace)
+		if verdict == Keep {
+			continue
+		}
+		if err := l.collect(ctx, inst, verdict); err != nil {
+			if first == nil {
+				first = err
+			}
+			continue
+		}
+		gone = append(gone, inst.ID)
+	}
+	return gone, first
+}
+
+// collect records one gone instance and deletes its NodeClaim.
+func (l *Lifecycle) collect(ctx context.Context, inst fsm.Instance, verdict GCVerdict) error {
+	to := fsm.InstanceLost
+	if verdict == Terminated {
+		to = fsm.InstanceTerminated
+	}
+	err := l.propose(ctx, fsm.InstanceStatusType, fsm.InstanceStatus{InstanceID: inst.ID, State: to, At: l.cfg.Now()})
+	if err != nil && !errors.Is(err, fsm.ErrBackwardTransition) {
+		return fmt.Errorf("recording instance %s %s: %w", inst.ID, to, err)
+	}
+	l.metrics.instancesGone.WithLabelValues(string(to)).Inc()
+	log := l.log.With(zap.String(logging.KeyInstance, inst.ID), logging.InstanceType(inst.InstanceType))
+	log.Info("instance gone from the cloud", zap.String("state", string(to)))
+	in, ok := l.state.Intent(inst.IntentID)
+	if !ok || in.Spec.NodeClaim == "" {
+		return nil
+	}
+	nc := l.cache.NodeClaim(in.Spec.NodeClaim)
+	if nc == nil || nc.DeletionTimestamp != nil {
+		return nil
+	}
+	nc = nc.DeepCopy()
+	l.rec.Eventf(nc, corev1.EventTypeWarning, "InstanceGone", "Instance %s is %s", inst.ID, to)
+	log = log.With(logging.NodeClaim(nc.Name), logging.NodePool(in.Spec.NodePool))
+	log.Info("garbage collecting nodeclaim with no cloudprovider representation")
+	return l.delete(ctx, log, nc, ReasonInstanceGone, "instance "+inst.ID+" is "+string(to))
+}

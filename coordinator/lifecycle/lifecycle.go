@@ -1,0 +1,489 @@
+// Package lifecycle is the leader loop that drives each Joiner NodeClaim
+// through Karpenter v1's lifecycle, with raft's launch intents as the
+// source of launch truth:
+//
+//   - Launched: the intent's instance is recorded: providerID, imageID,
+//     capacity, allocatable and the instance labels go onto the NodeClaim.
+//     A failed intent gives Launched=False and the NodeClaim is deleted.
+//   - Registered: a Node with the providerID joined: the NodeClaim's labels,
+//     annotations and taints, karpenter.sh/registered, the termination
+//     finalizer and an owner reference go onto the Node.
+//   - Initialized: the Node is Ready, its startup and ephemeral taints are
+//     gone and requested extended resources are registered: the Node gets
+//     karpenter.sh/initialized and the NodeClaim Initialized and Ready.
+//
+// Liveness deletes NodeClaims not launched 5 min after creation or not
+// registered 15 min after launch; garbage collection records instances that
+// vanished from the cloud as lost and deletes their NodeClaims. Every write
+// is idempotent: a pass over a finished NodeClaim changes nothing.
+package lifecycle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
+
+	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
+	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/cloud"
+	"github.com/joiner-dev/joiner/cloud/catalog"
+	"github.com/joiner-dev/joiner/coordinator/fsm"
+	"github.com/joiner-dev/joiner/internal/logging"
+)
+
+// Keys the lifecycle reads and writes on NodeClaims.
+const (
+	// AnnotationLaunchID names a NodeClaim's launch intent; NodeClaims
+	// without it are not Joiner's and are left alone.
+	AnnotationLaunchID = karpv1.LabelJoinerLaunchID
+	// AnnotationDisruptionReason records why a NodeClaim was deleted.
+	AnnotationDisruptionReason = karpv1.JoinerDomain + "/disruption-reason"
+)
+
+// Deletion reasons (metrics label, disruption-reason annotation).
+const (
+	ReasonLaunchTimeout       = "launch_timeout"
+	ReasonRegistrationTimeout = "registration_timeout"
+	ReasonOrphan              = "orphan"
+	ReasonInstanceGone        = "instance_gone"
+	reasonLaunchFailed        = "launch_failed"
+)
+
+// Cache is the informer cache the lifecycle reads (kube.Cache).
+type Cache interface {
+	NodeClaims() []*karpv1.NodeClaim
+	NodeClaim(name string) *karpv1.NodeClaim
+	NodeByProviderID(id string) *corev1.Node
+	NodeClass(name string) *awsv1.EC2NodeClass
+	Changes() (<-chan struct{}, func())
+}
+
+// Writer is the NodeClaim writes the lifecycle makes (kube.Clients).
+type Writer interface {
+	UpdateNodeClaim(ctx context.Context, nc *karpv1.NodeClaim) (*karpv1.NodeClaim, error)
+	UpdateNodeClaimStatus(ctx context.Context, nc *karpv1.NodeClaim) (*karpv1.NodeClaim, error)
+	DeleteNodeClaim(ctx context.Context, name string) error
+}
+
+// State is the raft state the lifecycle reads (fsm.FSM).
+type State interface {
+	Intent(id string) (fsm.LaunchIntent, bool)
+	Instance(id string) (fsm.Instance, bool)
+	Instances() []fsm.Instance
+	Terminations() []fsm.TerminationIntent
+}
+
+// Proposer commits a command through raft (cluster.RaftProposer); the
+// FSM's response may be an error value.
+type Proposer interface {
+	Propose(ctx context.Context, cmd []byte) (any, error)
+}
+
+// Cloud is what the lifecycle asks the cloud (cloud/aws.Provider): one
+// instance (cloud.ErrNotFound when EC2 does not know it) and the instance
+// types of a NodeClass, for capacity and labels.
+type Cloud interface {
+	Get(ctx context.Context, id string) (cloud.Instance, error)
+	InstanceTypes(ctx context.Context, nc *awsv1.EC2NodeClass) ([]*catalog.InstanceType, error)
+}
+
+// Config configures a Lifecycle. Zero values take the defaults.
+type Config struct {
+	// LaunchTimeout deletes NodeClaims not Launched this long after
+	// creation (default 5 min).
+	LaunchTimeout time.Duration
+	// RegistrationTimeout deletes Launched NodeClaims with no Node this
+	// long after launch (default 15 min).
+	RegistrationTimeout time.Duration
+	// Resync is the pass interval without cache events (default 10 s).
+	Resync time.Duration
+	// GCInterval between checks of live instances against the cloud
+	// (default 30 s; negative disables the periodic GC).
+	GCInterval time.Duration
+	// GCGrace is how long after launch an instance the cloud does not know
+	// is still given (eventual consistency; default 1 min).
+	GCGrace time.Duration
+	// RemoveStartupTaints makes the lifecycle remove a NodeClaim's startup
+	// taints once its Node is Ready. Karpenter leaves that to the taints'
+	// owners (CNI, GPU operators); in the simulated cloud nobody else does.
+	RemoveStartupTaints bool
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// Lifecycle is the NodeClaim lifecycle leader loop.
+type Lifecycle struct {
+	cfg     Config
+	cache   Cache
+	claims  Writer
+	nodes   kubernetes.Interface
+	state   State
+	raft    Proposer
+	cloud   Cloud
+	rec     record.EventRecorder
+	log     *zap.Logger
+	metrics *metrics
+}
+
+// New builds a Lifecycle. reg may be nil (no metrics); rec may be nil (no
+// Events). nodes writes Nodes (kube.Clients.Kube).
+func New(cfg Config, cache Cache, claims Writer, nodes kubernetes.Interface, state State, raft Proposer, cl Cloud,
+	reg prometheus.Registerer, rec record.EventRecorder, log *zap.Logger) (*Lifecycle, error) {
+	if cfg.LaunchTimeout <= 0 {
+		cfg.LaunchTimeout = 5 * time.Minute
+	}
+	if cfg.RegistrationTimeout <= 0 {
+		cfg.RegistrationTimeout = 15 * time.Minute
+	}
+	if cfg.Resync <= 0 {
+		cfg.Resync = 10 * time.Second
+	}
+	if cfg.GCInterval == 0 {
+		cfg.GCInterval = 30 * time.Second
+	}
+	if cfg.GCGrace <= 0 {
+		cfg.GCGrace = time.Minute
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if rec == nil {
+		rec = &record.FakeRecorder{}
+	}
+	m, err := newMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+	return &Lifecycle{cfg: cfg, cache: cache, claims: claims, nodes: nodes, state: state, raft: raft, cloud: cl,
+		rec: rec, log: log.Named("lifecycle"), metrics: m}, nil
+}
+
+// Run reconciles every NodeClaim after each cache change and every Resync,
+// and collects garbage every GCInterval (and once at start), until ctx ends.
+func (l *Lifecycle) Run(ctx context.Context) error {
+	changes, stop := l.cache.Changes()
+	defer stop()
+	tick := time.NewTicker(l.cfg.Resync)
+	defer tick.Stop()
+	var gc <-chan time.Time
+	if l.cfg.GCInterval > 0 {
+		t := time.NewTicker(l.cfg.GCInterval)
+		defer t.Stop()
+		gc = t.C
+		l.gc(ctx)
+	}
+	for {
+		if err := l.Reconcile(ctx); err != nil && ctx.Err() == nil {
+			l.log.Warn("lifecycle pass incomplete", zap.Error(err))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		case <-changes:
+		case <-gc:
+			l.gc(ctx)
+		}
+	}
+}
+
+func (l *Lifecycle) gc(ctx context.Context) {
+	if _, err := l.CollectGarbage(ctx); err != nil && ctx.Err() == nil {
+		l.log.Warn("garbage collection incomplete", zap.Error(err))
+	}
+}
+
+// Reconcile takes every Joiner NodeClaim one step through its lifecycle.
+// It returns the first error; the other NodeClaims still get their turn.
+// A conflict (the cache was behind a write) is not an error: the next pass
+// retries from the newer object.
+func (l *Lifecycle) Reconcile(ctx context.Context) error {
+	var first error
+	for _, nc := range l.cache.NodeClaims() {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		err := l.reconcileClaim(ctx, nc)
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			l.log.Debug("nodeclaim changed under the pass; retrying", logging.NodeClaim(nc.Name), zap.Error(err))
+			continue
+		}
+		if err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// inputs gathers what Decide needs for one NodeClaim.
+func (l *Lifecycle) inputs(nc *karpv1.NodeClaim) Inputs {
+	in := Inputs{Claim: nc, RemoveStartupTaints: l.cfg.RemoveStartupTaints, Now: l.cfg.Now(),
+		Timeouts: Timeouts{Launch: l.cfg.LaunchTimeout, Registration: l.cfg.RegistrationTimeout}}
+	in.Intent, in.HasIntent = l.state.Intent(nc.Annotations[AnnotationLaunchID])
+	if in.HasIntent && in.Intent.InstanceID != "" {
+		in.Instance, in.HasInstance = l.state.Instance(in.Intent.InstanceID)
+	}
+	in.Node = l.cache.NodeByProviderID(nc.Status.ProviderID)
+	return in
+}
+
+func (l *Lifecycle) reconcileClaim(ctx context.Context, cached *karpv1.NodeClaim) error {
+	if cached.DeletionTimestamp != nil || cached.Annotations[AnnotationLaunchID] == "" {
+		return nil // termination owns it, or it is not Joiner's
+	}
+	in := l.inputs(cached)
+	action, why := Decide(in)
+	if action == None {
+		return nil
+	}
+	nc := cached.DeepCopy()
+	pool := nc.Labels[karpv1.LabelNodePool]
+	log := l.log.With(logging.NodeClaim(nc.Name), logging.NodePool(pool))
+	switch action {
+	case Launch:
+		return l.launch(ctx, log, nc, in)
+	case LaunchFailed:
+		if ApplyLaunchFailed(nc, why, in.Now) {
+			out, err := l.claims.UpdateNodeClaimStatus(ctx, nc)
+			if err != nil {
+				return err
+			}
+			nc = out
+		}
+		l.rec.Event(nc, corev1.EventTypeWarning, "LaunchFailed", truncate(why, 512))
+		log.Warn("launching nodeclaim failed", zap.String("reason", why))
+		return l.delete(ctx, log, nc, reasonLaunchFailed, why)
+	case DeleteLaunchTimeout:
+		if in.Intent.State == fsm.IntentPending {
+			err := l.propose(ctx, fsm.IntentCancelType, fsm.IntentCancel{IntentID: in.Intent.ID, Reason: "launch timeout", At: in.Now})
+			if err != nil && !errors.Is(err, fsm.ErrNotPending) {
+				return fmt.Errorf("cancelling launch intent %s of nodeclaim %s: %w", in.Intent.ID, nc.Name, err)
+			}
+		}
+		l.rec.Event(nc, corev1.EventTypeWarning, "LaunchTimeout", why)
+		return l.delete(ctx, log, nc, ReasonLaunchTimeout, why)
+	case DeleteOrphan:
+		l.rec.Event(nc, corev1.EventTypeNormal, "Orphaned", why)
+		return l.delete(ctx, log, nc, ReasonOrphan, why)
+	case DeleteRegistrationTimeout:
+		if err := l.terminate(ctx, nc, in.Instance, ReasonRegistrationTimeout, in.Now); err != nil {
+			return err
+		}
+		l.rec.Event(nc, corev1.EventTypeWarning, "RegistrationTimeout", why)
+		return l.delete(ctx, log, nc, ReasonRegistrationTimeout, why)
+	case DeleteInstanceGone:
+		l.rec.Event(nc, corev1.EventTypeWarning, "InstanceGone", why)
+		log.Info("garbage collecting nodeclaim with no cloudprovider representation", zap.String(logging.KeyInstance, in.Instance.ID))
+		return l.delete(ctx, log, nc, ReasonInstanceGone, why)
+	case Register:
+		return l.register(ctx, log, nc, in)
+	case RemoveStartupTaints:
+		node := in.Node.DeepCopy()
+		if !StripStartupTaints(nc, node) {
+			return nil
+		}
+		if _, err := l.nodes.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("removing startup taints from node %s: %w", node.Name, err)
+		}
+		log.Info("removed startup taints from node", logging.Node(node.Name))
+		return nil
+	case Initialize:
+		return l.initialize(ctx, log, nc, in)
+	}
+	return nil
+}
+
+// launch writes the launched instance onto the NodeClaim: labels first
+// (metadata), then the status.
+func (l *Lifecycle) launch(ctx context.Context, log *zap.Logger, nc *karpv1.NodeClaim, in Inputs) error {
+	it := l.instanceType(ctx, log, nc, in.Instance.InstanceType)
+	meta, status := ApplyLaunch(nc, in.Intent, in.Instance, it, in.Now)
+	if meta {
+		st := nc.Status
+		out, err := l.claims.UpdateNodeClaim(ctx, nc)
+		if err != nil {
+			return err
+		}
+		nc = out
+		nc.Status = st
+	}
+	if status {
+		if _, err := l.claims.UpdateNodeClaimStatus(ctx, nc); err != nil {
+			return err
+		}
+	}
+	l.metrics.launched.WithLabelValues(nc.Labels[karpv1.LabelNodePool]).Inc()
+	l.rec.Eventf(nc, corev1.EventTypeNormal, "Launched", "Status condition transitioned, Type: Launched, Status: True (instance %s, %s in %s, %s)",
+		in.Instance.ID, in.Instance.InstanceType, in.Instance.Zone, in.Instance.CapacityType)
+	log.Info("launched nodeclaim", zap.String("provider-id", nc.Status.ProviderID), logging.InstanceType(in.Instance.InstanceType),
+		zap.String(logging.KeyZone, in.Instance.Zone), zap.String(logging.KeyCapacityType, in.Instance.CapacityType))
+	return nil
+}
+
+// instanceType finds the instance type for capacity and labels: the
+// NodeClass's view from the cloud, else the embedded catalogue's defaults.
+func (l *Lifecycle) instanceType(ctx context.Context, log *zap.Logger, nc *karpv1.NodeClaim, name string) *catalog.InstanceType {
+	if ref := nc.Spec.NodeClassRef; ref != nil && l.cloud != nil {
+		if class := l.cache.NodeClass(ref.Name); class != nil {
+			types, err := l.cloud.InstanceTypes(ctx, class)
+			if err != nil {
+				log.Warn("listing instance types for nodeclaim capacity", zap.String("nodeclass", class.Name), zap.Error(err))
+			}
+			for _, it := range types {
+				if it.Name == name {
+					return it
+				}
+			}
+		}
+	}
+	for _, it := range catalog.InstanceTypes(catalog.Options{}) {
+		if it.Name == name {
+			labels := make(map[string]string, len(it.Labels))
+			for k, v := range it.Labels {
+				if k != karpv1.LabelRegion { // the default catalogue's region may not be ours
+					labels[k] = v
+				}
+			}
+			return &catalog.InstanceType{Name: it.Name, Labels: labels, Capacity: it.Capacity, Overhead: it.Overhead}
+		}
+	}
+	log.Warn("instance type not in the catalogue: nodeclaim gets no capacity", logging.InstanceType(name))
+	return nil
+}
+
+// register syncs the Node, records the instance as registered, then marks
+// the NodeClaim Registered.
+func (l *Lifecycle) register(ctx context.Context, log *zap.Logger, nc *karpv1.NodeClaim, in Inputs) error {
+	node := in.Node.DeepCopy()
+	if SyncNode(nc, node) {
+		if _, err := l.nodes.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("syncing node %s of nodeclaim %s: %w", node.Name, nc.Name, err)
+		}
+	}
+	if err := l.advance(ctx, in.Instance.ID, fsm.InstanceRegistered, node.Name, in.Now); err != nil {
+		return err
+	}
+	if ApplyRegistered(nc, node.Name, in.Now) {
+		if _, err := l.claims.UpdateNodeClaimStatus(ctx, nc); err != nil {
+			return err
+		}
+	}
+	l.metrics.registered.WithLabelValues(nc.Labels[karpv1.LabelNodePool]).Inc()
+	l.rec.Eventf(nc, corev1.EventTypeNormal, "Registered", "Status condition transitioned, Type: Registered, Status: True (node %s)", node.Name)
+	log.Info("registered nodeclaim", logging.Node(node.Name), zap.String("provider-id", nc.Status.ProviderID))
+	return nil
+}
+
+// initialize labels the Node initialized, records the instance as ready,
+// then marks the NodeClaim Initialized (and Ready).
+func (l *Lifecycle) initialize(ctx context.Context, log *zap.Logger, nc *karpv1.NodeClaim, in Inputs) error {
+	if in.Node.Labels[karpv1.LabelInitialized] != "true" {
+		node := in.Node.DeepCopy()
+		if node.Labels == nil {
+			node.Labels = map[string]string{}
+		}
+		node.Labels[karpv1.LabelInitialized] = "true"
+		if _, err := l.nodes.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("labelling node %s of nodeclaim %s initialized: %w", node.Name, nc.Name, err)
+		}
+	}
+	if err := l.advance(ctx, in.Instance.ID, fsm.InstanceReady, in.Node.Name, in.Now); err != nil {
+		return err
+	}
+	if ApplyInitialized(nc, in.Now) {
+		if _, err := l.claims.UpdateNodeClaimStatus(ctx, nc); err != nil {
+			return err
+		}
+	}
+	took := in.Now.Sub(nc.CreationTimestamp.Time)
+	l.metrics.initialized.WithLabelValues(nc.Labels[karpv1.LabelNodePool]).Inc()
+	l.metrics.initDuration.Observe(took.Seconds())
+	l.rec.Eventf(nc, corev1.EventTypeNormal, "Initialized", "Status condition transitioned, Type: Initialized, Status: True (node %s)", in.Node.Name)
+	log.Info("initialized nodeclaim", logging.Node(in.Node.Name), zap.Duration("after", took.Round(time.Millisecond)))
+	return nil
+}
+
+// advance commits InstanceStatus to moves an instance forward, only when it
+// is behind: an instance already further (draining, terminating) is left.
+func (l *Lifecycle) advance(ctx context.Context, id string, to fsm.InstanceState, node string, now time.Time) error {
+	inst, ok := l.state.Instance(id)
+	if !ok || !behind(inst.State, to) {
+		return nil
+	}
+	err := l.propose(ctx, fsm.InstanceStatusType, fsm.InstanceStatus{InstanceID: id, State: to, NodeName: node, At: now})
+	if err != nil && !errors.Is(err, fsm.ErrBackwardTransition) {
+		return fmt.Errorf("recording instance %s %s: %w", id, to, err)
+	}
+	return nil
+}
+
+// behind reports whether an instance in state s has yet to reach to on the
+// way up (launched -> registered -> ready).
+func behind(s, to fsm.InstanceState) bool {
+	switch to {
+	case fsm.InstanceRegistered:
+		return s == fsm.InstanceLaunched
+	case fsm.InstanceReady:
+		return s == fsm.InstanceLaunched || s == fsm.InstanceRegistered
+	}
+	return false
+}
+
+// terminate commits the termination intent of a claim's instance (the
+// shared protocol: the termination controller terminates it once the
+// NodeClaim is deleted).
+func (l *Lifecycle) terminate(ctx context.Context, nc *karpv1.NodeClaim, inst fsm.Instance, reason string, now time.Time) error {
+	if inst.ID == "" {
+		return nil
+	}
+	err := l.propose(ctx, fsm.TerminationIntentType, fsm.TerminationIntentCmd{ID: "term-" + inst.ID, InstanceID: inst.ID, Reason: reason, At: now})
+	if err != nil {
+		return fmt.Errorf("recording termination of instance %s of nodeclaim %s: %w", inst.ID, nc.Name, err)
+	}
+	return nil
+}
+
+// delete annotates the reason and deletes the NodeClaim; its finalizer
+// hands it to the termination controller.
+func (l *Lifecycle) delete(ctx context.Context, log *zap.Logger, nc *karpv1.NodeClaim, reason, why string) error {
+	if nc.Annotations[AnnotationDisruptionReason] == "" {
+		if nc.Annotations == nil {
+			nc.Annotations = map[string]string{}
+		}
+		nc.Annotations[AnnotationDisruptionReason] = reason
+		if _, err := l.claims.UpdateNodeClaim(ctx, nc); err != nil {
+			return err
+		}
+	}
+	if err := l.claims.DeleteNodeClaim(ctx, nc.Name); err != nil {
+		return err
+	}
+	l.metrics.deleted.WithLabelValues(nc.Labels[karpv1.LabelNodePool], reason).Inc()
+	log.Info("deleted nodeclaim", zap.String("reason", reason), zap.String("detail", why))
+	return nil
+}
+
+// propose commits a command and folds the FSM's error response into err.
+func (l *Lifecycle) propose(ctx context.Context, t fsm.MessageType, cmd any) error {
+	buf, err := fsm.Encode(t, cmd)
+	if err != nil {
+		return err
+	}
+	resp, err := l.raft.Propose(ctx, buf)
+	if err != nil {
+		return err
+	}
+	if rerr, ok := resp.(error); ok {
+		return rerr
+	}
+	return nil
+}
