@@ -1,0 +1,414 @@
+package provisioner
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8stypes "k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+
+	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
+	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/api/requirements"
+	joineraws "github.com/joiner-dev/joiner/cloud/aws"
+	"github.com/joiner-dev/joiner/cloud/catalog"
+	"github.com/joiner-dev/joiner/coordinator/fsm"
+	"github.com/joiner-dev/joiner/userdata"
+)
+
+// fakeCache is a hand-written Cache over plain slices.
+type fakeCache struct {
+	pods       []*corev1.Pod
+	nodes      []*corev1.Node
+	pools      []*karpv1.NodePool
+	classes    []*awsv1.EC2NodeClass
+	claims     []*karpv1.NodeClaim
+	daemonSets []*appsv1.DaemonSet
+}
+
+func (c *fakeCache) Pods() []*corev1.Pod                     { return c.pods }
+func (c *fakeCache) Nodes() []*corev1.Node                   { return c.nodes }
+func (c *fakeCache) NodePools() []*karpv1.NodePool           { return c.pools }
+func (c *fakeCache) NodeClasses() []*awsv1.EC2NodeClass      { return c.classes }
+func (c *fakeCache) NodeClaims() []*karpv1.NodeClaim         { return c.claims }
+func (c *fakeCache) DaemonSets() []*appsv1.DaemonSet         { return c.daemonSets }
+func (c *fakeCache) PDBs() []*policyv1.PodDisruptionBudget   { return nil }
+func (c *fakeCache) Changes() (<-chan struct{}, func())      { return make(chan struct{}), func() {} }
+func (c *fakeCache) NodePool(name string) *karpv1.NodePool   { return find(c.pools, name) }
+func (c *fakeCache) NodeClaim(name string) *karpv1.NodeClaim { return find(c.claims, name) }
+
+func find[T interface{ GetName() string }](list []T, name string) T {
+	var zero T
+	for _, o := range list {
+		if o.GetName() == name {
+			return o
+		}
+	}
+	return zero
+}
+
+// fakeWriter records writes; created NodeClaims land in the cache.
+type fakeWriter struct {
+	mu          sync.Mutex
+	cache       *fakeCache
+	created     []*karpv1.NodeClaim
+	poolStatus  []*karpv1.NodePool
+	classStatus []*awsv1.EC2NodeClass
+}
+
+func (w *fakeWriter) CreateNodeClaim(_ context.Context, nc *karpv1.NodeClaim) (*karpv1.NodeClaim, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.created = append(w.created, nc)
+	w.cache.claims = append(w.cache.claims, nc)
+	return nc, nil
+}
+
+func (w *fakeWriter) UpdateNodePoolStatus(_ context.Context, np *karpv1.NodePool) (*karpv1.NodePool, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.poolStatus = append(w.poolStatus, np)
+	return np, nil
+}
+
+func (w *fakeWriter) UpdateEC2NodeClassStatus(_ context.Context, nc *awsv1.EC2NodeClass) (*awsv1.EC2NodeClass, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.classStatus = append(w.classStatus, nc)
+	return nc, nil
+}
+
+// fakeCloud resolves every class to one subnet per zone, a security group
+// and AL2023 images, and serves the embedded catalogue.
+type fakeCloud struct{}
+
+func (fakeCloud) Resolve(_ context.Context, _ *awsv1.EC2NodeClass) (joineraws.Resolved, error) {
+	return joineraws.Resolved{
+		Subnets:         []joineraws.Subnet{{ID: "subnet-a", Zone: "us-east-1a", AvailableIPs: 100}, {ID: "subnet-b", Zone: "us-east-1b", AvailableIPs: 100}},
+		SecurityGroups:  []awsv1.SecurityGroup{{ID: "sg-1", Name: "nodes"}},
+		AMIs:            []joineraws.AMI{{ID: "ami-x86", Arch: "amd64"}, {ID: "ami-arm", Arch: "arm64"}},
+		InstanceProfile: "role",
+	}, nil
+}
+
+func (fakeCloud) SubnetsByZone(s []joineraws.Subnet) map[string]string {
+	return joineraws.SubnetsByZone(s)
+}
+
+func (fakeCloud) InstanceTypes(_ context.Context, nc *awsv1.EC2NodeClass) ([]*catalog.InstanceType, error) {
+	return catalog.InstanceTypes(catalog.Options{NodeClass: nc}), nil
+}
+
+func (fakeCloud) DriftHash(*awsv1.EC2NodeClass) string { return "classhash" }
+
+// direct applies proposals straight to the FSM.
+type direct struct {
+	mu    sync.Mutex
+	f     *fsm.FSM
+	index uint64
+	n     int
+}
+
+func (d *direct) Propose(_ context.Context, cmd []byte) (any, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.index++
+	d.n++
+	return d.f.ApplyCommand(cmd, d.index), nil
+}
+
+var now = time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)
+
+func pool(name string, reqs ...karpv1.NodeSelectorRequirementWithMinValues) *karpv1.NodePool {
+	return &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: name, UID: "uid-" + "pool"},
+		Spec: karpv1.NodePoolSpec{Template: karpv1.NodeClaimTemplate{
+			ObjectMeta: karpv1.ObjectMeta{Labels: map[string]string{"team": "a"}},
+			Spec: karpv1.NodeClaimTemplateSpec{
+				NodeClassRef: &karpv1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"},
+				Requirements: reqs,
+			}}}}
+}
+
+func class() *awsv1.EC2NodeClass {
+	return &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: awsv1.EC2NodeClassSpec{
+		Role:                       "role",
+		AMISelectorTerms:           []awsv1.AMISelectorTerm{{Alias: "al2023@latest"}},
+		SubnetSelectorTerms:        []awsv1.SubnetSelectorTerm{{Tags: map[string]string{"k": "v"}}},
+		SecurityGroupSelectorTerms: []awsv1.SecurityGroupSelectorTerm{{Tags: map[string]string{"k": "v"}}},
+	}}
+}
+
+func req(key, op string, values ...string) karpv1.NodeSelectorRequirementWithMinValues {
+	return karpv1.NodeSelectorRequirementWithMinValues{Key: key, Operator: karpv1.NodeSelectorOperator(op), Values: values}
+}
+
+func yes() *bool { b := true; return &b }
+
+func pendingPod(name, cpu string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: k8stypes.UID("uid-" + name),
+			OwnerReferences: []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "rs", Controller: yes()}}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c",
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled,
+			Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}}},
+	}
+}
+
+func newTestProvisioner(t *testing.T, c *fakeCache) (*Provisioner, *fakeWriter, *fsm.FSM, *direct) {
+	t.Helper()
+	w := &fakeWriter{cache: c}
+	state := fsm.New()
+	raft := &direct{f: state}
+	n := 0
+	p, err := New(Config{Cluster: userdata.Cluster{Name: "test", Endpoint: "https://k8s.example", ServiceCIDR: "10.100.0.0/16"},
+		Now: func() time.Time { return now }, NewID: func() string {
+			n++
+			return "intent" + string(rune('a'+n-1)) + "xyz"
+		}}, c, w, state, raft, fakeCloud{}, nil, record.NewFakeRecorder(100), zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, w, state, raft
+}
+
+func TestReconcileCommitsFrozenIntentsAndCreatesNodeClaims(t *testing.T) {
+	c := &fakeCache{
+		pools:   []*karpv1.NodePool{pool("general", req(karpv1.LabelArch, "In", "amd64"), req(karpv1.LabelCapacityType, "In", "spot", "on-demand"))},
+		classes: []*awsv1.EC2NodeClass{class()},
+		pods:    []*corev1.Pod{pendingPod("a", "1"), pendingPod("b", "1"), pendingPod("c", "1")},
+	}
+	p, w, state, raft := newTestProvisioner(t, c)
+	ctx := context.Background()
+	if err := p.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	intents := state.Intents()
+	if len(intents) != 1 || len(w.created) != 1 {
+		t.Fatalf("%d intents, %d nodeclaims created; want 1 and 1", len(intents), len(w.created))
+	}
+	in, nc := intents[0], w.created[0]
+	if in.State != fsm.IntentPending || !slices.Equal(in.Pods, []string{"default/a", "default/b", "default/c"}) {
+		t.Fatalf("intent state %s pods %v", in.State, in.Pods)
+	}
+	spec := in.Spec
+	if spec.NodeClaim != nc.Name || !strings.HasPrefix(nc.Name, "general-") {
+		t.Fatalf("intent nodeclaim %q, object %q", spec.NodeClaim, nc.Name)
+	}
+	if len(spec.UserData) == 0 || !slices.Equal(spec.SecurityGroupIDs, []string{"sg-1"}) || spec.Subnets["us-east-1a"] != "subnet-a" || spec.InstanceProfile != "role" {
+		t.Fatalf("frozen spec incomplete: userdata %d bytes, sgs %v, subnets %v, profile %q", len(spec.UserData), spec.SecurityGroupIDs, spec.Subnets, spec.InstanceProfile)
+	}
+	for _, cand := range spec.Candidates {
+		if cand.CapacityType != karpv1.CapacityTypeSpot {
+			t.Fatalf("candidate %+v: spot is allowed and offered, so only spot is launched", cand)
+		}
+		if cand.Zone == "us-east-1c" {
+			t.Fatalf("candidate %+v: no subnet in us-east-1c", cand)
+		}
+		if cand.ImageID != "ami-x86" {
+			t.Fatalf("candidate %+v: want the amd64 image", cand)
+		}
+	}
+	if !slices.Contains(nc.Finalizers, karpv1.TerminationFinalizer) || nc.Annotations[AnnotationLaunchID] != in.ID ||
+		nc.Labels[karpv1.LabelNodePool] != "general" || nc.Labels["team"] != "a" || nc.Labels[karpv1.LabelCapacityType] != "spot" {
+		t.Fatalf("nodeclaim metadata: finalizers %v annotations %v labels %v", nc.Finalizers, nc.Annotations, nc.Labels)
+	}
+	if nc.Annotations[karpv1.AnnotationNodePoolHash] == "" || nc.Annotations[awsv1.AnnotationEC2NodeClassHash] != "classhash" {
+		t.Fatalf("drift hashes missing: %v", nc.Annotations)
+	}
+	var types []string
+	for _, r := range nc.Spec.Requirements {
+		if r.Key == karpv1.LabelInstanceType {
+			types = r.Values
+		}
+	}
+	for _, cand := range spec.Candidates {
+		if !slices.Contains(types, cand.InstanceType) {
+			t.Fatalf("candidate type %s not in the nodeclaim's instance-type requirement %v", cand.InstanceType, types)
+		}
+	}
+	if q := nc.Spec.Resources.Requests[corev1.ResourceCPU]; q.Cmp(resource.MustParse("3")) != 0 {
+		t.Fatalf("requests cpu %s, want 3", q.String())
+	}
+
+	// A second pass sees the pods nominated to the in-flight intent.
+	before := raft.n
+	if err := p.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if raft.n != before || len(state.Intents()) != 1 {
+		t.Fatalf("second pass proposed %d command(s), %d intents: in-flight capacity must hold the pods", raft.n-before, len(state.Intents()))
+	}
+
+	// A new pod that fits the in-flight claim's spare room is not planned
+	// again; one that does not fit gets a second claim.
+	c.pods = append(c.pods, pendingPod("d", "2000"))
+	if err := p.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(state.Intents()); got != 1 {
+		t.Fatalf("a 2000-cpu pod fits no instance type: %d intents, want 1", got)
+	}
+}
+
+func TestSnapshotPendingPods(t *testing.T) {
+	deleting := metav1.NewTime(now)
+	bound := pendingPod("bound", "1")
+	bound.Spec.NodeName = "n1"
+	bound.Status = corev1.PodStatus{Phase: corev1.PodRunning}
+	onDisrupted := pendingPod("evictee", "1")
+	onDisrupted.Spec.NodeName = "n2"
+	onDisrupted.Status = corev1.PodStatus{Phase: corev1.PodRunning}
+	dsPod := pendingPod("ds", "1")
+	dsPod.OwnerReferences = []metav1.OwnerReference{{Kind: "DaemonSet", Name: "ds", Controller: yes()}}
+	notYet := pendingPod("not-yet", "1")
+	notYet.Status.Conditions = nil
+	gated := pendingPod("gated", "1")
+	gated.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "g"}}
+	node := func(name, providerID string) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{karpv1.LabelNodePool: "general"}},
+			Spec: corev1.NodeSpec{ProviderID: providerID},
+			Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"),
+				corev1.ResourcePods: resource.MustParse("10")}}}
+	}
+	claim2 := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "general-n2", DeletionTimestamp: &deleting},
+		Status: karpv1.NodeClaimStatus{ProviderID: "aws:///us-east-1a/i-2"}}
+	c := &fakeCache{
+		pools:   []*karpv1.NodePool{pool("general")},
+		classes: []*awsv1.EC2NodeClass{class()},
+		pods:    []*corev1.Pod{pendingPod("p", "1"), bound, onDisrupted, dsPod, notYet, gated},
+		nodes:   []*corev1.Node{node("n1", "aws:///us-east-1a/i-1"), node("n2", "aws:///us-east-1a/i-2")},
+		claims:  []*karpv1.NodeClaim{claim2},
+	}
+	p, _, _, _ := newTestProvisioner(t, c)
+	s, err := p.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pending []string
+	for _, pod := range s.Pending {
+		pending = append(pending, pod.Name)
+		if pod.Spec.NodeName != "" {
+			t.Errorf("pending pod %s keeps node %s", pod.Name, pod.Spec.NodeName)
+		}
+	}
+	if !slices.Equal(pending, []string{"p", "evictee"}) {
+		t.Fatalf("pending = %v, want [p evictee] (unschedulable, then pods of the disrupted node)", pending)
+	}
+	if onDisrupted.Spec.NodeName != "n2" {
+		t.Fatal("the cached pod was modified")
+	}
+	var nodes []string
+	for _, n := range s.Nodes {
+		nodes = append(nodes, n.Name)
+	}
+	if !slices.Equal(nodes, []string{"n1"}) || !s.Disrupting["n2"] {
+		t.Fatalf("capacity nodes %v, disrupting %v: a node whose nodeclaim is deleting gives no capacity", nodes, s.Disrupting)
+	}
+	if len(s.DaemonSetPods) != 0 || len(s.NodePools) != 1 || s.NodePoolHashes["general"] == "" {
+		t.Fatalf("snapshot: %d daemonset pods, %d pools, hashes %v", len(s.DaemonSetPods), len(s.NodePools), s.NodePoolHashes)
+	}
+}
+
+func TestInvalidNodePoolIsReportedAndSkipped(t *testing.T) {
+	bad := pool("bad", req("kubernetes.io/hostname", "In", "x"))
+	good := pool("good")
+	c := &fakeCache{pools: []*karpv1.NodePool{bad, good}, classes: []*awsv1.EC2NodeClass{class()},
+		pods: []*corev1.Pod{pendingPod("p", "1")}}
+	p, w, state, _ := newTestProvisioner(t, c)
+	rec := p.rec.(*record.FakeRecorder)
+	if err := p.Reconcile(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var badStatus *karpv1.NodePool
+	for _, np := range w.poolStatus {
+		if np.Name == "bad" {
+			badStatus = np
+		}
+	}
+	if badStatus == nil {
+		t.Fatal("no status update for the invalid pool")
+	}
+	cond := meta.FindStatusCondition(badStatus.Status.Conditions, ConditionValidationSucceeded)
+	if cond == nil || cond.Status != metav1.ConditionFalse || !strings.Contains(cond.Message, "kubernetes.io/hostname") {
+		t.Fatalf("condition = %+v, want ValidationSucceeded=False naming the field", cond)
+	}
+	select {
+	case ev := <-rec.Events:
+		if !strings.Contains(ev, "InvalidNodePool") {
+			t.Fatalf("event %q", ev)
+		}
+	default:
+		t.Fatal("no event for the invalid pool")
+	}
+	ins := state.Intents()
+	if len(ins) != 1 || ins[0].Spec.NodePool != "good" {
+		t.Fatalf("intents %+v: the valid pool must keep serving", ins)
+	}
+}
+
+func TestCandidates(t *testing.T) {
+	cat := catalog.InstanceTypes(catalog.Options{})
+	r, _ := fakeCloud{}.Resolve(context.Background(), nil)
+	subnets := joineraws.SubnetsByZone(r.Subnets)
+	mustReqs := func(rs ...*requirements.Requirement) requirements.Requirements {
+		return requirements.NewRequirements(rs...)
+	}
+	for _, tc := range []struct {
+		name    string
+		types   []string
+		reqs    requirements.Requirements
+		wantCap string
+		zones   []string
+		noImage bool
+	}{
+		{name: "spot preferred", types: []string{"m5.large", "c5.large"}, reqs: mustReqs(), wantCap: "spot", zones: []string{"us-east-1a", "us-east-1b"}},
+		{name: "on-demand only", types: []string{"m5.large"}, reqs: mustReqs(requirements.MustNew(karpv1.LabelCapacityType, "In", "on-demand")),
+			wantCap: "on-demand", zones: []string{"us-east-1a", "us-east-1b"}},
+		{name: "zone narrowed", types: []string{"m5.large"}, reqs: mustReqs(requirements.MustNew(karpv1.LabelZone, "In", "us-east-1b")),
+			wantCap: "spot", zones: []string{"us-east-1b"}},
+		{name: "zone without subnet", types: []string{"m5.large"}, reqs: mustReqs(requirements.MustNew(karpv1.LabelZone, "In", "us-east-1c"))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := candidates(tc.types, cat, tc.reqs, r, subnets)
+			if tc.wantCap == "" {
+				if len(got) != 0 {
+					t.Fatalf("got %+v, want none", got)
+				}
+				return
+			}
+			if len(got) == 0 {
+				t.Fatal("no candidates")
+			}
+			zones := map[string]bool{}
+			for i, c := range got {
+				if c.CapacityType != tc.wantCap {
+					t.Fatalf("candidate %+v: want %s", c, tc.wantCap)
+				}
+				if i > 0 && got[i-1].Price > c.Price {
+					t.Fatalf("candidates not cheapest first: %+v", got)
+				}
+				zones[c.Zone] = true
+			}
+			for _, z := range tc.zones {
+				if !zones[z] {
+					t.Fatalf("zone %s missing from %+v", z, got)
+				}
+			}
+			if len(zones) != len(tc.zones) {
+				t.Fatalf("zones %v, want %v", zones, tc.zones)
+			}
+		})
+	}
+}
