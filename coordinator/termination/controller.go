@@ -1,0 +1,618 @@
+package termination
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/retry"
+
+	"github.com/joiner-dev/joiner/agent/drain"
+	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/coordinator/fsm"
+	"github.com/joiner-dev/joiner/internal/logging"
+)
+
+// Cache is the informer cache the controller reads (kube.Cache).
+type Cache interface {
+	NodeClaims() []*karpv1.NodeClaim
+	Nodes() []*corev1.Node
+	NodeByProviderID(id string) *corev1.Node
+	NodeClaimByProviderID(id string) *karpv1.NodeClaim
+	Changes() (<-chan struct{}, func())
+}
+
+// Claims reads and writes NodeClaims on the API server (kube.Clients).
+type Claims interface {
+	GetNodeClaim(ctx context.Context, name string) (*karpv1.NodeClaim, error)
+	UpdateNodeClaim(ctx context.Context, nc *karpv1.NodeClaim) (*karpv1.NodeClaim, error)
+	UpdateNodeClaimStatus(ctx context.Context, nc *karpv1.NodeClaim) (*karpv1.NodeClaim, error)
+	DeleteNodeClaim(ctx context.Context, name string) error
+}
+
+// State is the raft state the controller reads (fsm.FSM).
+type State interface {
+	Intent(id string) (fsm.LaunchIntent, bool)
+	Instance(id string) (fsm.Instance, bool)
+	Terminations() []fsm.TerminationIntent
+}
+
+// Proposer commits a command through raft (cluster.RaftProposer).
+type Proposer interface {
+	Propose(ctx context.Context, cmd []byte) (any, error)
+}
+
+// Cloud terminates instances (cloud/aws.Provider). Terminating a
+// terminated or unknown instance succeeds.
+type Cloud interface {
+	Terminate(ctx context.Context, instanceID string) error
+}
+
+// Drainer takes a node out of service (*drain.Drainer).
+type Drainer interface {
+	Cordon(ctx context.Context, req drain.Request) error
+	Drain(ctx context.Context, req drain.Request) (drain.Result, error)
+}
+
+// Config configures a Controller.
+type Config struct {
+	// Resync is the pass interval without cache events (default 5 s).
+	Resync time.Duration
+	// MinInterval spaces passes triggered by cache events (default 200 ms).
+	MinInterval time.Duration
+	// MaxConcurrentDrains bounds drains running at once (default 10).
+	MaxConcurrentDrains int
+	// DrainTimeout bounds one drain call of a NodeClaim without a
+	// terminationGracePeriod (default 1 h); when it passes with pods still
+	// blocked, the drain is started again: such a NodeClaim waits for its
+	// pods forever, as in Karpenter.
+	DrainTimeout time.Duration
+	// Drainer overrides the drainer (default: agent/drain on the client).
+	Drainer Drainer
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// Controller is the termination leader loop.
+type Controller struct {
+	cfg     Config
+	cache   Cache
+	claims  Claims
+	kube    kubernetes.Interface
+	state   State
+	raft    Proposer
+	cloud   Cloud
+	drainer Drainer
+	rec     record.EventRecorder
+	log     *zap.Logger
+	metrics *metrics
+
+	// drains is the current term's drain set (set by Run).
+	mu     sync.Mutex
+	drains *drains
+	wake   chan struct{}
+}
+
+// New builds a Controller. reg may be nil (no metrics); rec may be nil (no
+// Events).
+func New(cfg Config, cache Cache, claims Claims, kube kubernetes.Interface, state State, raft Proposer, cloud Cloud,
+	reg prometheus.Registerer, rec record.EventRecorder, log *zap.Logger) (*Controller, error) {
+	if cfg.Resync <= 0 {
+		cfg.Resync = 5 * time.Second
+	}
+	if cfg.MinInterval <= 0 {
+		cfg.MinInterval = 200 * time.Millisecond
+	}
+	if cfg.MaxConcurrentDrains <= 0 {
+		cfg.MaxConcurrentDrains = 10
+	}
+	if cfg.DrainTimeout <= 0 {
+		cfg.DrainTimeout = time.Hour
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	log = log.Named("termination")
+	if cfg.Drainer == nil {
+		cfg.Drainer = drain.New(kube, log.Named("drain"), drain.Options{Now: cfg.Now})
+	}
+	if rec == nil {
+		rec = &record.FakeRecorder{}
+	}
+	m, err := newMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+	return &Controller{cfg: cfg, cache: cache, claims: claims, kube: kube, state: state, raft: raft, cloud: cloud,
+		drainer: cfg.Drainer, rec: rec, log: log, metrics: m, wake: make(chan struct{}, 1)}, nil
+}
+
+// Run terminates deleted NodeClaims and Nodes until ctx ends (the leader's
+// term). Drains it started stop with ctx; a new leader resumes from the
+// objects' state.
+func (c *Controller) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	d := newDrains(c.cfg.MaxConcurrentDrains, c.poke)
+	c.mu.Lock()
+	c.drains = d
+	c.mu.Unlock()
+	defer func() {
+		cancel()
+		d.wait()
+		c.mu.Lock()
+		c.drains = nil
+		c.mu.Unlock()
+	}()
+	changes, stop := c.cache.Changes()
+	defer stop()
+	tick := time.NewTicker(c.cfg.Resync)
+	defer tick.Stop()
+	for {
+		if err := c.Reconcile(ctx); err != nil && ctx.Err() == nil {
+			c.log.Warn("termination pass incomplete", zap.Error(err))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		case <-c.wake:
+		case <-changes:
+			select { // let a burst of events settle
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(c.cfg.MinInterval):
+			}
+		}
+	}
+}
+
+func (c *Controller) poke() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Reconcile makes one pass: every deleting NodeClaim and Node with the
+// finalizer takes as many steps as it can without waiting. It returns the
+// first error; the other objects still get their turn.
+func (c *Controller) Reconcile(ctx context.Context) error {
+	var first error
+	keep := map[string]bool{}
+	for _, nc := range c.cache.NodeClaims() {
+		if nc.DeletionTimestamp == nil || !hasFinalizer(nc.Finalizers) {
+			continue
+		}
+		keep[claimKey(nc.Name)] = true
+		if err := c.reconcileClaim(ctx, nc.Name); err != nil && first == nil {
+			first = err
+		}
+	}
+	for _, n := range c.cache.Nodes() {
+		if n.DeletionTimestamp == nil || !hasFinalizer(n.Finalizers) {
+			continue
+		}
+		keep[nodeKey(n.Name)] = true
+		if err := c.reconcileNode(ctx, n.Name); err != nil && first == nil {
+			first = err
+		}
+	}
+	if d := c.currentDrains(); d != nil {
+		d.forget(keep)
+	}
+	return first
+}
+
+func (c *Controller) currentDrains() *drains {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.drains
+}
+
+// maxSteps bounds the steps one object takes in one pass.
+const maxSteps = 12
+
+// reconcileClaim takes a deleting NodeClaim through its steps, reading it
+// fresh from the API server before each one.
+func (c *Controller) reconcileClaim(ctx context.Context, name string) error {
+	for range maxSteps {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		nc, err := c.claims.GetNodeClaim(ctx, name)
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		in, err := c.claimInput(ctx, nc)
+		if err != nil {
+			return err
+		}
+		step := Decide(in)
+		done, err := c.doClaimStep(ctx, step, in)
+		if err != nil {
+			return fmt.Errorf("terminating nodeclaim %s (%s): %w", name, step, err)
+		}
+		if done {
+			return nil
+		}
+	}
+	return nil
+}
+
+// claimInput gathers what Decide needs about a NodeClaim.
+func (c *Controller) claimInput(ctx context.Context, nc *karpv1.NodeClaim) (ClaimInput, error) {
+	in := ClaimInput{Claim: nc, Now: c.cfg.Now(), InstanceID: InstanceID(nc.Status.ProviderID)}
+	if id := nc.Annotations[AnnotationLaunchID]; id != "" {
+		if li, ok := c.state.Intent(id); ok {
+			in.Intent = &li
+			if in.InstanceID == "" && li.State == fsm.IntentLaunched {
+				in.InstanceID = li.InstanceID
+			}
+		}
+	}
+	if in.InstanceID != "" {
+		_, in.Instance = c.state.Instance(in.InstanceID)
+		for _, t := range c.state.Terminations() {
+			if t.ID == TerminationID(in.InstanceID) {
+				in.Termination = &t
+				break
+			}
+		}
+	}
+	node, err := c.linkedNode(ctx, nc, in.InstanceID)
+	if err != nil {
+		return in, err
+	}
+	in.Node = node
+	return in, nil
+}
+
+// linkedNode finds the NodeClaim's Node in the cache (by provider ID, else
+// by instance ID suffix) and reads it fresh.
+func (c *Controller) linkedNode(ctx context.Context, nc *karpv1.NodeClaim, instanceID string) (*corev1.Node, error) {
+	cached := c.cache.NodeByProviderID(nc.Status.ProviderID)
+	if cached == nil && instanceID != "" {
+		for _, n := range c.cache.Nodes() {
+			if InstanceID(n.Spec.ProviderID) == instanceID {
+				cached = n
+				break
+			}
+		}
+	}
+	if cached == nil {
+		return nil, nil
+	}
+	n, err := c.kube.CoreV1().Nodes().Get(ctx, cached.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("getting node %s: %w", cached.Name, err)
+	}
+	return n, nil
+}
+
+// doClaimStep performs one step; done means stop for this pass.
+func (c *Controller) doClaimStep(ctx context.Context, step Step, in ClaimInput) (bool, error) {
+	nc := in.Claim
+	log := c.log.With(logging.NodeClaim(nc.Name))
+	reason := Reason(nc)
+	switch step {
+	case StepNone, StepWaitLaunch:
+		return true, nil
+	case StepCancelIntent:
+		err := c.propose(ctx, fsm.IntentCancelType, fsm.IntentCancel{IntentID: in.Intent.ID, Reason: "nodeclaim deleted", At: c.cfg.Now()})
+		if errors.Is(err, fsm.ErrNotPending) {
+			return false, nil // an attempt started meanwhile: decide again
+		}
+		if err != nil {
+			return true, fmt.Errorf("cancelling launch intent %s: %w", in.Intent.ID, err)
+		}
+		log.Info("cancelled launch of deleted nodeclaim", zap.String("intent_id", in.Intent.ID))
+		return false, nil
+	case StepCommitTermination:
+		err := c.propose(ctx, fsm.TerminationIntentType, fsm.TerminationIntentCmd{ID: TerminationID(in.InstanceID),
+			InstanceID: in.InstanceID, Reason: reason, At: c.cfg.Now()})
+		if err != nil {
+			return true, fmt.Errorf("committing termination of instance %s: %w", in.InstanceID, err)
+		}
+		log.Info("disrupting nodeclaim", zap.String("reason", reason), zap.String(logging.KeyInstance, in.InstanceID))
+		c.rec.Eventf(nc, corev1.EventTypeNormal, "Disrupting", "Disrupting NodeClaim: %s", reason)
+		return false, nil
+	case StepTaint:
+		if err := c.drainer.Cordon(ctx, c.drainRequest(nc, in.Node.Name, reason, time.Time{})); err != nil {
+			return true, fmt.Errorf("tainting node %s: %w", in.Node.Name, err)
+		}
+		log.Info("tainted node", logging.Node(in.Node.Name), zap.String("taint", karpv1.TaintDisruptedKey+":NoSchedule"))
+		return false, nil
+	case StepDrain:
+		return true, c.startDrain(ctx, claimKey(nc.Name), nc, in.Node.Name, reason)
+	case StepTerminate:
+		return false, c.terminate(ctx, log, in)
+	case StepDeleteNode:
+		if err := c.deleteNode(ctx, in.Node.Name); err != nil {
+			return true, err
+		}
+		log.Info("deleted node", logging.Node(in.Node.Name))
+		return false, nil
+	case StepRemoveFinalizer:
+		if err := c.releaseClaim(ctx, nc.Name); err != nil {
+			return true, err
+		}
+		took := c.cfg.Now().Sub(nc.DeletionTimestamp.Time)
+		c.metrics.terminated.WithLabelValues(reason).Inc()
+		c.metrics.duration.Observe(took.Seconds())
+		log.Info("deleted nodeclaim", zap.String("reason", reason), zap.Duration("took", took))
+		return true, nil
+	}
+	return true, fmt.Errorf("unexpected step %s", step)
+}
+
+// terminate terminates the instance, marks the NodeClaim
+// InstanceTerminating and commits the TerminationResult.
+func (c *Controller) terminate(ctx context.Context, log *zap.Logger, in ClaimInput) error {
+	nc := in.Claim
+	if !conditionTrue(nc, karpv1.ConditionInstanceTerminating) {
+		c.rec.Eventf(nc, corev1.EventTypeNormal, "Terminating", "Terminating instance %s", in.InstanceID)
+	}
+	if err := ctx.Err(); err != nil { // a deposed leader makes no cloud call
+		return err
+	}
+	if err := c.cloud.Terminate(ctx, in.InstanceID); err != nil {
+		return fmt.Errorf("terminating instance %s: %w", in.InstanceID, err)
+	}
+	if err := c.setClaimCondition(ctx, nc.Name, karpv1.ConditionInstanceTerminating, "InstanceTerminating",
+		"instance "+in.InstanceID+" terminated"); err != nil {
+		return err
+	}
+	if in.Termination != nil {
+		if err := c.propose(ctx, fsm.TerminationResultType, fsm.TerminationResult{ID: in.Termination.ID, At: c.cfg.Now()}); err != nil {
+			return fmt.Errorf("recording termination of instance %s: %w", in.InstanceID, err)
+		}
+	}
+	log.Info("terminated instance", zap.String(logging.KeyInstance, in.InstanceID))
+	return nil
+}
+
+// reconcileNode handles a deleting Node with the finalizer.
+func (c *Controller) reconcileNode(ctx context.Context, name string) error {
+	for range maxSteps {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		n, err := c.kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("getting node %s: %w", name, err)
+		}
+		in := NodeInput{Node: n}
+		if cached := c.cache.NodeClaimByProviderID(n.Spec.ProviderID); cached != nil {
+			nc, err := c.claims.GetNodeClaim(ctx, cached.Name)
+			switch {
+			case err == nil:
+				in.Claim = nc
+			case !apierrors.IsNotFound(err):
+				return err
+			}
+		}
+		step := DecideNode(in)
+		log := c.log.With(logging.Node(name))
+		switch step {
+		case StepNone, StepWaitClaim:
+			return nil
+		case StepDeleteClaim:
+			if err := c.claims.DeleteNodeClaim(ctx, in.Claim.Name); err != nil {
+				return err
+			}
+			log.Info("deleting nodeclaim of deleted node", logging.NodeClaim(in.Claim.Name))
+			return nil
+		case StepTaint:
+			if err := c.drainer.Cordon(ctx, c.drainRequest(nil, name, DefaultReason, time.Time{})); err != nil {
+				return fmt.Errorf("tainting node %s: %w", name, err)
+			}
+			log.Info("tainted node", zap.String("taint", karpv1.TaintDisruptedKey+":NoSchedule"))
+		case StepDrain:
+			return c.startDrain(ctx, nodeKey(name), nil, name, DefaultReason)
+		case StepRemoveFinalizer:
+			if err := c.releaseNode(ctx, name); err != nil {
+				return err
+			}
+			log.Info("deleted node")
+			return nil
+		default:
+			return fmt.Errorf("node %s: unexpected step %s", name, step)
+		}
+	}
+	return nil
+}
+
+// drainRequest builds the agent/drain request for a node; deadline zero
+// means "now + the longest drain".
+func (c *Controller) drainRequest(nc *karpv1.NodeClaim, node, reason string, deadline time.Time) drain.Request {
+	msg := "node " + node + " is being deleted"
+	if nc != nil {
+		msg = "nodeclaim " + nc.Name + " is being deleted (" + reason + ")"
+	}
+	if deadline.IsZero() {
+		deadline = c.cfg.Now().Add(c.cfg.DrainTimeout)
+	}
+	return drain.Request{Node: node, Reason: taintValue(reason), Message: msg, Deadline: deadline, Evict: true}
+}
+
+// startDrain starts (once) a drain of node; when it finishes it records
+// Drained on the NodeClaim (the Node carries its own condition) and wakes
+// the loop.
+func (c *Controller) startDrain(ctx context.Context, key string, nc *karpv1.NodeClaim, node, reason string) error {
+	d := c.currentDrains()
+	if d == nil {
+		return errors.New("drain requested outside Run")
+	}
+	deadline := c.cfg.Now().Add(c.cfg.DrainTimeout)
+	if nc != nil {
+		if end, ok := GraceDeadline(nc); ok {
+			deadline = end
+		}
+	}
+	req := c.drainRequest(nc, node, reason, deadline)
+	var claimName string
+	if nc != nil {
+		claimName = nc.Name
+	}
+	started := d.start(ctx, key, func(ctx context.Context) {
+		log := c.log.With(logging.Node(node))
+		if claimName != "" {
+			log = log.With(logging.NodeClaim(claimName))
+			c.rec.Eventf(nc, corev1.EventTypeNormal, "Draining", "Draining node %s", node)
+		}
+		log.Info("draining node", zap.Time("deadline", deadline))
+		res, err := c.drainer.Drain(ctx, req)
+		if err != nil {
+			if ctx.Err() == nil {
+				log.Warn("drain incomplete; will retry", zap.Error(err), zap.Strings("stuck", res.Stuck))
+				if claimName != "" {
+					c.rec.Eventf(nc, corev1.EventTypeWarning, "FailedDraining", "Failed to drain node %s: %v", node, err)
+				}
+			}
+			return
+		}
+		if claimName != "" {
+			if err := c.setClaimCondition(ctx, claimName, karpv1.ConditionDrained, "Drained",
+				fmt.Sprintf("%d pods evicted", len(res.Evicted))); err != nil {
+				log.Warn("recording drained condition", zap.Error(err))
+				return
+			}
+		}
+		c.metrics.drained.Inc()
+		log.Info("drained node", zap.Int("evicted", len(res.Evicted)), zap.Strings("left", res.Left))
+	})
+	if started {
+		c.log.Debug("drain started", logging.Node(node))
+	}
+	return nil
+}
+
+// setClaimCondition sets a True condition on the NodeClaim's status.
+func (c *Controller) setClaimCondition(ctx context.Context, name, typ, reason, msg string) error {
+	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		nc, err := c.claims.GetNodeClaim(ctx, name)
+		if err != nil {
+			return err
+		}
+		if !setCondition(nc, typ, reason, msg, c.cfg.Now()) {
+			return nil
+		}
+		_, err = c.claims.UpdateNodeClaimStatus(ctx, nc)
+		return err
+	})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("setting condition %s on nodeclaim %s: %w", typ, name, err)
+	}
+	return nil
+}
+
+// releaseClaim removes the finalizer from the NodeClaim.
+func (c *Controller) releaseClaim(ctx context.Context, name string) error {
+	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		nc, err := c.claims.GetNodeClaim(ctx, name)
+		if err != nil {
+			return err
+		}
+		if !hasFinalizer(nc.Finalizers) {
+			return nil
+		}
+		nc.Finalizers = withoutFinalizer(nc.Finalizers)
+		_, err = c.claims.UpdateNodeClaim(ctx, nc)
+		return err
+	})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("removing finalizer of nodeclaim %s: %w", name, err)
+	}
+	return nil
+}
+
+// deleteNode deletes the Node, then removes the finalizer from it.
+func (c *Controller) deleteNode(ctx context.Context, name string) error {
+	err := c.kube.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting node %s: %w", name, err)
+	}
+	return c.releaseNode(ctx, name)
+}
+
+// releaseNode removes the finalizer from the Node.
+func (c *Controller) releaseNode(ctx context.Context, name string) error {
+	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		n, err := c.kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if !hasFinalizer(n.Finalizers) {
+			return nil
+		}
+		n.Finalizers = withoutFinalizer(n.Finalizers)
+		_, err = c.kube.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("removing finalizer of node %s: %w", name, err)
+	}
+	return nil
+}
+
+// propose commits a command and folds the FSM's error response into err.
+func (c *Controller) propose(ctx context.Context, t fsm.MessageType, cmd any) error {
+	buf, err := fsm.Encode(t, cmd)
+	if err != nil {
+		return err
+	}
+	resp, err := c.raft.Propose(ctx, buf)
+	if err != nil {
+		return err
+	}
+	if rerr, ok := resp.(error); ok {
+		return rerr
+	}
+	return nil
+}
+
+func claimKey(name string) string { return "nodeclaim/" + name }
+func nodeKey(name string) string  { return "node/" + name }
+
+var notLabelValue = regexp.MustCompile(`[^A-Za-z0-9._-]`)
+
+// taintValue makes a reason a valid taint value (a label value).
+func taintValue(reason string) string {
+	v := notLabelValue.ReplaceAllString(reason, "-")
+	if len(v) > 63 {
+		v = v[:63]
+	}
+	for len(v) > 0 && !isAlnum(v[0]) {
+		v = v[1:]
+	}
+	for len(v) > 0 && !isAlnum(v[len(v)-1]) {
+		v = v[:len(v)-1]
+	}
+	if v == "" {
+		return DefaultReason
+	}
+	return v
+}
+
+func isAlnum(b byte) bool {
+	return (b >= 'a' && b <= 'z') || (b >= 'A' && b <= 'Z') || (b >= '0' && b <= '9')
+}

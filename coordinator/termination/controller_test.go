@@ -1,0 +1,407 @@
+package termination
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"go.uber.org/zap/zaptest"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/joiner-dev/joiner/agent/drain"
+	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/coordinator/fsm"
+)
+
+type rig struct {
+	c       *Controller
+	claims  *fakeClaims
+	kube    *fake.Clientset
+	drainer *fakeDrainer
+	cloud   *fakeCloud
+	state   *fsm.FSM
+	raft    *direct
+	rec     *record.FakeRecorder
+	now     time.Time
+}
+
+func newRig(t *testing.T, cfg Config, claims []*karpv1.NodeClaim, nodes []*corev1.Node) *rig {
+	t.Helper()
+	r := &rig{kube: fake.NewClientset(), cloud: &fakeCloud{}, state: fsm.New(), rec: record.NewFakeRecorder(100), now: t0.Add(time.Second)}
+	for _, n := range nodes {
+		if _, err := r.kube.CoreV1().Nodes().Create(context.Background(), n, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.raft = &direct{f: r.state}
+	r.claims = newFakeClaims(r.kube, func() time.Time { return r.now }, claims...)
+	r.drainer = &fakeDrainer{kube: r.kube}
+	cfg.Drainer = r.drainer
+	cfg.Now = func() time.Time { return r.now }
+	c, err := New(cfg, r.claims, r.claims, r.kube, r.state, r.raft, r.cloud, prometheus.NewRegistry(), r.rec, zaptest.NewLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.drains = newDrains(c.cfg.MaxConcurrentDrains, c.poke)
+	r.c = c
+	return r
+}
+
+// launch commits a launch intent for the claim and (unless state says
+// otherwise) its launched instance.
+func (r *rig) launch(claim, intentID, instanceID string, state fsm.IntentState) {
+	r.raft.apply(fsm.MustEncode(fsm.PlanCommitType, fsm.PlanCommit{Intents: []fsm.NewIntent{{ID: intentID,
+		Spec: fsm.LaunchSpec{NodePool: "default", NodeClaim: claim}, Pods: []string{"pod-" + intentID}}}, At: t0}))
+	if state == fsm.IntentPending {
+		return
+	}
+	r.raft.apply(fsm.MustEncode(fsm.LaunchAttemptStartType, fsm.LaunchAttemptStart{IntentID: intentID, Attempt: 1, At: t0}))
+	if state == fsm.IntentLaunching {
+		return
+	}
+	r.raft.apply(fsm.MustEncode(fsm.LaunchResultType, fsm.LaunchResult{IntentID: intentID, Attempt: 1, At: t0,
+		Launched: &fsm.Launched{InstanceID: instanceID, InstanceType: "m5.large", Zone: "us-east-1a", CapacityType: "on-demand"}}))
+}
+
+// settle runs passes (each waiting for the drains it started) until the
+// claims and nodes stop changing or n passes ran.
+func (r *rig) settle(t *testing.T, n int) {
+	t.Helper()
+	for range n {
+		if err := r.c.Reconcile(context.Background()); err != nil {
+			t.Logf("pass: %v", err)
+		}
+		r.c.drains.wait()
+	}
+}
+
+// waitInFlight waits for n drains to be inside Drain (for goroutines to
+// get there, not a timing assertion).
+func (r *rig) waitInFlight(n int) {
+	for {
+		r.drainer.mu.Lock()
+		got := r.drainer.inFlight
+		r.drainer.mu.Unlock()
+		if got == n {
+			return
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func (r *rig) node(t *testing.T, name string) *corev1.Node {
+	n, err := r.kube.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func (r *rig) events() string {
+	var out []string
+	for {
+		select {
+		case e := <-r.rec.Events:
+			out = append(out, e)
+		default:
+			return strings.Join(out, "\n")
+		}
+	}
+}
+
+func counter(t *testing.T, c prometheus.Collector) float64 {
+	t.Helper()
+	ch := make(chan prometheus.Metric, 10)
+	c.Collect(ch)
+	close(ch)
+	total := 0.0
+	for m := range ch {
+		var d dto.Metric
+		if err := m.Write(&d); err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case d.Counter != nil:
+			total += d.Counter.GetValue()
+		case d.Histogram != nil:
+			total += float64(d.Histogram.GetSampleCount())
+		}
+	}
+	return total
+}
+
+// The whole path: commit the termination, taint, drain, terminate, delete
+// the Node, release the NodeClaim; raft records the intent and the result.
+func TestTerminateNodeClaim(t *testing.T) {
+	nc := claim(deleting, func(nc *karpv1.NodeClaim) { nc.Annotations[AnnotationDisruptionReason] = "Drifted" })
+	r := newRig(t, Config{}, []*karpv1.NodeClaim{nc}, []*corev1.Node{node()})
+	r.launch(nc.Name, "intent-1", "i-0123", fsm.IntentLaunched)
+
+	r.settle(t, 5)
+
+	if got := r.claims.get(nc.Name); got != nil {
+		t.Fatalf("nodeclaim still there: finalizers %v, conditions %+v", got.Finalizers, got.Status.Conditions)
+	}
+	if r.node(t, "ip-10-0-0-1") != nil {
+		t.Error("node still there")
+	}
+	if got := r.cloud.calls(); len(got) != 1 || got[0] != "i-0123" {
+		t.Errorf("terminate calls %v, want [i-0123]", got)
+	}
+	if len(r.drainer.cordons) == 0 || len(r.drainer.drains) != 1 {
+		t.Fatalf("cordons %d, drains %d: want >=1 and 1", len(r.drainer.cordons), len(r.drainer.drains))
+	}
+	req := r.drainer.drains[0]
+	if req.Node != "ip-10-0-0-1" || req.Reason != "Drifted" || !req.Evict || !req.Deadline.Equal(r.now.Add(time.Hour)) {
+		t.Errorf("drain request %+v: want node ip-10-0-0-1, reason Drifted, evict, deadline now+1h", req)
+	}
+	terms := r.state.Terminations()
+	if len(terms) != 1 || terms[0].ID != "term-i-0123" || terms[0].Reason != "Drifted" || terms[0].State != fsm.TerminationDone {
+		t.Errorf("terminations %+v: want term-i-0123 Drifted done", terms)
+	}
+	if inst, _ := r.state.Instance("i-0123"); inst.State != fsm.InstanceTerminated {
+		t.Errorf("instance state %s, want terminated", inst.State)
+	}
+	ev := r.events()
+	for _, want := range []string{"Disrupting", "Draining", "Terminating"} {
+		if !strings.Contains(ev, want) {
+			t.Errorf("events %q: missing %s", ev, want)
+		}
+	}
+	if got := counter(t, r.c.metrics.terminated.WithLabelValues("Drifted")); got != 1 {
+		t.Errorf("terminated{Drifted} = %v, want 1", got)
+	}
+	if got := counter(t, r.c.metrics.drained); got != 1 {
+		t.Errorf("nodes drained = %v, want 1", got)
+	}
+	if got := counter(t, r.c.metrics.duration); got != 1 {
+		t.Errorf("termination duration samples = %v, want 1", got)
+	}
+}
+
+// Each step can be interrupted (a failed write, a new leader): the next
+// pass resumes from the objects and raft without repeating finished work.
+func TestResumeAfterFailures(t *testing.T) {
+	nc := claim(deleting)
+	r := newRig(t, Config{}, []*karpv1.NodeClaim{nc}, []*corev1.Node{node()})
+	r.launch(nc.Name, "intent-1", "i-0123", fsm.IntentLaunched)
+
+	r.cloud.err = errors.New("throttled")
+	r.settle(t, 3)
+	if got := r.claims.get(nc.Name); got == nil || !conditionTrue(got, karpv1.ConditionDrained) {
+		t.Fatalf("want the claim drained and waiting on the cloud, got %+v", got)
+	}
+	if r.node(t, "ip-10-0-0-1") == nil {
+		t.Fatal("node deleted before the instance was terminated")
+	}
+	// A new controller (a new leader) takes over.
+	r.cloud.err = nil
+	c2, err := New(Config{Drainer: r.drainer, Now: r.c.cfg.Now}, r.claims, r.claims, r.kube, r.state, r.raft, r.cloud, nil, nil, zaptest.NewLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c2.drains = newDrains(10, c2.poke)
+	r.claims.failOn = "update" // the finalizer removal fails once
+	r.c = c2
+	r.settle(t, 3)
+	if got := r.claims.get(nc.Name); got != nil {
+		t.Fatalf("nodeclaim still there: %+v", got.Status.Conditions)
+	}
+	if len(r.drainer.drains) != 1 {
+		t.Errorf("%d drains, want 1 (the new leader must not drain again)", len(r.drainer.drains))
+	}
+	if got := r.cloud.calls(); len(got) != 1 {
+		t.Errorf("terminate calls %v, want one successful call", got)
+	}
+}
+
+func TestPendingLaunchIsCancelled(t *testing.T) {
+	nc := claim(deleting)
+	nc.Status.ProviderID = ""
+	r := newRig(t, Config{}, []*karpv1.NodeClaim{nc}, nil)
+	r.launch(nc.Name, "intent-1", "", fsm.IntentPending)
+	r.settle(t, 2)
+	if in, _ := r.state.Intent("intent-1"); in.State != fsm.IntentCancelled {
+		t.Errorf("intent %s, want cancelled", in.State)
+	}
+	if r.claims.get(nc.Name) != nil {
+		t.Error("nodeclaim not released")
+	}
+	if len(r.cloud.calls()) != 0 || len(r.state.Terminations()) != 0 {
+		t.Errorf("nothing launched, yet terminate calls %v terminations %v", r.cloud.calls(), r.state.Terminations())
+	}
+}
+
+func TestLaunchInFlightWaits(t *testing.T) {
+	nc := claim(deleting)
+	nc.Status.ProviderID = ""
+	r := newRig(t, Config{}, []*karpv1.NodeClaim{nc}, nil)
+	r.launch(nc.Name, "intent-1", "", fsm.IntentLaunching)
+	r.settle(t, 2)
+	if got := r.claims.get(nc.Name); got == nil || !hasFinalizer(got.Finalizers) {
+		t.Fatal("nodeclaim released while its launch was in flight")
+	}
+	// The launcher records the result; the termination proceeds.
+	r.raft.apply(fsm.MustEncode(fsm.LaunchResultType, fsm.LaunchResult{IntentID: "intent-1", Attempt: 1, At: t0,
+		Launched: &fsm.Launched{InstanceID: "i-0456", InstanceType: "m5.large", Zone: "us-east-1a"}}))
+	r.settle(t, 2)
+	if r.claims.get(nc.Name) != nil {
+		t.Error("nodeclaim not released after the launch result")
+	}
+	if got := r.cloud.calls(); len(got) != 1 || got[0] != "i-0456" {
+		t.Errorf("terminate calls %v, want [i-0456] (instance from the intent)", got)
+	}
+}
+
+func TestGracePeriodElapsedSkipsDrain(t *testing.T) {
+	nc := claim(deleting, tgp(30*time.Second))
+	r := newRig(t, Config{}, []*karpv1.NodeClaim{nc}, []*corev1.Node{node()})
+	r.launch(nc.Name, "intent-1", "i-0123", fsm.IntentLaunched)
+	r.drainer.gate = make(chan struct{}) // the drain never finishes on its own
+	r.now = t0.Add(10 * time.Second)
+	if err := r.c.Reconcile(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	r.waitInFlight(1)
+	r.drainer.mu.Lock()
+	drains := append([]drain.Request(nil), r.drainer.drains...)
+	r.drainer.mu.Unlock()
+	if len(drains) != 1 || !drains[0].Deadline.Equal(t0.Add(30*time.Second)) {
+		t.Fatalf("drains %+v: want one with the grace deadline %s", drains, t0.Add(30*time.Second))
+	}
+	r.now = t0.Add(31 * time.Second) // past the grace period: terminate anyway
+	if err := r.c.Reconcile(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	close(r.drainer.gate)
+	r.c.drains.wait()
+	r.settle(t, 2)
+	if r.claims.get(nc.Name) != nil {
+		t.Error("nodeclaim not released after the grace period")
+	}
+	if len(r.cloud.calls()) != 1 {
+		t.Errorf("terminate calls %v, want 1", r.cloud.calls())
+	}
+}
+
+func TestDeletedNodeDeletesItsNodeClaim(t *testing.T) {
+	nc := claim()
+	n := node()
+	r := newRig(t, Config{}, []*karpv1.NodeClaim{nc}, []*corev1.Node{n})
+	r.launch(nc.Name, "intent-1", "i-0123", fsm.IntentLaunched)
+	// The fake clientset deletes at once; a real API server would set the
+	// deletion timestamp because of the finalizer: do that by hand.
+	cur := r.node(t, n.Name)
+	cur.DeletionTimestamp = &metav1.Time{Time: t0}
+	if _, err := r.kube.CoreV1().Nodes().Update(context.Background(), cur, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r.settle(t, 1)
+	got := r.claims.get(nc.Name)
+	if got == nil || got.DeletionTimestamp == nil {
+		t.Fatalf("nodeclaim %+v: want it deleting", got)
+	}
+	r.settle(t, 4)
+	if r.claims.get(nc.Name) != nil || r.node(t, n.Name) != nil {
+		t.Error("nodeclaim or node left behind")
+	}
+	if len(r.cloud.calls()) != 1 {
+		t.Errorf("terminate calls %v, want 1", r.cloud.calls())
+	}
+}
+
+func TestLoneNodeIsDrainedAndReleased(t *testing.T) {
+	n := node(nodeDeleting)
+	r := newRig(t, Config{}, nil, []*corev1.Node{n})
+	r.settle(t, 3)
+	got := r.node(t, n.Name)
+	if got == nil {
+		t.Fatal("node gone (the fake keeps it: only the finalizer is removed)")
+	}
+	if hasFinalizer(got.Finalizers) {
+		t.Errorf("finalizer still on the node: %v", got.Finalizers)
+	}
+	if len(r.drainer.drains) != 1 || !Tainted(got) {
+		t.Errorf("drains %d, tainted %v: want one drain of a tainted node", len(r.drainer.drains), Tainted(got))
+	}
+	if len(r.cloud.calls()) != 0 {
+		t.Errorf("terminate calls %v for a node without a nodeclaim", r.cloud.calls())
+	}
+}
+
+// Drains of different nodes run concurrently, at most MaxConcurrentDrains.
+func TestDrainsAreBounded(t *testing.T) {
+	var claims []*karpv1.NodeClaim
+	var nodes []*corev1.Node
+	for i := range 5 {
+		id := "i-" + string(rune('a'+i))
+		claims = append(claims, claim(deleting, func(nc *karpv1.NodeClaim) {
+			nc.Name = "claim-" + id
+			nc.Annotations[AnnotationLaunchID] = "intent-" + id
+			nc.Status.ProviderID = "aws:///us-east-1a/" + id
+		}))
+		nodes = append(nodes, node(func(n *corev1.Node) { n.Name = "node-" + id; n.Spec.ProviderID = "aws:///us-east-1a/" + id }))
+	}
+	r := newRig(t, Config{MaxConcurrentDrains: 2}, claims, nodes)
+	for _, nc := range claims {
+		id := InstanceID(nc.Status.ProviderID)
+		r.launch(nc.Name, "intent-"+id, id, fsm.IntentLaunched)
+	}
+	r.drainer.gate = make(chan struct{})
+	if err := r.c.Reconcile(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	r.waitInFlight(2)
+	close(r.drainer.gate)
+	r.c.drains.wait()
+	r.settle(t, 4)
+	if r.drainer.maxSeen != 2 {
+		t.Errorf("max concurrent drains %d, want 2", r.drainer.maxSeen)
+	}
+	if len(r.claims.NodeClaims()) != 0 || len(r.cloud.calls()) != 5 {
+		t.Errorf("left %d nodeclaims, %d terminate calls; want 0 and 5", len(r.claims.NodeClaims()), len(r.cloud.calls()))
+	}
+}
+
+// Run stops its drains when its context (the term) ends.
+func TestRunStopsDrainsWithContext(t *testing.T) {
+	nc := claim(deleting)
+	r := newRig(t, Config{Resync: time.Hour}, []*karpv1.NodeClaim{nc}, []*corev1.Node{node()})
+	r.launch(nc.Name, "intent-1", "i-0123", fsm.IntentLaunched)
+	r.drainer.gate = make(chan struct{}) // never opened
+	r.c.drains = nil
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.c.Run(ctx) }()
+	r.waitInFlight(1)
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Errorf("Run = %v, want context.Canceled", err)
+	}
+	if r.drainer.inFlight != 0 {
+		t.Error("a drain outlived Run")
+	}
+	if got := r.claims.get(nc.Name); got == nil || conditionTrue(got, karpv1.ConditionDrained) {
+		t.Error("want the claim still waiting, not drained")
+	}
+}
+
+func TestTaintValue(t *testing.T) {
+	for in, want := range map[string]string{"Drifted": "Drifted", "spot interruption!": "spot-interruption", "": "deleted", "--": "deleted",
+		strings.Repeat("a", 70): strings.Repeat("a", 63)} {
+		if got := taintValue(in); got != want {
+			t.Errorf("taintValue(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -1,0 +1,277 @@
+package termination
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/joiner-dev/joiner/agent/drain"
+	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/coordinator/fsm"
+)
+
+var claimsGR = schema.GroupResource{Group: "karpenter.sh", Resource: "nodeclaims"}
+
+// fakeClaims is an API server for NodeClaims: deletion with finalizers sets
+// the deletion timestamp; removing the last finalizer of a deleting claim
+// removes it. It also serves as the cache (claims and, from kube, nodes).
+type fakeClaims struct {
+	mu     sync.Mutex
+	items  map[string]*karpv1.NodeClaim
+	rv     int
+	now    func() time.Time
+	kube   kubernetes.Interface
+	failOn string // the call that fails (once)
+}
+
+func newFakeClaims(kube kubernetes.Interface, now func() time.Time, ncs ...*karpv1.NodeClaim) *fakeClaims {
+	f := &fakeClaims{items: map[string]*karpv1.NodeClaim{}, now: now, kube: kube}
+	for _, nc := range ncs {
+		f.items[nc.Name] = nc.DeepCopy()
+	}
+	return f
+}
+
+func (f *fakeClaims) fail(call string) error {
+	if f.failOn == call {
+		f.failOn = ""
+		return fmt.Errorf("injected %s failure", call)
+	}
+	return nil
+}
+
+func (f *fakeClaims) GetNodeClaim(_ context.Context, name string) (*karpv1.NodeClaim, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	nc, ok := f.items[name]
+	if !ok {
+		return nil, fmt.Errorf("getting nodeclaim %s: %w", name, apierrors.NewNotFound(claimsGR, name))
+	}
+	return nc.DeepCopy(), nil
+}
+
+func (f *fakeClaims) UpdateNodeClaim(_ context.Context, nc *karpv1.NodeClaim) (*karpv1.NodeClaim, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.fail("update"); err != nil {
+		return nil, err
+	}
+	cur, ok := f.items[nc.Name]
+	if !ok {
+		return nil, apierrors.NewNotFound(claimsGR, nc.Name)
+	}
+	if cur.ResourceVersion != nc.ResourceVersion {
+		return nil, apierrors.NewConflict(claimsGR, nc.Name, fmt.Errorf("stale"))
+	}
+	next := cur.DeepCopy()
+	next.ObjectMeta = *nc.ObjectMeta.DeepCopy()
+	next.DeletionTimestamp = cur.DeletionTimestamp
+	f.rv++
+	next.ResourceVersion = strconv.Itoa(f.rv)
+	if next.DeletionTimestamp != nil && len(next.Finalizers) == 0 {
+		delete(f.items, nc.Name)
+		return next, nil
+	}
+	f.items[nc.Name] = next
+	return next.DeepCopy(), nil
+}
+
+func (f *fakeClaims) UpdateNodeClaimStatus(_ context.Context, nc *karpv1.NodeClaim) (*karpv1.NodeClaim, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.fail("status"); err != nil {
+		return nil, err
+	}
+	cur, ok := f.items[nc.Name]
+	if !ok {
+		return nil, apierrors.NewNotFound(claimsGR, nc.Name)
+	}
+	if cur.ResourceVersion != nc.ResourceVersion {
+		return nil, apierrors.NewConflict(claimsGR, nc.Name, fmt.Errorf("stale"))
+	}
+	next := cur.DeepCopy()
+	next.Status = *nc.Status.DeepCopy()
+	f.rv++
+	next.ResourceVersion = strconv.Itoa(f.rv)
+	f.items[nc.Name] = next
+	return next.DeepCopy(), nil
+}
+
+func (f *fakeClaims) DeleteNodeClaim(_ context.Context, name string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	cur, ok := f.items[name]
+	if !ok {
+		return nil
+	}
+	if len(cur.Finalizers) == 0 {
+		delete(f.items, name)
+		return nil
+	}
+	if cur.DeletionTimestamp == nil {
+		cur.DeletionTimestamp = &metav1.Time{Time: f.now()}
+		f.rv++
+		cur.ResourceVersion = strconv.Itoa(f.rv)
+	}
+	return nil
+}
+
+func (f *fakeClaims) NodeClaims() []*karpv1.NodeClaim {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []*karpv1.NodeClaim
+	for _, nc := range f.items {
+		out = append(out, nc.DeepCopy())
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+func (f *fakeClaims) NodeClaimByProviderID(id string) *karpv1.NodeClaim {
+	for _, nc := range f.NodeClaims() {
+		if id != "" && nc.Status.ProviderID == id {
+			return nc
+		}
+	}
+	return nil
+}
+
+func (f *fakeClaims) Nodes() []*corev1.Node {
+	l, err := f.kube.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		panic(err)
+	}
+	var out []*corev1.Node
+	for i := range l.Items {
+		out = append(out, &l.Items[i])
+	}
+	return out
+}
+
+func (f *fakeClaims) NodeByProviderID(id string) *corev1.Node {
+	for _, n := range f.Nodes() {
+		if id != "" && n.Spec.ProviderID == id {
+			return n
+		}
+	}
+	return nil
+}
+
+func (f *fakeClaims) Changes() (<-chan struct{}, func()) { return make(chan struct{}), func() {} }
+
+func (f *fakeClaims) get(name string) *karpv1.NodeClaim {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if nc, ok := f.items[name]; ok {
+		return nc.DeepCopy()
+	}
+	return nil
+}
+
+// fakeDrainer taints through the client like agent/drain and records calls;
+// Drain blocks while gate is set and not closed.
+type fakeDrainer struct {
+	kube kubernetes.Interface
+	gate chan struct{}
+	err  error
+
+	mu       sync.Mutex
+	cordons  []drain.Request
+	drains   []drain.Request
+	inFlight int
+	maxSeen  int
+}
+
+func (d *fakeDrainer) Cordon(ctx context.Context, req drain.Request) error {
+	d.mu.Lock()
+	d.cordons = append(d.cordons, req)
+	d.mu.Unlock()
+	n, err := d.kube.CoreV1().Nodes().Get(ctx, req.Node, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	n.Spec.Taints = append(n.Spec.Taints, drain.Taints(req.Reason)...)
+	n.Spec.Unschedulable = true
+	_, err = d.kube.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+	return err
+}
+
+func (d *fakeDrainer) Drain(ctx context.Context, req drain.Request) (drain.Result, error) {
+	d.mu.Lock()
+	d.drains = append(d.drains, req)
+	d.inFlight++
+	d.maxSeen = max(d.maxSeen, d.inFlight)
+	d.mu.Unlock()
+	defer func() {
+		d.mu.Lock()
+		d.inFlight--
+		d.mu.Unlock()
+	}()
+	if d.gate != nil {
+		select {
+		case <-d.gate:
+		case <-ctx.Done():
+			return drain.Result{}, ctx.Err()
+		}
+	}
+	if d.err != nil {
+		return drain.Result{}, d.err
+	}
+	n, err := d.kube.CoreV1().Nodes().Get(ctx, req.Node, metav1.GetOptions{})
+	if err == nil {
+		n.Status.Conditions = append(n.Status.Conditions, corev1.NodeCondition{Type: drain.ConditionType, Status: corev1.ConditionTrue, Reason: "Drained"})
+		_, _ = d.kube.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
+	}
+	return drain.Result{Evicted: []string{"default/web-1"}}, nil
+}
+
+type fakeCloud struct {
+	mu         sync.Mutex
+	terminated []string
+	err        error
+}
+
+func (c *fakeCloud) Terminate(_ context.Context, id string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		return c.err
+	}
+	c.terminated = append(c.terminated, id)
+	return nil
+}
+
+func (c *fakeCloud) calls() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.terminated...)
+}
+
+// direct applies commands straight to an FSM (a one-node log).
+type direct struct {
+	mu    sync.Mutex
+	f     *fsm.FSM
+	index uint64
+}
+
+func (d *direct) Propose(_ context.Context, cmd []byte) (any, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.index++
+	return d.f.ApplyCommand(cmd, d.index), nil
+}
+
+func (d *direct) apply(cmd []byte) {
+	if r, _ := d.Propose(context.Background(), cmd); r != nil {
+		panic(fmt.Sprint(r))
+	}
+}
