@@ -1,0 +1,333 @@
+package lifecycle
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/cloud/catalog"
+	"github.com/joiner-dev/joiner/coordinator/fsm"
+)
+
+var t0 = time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC)
+
+const startupKey = "example.com/cni-not-ready"
+
+func claim(mods ...func(*karpv1.NodeClaim)) *karpv1.NodeClaim {
+	nc := &karpv1.NodeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "default-abcde", UID: "uid-1", CreationTimestamp: metav1.NewTime(t0),
+			Labels:      map[string]string{karpv1.LabelNodePool: "default", "team": "a"},
+			Annotations: map[string]string{AnnotationLaunchID: "intent1"}},
+		Spec: karpv1.NodeClaimSpec{
+			Taints:        []corev1.Taint{{Key: "dedicated", Value: "a", Effect: corev1.TaintEffectNoSchedule}},
+			StartupTaints: []corev1.Taint{{Key: startupKey, Effect: corev1.TaintEffectNoSchedule}},
+			NodeClassRef:  &karpv1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"},
+		},
+	}
+	for _, m := range mods {
+		m(nc)
+	}
+	return nc
+}
+
+func withCond(t string, s metav1.ConditionStatus, at time.Time) func(*karpv1.NodeClaim) {
+	return func(nc *karpv1.NodeClaim) {
+		setCondition(&nc.Status.Conditions, t, s, "x", "", 0, metav1.NewTime(at))
+	}
+}
+
+func launchedClaim(at time.Time) func(*karpv1.NodeClaim) {
+	return func(nc *karpv1.NodeClaim) {
+		nc.Status.ProviderID = "aws:///us-east-1a/i-1"
+		withCond(karpv1.ConditionLaunched, metav1.ConditionTrue, at)(nc)
+	}
+}
+
+func node(mods ...func(*corev1.Node)) *corev1.Node {
+	n := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: "ip-10-0-0-1", Labels: map[string]string{"kubernetes.io/hostname": "ip-10-0-0-1"}},
+		Spec: corev1.NodeSpec{ProviderID: "aws:///us-east-1a/i-1",
+			Taints: []corev1.Taint{{Key: startupKey, Effect: corev1.TaintEffectNoSchedule}}},
+		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}},
+	}
+	for _, m := range mods {
+		m(n)
+	}
+	return n
+}
+
+func noTaints(n *corev1.Node) { n.Spec.Taints = nil }
+
+func notReady(n *corev1.Node) { n.Status.Conditions[0].Status = corev1.ConditionFalse }
+
+func intent(state fsm.IntentState) fsm.LaunchIntent {
+	in := fsm.LaunchIntent{ID: "intent1", State: state, Spec: fsm.LaunchSpec{NodePool: "default", NodeClaim: "default-abcde",
+		Candidates: []fsm.Candidate{
+			{InstanceType: "m5.large", Zone: "us-east-1b", CapacityType: "spot", ImageID: "ami-b"},
+			{InstanceType: "m5.large", Zone: "us-east-1a", CapacityType: "spot", ImageID: "ami-a"},
+		}}}
+	if state == fsm.IntentLaunched {
+		in.InstanceID = "i-1"
+	}
+	if state == fsm.IntentFailed {
+		in.LastError = "invalid launch request: bad image"
+	}
+	return in
+}
+
+func instance(state fsm.InstanceState) fsm.Instance {
+	return fsm.Instance{ID: "i-1", IntentID: "intent1", InstanceType: "m5.large", Zone: "us-east-1a", CapacityType: "spot",
+		State: state, LaunchedAt: t0.Add(time.Minute)}
+}
+
+func TestDecide(t *testing.T) {
+	timeouts := Timeouts{Launch: 5 * time.Minute, Registration: 15 * time.Minute}
+	gpuClaim := func(nc *karpv1.NodeClaim) {
+		nc.Spec.StartupTaints = nil
+		nc.Spec.Resources.Requests = corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1"), corev1.ResourceCPU: resource.MustParse("2")}
+	}
+	registered := withCond(karpv1.ConditionRegistered, metav1.ConditionTrue, t0.Add(2*time.Minute))
+	for _, tc := range []struct {
+		name      string
+		claim     *karpv1.NodeClaim
+		intent    *fsm.LaunchIntent
+		inst      *fsm.Instance
+		node      *corev1.Node
+		remove    bool
+		now       time.Time
+		want      Action
+		wantMatch string
+	}{
+		{name: "unknown intent is an orphan", claim: claim(), now: t0, want: DeleteOrphan, wantMatch: "does not exist"},
+		{name: "cancelled intent is an orphan", claim: claim(), intent: ptr(intent(fsm.IntentCancelled)), now: t0, want: DeleteOrphan},
+		{name: "pending intent waits", claim: claim(), intent: ptr(intent(fsm.IntentPending)), now: t0.Add(4 * time.Minute), want: None},
+		{name: "launching intent waits", claim: claim(), intent: ptr(intent(fsm.IntentLaunching)), now: t0.Add(5 * time.Minute), want: None},
+		{name: "pending past the launch timeout", claim: claim(), intent: ptr(intent(fsm.IntentPending)), now: t0.Add(5*time.Minute + time.Second),
+			want: DeleteLaunchTimeout, wantMatch: "not launched 5m1s"},
+		{name: "launching past the launch timeout", claim: claim(), intent: ptr(intent(fsm.IntentLaunching)), now: t0.Add(time.Hour), want: DeleteLaunchTimeout},
+		{name: "failed intent", claim: claim(), intent: ptr(intent(fsm.IntentFailed)), now: t0, want: LaunchFailed, wantMatch: "bad image"},
+		{name: "launched intent", claim: claim(), intent: ptr(intent(fsm.IntentLaunched)), inst: ptr(instance(fsm.InstanceLaunched)), now: t0.Add(time.Hour), want: Launch},
+		{name: "launched intent, instance lost before launch written", claim: claim(), intent: ptr(intent(fsm.IntentLaunched)),
+			inst: ptr(instance(fsm.InstanceLost)), now: t0, want: DeleteInstanceGone},
+		{name: "launched, no node yet", claim: claim(launchedClaim(t0.Add(time.Minute))), intent: ptr(intent(fsm.IntentLaunched)),
+			inst: ptr(instance(fsm.InstanceLaunched)), now: t0.Add(16 * time.Minute), want: None},
+		{name: "launched, registration timeout", claim: claim(launchedClaim(t0.Add(time.Minute))), intent: ptr(intent(fsm.IntentLaunched)),
+			inst: ptr(instance(fsm.InstanceLaunched)), now: t0.Add(16*time.Minute + time.Second), want: DeleteRegistrationTimeout},
+		{name: "launched, node joined", claim: claim(launchedClaim(t0.Add(time.Minute))), intent: ptr(intent(fsm.IntentLaunched)),
+			inst: ptr(instance(fsm.InstanceLaunched)), node: node(notReady), now: t0.Add(time.Hour), want: Register},
+		{name: "launched, instance terminated", claim: claim(launchedClaim(t0)), intent: ptr(intent(fsm.IntentLaunched)),
+			inst: ptr(instance(fsm.InstanceTerminated)), node: node(), now: t0, want: DeleteInstanceGone},
+		{name: "registered, node not ready", claim: claim(launchedClaim(t0), registered), intent: ptr(intent(fsm.IntentLaunched)),
+			inst: ptr(instance(fsm.InstanceRegistered)), node: node(notReady), remove: true, now: t0, want: None, wantMatch: "not ready"},
+		{name: "registered, startup taint left (Karpenter waits)", claim: claim(launchedClaim(t0), registered), intent: ptr(intent(fsm.IntentLaunched)),
+			inst: ptr(instance(fsm.InstanceRegistered)), node: node(), now: t0, want: None, wantMatch: "startup taint"},
+		{name: "registered, startup taint left (sim removes)", claim: claim(launchedClaim(t0), registered), intent: ptr(intent(fsm.IntentLaunched)),
+			inst: ptr(instance(fsm.InstanceRegistered)), node: node(), remove: true, now: t0, want: RemoveStartupTaints},
+		{name: "registered, ephemeral taint left", claim: claim(launchedClaim(t0), registered), intent: ptr(intent(fsm.IntentLaunched)),
+			inst: ptr(instance(fsm.InstanceRegistered)), node: node(func(n *corev1.Node) {
+				n.Spec.Taints = []corev1.Taint{{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule}}
+			}), remove: true, now: t0, want: None, wantMatch: "not-ready"},
+		{name: "registered, gpu not registered", claim: claim(launchedClaim(t0), registered, gpuClaim), intent: ptr(intent(fsm.IntentLaunched)),
+			inst: ptr(instance(fsm.InstanceRegistered)), node: node(noTaints), now: t0, want: None, wantMatch: "nvidia.com/gpu"},
+		{name: "registered, gpu registered", claim: claim(launchedClaim(t0), registered, gpuClaim), intent: ptr(intent(fsm.IntentLaunched)),
+			inst: ptr(instance(fsm.InstanceRegistered)), node: node(noTaints, func(n *corev1.Node) {
+				n.Status.Allocatable = corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}
+			}), now: t0, want: Initialize},
+		{name: "registered, usable", claim: claim(launchedClaim(t0), registered), intent: ptr(intent(fsm.IntentLaunched)),
+			inst: ptr(instance(fsm.InstanceRegistered)), node: node(noTaints), now: t0, want: Initialize},
+		{name: "initialized is done", claim: claim(launchedClaim(t0), registered, withCond(karpv1.ConditionInitialized, metav1.ConditionTrue, t0)),
+			intent: ptr(intent(fsm.IntentLaunched)), inst: ptr(instance(fsm.InstanceReady)), node: node(noTaints), now: t0.Add(time.Hour), want: None},
+		{name: "registered, node gone", claim: claim(launchedClaim(t0), registered), intent: ptr(intent(fsm.IntentLaunched)),
+			inst: ptr(instance(fsm.InstanceRegistered)), now: t0.Add(time.Hour), want: None},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := Inputs{Claim: tc.claim, Node: tc.node, RemoveStartupTaints: tc.remove, Now: tc.now, Timeouts: timeouts}
+			if tc.intent != nil {
+				in.Intent, in.HasIntent = *tc.intent, true
+			}
+			if tc.inst != nil {
+				in.Instance, in.HasInstance = *tc.inst, true
+			}
+			got, why := Decide(in)
+			if got != tc.want {
+				t.Fatalf("Decide = %s (%s), want %s", got, why, tc.want)
+			}
+			if tc.wantMatch != "" && !strings.Contains(why, tc.wantMatch) {
+				t.Fatalf("reason %q does not mention %q", why, tc.wantMatch)
+			}
+		})
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func TestApplyLaunch(t *testing.T) {
+	it := &catalog.InstanceType{Name: "m5.large",
+		Labels:   map[string]string{karpv1.LabelInstanceType: "m5.large", karpv1.LabelArch: "amd64", "karpenter.k8s.aws/instance-cpu": "2"},
+		Capacity: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("7Gi")},
+		Overhead: catalog.Overhead{KubeReserved: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("70m")}}}
+	nc := claim()
+	meta, status := ApplyLaunch(nc, intent(fsm.IntentLaunched), instance(fsm.InstanceLaunched), it, t0)
+	if !meta || !status {
+		t.Fatalf("first ApplyLaunch changed meta=%v status=%v, want both", meta, status)
+	}
+	for k, v := range map[string]string{karpv1.LabelInstanceType: "m5.large", karpv1.LabelZone: "us-east-1a", karpv1.LabelCapacityType: "spot",
+		karpv1.LabelArch: "amd64", "karpenter.k8s.aws/instance-cpu": "2", "team": "a", karpv1.LabelNodePool: "default"} {
+		if nc.Labels[k] != v {
+			t.Errorf("label %s = %q, want %q", k, nc.Labels[k], v)
+		}
+	}
+	if nc.Status.ProviderID != "aws:///us-east-1a/i-1" || nc.Status.ImageID != "ami-a" {
+		t.Errorf("providerID %q imageID %q", nc.Status.ProviderID, nc.Status.ImageID)
+	}
+	if q := nc.Status.Allocatable[corev1.ResourceCPU]; q.MilliValue() != 1930 {
+		t.Errorf("allocatable cpu %s, want 1930m", q.String())
+	}
+	if q := nc.Status.Capacity[corev1.ResourceMemory]; q.Cmp(resource.MustParse("7Gi")) != 0 {
+		t.Errorf("capacity memory %s", q.String())
+	}
+	if c := condition(nc.Status.Conditions, karpv1.ConditionLaunched); c == nil || c.Status != metav1.ConditionTrue {
+		t.Fatalf("Launched = %+v", c)
+	}
+	if c := condition(nc.Status.Conditions, karpv1.ConditionReady); c == nil || c.Status != metav1.ConditionUnknown {
+		t.Fatalf("Ready = %+v, want Unknown", c)
+	}
+	// Idempotent: the same launch again changes nothing, even later.
+	before := nc.DeepCopy()
+	meta, status = ApplyLaunch(nc, intent(fsm.IntentLaunched), instance(fsm.InstanceLaunched), it, t0.Add(time.Hour))
+	if meta || status {
+		t.Fatalf("second ApplyLaunch changed meta=%v status=%v", meta, status)
+	}
+	if c := condition(nc.Status.Conditions, karpv1.ConditionLaunched); !c.LastTransitionTime.Equal(&before.Status.Conditions[0].LastTransitionTime) {
+		t.Fatalf("transition time moved")
+	}
+	// Unknown type: labels from the instance, no capacity.
+	nc2 := claim()
+	ApplyLaunch(nc2, intent(fsm.IntentLaunched), instance(fsm.InstanceLaunched), nil, t0)
+	if nc2.Labels[karpv1.LabelInstanceType] != "m5.large" || nc2.Status.Capacity != nil {
+		t.Fatalf("without a type: labels %v capacity %v", nc2.Labels, nc2.Status.Capacity)
+	}
+}
+
+func TestConditionsLifecycle(t *testing.T) {
+	nc := claim()
+	if !ApplyLaunchFailed(nc, "boom", t0) {
+		t.Fatal("ApplyLaunchFailed changed nothing")
+	}
+	if c := condition(nc.Status.Conditions, karpv1.ConditionReady); c.Status != metav1.ConditionFalse {
+		t.Fatalf("Ready after failure = %s, want False", c.Status)
+	}
+	if ApplyLaunchFailed(nc, "boom", t0.Add(time.Minute)) {
+		t.Fatal("second ApplyLaunchFailed changed the status")
+	}
+
+	nc = claim()
+	ApplyLaunch(nc, intent(fsm.IntentLaunched), instance(fsm.InstanceLaunched), nil, t0)
+	if !ApplyRegistered(nc, "ip-10-0-0-1", t0.Add(time.Minute)) || nc.Status.NodeName != "ip-10-0-0-1" {
+		t.Fatalf("ApplyRegistered: nodeName %q", nc.Status.NodeName)
+	}
+	if ApplyRegistered(nc, "ip-10-0-0-1", t0.Add(2*time.Minute)) {
+		t.Fatal("second ApplyRegistered changed the status")
+	}
+	if !ApplyInitialized(nc, t0.Add(3*time.Minute)) {
+		t.Fatal("ApplyInitialized changed nothing")
+	}
+	c := condition(nc.Status.Conditions, karpv1.ConditionReady)
+	if c.Status != metav1.ConditionTrue || !c.LastTransitionTime.Time.Equal(t0.Add(3*time.Minute)) {
+		t.Fatalf("Ready = %+v, want True since initialization", c)
+	}
+	if ApplyInitialized(nc, t0.Add(time.Hour)) {
+		t.Fatal("second ApplyInitialized changed the status")
+	}
+}
+
+func TestSyncNode(t *testing.T) {
+	nc := claim(func(nc *karpv1.NodeClaim) { nc.Annotations["example.com/a"] = "b" })
+	n := node(func(n *corev1.Node) {
+		n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: karpv1.TaintUnregisteredKey, Effect: corev1.TaintEffectNoExecute})
+	})
+	if !SyncNode(nc, n) {
+		t.Fatal("SyncNode changed nothing")
+	}
+	for k, v := range map[string]string{karpv1.LabelNodePool: "default", "team": "a", karpv1.LabelRegistered: "true", "kubernetes.io/hostname": "ip-10-0-0-1"} {
+		if n.Labels[k] != v {
+			t.Errorf("node label %s = %q, want %q", k, n.Labels[k], v)
+		}
+	}
+	if n.Annotations["example.com/a"] != "b" || n.Annotations[AnnotationLaunchID] != "intent1" {
+		t.Errorf("node annotations %v", n.Annotations)
+	}
+	var keys []string
+	for _, tt := range n.Spec.Taints {
+		keys = append(keys, tt.Key)
+	}
+	if got := strings.Join(keys, ","); got != startupKey+",dedicated" {
+		t.Errorf("node taints %s, want the startup taint once, the claim taint, no unregistered", got)
+	}
+	if len(n.Finalizers) != 1 || n.Finalizers[0] != karpv1.TerminationFinalizer {
+		t.Errorf("finalizers %v", n.Finalizers)
+	}
+	if len(n.OwnerReferences) != 1 || n.OwnerReferences[0].Kind != "NodeClaim" || n.OwnerReferences[0].Name != nc.Name || n.OwnerReferences[0].UID != nc.UID {
+		t.Errorf("owner references %+v", n.OwnerReferences)
+	}
+	if SyncNode(nc, n) {
+		t.Fatal("second SyncNode changed the node")
+	}
+
+	// do-not-sync-taints: labels and finalizer yes, taints no.
+	n2 := node(noTaints, func(n *corev1.Node) { n.Labels[karpv1.LabelDoNotSync] = "true" })
+	SyncNode(nc, n2)
+	if len(n2.Spec.Taints) != 0 {
+		t.Errorf("taints synced despite %s: %v", karpv1.LabelDoNotSync, n2.Spec.Taints)
+	}
+}
+
+func TestStripStartupTaints(t *testing.T) {
+	nc := claim()
+	n := node(func(n *corev1.Node) {
+		n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: "dedicated", Value: "a", Effect: corev1.TaintEffectNoSchedule})
+	})
+	if !StripStartupTaints(nc, n) {
+		t.Fatal("nothing stripped")
+	}
+	if len(n.Spec.Taints) != 1 || n.Spec.Taints[0].Key != "dedicated" {
+		t.Fatalf("taints %v, want only the claim taint", n.Spec.Taints)
+	}
+	if StripStartupTaints(nc, n) {
+		t.Fatal("second strip changed the node")
+	}
+	if ok, why := Initialized(nc, n); !ok {
+		t.Fatalf("not initialized after strip: %s", why)
+	}
+}
+
+func TestDecideGC(t *testing.T) {
+	grace := time.Minute
+	launched := t0 // instance(...) launched at t0+1m
+	for _, tc := range []struct {
+		name        string
+		state       fsm.InstanceState
+		cloud       CloudState
+		terminating bool
+		now         time.Time
+		want        GCVerdict
+	}{
+		{"running", fsm.InstanceReady, CloudRunning, false, launched.Add(time.Hour), Keep},
+		{"terminated in the cloud", fsm.InstanceReady, CloudTerminated, false, launched.Add(time.Hour), Lost},
+		{"terminated after a termination intent", fsm.InstanceTerminating, CloudTerminated, true, launched.Add(time.Hour), Terminated},
+		{"not found, young", fsm.InstanceLaunched, CloudNotFound, false, launched.Add(time.Minute + 30*time.Second), Keep},
+		{"not found, past grace", fsm.InstanceLaunched, CloudNotFound, false, launched.Add(2*time.Minute + time.Second), Lost},
+		{"already lost", fsm.InstanceLost, CloudNotFound, false, launched.Add(time.Hour), Keep},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := DecideGC(instance(tc.state), tc.cloud, tc.terminating, tc.now, grace); got != tc.want {
+				t.Fatalf("DecideGC = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
