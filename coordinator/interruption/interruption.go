@@ -1,0 +1,330 @@
+// Package interruption is the leader's interruption handler: it acts on
+// the interruption reports agents (or the SQS backstop) committed to raft.
+//
+// For a notice that means the instance is going away (spot interruption,
+// scheduled maintenance, instance stopping, ASG termination) it commits the
+// instance's TerminationIntent (reason "interrupted"), annotates the
+// NodeClaim joiner.io/disruption-reason=interrupted and deletes it: the
+// provisioner treats the pods of a deleting NodeClaim as needing capacity,
+// so the replacement is launched first, while the agent on the node is
+// already draining and the termination controller finishes the job. A
+// rebalance recommendation only records an Event and a metric (Karpenter
+// ignores it by default). Every report is then marked handled, which is
+// what makes the loop resumable: a new leader picks up the reports that
+// are not.
+package interruption
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/retry"
+
+	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/coordinator/fsm"
+	"github.com/joiner-dev/joiner/coordinator/termination"
+	"github.com/joiner-dev/joiner/internal/logging"
+)
+
+// Reason is the disruption reason interrupted NodeClaims get.
+const Reason = "interrupted"
+
+// Notice kinds (agent/imds and the SQS backstop).
+const (
+	KindSpotInterruption = "spot-interruption"
+	KindRebalance        = "rebalance-recommendation"
+	KindScheduledEvent   = "scheduled-event"
+	KindInstanceStopping = "instance-stopping"
+	KindASGLifecycle     = "asg-lifecycle"
+)
+
+// Action is what a report leads to.
+type Action string
+
+// Actions (also the values of joiner_interruption_actions_total{action}).
+const (
+	// ActionDelete: the instance is going away; delete its NodeClaim.
+	ActionDelete Action = "delete"
+	// ActionEvent: record an Event only.
+	ActionEvent Action = "event"
+	// ActionUnknownInstance: no NodeClaim has the instance; nothing to do.
+	ActionUnknownInstance Action = "unknown-instance"
+)
+
+// ActionFor maps a notice kind to its action: termination notices delete,
+// rebalance recommendations (and kinds this version does not know) are
+// only recorded.
+func ActionFor(kind string) Action {
+	switch kind {
+	case KindSpotInterruption, KindScheduledEvent, KindInstanceStopping, KindASGLifecycle:
+		return ActionDelete
+	}
+	return ActionEvent
+}
+
+// eventReasons are the Event reasons per kind (Karpenter's words).
+var eventReasons = map[string]string{
+	KindSpotInterruption: "SpotInterrupted",
+	KindRebalance:        "RebalanceRecommendation",
+	KindScheduledEvent:   "ScheduledChange",
+	KindInstanceStopping: "InstanceStopping",
+	KindASGLifecycle:     "InstanceTerminating",
+}
+
+// Cache is the informer cache the handler reads (kube.Cache).
+type Cache interface {
+	NodeClaims() []*karpv1.NodeClaim
+	NodeClaim(name string) *karpv1.NodeClaim
+	Changes() (<-chan struct{}, func())
+}
+
+// Claims writes NodeClaims (kube.Clients).
+type Claims interface {
+	GetNodeClaim(ctx context.Context, name string) (*karpv1.NodeClaim, error)
+	UpdateNodeClaim(ctx context.Context, nc *karpv1.NodeClaim) (*karpv1.NodeClaim, error)
+	DeleteNodeClaim(ctx context.Context, name string) error
+}
+
+// State is the raft state the handler reads (fsm.FSM).
+type State interface {
+	Interruptions() []fsm.InterruptionReport
+	Instance(id string) (fsm.Instance, bool)
+	Intent(id string) (fsm.LaunchIntent, bool)
+}
+
+// Proposer commits a command through raft (cluster.RaftProposer).
+type Proposer interface {
+	Propose(ctx context.Context, cmd []byte) (any, error)
+}
+
+// Config configures a Handler.
+type Config struct {
+	// Interval between passes over the reports (default 1 s).
+	Interval time.Duration
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// Handler is the interruption leader loop.
+type Handler struct {
+	cfg     Config
+	cache   Cache
+	claims  Claims
+	state   State
+	raft    Proposer
+	rec     record.EventRecorder
+	log     *zap.Logger
+	metrics *metrics
+	wake    chan struct{}
+}
+
+// New builds a Handler. reg may be nil (no metrics); rec may be nil (no
+// Events).
+func New(cfg Config, cache Cache, claims Claims, state State, raft Proposer,
+	reg prometheus.Registerer, rec record.EventRecorder, log *zap.Logger) (*Handler, error) {
+	if cfg.Interval <= 0 {
+		cfg.Interval = time.Second
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if rec == nil {
+		rec = &record.FakeRecorder{}
+	}
+	m, err := newMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+	return &Handler{cfg: cfg, cache: cache, claims: claims, state: state, raft: raft, rec: rec,
+		log: log.Named("interruption"), metrics: m, wake: make(chan struct{}, 1)}, nil
+}
+
+// Wake asks for a pass now (after a report commits). It never blocks.
+func (h *Handler) Wake() {
+	select {
+	case h.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run handles reports until ctx ends.
+func (h *Handler) Run(ctx context.Context) error {
+	changes, stop := h.cache.Changes()
+	defer stop()
+	tick := time.NewTicker(h.cfg.Interval)
+	defer tick.Stop()
+	for {
+		if err := h.Reconcile(ctx); err != nil && ctx.Err() == nil {
+			h.log.Warn("interruption pass incomplete", zap.Error(err))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		case <-h.wake:
+		case <-changes:
+		}
+	}
+}
+
+// Reconcile handles every report not yet handled. It returns the first
+// error; the other reports still get their turn.
+func (h *Handler) Reconcile(ctx context.Context) error {
+	var first error
+	for _, r := range h.state.Interruptions() {
+		if r.Handled {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := h.handle(ctx, r); err != nil && first == nil {
+			first = fmt.Errorf("handling interruption report %s: %w", r.ID, err)
+		}
+	}
+	return first
+}
+
+// handle acts on one report and marks it handled.
+func (h *Handler) handle(ctx context.Context, r fsm.InterruptionReport) error {
+	log := h.log.With(zap.String(logging.KeyNotice, r.ID), zap.String(logging.KeyInstance, r.InstanceID), zap.String("kind", r.Kind))
+	nc := h.findClaim(r)
+	action := ActionFor(r.Kind)
+	if nc == nil {
+		action = ActionUnknownInstance
+	}
+	switch action {
+	case ActionUnknownInstance:
+		log.Info("interruption for an instance without a nodeclaim; nothing to do")
+	case ActionEvent:
+		if _, known := eventReasons[r.Kind]; !known {
+			log.Warn("interruption of an unknown kind; recorded only")
+		}
+		log = log.With(logging.NodeClaim(nc.Name))
+		h.event(nc, r)
+		log.Info("interruption recorded; no action for this kind")
+	case ActionDelete:
+		log = log.With(logging.NodeClaim(nc.Name))
+		if err := h.disrupt(ctx, log, nc, r); err != nil {
+			return err
+		}
+	}
+	if err := h.propose(ctx, fsm.InterruptionHandledType, fsm.InterruptionHandled{ReportID: r.ID, At: h.cfg.Now()}); err != nil {
+		return fmt.Errorf("marking handled: %w", err)
+	}
+	h.metrics.received.WithLabelValues(r.Kind).Inc()
+	h.metrics.actions.WithLabelValues(string(action)).Inc()
+	return nil
+}
+
+// disrupt commits the termination, annotates and deletes the NodeClaim.
+func (h *Handler) disrupt(ctx context.Context, log *zap.Logger, cached *karpv1.NodeClaim, r fsm.InterruptionReport) error {
+	if _, ok := h.state.Instance(r.InstanceID); ok {
+		err := h.propose(ctx, fsm.TerminationIntentType, fsm.TerminationIntentCmd{ID: termination.TerminationID(r.InstanceID),
+			InstanceID: r.InstanceID, Reason: Reason, At: h.cfg.Now()})
+		if err != nil {
+			return fmt.Errorf("committing termination of instance %s: %w", r.InstanceID, err)
+		}
+	}
+	if cached.DeletionTimestamp != nil {
+		log.Info("interrupted nodeclaim already deleting")
+		return nil
+	}
+	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		nc, err := h.claims.GetNodeClaim(ctx, cached.Name)
+		if err != nil {
+			return err
+		}
+		if nc.DeletionTimestamp != nil || nc.Annotations[termination.AnnotationDisruptionReason] == Reason {
+			return nil
+		}
+		if nc.Annotations == nil {
+			nc.Annotations = map[string]string{}
+		}
+		nc.Annotations[termination.AnnotationDisruptionReason] = Reason
+		_, err = h.claims.UpdateNodeClaim(ctx, nc)
+		return err
+	})
+	if apierrors.IsNotFound(err) {
+		log.Info("interrupted nodeclaim already gone")
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("annotating nodeclaim %s: %w", cached.Name, err)
+	}
+	h.event(cached, r)
+	if err := h.claims.DeleteNodeClaim(ctx, cached.Name); err != nil {
+		return err
+	}
+	h.rec.Eventf(cached, corev1.EventTypeWarning, "TerminatingOnInterruption",
+		"Interruption triggered termination for the NodeClaim (%s, deadline %s)", r.Kind, deadline(r))
+	log.Info("deleted nodeclaim", zap.String("reason", Reason), zap.String("deadline", deadline(r)))
+	return nil
+}
+
+func (h *Handler) event(nc *karpv1.NodeClaim, r fsm.InterruptionReport) {
+	reason, ok := eventReasons[r.Kind]
+	if !ok {
+		reason = "Interruption"
+	}
+	typ := corev1.EventTypeWarning
+	if ActionFor(r.Kind) != ActionDelete {
+		typ = corev1.EventTypeNormal
+	}
+	h.rec.Eventf(nc, typ, reason, "%s notice for instance %s (deadline %s)", r.Kind, r.InstanceID, deadline(r))
+}
+
+func deadline(r fsm.InterruptionReport) string {
+	if r.Deadline.IsZero() {
+		return "none"
+	}
+	return r.Deadline.UTC().Format(time.RFC3339)
+}
+
+// findClaim finds the report's NodeClaim: by provider ID, else through the
+// instance's launch intent, else by node name.
+func (h *Handler) findClaim(r fsm.InterruptionReport) *karpv1.NodeClaim {
+	claims := h.cache.NodeClaims()
+	for _, nc := range claims {
+		if termination.InstanceID(nc.Status.ProviderID) == r.InstanceID {
+			return nc
+		}
+	}
+	if inst, ok := h.state.Instance(r.InstanceID); ok {
+		if in, ok := h.state.Intent(inst.IntentID); ok {
+			if nc := h.cache.NodeClaim(in.Spec.NodeClaim); nc != nil {
+				return nc
+			}
+		}
+	}
+	if r.NodeName != "" {
+		for _, nc := range claims {
+			if nc.Status.NodeName == r.NodeName {
+				return nc
+			}
+		}
+	}
+	return nil
+}
+
+// propose commits a command and folds the FSM's error response into err.
+func (h *Handler) propose(ctx context.Context, t fsm.MessageType, cmd any) error {
+	buf, err := fsm.Encode(t, cmd)
+	if err != nil {
+		return err
+	}
+	resp, err := h.raft.Propose(ctx, buf)
+	if err != nil {
+		return err
+	}
+	if rerr, ok := resp.(error); ok {
+		return rerr
+	}
+	return nil
+}

@@ -1,0 +1,285 @@
+package interruption
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"go.uber.org/zap/zaptest"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/record"
+
+	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/coordinator/fsm"
+	"github.com/joiner-dev/joiner/coordinator/termination"
+)
+
+var t0 = time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC)
+
+// fakeClaims is a NodeClaim API server and cache in one.
+type fakeClaims struct {
+	mu        sync.Mutex
+	items     map[string]*karpv1.NodeClaim
+	deleteErr error
+}
+
+var gr = schema.GroupResource{Group: "karpenter.sh", Resource: "nodeclaims"}
+
+func (f *fakeClaims) GetNodeClaim(_ context.Context, name string) (*karpv1.NodeClaim, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	nc, ok := f.items[name]
+	if !ok {
+		return nil, fmt.Errorf("getting nodeclaim %s: %w", name, apierrors.NewNotFound(gr, name))
+	}
+	return nc.DeepCopy(), nil
+}
+
+func (f *fakeClaims) UpdateNodeClaim(_ context.Context, nc *karpv1.NodeClaim) (*karpv1.NodeClaim, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.items[nc.Name]; !ok {
+		return nil, apierrors.NewNotFound(gr, nc.Name)
+	}
+	f.items[nc.Name] = nc.DeepCopy()
+	return nc, nil
+}
+
+func (f *fakeClaims) DeleteNodeClaim(_ context.Context, name string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.deleteErr; err != nil {
+		f.deleteErr = nil
+		return err
+	}
+	if nc, ok := f.items[name]; ok && nc.DeletionTimestamp == nil {
+		nc.DeletionTimestamp = &metav1.Time{Time: t0}
+	}
+	return nil
+}
+
+func (f *fakeClaims) NodeClaims() []*karpv1.NodeClaim {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []*karpv1.NodeClaim
+	for _, nc := range f.items {
+		out = append(out, nc.DeepCopy())
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+func (f *fakeClaims) NodeClaim(name string) *karpv1.NodeClaim {
+	nc, _ := f.GetNodeClaim(context.Background(), name)
+	return nc
+}
+
+func (f *fakeClaims) Changes() (<-chan struct{}, func()) { return make(chan struct{}), func() {} }
+
+type direct struct {
+	mu    sync.Mutex
+	f     *fsm.FSM
+	index uint64
+}
+
+func (d *direct) Propose(_ context.Context, cmd []byte) (any, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.index++
+	return d.f.ApplyCommand(cmd, d.index), nil
+}
+
+func (d *direct) apply(t *testing.T, typ fsm.MessageType, cmd any) {
+	t.Helper()
+	if r, _ := d.Propose(context.Background(), fsm.MustEncode(typ, cmd)); r != nil {
+		t.Fatal(r)
+	}
+}
+
+type rig struct {
+	h      *Handler
+	claims *fakeClaims
+	state  *fsm.FSM
+	raft   *direct
+	rec    *record.FakeRecorder
+}
+
+// newRig has one launched instance i-1 on NodeClaim default-1 (provider ID
+// set unless noProviderID).
+func newRig(t *testing.T, noProviderID bool) *rig {
+	r := &rig{state: fsm.New(), rec: record.NewFakeRecorder(100)}
+	r.raft = &direct{f: r.state}
+	r.raft.apply(t, fsm.PlanCommitType, fsm.PlanCommit{Intents: []fsm.NewIntent{{ID: "intent-1",
+		Spec: fsm.LaunchSpec{NodePool: "default", NodeClaim: "default-1"}, Pods: []string{"p"}}}, At: t0})
+	r.raft.apply(t, fsm.LaunchAttemptStartType, fsm.LaunchAttemptStart{IntentID: "intent-1", Attempt: 1, At: t0})
+	r.raft.apply(t, fsm.LaunchResultType, fsm.LaunchResult{IntentID: "intent-1", Attempt: 1, At: t0,
+		Launched: &fsm.Launched{InstanceID: "i-1", InstanceType: "m5.large", Zone: "us-east-1a", CapacityType: "spot"}})
+	nc := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "default-1", Finalizers: []string{karpv1.TerminationFinalizer},
+		Annotations: map[string]string{termination.AnnotationLaunchID: "intent-1"}}}
+	if !noProviderID {
+		nc.Status.ProviderID = "aws:///us-east-1a/i-1"
+	}
+	r.claims = &fakeClaims{items: map[string]*karpv1.NodeClaim{nc.Name: nc}}
+	h, err := New(Config{Now: func() time.Time { return t0.Add(time.Minute) }}, r.claims, r.claims, r.state, r.raft,
+		prometheus.NewRegistry(), r.rec, zaptest.NewLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.h = h
+	return r
+}
+
+func (r *rig) report(t *testing.T, id, instance, kind string) {
+	r.raft.apply(t, fsm.InterruptionReportType, fsm.InterruptionReportCmd{Report: fsm.InterruptionReport{ID: id, InstanceID: instance,
+		Kind: kind, NoticeTime: t0, Deadline: t0.Add(2 * time.Minute), ReceivedAt: t0}})
+}
+
+func (r *rig) events() string {
+	var out []string
+	for {
+		select {
+		case e := <-r.rec.Events:
+			out = append(out, e)
+		default:
+			return strings.Join(out, "\n")
+		}
+	}
+}
+
+func count(t *testing.T, c prometheus.Counter) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetCounter().GetValue()
+}
+
+func TestActionFor(t *testing.T) {
+	for kind, want := range map[string]Action{
+		KindSpotInterruption: ActionDelete, KindScheduledEvent: ActionDelete, KindInstanceStopping: ActionDelete,
+		KindASGLifecycle: ActionDelete, KindRebalance: ActionEvent, "something-new": ActionEvent,
+	} {
+		if got := ActionFor(kind); got != want {
+			t.Errorf("ActionFor(%q) = %s, want %s", kind, got, want)
+		}
+	}
+}
+
+func TestTerminationNoticesDeleteTheNodeClaim(t *testing.T) {
+	for _, tc := range []struct {
+		kind         string
+		noProviderID bool
+	}{{KindSpotInterruption, false}, {KindScheduledEvent, false}, {KindInstanceStopping, false}, {KindSpotInterruption, true}} {
+		t.Run(fmt.Sprintf("%s/providerID=%v", tc.kind, !tc.noProviderID), func(t *testing.T) {
+			r := newRig(t, tc.noProviderID)
+			id := "i-1/" + tc.kind + "/" + t0.Format(time.RFC3339)
+			r.report(t, id, "i-1", tc.kind)
+			if err := r.h.Reconcile(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			nc := r.claims.NodeClaim("default-1")
+			if nc.DeletionTimestamp == nil {
+				t.Error("nodeclaim not deleted")
+			}
+			if got := nc.Annotations[termination.AnnotationDisruptionReason]; got != Reason {
+				t.Errorf("disruption reason %q, want %q", got, Reason)
+			}
+			terms := r.state.Terminations()
+			if len(terms) != 1 || terms[0].ID != "term-i-1" || terms[0].Reason != Reason {
+				t.Errorf("terminations %+v, want term-i-1 interrupted", terms)
+			}
+			if rep, _ := r.state.Interruption(id); !rep.Handled {
+				t.Error("report not handled")
+			}
+			if got := count(t, r.h.metrics.received.WithLabelValues(tc.kind)); got != 1 {
+				t.Errorf("received{%s} = %v, want 1", tc.kind, got)
+			}
+			if got := count(t, r.h.metrics.actions.WithLabelValues("delete")); got != 1 {
+				t.Errorf("actions{delete} = %v, want 1", got)
+			}
+			if ev := r.events(); !strings.Contains(ev, "TerminatingOnInterruption") || !strings.Contains(ev, tc.kind) {
+				t.Errorf("events %q: want TerminatingOnInterruption naming %s", ev, tc.kind)
+			}
+			// A second pass does nothing more.
+			if err := r.h.Reconcile(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if got := count(t, r.h.metrics.actions.WithLabelValues("delete")); got != 1 {
+				t.Errorf("after a second pass actions{delete} = %v, want 1", got)
+			}
+		})
+	}
+}
+
+func TestRebalanceOnlyRecords(t *testing.T) {
+	r := newRig(t, false)
+	r.report(t, "rb", "i-1", KindRebalance)
+	if err := r.h.Reconcile(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	nc := r.claims.NodeClaim("default-1")
+	if nc.DeletionTimestamp != nil || nc.Annotations[termination.AnnotationDisruptionReason] != "" {
+		t.Errorf("rebalance recommendation disrupted the nodeclaim: %+v", nc.ObjectMeta)
+	}
+	if len(r.state.Terminations()) != 0 {
+		t.Error("termination committed for a rebalance recommendation")
+	}
+	if rep, _ := r.state.Interruption("rb"); !rep.Handled {
+		t.Error("report not handled")
+	}
+	if ev := r.events(); !strings.Contains(ev, "RebalanceRecommendation") {
+		t.Errorf("events %q: want RebalanceRecommendation", ev)
+	}
+	if got := count(t, r.h.metrics.actions.WithLabelValues("event")); got != 1 {
+		t.Errorf("actions{event} = %v, want 1", got)
+	}
+}
+
+func TestUnknownInstanceIsHandled(t *testing.T) {
+	r := newRig(t, false)
+	r.report(t, "x", "i-unknown", KindSpotInterruption)
+	if err := r.h.Reconcile(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if rep, _ := r.state.Interruption("x"); !rep.Handled {
+		t.Error("report not handled")
+	}
+	if r.claims.NodeClaim("default-1").DeletionTimestamp != nil {
+		t.Error("another nodeclaim was deleted")
+	}
+	if got := count(t, r.h.metrics.actions.WithLabelValues("unknown-instance")); got != 1 {
+		t.Errorf("actions{unknown-instance} = %v, want 1", got)
+	}
+}
+
+// A failure leaves the report unhandled; the next pass (or leader) finishes.
+func TestFailureLeavesReportForNextPass(t *testing.T) {
+	r := newRig(t, false)
+	r.report(t, "s", "i-1", KindSpotInterruption)
+	r.claims.deleteErr = errors.New("apiserver unavailable")
+	if err := r.h.Reconcile(context.Background()); err == nil {
+		t.Fatal("want an error from the failed delete")
+	}
+	if rep, _ := r.state.Interruption("s"); rep.Handled {
+		t.Fatal("report handled although the nodeclaim was not deleted")
+	}
+	if err := r.h.Reconcile(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if rep, _ := r.state.Interruption("s"); !rep.Handled {
+		t.Error("report not handled on the second pass")
+	}
+	if r.claims.NodeClaim("default-1").DeletionTimestamp == nil {
+		t.Error("nodeclaim not deleted on the second pass")
+	}
+}
