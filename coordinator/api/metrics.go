@@ -3,6 +3,8 @@ package api
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/joiner-dev/joiner/coordinator/fsm"
 )
 
 // Results counted by joiner_interruption_reports_total{result}.
@@ -58,5 +60,83 @@ func NewMetrics(reg prometheus.Registerer, isLeader func() bool, withRuntime boo
 func (m *Metrics) report(result string) {
 	if m != nil {
 		m.reports.WithLabelValues(result).Inc()
+	}
+}
+
+// Intent and instance states always exported (0 when none), so series do
+// not appear and vanish.
+var (
+	intentStates   = []fsm.IntentState{fsm.IntentPending, fsm.IntentLaunching, fsm.IntentLaunched, fsm.IntentFailed, fsm.IntentCancelled}
+	instanceStates = []fsm.InstanceState{fsm.InstanceLaunched, fsm.InstanceRegistered, fsm.InstanceReady, fsm.InstanceDraining,
+		fsm.InstanceTerminating, fsm.InstanceTerminated, fsm.InstanceLost}
+)
+
+// stateCollector reads raft and the FSM at scrape time.
+type stateCollector struct {
+	raft      RaftInfo
+	state     State
+	peers     *prometheus.Desc
+	lastIndex *prometheus.Desc
+	intents   *prometheus.Desc
+	instances *prometheus.Desc
+}
+
+// RegisterStateMetrics registers gauges collected from the replica's raft
+// and FSM at scrape time: joiner_raft_peers, joiner_raft_last_index,
+// joiner_launch_intents{state} and joiner_instances{state}. Every replica
+// exports them from its own FSM.
+func RegisterStateMetrics(reg prometheus.Registerer, r RaftInfo, st State) error {
+	return reg.Register(&stateCollector{
+		raft: r, state: st,
+		peers:     prometheus.NewDesc("joiner_raft_peers", "Servers in the raft configuration, by suffrage.", []string{"suffrage"}, nil),
+		lastIndex: prometheus.NewDesc("joiner_raft_last_index", "Last raft log index this replica holds.", nil, nil),
+		intents:   prometheus.NewDesc("joiner_launch_intents", "Launch intents in this replica's FSM, by state.", []string{"state"}, nil),
+		instances: prometheus.NewDesc("joiner_instances", "Instances in this replica's FSM, by state.", []string{"state"}, nil),
+	})
+}
+
+// Describe implements prometheus.Collector.
+func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.peers
+	ch <- c.lastIndex
+	ch <- c.intents
+	ch <- c.instances
+}
+
+// Collect implements prometheus.Collector.
+func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
+	if rs, err := c.raft.RaftStatus(); err == nil {
+		by := map[string]int{"voter": 0, "nonvoter": 0}
+		for _, p := range rs.Peers {
+			if p.Voter {
+				by["voter"]++
+			} else {
+				by["nonvoter"]++
+			}
+		}
+		for s, n := range by {
+			ch <- prometheus.MustNewConstMetric(c.peers, prometheus.GaugeValue, float64(n), s)
+		}
+		ch <- prometheus.MustNewConstMetric(c.lastIndex, prometheus.GaugeValue, float64(rs.LastIndex))
+	}
+	intents := map[fsm.IntentState]int{}
+	for _, s := range intentStates {
+		intents[s] = 0
+	}
+	for _, in := range c.state.Intents() {
+		intents[in.State]++
+	}
+	for s, n := range intents {
+		ch <- prometheus.MustNewConstMetric(c.intents, prometheus.GaugeValue, float64(n), string(s))
+	}
+	instances := map[fsm.InstanceState]int{}
+	for _, s := range instanceStates {
+		instances[s] = 0
+	}
+	for _, i := range c.state.Instances() {
+		instances[i.State]++
+	}
+	for s, n := range instances {
+		ch <- prometheus.MustNewConstMetric(c.instances, prometheus.GaugeValue, float64(n), string(s))
 	}
 }

@@ -1,6 +1,7 @@
 // Package api is the coordinator's HTTP server: agents' interruption
 // reports (POST /v1/interruptions, the contract documented in agent/report),
-// /healthz, /readyz and /metrics.
+// the replica's view of raft and the FSM (GET /v1/status, read by `joiner
+// status` and by autopilot's health checks), /healthz, /readyz and /metrics.
 //
 // A report is committed to raft as an InterruptionReport (upsert by notice
 // ID) by the leader and acknowledged only after the commit. A follower
@@ -51,6 +52,9 @@ type Reports interface {
 type Config struct {
 	Cluster Cluster
 	Reports Reports
+	// Raft and State serve /v1/status (nil: 501).
+	Raft  RaftInfo
+	State State
 	// Token, when set, is the bearer token every report must carry.
 	Token string
 	// Resolve maps the leader's raft address to its HTTP base URL.
@@ -94,6 +98,7 @@ func New(cfg Config, log *zap.Logger) *Server {
 	s.mux.HandleFunc("POST "+report.Path, s.interruption)
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
 	s.mux.HandleFunc("GET /readyz", s.ready)
+	s.mux.HandleFunc("GET "+StatusPath, s.status)
 	if cfg.Gatherer != nil {
 		s.mux.Handle("GET /metrics", promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{}))
 	}

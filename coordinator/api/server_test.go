@@ -80,7 +80,10 @@ func startCluster(t *testing.T, n int, bootstrap bool) []*replica {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r.srv = httptest.NewServer(New(Config{Cluster: c, Reports: r.fsm, Token: token, Resolve: resolve,
+		if err := RegisterStateMetrics(r.reg, c, r.fsm); err != nil {
+			t.Fatal(err)
+		}
+		r.srv = httptest.NewServer(New(Config{Cluster: c, Reports: r.fsm, Raft: c, State: r.fsm, Token: token, Resolve: resolve,
 			Gatherer: r.reg, Metrics: m}, zap.NewNop()))
 		mu.Lock()
 		urls[string(r.trans.LocalAddr())] = r.srv.URL

@@ -1,0 +1,195 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/joiner-dev/joiner/coordinator/fsm"
+)
+
+// seedCommands is a small history: two intents (one launched and ready,
+// one pending), a second instance terminating, and an unhandled notice.
+func seedCommands() [][]byte {
+	t0 := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	spec := func(claim string, types ...string) fsm.LaunchSpec {
+		s := fsm.LaunchSpec{NodePool: "default", NodeClaim: claim}
+		for _, ty := range types {
+			s.Candidates = append(s.Candidates, fsm.Candidate{InstanceType: ty, Zone: "us-east-1a", CapacityType: "spot", Price: 0.1})
+		}
+		return s
+	}
+	return [][]byte{
+		fsm.MustEncode(fsm.PlanCommitType, fsm.PlanCommit{At: t0, Intents: []fsm.NewIntent{
+			{ID: "intent-a", Spec: spec("default-aaaaa", "m5.large", "m5.xlarge"), Pods: []string{"p1", "p2", "p3"}},
+			{ID: "intent-b", Spec: spec("default-bbbbb", "c5.large"), Pods: []string{"p4"}},
+			{ID: "intent-c", Spec: spec("default-ccccc", "r5.large"), Pods: []string{"p5"}},
+		}}),
+		fsm.MustEncode(fsm.LaunchAttemptStartType, fsm.LaunchAttemptStart{IntentID: "intent-a", Attempt: 1, At: t0}),
+		fsm.MustEncode(fsm.LaunchResultType, fsm.LaunchResult{IntentID: "intent-a", Attempt: 1, At: t0, Launched: &fsm.Launched{
+			InstanceID: "i-aaa", InstanceType: "m5.large", Zone: "us-east-1a", CapacityType: "spot", Price: 0.0431, LaunchedAt: t0}}),
+		fsm.MustEncode(fsm.InstanceStatusType, fsm.InstanceStatus{InstanceID: "i-aaa", State: fsm.InstanceReady, NodeName: "ip-10-0-0-1", At: t0}),
+		fsm.MustEncode(fsm.LaunchAttemptStartType, fsm.LaunchAttemptStart{IntentID: "intent-c", Attempt: 1, At: t0}),
+		fsm.MustEncode(fsm.LaunchResultType, fsm.LaunchResult{IntentID: "intent-c", Attempt: 1, At: t0, Launched: &fsm.Launched{
+			InstanceID: "i-ccc", InstanceType: "r5.large", Zone: "us-east-1b", CapacityType: "on-demand", Price: 0.126, LaunchedAt: t0}}),
+		fsm.MustEncode(fsm.TerminationIntentType, fsm.TerminationIntentCmd{ID: "term-i-ccc", InstanceID: "i-ccc", Reason: "interrupted", At: t0}),
+		fsm.MustEncode(fsm.InterruptionReportType, fsm.InterruptionReportCmd{Report: fsm.InterruptionReport{
+			ID: "i-ccc/spot-interruption/x", InstanceID: "i-ccc", Kind: "spot-interruption", NoticeTime: t0, ReceivedAt: t0}}),
+	}
+}
+
+func apply(t *testing.T, r *raft.Raft, cmds [][]byte) {
+	t.Helper()
+	for _, c := range cmds {
+		f := r.Apply(c, 5*time.Second)
+		if err := f.Error(); err != nil {
+			t.Fatal(err)
+		}
+		if err, ok := f.Response().(error); ok && err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestStatusFromLeaderAndFollower: every replica answers /v1/status from
+// its own FSM, says who served it, lists the raft peers with the leader
+// marked, and requires the bearer token.
+func TestStatusFromLeaderAndFollower(t *testing.T) {
+	rs := startCluster(t, 3, true)
+	leader, follower := leaderAndFollower(t, rs)
+	apply(t, leader.raft, seedCommands())
+	want := leader.fsm.LastIndex()
+	eventually(t, "the follower to apply the history", func() bool { return follower.fsm.LastIndex() >= want })
+
+	ctx := context.Background()
+	for _, r := range []*replica{leader, follower} {
+		st, err := FetchStatus(ctx, http.DefaultClient, r.srv.URL, token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.ServedBy != string(r.id) || st.ServedByLeader != (r == leader) || st.Raft.ID != string(r.id) {
+			t.Fatalf("served by %s (leader %v), want %s (leader %v)", st.ServedBy, st.ServedByLeader, r.id, r == leader)
+		}
+		if st.Raft.LeaderID != string(leader.id) || st.Raft.LeaderAddress != string(leader.trans.LocalAddr()) {
+			t.Fatalf("leader %s at %s, want %s", st.Raft.LeaderID, st.Raft.LeaderAddress, leader.id)
+		}
+		leaders := 0
+		for _, p := range st.Raft.Peers {
+			if !p.Voter || p.Suffrage != "Voter" {
+				t.Fatalf("peer %+v not a voter", p)
+			}
+			if p.Leader {
+				leaders++
+				if p.ID != string(leader.id) {
+					t.Fatalf("peer %s marked leader, want %s", p.ID, leader.id)
+				}
+			}
+		}
+		if len(st.Raft.Peers) != 3 || leaders != 1 {
+			t.Fatalf("peers %+v", st.Raft.Peers)
+		}
+		if st.Raft.AppliedIndex < want || st.Raft.LastIndex < want {
+			t.Fatalf("indexes %+v, want >= %d", st.Raft, want)
+		}
+		if len(st.Intents) != 3 || st.Intents[0].ID != "intent-a" || st.Intents[0].Pods != 3 || st.Intents[0].State != "launched" ||
+			st.Intents[0].NodeClaim != "default-aaaaa" || strings.Join(st.Intents[0].InstanceTypes, ",") != "m5.large,m5.xlarge" ||
+			st.Intents[1].State != "pending" || st.Intents[1].Attempt != 0 {
+			t.Fatalf("intents %+v", st.Intents)
+		}
+		if len(st.Instances) != 2 || st.Instances[0].ID != "i-aaa" || st.Instances[0].State != "ready" || st.Instances[0].Node != "ip-10-0-0-1" ||
+			st.Instances[1].State != "terminating" || st.Instances[1].CapacityType != "on-demand" {
+			t.Fatalf("instances %+v", st.Instances)
+		}
+		if len(st.Terminations) != 1 || st.Terminations[0].InstanceID != "i-ccc" || len(st.UnhandledInterruptions) != 1 {
+			t.Fatalf("terminations %+v, interruptions %+v", st.Terminations, st.UnhandledInterruptions)
+		}
+	}
+	if _, err := FetchStatus(ctx, http.DefaultClient, follower.srv.URL, "wrong"); !errors.Is(err, ErrUnauthorized) {
+		t.Fatalf("wrong token: %v", err)
+	}
+	// The autopilot view carries raft only.
+	stats, err := StatsFetcher(http.DefaultClient, func(string) (string, bool) { return follower.srv.URL, true }, token)(ctx, follower.id, "x")
+	if err != nil || stats.LastIndex < want || stats.LastTerm == 0 {
+		t.Fatalf("stats %+v, %v", stats, err)
+	}
+	if _, err := StatsFetcher(http.DefaultClient, func(string) (string, bool) { return follower.srv.URL, true }, token)(ctx, leader.id, "x"); err == nil {
+		t.Fatal("stats of the wrong server accepted")
+	}
+
+	// State gauges, read from each replica's FSM at scrape time.
+	for _, tc := range []struct {
+		name, label string
+		want        float64
+	}{
+		{"joiner_launch_intents", "launched", 2},
+		{"joiner_launch_intents", "pending", 1},
+		{"joiner_launch_intents", "failed", 0},
+		{"joiner_instances", "ready", 1},
+		{"joiner_instances", "terminating", 1},
+		{"joiner_raft_peers", "voter", 3},
+	} {
+		if got := gauge(t, follower.reg, tc.name, tc.label); got != tc.want {
+			t.Errorf("%s{%s} = %v, want %v", tc.name, tc.label, got, tc.want)
+		}
+	}
+	if got := gauge(t, follower.reg, "joiner_raft_last_index", ""); got < float64(want) {
+		t.Errorf("joiner_raft_last_index %v, want >= %d", got, want)
+	}
+}
+
+func TestFetchStatusUnreachableNamesAddress(t *testing.T) {
+	down := httptest.NewServer(http.NotFoundHandler())
+	down.Close()
+	_, err := FetchStatus(context.Background(), http.DefaultClient, down.URL, "")
+	if err == nil || !strings.Contains(err.Error(), down.URL) || !strings.Contains(err.Error(), "unreachable") {
+		t.Fatalf("error %v, want one naming %s", err, down.URL)
+	}
+}
+
+func TestStatusNotWired(t *testing.T) {
+	s := New(Config{Cluster: &fakeCluster{}, Reports: noReports{}}, zap.NewNop())
+	rec := httptest.NewRecorder()
+	s.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, StatusPath, nil))
+	if rec.Code != http.StatusNotImplemented {
+		t.Fatalf("got %d", rec.Code)
+	}
+}
+
+func gauge(t *testing.T, reg *prometheus.Registry, name, label string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if label == "" || (len(m.GetLabel()) > 0 && m.GetLabel()[0].GetValue() == label) {
+				return m.GetGauge().GetValue()
+			}
+		}
+	}
+	t.Fatalf("no %s{%s}", name, label)
+	return 0
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
