@@ -12,8 +12,8 @@ import (
 	"strings"
 	"time"
 
-	autopilot "github.com/hashicorp/raft-autopilot"
 	"github.com/hashicorp/raft"
+	autopilot "github.com/hashicorp/raft-autopilot"
 
 	"github.com/joiner-dev/joiner/coordinator/cluster"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
