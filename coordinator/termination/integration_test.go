@@ -1,0 +1,381 @@
+package termination_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap/zaptest"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
+
+	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/coordinator/fsm"
+	"github.com/joiner-dev/joiner/coordinator/kube"
+	"github.com/joiner-dev/joiner/coordinator/termination"
+	"github.com/joiner-dev/joiner/internal/testenv"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+// direct applies commands straight to an FSM (a one-node log).
+type direct struct {
+	mu    sync.Mutex
+	f     *fsm.FSM
+	index uint64
+}
+
+func (d *direct) Propose(_ context.Context, cmd []byte) (any, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.index++
+	return d.f.ApplyCommand(cmd, d.index), nil
+}
+
+type recordingCloud struct {
+	mu    sync.Mutex
+	calls []string
+}
+
+func (c *recordingCloud) Terminate(_ context.Context, id string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.calls = append(c.calls, id)
+	return nil
+}
+
+func (c *recordingCloud) terminated() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.calls...)
+}
+
+// Deleting a NodeClaim on a real control plane: its Node (running two
+// replicas of a Deployment under a PDB that allows one disruption) is
+// tainted, its pods are evicted through the eviction API without breaking
+// the PDB and land on a spare node, the instance is terminated, the Node
+// is deleted and the finalizer released.
+func TestDeleteNodeClaimRealControlPlane(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{CRDs: true, ControllerManager: true, Scheduler: true,
+		Controllers: []string{"*", "-node-lifecycle-controller"}})
+	log := zaptest.NewLogger(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	run := func(f func(context.Context)) {
+		wg.Add(1)
+		go func() { defer wg.Done(); f(ctx) }()
+	}
+	c := env.Client
+	const ns, target, spare, instance = "term", "node-target", "node-spare", "i-0abc"
+	providerID := "aws:///us-east-1a/" + instance
+	if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	newFakeNode(ctx, t, c, target, providerID, []string{karpv1.TerminationFinalizer})
+	kl := &fakeKubelet{c: c, ns: ns, nodes: map[string]bool{target: true, spare: true}, seenDel: map[string]time.Time{}}
+	run(kl.run)
+
+	// Raft: the NodeClaim's launch intent and instance.
+	state := fsm.New()
+	raft := &direct{f: state}
+	mustApply(t, raft, fsm.PlanCommitType, fsm.PlanCommit{Intents: []fsm.NewIntent{{ID: "intent-1",
+		Spec: fsm.LaunchSpec{NodePool: "default", NodeClaim: "default-abcde"}, Pods: []string{"p"}}}, At: time.Now()})
+	mustApply(t, raft, fsm.LaunchAttemptStartType, fsm.LaunchAttemptStart{IntentID: "intent-1", Attempt: 1, At: time.Now()})
+	mustApply(t, raft, fsm.LaunchResultType, fsm.LaunchResult{IntentID: "intent-1", Attempt: 1, At: time.Now(),
+		Launched: &fsm.Launched{InstanceID: instance, InstanceType: "m5.large", Zone: "us-east-1a", CapacityType: "on-demand"}})
+
+	clients, err := kube.NewClients(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc := &karpv1.NodeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "default-abcde", Finalizers: []string{karpv1.TerminationFinalizer},
+			Labels:      map[string]string{karpv1.LabelNodePool: "default"},
+			Annotations: map[string]string{termination.AnnotationLaunchID: "intent-1"}},
+		Spec: karpv1.NodeClaimSpec{
+			Requirements: []karpv1.NodeSelectorRequirementWithMinValues{{Key: karpv1.LabelCapacityType, Operator: karpv1.NodeSelectorOperator(corev1.NodeSelectorOpIn), Values: []string{"on-demand"}}},
+			NodeClassRef: &karpv1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"},
+		},
+	}
+	created, err := clients.CreateNodeClaim(ctx, nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	created.Status.ProviderID = providerID
+	created.Status.NodeName = target
+	if _, err := clients.UpdateNodeClaimStatus(ctx, created); err != nil {
+		t.Fatal(err)
+	}
+
+	// Two web replicas on the target under a PDB allowing one disruption.
+	labels := map[string]string{"app": "web"}
+	if _, err := c.AppsV1().Deployments(ns).Create(ctx, &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr(int32(2)), Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.invalid/pause:1"}},
+					TerminationGracePeriodSeconds: ptr(int64(5))}},
+		},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.PolicyV1().PodDisruptionBudgets(ns).Create(ctx, &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		Spec:       policyv1.PodDisruptionBudgetSpec{MaxUnavailable: ptr(intstr.FromInt32(1)), Selector: &metav1.LabelSelector{MatchLabels: labels}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 90*time.Second, "2 web pods ready on the target", func() bool {
+		return countReady(ctx, c, ns, target) == 2
+	})
+	waitFor(t, 60*time.Second, "PDB allows one disruption", func() bool {
+		p, err := c.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, "web", metav1.GetOptions{})
+		return err == nil && p.Status.ObservedGeneration == p.Generation && p.Status.DisruptionsAllowed == 1
+	})
+	newFakeNode(ctx, t, c, spare, "aws:///us-east-1a/i-0spare", nil)
+
+	// Watch the target for the taint and the Deployment for ready replicas.
+	var mu sync.Mutex
+	sawTaint, minReady := false, int32(2)
+	nw, err := c.CoreV1().Nodes().Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", target).String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dw, err := c.AppsV1().Deployments(ns).Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", "web").String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(func(ctx context.Context) {
+		defer nw.Stop()
+		defer dw.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case ev, ok := <-nw.ResultChan():
+				if !ok {
+					return
+				}
+				if n, ok := ev.Object.(*corev1.Node); ok && termination.Tainted(n) {
+					mu.Lock()
+					sawTaint = true
+					mu.Unlock()
+				}
+			case ev, ok := <-dw.ResultChan():
+				if !ok {
+					return
+				}
+				if d, ok := ev.Object.(*appsv1.Deployment); ok && ev.Type == watch.Modified {
+					mu.Lock()
+					minReady = min(minReady, d.Status.ReadyReplicas)
+					mu.Unlock()
+				}
+			}
+		}
+	})
+
+	cache := kube.NewCache(clients, log)
+	run(func(ctx context.Context) { _ = cache.Run(ctx) })
+	if err := cache.WaitForSync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cloud := &recordingCloud{}
+	reg := prometheus.NewRegistry()
+	ctrl, err := termination.New(termination.Config{Resync: 500 * time.Millisecond}, cache, clients, c, state, raft, cloud,
+		reg, kube.NewRecorder(ctx, c, "joiner"), log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(func(ctx context.Context) { _ = ctrl.Run(ctx) })
+
+	if err := clients.DeleteNodeClaim(ctx, nc.Name); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 2*time.Minute, "nodeclaim released", func() bool {
+		_, err := clients.GetNodeClaim(ctx, nc.Name)
+		return apierrors.IsNotFound(err)
+	})
+
+	if _, err := c.CoreV1().Nodes().Get(ctx, target, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("target node: %v, want not found", err)
+	}
+	if got := cloud.terminated(); len(got) == 0 || got[0] != instance {
+		t.Errorf("terminate calls %v, want %s", got, instance)
+	}
+	terms := state.Terminations()
+	if len(terms) != 1 || terms[0].ID != "term-"+instance || terms[0].Reason != termination.DefaultReason || terms[0].State != fsm.TerminationDone {
+		t.Errorf("terminations %+v: want term-%s deleted done", terms, instance)
+	}
+	waitFor(t, 60*time.Second, "2 web pods ready on the spare", func() bool {
+		return countReady(ctx, c, ns, spare) == 2
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if !sawTaint {
+		t.Error("never saw karpenter.sh/disrupted:NoSchedule on the target")
+	}
+	if minReady < 1 {
+		t.Errorf("ready replicas fell to %d: the PDB (maxUnavailable 1) was violated", minReady)
+	}
+	t.Logf("minimum ready replicas during the drain: %d", minReady)
+}
+
+func mustApply(t *testing.T, d *direct, typ fsm.MessageType, cmd any) {
+	t.Helper()
+	if r, _ := d.Propose(context.Background(), fsm.MustEncode(typ, cmd)); r != nil {
+		t.Fatal(r)
+	}
+}
+
+func countReady(ctx context.Context, c kubernetes.Interface, ns, node string) int {
+	pods, err := c.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("spec.nodeName", node).String()})
+	if err != nil {
+		return -1
+	}
+	n := 0
+	for i := range pods.Items {
+		if pods.Items[i].DeletionTimestamp == nil && isReady(&pods.Items[i]) {
+			n++
+		}
+	}
+	return n
+}
+
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	end := time.Now().Add(d)
+	for time.Now().Before(end) {
+		if cond() {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("timed out after %s waiting for: %s", d, what)
+}
+
+// newFakeNode registers a Ready node with no taints.
+func newFakeNode(ctx context.Context, t *testing.T, c kubernetes.Interface, name, providerID string, finalizers []string) {
+	t.Helper()
+	list := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourceMemory: resource.MustParse("32Gi"), corev1.ResourcePods: resource.MustParse("110")}
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelHostname: name}, Finalizers: finalizers},
+		Spec:       corev1.NodeSpec{ProviderID: providerID},
+		Status: corev1.NodeStatus{
+			Capacity: list, Allocatable: list,
+			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
+				LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}},
+		},
+	}
+	if _, err := c.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating node %s: %v", name, err)
+	}
+	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		n, err := c.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		n.Status = node.Status
+		_, err = c.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("node %s status: %v", name, err)
+	}
+	// Admission puts node.kubernetes.io/not-ready on a new node; the node
+	// lifecycle controller (off here) would lift it once Ready.
+	err = retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		n, err := c.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		n.Spec.Taints = nil
+		_, err = c.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("node %s taints: %v", name, err)
+	}
+}
+
+// fakeKubelet plays the kubelet for fake nodes: pods bound to them become
+// Running and Ready; pods being deleted are removed shortly after.
+type fakeKubelet struct {
+	c     kubernetes.Interface
+	ns    string
+	nodes map[string]bool
+
+	mu      sync.Mutex
+	seenDel map[string]time.Time
+}
+
+func (k *fakeKubelet) run(ctx context.Context) {
+	for {
+		pods, err := k.c.CoreV1().Pods(k.ns).List(ctx, metav1.ListOptions{})
+		if err == nil {
+			for i := range pods.Items {
+				k.tend(ctx, &pods.Items[i])
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func (k *fakeKubelet) tend(ctx context.Context, p *corev1.Pod) {
+	if !k.nodes[p.Spec.NodeName] {
+		return
+	}
+	if p.DeletionTimestamp != nil {
+		k.mu.Lock()
+		first, ok := k.seenDel[string(p.UID)]
+		if !ok {
+			first = time.Now()
+			k.seenDel[string(p.UID)] = first
+		}
+		k.mu.Unlock()
+		if time.Since(first) >= 300*time.Millisecond {
+			zero := int64(0)
+			_ = k.c.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero, Preconditions: &metav1.Preconditions{UID: &p.UID}})
+		}
+		return
+	}
+	if isReady(p) {
+		return
+	}
+	now := metav1.Now()
+	p.Status.Phase = corev1.PodRunning
+	p.Status.StartTime = &now
+	p.Status.Conditions = []corev1.PodCondition{
+		{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: now},
+		{Type: corev1.PodInitialized, Status: corev1.ConditionTrue, LastTransitionTime: now},
+		{Type: corev1.ContainersReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
+		{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
+	}
+	_, _ = k.c.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{})
+}
+
+func isReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
