@@ -142,6 +142,10 @@ func (h *Harness) start(ctx context.Context) error {
 		Scheduler:         true,
 		CRDs:              true,
 		CRDDir:            filepath.Join(RepoRoot(), "packaging", "crds"),
+		// Admission taints new Nodes node.kubernetes.io/not-ready and the
+		// node lifecycle controller (off: the sim's Nodes have no kubelet
+		// leases) would lift it: without the plugin no taint is added.
+		APIServerArgs: []string{"--disable-admission-plugins=TaintNodesByCondition"},
 	})
 	h.Env = env
 	if err != nil {
