@@ -155,7 +155,7 @@ func TestRenderStatusGolden(t *testing.T) {
 			{ID: "i-2", InstanceType: "m5.large", Zone: "us-east-1b", CapacityType: "on-demand", Price: 0.096, State: "terminating", Node: "ip-2"},
 			{ID: "i-3", InstanceType: "c5.large", Zone: "us-east-1b", CapacityType: "on-demand", Price: 0.085, State: "terminated"},
 		},
-		Terminations: []fsm.TerminationIntent{{ID: "term-i-2", InstanceID: "i-2", Reason: "interrupted", State: fsm.TerminationPending}},
+		Terminations:           []fsm.TerminationIntent{{ID: "term-i-2", InstanceID: "i-2", Reason: "interrupted", State: fsm.TerminationPending}},
 		UnhandledInterruptions: []fsm.InterruptionReport{{ID: "i-2/spot-interruption/t", InstanceID: "i-2", Kind: "spot-interruption", NoticeTime: t0}},
 	}
 	var b bytes.Buffer
