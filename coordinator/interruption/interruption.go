@@ -264,7 +264,7 @@ func (h *Handler) disrupt(ctx context.Context, log *zap.Logger, cached *karpv1.N
 	}
 	h.rec.Eventf(cached, corev1.EventTypeWarning, "TerminatingOnInterruption",
 		"Interruption triggered termination for the NodeClaim (%s, deadline %s)", r.Kind, deadline(r))
-	log.Info("deleted nodeclaim", zap.String("reason", Reason), zap.String("deadline", deadline(r)))
+	log.Info("initiating delete from interruption message", zap.String("reason", Reason), zap.String("deadline", deadline(r)))
 	return nil
 }
 
