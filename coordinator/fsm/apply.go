@@ -3,6 +3,7 @@ package fsm
 import (
 	"fmt"
 	"slices"
+	"sort"
 )
 
 // tables is the replicated state. Slices inside values are replaced, never
@@ -49,14 +50,41 @@ func cloneMap[V any](m map[string]V) map[string]V {
 	return out
 }
 
-// reindexPods rebuilds podIntent from the live intents.
+// reindexPods rebuilds podIntent from the live intents whose instance never
+// had a termination intent (cancelled ones included: nominations released
+// by TerminationIntent are not given back).
 func (t *tables) reindexPods() {
 	t.podIntent = map[string]string{}
-	for id, in := range t.intents {
-		if in.State.Live() {
-			for _, p := range in.Pods {
-				t.podIntent[p] = id
-			}
+	terminating := map[string]bool{}
+	for _, ti := range t.terminations {
+		terminating[ti.InstanceID] = true
+	}
+	ids := make([]string, 0, len(t.intents))
+	for id := range t.intents {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		in := t.intents[id]
+		if !in.State.Live() || (in.InstanceID != "" && terminating[in.InstanceID]) {
+			continue
+		}
+		for _, p := range in.Pods {
+			t.podIntent[p] = id
+		}
+	}
+}
+
+// releasePods drops the nominations of the intent that launched inst: a
+// node being terminated is no home for its pods.
+func (t *tables) releasePods(inst Instance) {
+	in, ok := t.intents[inst.IntentID]
+	if !ok {
+		return
+	}
+	for _, p := range in.Pods {
+		if t.podIntent[p] == in.ID {
+			delete(t.podIntent, p)
 		}
 	}
 }
@@ -283,7 +311,7 @@ func applyTerminationIntent(t *tables, buf []byte, index uint64) any {
 	if c.ID == "" {
 		return fmt.Errorf("%w: termination intent without id", ErrInvalidCommand)
 	}
-	if _, ok := t.terminations[c.ID]; ok {
+	if prev, ok := t.terminations[c.ID]; ok && prev.State != TerminationCancelled {
 		return nil
 	}
 	inst, ok := t.instances[c.InstanceID]
@@ -300,6 +328,7 @@ func applyTerminationIntent(t *tables, buf []byte, index uint64) any {
 		t.instances[inst.ID] = inst
 	}
 	t.terminations[c.ID] = ti
+	t.releasePods(inst)
 	t.index = index
 	return nil
 }
@@ -311,10 +340,14 @@ func applyTerminationCancel(t *tables, buf []byte, index uint64) any {
 	if !ok {
 		return fmt.Errorf("%w: %s", ErrUnknownTermination, c.ID)
 	}
-	if ti.State != TerminationPending {
+	switch ti.State {
+	case TerminationCancelled:
+		return nil
+	case TerminationDone:
 		return fmt.Errorf("%w: %s is %s", ErrTerminationNotPending, c.ID, ti.State)
 	}
-	delete(t.terminations, c.ID)
+	ti.State, ti.DoneAt, ti.ModifyIndex = TerminationCancelled, c.At, index
+	t.terminations[c.ID] = ti
 	if inst, ok := t.instances[ti.InstanceID]; ok && inst.State == InstanceTerminating && ti.PriorState != "" {
 		// Another pending intent for the same instance keeps it terminating.
 		other := false

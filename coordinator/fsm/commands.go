@@ -131,8 +131,10 @@ type InterruptionHandled struct {
 	At       time.Time `json:"at"`
 }
 
-// TerminationIntentCmd records a decision to terminate an instance and moves
-// the instance to terminating. Idempotent by ID.
+// TerminationIntentCmd records a decision to terminate an instance, moves
+// the instance to terminating and releases the pods its launch intent
+// nominated (they need a new home). Idempotent by ID, except that it
+// re-opens a cancelled intent.
 type TerminationIntentCmd struct {
 	ID         string    `json:"id"`
 	InstanceID string    `json:"instanceID"`
@@ -141,10 +143,12 @@ type TerminationIntentCmd struct {
 }
 
 // TerminationCancel withdraws a pending termination intent (a disruption
-// rolled back because its replacement failed): the intent is removed, so
-// the same ID may be committed again later, and the instance returns to the
-// state it had before the intent. Cancelling an unknown intent returns
-// ErrUnknownTermination, a done one ErrTerminationNotPending.
+// rolled back because its replacement failed): the intent becomes
+// cancelled (a later TerminationIntentCmd with the same ID re-opens it) and
+// the instance returns to the state it had before the intent. The pods the
+// instance's launch intent nominated stay released. Cancelling an unknown
+// intent returns ErrUnknownTermination, a done one ErrTerminationNotPending;
+// cancelling a cancelled one is a no-op.
 type TerminationCancel struct {
 	ID     string    `json:"id"`
 	Reason string    `json:"reason,omitempty"`

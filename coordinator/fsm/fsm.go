@@ -134,7 +134,9 @@ func (f *FSM) Agents() []Agent {
 	return sortedValues(f.t.agents)
 }
 
-// NominatedPods returns pod -> intent ID for every pod a live intent holds.
+// NominatedPods returns pod -> intent ID for every pod a live intent holds;
+// an intent whose instance has a termination intent holds none (its pods
+// need a new home).
 // The planner treats these as in-flight capacity and does not plan them again.
 func (f *FSM) NominatedPods() map[string]string {
 	f.mu.RLock()

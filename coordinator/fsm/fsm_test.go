@@ -192,7 +192,8 @@ func TestCommands(t *testing.T) {
 				{InstanceStatusType, InstanceStatus{InstanceID: "i-1", State: InstanceReady, NodeName: "n1"}, nil},
 				{TerminationIntentType, TerminationIntentCmd{ID: "term-i-1", InstanceID: "i-1", Reason: "Drift"}, nil},
 				{TerminationCancelType, TerminationCancel{ID: "term-i-1", Reason: "replacement failed"}, nil},
-				{TerminationCancelType, TerminationCancel{ID: "term-i-1"}, ErrUnknownTermination},
+				{TerminationCancelType, TerminationCancel{ID: "term-i-1"}, nil},
+				{TerminationCancelType, TerminationCancel{ID: "term-x"}, ErrUnknownTermination},
 				// The same ID can be committed again, and then completed.
 				{TerminationIntentType, TerminationIntentCmd{ID: "term-i-1", InstanceID: "i-1", Reason: "Emptiness"}, nil},
 				{TerminationResultType, TerminationResult{ID: "term-i-1"}, nil},
@@ -217,12 +218,19 @@ func TestCommands(t *testing.T) {
 				{LaunchResultType, launched("i1", 1, "i-1"), nil},
 				{InstanceStatusType, InstanceStatus{InstanceID: "i-1", State: InstanceReady, NodeName: "n1"}, nil},
 				{TerminationIntentType, TerminationIntentCmd{ID: "term-i-1", InstanceID: "i-1", Reason: "Drift"}, nil},
+				// The terminating instance's intent no longer holds p1: a
+				// replacement may nominate it.
+				{PlanCommitType, plan("r1", "p1"), nil},
+				{PlanCommitType, plan("r2", "p2"), nil},
 				{TerminationCancelType, TerminationCancel{ID: "term-i-1"}, nil},
 			},
 			check: func(t *testing.T, f *FSM) {
 				inst, _ := f.Instance("i-1")
-				if inst.State != InstanceReady || len(f.Terminations()) != 0 {
+				if inst.State != InstanceReady || len(f.Terminations()) != 1 || f.Terminations()[0].State != TerminationCancelled {
 					t.Fatalf("instance = %+v, terminations = %+v", inst, f.Terminations())
+				}
+				if got := f.NominatedPods(); got["p1"] != "r1" || got["p2"] != "r2" || len(got) != 2 {
+					t.Fatalf("nominations after cancel = %v, want p1 kept by the replacement r1", got)
 				}
 			},
 		},

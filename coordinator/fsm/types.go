@@ -153,6 +153,9 @@ type TerminationState string
 const (
 	TerminationPending TerminationState = "pending"
 	TerminationDone    TerminationState = "done"
+	// TerminationCancelled: withdrawn by TerminationCancel; committing the
+	// same ID again re-opens it.
+	TerminationCancelled TerminationState = "cancelled"
 )
 
 // TerminationIntent is a decision to terminate an instance.
