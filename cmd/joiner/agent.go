@@ -20,6 +20,7 @@ import (
 	agentconfig "github.com/joiner-dev/joiner/agent/config"
 	"github.com/joiner-dev/joiner/agent/imds"
 	"github.com/joiner-dev/joiner/agent/report"
+	"github.com/joiner-dev/joiner/coordinator/cluster"
 )
 
 func init() { addCommand(newAgentCmd) }
@@ -42,6 +43,7 @@ type agentFlags struct {
 	gossipBind   string
 	gossipAdv    string
 	gossipSeeds  []string
+	gossipKeys   string
 	metricsAddr  string
 	releasePages bool
 	minWindow    time.Duration
@@ -93,6 +95,7 @@ As a systemd service use Type=notify (READY=1 and watchdog pings are sent).`,
 	fl.StringVar(&f.gossipBind, "gossip-bind", "127.0.0.1:7946", "memberlist bind host:port")
 	fl.StringVar(&f.gossipAdv, "gossip-advertise", "", "memberlist advertise host:port (default: bind)")
 	fl.StringSliceVar(&f.gossipSeeds, "gossip-seed", nil, "memberlist host:port to join (repeatable; no seeds: gossip off)")
+	fl.StringVar(&f.gossipKeys, "gossip-keyring-file", "", "memberlist keyring shared with the coordinators (one base64 key per line, primary first)")
 	fl.StringVar(&f.metricsAddr, "metrics-addr", "127.0.0.1:9464", "serve /metrics and /healthz here (empty: off)")
 	fl.BoolVar(&f.releasePages, "release-startup-pages", true, "once ready, page out the binary's start-up-only code (lower RSS; Linux)")
 	fl.DurationVar(&f.minWindow, "min-drain-window", 30*time.Second, "give a drain at least this long even when the notice's deadline is nearer or past")
@@ -158,6 +161,11 @@ func (f *agentFlags) build(cmd *cobra.Command) (agent.Config, kubernetes.Interfa
 		g, err := gossipOptions(f.gossipBind, f.gossipAdv, f.gossipSeeds)
 		if err != nil {
 			return cfg, nil, err
+		}
+		if f.gossipKeys != "" {
+			if g.Keyring, err = cluster.LoadKeyring(f.gossipKeys); err != nil {
+				return cfg, nil, fmt.Errorf("--gossip-keyring-file: %w", err)
+			}
 		}
 		cfg.Gossip = g
 	}

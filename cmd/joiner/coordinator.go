@@ -36,6 +36,7 @@ type coordinatorFlags struct {
 	httpAddr        string
 	tokenFile       string
 	leader          leaderFlags
+	security        securityFlags
 }
 
 // newCoordinatorCmd runs a coordinator replica: it forms and keeps the raft
@@ -71,6 +72,7 @@ func newCoordinatorCmd(g *globals) *cobra.Command {
 	fl.StringVar(&f.httpAddr, "http-addr", "127.0.0.1:8080", "HTTP API listen address host:port (every replica uses the same port: followers forward to <leader raft host>:<this port>)")
 	fl.StringVar(&f.tokenFile, "token-file", "", "file holding the bearer token agents must send; empty: no authentication")
 	f.leader.register(fl)
+	f.security.register(fl)
 	return cmd
 }
 
@@ -105,14 +107,18 @@ func runCoordinator(ctx context.Context, f *coordinatorFlags, log *zap.Logger) e
 	if err != nil {
 		return fmt.Errorf("--gossip-bind %q: port: %w", f.gossipBind, err)
 	}
+	raftTLS, keyring, err := f.security.build(log)
+	if err != nil {
+		return err
+	}
 	state := fsm.New()
-	node, err := cluster.Open(cluster.Config{DataDir: f.dataDir, Bind: f.bind, Advertise: f.advertise}, state, log)
+	node, err := cluster.Open(cluster.Config{DataDir: f.dataDir, Bind: f.bind, Advertise: f.advertise, TLS: raftTLS}, state, log)
 	if err != nil {
 		return err
 	}
 	defer node.Close()
 	meta := cluster.Meta{Role: cluster.RoleCoordinator, ID: string(node.ID), RaftAddr: string(node.Addr), Expect: f.bootstrapExpect}
-	disc, err := cluster.StartDiscovery(cluster.DiscoveryConfig{Name: string(node.ID), BindAddr: gHost, BindPort: gPort}, meta, log)
+	disc, err := cluster.StartDiscovery(cluster.DiscoveryConfig{Name: string(node.ID), BindAddr: gHost, BindPort: gPort, Keyring: keyring}, meta, log)
 	if err != nil {
 		return err
 	}
@@ -139,6 +145,11 @@ func runCoordinator(ctx context.Context, f *coordinatorFlags, log *zap.Logger) e
 	if err != nil {
 		return err
 	}
+	ap, err := f.security.autopilot(node, disc, f, log)
+	if err != nil {
+		return err
+	}
+	lead.loops = append(lead.loops, ap)
 	cacheCtx, stopCache := context.WithCancel(ctx)
 	cacheDone := make(chan struct{})
 	go func() { defer close(cacheDone); _ = lead.cache.Run(cacheCtx) }()
@@ -177,7 +188,10 @@ func serveAPI(ctx context.Context, f *coordinatorFlags, node *cluster.Node, stat
 	if err != nil {
 		return nil, fmt.Errorf("registering metrics: %w", err)
 	}
-	h := api.New(api.Config{Cluster: c, Reports: state, Token: token, Resolve: api.PortResolver("http", port),
+	if err := api.RegisterStateMetrics(reg, c, state); err != nil {
+		return nil, fmt.Errorf("registering state metrics: %w", err)
+	}
+	h := api.New(api.Config{Cluster: c, Reports: state, Raft: c, State: state, Token: token, Resolve: api.PortResolver("http", port),
 		Gatherer: reg, Metrics: m}, log)
 	ln, err := net.Listen("tcp", f.httpAddr)
 	if err != nil {

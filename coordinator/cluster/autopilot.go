@@ -72,6 +72,11 @@ func (a *Autopilot) Run(ctx context.Context) error {
 	if a.Config.Now == nil {
 		a.Config.Now = time.Now
 	}
+	// Absences are timed per term: one noticed in an earlier term may have
+	// ended while this server was a follower.
+	a.mu.Lock()
+	a.missing = map[raft.ServerID]time.Time{}
+	a.mu.Unlock()
 	opts := []autopilot.Option{autopilot.WithLogger(NewHCLog(a.Log.Named("autopilot")))}
 	if a.Config.ReconcileInterval > 0 {
 		opts = append(opts, autopilot.WithReconcileInterval(a.Config.ReconcileInterval))
