@@ -323,14 +323,20 @@ func (c *Controller) doClaimStep(ctx context.Context, step Step, in ClaimInput) 
 		}
 		log.Info("cancelled launch of deleted nodeclaim", zap.String("intent_id", in.Intent.ID))
 		return false, nil
+	case StepMarkDisrupting:
+		if err := c.setClaimCondition(ctx, nc.Name, karpv1.ConditionDisruptionReason, ConditionReason(reason), reason); err != nil {
+			return true, err
+		}
+		log.Info("disrupting nodeclaim", zap.String("reason", reason), zap.String(logging.KeyInstance, in.InstanceID))
+		c.rec.Eventf(nc, corev1.EventTypeNormal, "Disrupting", "Disrupting NodeClaim: %s", reason)
+		return false, nil
 	case StepCommitTermination:
 		err := c.propose(ctx, fsm.TerminationIntentType, fsm.TerminationIntentCmd{ID: TerminationID(in.InstanceID),
 			InstanceID: in.InstanceID, Reason: reason, At: c.cfg.Now()})
 		if err != nil {
 			return true, fmt.Errorf("committing termination of instance %s: %w", in.InstanceID, err)
 		}
-		log.Info("disrupting nodeclaim", zap.String("reason", reason), zap.String(logging.KeyInstance, in.InstanceID))
-		c.rec.Eventf(nc, corev1.EventTypeNormal, "Disrupting", "Disrupting NodeClaim: %s", reason)
+		log.Info("committed termination intent", zap.String("reason", reason), zap.String(logging.KeyInstance, in.InstanceID))
 		return false, nil
 	case StepTaint:
 		if err := c.drainer.Cordon(ctx, c.drainRequest(nc, in.Node.Name, reason, time.Time{})); err != nil {

@@ -144,7 +144,7 @@ func counter(t *testing.T, c prometheus.Collector) float64 {
 // The whole path: commit the termination, taint, drain, terminate, delete
 // the Node, release the NodeClaim; raft records the intent and the result.
 func TestTerminateNodeClaim(t *testing.T) {
-	nc := claim(deleting, func(nc *karpv1.NodeClaim) { nc.Annotations[AnnotationDisruptionReason] = "Drifted" })
+	nc := claim(fresh, func(nc *karpv1.NodeClaim) { nc.Annotations[AnnotationDisruptionReason] = "Drifted" })
 	r := newRig(t, Config{}, []*karpv1.NodeClaim{nc}, []*corev1.Node{node()})
 	r.launch(nc.Name, "intent-1", "i-0123", fsm.IntentLaunched)
 
@@ -193,14 +193,14 @@ func TestTerminateNodeClaim(t *testing.T) {
 // Each step can be interrupted (a failed write, a new leader): the next
 // pass resumes from the objects and raft without repeating finished work.
 func TestResumeAfterFailures(t *testing.T) {
-	nc := claim(deleting)
+	nc := claim(fresh)
 	r := newRig(t, Config{}, []*karpv1.NodeClaim{nc}, []*corev1.Node{node()})
 	r.launch(nc.Name, "intent-1", "i-0123", fsm.IntentLaunched)
 
 	r.cloud.err = errors.New("throttled")
 	r.settle(t, 3)
-	if got := r.claims.get(nc.Name); got == nil || !conditionTrue(got, karpv1.ConditionDrained) {
-		t.Fatalf("want the claim drained and waiting on the cloud, got %+v", got)
+	if got := r.claims.get(nc.Name); got == nil || !conditionTrue(got, karpv1.ConditionDrained) || !conditionTrue(got, karpv1.ConditionDisruptionReason) {
+		t.Fatalf("want the claim marked disrupting, drained and waiting on the cloud, got %+v", got)
 	}
 	if r.node(t, "ip-10-0-0-1") == nil {
 		t.Fatal("node deleted before the instance was terminated")
@@ -227,7 +227,7 @@ func TestResumeAfterFailures(t *testing.T) {
 }
 
 func TestPendingLaunchIsCancelled(t *testing.T) {
-	nc := claim(deleting)
+	nc := claim(fresh)
 	nc.Status.ProviderID = ""
 	r := newRig(t, Config{}, []*karpv1.NodeClaim{nc}, nil)
 	r.launch(nc.Name, "intent-1", "", fsm.IntentPending)
@@ -244,7 +244,7 @@ func TestPendingLaunchIsCancelled(t *testing.T) {
 }
 
 func TestLaunchInFlightWaits(t *testing.T) {
-	nc := claim(deleting)
+	nc := claim(fresh)
 	nc.Status.ProviderID = ""
 	r := newRig(t, Config{}, []*karpv1.NodeClaim{nc}, nil)
 	r.launch(nc.Name, "intent-1", "", fsm.IntentLaunching)
@@ -265,7 +265,7 @@ func TestLaunchInFlightWaits(t *testing.T) {
 }
 
 func TestGracePeriodElapsedSkipsDrain(t *testing.T) {
-	nc := claim(deleting, tgp(30*time.Second))
+	nc := claim(fresh, tgp(30*time.Second))
 	r := newRig(t, Config{}, []*karpv1.NodeClaim{nc}, []*corev1.Node{node()})
 	r.launch(nc.Name, "intent-1", "i-0123", fsm.IntentLaunched)
 	r.drainer.gate = make(chan struct{}) // the drain never finishes on its own
@@ -346,7 +346,7 @@ func TestDrainsAreBounded(t *testing.T) {
 	var nodes []*corev1.Node
 	for i := range 5 {
 		id := "i-" + string(rune('a'+i))
-		claims = append(claims, claim(deleting, func(nc *karpv1.NodeClaim) {
+		claims = append(claims, claim(fresh, func(nc *karpv1.NodeClaim) {
 			nc.Name = "claim-" + id
 			nc.Annotations[AnnotationLaunchID] = "intent-" + id
 			nc.Status.ProviderID = "aws:///us-east-1a/" + id
@@ -376,7 +376,7 @@ func TestDrainsAreBounded(t *testing.T) {
 
 // Run stops its drains when its context (the term) ends.
 func TestRunStopsDrainsWithContext(t *testing.T) {
-	nc := claim(deleting)
+	nc := claim(fresh)
 	r := newRig(t, Config{Resync: time.Hour}, []*karpv1.NodeClaim{nc}, []*corev1.Node{node()})
 	r.launch(nc.Name, "intent-1", "i-0123", fsm.IntentLaunched)
 	r.drainer.gate = make(chan struct{}) // never opened

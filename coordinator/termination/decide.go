@@ -7,7 +7,7 @@
 //
 //  1. cancels its launch intent if it is still pending, or waits while the
 //     launcher has an attempt in flight;
-//  2. commits a TerminationIntent ("term-"+instance ID) with the reason from
+//  2. sets the DisruptionReason condition and commits a TerminationIntent ("term-"+instance ID) with the reason from
 //     the joiner.io/disruption-reason annotation (default "deleted");
 //  3. taints the linked Node karpenter.sh/disrupted:NoSchedule and drains it
 //     through the eviction API (agent/drain: PDBs hold, DaemonSet and mirror
@@ -27,6 +27,7 @@
 package termination
 
 import (
+	"regexp"
 	"strings"
 	"time"
 
@@ -82,6 +83,9 @@ const (
 	StepCancelIntent
 	// StepWaitLaunch: a launch attempt is in flight; look again later.
 	StepWaitLaunch
+	// StepMarkDisrupting: set the DisruptionReason condition (and say so
+	// in an Event) once.
+	StepMarkDisrupting
 	// StepCommitTermination: commit the TerminationIntent.
 	StepCommitTermination
 	// StepTaint: taint the Node karpenter.sh/disrupted:NoSchedule.
@@ -100,7 +104,7 @@ const (
 	StepWaitClaim
 )
 
-var stepNames = [...]string{"none", "cancel-intent", "wait-launch", "commit-termination", "taint", "drain",
+var stepNames = [...]string{"none", "cancel-intent", "wait-launch", "mark-disrupting", "commit-termination", "taint", "drain",
 	"terminate", "delete-node", "remove-finalizer", "delete-nodeclaim", "wait-nodeclaim"}
 
 func (s Step) String() string {
@@ -140,6 +144,9 @@ func Decide(in ClaimInput) Step {
 		case fsm.IntentLaunching:
 			return StepWaitLaunch
 		}
+	}
+	if (in.InstanceID != "" || nodeLive(in.Node)) && !conditionTrue(nc, karpv1.ConditionDisruptionReason) {
+		return StepMarkDisrupting
 	}
 	if in.InstanceID != "" && in.Instance && in.Termination == nil {
 		return StepCommitTermination
@@ -262,6 +269,19 @@ func withoutFinalizer(fs []string) []string {
 		}
 	}
 	return out
+}
+
+var notConditionReason = regexp.MustCompile(`[^A-Za-z0-9_]`)
+
+// ConditionReason makes a disruption reason a valid condition reason
+// (letters, digits and underscores, starting with a letter).
+func ConditionReason(reason string) string {
+	r := notConditionReason.ReplaceAllString(reason, "_")
+	r = strings.TrimRight(r, "_")
+	if r == "" || !((r[0] >= 'a' && r[0] <= 'z') || (r[0] >= 'A' && r[0] <= 'Z')) {
+		r = "Reason_" + r
+	}
+	return r
 }
 
 func conditionTrue(nc *karpv1.NodeClaim, typ string) bool {

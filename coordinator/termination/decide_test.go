@@ -27,7 +27,13 @@ func claim(opts ...claimOpt) *karpv1.NodeClaim {
 	return nc
 }
 
-func deleting(nc *karpv1.NodeClaim)    { nc.DeletionTimestamp = &metav1.Time{Time: t0} }
+func deleting(nc *karpv1.NodeClaim) {
+	nc.DeletionTimestamp = &metav1.Time{Time: t0}
+	setCondition(nc, karpv1.ConditionDisruptionReason, "deleted", "deleted", t0)
+}
+
+// fresh: deleting, not yet marked disrupting.
+func fresh(nc *karpv1.NodeClaim)       { nc.DeletionTimestamp = &metav1.Time{Time: t0} }
 func noFinalizer(nc *karpv1.NodeClaim) { nc.Finalizers = nil }
 func cond(typ string) claimOpt {
 	return func(nc *karpv1.NodeClaim) { setCondition(nc, typ, typ, "", t0) }
@@ -80,7 +86,13 @@ func TestDecide(t *testing.T) {
 		{"cancelled launch, nothing launched: release", ClaimInput{Claim: claim(deleting), Intent: intent(fsm.IntentCancelled)}, StepRemoveFinalizer},
 		{"failed launch: release", ClaimInput{Claim: claim(deleting), Intent: intent(fsm.IntentFailed)}, StepRemoveFinalizer},
 		{"no intent, no instance: release", ClaimInput{Claim: claim(deleting)}, StepRemoveFinalizer},
-		{"launched: commit termination first", ClaimInput{Claim: claim(deleting), Node: node(), Intent: intent(fsm.IntentLaunched),
+		{"launched: mark disrupting first", ClaimInput{Claim: claim(fresh), Node: node(), Intent: intent(fsm.IntentLaunched),
+			InstanceID: "i-0123", Instance: true}, StepMarkDisrupting},
+		{"termination committed elsewhere: still mark disrupting", ClaimInput{Claim: claim(fresh), Node: node(), Intent: intent(fsm.IntentLaunched),
+			InstanceID: "i-0123", Instance: true, Termination: term(fsm.TerminationPending)}, StepMarkDisrupting},
+		{"lone node on a claim without an instance: mark disrupting", ClaimInput{Claim: claim(fresh), Node: node()}, StepMarkDisrupting},
+		{"nothing launched, nothing to mark: release", ClaimInput{Claim: claim(fresh), Intent: intent(fsm.IntentCancelled)}, StepRemoveFinalizer},
+		{"launched and marked: commit termination", ClaimInput{Claim: claim(deleting), Node: node(), Intent: intent(fsm.IntentLaunched),
 			InstanceID: "i-0123", Instance: true}, StepCommitTermination},
 		{"instance unknown to the FSM: no intent to commit, taint", ClaimInput{Claim: claim(deleting), Node: node(),
 			InstanceID: "i-0123"}, StepTaint},
@@ -158,6 +170,15 @@ func TestInstanceIDAndReason(t *testing.T) {
 	}
 	if got := TerminationID("i-1"); got != "term-i-1" {
 		t.Errorf("TerminationID = %q", got)
+	}
+}
+
+func TestConditionReason(t *testing.T) {
+	for in, want := range map[string]string{"interrupted": "interrupted", "Drifted": "Drifted", "spot-interruption": "spot_interruption",
+		"": "Reason_", "1x": "Reason_1x", "a b!": "a_b"} {
+		if got := ConditionReason(in); got != want {
+			t.Errorf("ConditionReason(%q) = %q, want %q", in, got, want)
+		}
 	}
 }
 
