@@ -120,6 +120,8 @@ func (d *decider) gracefulBlocker(n *Node, eventual bool) string {
 		return "node is already being disrupted"
 	case n.Nominated:
 		return "node is nominated for a pending pod"
+	case n.Blocked != "":
+		return n.Blocked
 	case n.Annotations[karpv1.AnnotationDoNotDisrupt] == "true":
 		return "node has annotation " + karpv1.AnnotationDoNotDisrupt
 	case n.NodeClaim.Annotations[karpv1.AnnotationDoNotDisrupt] == "true":

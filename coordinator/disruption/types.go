@@ -113,6 +113,10 @@ type Node struct {
 	MarkedForDeletion bool
 	// Nominated: a pending pod was nominated onto this node.
 	Nominated bool
+	// Blocked, when set, keeps the node from graceful disruption and says
+	// why (for example a cool-down after a failed replacement); expiration
+	// is not blocked.
+	Blocked string
 }
 
 // Name is the node's name.

@@ -1,0 +1,234 @@
+// Package controller is the leader's disruption loop: every pass it builds
+// the disruption core's input from the provisioner's snapshot, runs
+// disruption.Decide and executes the decision, crash-safely:
+//
+//  1. commit a TerminationIntent ("term-"+instanceID, reason = method) for
+//     every candidate before touching anything;
+//  2. taint each candidate karpenter.sh/disrupted:NoSchedule;
+//  3. launch the replacements (Provisioner.LaunchClaims, the candidates'
+//     pods nominated to them) and wait, pass after pass and at most
+//     ReplacementTimeout, until every replacement NodeClaim is Initialized;
+//  4. annotate each candidate NodeClaim joiner.io/disruption-reason, set
+//     its DisruptionReason condition and delete it: the termination
+//     controller (NodeClaim finalizer) drains and terminates.
+//
+// A replacement that fails (its NodeClaim deleted, its launch failed, the
+// timeout) rolls the command back: taints removed, TerminationIntents
+// cancelled (fsm.TerminationCancel) and the candidates cooled down
+// (CoolDown, in leader memory). A new leader resumes from raft and the API:
+// a pending disruption TerminationIntent whose NodeClaim is not being
+// deleted is finished when the node is empty (or expired), waited on when
+// live launch intents hold the node's pods (its replacements), and rolled
+// back otherwise (the next pass decides afresh).
+//
+// It also writes the Drifted, Empty and Consolidatable NodeClaim conditions
+// and an Event whenever the reason a node is left alone changes.
+package controller
+
+import (
+	"context"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/record"
+
+	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/coordinator/disruption"
+	"github.com/joiner-dev/joiner/coordinator/fsm"
+	"github.com/joiner-dev/joiner/coordinator/provisioner"
+	"github.com/joiner-dev/joiner/coordinator/scheduler"
+)
+
+// AnnotationDisruptionReason on a NodeClaim says why disruption deleted it
+// (Expired, Empty, Drifted, Underutilized).
+const AnnotationDisruptionReason = karpv1.JoinerDomain + "/disruption-reason"
+
+// Capacity is the provisioner side (*provisioner.Provisioner).
+type Capacity interface {
+	Snapshot(ctx context.Context) (*provisioner.Snapshot, error)
+	LaunchClaims(ctx context.Context, claims []scheduler.NodeClaim, pods []string, reason string) ([]string, error)
+}
+
+// Cache is the informer cache the controller reads (*kube.Cache).
+type Cache interface {
+	NodeClaim(name string) *karpv1.NodeClaim
+	Node(name string) *corev1.Node
+	Changes() (<-chan struct{}, func())
+}
+
+// State is the raft state the controller reads (*fsm.FSM).
+type State interface {
+	Intents() []fsm.LaunchIntent
+	Terminations() []fsm.TerminationIntent
+	NominatedPods() map[string]string
+}
+
+// Proposer commits a command through raft (cluster.RaftProposer).
+type Proposer interface {
+	Propose(ctx context.Context, cmd []byte) (any, error)
+}
+
+// Writer is the NodeClaim writes the controller makes (*kube.Clients).
+type Writer interface {
+	GetNodeClaim(ctx context.Context, name string) (*karpv1.NodeClaim, error)
+	UpdateNodeClaim(ctx context.Context, nc *karpv1.NodeClaim) (*karpv1.NodeClaim, error)
+	UpdateNodeClaimStatus(ctx context.Context, nc *karpv1.NodeClaim) (*karpv1.NodeClaim, error)
+	DeleteNodeClaim(ctx context.Context, name string) error
+}
+
+// Nodes reads and writes Node objects (NodeClient adapts a clientset).
+type Nodes interface {
+	GetNode(ctx context.Context, name string) (*corev1.Node, error)
+	UpdateNode(ctx context.Context, node *corev1.Node) (*corev1.Node, error)
+}
+
+// Config configures a Controller. Zero values take the defaults.
+type Config struct {
+	// Interval between passes without cache events (default 10 s).
+	Interval time.Duration
+	// MinInterval is the least time between two passes when cache events
+	// arrive (default 2 s).
+	MinInterval time.Duration
+	// ReplacementTimeout bounds the wait for replacements to initialize
+	// (default 10 min).
+	ReplacementTimeout time.Duration
+	// CoolDown keeps a rolled-back candidate out of graceful disruption
+	// (default 5 min).
+	CoolDown time.Duration
+	// MaxSimulations is disruption.Input.MaxSimulations (0: the core's
+	// default).
+	MaxSimulations int
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// Controller is the disruption leader loop. Run it on the leader only, with
+// a context cancelled when leadership is lost; its memory (commands in
+// flight, cool-downs, last Events) starts empty on every leader.
+type Controller struct {
+	cfg      Config
+	capacity Capacity
+	cache    Cache
+	state    State
+	raft     Proposer
+	kube     Writer
+	nodes    Nodes
+	rec      record.EventRecorder
+	log      *zap.Logger
+	metrics  *metrics
+
+	// commands in flight by termination intent ID (one entry per
+	// candidate, sharing the command).
+	commands map[string]*command
+	// coolDown: node name -> until when it is not a graceful candidate.
+	coolDown map[string]time.Time
+	// lastSkip: "node/method" -> last reason reported in an Event.
+	lastSkip map[string]string
+	// finished: termination intent IDs whose NodeClaim this leader deleted
+	// (the cache may not show the deletion yet: never adopt them).
+	finished map[string]bool
+	// singleNodeOffset carries Result.NextSingleNodeOffset.
+	singleNodeOffset int
+}
+
+// New builds a Controller. reg may be nil (no metrics); rec may be nil (no
+// Events).
+func New(cfg Config, capacity Capacity, cache Cache, state State, raft Proposer, kube Writer, nodes Nodes,
+	reg prometheus.Registerer, rec record.EventRecorder, log *zap.Logger) (*Controller, error) {
+	if cfg.Interval <= 0 {
+		cfg.Interval = 10 * time.Second
+	}
+	if cfg.MinInterval <= 0 {
+		cfg.MinInterval = 2 * time.Second
+	}
+	if cfg.ReplacementTimeout <= 0 {
+		cfg.ReplacementTimeout = 10 * time.Minute
+	}
+	if cfg.CoolDown <= 0 {
+		cfg.CoolDown = 5 * time.Minute
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if rec == nil {
+		rec = &record.FakeRecorder{}
+	}
+	m, err := newMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+	return &Controller{cfg: cfg, capacity: capacity, cache: cache, state: state, raft: raft, kube: kube, nodes: nodes,
+		rec: rec, log: log.Named("disruption"), metrics: m,
+		commands: map[string]*command{}, finished: map[string]bool{}, coolDown: map[string]time.Time{}, lastSkip: map[string]string{}}, nil
+}
+
+// Run disrupts until ctx ends: a pass every Interval, and after cache
+// events, at most one pass per MinInterval.
+func (c *Controller) Run(ctx context.Context) error {
+	changes, stop := c.cache.Changes()
+	defer stop()
+	tick := time.NewTicker(c.cfg.Interval)
+	defer tick.Stop()
+	for {
+		last := time.Now()
+		if err := c.Reconcile(ctx); err != nil && ctx.Err() == nil {
+			c.log.Warn("disruption pass incomplete", zap.Error(err))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		case <-changes:
+			if wait := c.cfg.MinInterval - time.Since(last); wait > 0 {
+				t := time.NewTimer(wait)
+				select {
+				case <-ctx.Done():
+					t.Stop()
+					return ctx.Err()
+				case <-t.C:
+				}
+			}
+			// Events during the wait are covered by this pass.
+			select {
+			case <-changes:
+			default:
+			}
+		}
+	}
+}
+
+// Reconcile runs one pass: advance the commands in flight (and adopt the
+// ones a previous leader left), refresh conditions and metrics, decide and
+// start a new command.
+func (c *Controller) Reconcile(ctx context.Context) error {
+	snap, err := c.capacity.Snapshot(ctx)
+	if err != nil {
+		return err
+	}
+	now := c.cfg.Now()
+	for n, until := range c.coolDown {
+		if !now.Before(until) {
+			delete(c.coolDown, n)
+		}
+	}
+	v := c.view(snap, now)
+	if err := c.advance(ctx, v); err != nil {
+		return err
+	}
+	// Commands may have moved on: look again before deciding.
+	v = c.view(snap, now)
+	in := c.input(v)
+	c.report(ctx, v, in)
+	res, err := disruption.Decide(in)
+	if err != nil {
+		return err
+	}
+	c.singleNodeOffset = res.NextSingleNodeOffset
+	c.events(v, res)
+	if res.Decision == nil {
+		return nil
+	}
+	return c.start(ctx, v, res.Decision)
+}

@@ -1,0 +1,380 @@
+package controller
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"go.uber.org/zap"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/tools/record"
+
+	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/coordinator/fsm"
+)
+
+// index is the position of op in ops, failing when absent.
+func index(t *testing.T, ops []string, op string) int {
+	t.Helper()
+	i := slices.Index(ops, op)
+	if i < 0 {
+		t.Fatalf("op %q not in %q", op, ops)
+	}
+	return i
+}
+
+func TestEmptyNodeIsCommittedThenTaintedThenDeleted(t *testing.T) {
+	c := newCluster(t)
+	c.pools = []*karpv1.NodePool{testPool("default")}
+	c.addNode("busy", "default", 2, testPod("web", "1500m"))
+	c.addNode("idle", "default", 2)
+	ctl := c.controller(nil)
+	c.reconcile(ctl)
+	ops := c.takeOps()
+	commit, taint, annotate, del := index(t, ops, "commit term-i-idle"), index(t, ops, "taint idle"), index(t, ops, "annotate idle Empty"), index(t, ops, "delete idle")
+	if !(commit < taint && taint < annotate && annotate < del) {
+		t.Fatalf("ops out of order: %q", ops)
+	}
+	if slices.ContainsFunc(ops, func(s string) bool { return strings.HasSuffix(s, "busy") }) {
+		t.Fatalf("busy node touched: %q", ops)
+	}
+	terms := c.fsm.Terminations()
+	if len(terms) != 1 || terms[0].Reason != "Emptiness" || terms[0].InstanceID != "i-idle" {
+		t.Fatalf("terminations = %+v", terms)
+	}
+	if cond := condition(c.claims["idle"], karpv1.ConditionDisruptionReason); cond == nil || cond.Reason != "Empty" {
+		t.Fatalf("DisruptionReason condition = %+v", cond)
+	}
+	// The next pass does not touch it again, nor adopt its intent.
+	c.reconcile(ctl)
+	if ops := c.takeOps(); len(ops) != 0 {
+		t.Fatalf("second pass acted: %q", ops)
+	}
+}
+
+// driftCluster: one drifted node whose pod fits nowhere else, so drift
+// needs a replacement.
+func driftCluster(t *testing.T) *cluster {
+	c := newCluster(t)
+	c.pools = []*karpv1.NodePool{testPool("default")}
+	c.hashes["default"] = "old"
+	c.addNode("old", "default", 4, testPod("web", "3"))
+	c.hashes["default"] = "new"
+	return c
+}
+
+func TestDriftLaunchesReplacementFirstAndWaitsForIt(t *testing.T) {
+	c := driftCluster(t)
+	ctl := c.controller(nil)
+	c.reconcile(ctl)
+	ops := c.takeOps()
+	if len(ops) != 3 || ops[0] != "commit term-i-old" || !strings.HasPrefix(ops[1], "launch default-r") || ops[2] != "taint old" {
+		t.Fatalf("ops = %q, want commit, launch, taint", ops)
+	}
+	repl := strings.TrimPrefix(ops[1], "launch ")
+	if got := c.fsm.NominatedPods()["default/web"]; got != "intent-"+repl {
+		t.Fatalf("web nominated to %q, want the replacement", got)
+	}
+	// Waiting: passes do nothing until the replacement is initialized.
+	c.now = c.now.Add(time.Minute)
+	c.reconcile(ctl)
+	if ops := c.takeOps(); len(ops) != 0 {
+		t.Fatalf("acted before the replacement initialized: %q", ops)
+	}
+	c.initialize(repl)
+	c.reconcile(ctl)
+	ops = c.takeOps()
+	if !slices.Equal(ops, []string{"annotate old Drifted", "delete old"}) {
+		t.Fatalf("ops = %q, want the drifted claim annotated and deleted", ops)
+	}
+	if c.launchCalls != 1 {
+		t.Fatalf("%d launches", c.launchCalls)
+	}
+	// The termination controller finishes; the replacement is left alone
+	// (its pod moved there).
+	c.terminate("old", repl)
+	for range 3 {
+		c.now = c.now.Add(time.Minute)
+		c.reconcile(ctl)
+	}
+	if ops := c.takeOps(); len(ops) != 0 {
+		t.Fatalf("replacement disrupted: %q", ops)
+	}
+}
+
+func TestReplacementNotDisruptedWhileItsPodsAreOnTheirWay(t *testing.T) {
+	c := driftCluster(t)
+	ctl := c.controller(nil)
+	c.reconcile(ctl)
+	repl := strings.TrimPrefix(c.takeOps()[1], "launch ")
+	c.initialize(repl)
+	c.reconcile(ctl)
+	if ops := c.takeOps(); !slices.Equal(ops, []string{"annotate old Drifted", "delete old"}) {
+		t.Fatalf("ops = %q, want only old deleted", ops)
+	}
+	// The old node drains slowly; the empty replacement must not go.
+	for range 5 {
+		c.now = c.now.Add(time.Minute)
+		c.reconcile(ctl)
+	}
+	if ops := c.takeOps(); len(ops) != 0 {
+		t.Fatalf("acted on the replacement while old still drains: %q", ops)
+	}
+}
+
+func TestReplacementFailureRollsBackAndCoolsDown(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		fail func(c *cluster, repl string)
+	}{
+		{"nodeclaim deleted", func(c *cluster, repl string) {
+			nc := c.claims[repl].DeepCopy()
+			now := metav1.NewTime(c.now)
+			nc.DeletionTimestamp = &now
+			c.claims[repl] = nc
+		}},
+		{"launch failed", func(c *cluster, repl string) {
+			c.mustPropose(fsm.LaunchAttemptStartType, fsm.LaunchAttemptStart{IntentID: "intent-" + repl, Attempt: 1, At: c.now})
+			c.mustPropose(fsm.LaunchResultType, fsm.LaunchResult{IntentID: "intent-" + repl, Attempt: 1, At: c.now,
+				Failed: &fsm.Failed{Reason: "InsufficientInstanceCapacity"}})
+		}},
+		{"timeout", func(c *cluster, repl string) { c.now = c.now.Add(11 * time.Minute) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := driftCluster(t)
+			rec := record.NewFakeRecorder(100)
+			ctl := c.controller(rec)
+			c.reconcile(ctl)
+			repl := strings.TrimPrefix(c.takeOps()[1], "launch ")
+			tc.fail(c, repl)
+			c.reconcile(ctl)
+			ops := c.takeOps()
+			if !slices.Equal(ops, []string{"untaint old", "cancel term-i-old"}) {
+				t.Fatalf("ops = %q, want untaint then cancel", ops)
+			}
+			if p := c.pendingTerminations(); len(p) != 0 {
+				t.Fatalf("pending terminations %v", p)
+			}
+			if inst, _ := c.fsm.Instance("i-old"); inst.State != fsm.InstanceReady {
+				t.Fatalf("instance state %s, want ready again", inst.State)
+			}
+			if !drained(rec, "DisruptionRolledBack") {
+				t.Fatal("no DisruptionRolledBack event")
+			}
+			// Cooling down: no new attempt for 5 minutes.
+			c.now = c.now.Add(4 * time.Minute)
+			c.reconcile(ctl)
+			if ops := c.takeOps(); len(ops) != 0 {
+				t.Fatalf("acted during the cool-down: %q", ops)
+			}
+			c.now = c.now.Add(2 * time.Minute)
+			c.reconcile(ctl)
+			if ops := c.takeOps(); len(ops) == 0 || ops[0] != "commit term-i-old" {
+				t.Fatalf("after the cool-down ops = %q, want a new attempt", ops)
+			}
+		})
+	}
+}
+
+func drained(rec *record.FakeRecorder, reason string) bool {
+	found := false
+	for {
+		select {
+		case e := <-rec.Events:
+			found = found || strings.Contains(e, reason)
+		default:
+			return found
+		}
+	}
+}
+
+func TestLaunchErrorRollsBack(t *testing.T) {
+	c := driftCluster(t)
+	c.launchErr = errBoom
+	ctl := c.controller(nil)
+	c.reconcile(ctl)
+	ops := c.takeOps()
+	if !slices.Equal(ops, []string{"commit term-i-old", "cancel term-i-old"}) {
+		t.Fatalf("ops = %q, want commit then cancel (never tainted)", ops)
+	}
+}
+
+func TestCommitFailureActsOnNothing(t *testing.T) {
+	c := newCluster(t)
+	c.pools = []*karpv1.NodePool{testPool("default")}
+	c.addNode("busy", "default", 4, testPod("web", "2"))
+	c.addNode("idle", "default", 2)
+	c.proposeErr[fsm.TerminationIntentType] = errBoom
+	ctl := c.controller(nil)
+	if err := ctl.Reconcile(t.Context()); err == nil {
+		t.Fatal("no error from a failed commit")
+	}
+	if ops := c.takeOps(); len(ops) != 0 {
+		t.Fatalf("acted without a commit: %q", ops)
+	}
+}
+
+func TestNewLeaderResumesWaitingDisruption(t *testing.T) {
+	c := driftCluster(t)
+	old := c.controller(nil)
+	c.reconcile(old)
+	repl := strings.TrimPrefix(c.takeOps()[1], "launch ")
+	// Leadership moves: a fresh controller with empty memory.
+	ctl := c.controller(nil)
+	c.now = c.now.Add(time.Minute)
+	c.reconcile(ctl)
+	if ops := c.takeOps(); len(ops) != 0 || c.launchCalls != 1 {
+		t.Fatalf("new leader acted before the replacement initialized: %q (%d launches)", ops, c.launchCalls)
+	}
+	c.initialize(repl)
+	c.reconcile(ctl)
+	if ops := c.takeOps(); !slices.Equal(ops, []string{"annotate old Drifted", "delete old"}) {
+		t.Fatalf("ops = %q", ops)
+	}
+}
+
+func TestNewLeaderRollsBackDisruptionWithoutReplacement(t *testing.T) {
+	c := driftCluster(t)
+	// The old leader committed and died before launching.
+	c.mustPropose(fsm.TerminationIntentType, fsm.TerminationIntentCmd{ID: "term-i-old", InstanceID: "i-old", Reason: "Drift", At: c.now})
+	ctl := c.controller(nil)
+	c.reconcile(ctl)
+	ops := c.takeOps()
+	if len(ops) < 1 || ops[0] != "cancel term-i-old" {
+		t.Fatalf("ops = %q, want the orphan cancelled first", ops)
+	}
+	if slices.Contains(ops, "delete old") {
+		t.Fatalf("deleted a node whose pods had no replacement: %q", ops)
+	}
+}
+
+func TestNewLeaderFinishesEmptyAndExpiredNodes(t *testing.T) {
+	c := newCluster(t)
+	c.pools = []*karpv1.NodePool{testPool("default")}
+	c.pools[0].Spec.Disruption.ConsolidateAfter = karpv1.NeverDuration()
+	c.addNode("busy", "default", 4, testPod("web", "2"))
+	c.addNode("idle", "default", 2)
+	c.mustPropose(fsm.TerminationIntentType, fsm.TerminationIntentCmd{ID: "term-i-idle", InstanceID: "i-idle", Reason: "Emptiness", At: c.now})
+	c.mustPropose(fsm.TerminationIntentType, fsm.TerminationIntentCmd{ID: "term-i-busy", InstanceID: "i-busy", Reason: "Expiration", At: c.now})
+	// Not ours: an interruption's intent is left alone.
+	c.addNode("spot", "default", 2)
+	c.mustPropose(fsm.TerminationIntentType, fsm.TerminationIntentCmd{ID: "term-i-spot", InstanceID: "i-spot", Reason: "interruption", At: c.now})
+	ctl := c.controller(nil)
+	c.reconcile(ctl)
+	ops := c.takeOps()
+	for _, want := range []string{"taint idle", "delete idle", "taint busy", "annotate busy Expired", "delete busy"} {
+		index(t, ops, want)
+	}
+	if slices.ContainsFunc(ops, func(s string) bool { return strings.HasSuffix(s, "spot") }) {
+		t.Fatalf("touched the interrupted node: %q", ops)
+	}
+}
+
+func TestExpirationIsForcefulDespitePDBAndBudget(t *testing.T) {
+	c := newCluster(t)
+	pool := testPool("default")
+	pool.Spec.Template.Spec.ExpireAfter = karpv1.NewDuration(time.Hour)
+	pool.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "0"}}
+	c.pools = []*karpv1.NodePool{pool}
+	c.addNode("n1", "default", 4, testPod("web", "2"))
+	c.pdbs = []*policyv1.PodDisruptionBudget{pdb("web", 0)}
+	ctl := c.controller(nil)
+	c.reconcile(ctl)
+	if ops := c.takeOps(); len(ops) != 0 {
+		t.Fatalf("acted before expiry: %q", ops)
+	}
+	c.now = c.now.Add(2 * time.Hour)
+	c.reconcile(ctl)
+	ops := c.takeOps()
+	if !slices.Equal(ops, []string{"commit term-i-n1", "taint n1", "annotate n1 Expired", "delete n1"}) {
+		t.Fatalf("ops = %q", ops)
+	}
+}
+
+func pdb(app string, allowed int32) *policyv1.PodDisruptionBudget {
+	one := intstr.FromInt32(1)
+	return &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: app, Namespace: "default"},
+		Spec:       policyv1.PodDisruptionBudgetSpec{MinAvailable: &one, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}}},
+		Status:     policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: allowed},
+	}
+}
+
+func TestConditionsEventsAndMetrics(t *testing.T) {
+	c := newCluster(t)
+	c.pools = []*karpv1.NodePool{testPool("default")}
+	c.pools[0].Spec.Disruption.ConsolidateAfter = karpv1.NewDuration(10 * time.Minute)
+	c.hashes["default"] = "old"
+	c.addNode("a", "default", 2, testPod("web", "1"))
+	c.hashes["default"] = "new"
+	c.addNode("b", "default", 4, testPod("api", "3"))
+	c.pdbs = []*policyv1.PodDisruptionBudget{pdb("web", 0)}
+	rec := record.NewFakeRecorder(100)
+	reg := prometheus.NewRegistry()
+	ctl, err := New(Config{Now: c.Now}, c, c, c.fsm, c, c, c, reg, rec, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.reconcile(ctl)
+	a, b := c.claims["a"], c.claims["b"]
+	if cond := condition(a, karpv1.ConditionDrifted); cond == nil || cond.Status != metav1.ConditionTrue || !strings.Contains(cond.Message, "nodepool default changed") {
+		t.Fatalf("a Drifted = %+v", cond)
+	}
+	if condition(b, karpv1.ConditionDrifted) != nil {
+		t.Fatal("b has a Drifted condition")
+	}
+	for _, nc := range []*karpv1.NodeClaim{a, b} {
+		if cond := condition(nc, karpv1.ConditionEmpty); cond == nil || cond.Status != metav1.ConditionFalse {
+			t.Fatalf("%s Empty = %+v", nc.Name, cond)
+		}
+		if cond := condition(nc, karpv1.ConditionConsolidatable); cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != "ConsolidateAfterNotPassed" {
+			t.Fatalf("%s Consolidatable = %+v", nc.Name, cond)
+		}
+	}
+	var events []string
+	for len(rec.Events) > 0 {
+		events = append(events, <-rec.Events)
+	}
+	if !slices.ContainsFunc(events, func(e string) bool {
+		return strings.Contains(e, "DisruptionBlocked") && strings.Contains(e, "pdb default/web prevents eviction")
+	}) {
+		t.Fatalf("no pdb event in %q", events)
+	}
+	// Same reasons next pass: no new Events.
+	c.reconcile(ctl)
+	if n := len(rec.Events); n != 0 {
+		t.Fatalf("%d repeated events", n)
+	}
+	c.now = c.now.Add(11 * time.Minute)
+	c.reconcile(ctl)
+	if cond := condition(c.claims["b"], karpv1.ConditionConsolidatable); cond == nil || cond.Status != metav1.ConditionTrue {
+		t.Fatalf("b Consolidatable after consolidateAfter = %+v", cond)
+	}
+	if got := testutil.ToFloat64(ctl.metrics.eligible.WithLabelValues("Drift")); got != 0 {
+		// a is drifted but its pod's PDB blocks it.
+		t.Fatalf("eligible Drift = %v", got)
+	}
+	if got := testutil.ToFloat64(ctl.metrics.budget.WithLabelValues("default", "Drifted")); got != 2 {
+		t.Fatalf("budget allowed = %v, want 2 (100%% of 2 nodes)", got)
+	}
+	if n, err := testutil.GatherAndCount(reg, "joiner_disruption_decisions_total", "joiner_disruption_budget_allowed", "joiner_nodes_eligible_for_disruption"); err != nil || n == 0 {
+		t.Fatalf("gathered %d series: %v", n, err)
+	}
+}
+
+func TestDecisionMetric(t *testing.T) {
+	c := newCluster(t)
+	c.pools = []*karpv1.NodePool{testPool("default")}
+	c.addNode("idle", "default", 2)
+	c.addNode("busy", "default", 4, testPod("web", "2"))
+	ctl := c.controller(nil)
+	c.reconcile(ctl)
+	if got := testutil.ToFloat64(ctl.metrics.decisions.WithLabelValues("Emptiness", "delete")); got != 1 {
+		t.Fatalf("decisions{Emptiness,delete} = %v", got)
+	}
+}

@@ -1,0 +1,557 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+
+	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/coordinator/disruption"
+	"github.com/joiner-dev/joiner/coordinator/fsm"
+	"github.com/joiner-dev/joiner/coordinator/scheduler"
+)
+
+// candidate is one node a command removes.
+type candidate struct {
+	node, nodeClaim, instanceID, termID string
+}
+
+// command is one decision being executed.
+type command struct {
+	method disruption.Method
+	// reason is what the NodeClaim's annotation and DisruptionReason
+	// condition say: Expired, Empty, Drifted or Underutilized.
+	reason     string
+	message    string
+	candidates []candidate
+	// replacements are the NodeClaims that must be Initialized first.
+	replacements []string
+	started      time.Time
+	// rollback, when set, is why the command is being rolled back (retried
+	// every pass until done).
+	rollback string
+}
+
+// termID is the termination intent ID of an instance.
+func termID(instanceID string) string { return "term-" + instanceID }
+
+var methods = map[string]disruption.Method{}
+
+func init() {
+	for _, m := range []disruption.Method{disruption.MethodExpiration, disruption.MethodEmptiness, disruption.MethodDrift,
+		disruption.MethodMultiNode, disruption.MethodSingleNode} {
+		methods[string(m)] = m
+	}
+}
+
+// methodReason is the user-facing reason of a method.
+func methodReason(m disruption.Method) string {
+	switch m {
+	case disruption.MethodExpiration:
+		return "Expired"
+	case disruption.MethodEmptiness:
+		return string(karpv1.DisruptionReasonEmpty)
+	case disruption.MethodDrift:
+		return string(karpv1.DisruptionReasonDrifted)
+	}
+	return string(karpv1.DisruptionReasonUnderutilized)
+}
+
+// propose commits one raft command; an error response is the command's
+// error.
+func (c *Controller) propose(ctx context.Context, t fsm.MessageType, cmd any) error {
+	buf, err := fsm.Encode(t, cmd)
+	if err != nil {
+		return err
+	}
+	resp, err := c.raft.Propose(ctx, buf)
+	if err != nil {
+		return err
+	}
+	if rerr, ok := resp.(error); ok {
+		return rerr
+	}
+	return nil
+}
+
+// start executes a fresh decision: commit, launch replacements, taint, and
+// (without replacements) delete.
+func (c *Controller) start(ctx context.Context, v *view, dec *disruption.Decision) error {
+	cmd := &command{method: dec.Method, reason: methodReason(dec.Method), message: dec.Message, started: v.now}
+	for _, n := range dec.Candidates {
+		id := v.instanceOf(n.Name())
+		if id == "" {
+			c.log.Warn("not disrupting node: no instance is recorded for it", zap.String("node", n.Name()))
+			c.coolDown[n.Name()] = v.now.Add(c.cfg.CoolDown)
+			continue
+		}
+		cmd.candidates = append(cmd.candidates, candidate{node: n.Name(), nodeClaim: n.NodeClaim.Name, instanceID: id, termID: termID(id)})
+	}
+	if len(cmd.candidates) == 0 {
+		return nil
+	}
+	// 1. Commit the decision before acting on it.
+	for i, cd := range cmd.candidates {
+		err := c.propose(ctx, fsm.TerminationIntentType, fsm.TerminationIntentCmd{ID: cd.termID, InstanceID: cd.instanceID, Reason: string(cmd.method), At: v.now})
+		if err != nil {
+			committed := &command{method: cmd.method, reason: cmd.reason, candidates: cmd.candidates[:i], started: cmd.started}
+			for _, done := range committed.candidates {
+				c.commands[done.termID] = committed
+			}
+			c.beginRollback(committed, fmt.Sprintf("committing the termination intent of node %s failed: %v", cd.node, err))
+			return fmt.Errorf("committing termination intent %s for node %s: %w", cd.termID, cd.node, err)
+		}
+		c.commands[cd.termID] = cmd
+	}
+	action := "delete"
+	if len(dec.Replacements) > 0 {
+		action = "replace"
+	}
+	c.metrics.decisions.WithLabelValues(string(cmd.method), action).Inc()
+	c.log.Info("disrupting node(s)", zap.String("method", string(cmd.method)), zap.String("action", action),
+		zap.Strings("node", cmd.nodes()), zap.Float64("savings", dec.Savings), zap.String("reason", dec.Message))
+	for _, cd := range cmd.candidates {
+		if nc := v.snap.NodeClaims[cd.node]; nc != nil {
+			c.rec.Eventf(nc, corev1.EventTypeNormal, "DisruptionStarted", "%s: %s", cmd.method, dec.Message)
+		}
+	}
+
+	// 2. Replacements first: the provisioner plans capacity for the pods of
+	// tainted nodes, so the replacements hold their nominations before the
+	// taint goes on.
+	if len(dec.Replacements) > 0 {
+		pods := candidatePods(dec.Candidates)
+		claims := c.claimsFor(dec.Replacements, pods)
+		if len(claims) > 0 {
+			names, err := c.capacity.LaunchClaims(ctx, claims, nil, "disruption/"+strings.ToLower(string(cmd.method)))
+			switch {
+			case err != nil && len(names) == 0:
+				c.beginRollback(cmd, fmt.Sprintf("launching %d replacement(s) failed: %v", len(claims), err))
+				return c.rollbackCommand(ctx, cmd)
+			case len(names) < len(claims):
+				c.beginRollback(cmd, fmt.Sprintf("only %d of %d replacement(s) could be launched", len(names), len(claims)))
+				return c.rollbackCommand(ctx, cmd)
+			case err != nil:
+				c.log.Warn("replacement nodeclaim(s) committed but not all created; the provisioner recreates them", zap.Error(err))
+			}
+			cmd.replacements = names
+		}
+		cmd.replacements = c.mergeReplacements(cmd.replacements, pods)
+		if len(cmd.replacements) == 0 {
+			c.beginRollback(cmd, "no replacement could be launched")
+			return c.rollbackCommand(ctx, cmd)
+		}
+		c.log.Info("launched replacement nodeclaim(s)", zap.String("method", string(cmd.method)), zap.Strings("nodeclaim", cmd.replacements))
+	}
+	// 3. Taint.
+	for _, cd := range cmd.candidates {
+		if err := c.taint(ctx, cd.node); err != nil {
+			c.beginRollback(cmd, fmt.Sprintf("tainting node %s failed: %v", cd.node, err))
+			return errors.Join(err, c.rollbackCommand(ctx, cmd))
+		}
+	}
+	if len(cmd.replacements) > 0 {
+		return nil // advance waits for them, pass after pass
+	}
+	// 4. Nothing to wait for.
+	return c.finish(ctx, cmd)
+}
+
+func (cmd *command) nodes() []string {
+	out := make([]string, len(cmd.candidates))
+	for i, cd := range cmd.candidates {
+		out[i] = cd.node
+	}
+	return out
+}
+
+// candidatePods are the keys of the candidates' reschedulable pods.
+func candidatePods(ns []*disruption.Node) map[string]bool {
+	out := map[string]bool{}
+	for _, n := range ns {
+		for _, p := range n.Node.Pods {
+			if reschedulable(p) {
+				out[key(p)] = true
+			}
+		}
+	}
+	return out
+}
+
+// claimsFor keeps, on each planned replacement, only the candidates' pods
+// that no live intent holds yet (pods of other disrupted nodes are the
+// provisioner's to place, and a pod can be nominated once); a replacement
+// left without pods is dropped.
+func (c *Controller) claimsFor(planned []scheduler.NodeClaim, pods map[string]bool) []scheduler.NodeClaim {
+	held := c.state.NominatedPods()
+	var out []scheduler.NodeClaim
+	for _, cl := range planned {
+		var keep []string
+		for _, k := range cl.Pods {
+			if _, ok := held[k]; pods[k] && !ok {
+				keep = append(keep, k)
+			}
+		}
+		if len(keep) == 0 {
+			continue
+		}
+		cl.Pods = keep
+		out = append(out, cl)
+	}
+	return out
+}
+
+// mergeReplacements adds the NodeClaims of every live launch intent that
+// holds one of pods (a replacement launched earlier, or by the
+// provisioner) to names, sorted and unique.
+func (c *Controller) mergeReplacements(names []string, pods map[string]bool) []string {
+	held := c.state.NominatedPods()
+	byID := map[string]string{}
+	for _, in := range c.state.Intents() {
+		if in.State.Live() {
+			byID[in.ID] = in.Spec.NodeClaim
+		}
+	}
+	out := slices.Clone(names)
+	for k := range pods {
+		if id, ok := held[k]; ok && byID[id] != "" {
+			out = append(out, byID[id])
+		}
+	}
+	sort.Strings(out)
+	return slices.Compact(out)
+}
+
+// advance adopts the disruptions a previous leader left and moves every
+// command in flight on: finish when its replacements are Initialized, roll
+// back when one failed or the wait timed out.
+func (c *Controller) advance(ctx context.Context, v *view) error {
+	for id := range c.finished {
+		if _, ok := v.pending[id]; !ok {
+			delete(c.finished, id)
+		}
+	}
+	c.adopt(ctx, v)
+	seen := map[*command]bool{}
+	var errs []error
+	for _, id := range sortedKeys(c.commands) {
+		cmd := c.commands[id]
+		if seen[cmd] {
+			continue
+		}
+		seen[cmd] = true
+		if err := c.advanceCommand(ctx, v, cmd); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (c *Controller) advanceCommand(ctx context.Context, v *view, cmd *command) error {
+	if cmd.rollback != "" {
+		return c.rollbackCommand(ctx, cmd)
+	}
+	// Candidates whose intent is no longer pending (terminated, cancelled)
+	// are out of our hands.
+	live := cmd.candidates[:0]
+	for _, cd := range cmd.candidates {
+		if _, ok := v.pending[cd.termID]; ok {
+			live = append(live, cd)
+		} else {
+			delete(c.commands, cd.termID)
+		}
+	}
+	cmd.candidates = live
+	if len(cmd.candidates) == 0 {
+		return nil
+	}
+	var waiting []string
+	for _, name := range cmd.replacements {
+		ok, failed := c.replacementState(v, name)
+		if failed != "" {
+			c.beginRollback(cmd, failed)
+			return c.rollbackCommand(ctx, cmd)
+		}
+		if !ok {
+			waiting = append(waiting, name)
+		}
+	}
+	if len(waiting) > 0 {
+		if v.now.Sub(cmd.started) > c.cfg.ReplacementTimeout {
+			c.beginRollback(cmd, fmt.Sprintf("replacement nodeclaim(s) %s not initialized within %s", strings.Join(waiting, ", "), c.cfg.ReplacementTimeout))
+			return c.rollbackCommand(ctx, cmd)
+		}
+		return nil
+	}
+	return c.finish(ctx, cmd)
+}
+
+// replacementState says whether a replacement NodeClaim is Initialized,
+// or why it failed.
+func (c *Controller) replacementState(v *view, name string) (ok bool, failed string) {
+	nc := c.cache.NodeClaim(name)
+	if nc != nil && nc.DeletionTimestamp != nil {
+		return false, fmt.Sprintf("replacement nodeclaim %s is being deleted", name)
+	}
+	if nc != nil {
+		if init, _ := initialized(nc); init {
+			return true, ""
+		}
+		if cond := meta.FindStatusCondition(nc.Status.Conditions, karpv1.ConditionLaunched); cond != nil && cond.Status == metav1.ConditionFalse {
+			return false, fmt.Sprintf("replacement nodeclaim %s failed to launch: %s", name, cond.Message)
+		}
+	}
+	if _, live := v.intentByClaim[name]; !live {
+		return false, fmt.Sprintf("the launch of replacement nodeclaim %s failed or was cancelled", name)
+	}
+	return false, ""
+}
+
+// adopt turns every pending disruption termination intent that no command
+// holds into one: resumed when safe, rolled back otherwise.
+func (c *Controller) adopt(ctx context.Context, v *view) {
+	for _, id := range sortedKeys(v.pending) {
+		t := v.pending[id]
+		m, ours := methods[t.Reason]
+		if !ours || c.commands[id] != nil || c.finished[id] {
+			continue
+		}
+		node := v.nodeOfInstance[t.InstanceID]
+		nc := v.snap.NodeClaims[node]
+		if node == "" || nc == nil || nc.DeletionTimestamp != nil {
+			continue // deleted (the termination controller's), or not ours to resume
+		}
+		if live := c.cache.NodeClaim(nc.Name); live == nil || live.DeletionTimestamp != nil {
+			continue
+		}
+		cmd := &command{method: m, reason: methodReason(m), message: "resumed after a leader change", started: t.CreatedAt,
+			candidates: []candidate{{node: node, nodeClaim: nc.Name, instanceID: t.InstanceID, termID: id}}}
+		c.commands[id] = cmd
+		pods := map[string]bool{}
+		for _, p := range v.snap.PodsByNode[node] {
+			if reschedulable(p) {
+				pods[key(p)] = true
+			}
+		}
+		if m != disruption.MethodExpiration {
+			cmd.replacements = c.mergeReplacements(nil, pods)
+		}
+		switch {
+		case m == disruption.MethodExpiration || len(pods) == 0 || len(cmd.replacements) > 0:
+			c.log.Info("resuming disruption", zap.String("method", string(m)), zap.String("node", node),
+				zap.Strings("replacements", cmd.replacements))
+			if err := c.taint(ctx, node); err != nil {
+				c.log.Warn("tainting node", zap.String("node", node), zap.Error(err))
+			}
+		default:
+			c.beginRollback(cmd, "resumed after a leader change, and no replacement holds the node's pods")
+		}
+	}
+}
+
+// finish annotates, marks and deletes every candidate NodeClaim; the
+// termination controller drains and terminates. Errors leave the command
+// in place to retry next pass.
+func (c *Controller) finish(ctx context.Context, cmd *command) error {
+	var errs []error
+	left := cmd.candidates[:0]
+	for _, cd := range cmd.candidates {
+		if err := c.deleteClaim(ctx, cmd, cd); err != nil {
+			errs = append(errs, err)
+			left = append(left, cd)
+			continue
+		}
+		c.log.Info("deleted nodeclaim", zap.String("nodeclaim", cd.nodeClaim), zap.String("node", cd.node),
+			zap.String("method", string(cmd.method)), zap.String("reason", cmd.reason))
+		c.finished[cd.termID] = true
+		delete(c.commands, cd.termID)
+	}
+	cmd.candidates = left
+	return errors.Join(errs...)
+}
+
+func (c *Controller) deleteClaim(ctx context.Context, cmd *command, cd candidate) error {
+	var nc *karpv1.NodeClaim
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := c.kube.GetNodeClaim(ctx, cd.nodeClaim)
+		if err != nil {
+			return err
+		}
+		if cur.Annotations[AnnotationDisruptionReason] == cmd.reason {
+			nc = cur
+			return nil
+		}
+		cur = cur.DeepCopy()
+		if cur.Annotations == nil {
+			cur.Annotations = map[string]string{}
+		}
+		cur.Annotations[AnnotationDisruptionReason] = cmd.reason
+		nc, err = c.kube.UpdateNodeClaim(ctx, cur)
+		return err
+	})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("annotating nodeclaim %s: %w", cd.nodeClaim, err)
+	}
+	if nc.DeletionTimestamp == nil {
+		st := nc.DeepCopy()
+		if meta.SetStatusCondition(&st.Status.Conditions, metav1.Condition{Type: karpv1.ConditionDisruptionReason, Status: metav1.ConditionTrue,
+			Reason: cmd.reason, Message: fmt.Sprintf("%s: %s", cmd.method, cmd.message), LastTransitionTime: metav1.NewTime(c.cfg.Now()),
+			ObservedGeneration: st.Generation}) {
+			if _, err := c.kube.UpdateNodeClaimStatus(ctx, st); err != nil {
+				c.log.Debug("setting the DisruptionReason condition", zap.String("nodeclaim", cd.nodeClaim), zap.Error(err))
+			}
+		}
+	}
+	if err := c.kube.DeleteNodeClaim(ctx, cd.nodeClaim); err != nil {
+		return err
+	}
+	c.rec.Eventf(nc, corev1.EventTypeNormal, "DisruptionTerminating", "%s: deleting nodeclaim (reason %s)", cmd.method, cmd.reason)
+	return nil
+}
+
+// beginRollback marks a command for rollback (done by rollbackCommand).
+func (c *Controller) beginRollback(cmd *command, why string) {
+	if cmd.rollback != "" {
+		return
+	}
+	cmd.rollback = why
+	c.metrics.rollbacks.WithLabelValues(string(cmd.method)).Inc()
+	c.log.Warn("rolling back disruption", zap.String("method", string(cmd.method)), zap.Strings("node", cmd.nodes()), zap.String("reason", why))
+}
+
+// rollbackCommand removes the taints, cancels the termination intents and
+// cools the candidates down. Each step is idempotent; what fails is
+// retried next pass.
+func (c *Controller) rollbackCommand(ctx context.Context, cmd *command) error {
+	var errs []error
+	left := cmd.candidates[:0]
+	now := c.cfg.Now()
+	for _, cd := range cmd.candidates {
+		c.coolDown[cd.node] = now.Add(c.cfg.CoolDown)
+		if nc := c.cache.NodeClaim(cd.nodeClaim); nc != nil && nc.DeletionTimestamp != nil || c.interrupted(cd.node) {
+			// Someone else is deleting it, or it is being interrupted: the
+			// termination intent (same ID) and the taint are theirs now.
+			delete(c.commands, cd.termID)
+			continue
+		}
+		if err := c.untaint(ctx, cd.node); err != nil {
+			errs = append(errs, err)
+			left = append(left, cd)
+			continue
+		}
+		err := c.propose(ctx, fsm.TerminationCancelType, fsm.TerminationCancel{ID: cd.termID, Reason: cmd.rollback, At: now})
+		if err != nil && !errors.Is(err, fsm.ErrUnknownTermination) && !errors.Is(err, fsm.ErrTerminationNotPending) {
+			errs = append(errs, fmt.Errorf("cancelling termination intent %s: %w", cd.termID, err))
+			left = append(left, cd)
+			continue
+		}
+		delete(c.commands, cd.termID)
+		if nc := c.cache.NodeClaim(cd.nodeClaim); nc != nil {
+			c.rec.Eventf(nc, corev1.EventTypeWarning, "DisruptionRolledBack", "%s: %s; not a candidate again before %s",
+				cmd.method, cmd.rollback, now.Add(c.cfg.CoolDown).UTC().Format(time.RFC3339))
+		}
+		c.log.Info("rolled back disruption", zap.String("node", cd.node), zap.String("method", string(cmd.method)))
+	}
+	cmd.candidates = left
+	return errors.Join(errs...)
+}
+
+// taint puts karpenter.sh/disrupted:NoSchedule on a node (gone: nothing
+// to do).
+func (c *Controller) taint(ctx context.Context, name string) error {
+	return c.updateNode(ctx, name, func(n *corev1.Node) bool {
+		if slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == karpv1.TaintDisruptedKey }) {
+			return false
+		}
+		n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: karpv1.TaintDisruptedKey, Effect: corev1.TaintEffectNoSchedule})
+		return true
+	}, "tainted node")
+}
+
+// untaint removes karpenter.sh/disrupted unless the agent put it there
+// for an interruption (then the joiner.io/interruption taint is present).
+func (c *Controller) untaint(ctx context.Context, name string) error {
+	return c.updateNode(ctx, name, func(n *corev1.Node) bool {
+		if slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == taintInterruption }) {
+			return false
+		}
+		before := len(n.Spec.Taints)
+		n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == karpv1.TaintDisruptedKey })
+		return len(n.Spec.Taints) != before
+	}, "untainted node")
+}
+
+// interrupted says whether the agent reported an interruption on the node
+// (it taints it joiner.io/interruption).
+func (c *Controller) interrupted(node string) bool {
+	n := c.cache.Node(node)
+	return n != nil && slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == taintInterruption })
+}
+
+// taintInterruption is agent/drain's TaintInterruptionKey.
+const taintInterruption = karpv1.JoinerDomain + "/interruption"
+
+func (c *Controller) updateNode(ctx context.Context, name string, mutate func(*corev1.Node) bool, done string) error {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n, err := c.nodes.GetNode(ctx, name)
+		if err != nil {
+			return err
+		}
+		n = n.DeepCopy()
+		if !mutate(n) {
+			return nil
+		}
+		if _, err := c.nodes.UpdateNode(ctx, n); err != nil {
+			return err
+		}
+		c.log.Info(done, zap.String("node", name), zap.String("taint", karpv1.TaintDisruptedKey+":NoSchedule"))
+		return nil
+	})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("updating taints of node %s: %w", name, err)
+	}
+	return nil
+}
+
+// reschedulable: a pod that must find a new home when its node goes (not
+// finished or terminating, not a DaemonSet or mirror pod).
+func reschedulable(p *corev1.Pod) bool {
+	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed || p.DeletionTimestamp != nil {
+		return false
+	}
+	if _, ok := p.Annotations[corev1.MirrorPodAnnotationKey]; ok {
+		return false
+	}
+	for _, o := range p.OwnerReferences {
+		if o.Kind == "DaemonSet" || o.Kind == "Node" {
+			return false
+		}
+	}
+	return true
+}

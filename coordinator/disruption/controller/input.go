@@ -1,0 +1,208 @@
+package controller
+
+import (
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/coordinator/disruption"
+	"github.com/joiner-dev/joiner/coordinator/fsm"
+	"github.com/joiner-dev/joiner/coordinator/provisioner"
+	"github.com/joiner-dev/joiner/coordinator/scheduler"
+)
+
+// view is one pass's picture: the provisioner's snapshot plus the raft
+// state the controller needs, indexed.
+type view struct {
+	snap *provisioner.Snapshot
+	now  time.Time
+	// pending termination intents by instance ID and by ID.
+	terminating map[string]fsm.TerminationIntent
+	pending     map[string]fsm.TerminationIntent
+	// live launch intents by ID and by NodeClaim name.
+	intents       map[string]fsm.LaunchIntent
+	intentByClaim map[string]fsm.LaunchIntent
+	// nominated: pod key -> live intent ID.
+	nominated map[string]string
+	// nodeOfInstance: instance ID -> node name.
+	nodeOfInstance map[string]string
+	// podNode: bound pod key -> node name.
+	podNode map[string]string
+	// waiting pods (unbound) that still need a home.
+	waiting map[string]bool
+}
+
+func (c *Controller) view(s *provisioner.Snapshot, now time.Time) *view {
+	v := &view{snap: s, now: now, terminating: map[string]fsm.TerminationIntent{}, pending: map[string]fsm.TerminationIntent{},
+		intents: map[string]fsm.LaunchIntent{}, intentByClaim: map[string]fsm.LaunchIntent{}, nominated: c.state.NominatedPods(),
+		nodeOfInstance: map[string]string{}, podNode: map[string]string{}, waiting: map[string]bool{}}
+	for _, t := range c.state.Terminations() {
+		if t.State == fsm.TerminationPending {
+			v.terminating[t.InstanceID] = t
+			v.pending[t.ID] = t
+		}
+	}
+	for _, in := range c.state.Intents() {
+		if in.State.Live() {
+			v.intents[in.ID] = in
+			v.intentByClaim[in.Spec.NodeClaim] = in
+		}
+	}
+	for node, inst := range s.Instances {
+		v.nodeOfInstance[inst.ID] = node
+	}
+	for node, pods := range s.PodsByNode {
+		for _, p := range pods {
+			v.podNode[key(p)] = node
+		}
+	}
+	for _, p := range s.Pending {
+		if p.Spec.NodeName == "" {
+			v.waiting[key(p)] = true
+		}
+	}
+	for k := range s.Nominated {
+		if _, bound := v.podNode[k]; !bound {
+			v.waiting[k] = true
+		}
+	}
+	return v
+}
+
+func key(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
+
+// instanceOf is the instance ID of a node: raft's, else the provider ID's.
+func (v *view) instanceOf(node string) string {
+	if inst, ok := v.snap.Instances[node]; ok {
+		return inst.ID
+	}
+	if nc := v.snap.NodeClaims[node]; nc != nil {
+		return instanceID(nc.Status.ProviderID)
+	}
+	return ""
+}
+
+// instanceID is the instance ID at the end of an aws:///<zone>/<id>
+// provider ID.
+func instanceID(providerID string) string {
+	if !strings.HasPrefix(providerID, "aws://") {
+		return ""
+	}
+	return providerID[strings.LastIndex(providerID, "/")+1:]
+}
+
+// input builds the disruption core's input from the view.
+func (c *Controller) input(v *view) *disruption.Input {
+	s := v.snap
+	in := &disruption.Input{
+		Now: v.now, NodePools: s.NodePools, NodeClasses: s.NodeClasses, InstanceTypes: s.InstanceTypes,
+		DaemonSetPods: s.DaemonSetPods, PDBs: s.PDBs, NodePoolHashes: s.NodePoolHashes, NodeClassHashes: s.NodeClassHashes,
+		MaxSimulations: c.cfg.MaxSimulations, SingleNodeOffset: c.singleNodeOffset,
+	}
+	schedNodes := map[string]*scheduler.Node{}
+	for _, sn := range s.Nodes {
+		if sn.InFlight {
+			// In-flight NodeClaims: capacity for the simulation (never
+			// a home for displaced pods until initialized), no candidate.
+			in.Nodes = append(in.Nodes, &disruption.Node{Node: sn})
+			continue
+		}
+		schedNodes[sn.Name] = sn
+	}
+	for _, node := range s.AllNodes {
+		sn := schedNodes[node.Name]
+		if sn == nil {
+			sn = &scheduler.Node{Name: node.Name, Labels: node.Labels, Taints: node.Spec.Taints,
+				Capacity: node.Status.Capacity, Allocatable: node.Status.Allocatable, Pods: s.PodsByNode[node.Name]}
+		}
+		n := &disruption.Node{Node: sn, NodeClaim: s.NodeClaims[node.Name], Annotations: node.Annotations, Ready: nodeReady(node)}
+		if n.NodeClaim != nil {
+			n.Initialized, n.InitializedAt = initialized(n.NodeClaim)
+			id := v.instanceOf(node.Name)
+			_, term := v.terminating[id]
+			n.MarkedForDeletion = term || s.Disrupting[node.Name] || n.NodeClaim.DeletionTimestamp != nil
+			n.Price = c.price(v, node)
+			n.Nominated = v.nominatedHere(node.Name)
+			if until, ok := c.coolDown[node.Name]; ok {
+				n.Blocked = "a disruption of this node was rolled back; cooling down until " + until.UTC().Format(time.RFC3339)
+			}
+		}
+		in.Nodes = append(in.Nodes, n)
+	}
+	return in
+}
+
+// nominatedHere says whether pods still on their way are nominated to the
+// node's launch intent: pending pods, or pods bound to a node that is
+// being disrupted (a replacement waits for the pods it was made for).
+func (v *view) nominatedHere(node string) bool {
+	inst, ok := v.snap.Instances[node]
+	if !ok {
+		return false
+	}
+	in, ok := v.intents[inst.IntentID]
+	if !ok {
+		return false
+	}
+	for _, k := range in.Pods {
+		if v.waiting[k] {
+			return true
+		}
+		if on, bound := v.podNode[k]; bound && on != node && v.disrupted(on) {
+			return true
+		}
+	}
+	return false
+}
+
+// disrupted says whether a node is going away.
+func (v *view) disrupted(node string) bool {
+	if v.snap.Disrupting[node] {
+		return true
+	}
+	_, term := v.terminating[v.instanceOf(node)]
+	return term
+}
+
+// price is the node's hourly price: raft's record of the launch, else the
+// catalogue's offering for its type, zone and capacity type.
+func (c *Controller) price(v *view, node *corev1.Node) float64 {
+	if inst, ok := v.snap.Instances[node.Name]; ok && inst.Price > 0 {
+		return inst.Price
+	}
+	typ, zone, ct := node.Labels[karpv1.LabelInstanceType], node.Labels[karpv1.LabelZone], node.Labels[karpv1.LabelCapacityType]
+	for _, its := range v.snap.InstanceTypes {
+		for _, it := range its {
+			if it.Name != typ {
+				continue
+			}
+			for _, o := range it.Offerings {
+				if o.Zone == zone && o.CapacityType == ct {
+					return o.Price
+				}
+			}
+		}
+	}
+	return 0
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// initialized reads the NodeClaim's Initialized condition.
+func initialized(nc *karpv1.NodeClaim) (bool, time.Time) {
+	for _, c := range nc.Status.Conditions {
+		if c.Type == karpv1.ConditionInitialized {
+			return c.Status == "True", c.LastTransitionTime.Time
+		}
+	}
+	return false, time.Time{}
+}

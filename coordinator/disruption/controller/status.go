@@ -1,0 +1,104 @@
+package controller
+
+import (
+	"context"
+	"time"
+
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/coordinator/disruption"
+)
+
+// eligibleMethods are the joiner_nodes_eligible_for_disruption labels.
+var eligibleMethods = []disruption.Method{disruption.MethodExpiration, disruption.MethodDrift, disruption.MethodEmptiness, disruption.MethodConsolidation}
+
+// report refreshes the metrics and the NodeClaims' Drifted, Empty and
+// Consolidatable conditions from this pass's input.
+func (c *Controller) report(ctx context.Context, v *view, in *disruption.Input) {
+	statuses := disruption.Status(in)
+	for _, m := range eligibleMethods {
+		n := 0
+		for i := range statuses {
+			if statuses[i].Eligible(m) {
+				n++
+			}
+		}
+		c.metrics.eligible.WithLabelValues(string(m)).Set(float64(n))
+	}
+	c.metrics.budget.Reset()
+	for _, r := range karpv1.DisruptionReasons {
+		allowed, err := disruption.AllowedByPool(in, r)
+		if err != nil {
+			c.log.Warn("disruption budget", zap.Error(err))
+			continue
+		}
+		for pool, n := range allowed {
+			c.metrics.budget.WithLabelValues(pool, string(r)).Set(float64(n))
+		}
+	}
+	for i := range statuses {
+		c.writeConditions(ctx, &statuses[i], v.now)
+	}
+}
+
+// writeConditions updates a NodeClaim's disruption conditions when they
+// changed (only initialized claims: the lifecycle owns the earlier ones).
+func (c *Controller) writeConditions(ctx context.Context, s *disruption.NodeStatus, now time.Time) {
+	cached := s.Node.NodeClaim
+	if !s.Node.Initialized || cached.DeletionTimestamp != nil {
+		return
+	}
+	nc := cached.DeepCopy()
+	t := metav1.NewTime(now)
+	set := func(typ string, ok bool, reason, msg, notReason, notMsg string) bool {
+		cond := metav1.Condition{Type: typ, Status: metav1.ConditionTrue, Reason: reason, Message: msg, LastTransitionTime: t, ObservedGeneration: nc.Generation}
+		if !ok {
+			cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, notReason, notMsg
+		}
+		return meta.SetStatusCondition(&nc.Status.Conditions, cond)
+	}
+	changed := false
+	if s.Drifted != "" {
+		changed = set(karpv1.ConditionDrifted, true, "Drifted", s.Drifted, "", "") || changed
+	} else {
+		changed = meta.RemoveStatusCondition(&nc.Status.Conditions, karpv1.ConditionDrifted) || changed
+	}
+	changed = set(karpv1.ConditionEmpty, s.Empty, "Empty", "no reschedulable pods", "NotEmpty", "has reschedulable pods") || changed
+	notReason, notMsg := "ConsolidateAfterNotPassed", "consolidatable at "+s.ConsolidatableAt.UTC().Format(time.RFC3339)
+	if s.ConsolidatableAt.IsZero() {
+		notReason, notMsg = "ConsolidateAfterNever", "the nodepool's consolidateAfter is Never"
+	}
+	changed = set(karpv1.ConditionConsolidatable, s.Consolidatable, "Consolidatable", "consolidateAfter has passed since the last pod event",
+		notReason, notMsg) || changed
+	if !changed {
+		return
+	}
+	if _, err := c.kube.UpdateNodeClaimStatus(ctx, nc); err != nil {
+		c.log.Debug("updating disruption conditions", zap.String("nodeclaim", nc.Name), zap.Error(err))
+	}
+}
+
+// events reports, once per change, why each node was left alone.
+func (c *Controller) events(v *view, res *disruption.Result) {
+	seen := map[string]bool{}
+	for _, s := range res.Skipped {
+		k := s.Node + "/" + string(s.Method)
+		seen[k] = true
+		if c.lastSkip[k] == s.Reason {
+			continue
+		}
+		c.lastSkip[k] = s.Reason
+		if nc := v.snap.NodeClaims[s.Node]; nc != nil {
+			c.rec.Event(nc, corev1.EventTypeNormal, "DisruptionBlocked", s.Reason)
+		}
+	}
+	for k := range c.lastSkip {
+		if !seen[k] {
+			delete(c.lastSkip, k)
+		}
+	}
+}

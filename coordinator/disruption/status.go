@@ -1,0 +1,116 @@
+package disruption
+
+import (
+	"time"
+
+	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+)
+
+// NodeStatus is how the disruption methods see one managed node at
+// Input.Now, whether or not a method acts on it this pass: what the leader
+// writes as NodeClaim conditions (Drifted, Empty, Consolidatable) and
+// counts as eligible nodes.
+type NodeStatus struct {
+	Node *Node
+	// Expired: past expireAfter (forceful).
+	Expired bool
+	// Drifted says why the node is drifted ("" when it is not).
+	Drifted string
+	// Empty: no reschedulable pods.
+	Empty bool
+	// Consolidatable: consolidateAfter has passed since the last pod event
+	// (or initialization); ConsolidatableAt is when (zero with Never).
+	Consolidatable   bool
+	ConsolidatableAt time.Time
+	// Blocker says why emptiness and consolidation leave the node alone
+	// (do-not-disrupt, a PDB, not initialized, ...); DriftBlocker the same
+	// for drift, which a terminationGracePeriod lets past pod-level blocks.
+	Blocker, DriftBlocker string
+	// Underutilized: the pool's policy lets consolidation replace or remove
+	// a node that is not empty.
+	Underutilized bool
+}
+
+// Eligible says whether method m may act on the node (budgets and the
+// simulation aside): Expiration, Drift, Emptiness, or Consolidation (both
+// single- and multi-node).
+func (s *NodeStatus) Eligible(m Method) bool {
+	switch m {
+	case MethodExpiration:
+		return s.Expired
+	case MethodDrift:
+		return s.Drifted != "" && s.DriftBlocker == ""
+	case MethodEmptiness:
+		return s.Empty && s.Consolidatable && s.Blocker == ""
+	case MethodSingleNode, MethodMultiNode, methodConsolidation:
+		return s.Consolidatable && s.Blocker == "" && s.Underutilized
+	}
+	return false
+}
+
+// MethodConsolidation names both consolidation methods in metrics.
+const MethodConsolidation = methodConsolidation
+
+// Status reports every managed node that is not marked for deletion, in
+// input order. Like Decide it does no I/O and reads no clock.
+func Status(in *Input) []NodeStatus {
+	d := &decider{in: in, pools: map[string]*karpv1.NodePool{}}
+	for _, p := range in.NodePools {
+		d.pools[p.Name] = p
+	}
+	// A PDB index that fails to build blocks everything, like Decide's
+	// error does.
+	pdbs, pdbErr := buildPDBIndex(in)
+	d.pdbs = pdbs
+	var out []NodeStatus
+	for _, n := range in.Nodes {
+		if n.NodeClaim == nil || n.MarkedForDeletion {
+			continue
+		}
+		s := NodeStatus{Node: n, Empty: len(reschedulablePods(n)) == 0}
+		if exp, ok := d.expireAfter(n); ok {
+			s.Expired = !in.Now.Before(n.NodeClaim.CreationTimestamp.Add(exp))
+		}
+		pool := d.pools[poolName(n)]
+		if pool == nil {
+			s.Blocker = "nodepool " + poolName(n) + " not found"
+			s.DriftBlocker = s.Blocker
+			out = append(out, s)
+			continue
+		}
+		s.Drifted = d.drifted(n)
+		if pdbErr != nil {
+			s.Blocker, s.DriftBlocker = pdbErr.Error(), pdbErr.Error()
+		} else {
+			s.Blocker, s.DriftBlocker = d.gracefulBlocker(n, false), d.gracefulBlocker(n, true)
+		}
+		if at, ok := consolidatableAt(n, pool); ok {
+			s.ConsolidatableAt = at
+			s.Consolidatable = n.Initialized && !in.Now.Before(at)
+		}
+		s.Underutilized = pool.Spec.Disruption.ConsolidationPolicy != karpv1.ConsolidationPolicyWhenEmpty
+		out = append(out, s)
+	}
+	return out
+}
+
+// AllowedByPool is AllowedDisruptions for every pool of in for reason,
+// counting the pool's initialized nodes and those being disrupted (marked
+// for deletion or NotReady) as Decide does.
+func AllowedByPool(in *Input, reason karpv1.DisruptionReason) (map[string]int, error) {
+	d := &decider{in: in, pools: map[string]*karpv1.NodePool{}, poolNodes: map[string]int{}, disrupting: map[string]int{}}
+	for _, p := range in.NodePools {
+		d.pools[p.Name] = p
+	}
+	for _, n := range in.Nodes {
+		if n.NodeClaim == nil || !n.Initialized {
+			continue
+		}
+		pn := poolName(n)
+		d.poolNodes[pn]++
+		if n.MarkedForDeletion || !n.Ready {
+			d.disrupting[pn]++
+		}
+	}
+	return d.budgets(reason)
+}
