@@ -237,7 +237,9 @@ func (a *Autopilot) FetchServerStats(ctx context.Context, servers map[raft.Serve
 	for id, s := range servers {
 		if id == a.ID {
 			st := LocalStats(a.Raft)
+			mu.Lock()
 			out[id] = &st
+			mu.Unlock()
 			continue
 		}
 		if a.Stats == nil {

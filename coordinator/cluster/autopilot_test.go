@@ -120,6 +120,7 @@ func TestAutopilotRemovesDeadServerAndAddsReplacement(t *testing.T) {
 	})
 	eventually(t, "gossip sees 3 coordinators", func() bool { return len(leader.disc.Servers()) == 3 })
 
+	var byIDMu sync.Mutex
 	byID := map[raft.ServerID]*gossipNode{}
 	for _, n := range nodes {
 		byID[n.node.ID] = n
@@ -128,7 +129,9 @@ func TestAutopilotRemovesDeadServerAndAddsReplacement(t *testing.T) {
 	ap := &Autopilot{
 		Raft: leader.node.Raft, ID: leader.node.ID, Members: leader.disc, Log: zap.NewNop(),
 		Stats: func(_ context.Context, id raft.ServerID, _ raft.ServerAddress) (autopilot.ServerStats, error) {
+			byIDMu.Lock()
 			n, ok := byID[id]
+			byIDMu.Unlock()
 			if !ok {
 				return autopilot.ServerStats{}, fmt.Errorf("unknown server %s", id)
 			}
@@ -174,7 +177,9 @@ func TestAutopilotRemovesDeadServerAndAddsReplacement(t *testing.T) {
 	// A replacement coordinator joins gossip: added, then promoted.
 	fresh := startGossipNode(t, leader.disc.Addr())
 	nodes = append(nodes, fresh)
+	byIDMu.Lock()
 	byID[fresh.node.ID] = fresh
+	byIDMu.Unlock()
 	eventually(t, "the new server added to raft", func() bool {
 		_, ok := servers(leader.node.Raft)[fresh.node.ID]
 		return ok
