@@ -318,8 +318,8 @@ func (c *cluster) terminate(claim, dest string) {
 // Cache.
 
 func (c *cluster) NodeClaim(name string) *karpv1.NodeClaim { return c.claims[name] }
-func (c *cluster) Node(name string) *corev1.Node            { return c.nodes[name] }
-func (c *cluster) Changes() (<-chan struct{}, func())       { return c.changes, func() {} }
+func (c *cluster) Node(name string) *corev1.Node           { return c.nodes[name] }
+func (c *cluster) Changes() (<-chan struct{}, func())      { return c.changes, func() {} }
 
 // Writer.
 
