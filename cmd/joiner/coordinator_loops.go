@@ -8,6 +8,7 @@ import (
 	joineraws "github.com/joiner-dev/joiner/cloud/aws"
 	"github.com/joiner-dev/joiner/coordinator/cluster"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
+	"github.com/joiner-dev/joiner/coordinator/lifecycle"
 	"github.com/joiner-dev/joiner/coordinator/provisioner"
 )
 
@@ -28,5 +29,12 @@ type leaderWiring struct {
 // moreLeaderLoops builds the NodeClaim lifecycle, termination,
 // interruption and disruption loops.
 func moreLeaderLoops(w leaderWiring) ([]namedLoop, error) {
-	return nil, nil
+	var loops []namedLoop
+	lc, err := lifecycle.New(lifecycle.Config{RemoveStartupTaints: w.flags.leader.simulated}, w.deps.cache, w.deps.clients,
+		w.deps.clients.Kube, w.state, w.proposer, w.provider, w.reg, w.recorder, w.log)
+	if err != nil {
+		return nil, err
+	}
+	loops = append(loops, namedLoop{"lifecycle", lc.Run})
+	return loops, nil
 }

@@ -1,0 +1,256 @@
+package provisioner_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap/zaptest"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/joiner-dev/joiner/cloud"
+	joineraws "github.com/joiner-dev/joiner/cloud/aws"
+	"github.com/joiner-dev/joiner/cloud/sim"
+	"github.com/joiner-dev/joiner/coordinator/cloudadapter"
+	"github.com/joiner-dev/joiner/coordinator/fsm"
+	"github.com/joiner-dev/joiner/coordinator/kube"
+	"github.com/joiner-dev/joiner/coordinator/launcher"
+	"github.com/joiner-dev/joiner/coordinator/lifecycle"
+	"github.com/joiner-dev/joiner/coordinator/provisioner"
+	"github.com/joiner-dev/joiner/internal/testenv"
+	"github.com/joiner-dev/joiner/userdata"
+)
+
+const clusterName = "it"
+
+// direct is a Proposer that applies straight to an FSM (a one-node log).
+type direct struct {
+	mu    sync.Mutex
+	f     *fsm.FSM
+	index uint64
+}
+
+func (d *direct) Propose(_ context.Context, cmd []byte) (any, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.index++
+	return d.f.ApplyCommand(cmd, d.index), nil
+}
+
+func applyYAML(t *testing.T, ctx context.Context, c *kube.Clients, path string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
+	for {
+		var u unstructured.Unstructured
+		if err := dec.Decode(&u.Object); err != nil {
+			break
+		}
+		gvk := u.GroupVersionKind()
+		gvr := map[string]schema.GroupVersionResource{"NodePool": kube.NodePoolsGVR, "EC2NodeClass": kube.EC2NodeClassesGVR}[gvk.Kind]
+		if _, err := c.Dynamic.Resource(gvr).Create(ctx, &u, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("creating %s %s: %v", gvk.Kind, u.GetName(), err)
+		}
+	}
+}
+
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	last := ""
+	for {
+		ok, state := cond()
+		if ok {
+			return
+		}
+		if state != last {
+			t.Logf("waiting for %s: %s", what, state)
+			last = state
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s (last: %s)", what, state)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// TestProvisionDeployment runs the provisioner and launcher against a real
+// control plane (kube-scheduler binds the pods) and the simulated EC2
+// region reached through the real SDK: a 12-replica Deployment gets
+// NodeClaims, instances and Nodes, and every pod binds; one instance per
+// launch intent; scaling to zero leaves the NodeClaims alone.
+func TestProvisionDeployment(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs the test control plane (skipped under -short)")
+	}
+	// The node lifecycle controller stays on: it lifts the not-ready taint
+	// new Nodes get once the sim reports them Ready (and the sim renews
+	// their heartbeats).
+	env := testenv.Start(t, testenv.Options{CRDs: true, ControllerManager: true, Scheduler: true})
+	log := zaptest.NewLogger(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait() }()
+	run := func(f func(context.Context) error) {
+		wg.Add(1)
+		go func() { defer wg.Done(); _ = f(ctx) }()
+	}
+
+	cfg := sim.DefaultConfig()
+	cfg.BootDelay = sim.Duration{Duration: 500 * time.Millisecond}
+	s := sim.New(sim.Options{Config: cfg, Kube: env.Client, Logger: log})
+	srv := httptest.NewServer(s.Handler())
+	defer srv.Close()
+	run(s.Run)
+
+	ec2c, ssmc := joineraws.NewClients(aws.Config{Region: "us-east-1",
+		Credentials: credentials.NewStaticCredentialsProvider("AKIDSIM", "secret", "")}, srv.URL)
+	prov, err := joineraws.New(joineraws.Options{EC2: ec2c, SSM: ssmc, Cluster: clusterName, Region: "us-east-1",
+		KubernetesVersion: sim.DefaultKubernetesVersion, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clients, err := kube.NewClients(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := kube.NewCache(clients, log)
+	run(cache.Run)
+	if err := cache.WaitForSync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	state := fsm.New()
+	raft := &direct{f: state}
+	launch := launcher.New(launcher.Config{Cluster: clusterName, Interval: 200 * time.Millisecond}, cloudadapter.New(clusterName, prov), raft, state, log)
+	p, err := provisioner.New(provisioner.Config{
+		Cluster:   userdata.Cluster{Name: clusterName, Endpoint: env.Config.Host, ServiceCIDR: "10.100.0.0/16"},
+		BatchIdle: 300 * time.Millisecond, BatchMax: 2 * time.Second, Resync: time.Second, Wake: launch.Wake,
+	}, cache, clients, state, raft, prov, prometheus.NewRegistry(), kube.NewRecorder(ctx, clients.Kube, "joiner"), log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lc, err := lifecycle.New(lifecycle.Config{RemoveStartupTaints: true, Resync: time.Second}, cache, clients, clients.Kube, state, raft, prov,
+		prometheus.NewRegistry(), nil, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(launch.Run)
+	run(p.Run)
+	run(lc.Run)
+
+	applyYAML(t, ctx, clients, "testdata/pool.yaml")
+	replicas := int32(12)
+	dep := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "inflate", Namespace: "default"},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: &replicas,
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "inflate"}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "inflate"}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "pause", Image: "pause",
+					Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}},
+			},
+		},
+	}
+	if _, err := clients.Kube.AppsV1().Deployments("default").Create(ctx, dep, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	eventually(t, 2*time.Minute, "every pod bound", func() (bool, string) {
+		pods, err := clients.Kube.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=inflate"})
+		if err != nil {
+			return false, err.Error()
+		}
+		bound := 0
+		for _, p := range pods.Items {
+			if p.Spec.NodeName != "" {
+				bound++
+			}
+		}
+		nodes := ""
+		for _, n := range cache.Nodes() {
+			nodes += fmt.Sprintf(" [%s taints=%v alloc=%v ready=%v]", n.Name, n.Spec.Taints, n.Status.Allocatable.Cpu(), n.Status.Conditions)
+		}
+		return len(pods.Items) == int(replicas) && bound == int(replicas),
+			"pods " + itoa(len(pods.Items)) + " bound " + itoa(bound) + " nodeclaims " + itoa(len(cache.NodeClaims())) + " nodes" + nodes
+	})
+
+	// One instance per launch intent, one NodeClaim per intent.
+	insts, err := prov.List(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]string{}
+	for _, in := range insts {
+		id := in.Tags[cloud.TagLaunchID]
+		if prev, dup := seen[id]; dup {
+			t.Fatalf("launch %s has two instances: %s and %s", id, prev, in.ID)
+		}
+		seen[id] = in.ID
+	}
+	claims := cache.NodeClaims()
+	if len(claims) != len(insts) || len(claims) == 0 {
+		t.Fatalf("%d nodeclaims, %d instances: want equal and > 0", len(claims), len(insts))
+	}
+	for _, nc := range claims {
+		id := nc.Annotations[provisioner.AnnotationLaunchID]
+		if _, ok := seen[id]; !ok {
+			t.Errorf("nodeclaim %s: launch %q has no instance", nc.Name, id)
+		}
+		in, ok := state.Intent(id)
+		if !ok || in.State != fsm.IntentLaunched {
+			t.Errorf("nodeclaim %s: intent %q state %q, want launched", nc.Name, id, in.State)
+		}
+	}
+	t.Logf("%d pods on %d nodeclaims", replicas, len(claims))
+
+	// Scale to zero: nothing is disrupted by the provisioner.
+	zero := int32(0)
+	cur, err := clients.Kube.AppsV1().Deployments("default").Get(ctx, "inflate", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur.Spec.Replicas = &zero
+	if _, err := clients.Kube.AppsV1().Deployments("default").Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// Without a kubelet, deleted pods stay Terminating: wait for that.
+	eventually(t, time.Minute, "pods terminating", func() (bool, string) {
+		pods, err := clients.Kube.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=inflate"})
+		if err != nil {
+			return false, err.Error()
+		}
+		live := 0
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp == nil {
+				live++
+			}
+		}
+		return live == 0, "live pods " + itoa(live)
+	})
+	time.Sleep(2 * time.Second) // a few provisioner and lifecycle passes
+	if got := len(cache.NodeClaims()); got != len(claims) {
+		t.Fatalf("after scale to zero: %d nodeclaims, want %d", got, len(claims))
+	}
+}
+
+func itoa(n int) string {
+	return resource.NewQuantity(int64(n), resource.DecimalSI).String()
+}
