@@ -54,7 +54,7 @@ func main() {
 	flag.IntVar(&c.scaleDown, "scale-down", 6, "replicas after the scale-down phase")
 	flag.BoolVar(&c.keep, "keep", false, "keep the run directory (logs, data) after a successful run")
 	flag.DurationVar(&c.tick, "tick", 3*time.Second, "status line interval")
-	flag.DurationVar(&c.provisionMax, "provision-timeout", 90*time.Second, "time allowed for every pod to be bound")
+	flag.DurationVar(&c.provisionMax, "provision-timeout", 60*time.Second, "time allowed for every pod to be bound")
 	flag.DurationVar(&c.interruptMax, "interruption-timeout", 50*time.Second, "time allowed for the interruption phase")
 	flag.DurationVar(&c.consolidate, "consolidation-timeout", 40*time.Second, "time allowed for consolidation to show")
 	flag.DurationVar(&c.notice, "interruption-notice", 30*time.Second, "sim time from a spot interruption notice to termination")
@@ -188,6 +188,7 @@ func (d *demo) provision(ctx context.Context) error {
 	if err := d.h.Apply(ctx, objs...); err != nil {
 		return err
 	}
+	d.say("no kubelet runs on the sim's nodes: a pod bound by kube-scheduler counts as running")
 	st, ok, err := d.watch(ctx, d.c.provisionMax, func(s *harness.State) bool {
 		return s.Pods == d.c.replicas && s.Pending == 0
 	})
@@ -289,8 +290,20 @@ func (d *demo) interrupt(ctx context.Context) error {
 		result = "nothing observed"
 	}
 	if !ok {
-		result += fmt.Sprintf("; not settled within %s (%d pending)", d.c.interruptMax, end.Pending)
-		d.say("interruption: not settled within %s", d.c.interruptMax)
+		var open []string
+		if !saw.terminated {
+			open = append(open, "instance still running")
+		}
+		for _, n := range end.Nodes {
+			if n.Name == victim.Name {
+				open = append(open, "node "+n.Name+" still registered")
+			}
+		}
+		if end.Pending > 0 || end.Pods != d.c.replicas {
+			open = append(open, fmt.Sprintf("%d/%d pods bound", end.Bound, d.c.replicas))
+		}
+		result += fmt.Sprintf("; not settled within %s: %s", d.c.interruptMax, strings.Join(open, ", "))
+		d.say("interruption: not settled within %s: %s", d.c.interruptMax, strings.Join(open, ", "))
 	} else {
 		d.say("interruption handled: every pod bound again, %d nodes, $%.3f/h", len(end.Nodes), end.Cost())
 	}

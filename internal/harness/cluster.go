@@ -6,6 +6,7 @@ import (
 	"os"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -278,8 +279,18 @@ func (s *State) Line() string {
 		ncs += fmt.Sprintf(", deleting %d", deleting)
 	}
 	ncs += ")"
-	return fmt.Sprintf("pods %d: pending %d, bound %d | %s | nodes %d | instances %d | %s | $%.3f/h",
-		s.Pods, s.Pending, s.Bound, ncs, len(s.Nodes), s.Running(), s.Types(), s.Cost())
+	nodes := strconv.Itoa(len(s.Nodes))
+	cordoned := 0
+	for _, n := range s.Nodes {
+		if n.Unschedulable || n.Disrupted {
+			cordoned++
+		}
+	}
+	if cordoned > 0 {
+		nodes += fmt.Sprintf(" (cordoned %d)", cordoned)
+	}
+	return fmt.Sprintf("pods %d: pending %d, bound %d | %s | nodes %s | instances %d | %s | $%.3f/h",
+		s.Pods, s.Pending, s.Bound, ncs, nodes, s.Running(), s.Types(), s.Cost())
 }
 
 // Duplicates checks launch uniqueness: among the sim's live instances
