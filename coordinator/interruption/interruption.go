@@ -17,6 +17,7 @@ package interruption
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -292,7 +293,7 @@ func deadline(r fsm.InterruptionReport) string {
 func (h *Handler) findClaim(r fsm.InterruptionReport) *karpv1.NodeClaim {
 	claims := h.cache.NodeClaims()
 	for _, nc := range claims {
-		if termination.InstanceID(nc.Status.ProviderID) == r.InstanceID {
+		if strings.HasSuffix(nc.Status.ProviderID, "/"+r.InstanceID) {
 			return nc
 		}
 	}

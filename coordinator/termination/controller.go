@@ -479,7 +479,7 @@ func (c *Controller) startDrain(ctx context.Context, key string, nc *karpv1.Node
 	if nc != nil {
 		claimName = nc.Name
 	}
-	started := d.start(ctx, key, func(ctx context.Context) {
+	started := d.start(ctx, key, func(ctx context.Context) time.Duration {
 		log := c.log.With(logging.Node(node))
 		if claimName != "" {
 			log = log.With(logging.NodeClaim(claimName))
@@ -494,17 +494,24 @@ func (c *Controller) startDrain(ctx context.Context, key string, nc *karpv1.Node
 					c.rec.Eventf(nc, corev1.EventTypeWarning, "FailedDraining", "Failed to drain node %s: %v", node, err)
 				}
 			}
-			return
+			return retryFailed
+		}
+		if claimName != "" && len(res.Left) > 0 {
+			// do-not-disrupt pods hold the node until they finish or the
+			// terminationGracePeriod passes (Karpenter's rule).
+			log.Info("waiting for do-not-disrupt pods before terminating", zap.Strings("pods", res.Left), zap.Int("evicted", len(res.Evicted)))
+			return retryLeft
 		}
 		if claimName != "" {
 			if err := c.setClaimCondition(ctx, claimName, karpv1.ConditionDrained, "Drained",
 				fmt.Sprintf("%d pods evicted", len(res.Evicted))); err != nil {
 				log.Warn("recording drained condition", zap.Error(err))
-				return
+				return retryFailed
 			}
 		}
 		c.metrics.drained.Inc()
-		log.Info("drained node", zap.Int("evicted", len(res.Evicted)), zap.Strings("left", res.Left))
+		log.Info("drained node", zap.Int("evicted", len(res.Evicted)))
+		return 0
 	})
 	if started {
 		c.log.Debug("drain started", logging.Node(node))

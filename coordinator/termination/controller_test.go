@@ -405,3 +405,46 @@ func TestTaintValue(t *testing.T) {
 		}
 	}
 }
+
+// do-not-disrupt pods hold the NodeClaim until they go or the grace
+// period passes.
+func TestDoNotDisruptPodsHoldUntilGracePeriod(t *testing.T) {
+	nc := claim(fresh, tgp(time.Hour))
+	r := newRig(t, Config{}, []*karpv1.NodeClaim{nc}, []*corev1.Node{node()})
+	r.launch(nc.Name, "intent-1", "i-0123", fsm.IntentLaunched)
+	r.drainer.left = []string{"default/batch"}
+	r.settle(t, 3)
+	got := r.claims.get(nc.Name)
+	if got == nil || conditionTrue(got, karpv1.ConditionDrained) || len(r.cloud.calls()) != 0 {
+		t.Fatalf("claim %+v, terminate calls %v: want it held, not drained, not terminated", got, r.cloud.calls())
+	}
+	r.now = t0.Add(time.Hour)
+	r.settle(t, 2)
+	if r.claims.get(nc.Name) != nil || len(r.cloud.calls()) != 1 {
+		t.Errorf("after the grace period: claim still there or terminate calls %v", r.cloud.calls())
+	}
+}
+
+// A drain whose NodeClaim went away (finalizer removed by hand) is cancelled.
+func TestDrainOfVanishedClaimIsCancelled(t *testing.T) {
+	nc := claim(fresh)
+	r := newRig(t, Config{}, []*karpv1.NodeClaim{nc}, []*corev1.Node{node()})
+	r.launch(nc.Name, "intent-1", "i-0123", fsm.IntentLaunched)
+	r.drainer.gate = make(chan struct{}) // never opened
+	for range 4 {
+		if err := r.c.Reconcile(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.waitInFlight(1)
+	r.claims.mu.Lock()
+	delete(r.claims.items, nc.Name)
+	r.claims.mu.Unlock()
+	if err := r.c.Reconcile(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	r.c.drains.wait() // returns only because the drain was cancelled
+	if len(r.cloud.calls()) != 0 {
+		t.Errorf("terminate calls %v", r.cloud.calls())
+	}
+}

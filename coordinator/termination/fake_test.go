@@ -183,6 +183,7 @@ type fakeDrainer struct {
 	kube kubernetes.Interface
 	gate chan struct{}
 	err  error
+	left []string // do-not-disrupt pods the drain leaves
 
 	mu       sync.Mutex
 	cordons  []drain.Request
@@ -231,7 +232,7 @@ func (d *fakeDrainer) Drain(ctx context.Context, req drain.Request) (drain.Resul
 		n.Status.Conditions = append(n.Status.Conditions, corev1.NodeCondition{Type: drain.ConditionType, Status: corev1.ConditionTrue, Reason: "Drained"})
 		_, _ = d.kube.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
 	}
-	return drain.Result{Evicted: []string{"default/web-1"}}, nil
+	return drain.Result{Evicted: []string{"default/web-1"}, Left: d.left}, nil
 }
 
 type fakeCloud struct {
