@@ -7,7 +7,10 @@ import (
 
 	joineraws "github.com/joiner-dev/joiner/cloud/aws"
 	"github.com/joiner-dev/joiner/coordinator/cluster"
+	disruptionctl "github.com/joiner-dev/joiner/coordinator/disruption/controller"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
+	"github.com/joiner-dev/joiner/coordinator/interruption"
+	"github.com/joiner-dev/joiner/coordinator/termination"
 	"github.com/joiner-dev/joiner/coordinator/lifecycle"
 	"github.com/joiner-dev/joiner/coordinator/provisioner"
 )
@@ -36,5 +39,25 @@ func moreLeaderLoops(w leaderWiring) ([]namedLoop, error) {
 		return nil, err
 	}
 	loops = append(loops, namedLoop{"lifecycle", lc.Run})
+
+	term, err := termination.New(termination.Config{}, w.deps.cache, w.deps.clients, w.deps.clients.Kube, w.state, w.proposer,
+		w.provider, w.reg, w.recorder, w.log)
+	if err != nil {
+		return nil, err
+	}
+	loops = append(loops, namedLoop{"termination", term.Run})
+
+	intr, err := interruption.New(interruption.Config{}, w.deps.cache, w.deps.clients, w.state, w.proposer, w.reg, w.recorder, w.log)
+	if err != nil {
+		return nil, err
+	}
+	loops = append(loops, namedLoop{"interruption", intr.Run})
+
+	dis, err := disruptionctl.New(disruptionctl.Config{}, w.provisioner, w.deps.cache, w.state, w.proposer, w.deps.clients,
+		disruptionctl.NodeClient(w.deps.clients.Kube), w.reg, w.recorder, w.log)
+	if err != nil {
+		return nil, err
+	}
+	loops = append(loops, namedLoop{"disruption", dis.Run})
 	return loops, nil
 }
