@@ -10,9 +10,9 @@ import (
 	disruptionctl "github.com/joiner-dev/joiner/coordinator/disruption/controller"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
 	"github.com/joiner-dev/joiner/coordinator/interruption"
-	"github.com/joiner-dev/joiner/coordinator/termination"
 	"github.com/joiner-dev/joiner/coordinator/lifecycle"
 	"github.com/joiner-dev/joiner/coordinator/provisioner"
+	"github.com/joiner-dev/joiner/coordinator/termination"
 )
 
 // leaderWiring is what the lifecycle, termination, interruption and
