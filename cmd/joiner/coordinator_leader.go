@@ -144,7 +144,7 @@ func buildLeader(ctx context.Context, f *coordinatorFlags, state *fsm.FSM, node 
 	proposer := cluster.RaftProposer{Raft: node.Raft}
 	recorder := kube.NewRecorder(ctx, clients.Kube, "joiner")
 
-	launch := launcher.New(launcher.Config{Cluster: f.clusterName}, cloudadapter.New(f.clusterName, provider), proposer, state, log)
+	launch := launcher.New(launcher.Config{Cluster: f.clusterName, Registerer: reg}, cloudadapter.New(f.clusterName, provider), proposer, state, log)
 	prov, err := provisioner.New(provisioner.Config{Cluster: uc, BootstrapImage: lf.bootstrapImage, Wake: launch.Wake},
 		d.cache, clients, state, proposer, provider, reg, recorder, log)
 	if err != nil {

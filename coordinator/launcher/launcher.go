@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/joiner-dev/joiner/coordinator/fsm"
@@ -72,6 +73,8 @@ type Config struct {
 	// Now is the clock (default time.Now).
 	Now   func() time.Time
 	Hooks Hooks
+	// Registerer receives joiner_launch_errors_total{reason} (nil: none).
+	Registerer prometheus.Registerer
 }
 
 // Launcher drives launch intents to launched instances. It runs on the
@@ -83,6 +86,8 @@ type Launcher struct {
 	state State
 	log   *zap.Logger
 	wake  chan struct{}
+	// errors counts failed cloud calls by reason.
+	errors *prometheus.CounterVec
 }
 
 // New builds a Launcher.
@@ -99,7 +104,15 @@ func New(cfg Config, cloud Cloud, raft Proposer, state State, log *zap.Logger) *
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Launcher{cfg: cfg, cloud: cloud, raft: raft, state: state, log: log.Named("launcher"), wake: make(chan struct{}, 1)}
+	l := &Launcher{cfg: cfg, cloud: cloud, raft: raft, state: state, log: log.Named("launcher"), wake: make(chan struct{}, 1),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "joiner_launch_errors_total",
+			Help: "Failed launch calls, by reason (insufficient-capacity, token-instance-terminated, invalid, unknown)."}, []string{"reason"})}
+	if cfg.Registerer != nil {
+		if err := cfg.Registerer.Register(l.errors); err != nil {
+			l.log.Warn("registering launcher metrics", zap.Error(err))
+		}
+	}
+	return l
 }
 
 // Wake asks for a pass now (after a PlanCommit, say). It never blocks.
@@ -260,11 +273,17 @@ func (l *Launcher) recordLaunched(ctx context.Context, log *zap.Logger, intentID
 func (l *Launcher) recordFailure(ctx context.Context, log *zap.Logger, intentID string, n int, launchErr error) error {
 	var failed *fsm.Failed
 	switch {
-	case errors.Is(launchErr, ErrInsufficientCapacity), errors.Is(launchErr, ErrTokenInstanceTerminated):
+	case errors.Is(launchErr, ErrInsufficientCapacity):
+		l.errors.WithLabelValues("insufficient-capacity").Inc()
+		failed = &fsm.Failed{Reason: launchErr.Error(), Retryable: true}
+	case errors.Is(launchErr, ErrTokenInstanceTerminated):
+		l.errors.WithLabelValues("token-instance-terminated").Inc()
 		failed = &fsm.Failed{Reason: launchErr.Error(), Retryable: true}
 	case errors.Is(launchErr, ErrInvalidLaunch):
+		l.errors.WithLabelValues("invalid").Inc()
 		failed = &fsm.Failed{Reason: launchErr.Error()}
 	default:
+		l.errors.WithLabelValues("unknown").Inc()
 		// Outcome unknown: stay launching(n); the next pass adopts by tag
 		// or retries the same token.
 		return fmt.Errorf("launching intent %s attempt %d: %w", intentID, n, launchErr)

@@ -3,10 +3,12 @@ package launcher_test
 import (
 	"context"
 	"errors"
+	"maps"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/joiner-dev/joiner/coordinator/fsm"
@@ -170,5 +172,29 @@ func TestClientToken(t *testing.T) {
 	long := launcher.ClientToken("a-very-long-cluster-name-indeed-much-longer", id, 12)
 	if len(long) > 64 {
 		t.Fatalf("token %q is %d characters", long, len(long))
+	}
+}
+
+func TestLaunchErrorsCounted(t *testing.T) {
+	h := newHarness(t, "i1")
+	h.cloud.LaunchErrors = []error{launcher.ErrInsufficientCapacity, errors.New("connection reset")}
+	reg := prometheus.NewRegistry()
+	l := launcher.New(launcher.Config{Cluster: "c", Registerer: reg, Now: h.clk.Now}, h.cloud, h.d, h.f, zap.NewNop())
+	for range 3 {
+		_ = l.Pass(context.Background())
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			got[mf.GetName()+"/"+m.GetLabel()[0].GetValue()] = m.GetCounter().GetValue()
+		}
+	}
+	want := map[string]float64{"joiner_launch_errors_total/insufficient-capacity": 1, "joiner_launch_errors_total/unknown": 1}
+	if !maps.Equal(got, want) {
+		t.Fatalf("metrics %v, want %v", got, want)
 	}
 }
