@@ -82,7 +82,6 @@ var eventReasons = map[string]string{
 type Cache interface {
 	NodeClaims() []*karpv1.NodeClaim
 	NodeClaim(name string) *karpv1.NodeClaim
-	Changes() (<-chan struct{}, func())
 }
 
 // Claims writes NodeClaims (kube.Clients).
@@ -154,10 +153,9 @@ func (h *Handler) Wake() {
 	}
 }
 
-// Run handles reports until ctx ends.
+// Run handles reports until ctx ends: a pass every Interval and after each
+// Wake (call it when a report commits).
 func (h *Handler) Run(ctx context.Context) error {
-	changes, stop := h.cache.Changes()
-	defer stop()
 	tick := time.NewTicker(h.cfg.Interval)
 	defer tick.Stop()
 	for {
@@ -169,7 +167,6 @@ func (h *Handler) Run(ctx context.Context) error {
 			return ctx.Err()
 		case <-tick.C:
 		case <-h.wake:
-		case <-changes:
 		}
 	}
 }

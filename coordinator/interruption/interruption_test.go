@@ -83,8 +83,6 @@ func (f *fakeClaims) NodeClaim(name string) *karpv1.NodeClaim {
 	return nc
 }
 
-func (f *fakeClaims) Changes() (<-chan struct{}, func()) { return make(chan struct{}), func() {} }
-
 type direct struct {
 	mu    sync.Mutex
 	f     *fsm.FSM
