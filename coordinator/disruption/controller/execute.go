@@ -247,7 +247,7 @@ func (c *Controller) advance(ctx context.Context, v *view) error {
 	var errs []error
 	for _, id := range sortedKeys(c.commands) {
 		cmd := c.commands[id]
-		if seen[cmd] {
+		if cmd == nil || seen[cmd] {
 			continue
 		}
 		seen[cmd] = true
