@@ -79,7 +79,7 @@ func (l *Lifecycle) collect(ctx context.Context, inst fsm.Instance, verdict GCVe
 		return nil
 	}
 	nc := l.cache.NodeClaim(in.Spec.NodeClaim)
-	if nc == nil || nc.DeletionTimestamp != nil {
+	if nc == nil || l.beingDeleted(nc) {
 		return nil
 	}
 	nc = nc.DeepCopy()

@@ -22,6 +22,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -29,6 +30,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 
@@ -132,6 +134,12 @@ type Lifecycle struct {
 	rec     record.EventRecorder
 	log     *zap.Logger
 	metrics *metrics
+
+	// deleting holds the UIDs of NodeClaims this loop deleted that the
+	// cache does not show as deleting yet, so a pass on a stale object
+	// does not delete (and count) them twice.
+	mu       sync.Mutex
+	deleting map[types.UID]bool
 }
 
 // New builds a Lifecycle. reg may be nil (no metrics); rec may be nil (no
@@ -164,7 +172,7 @@ func New(cfg Config, cache Cache, claims Writer, nodes kubernetes.Interface, sta
 		return nil, err
 	}
 	return &Lifecycle{cfg: cfg, cache: cache, claims: claims, nodes: nodes, state: state, raft: raft, cloud: cl,
-		rec: rec, log: log.Named("lifecycle"), metrics: m}, nil
+		rec: rec, log: log.Named("lifecycle"), metrics: m, deleting: map[types.UID]bool{}}, nil
 }
 
 // Run reconciles every NodeClaim after each cache change and every Resync,
@@ -208,7 +216,9 @@ func (l *Lifecycle) gc(ctx context.Context) {
 // retries from the newer object.
 func (l *Lifecycle) Reconcile(ctx context.Context) error {
 	var first error
-	for _, nc := range l.cache.NodeClaims() {
+	claims := l.cache.NodeClaims()
+	l.pruneDeleting(claims)
+	for _, nc := range claims {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -236,8 +246,27 @@ func (l *Lifecycle) inputs(nc *karpv1.NodeClaim) Inputs {
 	return in
 }
 
+// pruneDeleting forgets deleted NodeClaims the cache has caught up with.
+func (l *Lifecycle) pruneDeleting(claims []*karpv1.NodeClaim) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	stale := map[types.UID]bool{}
+	for _, nc := range claims {
+		if l.deleting[nc.UID] && nc.DeletionTimestamp == nil {
+			stale[nc.UID] = true
+		}
+	}
+	l.deleting = stale
+}
+
+func (l *Lifecycle) beingDeleted(nc *karpv1.NodeClaim) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return nc.DeletionTimestamp != nil || l.deleting[nc.UID]
+}
+
 func (l *Lifecycle) reconcileClaim(ctx context.Context, cached *karpv1.NodeClaim) error {
-	if cached.DeletionTimestamp != nil || cached.Annotations[AnnotationLaunchID] == "" {
+	if l.beingDeleted(cached) || cached.Annotations[AnnotationLaunchID] == "" {
 		return nil // termination owns it, or it is not Joiner's
 	}
 	in := l.inputs(cached)
@@ -404,7 +433,7 @@ func (l *Lifecycle) initialize(ctx context.Context, log *zap.Logger, nc *karpv1.
 			return err
 		}
 	}
-	took := in.Now.Sub(nc.CreationTimestamp.Time)
+	took := max(in.Now.Sub(nc.CreationTimestamp.Time), 0)
 	l.metrics.initialized.WithLabelValues(nc.Labels[karpv1.LabelNodePool]).Inc()
 	l.metrics.initDuration.Observe(took.Seconds())
 	l.rec.Eventf(nc, corev1.EventTypeNormal, "Initialized", "Status condition transitioned, Type: Initialized, Status: True (node %s)", in.Node.Name)
@@ -454,7 +483,21 @@ func (l *Lifecycle) terminate(ctx context.Context, nc *karpv1.NodeClaim, inst fs
 
 // delete annotates the reason and deletes the NodeClaim; its finalizer
 // hands it to the termination controller.
-func (l *Lifecycle) delete(ctx context.Context, log *zap.Logger, nc *karpv1.NodeClaim, reason, why string) error {
+func (l *Lifecycle) delete(ctx context.Context, log *zap.Logger, nc *karpv1.NodeClaim, reason, why string) (err error) {
+	l.mu.Lock()
+	if l.deleting[nc.UID] {
+		l.mu.Unlock()
+		return nil // GC and a pass raced to the same claim
+	}
+	l.deleting[nc.UID] = true
+	l.mu.Unlock()
+	defer func() {
+		if err != nil {
+			l.mu.Lock()
+			delete(l.deleting, nc.UID)
+			l.mu.Unlock()
+		}
+	}()
 	if nc.Annotations[AnnotationDisruptionReason] == "" {
 		if nc.Annotations == nil {
 			nc.Annotations = map[string]string{}
