@@ -324,6 +324,11 @@ func (c *Controller) doClaimStep(ctx context.Context, step Step, in ClaimInput) 
 		log.Info("cancelled launch of deleted nodeclaim", zap.String("intent_id", in.Intent.ID))
 		return false, nil
 	case StepMarkDisrupting:
+		if end, ok := GraceDeadline(nc); ok {
+			if err := c.annotateTerminationTime(ctx, nc.Name, end); err != nil {
+				return true, err
+			}
+		}
 		if err := c.setClaimCondition(ctx, nc.Name, karpv1.ConditionDisruptionReason, ConditionReason(reason), reason); err != nil {
 			return true, err
 		}
@@ -534,6 +539,31 @@ func (c *Controller) setClaimCondition(ctx context.Context, name, typ, reason, m
 	})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("setting condition %s on nodeclaim %s: %w", typ, name, err)
+	}
+	return nil
+}
+
+// annotateTerminationTime records when the grace period ends
+// (karpenter.sh/nodeclaim-termination-timestamp), as Karpenter does.
+func (c *Controller) annotateTerminationTime(ctx context.Context, name string, end time.Time) error {
+	value := end.UTC().Format(time.RFC3339)
+	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		nc, err := c.claims.GetNodeClaim(ctx, name)
+		if err != nil {
+			return err
+		}
+		if nc.Annotations[karpv1.AnnotationTerminationTimestamp] == value {
+			return nil
+		}
+		if nc.Annotations == nil {
+			nc.Annotations = map[string]string{}
+		}
+		nc.Annotations[karpv1.AnnotationTerminationTimestamp] = value
+		_, err = c.claims.UpdateNodeClaim(ctx, nc)
+		return err
+	})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("annotating nodeclaim %s with its termination time: %w", name, err)
 	}
 	return nil
 }

@@ -415,6 +415,9 @@ func TestDoNotDisruptPodsHoldUntilGracePeriod(t *testing.T) {
 	r.drainer.left = []string{"default/batch"}
 	r.settle(t, 3)
 	got := r.claims.get(nc.Name)
+	if want := t0.Add(time.Hour).Format(time.RFC3339); got.Annotations[karpv1.AnnotationTerminationTimestamp] != want {
+		t.Errorf("termination timestamp annotation %q, want %q", got.Annotations[karpv1.AnnotationTerminationTimestamp], want)
+	}
 	if got == nil || conditionTrue(got, karpv1.ConditionDrained) || len(r.cloud.calls()) != 0 {
 		t.Fatalf("claim %+v, terminate calls %v: want it held, not drained, not terminated", got, r.cloud.calls())
 	}
