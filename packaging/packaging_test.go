@@ -354,10 +354,18 @@ func TestHelmTemplateFullValues(t *testing.T) {
 	var sts appsv1.StatefulSet
 	into(t, find(objs, "StatefulSet", ""), &sts)
 	args := strings.Join(sts.Spec.Template.Spec.Containers[0].Args, " ")
-	for _, want := range []string{"--cluster-endpoint=https://", "--interruption-queue=ci-full-interruptions", "--tls-cert-file=", "--gossip-keyring-file=", "--log-level=debug"} {
+	for _, want := range []string{"--cluster-endpoint=https://", "--interruption-queue=ci-full-interruptions", "--tls-cert-file=", "--gossip-keyring-file=", "--log-level=debug",
+		"--token-file=/etc/joiner/token/token"} {
 		if !strings.Contains(args, want) {
 			t.Errorf("coordinator args %q lack %q", args, want)
 		}
+	}
+	mounted := false
+	for _, m := range sts.Spec.Template.Spec.Containers[0].VolumeMounts {
+		mounted = mounted || m.MountPath == "/etc/joiner/token"
+	}
+	if !mounted {
+		t.Error("coordinator does not mount the agents' token Secret its --token-file reads")
 	}
 	var ds appsv1.DaemonSet
 	into(t, find(objs, "DaemonSet", ""), &ds)

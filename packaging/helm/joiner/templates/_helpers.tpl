@@ -74,6 +74,9 @@ POD_NAME and POD_IP come from the downward API (see the StatefulSet).
 - --join={{ include "joiner.peerDomain" . }}:{{ .Values.coordinator.ports.gossip }}
 - --bootstrap-expect={{ .Values.coordinator.bootstrapExpect }}
 - --http-addr=$(POD_IP):{{ .Values.coordinator.ports.http }}
+{{- if .Values.agent.coordinatorTokenSecret }}
+- --token-file=/etc/joiner/token/token
+{{- end }}
 {{- if .Values.interruption.queueName }}
 - --interruption-queue={{ .Values.interruption.queueName }}
 {{- end }}
