@@ -149,7 +149,6 @@ func runCoordinator(ctx context.Context, f *coordinatorFlags, log *zap.Logger) e
 	if err != nil {
 		return err
 	}
-	lead.loops = append(lead.loops, ap)
 	cacheCtx, stopCache := context.WithCancel(ctx)
 	cacheDone := make(chan struct{})
 	go func() { defer close(cacheDone); _ = lead.cache.Run(cacheCtx) }()
@@ -165,7 +164,10 @@ func runCoordinator(ctx context.Context, f *coordinatorFlags, log *zap.Logger) e
 		}
 	}()
 	cluster.MonitorLeadership(ctx, node.Raft, 2*time.Minute, func(ctx context.Context) {
+		// Raft membership does not wait for the Kubernetes cache.
+		waitAutopilot := goLoop(ctx, ap, log.Named("leader"))
 		lead.runLeader(ctx, log.Named("leader"))
+		waitAutopilot()
 	}, log)
 	return nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -62,7 +63,8 @@ func (f *securityFlags) build(log *zap.Logger) (*cluster.TLS, *memberlist.Keyrin
 	return t, kr, nil
 }
 
-// autopilot builds the leader-only autopilot loop. Other replicas' raft
+// autopilot builds the leader-only autopilot loop (run beside the other
+// leader loops, not after the Kubernetes cache syncs). Other replicas' raft
 // stats come from their HTTP API (same port, same token).
 func (f *securityFlags) autopilot(node *cluster.Node, disc *cluster.Discovery, cf *coordinatorFlags, log *zap.Logger) (namedLoop, error) {
 	var token string
@@ -80,11 +82,32 @@ func (f *securityFlags) autopilot(node *cluster.Node, disc *cluster.Discovery, c
 		mq = uint(bootstrapExpect)
 	}
 	ap := &cluster.Autopilot{
-		Raft: node.Raft, ID: node.ID, Members: disc, Log: log,
+		Raft: node.Raft, ID: node.ID, Members: disc, Log: log.Named("autopilot"),
 		Stats:  api.StatsFetcher(&http.Client{Timeout: 5 * time.Second}, api.PortResolver("http", httpPort), token),
 		Config: cluster.AutopilotConfig{DeadServerAfter: f.deadServerAfter, MinQuorum: mq},
 	}
 	return namedLoop{"autopilot", ap.Run}, nil
+}
+
+// goLoop runs l until ctx ends, restarting it after a pause if it fails;
+// the returned func waits for it to stop.
+func goLoop(ctx context.Context, l namedLoop, log *zap.Logger) (wait func()) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			err := l.run(ctx)
+			if ctx.Err() != nil {
+				return
+			}
+			log.Error("leader loop stopped, restarting", zap.String("loop", l.name), zap.Error(err))
+			select {
+			case <-ctx.Done():
+			case <-time.After(5 * time.Second):
+			}
+		}
+	}()
+	return func() { <-done }
 }
 
 func nonEmpty(ss ...string) int {
