@@ -60,7 +60,8 @@ type Autopilot struct {
 	// known, so new servers stay non-voters).
 	Stats  StatsFetcher
 	Config AutopilotConfig
-	Log    *zap.Logger
+	// Log is named by the caller ("autopilot"); raft-autopilot logs there too.
+	Log *zap.Logger
 
 	mu         sync.Mutex
 	missing    map[raft.ServerID]time.Time
@@ -77,7 +78,7 @@ func (a *Autopilot) Run(ctx context.Context) error {
 	a.mu.Lock()
 	a.missing = map[raft.ServerID]time.Time{}
 	a.mu.Unlock()
-	opts := []autopilot.Option{autopilot.WithLogger(NewHCLog(a.Log.Named("autopilot")))}
+	opts := []autopilot.Option{autopilot.WithLogger(NewHCLog(a.Log))}
 	if a.Config.ReconcileInterval > 0 {
 		opts = append(opts, autopilot.WithReconcileInterval(a.Config.ReconcileInterval))
 	}
