@@ -262,7 +262,11 @@ func (d *demo) interrupt(ctx context.Context) error {
 				note(&saw.replaced, "replacement nodeclaim %s created", nc.Name)
 			}
 			if nc.Deleting && strings.HasSuffix(nc.ProviderID, "/"+instanceID) {
-				note(&saw.deleting, "nodeclaim %s of %s being deleted", nc.Name, instanceID)
+				reason := nc.DisruptionReason
+				if reason == "" {
+					reason = "no reason given"
+				}
+				note(&saw.deleting, "nodeclaim %s of %s being deleted: %s", nc.Name, instanceID, reason)
 			}
 		}
 		for _, in := range s.Instances {
@@ -326,18 +330,35 @@ func (d *demo) consolidation(ctx context.Context) error {
 	if err := d.h.ScaleDeployment(ctx, namespace, deployment, int32(d.c.scaleDown)); err != nil {
 		return err
 	}
-	var lowest = startNodes
+	before := map[string]bool{}
+	wasDeleting := map[string]bool{}
+	for _, nc := range st.NodeClaims {
+		before[nc.Name] = true
+		wasDeleting[nc.Name] = nc.Deleting
+	}
+	removed, created := map[string]bool{}, map[string]bool{}
 	end, ok, err := d.watch(ctx, d.c.consolidate, func(s *harness.State) bool {
-		lowest = min(lowest, len(s.Nodes))
 		deleting := 0
 		for _, nc := range s.NodeClaims {
 			if nc.Deleting {
 				deleting++
 			}
+			if nc.Deleting && !wasDeleting[nc.Name] && !removed[nc.Name] {
+				removed[nc.Name] = true
+				reason := nc.DisruptionReason
+				if reason == "" {
+					reason = "no reason given"
+				}
+				d.say("nodeclaim %s (node %s) being removed: %s", nc.Name, nc.NodeName, reason)
+			}
+			if !before[nc.Name] && !created[nc.Name] {
+				created[nc.Name] = true
+				d.say("replacement nodeclaim %s created", nc.Name)
+			}
 		}
-		// Settled: fewer nodes than before, nothing being deleted, every
-		// remaining pod bound.
-		return len(s.Nodes) < startNodes && deleting == 0 && s.Pending == 0 && s.Pods == d.c.scaleDown
+		// Settled: something was consolidated, nothing is being deleted,
+		// every remaining pod is bound.
+		return len(removed) > 0 && deleting == 0 && s.Pending == 0 && s.Pods == d.c.scaleDown
 	})
 	if err != nil {
 		return err
@@ -345,13 +366,14 @@ func (d *demo) consolidation(ctx context.Context) error {
 	var result string
 	switch {
 	case ok:
-		result = fmt.Sprintf("nodes %d -> %d, $%.3f/h -> $%.3f/h", startNodes, len(end.Nodes), startCost, end.Cost())
+		result = fmt.Sprintf("%d nodeclaim(s) removed, %d created; nodes %d -> %d, $%.3f/h -> $%.3f/h",
+			len(removed), len(created), startNodes, len(end.Nodes), startCost, end.Cost())
 		d.say("consolidated: %s", result)
-	case lowest < startNodes:
-		result = fmt.Sprintf("nodes %d -> %d (not settled within %s)", startNodes, len(end.Nodes), d.c.consolidate)
+	case len(removed) > 0:
+		result = fmt.Sprintf("%d nodeclaim(s) being removed, %d created; not settled within %s", len(removed), len(created), d.c.consolidate)
 		d.say("consolidation: %s", result)
 	default:
-		result = fmt.Sprintf("not observed within %s (nodes stay %d)", d.c.consolidate, startNodes)
+		result = fmt.Sprintf("not observed within %s (nodes stay %d, $%.3f/h)", d.c.consolidate, len(end.Nodes), end.Cost())
 		d.say("consolidation: %s", result)
 	}
 	if dup := end.Duplicates(); len(dup) > 0 {

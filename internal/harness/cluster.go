@@ -32,8 +32,10 @@ const (
 	LabelCapacityType  = "karpenter.sh/capacity-type"
 	LabelNodePool      = "karpenter.sh/nodepool"
 	AnnotationLaunchID = "joiner.io/launch-id"
-	TagLaunchID        = "joiner.io/launch-id"
-	TagNodeClaim       = "karpenter.sh/nodeclaim"
+	// AnnotationDisruptionReason says why a NodeClaim is being removed.
+	AnnotationDisruptionReason = "joiner.io/disruption-reason"
+	TagLaunchID                = "joiner.io/launch-id"
+	TagNodeClaim               = "karpenter.sh/nodeclaim"
 )
 
 // ReadObjects decodes the YAML documents of a file ("---" separated).
@@ -100,7 +102,9 @@ func (h *Harness) ScaleDeployment(ctx context.Context, namespace, name string, r
 // NodeClaimInfo is what the harness reads from a NodeClaim.
 type NodeClaimInfo struct {
 	Name, NodePool, ProviderID, NodeName, LaunchID string
-	Launched, Registered, Initialized, Deleting    bool
+	// DisruptionReason is joiner.io/disruption-reason ("" when none).
+	DisruptionReason                            string
+	Launched, Registered, Initialized, Deleting bool
 }
 
 // NodeInfo is what the harness reads from a Node.
@@ -148,7 +152,8 @@ func (h *Harness) State(ctx context.Context, namespace, selector string) (*State
 	}
 	for _, o := range ncs.Items {
 		ni := NodeClaimInfo{Name: o.GetName(), NodePool: o.GetLabels()[LabelNodePool],
-			LaunchID: o.GetAnnotations()[AnnotationLaunchID], Deleting: o.GetDeletionTimestamp() != nil}
+			LaunchID: o.GetAnnotations()[AnnotationLaunchID], Deleting: o.GetDeletionTimestamp() != nil,
+			DisruptionReason: o.GetAnnotations()[AnnotationDisruptionReason]}
 		ni.ProviderID, _, _ = unstructured.NestedString(o.Object, "status", "providerID")
 		ni.NodeName, _, _ = unstructured.NestedString(o.Object, "status", "nodeName")
 		conds, _, _ := unstructured.NestedSlice(o.Object, "status", "conditions")
