@@ -134,6 +134,9 @@ from the downward API; the pod uses the host network (IMDSv2 with hop limit
 {{- range .Values.agent.gossipSeeds }}
 - --gossip-seed={{ . }}
 {{- end }}
+{{- if .Values.coordinator.gossipKeyringSecret }}
+- --gossip-keyring-file=/etc/joiner/keyring/keyring
+{{- end }}
 {{- end }}
 {{- range .Values.agent.extraArgs }}
 - {{ . }}
