@@ -13,6 +13,12 @@ import (
 	"github.com/joiner-dev/joiner/internal/logging"
 )
 
+// Lister is optional on a Cloud (cloud/aws.Provider has it): the cluster's
+// instances that are not terminated, in one call.
+type Lister interface {
+	List(ctx context.Context, tags map[string]string) ([]cloud.Instance, error)
+}
+
 // CollectGarbage checks every live instance in raft against the cloud. One
 // that is terminated, or unknown to the cloud past the grace period, is
 // recorded as terminated (a termination intent exists) or lost, and its
@@ -24,10 +30,25 @@ func (l *Lifecycle) CollectGarbage(ctx context.Context) ([]string, error) {
 	for _, t := range l.state.Terminations() {
 		terminating[t.InstanceID] = true
 	}
+	// One List answers for every running instance; only those missing
+	// from it are asked for one by one (terminated, or not found).
+	var listed map[string]bool
+	if lc, ok := l.cloud.(Lister); ok {
+		insts, err := lc.List(ctx, nil)
+		if err != nil {
+			return nil, fmt.Errorf("listing cluster instances: %w", err)
+		}
+		listed = make(map[string]bool, len(insts))
+		for _, ci := range insts {
+			if ci.State != "terminated" {
+				listed[ci.ID] = true
+			}
+		}
+	}
 	var gone []string
 	var first error
 	for _, inst := range l.state.Instances() {
-		if inst.State.Terminal() {
+		if inst.State.Terminal() || listed[inst.ID] {
 			continue
 		}
 		if err := ctx.Err(); err != nil {

@@ -214,6 +214,19 @@ func TestLifecycleControlPlane(t *testing.T) {
 		t.Errorf("instance %+v, want ready on ip-10-0-0-1", inst)
 	}
 
+	waitFor(t, "events on the nodeclaim", func() (bool, string) {
+		evs, err := env.Client.CoreV1().Events("").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=default-aaaaa"})
+		if err != nil {
+			return false, err.Error()
+		}
+		var reasons []string
+		for _, e := range evs.Items {
+			reasons = append(reasons, e.Reason)
+		}
+		slices.Sort(reasons)
+		return slices.Equal(reasons, []string{"Initialized", "Launched", "Registered"}), fmt.Sprint(reasons)
+	})
+
 	// Launch timeout: intent2 never launches.
 	newClaim("default-bbbbb", "intent2")
 	waitFor(t, "the second nodeclaim in the cache", func() (bool, string) { return cache.NodeClaim("default-bbbbb") != nil, "absent" })

@@ -187,11 +187,13 @@ func (l *Lifecycle) Run(ctx context.Context) error {
 		t := time.NewTicker(l.cfg.GCInterval)
 		defer t.Stop()
 		gc = t.C
-		l.gc(ctx)
 	}
-	for {
+	for first := true; ; first = false {
 		if err := l.Reconcile(ctx); err != nil && ctx.Err() == nil {
 			l.log.Warn("lifecycle pass incomplete", zap.Error(err))
+		}
+		if first && gc != nil {
+			l.gc(ctx) // a new leader catches up on instances lost during failover
 		}
 		select {
 		case <-ctx.Done():

@@ -502,3 +502,42 @@ func value(c prometheus.Counter) float64 {
 	}
 	return m.GetCounter().GetValue()
 }
+
+// listingCloud adds List (cloud/aws.Provider's shape) and counts Gets.
+type listingCloud struct {
+	*fakeCloud
+	gets int
+}
+
+func (c *listingCloud) Get(ctx context.Context, id string) (cloud.Instance, error) {
+	c.gets++
+	return c.fakeCloud.Get(ctx, id)
+}
+
+func (c *listingCloud) List(context.Context, map[string]string) ([]cloud.Instance, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []cloud.Instance
+	for _, in := range c.insts {
+		if in.State != "terminated" {
+			out = append(out, in)
+		}
+	}
+	return out, nil
+}
+
+func TestGarbageCollectionLists(t *testing.T) {
+	ctx := context.Background()
+	h := newHarness(t, Config{}, claim())
+	h.commitIntent(fsm.IntentLaunched)
+	lc := &listingCloud{fakeCloud: h.cloud}
+	h.l.cloud = lc
+	h.now = t0.Add(time.Hour)
+	if gone, err := h.l.CollectGarbage(ctx); err != nil || len(gone) != 0 || lc.gets != 0 {
+		t.Fatalf("listed instance: gone %v err %v, %d Gets (want none)", gone, err, lc.gets)
+	}
+	h.cloud.insts["i-1"] = cloud.Instance{ID: "i-1", State: "terminated"}
+	if gone, err := h.l.CollectGarbage(ctx); err != nil || len(gone) != 1 || lc.gets != 1 {
+		t.Fatalf("unlisted instance: gone %v err %v, %d Gets (want 1)", gone, err, lc.gets)
+	}
+}
