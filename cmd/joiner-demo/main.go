@@ -114,7 +114,10 @@ func run(ctx context.Context, c config, out, errOut io.Writer) int {
 	}
 	err = d.phases(ctx)
 	pids := d.h.PIDs()
-	if err != nil {
+	switch {
+	case err != nil && ctx.Err() != nil:
+		fmt.Fprintf(errOut, "\ndemo interrupted: %v\n", err)
+	case err != nil:
 		fmt.Fprintf(errOut, "\ndemo failed: %v\n\nprocess logs (tail):\n%s", err, d.h.Logs(25))
 	}
 	d.say("stopping every process")
