@@ -56,7 +56,7 @@ func main() {
 	flag.DurationVar(&c.tick, "tick", 3*time.Second, "status line interval")
 	flag.DurationVar(&c.provisionMax, "provision-timeout", 60*time.Second, "time allowed for every pod to be bound")
 	flag.DurationVar(&c.interruptMax, "interruption-timeout", 50*time.Second, "time allowed for the interruption phase")
-	flag.DurationVar(&c.consolidate, "consolidation-timeout", 40*time.Second, "time allowed for consolidation to show")
+	flag.DurationVar(&c.consolidate, "consolidation-timeout", 60*time.Second, "time allowed for consolidation to show")
 	flag.DurationVar(&c.notice, "interruption-notice", 30*time.Second, "sim time from a spot interruption notice to termination")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
