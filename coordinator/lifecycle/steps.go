@@ -1,0 +1,217 @@
+package lifecycle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/cloud/catalog"
+	"github.com/joiner-dev/joiner/coordinator/fsm"
+	"github.com/joiner-dev/joiner/internal/logging"
+)
+
+// launch writes the launched instance onto the NodeClaim: labels first
+// (metadata), then the status.
+func (l *Lifecycle) launch(ctx context.Context, log *zap.Logger, nc *karpv1.NodeClaim, in Inputs) error {
+	it := l.instanceType(ctx, log, nc, in.Instance.InstanceType)
+	meta, status := ApplyLaunch(nc, in.Intent, in.Instance, it, in.Now)
+	if meta {
+		st := nc.Status
+		out, err := l.claims.UpdateNodeClaim(ctx, nc)
+		if err != nil {
+			return err
+		}
+		nc = out
+		nc.Status = st
+	}
+	if status {
+		if _, err := l.claims.UpdateNodeClaimStatus(ctx, nc); err != nil {
+			return err
+		}
+	}
+	l.metrics.launched.WithLabelValues(nc.Labels[karpv1.LabelNodePool]).Inc()
+	l.rec.Eventf(nc, corev1.EventTypeNormal, "Launched", "Status condition transitioned, Type: Launched, Status: True (instance %s, %s in %s, %s)",
+		in.Instance.ID, in.Instance.InstanceType, in.Instance.Zone, in.Instance.CapacityType)
+	log.Info("launched nodeclaim", zap.String("provider-id", nc.Status.ProviderID), logging.InstanceType(in.Instance.InstanceType),
+		zap.String(logging.KeyZone, in.Instance.Zone), zap.String(logging.KeyCapacityType, in.Instance.CapacityType))
+	return nil
+}
+
+// instanceType finds the instance type for capacity and labels: the
+// NodeClass's view from the cloud, else the embedded catalogue's defaults.
+func (l *Lifecycle) instanceType(ctx context.Context, log *zap.Logger, nc *karpv1.NodeClaim, name string) *catalog.InstanceType {
+	if ref := nc.Spec.NodeClassRef; ref != nil && l.cloud != nil {
+		if class := l.cache.NodeClass(ref.Name); class != nil {
+			types, err := l.cloud.InstanceTypes(ctx, class)
+			if err != nil {
+				log.Warn("listing instance types for nodeclaim capacity", zap.String("nodeclass", class.Name), zap.Error(err))
+			}
+			for _, it := range types {
+				if it.Name == name {
+					return it
+				}
+			}
+		}
+	}
+	for _, it := range catalog.InstanceTypes(catalog.Options{}) {
+		if it.Name == name {
+			labels := make(map[string]string, len(it.Labels))
+			for k, v := range it.Labels {
+				if k != karpv1.LabelRegion { // the default catalogue's region may not be ours
+					labels[k] = v
+				}
+			}
+			return &catalog.InstanceType{Name: it.Name, Labels: labels, Capacity: it.Capacity, Overhead: it.Overhead}
+		}
+	}
+	log.Warn("instance type not in the catalogue: nodeclaim gets no capacity", logging.InstanceType(name))
+	return nil
+}
+
+// register syncs the Node, records the instance as registered, then marks
+// the NodeClaim Registered.
+func (l *Lifecycle) register(ctx context.Context, log *zap.Logger, nc *karpv1.NodeClaim, in Inputs) error {
+	node := in.Node.DeepCopy()
+	if SyncNode(nc, node) {
+		if _, err := l.nodes.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("syncing node %s of nodeclaim %s: %w", node.Name, nc.Name, err)
+		}
+	}
+	if err := l.advance(ctx, in.Instance.ID, fsm.InstanceRegistered, node.Name, in.Now); err != nil {
+		return err
+	}
+	if ApplyRegistered(nc, node.Name, in.Now) {
+		if _, err := l.claims.UpdateNodeClaimStatus(ctx, nc); err != nil {
+			return err
+		}
+	}
+	l.metrics.registered.WithLabelValues(nc.Labels[karpv1.LabelNodePool]).Inc()
+	l.rec.Eventf(nc, corev1.EventTypeNormal, "Registered", "Status condition transitioned, Type: Registered, Status: True (node %s)", node.Name)
+	log.Info("registered nodeclaim", logging.Node(node.Name), zap.String("provider-id", nc.Status.ProviderID))
+	return nil
+}
+
+// initialize labels the Node initialized, records the instance as ready,
+// then marks the NodeClaim Initialized (and Ready).
+func (l *Lifecycle) initialize(ctx context.Context, log *zap.Logger, nc *karpv1.NodeClaim, in Inputs) error {
+	if in.Node.Labels[karpv1.LabelInitialized] != "true" {
+		node := in.Node.DeepCopy()
+		if node.Labels == nil {
+			node.Labels = map[string]string{}
+		}
+		node.Labels[karpv1.LabelInitialized] = "true"
+		if _, err := l.nodes.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("labelling node %s of nodeclaim %s initialized: %w", node.Name, nc.Name, err)
+		}
+	}
+	if err := l.advance(ctx, in.Instance.ID, fsm.InstanceReady, in.Node.Name, in.Now); err != nil {
+		return err
+	}
+	if ApplyInitialized(nc, in.Now) {
+		if _, err := l.claims.UpdateNodeClaimStatus(ctx, nc); err != nil {
+			return err
+		}
+	}
+	took := max(in.Now.Sub(nc.CreationTimestamp.Time), 0)
+	l.metrics.initialized.WithLabelValues(nc.Labels[karpv1.LabelNodePool]).Inc()
+	l.metrics.initDuration.Observe(took.Seconds())
+	l.rec.Eventf(nc, corev1.EventTypeNormal, "Initialized", "Status condition transitioned, Type: Initialized, Status: True (node %s)", in.Node.Name)
+	log.Info("initialized nodeclaim", logging.Node(in.Node.Name), zap.Duration("after", took.Round(time.Millisecond)))
+	return nil
+}
+
+// advance commits InstanceStatus to moves an instance forward, only when it
+// is behind: an instance already further (draining, terminating) is left.
+func (l *Lifecycle) advance(ctx context.Context, id string, to fsm.InstanceState, node string, now time.Time) error {
+	inst, ok := l.state.Instance(id)
+	if !ok || !behind(inst.State, to) {
+		return nil
+	}
+	err := l.propose(ctx, fsm.InstanceStatusType, fsm.InstanceStatus{InstanceID: id, State: to, NodeName: node, At: now})
+	if err != nil && !errors.Is(err, fsm.ErrBackwardTransition) {
+		return fmt.Errorf("recording instance %s %s: %w", id, to, err)
+	}
+	return nil
+}
+
+// behind reports whether an instance in state s has yet to reach to on the
+// way up (launched -> registered -> ready).
+func behind(s, to fsm.InstanceState) bool {
+	switch to {
+	case fsm.InstanceRegistered:
+		return s == fsm.InstanceLaunched
+	case fsm.InstanceReady:
+		return s == fsm.InstanceLaunched || s == fsm.InstanceRegistered
+	}
+	return false
+}
+
+// terminate commits the termination intent of a claim's instance (the
+// shared protocol: the termination controller terminates it once the
+// NodeClaim is deleted).
+func (l *Lifecycle) terminate(ctx context.Context, nc *karpv1.NodeClaim, inst fsm.Instance, reason string, now time.Time) error {
+	if inst.ID == "" {
+		return nil
+	}
+	err := l.propose(ctx, fsm.TerminationIntentType, fsm.TerminationIntentCmd{ID: "term-" + inst.ID, InstanceID: inst.ID, Reason: reason, At: now})
+	if err != nil {
+		return fmt.Errorf("recording termination of instance %s of nodeclaim %s: %w", inst.ID, nc.Name, err)
+	}
+	return nil
+}
+
+// delete annotates the reason and deletes the NodeClaim; its finalizer
+// hands it to the termination controller.
+func (l *Lifecycle) delete(ctx context.Context, log *zap.Logger, nc *karpv1.NodeClaim, reason, why string) (err error) {
+	l.mu.Lock()
+	if l.deleting[nc.UID] {
+		l.mu.Unlock()
+		return nil // GC and a pass raced to the same claim
+	}
+	l.deleting[nc.UID] = true
+	l.mu.Unlock()
+	defer func() {
+		if err != nil {
+			l.mu.Lock()
+			delete(l.deleting, nc.UID)
+			l.mu.Unlock()
+		}
+	}()
+	if nc.Annotations[AnnotationDisruptionReason] == "" {
+		if nc.Annotations == nil {
+			nc.Annotations = map[string]string{}
+		}
+		nc.Annotations[AnnotationDisruptionReason] = reason
+		if _, err := l.claims.UpdateNodeClaim(ctx, nc); err != nil {
+			return err
+		}
+	}
+	if err := l.claims.DeleteNodeClaim(ctx, nc.Name); err != nil {
+		return err
+	}
+	l.metrics.deleted.WithLabelValues(nc.Labels[karpv1.LabelNodePool], reason).Inc()
+	log.Info("deleted nodeclaim", zap.String("reason", reason), zap.String("detail", why))
+	return nil
+}
+
+// propose commits a command and folds the FSM's error response into err.
+func (l *Lifecycle) propose(ctx context.Context, t fsm.MessageType, cmd any) error {
+	buf, err := fsm.Encode(t, cmd)
+	if err != nil {
+		return err
+	}
+	resp, err := l.raft.Propose(ctx, buf)
+	if err != nil {
+		return err
+	}
+	if rerr, ok := resp.(error); ok {
+		return rerr
+	}
+	return nil
+}
