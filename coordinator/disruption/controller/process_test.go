@@ -1,0 +1,378 @@
+package controller_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+
+	"github.com/joiner-dev/joiner/internal/harness"
+	"github.com/joiner-dev/joiner/internal/testenv"
+)
+
+// The issue-10 integration scenarios, on real processes: a control plane,
+// `joiner sim` and one `joiner coordinator` (raft, provisioner, launcher,
+// lifecycle, termination, disruption). They skip under -short and when the
+// control-plane tools are missing (make tools builds them).
+
+func startHarness(t *testing.T) *harness.Harness {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("disruption process test: real processes skipped under -short")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	bin, err := harness.BuildJoiner(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := harness.Start(ctx, harness.Options{Dir: dir, JoinerBin: bin, Coordinators: 1})
+	if errors.Is(err, testenv.ErrToolsMissing) {
+		t.Skip(err)
+	}
+	if h != nil {
+		t.Cleanup(func() {
+			if t.Failed() {
+				t.Logf("process logs (tail)\n%s", h.Logs(60))
+			}
+			h.Stop()
+		})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.WaitLeader(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// apply applies YAML documents.
+func apply(t *testing.T, h *harness.Harness, docs string) {
+	t.Helper()
+	var objs []*unstructured.Unstructured
+	for _, d := range strings.Split(docs, "\n---\n") {
+		m := map[string]any{}
+		if err := yaml.Unmarshal([]byte(d), &m); err != nil {
+			t.Fatalf("yaml: %v\n%s", err, d)
+		}
+		objs = append(objs, &unstructured.Unstructured{Object: m})
+	}
+	if err := h.Apply(t.Context(), objs...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+const nodeClass = `apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata:
+  name: default
+spec:
+  role: KarpenterNodeRole-demo
+  amiSelectorTerms:
+    - alias: al2023@latest
+  subnetSelectorTerms:
+    - tags:
+        karpenter.sh/discovery: demo
+  securityGroupSelectorTerms:
+    - tags:
+        karpenter.sh/discovery: demo`
+
+// pool is an on-demand NodePool; extra goes under spec.disruption, and
+// expireAfter is the template's.
+func pool(name, expireAfter, disruption string) string {
+	return fmt.Sprintf(`apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata:
+  name: %s
+spec:
+  template:
+    spec:
+      expireAfter: %s
+      nodeClassRef:
+        group: karpenter.k8s.aws
+        kind: EC2NodeClass
+        name: default
+      requirements:
+        - key: kubernetes.io/arch
+          operator: In
+          values: ["amd64"]
+        - key: karpenter.sh/capacity-type
+          operator: In
+          values: ["on-demand"]
+        - key: karpenter.k8s.aws/instance-category
+          operator: In
+          values: ["c", "m", "r"]
+        - key: karpenter.k8s.aws/instance-generation
+          operator: Gt
+          values: ["4"]
+  disruption:
+%s`, name, expireAfter, disruption)
+}
+
+// deployment of replicas pods of 1 cpu on pool; spread puts each on its own
+// node.
+func deployment(name, pool string, replicas int, spread bool) string {
+	aff := ""
+	if spread {
+		aff = fmt.Sprintf(`
+      affinity:
+        podAntiAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+            - labelSelector:
+                matchLabels:
+                  app: %s
+              topologyKey: kubernetes.io/hostname`, name)
+	}
+	return fmt.Sprintf(`apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: %[1]s
+  namespace: default
+spec:
+  replicas: %[3]d
+  selector:
+    matchLabels:
+      app: %[1]s
+  template:
+    metadata:
+      labels:
+        app: %[1]s
+    spec:
+      nodeSelector:
+        karpenter.sh/nodepool: %[2]s
+      terminationGracePeriodSeconds: 0%[4]s
+      containers:
+        - name: pause
+          image: public.ecr.aws/eks-distro/kubernetes/pause:3.7
+          resources:
+            requests:
+              cpu: "1"`, name, pool, replicas, aff)
+}
+
+// poolState is the harness state restricted to one pool's nodes and claims.
+func poolState(t *testing.T, h *harness.Harness, app, pool string) *harness.State {
+	t.Helper()
+	st, err := h.State(t.Context(), "default", "app="+app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.CheckAlive(); err != nil {
+		t.Fatal(err)
+	}
+	claims := st.NodeClaims[:0]
+	nodes := map[string]bool{}
+	for _, nc := range st.NodeClaims {
+		if nc.NodePool == pool {
+			claims = append(claims, nc)
+			nodes[nc.NodeName] = true
+		}
+	}
+	st.NodeClaims = claims
+	kept := st.Nodes[:0]
+	for _, n := range st.Nodes {
+		if nodes[n.Name] {
+			kept = append(kept, n)
+		}
+	}
+	st.Nodes = kept
+	return st
+}
+
+// waitFor polls until done holds or timeout passes.
+func waitFor(t *testing.T, timeout time.Duration, what string, get func() *harness.State, done func(*harness.State) bool) *harness.State {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		st := get()
+		if done(st) {
+			return st
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s; last state: %s", what, timeout, st.Line())
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+func settled(st *harness.State, pods int) bool {
+	if st.Pods != pods || st.Pending != 0 {
+		return false
+	}
+	for _, nc := range st.NodeClaims {
+		if nc.Deleting || !nc.Initialized {
+			return false
+		}
+	}
+	return true
+}
+
+// TestProcessConsolidation: 5 pods give the cheapest fleet for 5 pods;
+// scaling to 50 and back to 5 must come back down to that fleet's price,
+// with no empty node left, within consolidateAfter (10 s) + 4 minutes.
+func TestProcessConsolidation(t *testing.T) {
+	h := startHarness(t)
+	get := func() *harness.State { return poolState(t, h, "inflate", "general") }
+	apply(t, h, nodeClass+"\n---\n"+pool("general", "720h", `    consolidationPolicy: WhenEmptyOrUnderutilized
+    consolidateAfter: 10s
+    budgets:
+      - nodes: "50%"`)+"\n---\n"+deployment("inflate", "general", 5, false))
+	base := waitFor(t, 3*time.Minute, "provisioning 5 pods", get, func(s *harness.State) bool { return settled(s, 5) })
+	t.Logf("5 pods: %s, $%.4f/h", base.Types(), base.Cost())
+	if err := h.ScaleDeployment(t.Context(), "default", "inflate", 50); err != nil {
+		t.Fatal(err)
+	}
+	big := waitFor(t, 4*time.Minute, "provisioning 50 pods", get, func(s *harness.State) bool { return settled(s, 50) })
+	t.Logf("50 pods: %d nodes %s, $%.4f/h", len(big.Nodes), big.Types(), big.Cost())
+	if err := h.ScaleDeployment(t.Context(), "default", "inflate", 5); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	end := waitFor(t, 10*time.Second+4*time.Minute, "consolidating back to the 5-pod fleet", get, func(s *harness.State) bool {
+		if !settled(s, 5) || s.Cost() > base.Cost()+1e-9 {
+			return false
+		}
+		for _, n := range s.Nodes {
+			if n.Pods == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	t.Logf("consolidated in %s: %d -> %d nodes, $%.4f/h -> $%.4f/h (%s)", time.Since(start).Round(time.Second),
+		len(big.Nodes), len(end.Nodes), big.Cost(), end.Cost(), end.Types())
+}
+
+// TestProcessDriftOneBudgetAtATime: changing the EC2NodeClass AMI selector
+// drifts every node; they are replaced with at most the budget (1) being
+// disrupted at once, and no pod stays Pending longer than a replacement
+// takes (bounded here by 60 s).
+func TestProcessDriftOneBudgetAtATime(t *testing.T) {
+	h := startHarness(t)
+	get := func() *harness.State { return poolState(t, h, "spread", "drift") }
+	apply(t, h, nodeClass+"\n---\n"+pool("drift", "720h", `    consolidationPolicy: WhenEmpty
+    consolidateAfter: 10s
+    budgets:
+      - nodes: "1"`)+"\n---\n"+deployment("spread", "drift", 3, true))
+	before := waitFor(t, 3*time.Minute, "provisioning 3 spread pods", get, func(s *harness.State) bool { return settled(s, 3) })
+	old := map[string]bool{}
+	for _, nc := range before.NodeClaims {
+		old[nc.Name] = true
+	}
+	// The same images, selected by ID: a new AMI selector, so a new hash.
+	apply(t, h, strings.Replace(nodeClass, "    - alias: al2023@latest", "    - id: ami-0sim2023x86\n  amiFamily: AL2023", 1))
+	pendingSince := map[string]time.Time{}
+	maxPending, maxDisrupted := time.Duration(0), 0
+	deadline := time.Now().Add(8 * time.Minute)
+	for {
+		st := get()
+		disrupted := 0
+		for _, nc := range st.NodeClaims {
+			if nc.Deleting {
+				disrupted++
+			}
+		}
+		for _, n := range st.Nodes {
+			if n.Disrupted {
+				disrupted++ // tainted but its claim not yet deleting
+				for _, nc := range st.NodeClaims {
+					if nc.NodeName == n.Name && nc.Deleting {
+						disrupted--
+					}
+				}
+			}
+		}
+		maxDisrupted = max(maxDisrupted, disrupted)
+		if disrupted > 1 {
+			t.Fatalf("%d nodes disrupted at once with a budget of 1: %s", disrupted, st.Line())
+		}
+		pods, err := h.Env.Client.CoreV1().Pods("default").List(t.Context(), metav1.ListOptions{LabelSelector: "app=spread"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]bool{}
+		for _, p := range pods.Items {
+			if p.Spec.NodeName != "" || p.DeletionTimestamp != nil {
+				continue
+			}
+			seen[p.Name] = true
+			if _, ok := pendingSince[p.Name]; !ok {
+				pendingSince[p.Name] = time.Now()
+			}
+			maxPending = max(maxPending, time.Since(pendingSince[p.Name]))
+		}
+		for p := range pendingSince {
+			if !seen[p] {
+				delete(pendingSince, p)
+			}
+		}
+		if maxPending > time.Minute {
+			t.Fatalf("a pod was Pending for %s during drift replacement: %s", maxPending, st.Line())
+		}
+		replaced := settled(st, 3) && len(st.NodeClaims) == 3
+		for _, nc := range st.NodeClaims {
+			replaced = replaced && !old[nc.Name]
+		}
+		if replaced {
+			t.Logf("replaced 3 drifted nodes; at most %d disrupted at once, longest Pending %s", maxDisrupted, maxPending.Round(100*time.Millisecond))
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("drifted nodes not replaced within 8 minutes: %s", st.Line())
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// TestProcessZeroBudgetBlocksAllButExpiration: a budget of nodes "0" in an
+// open schedule window keeps empty nodes (emptiness blocked); expiration
+// still removes them.
+func TestProcessZeroBudgetBlocksAllButExpiration(t *testing.T) {
+	h := startHarness(t)
+	get := func() *harness.State { return poolState(t, h, "frozen", "frozen") }
+	apply(t, h, nodeClass+"\n---\n"+pool("frozen", "3m", `    consolidationPolicy: WhenEmptyOrUnderutilized
+    consolidateAfter: 0s
+    budgets:
+      - nodes: "0"
+        schedule: "* * * * *"
+        duration: 1h`)+"\n---\n"+deployment("frozen", "frozen", 2, true))
+	st := waitFor(t, 3*time.Minute, "provisioning 2 spread pods", get, func(s *harness.State) bool { return settled(s, 2) })
+	created := time.Now()
+	claims := map[string]bool{}
+	for _, nc := range st.NodeClaims {
+		claims[nc.Name] = true
+	}
+	if err := h.ScaleDeployment(t.Context(), "default", "frozen", 0); err != nil {
+		t.Fatal(err)
+	}
+	// Empty and consolidatable, but the budget is 0: they stay until they
+	// expire (3 minutes after creation).
+	for time.Since(created) < 90*time.Second {
+		st := get()
+		for _, nc := range st.NodeClaims {
+			if nc.Deleting {
+				t.Fatalf("nodeclaim %s deleted %s after creation with a budget of 0 (not expired yet)", nc.Name, time.Since(created).Round(time.Second))
+			}
+		}
+		time.Sleep(2 * time.Second)
+	}
+	waitFor(t, 4*time.Minute, "expiration despite the zero budget", get, func(s *harness.State) bool {
+		for _, nc := range s.NodeClaims {
+			if claims[nc.Name] {
+				return false
+			}
+		}
+		return true
+	})
+	t.Logf("expired nodes removed %s after creation", time.Since(created).Round(time.Second))
+}
