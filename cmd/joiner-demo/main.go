@@ -102,7 +102,7 @@ func run(ctx context.Context, c config, out, errOut io.Writer) int {
 		}
 	}
 	d.say("starting etcd, kube-apiserver, kube-controller-manager, kube-scheduler, joiner sim, 3 coordinators")
-	d.h, err = harness.Start(ctx, harness.Options{Dir: dir, JoinerBin: d.c.joiner, Agents: true,
+	d.h, err = harness.Start(ctx, harness.Options{Dir: dir, JoinerBin: d.c.joiner, Agents: true, Kubelet: true,
 		InterruptionNotice: c.notice})
 	if err != nil {
 		fmt.Fprintf(errOut, "demo: %v\n", err)
@@ -191,21 +191,21 @@ func (d *demo) provision(ctx context.Context) error {
 	if err := d.h.Apply(ctx, objs...); err != nil {
 		return err
 	}
-	d.say("no kubelet runs on the sim's nodes: a pod bound by kube-scheduler counts as running")
+	d.say("the sim's nodes run no kubelet: the demo marks pods bound to them Running and removes evicted ones")
 	st, ok, err := d.watch(ctx, d.c.provisionMax, func(s *harness.State) bool {
-		return s.Pods == d.c.replicas && s.Pending == 0
+		return s.Pods == d.c.replicas && s.Running == d.c.replicas
 	})
 	if err != nil {
 		return err
 	}
 	if !ok {
-		return fmt.Errorf("provisioning: %d of %d pods still pending after %s", st.Pending, st.Pods, d.c.provisionMax)
+		return fmt.Errorf("provisioning: %d of %d pods running after %s (%d not bound)", st.Running, st.Pods, d.c.provisionMax, st.Pending)
 	}
 	if dup := st.Duplicates(); len(dup) > 0 {
 		return fmt.Errorf("provisioning: duplicate instances: %s", strings.Join(dup, "; "))
 	}
-	d.say("every pod bound: %d nodeclaims, %d nodes (%s), $%.3f/h", len(st.NodeClaims), len(st.Nodes), st.Types(), st.Cost())
-	d.rows = append(d.rows, row{phase: "provision", result: fmt.Sprintf("%d/%d pods bound", st.Bound, st.Pods), took: time.Since(t0), st: st})
+	d.say("every pod running: %d nodeclaims, %d nodes (%s), $%.3f/h", len(st.NodeClaims), len(st.Nodes), st.Types(), st.Cost())
+	d.rows = append(d.rows, row{phase: "provision", result: fmt.Sprintf("%d/%d pods running", st.Running, st.Pods), took: time.Since(t0), st: st})
 	return nil
 }
 
@@ -277,7 +277,7 @@ func (d *demo) interrupt(ctx context.Context) error {
 				note(&saw.terminated, "instance %s %s", instanceID, in.State)
 			}
 		}
-		return saw.terminated && node == nil && s.Pending == 0 && s.Pods == d.c.replicas
+		return saw.terminated && node == nil && s.Running == d.c.replicas && s.Pods == d.c.replicas
 	})
 	if err != nil {
 		return err
@@ -306,13 +306,13 @@ func (d *demo) interrupt(ctx context.Context) error {
 				open = append(open, "node "+n.Name+" still registered")
 			}
 		}
-		if end.Pending > 0 || end.Pods != d.c.replicas {
-			open = append(open, fmt.Sprintf("%d/%d pods bound", end.Bound, d.c.replicas))
+		if end.Running != d.c.replicas || end.Pods != d.c.replicas {
+			open = append(open, fmt.Sprintf("%d/%d pods running", end.Running, d.c.replicas))
 		}
 		result += fmt.Sprintf("; not settled within %s: %s", d.c.interruptMax, strings.Join(open, ", "))
 		d.say("interruption: not settled within %s: %s", d.c.interruptMax, strings.Join(open, ", "))
 	} else {
-		d.say("interruption handled: every pod bound again, %d nodes, $%.3f/h", len(end.Nodes), end.Cost())
+		d.say("interruption handled: every pod running again, %d nodes, $%.3f/h", len(end.Nodes), end.Cost())
 	}
 	if dup := end.Duplicates(); len(dup) > 0 {
 		return fmt.Errorf("interruption: duplicate instances: %s", strings.Join(dup, "; "))
@@ -361,7 +361,7 @@ func (d *demo) consolidation(ctx context.Context) error {
 		}
 		// Settled: something was consolidated, nothing is being deleted,
 		// every remaining pod is bound.
-		return len(removed) > 0 && deleting == 0 && s.Pending == 0 && s.Pods == d.c.scaleDown
+		return len(removed) > 0 && deleting == 0 && s.Running == d.c.scaleDown && s.Pods == d.c.scaleDown
 	})
 	if err != nil {
 		return err
@@ -421,14 +421,14 @@ func (d *demo) watch(ctx context.Context, timeout time.Duration, done func(*harn
 func (d *demo) summary() {
 	d.phase("summary")
 	tw := tabwriter.NewWriter(d.out, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PHASE\tTOOK\tPODS\tNODECLAIMS\tNODES\t$/H\tINSTANCE TYPES\tRESULT")
+	fmt.Fprintln(tw, "PHASE\tTOOK\tRUNNING\tNODECLAIMS\tNODES\t$/H\tINSTANCE TYPES\tRESULT")
 	for _, r := range d.rows {
 		if r.st == nil {
 			fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t-\t-\t%s\n", r.phase, r.took.Round(100*time.Millisecond), r.result)
 			continue
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%d\t%d\t%.3f\t%s\t%s\n", r.phase, r.took.Round(100*time.Millisecond),
-			r.st.Bound, r.st.Pods, len(r.st.NodeClaims), len(r.st.Nodes), r.st.Cost(), r.st.Types(), r.result)
+			r.st.Running, r.st.Pods, len(r.st.NodeClaims), len(r.st.Nodes), r.st.Cost(), r.st.Types(), r.result)
 	}
 	_ = tw.Flush()
 }

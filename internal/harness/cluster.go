@@ -119,10 +119,12 @@ type NodeInfo struct {
 
 // State is one look at the cluster and the sim.
 type State struct {
-	Pods, Pending, Bound int
-	NodeClaims           []NodeClaimInfo
-	Nodes                []NodeInfo
-	Instances            []sim.InstanceInfo
+	// Pods counts the selected pods not being deleted; Pending those not
+	// bound to a node; Running those whose phase is Running.
+	Pods, Pending, Bound, Running int
+	NodeClaims                    []NodeClaimInfo
+	Nodes                         []NodeInfo
+	Instances                     []sim.InstanceInfo
 }
 
 // State reads pods matching selector in namespace, every NodeClaim, every
@@ -144,6 +146,9 @@ func (h *Harness) State(ctx context.Context, namespace, selector string) (*State
 		} else {
 			s.Bound++
 			perNode[p.Spec.NodeName]++
+		}
+		if p.Status.Phase == corev1.PodRunning {
+			s.Running++
 		}
 	}
 	ncs, err := h.Env.Dynamic().Resource(NodeClaimResource).List(ctx, metav1.ListOptions{})
@@ -250,8 +255,8 @@ func (s *State) Types() string {
 	return strings.Join(parts, ", ")
 }
 
-// Running counts the sim's instances that are pending or running.
-func (s *State) Running() int {
+// LiveInstances counts the sim's instances that are pending or running.
+func (s *State) LiveInstances() int {
 	n := 0
 	for _, in := range s.Instances {
 		if in.State == "pending" || in.State == "running" {
@@ -294,8 +299,8 @@ func (s *State) Line() string {
 	if cordoned > 0 {
 		nodes += fmt.Sprintf(" (cordoned %d)", cordoned)
 	}
-	return fmt.Sprintf("pods %d: pending %d, bound %d | %s | nodes %s | instances %d | %s | $%.3f/h",
-		s.Pods, s.Pending, s.Bound, ncs, nodes, s.Running(), s.Types(), s.Cost())
+	return fmt.Sprintf("pods %d: pending %d, bound %d, running %d | %s | nodes %s | instances %d | %s | $%.3f/h",
+		s.Pods, s.Pending, s.Bound, s.Running, ncs, nodes, s.LiveInstances(), s.Types(), s.Cost())
 }
 
 // Duplicates checks launch uniqueness: among the sim's live instances

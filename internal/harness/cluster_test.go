@@ -54,7 +54,7 @@ func TestStateSummary(t *testing.T) {
 		t.Errorf("Types() = %q, want %q", got, want)
 	}
 	line := s.Line()
-	for _, want := range []string{"pods 3: pending 1, bound 2", "nodeclaims 2 (launched 2, registered 1, initialized 0, deleting 1)",
+	for _, want := range []string{"pods 3: pending 1, bound 2, running 0", "nodeclaims 2 (launched 2, registered 1, initialized 0, deleting 1)",
 		"nodes 2 (cordoned 1)", "instances 1"} {
 		if !strings.Contains(line, want) {
 			t.Errorf("Line() = %q, want it to contain %q", line, want)

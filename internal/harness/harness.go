@@ -59,6 +59,10 @@ type Options struct {
 	InterruptionNotice time.Duration
 	// Agents runs one `joiner agent` per running simulated instance.
 	Agents bool
+	// Kubelet stands in for the kubelets the sim's nodes do not run: pods
+	// bound to a sim node are marked Running and Ready, and pods being
+	// deleted there are removed at once (see runKubelet).
+	Kubelet bool
 	// CoordinatorArgs are extra coordinator flags.
 	CoordinatorArgs []string
 	// Log receives the harness's own messages (default: none).
@@ -95,9 +99,9 @@ type Harness struct {
 	all    []*testenv.Process          // every process ever started
 	agents map[string]string           // instance id -> agent process name
 
-	stopAgents context.CancelFunc
-	agentsDone chan struct{}
-	stopOnce   sync.Once
+	stopLoops context.CancelFunc
+	loops     sync.WaitGroup
+	stopOnce  sync.Once
 }
 
 // Start runs everything. On error the processes already started are
@@ -157,14 +161,13 @@ func (h *Harness) start(ctx context.Context) error {
 	if err := h.startCoordinators(ctx); err != nil {
 		return err
 	}
+	lctx, cancel := context.WithCancel(context.Background())
+	h.stopLoops = cancel
 	if h.opts.Agents {
-		actx, cancel := context.WithCancel(context.Background())
-		h.stopAgents = cancel
-		h.agentsDone = make(chan struct{})
-		go func() { // owned by h: Stop cancels and waits
-			defer close(h.agentsDone)
-			h.runAgents(actx)
-		}()
+		h.loops.Go(func() { h.runAgents(lctx) }) // owned by h: Stop cancels and waits
+	}
+	if h.opts.Kubelet {
+		h.loops.Go(func() { h.runKubelet(lctx) }) // owned by h: Stop cancels and waits
 	}
 	return nil
 }
@@ -592,9 +595,9 @@ func (h *Harness) Logs(n int) string {
 // sim, then the control plane) and waits for them. Idempotent.
 func (h *Harness) Stop() {
 	h.stopOnce.Do(func() {
-		if h.stopAgents != nil {
-			h.stopAgents()
-			<-h.agentsDone
+		if h.stopLoops != nil {
+			h.stopLoops()
+			h.loops.Wait()
 		}
 		h.mu.Lock()
 		procs := slices.Clone(h.all)

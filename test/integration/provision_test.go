@@ -160,7 +160,7 @@ func TestProvisionWithLeaderKill(t *testing.T) {
 		}
 	}
 	t.Logf("killed leader %s with %d nodeclaim(s) (%d launched), %d instance(s), %d/%d pods bound",
-		leader.Name, len(st.NodeClaims), launched, st.Running(), st.Bound, st.Pods)
+		leader.Name, len(st.NodeClaims), launched, st.LiveInstances(), st.Bound, st.Pods)
 	next, err := h.WaitLeader(ctx, leader.Name)
 	if err != nil {
 		t.Fatal(err)
