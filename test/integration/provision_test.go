@@ -39,7 +39,7 @@ func startHarness(t *testing.T) *harness.Harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := harness.Start(ctx, harness.Options{Dir: dir, JoinerBin: bin, BootDelay: time.Second})
+	h, err := harness.Start(ctx, harness.Options{Dir: dir, JoinerBin: bin, BootDelay: time.Second, Kubelet: true})
 	if errors.Is(err, testenv.ErrToolsMissing) {
 		t.Skipf("integration: %v (run `make tools`)", err)
 	}
@@ -206,7 +206,7 @@ func TestProvisionWithLeaderKill(t *testing.T) {
 	}
 	for _, nc := range st.NodeClaims {
 		if nc.Deleting {
-			t.Errorf("nodeclaim %s is being deleted after scale to 0", nc.Name)
+			t.Errorf("nodeclaim %s is being deleted after scale to 0 (joiner.io/disruption-reason=%q)", nc.Name, nc.DisruptionReason)
 		}
 	}
 	if dup := st.Duplicates(); len(dup) > 0 {
