@@ -88,7 +88,8 @@ spec:
     - tags:
         karpenter.sh/discovery: demo`
 
-// pool is an on-demand NodePool; extra goes under spec.disruption, and
+// pool is an on-demand NodePool of types with at most 8 vCPU (so 50 pods
+// need several nodes); disruption goes under spec.disruption, and
 // expireAfter is the template's.
 func pool(name, expireAfter, disruption string) string {
 	return fmt.Sprintf(`apiVersion: karpenter.sh/v1
@@ -116,6 +117,9 @@ spec:
         - key: karpenter.k8s.aws/instance-generation
           operator: Gt
           values: ["4"]
+        - key: karpenter.k8s.aws/instance-cpu
+          operator: Lt
+          values: ["9"]
   disruption:
 %s`, name, expireAfter, disruption)
 }
@@ -340,7 +344,7 @@ func TestProcessDriftOneBudgetAtATime(t *testing.T) {
 func TestProcessZeroBudgetBlocksAllButExpiration(t *testing.T) {
 	h := startHarness(t)
 	get := func() *harness.State { return poolState(t, h, "frozen", "frozen") }
-	apply(t, h, nodeClass+"\n---\n"+pool("frozen", "3m", `    consolidationPolicy: WhenEmptyOrUnderutilized
+	apply(t, h, nodeClass+"\n---\n"+pool("frozen", "2m", `    consolidationPolicy: WhenEmptyOrUnderutilized
     consolidateAfter: 0s
     budgets:
       - nodes: "0"
@@ -356,8 +360,8 @@ func TestProcessZeroBudgetBlocksAllButExpiration(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Empty and consolidatable, but the budget is 0: they stay until they
-	// expire (3 minutes after creation).
-	for time.Since(created) < 90*time.Second {
+	// expire (2 minutes after creation).
+	for time.Since(created) < 75*time.Second {
 		st := get()
 		for _, nc := range st.NodeClaims {
 			if nc.Deleting {
