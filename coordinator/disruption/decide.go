@@ -206,7 +206,8 @@ func (d *decider) emptiness() (*Decision, error) {
 func (d *decider) drifted(n *Node) string {
 	pn := poolName(n)
 	if want, ok := d.in.NodePoolHashes[pn]; ok {
-		if got := n.NodeClaim.Annotations[karpv1.AnnotationNodePoolHash]; got != want {
+		// A NodeClaim without the annotation is not judged (Karpenter).
+		if got, found := n.NodeClaim.Annotations[karpv1.AnnotationNodePoolHash]; found && got != "" && got != want {
 			return fmt.Sprintf("nodepool %s changed (hash %q, want %q)", pn, got, want)
 		}
 	}
@@ -233,7 +234,7 @@ func (d *decider) drifted(n *Node) string {
 			}
 		}
 		if want, ok := d.in.NodeClassHashes[ref.Name]; ok {
-			if got := n.NodeClaim.Annotations[awsv1.AnnotationEC2NodeClassHash]; got != want {
+			if got, found := n.NodeClaim.Annotations[awsv1.AnnotationEC2NodeClassHash]; found && got != "" && got != want {
 				return fmt.Sprintf("ec2nodeclass %s changed (hash %q, want %q)", ref.Name, got, want)
 			}
 		}

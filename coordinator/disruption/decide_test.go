@@ -250,6 +250,14 @@ func TestDrift(t *testing.T) {
 	wantSkip(t, r, "older", "pdb default/a prevents eviction")
 	older.NodeClaim.Spec.TerminationGracePeriod = dur("1h")
 	wantDecision(t, decide(t, in), MethodDrift, "older")
+
+	// A NodeClaim without hash annotations is not judged drifted (Karpenter).
+	in.PDBs = nil
+	delete(older.NodeClaim.Annotations, "karpenter.k8s.aws/ec2nodeclass-hash")
+	in.NodePoolHashes = map[string]string{"default": "pool-2"}
+	if r := decide(t, in); r.Decision != nil && r.Decision.Method == MethodDrift {
+		t.Fatalf("drift without hash annotations: %+v", r.Decision.Message)
+	}
 }
 
 func TestUnschedulablePodsBlockConsolidation(t *testing.T) {

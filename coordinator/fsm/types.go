@@ -10,7 +10,10 @@ package fsm
 import (
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
+	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 )
 
 // IntentState is where a launch intent is in the fenced launch protocol.
@@ -74,6 +77,13 @@ type LaunchSpec struct {
 	DetailedMonitoring bool   `json:"detailedMonitoring,omitempty"`
 	// Tags are the NodeClass's tags (Joiner's own keys are added at launch).
 	Tags map[string]string `json:"tags,omitempty"`
+
+	// The NodeClaim object's requirements, requests and annotations (drift
+	// hashes), so a new leader that must recreate the object after a
+	// failover recreates the same one.
+	Requirements     []karpv1.NodeSelectorRequirementWithMinValues `json:"requirements,omitempty"`
+	Requests         corev1.ResourceList                           `json:"requests,omitempty"`
+	ClaimAnnotations map[string]string                             `json:"claimAnnotations,omitempty"`
 }
 
 // LaunchIntent is a decision to launch one instance for a set of pods.

@@ -127,7 +127,8 @@ func (p *Provisioner) prepare(s *Snapshot, c scheduler.NodeClaim) (planned, erro
 	if err != nil {
 		return planned{}, fmt.Errorf("rendering user data of nodeclaim %s (ec2nodeclass %s): %w", name, class.Name, err)
 	}
-	spec := cloudadapter.Freeze(fsm.LaunchSpec{NodePool: pool.Name, NodeClaim: name, Candidates: cands, Labels: maps.Clone(claim.Labels)},
+	spec := cloudadapter.Freeze(fsm.LaunchSpec{NodePool: pool.Name, NodeClaim: name, Candidates: cands, Labels: maps.Clone(claim.Labels),
+		Requirements: claim.Spec.Requirements, Requests: claim.Spec.Resources.Requests, ClaimAnnotations: maps.Clone(claim.Annotations)},
 		class, resolved, subnets, ud)
 	pods := slices.Clone(c.Pods)
 	sort.Strings(pods)
@@ -313,14 +314,7 @@ func (p *Provisioner) ensureNodeClaims(ctx context.Context) error {
 		if pool == nil {
 			continue
 		}
-		pool = pool.DeepCopy()
-		pool.SetDefaults()
-		class := &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: in.Spec.NodeClass}}
-		var reqs []corev1.NodeSelectorRequirement
-		for _, r := range pool.Spec.Template.Spec.Requirements {
-			reqs = append(reqs, corev1.NodeSelectorRequirement{Key: r.Key, Operator: corev1.NodeSelectorOperator(r.Operator), Values: r.Values})
-		}
-		nc := newNodeClaim(pool, class, in.Spec.NodeClaim, in.ID, claimRequirements(pool, reqs, in.Spec.Candidates), nil)
+		nc := p.recoveredNodeClaim(pool, in)
 		if err := p.create(ctx, nc); err != nil {
 			return fmt.Errorf("recreating nodeclaim %s of launch intent %s: %w", in.Spec.NodeClaim, in.ID, err)
 		}
@@ -328,6 +322,38 @@ func (p *Provisioner) ensureNodeClaims(ctx context.Context) error {
 			zap.String("reason", "recovered launch intent "+in.ID))
 	}
 	return nil
+}
+
+// recoveredNodeClaim rebuilds the NodeClaim object of a committed intent
+// from its frozen spec: the same requirements, requests and annotations
+// (drift hashes) the first leader would have created. Intents committed
+// before those were frozen get the pool's requirements and current hashes.
+func (p *Provisioner) recoveredNodeClaim(cached *karpv1.NodePool, in fsm.LaunchIntent) *karpv1.NodeClaim {
+	pool := cached.DeepCopy()
+	pool.SetDefaults()
+	class := &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: in.Spec.NodeClass}}
+	reqs := in.Spec.Requirements
+	if len(reqs) == 0 {
+		var sel []corev1.NodeSelectorRequirement
+		for _, r := range pool.Spec.Template.Spec.Requirements {
+			sel = append(sel, corev1.NodeSelectorRequirement{Key: r.Key, Operator: corev1.NodeSelectorOperator(r.Operator), Values: r.Values})
+		}
+		reqs = claimRequirements(pool, sel, in.Spec.Candidates)
+	}
+	nc := newNodeClaim(pool, class, in.Spec.NodeClaim, in.ID, reqs, in.Spec.Requests)
+	if len(in.Spec.ClaimAnnotations) > 0 {
+		maps.Copy(nc.Annotations, in.Spec.ClaimAnnotations)
+		return nc
+	}
+	nc.Annotations[karpv1.AnnotationNodePoolHash] = NodePoolHash(pool)
+	for _, c := range p.cache.NodeClasses() {
+		if c.Name == in.Spec.NodeClass {
+			d := c.DeepCopy()
+			d.SetDefaults()
+			nc.Annotations[awsv1.AnnotationEC2NodeClassHash] = p.cloud.DriftHash(d)
+		}
+	}
+	return nc
 }
 
 var idEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)

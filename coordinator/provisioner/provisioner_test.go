@@ -2,6 +2,7 @@ package provisioner
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -410,5 +412,42 @@ func TestCandidates(t *testing.T) {
 				t.Fatalf("zones %v, want %v", zones, tc.zones)
 			}
 		})
+	}
+}
+
+// A leader that died between PlanCommit and creating the NodeClaim: the
+// next leader recreates the same object from the frozen spec (so drift
+// hashes match and nothing is disrupted for being recovered).
+func TestRecoveredNodeClaimMatchesTheOriginal(t *testing.T) {
+	c := &fakeCache{
+		pools:   []*karpv1.NodePool{pool("general", req(karpv1.LabelArch, "In", "amd64"))},
+		classes: []*awsv1.EC2NodeClass{class()},
+		pods:    []*corev1.Pod{pendingPod("a", "1"), pendingPod("b", "2")},
+	}
+	p, w, state, raft := newTestProvisioner(t, c)
+	if err := p.Reconcile(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(w.created) != 1 {
+		t.Fatalf("created %d nodeclaims", len(w.created))
+	}
+	orig := w.created[0]
+	c.claims = nil // the object never reached the API server
+
+	w2 := &fakeWriter{cache: c}
+	p2, err := New(p.cfg, c, w2, state, raft, fakeCloud{}, nil, nil, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p2.Reconcile(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(w2.created) != 1 || len(state.Intents()) != 1 {
+		t.Fatalf("new leader created %d nodeclaims, %d intents; want the one recovered object and no new intent", len(w2.created), len(state.Intents()))
+	}
+	got := w2.created[0]
+	if got.Name != orig.Name || !equality.Semantic.DeepEqual(got.Spec, orig.Spec) || !maps.Equal(got.Annotations, orig.Annotations) ||
+		!maps.Equal(got.Labels, orig.Labels) {
+		t.Fatalf("recovered nodeclaim differs:\n got %+v %v\nwant %+v %v", got.Spec, got.Annotations, orig.Spec, orig.Annotations)
 	}
 }
