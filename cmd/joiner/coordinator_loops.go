@@ -40,7 +40,7 @@ func moreLeaderLoops(w leaderWiring) ([]namedLoop, error) {
 	}
 	loops = append(loops, namedLoop{"lifecycle", lc.Run})
 
-	term, err := termination.New(termination.Config{}, w.deps.cache, w.deps.clients, w.deps.clients.Kube, w.state, w.proposer,
+	term, err := termination.New(termination.Config{Replacements: w.provisioner}, w.deps.cache, w.deps.clients, w.deps.clients.Kube, w.state, w.proposer,
 		w.provider, w.reg, w.recorder, w.log)
 	if err != nil {
 		return nil, err

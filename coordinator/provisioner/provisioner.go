@@ -12,6 +12,7 @@ package provisioner
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -108,6 +109,11 @@ type Provisioner struct {
 	log     *zap.Logger
 	metrics *metrics
 	reports *reportState
+
+	mu sync.Mutex
+	// passDone is the start time of the last provisioning pass that
+	// completed (planned and committed everything it found).
+	passDone time.Time
 }
 
 // New builds a Provisioner. reg may be nil (no metrics); rec may be nil
@@ -194,8 +200,29 @@ func (p *Provisioner) batch(ctx context.Context, changes <-chan struct{}) bool {
 	}
 }
 
+// PlannedSince reports whether a provisioning pass that started after t
+// has completed: the pods that needed capacity at t (for example those of
+// a node deleted then) have it planned. The termination controller drains
+// only after that, so replacement capacity comes first.
+func (p *Provisioner) PlannedSince(t time.Time) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.passDone.After(t)
+}
+
 // Reconcile runs one provisioning pass: snapshot, plan, commit, create.
 func (p *Provisioner) Reconcile(ctx context.Context) error {
+	started := p.cfg.Now()
+	if err := p.reconcile(ctx); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	p.passDone = started
+	p.mu.Unlock()
+	return nil
+}
+
+func (p *Provisioner) reconcile(ctx context.Context) error {
 	if err := p.ensureNodeClaims(ctx); err != nil {
 		return err
 	}

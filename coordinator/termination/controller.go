@@ -64,6 +64,13 @@ type Drainer interface {
 	Drain(ctx context.Context, req drain.Request) (drain.Result, error)
 }
 
+// Replacements says whether a provisioning pass that started after t has
+// completed, so the pods of a node deleted at t have capacity planned
+// (*provisioner.Provisioner).
+type Replacements interface {
+	PlannedSince(t time.Time) bool
+}
+
 // Config configures a Controller.
 type Config struct {
 	// Resync is the pass interval without cache events (default 5 s).
@@ -79,6 +86,12 @@ type Config struct {
 	DrainTimeout time.Duration
 	// Drainer overrides the drainer (default: agent/drain on the client).
 	Drainer Drainer
+	// Replacements, when set, holds a NodeClaim's drain until the
+	// provisioner has planned capacity for its pods (replacement first), or
+	// ReplacementWait has passed since the deletion.
+	Replacements Replacements
+	// ReplacementWait bounds that hold (default 30 s).
+	ReplacementWait time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 }
@@ -109,6 +122,9 @@ func New(cfg Config, cache Cache, claims Claims, kube kubernetes.Interface, stat
 	reg prometheus.Registerer, rec record.EventRecorder, log *zap.Logger) (*Controller, error) {
 	if cfg.Resync <= 0 {
 		cfg.Resync = 5 * time.Second
+	}
+	if cfg.ReplacementWait <= 0 {
+		cfg.ReplacementWait = 30 * time.Second
 	}
 	if cfg.MinInterval <= 0 {
 		cfg.MinInterval = 200 * time.Millisecond
@@ -350,6 +366,9 @@ func (c *Controller) doClaimStep(ctx context.Context, step Step, in ClaimInput) 
 		log.Info("tainted node", logging.Node(in.Node.Name), zap.String("taint", karpv1.TaintDisruptedKey+":NoSchedule"))
 		return false, nil
 	case StepDrain:
+		if c.awaitReplacement(nc) {
+			return true, nil
+		}
 		return true, c.startDrain(ctx, claimKey(nc.Name), nc, in.Node.Name, reason)
 	case StepTerminate:
 		return false, c.terminate(ctx, log, in)
@@ -370,6 +389,21 @@ func (c *Controller) doClaimStep(ctx context.Context, step Step, in ClaimInput) 
 		return true, nil
 	}
 	return true, fmt.Errorf("unexpected step %s", step)
+}
+
+// awaitReplacement reports whether the drain of nc should wait for the
+// provisioner to plan capacity for its pods first. DeletionTimestamp has
+// second precision: a pass must start a second after it to count.
+func (c *Controller) awaitReplacement(nc *karpv1.NodeClaim) bool {
+	if c.cfg.Replacements == nil || nc.DeletionTimestamp == nil {
+		return false
+	}
+	deleted := nc.DeletionTimestamp.Time
+	if c.cfg.Replacements.PlannedSince(deleted.Add(time.Second)) || c.cfg.Now().Sub(deleted) >= c.cfg.ReplacementWait {
+		return false
+	}
+	c.log.Debug("waiting for replacement capacity before draining", logging.NodeClaim(nc.Name))
+	return true
 }
 
 // terminate terminates the instance, marks the NodeClaim

@@ -451,3 +451,50 @@ func TestDrainOfVanishedClaimIsCancelled(t *testing.T) {
 		t.Errorf("terminate calls %v", r.cloud.calls())
 	}
 }
+
+// fakeReplacements says whether a provisioning pass has completed since t.
+type fakeReplacements struct{ done time.Time }
+
+func (f *fakeReplacements) PlannedSince(t time.Time) bool { return f.done.After(t) }
+
+// Replacement first: the drain waits until the provisioner has planned
+// capacity for the node's pods (a pass started after the deletion), or
+// until ReplacementWait has passed.
+func TestDrainWaitsForReplacementPlan(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		planned   time.Duration // pass start, relative to the deletion (0: none)
+		elapsed   time.Duration // time since the deletion
+		wantDrain bool
+	}{
+		{name: "no pass yet", elapsed: 5 * time.Second},
+		{name: "pass started before the deletion", planned: -time.Second, elapsed: 5 * time.Second},
+		{name: "pass started after the deletion", planned: 2 * time.Second, elapsed: 5 * time.Second, wantDrain: true},
+		{name: "waited long enough", elapsed: time.Minute, wantDrain: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			nc := claim(fresh)
+			deleted := nc.DeletionTimestamp.Time
+			rep := &fakeReplacements{}
+			if tc.planned != 0 {
+				rep.done = deleted.Add(tc.planned)
+			}
+			r := newRig(t, Config{Replacements: rep, ReplacementWait: 30 * time.Second}, []*karpv1.NodeClaim{nc}, []*corev1.Node{node()})
+			r.launch(nc.Name, "intent-1", "i-0123", fsm.IntentLaunched)
+			r.now = deleted.Add(tc.elapsed)
+			r.settle(t, 5)
+			drained := len(r.drainer.drains) > 0
+			if drained != tc.wantDrain {
+				t.Fatalf("drained = %v, want %v", drained, tc.wantDrain)
+			}
+			if !tc.wantDrain {
+				if n := r.node(t, "ip-10-0-0-1"); n == nil || !Tainted(n) {
+					t.Fatal("the node should be tainted while the drain waits")
+				}
+				if len(r.cloud.calls()) != 0 {
+					t.Fatal("terminated before the drain")
+				}
+			}
+		})
+	}
+}
