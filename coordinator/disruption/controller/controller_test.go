@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -376,5 +378,38 @@ func TestDecisionMetric(t *testing.T) {
 	c.reconcile(ctl)
 	if got := testutil.ToFloat64(ctl.metrics.decisions.WithLabelValues("Emptiness", "delete")); got != 1 {
 		t.Fatalf("decisions{Emptiness,delete} = %v", got)
+	}
+}
+
+// TestRunPassesOnChangesUntilCancelled: Run makes a pass at start and
+// after a cache change, and returns when its context ends.
+func TestRunPassesOnChangesUntilCancelled(t *testing.T) {
+	c := newCluster(t)
+	c.pools = []*karpv1.NodePool{testPool("default")}
+	c.addNode("busy", "default", 2, testPod("web", "1500m"))
+	ctl, err := New(Config{Now: c.Now, Interval: time.Hour, MinInterval: time.Millisecond}, c, c, c.fsm, c, c, c, nil, nil, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- ctl.Run(ctx) }()
+	waitUntil(t, func() bool { return c.snapshots.Load() >= 1 })
+	c.changes <- struct{}{}
+	waitUntil(t, func() bool { return c.snapshots.Load() >= 2 })
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run returned %v", err)
+	}
+}
+
+func waitUntil(t *testing.T, cond func() bool) {
+	t.Helper()
+	for !cond() {
+		select {
+		case <-t.Context().Done():
+			t.Fatal("test ended before the condition held")
+		case <-time.After(time.Millisecond):
+		}
 	}
 }

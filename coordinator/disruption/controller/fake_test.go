@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -57,6 +58,8 @@ type cluster struct {
 	launchCalls int
 	// launchedType: replacement NodeClaim -> the planned instance type.
 	launchedType map[string]string
+	// snapshots counts Snapshot calls (read by tests while Run runs).
+	snapshots atomic.Int32
 }
 
 func newCluster(t *testing.T) *cluster {
@@ -184,6 +187,7 @@ const AnnotationLaunchID = provisioner.AnnotationLaunchID
 
 // Snapshot builds the provisioner's snapshot of the fake cluster.
 func (c *cluster) Snapshot(context.Context) (*provisioner.Snapshot, error) {
+	defer c.snapshots.Add(1)
 	s := &provisioner.Snapshot{Now: c.now, NodePools: c.pools,
 		NodeClasses:   map[string]*awsv1.EC2NodeClass{"default": {ObjectMeta: metav1.ObjectMeta{Name: "default"}}},
 		InstanceTypes: map[string][]*catalog.InstanceType{"default": c.types}, PodsByNode: map[string][]*corev1.Pod{},
