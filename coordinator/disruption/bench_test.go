@@ -62,3 +62,19 @@ func BenchmarkConsolidation1000Nodes10000Pods(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkStatus1000Nodes10000Pods is the leader's per-pass report
+// (conditions, eligible-node and budget metrics) on the same input.
+func BenchmarkStatus1000Nodes10000Pods(b *testing.B) {
+	in := benchInput(false, false)
+	for b.Loop() {
+		if st := Status(in); len(st) != 1000 {
+			b.Fatalf("%d statuses", len(st))
+		}
+		for _, r := range karpv1.DisruptionReasons {
+			if _, err := AllowedByPool(in, r); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
