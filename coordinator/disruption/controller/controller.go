@@ -27,6 +27,8 @@ package controller
 
 import (
 	"context"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -97,6 +99,12 @@ type Config struct {
 	// CoolDown keeps a rolled-back candidate out of graceful disruption
 	// (default 5 min).
 	CoolDown time.Duration
+	// ValidationDelay is how long an emptiness or consolidation decision
+	// must keep being made before it is executed (Karpenter re-validates
+	// consolidation commands after 15 s), so a transient state does not
+	// cause churn. Default 15 s; negative: act at once. Drift and
+	// expiration are not delayed.
+	ValidationDelay time.Duration
 	// MaxSimulations is disruption.Input.MaxSimulations (0: the core's
 	// default).
 	MaxSimulations int
@@ -131,6 +139,16 @@ type Controller struct {
 	finished map[string]bool
 	// singleNodeOffset carries Result.NextSingleNodeOffset.
 	singleNodeOffset int
+	// validating is the consolidation decision waiting for
+	// ValidationDelay, nil when none.
+	validating *validation
+}
+
+// validation is a decision seen at since, identified by key (method and
+// candidates).
+type validation struct {
+	key   string
+	since time.Time
 }
 
 // New builds a Controller. reg may be nil (no metrics); rec may be nil (no
@@ -149,6 +167,9 @@ func New(cfg Config, capacity Capacity, cache Cache, state State, raft Proposer,
 	if cfg.CoolDown <= 0 {
 		cfg.CoolDown = 5 * time.Minute
 	}
+	if cfg.ValidationDelay == 0 {
+		cfg.ValidationDelay = 15 * time.Second
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -164,8 +185,9 @@ func New(cfg Config, capacity Capacity, cache Cache, state State, raft Proposer,
 		commands: map[string]*command{}, finished: map[string]bool{}, coolDown: map[string]time.Time{}, lastSkip: map[string]string{}}, nil
 }
 
-// Run disrupts until ctx ends: a pass every Interval, and after cache
-// events, at most one pass per MinInterval.
+// Run disrupts until ctx ends: a pass every Interval, after cache events
+// (at most one pass per MinInterval), and when a decision's validation
+// delay is over.
 func (c *Controller) Run(ctx context.Context) error {
 	changes, stop := c.cache.Changes()
 	defer stop()
@@ -176,27 +198,42 @@ func (c *Controller) Run(ctx context.Context) error {
 		if err := c.Reconcile(ctx); err != nil && ctx.Err() == nil {
 			c.log.Warn("disruption pass incomplete", zap.Error(err))
 		}
-		select {
-		case <-ctx.Done():
+		if !c.wait(ctx, tick.C, changes, last) {
 			return ctx.Err()
-		case <-tick.C:
-		case <-changes:
-			if wait := c.cfg.MinInterval - time.Since(last); wait > 0 {
-				t := time.NewTimer(wait)
-				select {
-				case <-ctx.Done():
-					t.Stop()
-					return ctx.Err()
-				case <-t.C:
-				}
-			}
-			// Events during the wait are covered by this pass.
-			select {
-			case <-changes:
-			default:
-			}
 		}
 	}
+}
+
+// wait blocks until the next pass is due; false when ctx ended.
+func (c *Controller) wait(ctx context.Context, tick <-chan time.Time, changes <-chan struct{}, last time.Time) bool {
+	var validated <-chan time.Time
+	if v := c.validating; v != nil {
+		t := time.NewTimer(max(time.Millisecond, v.since.Add(c.cfg.ValidationDelay).Sub(c.cfg.Now())))
+		defer t.Stop()
+		validated = t.C
+	}
+	select {
+	case <-ctx.Done():
+		return false
+	case <-tick:
+	case <-validated:
+	case <-changes:
+		if wait := c.cfg.MinInterval - time.Since(last); wait > 0 {
+			t := time.NewTimer(wait)
+			defer t.Stop()
+			select {
+			case <-ctx.Done():
+				return false
+			case <-t.C:
+			}
+		}
+		// Events during the wait are covered by the next pass.
+		select {
+		case <-changes:
+		default:
+		}
+	}
+	return true
 }
 
 // Reconcile runs one pass: advance the commands in flight (and adopt the
@@ -227,8 +264,39 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	}
 	c.singleNodeOffset = res.NextSingleNodeOffset
 	c.events(v, res)
-	if res.Decision == nil {
+	dec := res.Decision
+	if dec == nil {
+		c.validating = nil
 		return nil
 	}
-	return c.start(ctx, v, res.Decision)
+	if !c.validated(dec, now) {
+		return nil
+	}
+	return c.start(ctx, v, dec)
+}
+
+// validated says whether dec may be executed now: at once for drift and
+// expiration, else once the same decision (method and candidates) has been
+// made for ValidationDelay.
+func (c *Controller) validated(dec *disruption.Decision, now time.Time) bool {
+	if dec.Method == disruption.MethodDrift || dec.Method == disruption.MethodExpiration || c.cfg.ValidationDelay < 0 {
+		return true
+	}
+	names := make([]string, len(dec.Candidates))
+	for i, n := range dec.Candidates {
+		names[i] = n.Name()
+	}
+	sort.Strings(names)
+	key := string(dec.Method) + ":" + strings.Join(names, ",")
+	if c.validating == nil || c.validating.key != key {
+		c.validating = &validation{key: key, since: now}
+		c.log.Info("validating disruption decision", zap.String("method", string(dec.Method)), zap.Strings("node", names),
+			zap.Duration("delay", c.cfg.ValidationDelay), zap.String("reason", dec.Message))
+		return false
+	}
+	if now.Sub(c.validating.since) < c.cfg.ValidationDelay {
+		return false
+	}
+	c.validating = nil
+	return true
 }

@@ -318,7 +318,7 @@ func TestConditionsEventsAndMetrics(t *testing.T) {
 	c.pdbs = []*policyv1.PodDisruptionBudget{pdb("web", 0)}
 	rec := record.NewFakeRecorder(100)
 	reg := prometheus.NewRegistry()
-	ctl, err := New(Config{Now: c.Now}, c, c, c.fsm, c, c, c, reg, rec, zap.NewNop())
+	ctl, err := New(Config{Now: c.Now, ValidationDelay: -1}, c, c, c.fsm, c, c, c, reg, rec, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -411,5 +411,45 @@ func waitUntil(t *testing.T, cond func() bool) {
 			t.Fatal("test ended before the condition held")
 		case <-time.After(time.Millisecond):
 		}
+	}
+}
+
+// TestConsolidationIsValidatedBeforeActing: an emptiness decision acts only
+// once it has been made again ValidationDelay later; a node that gets a pod
+// meanwhile is left alone. Drift acts at once.
+func TestConsolidationIsValidatedBeforeActing(t *testing.T) {
+	c := newCluster(t)
+	c.pools = []*karpv1.NodePool{testPool("default")}
+	c.addNode("busy", "default", 2, testPod("web", "1500m"))
+	c.addNode("idle", "default", 2)
+	c.addNode("other", "default", 2)
+	ctl := c.controllerWith(Config{}, nil)
+	c.reconcile(ctl)
+	if ops := c.takeOps(); len(ops) != 0 {
+		t.Fatalf("acted before validation: %q", ops)
+	}
+	// "other" gets a pod: the decision changes and validation restarts.
+	p := testPod("api", "100m")
+	p.Spec.NodeName = "other"
+	c.pods = append(c.pods, p)
+	c.now = c.now.Add(10 * time.Second)
+	c.reconcile(ctl)
+	c.now = c.now.Add(10 * time.Second)
+	c.reconcile(ctl)
+	if ops := c.takeOps(); len(ops) != 0 {
+		t.Fatalf("acted on a decision that changed %s ago: %q", 10*time.Second, ops)
+	}
+	c.now = c.now.Add(6 * time.Second)
+	c.reconcile(ctl)
+	ops := c.takeOps()
+	if len(ops) == 0 || ops[0] != "commit term-i-idle" || slices.Contains(ops, "commit term-i-other") {
+		t.Fatalf("ops = %q, want idle (only) disrupted after validation", ops)
+	}
+
+	d := driftCluster(t)
+	ctl = d.controllerWith(Config{}, nil)
+	d.reconcile(ctl)
+	if ops := d.takeOps(); len(ops) == 0 || ops[0] != "commit term-i-old" {
+		t.Fatalf("drift delayed: %q", ops)
 	}
 }

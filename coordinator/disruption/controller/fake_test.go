@@ -410,10 +410,16 @@ func hasTaint(n *corev1.Node) bool {
 	return false
 }
 
-// controller builds a Controller on the fake with a recorder.
+// controller builds a Controller on the fake with a recorder, acting on
+// decisions at once (no validation delay).
 func (c *cluster) controller(rec record.EventRecorder) *Controller {
+	return c.controllerWith(Config{ValidationDelay: -1}, rec)
+}
+
+func (c *cluster) controllerWith(cfg Config, rec record.EventRecorder) *Controller {
 	c.t.Helper()
-	ctl, err := New(Config{Now: c.Now}, c, c, c.fsm, c, c, c, nil, rec, zap.NewNop())
+	cfg.Now = c.Now
+	ctl, err := New(cfg, c, c, c.fsm, c, c, c, nil, rec, zap.NewNop())
 	if err != nil {
 		c.t.Fatal(err)
 	}

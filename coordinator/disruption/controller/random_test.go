@@ -73,7 +73,9 @@ func TestRandomizedExecutionNeverViolatesBudgetOrPDB(t *testing.T) {
 	for range 10 {
 		newNode()
 	}
-	ctl := c.controller(nil)
+	// The default 15 s validation delay: consolidation acts when the same
+	// decision is made again a step later.
+	ctl := c.controllerWith(Config{}, nil)
 	stats := map[string]int{}
 	for step := range 1000 {
 		// The world moves.
@@ -142,7 +144,7 @@ func TestRandomizedExecutionNeverViolatesBudgetOrPDB(t *testing.T) {
 			newNode()
 		}
 		if rng.IntN(60) == 0 {
-			ctl = c.controller(nil) // leader change
+			ctl = c.controllerWith(Config{}, nil) // leader change
 			stats["leader change"]++
 		}
 
