@@ -329,6 +329,22 @@ func TestProcessDriftOneBudgetAtATime(t *testing.T) {
 		}
 		if replaced {
 			t.Logf("replaced 3 drifted nodes; at most %d disrupted at once, longest Pending %s", maxDisrupted, maxPending.Round(100*time.Millisecond))
+			events, err := h.Env.Client.CoreV1().Events("default").List(t.Context(), metav1.ListOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			started := 0
+			for _, e := range events.Items {
+				if e.InvolvedObject.Kind == "NodeClaim" && e.Reason == "DisruptionStarted" && old[e.InvolvedObject.Name] {
+					started++
+					if !strings.Contains(e.Message, "Drift: drifted: ec2nodeclass default changed") {
+						t.Errorf("event message %q", e.Message)
+					}
+				}
+			}
+			if started != 3 {
+				t.Fatalf("%d DisruptionStarted events on the drifted nodeclaims, want 3", started)
+			}
 			return
 		}
 		if time.Now().After(deadline) {
