@@ -21,7 +21,9 @@ import (
 // lifecycle, termination, disruption). They skip under -short and when the
 // control-plane tools are missing (make tools builds them).
 
-func startHarness(t *testing.T) *harness.Harness {
+func startHarness(t *testing.T) *harness.Harness { return startHarnessN(t, 1) }
+
+func startHarnessN(t *testing.T, coordinators int) *harness.Harness {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("disruption process test: real processes skipped under -short")
@@ -33,7 +35,7 @@ func startHarness(t *testing.T) *harness.Harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := harness.Start(ctx, harness.Options{Dir: dir, JoinerBin: bin, Coordinators: 1})
+	h, err := harness.Start(ctx, harness.Options{Dir: dir, JoinerBin: bin, Coordinators: coordinators})
 	if errors.Is(err, testenv.ErrToolsMissing) {
 		t.Skip(err)
 	}
@@ -165,13 +167,13 @@ spec:
 }
 
 // poolState is the harness state restricted to one pool's nodes and claims.
-func poolState(t *testing.T, h *harness.Harness, app, pool string) *harness.State {
+func poolState(t *testing.T, h *harness.Harness, app, pool string, killed ...string) *harness.State {
 	t.Helper()
 	st, err := h.State(t.Context(), "default", "app="+app)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h.CheckAlive(); err != nil {
+	if err := h.CheckAlive(killed...); err != nil {
 		t.Fatal(err)
 	}
 	claims := st.NodeClaims[:0]
@@ -395,4 +397,91 @@ func TestProcessZeroBudgetBlocksAllButExpiration(t *testing.T) {
 		return true
 	})
 	t.Logf("expired nodes removed %s after creation", time.Since(created).Round(time.Second))
+}
+
+// TestProcessDriftSurvivesLeaderKill: three coordinators; the leader is
+// killed while a drift replacement is in flight. The new leader resumes
+// from raft and the API: it waits for the same replacement (no second
+// one), keeps the budget, and finishes the replacement of every node.
+func TestProcessDriftSurvivesLeaderKill(t *testing.T) {
+	h := startHarnessN(t, 3)
+	get := func() *harness.State { return poolState(t, h, "spread", "drift") }
+	apply(t, h, nodeClass+"\n---\n"+pool("drift", "720h", `    consolidationPolicy: WhenEmpty
+    consolidateAfter: 10s
+    budgets:
+      - nodes: "1"`)+"\n---\n"+deployment("spread", "drift", 2, true))
+	before := waitFor(t, 3*time.Minute, "provisioning 2 spread pods", get, func(s *harness.State) bool { return settled(s, 2) })
+	old := map[string]bool{}
+	for _, nc := range before.NodeClaims {
+		old[nc.Name] = true
+	}
+	apply(t, h, strings.Replace(nodeClass, "    - alias: al2023@latest", "    - id: ami-0sim2023x86\n  amiFamily: AL2023", 1))
+	// Kill the leader as soon as a replacement is in flight.
+	waitFor(t, 2*time.Minute, "a replacement in flight", get, func(s *harness.State) bool {
+		for _, nc := range s.NodeClaims {
+			if !old[nc.Name] && !nc.Initialized {
+				return true
+			}
+		}
+		return false
+	})
+	leader := h.Leader(t.Context())
+	if leader == nil {
+		t.Fatal("no leader")
+	}
+	if err := h.Kill(leader.Name); err != nil {
+		t.Fatal(err)
+	}
+	next, err := h.WaitLeader(t.Context(), leader.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("killed leader %s during the first replacement; new leader %s", leader.Name, next.Name)
+	fresh := map[string]bool{}
+	deadline := time.Now().Add(6 * time.Minute)
+	for {
+		st, err := h.State(t.Context(), "default", "app=spread")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := h.CheckAlive(leader.Name); err != nil {
+			t.Fatal(err)
+		}
+		disrupted := 0
+		for _, nc := range st.NodeClaims {
+			if nc.NodePool != "drift" {
+				continue
+			}
+			if !old[nc.Name] {
+				fresh[nc.Name] = true
+			}
+			if nc.Deleting {
+				disrupted++
+			}
+		}
+		if disrupted > 1 {
+			t.Fatalf("%d nodes disrupted at once with a budget of 1: %s", disrupted, st.Line())
+		}
+		pst := poolState(t, h, "spread", "drift", leader.Name)
+		replaced := settled(pst, 2) && len(pst.NodeClaims) == 2
+		for _, nc := range pst.NodeClaims {
+			replaced = replaced && !old[nc.Name]
+		}
+		if replaced {
+			if len(fresh) != 2 {
+				t.Fatalf("%d replacement nodeclaims for 2 drifted nodes (%v): the new leader launched again", len(fresh), fresh)
+			}
+			t.Logf("both drifted nodes replaced by exactly 2 nodeclaims across the leader change")
+			if log := h.Process(next.Name).LogTail(5000); !strings.Contains(log, "resuming disruption") {
+				t.Logf("note: the new leader did not log \"resuming disruption\" (the old leader may have finished the first node before dying)")
+			} else {
+				t.Logf("the new leader resumed the disruption the old one left")
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not replaced within 6 minutes after the leader change: %s", pst.Line())
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
 }
