@@ -282,7 +282,9 @@ func (c *Controller) claimInput(ctx context.Context, nc *karpv1.NodeClaim) (Clai
 	if in.InstanceID != "" {
 		_, in.Instance = c.state.Instance(in.InstanceID)
 		for _, t := range c.state.Terminations() {
-			if t.ID == TerminationID(in.InstanceID) {
+			// A cancelled intent (a rolled-back disruption) is re-opened by
+			// committing it again: treat it as absent.
+			if t.ID == TerminationID(in.InstanceID) && t.State != fsm.TerminationCancelled {
 				in.Termination = &t
 				break
 			}

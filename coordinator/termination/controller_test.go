@@ -498,3 +498,21 @@ func TestDrainWaitsForReplacementPlan(t *testing.T) {
 		})
 	}
 }
+
+// A disruption that was rolled back leaves a cancelled termination intent;
+// a later deletion of the NodeClaim re-opens it and finishes normally.
+func TestCancelledTerminationIsReopened(t *testing.T) {
+	nc := claim(fresh)
+	r := newRig(t, Config{}, []*karpv1.NodeClaim{nc}, []*corev1.Node{node()})
+	r.launch(nc.Name, "intent-1", "i-0123", fsm.IntentLaunched)
+	r.raft.apply(fsm.MustEncode(fsm.TerminationIntentType, fsm.TerminationIntentCmd{ID: "term-i-0123", InstanceID: "i-0123", Reason: "Underutilized", At: t0}))
+	r.raft.apply(fsm.MustEncode(fsm.TerminationCancelType, fsm.TerminationCancel{ID: "term-i-0123", At: t0}))
+	r.settle(t, 5)
+	terms := r.state.Terminations()
+	if len(terms) != 1 || terms[0].State != fsm.TerminationDone || terms[0].Reason != DefaultReason {
+		t.Fatalf("terminations %+v: want term-i-0123 re-opened with reason %q and done", terms, DefaultReason)
+	}
+	if got := r.cloud.calls(); len(got) != 1 {
+		t.Fatalf("terminate calls %v", got)
+	}
+}
