@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sync"
-	"time"
 
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
@@ -170,24 +168,12 @@ func (d *leaderDeps) runLeader(ctx context.Context, log *zap.Logger) {
 		return
 	}
 	log.Info("leader loops starting", zap.Int("loops", len(d.loops)))
-	var wg sync.WaitGroup
+	var waits []func()
 	for _, l := range d.loops {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for ctx.Err() == nil {
-				err := l.run(ctx)
-				if ctx.Err() != nil {
-					return
-				}
-				log.Error("leader loop stopped, restarting", zap.String("loop", l.name), zap.Error(err))
-				select {
-				case <-ctx.Done():
-				case <-time.After(5 * time.Second):
-				}
-			}
-		}()
+		waits = append(waits, goLoop(ctx, l, log))
 	}
-	wg.Wait()
+	for _, wait := range waits {
+		wait()
+	}
 	log.Info("leader loops stopped")
 }
