@@ -168,7 +168,7 @@ func pendingPod(name, cpu string) *corev1.Pod {
 	}
 }
 
-func newTestProvisioner(t *testing.T, c *fakeCache) (*Provisioner, *fakeWriter, *fsm.FSM, *direct) {
+func newTestProvisioner(t testing.TB, c *fakeCache) (*Provisioner, *fakeWriter, *fsm.FSM, *direct) {
 	t.Helper()
 	w := &fakeWriter{cache: c}
 	state := fsm.New()

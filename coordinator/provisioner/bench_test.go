@@ -1,0 +1,64 @@
+package provisioner
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
+	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/coordinator/scheduler"
+)
+
+// BenchmarkProvisioningPass measures one leader pass without the commit:
+// the snapshot (nodes, pods, in-flight capacity, pending pods) and the plan,
+// for a cluster of `nodes` existing nodes with 10 pods each and `pending`
+// unschedulable pods.
+func BenchmarkProvisioningPass(b *testing.B) {
+	for _, sz := range []struct{ nodes, pending int }{{100, 500}, {1000, 5000}} {
+		b.Run(fmt.Sprintf("nodes=%d/pending=%d", sz.nodes, sz.pending), func(b *testing.B) {
+			c := &fakeCache{
+				pools:   []*karpv1.NodePool{pool("general", req(karpv1.LabelArch, "In", "amd64"))},
+				classes: []*awsv1.EC2NodeClass{class()},
+			}
+			for i := range sz.nodes {
+				name := fmt.Sprintf("node-%d", i)
+				c.nodes = append(c.nodes, &corev1.Node{
+					ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{karpv1.LabelNodePool: "general",
+						karpv1.LabelInstanceType: "m5.2xlarge", karpv1.LabelZone: "us-east-1a", karpv1.LabelArch: "amd64", karpv1.LabelOS: "linux"}},
+					Spec: corev1.NodeSpec{ProviderID: "aws:///us-east-1a/i-" + name},
+					Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("7910m"),
+						corev1.ResourceMemory: resource.MustParse("29Gi"), corev1.ResourcePods: resource.MustParse("58")}},
+				})
+				for j := range 10 {
+					p := pendingPod(fmt.Sprintf("bound-%d-%d", i, j), "700m")
+					p.Spec.NodeName = name
+					p.Status = corev1.PodStatus{Phase: corev1.PodRunning}
+					c.pods = append(c.pods, p)
+				}
+			}
+			for i := range sz.pending {
+				c.pods = append(c.pods, pendingPod(fmt.Sprintf("pending-%d", i), "1"))
+			}
+			p, _, _, _ := newTestProvisioner(b, c)
+			ctx := context.Background()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				s, err := p.Snapshot(ctx)
+				if err != nil {
+					b.Fatal(err)
+				}
+				plan := scheduler.Solve(&scheduler.Input{Pods: s.Pending, NodePools: s.NodePools, NodeClasses: s.NodeClasses,
+					InstanceTypes: s.InstanceTypes, Nodes: s.Nodes, DaemonSetPods: s.DaemonSetPods})
+				if len(s.Pending) != sz.pending || len(plan.NodeClaims) == 0 {
+					b.Fatalf("pending %d, nodeclaims %d", len(s.Pending), len(plan.NodeClaims))
+				}
+			}
+		})
+	}
+}
