@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
@@ -164,8 +165,18 @@ func buildLeader(ctx context.Context, f *coordinatorFlags, state *fsm.FSM, node 
 // runLeader runs every leader loop until ctx (the term) ends; a loop that
 // fails is restarted after a pause, so one bad loop does not stop the rest.
 func (d *leaderDeps) runLeader(ctx context.Context, log *zap.Logger) {
-	if err := d.cache.WaitForSync(ctx); err != nil {
-		return
+	// The loops act on a complete view only; say so when it takes long
+	// (missing CRDs or RBAC keep an informer from listing).
+	for waited := time.Duration(0); !d.cache.Synced(); waited += time.Second {
+		if waited > 0 && waited%(30*time.Second) == 0 {
+			log.Warn("leader loops waiting for the informer caches: are Joiner's CRDs installed and its RBAC applied?",
+				zap.Duration("waited", waited))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
 	}
 	log.Info("leader loops starting", zap.Int("loops", len(d.loops)))
 	var waits []func()
