@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,30 +18,17 @@ import (
 	"github.com/joiner-dev/joiner/cloud/sim"
 	"github.com/joiner-dev/joiner/coordinator/cloudadapter"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
+	"github.com/joiner-dev/joiner/coordinator/fsm/fsmtest"
 	"github.com/joiner-dev/joiner/coordinator/launcher"
 )
 
 const cluster = "test"
 
-// direct is a Proposer that applies straight to an FSM (a one-node log).
-type direct struct {
-	mu    sync.Mutex
-	f     *fsm.FSM
-	index uint64
-}
-
-func (d *direct) Propose(_ context.Context, cmd []byte) (any, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.index++
-	return d.f.ApplyCommand(cmd, d.index), nil
-}
-
 type env struct {
 	sim      *sim.Sim
 	endpoint string
 	f        *fsm.FSM
-	raft     *direct
+	raft     *fsmtest.Direct
 	now      time.Time
 }
 
@@ -53,7 +39,7 @@ func newEnv(t *testing.T) *env {
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)
 	f := fsm.New()
-	return &env{sim: s, endpoint: srv.URL, f: f, raft: &direct{f: f}, now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	return &env{sim: s, endpoint: srv.URL, f: f, raft: fsmtest.New(f), now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 }
 
 // provider is a fresh AWS provider: a new leader has empty caches.

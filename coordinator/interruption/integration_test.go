@@ -14,24 +14,12 @@ import (
 
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
+	"github.com/joiner-dev/joiner/coordinator/fsm/fsmtest"
 	"github.com/joiner-dev/joiner/coordinator/interruption"
 	"github.com/joiner-dev/joiner/coordinator/kube"
 	"github.com/joiner-dev/joiner/coordinator/termination"
 	"github.com/joiner-dev/joiner/internal/testenv"
 )
-
-type direct struct {
-	mu    sync.Mutex
-	f     *fsm.FSM
-	index uint64
-}
-
-func (d *direct) Propose(_ context.Context, cmd []byte) (any, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.index++
-	return d.f.ApplyCommand(cmd, d.index), nil
-}
 
 type recordingCloud struct {
 	mu    sync.Mutex
@@ -66,7 +54,7 @@ func TestInterruptionRealAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	state := fsm.New()
-	raft := &direct{f: state}
+	raft := fsmtest.New(state)
 	apply := func(typ fsm.MessageType, cmd any) {
 		t.Helper()
 		if r, _ := raft.Propose(ctx, fsm.MustEncode(typ, cmd)); r != nil {

@@ -20,6 +20,7 @@ import (
 
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
+	"github.com/joiner-dev/joiner/coordinator/fsm/fsmtest"
 	"github.com/joiner-dev/joiner/coordinator/termination"
 )
 
@@ -83,31 +84,11 @@ func (f *fakeClaims) NodeClaim(name string) *karpv1.NodeClaim {
 	return nc
 }
 
-type direct struct {
-	mu    sync.Mutex
-	f     *fsm.FSM
-	index uint64
-}
-
-func (d *direct) Propose(_ context.Context, cmd []byte) (any, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.index++
-	return d.f.ApplyCommand(cmd, d.index), nil
-}
-
-func (d *direct) apply(t *testing.T, typ fsm.MessageType, cmd any) {
-	t.Helper()
-	if r, _ := d.Propose(context.Background(), fsm.MustEncode(typ, cmd)); r != nil {
-		t.Fatal(r)
-	}
-}
-
 type rig struct {
 	h      *Handler
 	claims *fakeClaims
 	state  *fsm.FSM
-	raft   *direct
+	raft   *fsmtest.Direct
 	rec    *record.FakeRecorder
 }
 
@@ -115,11 +96,11 @@ type rig struct {
 // set unless noProviderID).
 func newRig(t *testing.T, noProviderID bool) *rig {
 	r := &rig{state: fsm.New(), rec: record.NewFakeRecorder(100)}
-	r.raft = &direct{f: r.state}
-	r.raft.apply(t, fsm.PlanCommitType, fsm.PlanCommit{Intents: []fsm.NewIntent{{ID: "intent-1",
+	r.raft = fsmtest.New(r.state)
+	r.raft.MustPropose(t, fsm.PlanCommitType, fsm.PlanCommit{Intents: []fsm.NewIntent{{ID: "intent-1",
 		Spec: fsm.LaunchSpec{NodePool: "default", NodeClaim: "default-1"}, Pods: []string{"p"}}}, At: t0})
-	r.raft.apply(t, fsm.LaunchAttemptStartType, fsm.LaunchAttemptStart{IntentID: "intent-1", Attempt: 1, At: t0})
-	r.raft.apply(t, fsm.LaunchResultType, fsm.LaunchResult{IntentID: "intent-1", Attempt: 1, At: t0,
+	r.raft.MustPropose(t, fsm.LaunchAttemptStartType, fsm.LaunchAttemptStart{IntentID: "intent-1", Attempt: 1, At: t0})
+	r.raft.MustPropose(t, fsm.LaunchResultType, fsm.LaunchResult{IntentID: "intent-1", Attempt: 1, At: t0,
 		Launched: &fsm.Launched{InstanceID: "i-1", InstanceType: "m5.large", Zone: "us-east-1a", CapacityType: "spot"}})
 	nc := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "default-1", Finalizers: []string{karpv1.TerminationFinalizer},
 		Annotations: map[string]string{termination.AnnotationLaunchID: "intent-1"}}}
@@ -137,7 +118,7 @@ func newRig(t *testing.T, noProviderID bool) *rig {
 }
 
 func (r *rig) report(t *testing.T, id, instance, kind string) {
-	r.raft.apply(t, fsm.InterruptionReportType, fsm.InterruptionReportCmd{Report: fsm.InterruptionReport{ID: id, InstanceID: instance,
+	r.raft.MustPropose(t, fsm.InterruptionReportType, fsm.InterruptionReportCmd{Report: fsm.InterruptionReport{ID: id, InstanceID: instance,
 		Kind: kind, NoticeTime: t0, Deadline: t0.Add(2 * time.Minute), ReceivedAt: t0}})
 }
 

@@ -12,23 +12,10 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/joiner-dev/joiner/coordinator/fsm"
+	"github.com/joiner-dev/joiner/coordinator/fsm/fsmtest"
 	"github.com/joiner-dev/joiner/coordinator/launcher"
 	"github.com/joiner-dev/joiner/coordinator/launcher/fake"
 )
-
-// direct is a Proposer that applies straight to an FSM (a one-node log).
-type direct struct {
-	mu    sync.Mutex
-	f     *fsm.FSM
-	index uint64
-}
-
-func (d *direct) Propose(_ context.Context, cmd []byte) (any, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.index++
-	return d.f.ApplyCommand(cmd, d.index), nil
-}
 
 type clock struct {
 	mu sync.Mutex
@@ -46,7 +33,7 @@ var errCrash = errors.New("crashed")
 
 type harness struct {
 	f     *fsm.FSM
-	d     *direct
+	d     *fsmtest.Direct
 	cloud *fake.Cloud
 	clk   *clock
 }
@@ -54,7 +41,7 @@ type harness struct {
 func newHarness(t *testing.T, intents ...string) *harness {
 	clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	h := &harness{f: fsm.New(), clk: clk, cloud: fake.New(clk.Now)}
-	h.d = &direct{f: h.f}
+	h.d = fsmtest.New(h.f)
 	for _, id := range intents {
 		cmd := fsm.PlanCommit{Intents: []fsm.NewIntent{{ID: id, Pods: []string{"pod-" + id}, Spec: fsm.LaunchSpec{
 			NodePool: "default", NodeClaim: "nc-" + id,

@@ -17,6 +17,7 @@ import (
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 	"github.com/joiner-dev/joiner/cloud"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
+	"github.com/joiner-dev/joiner/coordinator/fsm/fsmtest"
 	"github.com/joiner-dev/joiner/coordinator/kube"
 	"github.com/joiner-dev/joiner/internal/testenv"
 )
@@ -94,7 +95,7 @@ func TestLifecycleControlPlane(t *testing.T) {
 	}
 
 	state := fsm.New()
-	raft := &direct{f: state}
+	raft := fsmtest.New(state)
 	clk := &clock{now: time.Now().UTC()}
 	start := clk.Now()
 	cl := &fakeCloud{insts: map[string]cloud.Instance{"i-1": {ID: "i-1", State: "running"}}}
@@ -102,12 +103,12 @@ func TestLifecycleControlPlane(t *testing.T) {
 		return fsm.LaunchSpec{NodePool: "default", NodeClaim: claim,
 			Candidates: []fsm.Candidate{{InstanceType: "m5.large", Zone: "us-east-1a", CapacityType: "on-demand", ImageID: "ami-1"}}}
 	}
-	raft.must(t, fsm.PlanCommitType, fsm.PlanCommit{At: start, Intents: []fsm.NewIntent{
+	raft.MustPropose(t, fsm.PlanCommitType, fsm.PlanCommit{At: start, Intents: []fsm.NewIntent{
 		{ID: "intent1", Spec: spec("default-aaaaa"), Pods: []string{"default/p1"}},
 		{ID: "intent2", Spec: spec("default-bbbbb"), Pods: []string{"default/p2"}},
 	}})
-	raft.must(t, fsm.LaunchAttemptStartType, fsm.LaunchAttemptStart{IntentID: "intent1", Attempt: 1, At: start})
-	raft.must(t, fsm.LaunchResultType, fsm.LaunchResult{IntentID: "intent1", Attempt: 1, At: start,
+	raft.MustPropose(t, fsm.LaunchAttemptStartType, fsm.LaunchAttemptStart{IntentID: "intent1", Attempt: 1, At: start})
+	raft.MustPropose(t, fsm.LaunchResultType, fsm.LaunchResult{IntentID: "intent1", Attempt: 1, At: start,
 		Launched: &fsm.Launched{InstanceID: "i-1", InstanceType: "m5.large", Zone: "us-east-1a", CapacityType: "on-demand", LaunchedAt: start}})
 
 	newClaim := func(name, intentID string) {

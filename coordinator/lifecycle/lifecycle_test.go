@@ -21,31 +21,8 @@ import (
 	"github.com/joiner-dev/joiner/cloud"
 	"github.com/joiner-dev/joiner/cloud/catalog"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
+	"github.com/joiner-dev/joiner/coordinator/fsm/fsmtest"
 )
-
-// direct applies proposals straight to an FSM (a one-node log).
-type direct struct {
-	mu    sync.Mutex
-	f     *fsm.FSM
-	index uint64
-	cmds  []fsm.MessageType
-}
-
-func (d *direct) Propose(_ context.Context, cmd []byte) (any, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.index++
-	d.cmds = append(d.cmds, fsm.MessageType(cmd[0]))
-	return d.f.ApplyCommand(cmd, d.index), nil
-}
-
-func (d *direct) must(t *testing.T, typ fsm.MessageType, cmd any) {
-	t.Helper()
-	resp, _ := d.Propose(context.Background(), fsm.MustEncode(typ, cmd))
-	if err, ok := resp.(error); ok {
-		t.Fatalf("command %d: %v", typ, err)
-	}
-}
 
 // fakeKube is the cache and the NodeClaim writer at once (an informer that
 // is never behind); Nodes live in a fake clientset.
@@ -161,7 +138,7 @@ type harness struct {
 	t     *testing.T
 	now   time.Time
 	state *fsm.FSM
-	raft  *direct
+	raft  *fsmtest.Direct
 	kube  *fakeKube
 	cloud *fakeCloud
 	reg   *prometheus.Registry
@@ -172,7 +149,7 @@ type harness struct {
 func newHarness(t *testing.T, cfg Config, claims ...*karpv1.NodeClaim) *harness {
 	h := &harness{t: t, now: t0, state: fsm.New(), kube: newFakeKube(claims...), cloud: &fakeCloud{insts: map[string]cloud.Instance{}},
 		reg: prometheus.NewRegistry(), rec: record.NewFakeRecorder(100)}
-	h.raft = &direct{f: h.state}
+	h.raft = fsmtest.New(h.state)
 	cfg.Now = func() time.Time { return h.now }
 	l, err := New(cfg, h.kube, h.kube, h.kube.nodes, h.state, h.raft, h.cloud, h.reg, h.rec, zaptest.NewLogger(t))
 	if err != nil {
@@ -185,18 +162,18 @@ func newHarness(t *testing.T, cfg Config, claims ...*karpv1.NodeClaim) *harness 
 // commitIntent puts intent1 (nodeclaim default-abcde) in state s.
 func (h *harness) commitIntent(s fsm.IntentState) {
 	spec := intent(fsm.IntentPending).Spec
-	h.raft.must(h.t, fsm.PlanCommitType, fsm.PlanCommit{Intents: []fsm.NewIntent{{ID: "intent1", Spec: spec, Pods: []string{"default/p1"}}}, At: t0})
+	h.raft.MustPropose(h.t, fsm.PlanCommitType, fsm.PlanCommit{Intents: []fsm.NewIntent{{ID: "intent1", Spec: spec, Pods: []string{"default/p1"}}}, At: t0})
 	if s == fsm.IntentPending {
 		return
 	}
-	h.raft.must(h.t, fsm.LaunchAttemptStartType, fsm.LaunchAttemptStart{IntentID: "intent1", Attempt: 1, At: t0})
+	h.raft.MustPropose(h.t, fsm.LaunchAttemptStartType, fsm.LaunchAttemptStart{IntentID: "intent1", Attempt: 1, At: t0})
 	switch s {
 	case fsm.IntentLaunched:
-		h.raft.must(h.t, fsm.LaunchResultType, fsm.LaunchResult{IntentID: "intent1", Attempt: 1, At: t0.Add(time.Minute),
+		h.raft.MustPropose(h.t, fsm.LaunchResultType, fsm.LaunchResult{IntentID: "intent1", Attempt: 1, At: t0.Add(time.Minute),
 			Launched: &fsm.Launched{InstanceID: "i-1", InstanceType: "m5.large", Zone: "us-east-1a", CapacityType: "spot", LaunchedAt: t0.Add(time.Minute)}})
 		h.cloud.insts["i-1"] = cloud.Instance{ID: "i-1", State: "running"}
 	case fsm.IntentFailed:
-		h.raft.must(h.t, fsm.LaunchResultType, fsm.LaunchResult{IntentID: "intent1", Attempt: 1, At: t0,
+		h.raft.MustPropose(h.t, fsm.LaunchResultType, fsm.LaunchResult{IntentID: "intent1", Attempt: 1, At: t0,
 			Failed: &fsm.Failed{Reason: "invalid launch request: no such image"}})
 	}
 }
@@ -288,13 +265,13 @@ func TestLifecycleHappyPath(t *testing.T) {
 	}
 
 	// Idempotent: more passes, much later, write nothing.
-	writes, actions, cmds := h.kube.writes, len(h.kube.nodes.Actions()), len(h.raft.cmds)
+	writes, actions, cmds := h.kube.writes, len(h.kube.nodes.Actions()), h.raft.Count()
 	for i := 0; i < 3; i++ {
 		h.now = h.now.Add(time.Hour)
 		h.reconcile()
 	}
-	if h.kube.writes != writes || len(h.raft.cmds) != cmds {
-		t.Fatalf("re-running wrote %d nodeclaim changes and %d commands", h.kube.writes-writes, len(h.raft.cmds)-cmds)
+	if h.kube.writes != writes || h.raft.Count() != cmds {
+		t.Fatalf("re-running wrote %d nodeclaim changes and %d commands", h.kube.writes-writes, h.raft.Count()-cmds)
 	}
 	for _, a := range h.kube.nodes.Actions()[actions:] {
 		if a.GetVerb() != "list" {
@@ -469,7 +446,7 @@ func TestGarbageCollectionNotFound(t *testing.T) {
 	h := newHarness(t, Config{GCGrace: time.Minute}, claim())
 	h.commitIntent(fsm.IntentLaunched) // LaunchedAt t0+1m
 	delete(h.cloud.insts, "i-1")
-	h.raft.must(t, fsm.TerminationIntentType, fsm.TerminationIntentCmd{ID: "term-i-1", InstanceID: "i-1", Reason: "drifted", At: t0})
+	h.raft.MustPropose(t, fsm.TerminationIntentType, fsm.TerminationIntentCmd{ID: "term-i-1", InstanceID: "i-1", Reason: "drifted", At: t0})
 
 	h.now = t0.Add(2 * time.Minute) // within grace: maybe not listed yet
 	if gone, _ := h.l.CollectGarbage(ctx); len(gone) != 0 {

@@ -28,6 +28,7 @@ import (
 	"github.com/joiner-dev/joiner/cloud/sim"
 	"github.com/joiner-dev/joiner/coordinator/cloudadapter"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
+	"github.com/joiner-dev/joiner/coordinator/fsm/fsmtest"
 	"github.com/joiner-dev/joiner/coordinator/kube"
 	"github.com/joiner-dev/joiner/coordinator/launcher"
 	"github.com/joiner-dev/joiner/coordinator/provisioner"
@@ -41,7 +42,7 @@ var (
 	_ Writer   = (*kube.Clients)(nil)
 	_ State    = (*fsm.FSM)(nil)
 	_ Cloud    = (*joineraws.Provider)(nil)
-	_ Proposer = (*direct)(nil)
+	_ Proposer = (*fsmtest.Direct)(nil)
 )
 
 func applyManifests(t *testing.T, ctx context.Context, c *kube.Clients, path string) {
@@ -111,7 +112,7 @@ func TestLifecycleWithSim(t *testing.T) {
 		t.Fatal(err)
 	}
 	state := fsm.New()
-	raft := &direct{f: state}
+	raft := fsmtest.New(state)
 	reg := prometheus.NewRegistry()
 	rec := kube.NewRecorder(ctx, clients.Kube, "joiner")
 	launch := launcher.New(launcher.Config{Cluster: cluster, Interval: 200 * time.Millisecond}, cloudadapter.New(cluster, prov), raft, state, log)

@@ -27,6 +27,7 @@ import (
 	"github.com/joiner-dev/joiner/cloud/sim"
 	"github.com/joiner-dev/joiner/coordinator/cloudadapter"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
+	"github.com/joiner-dev/joiner/coordinator/fsm/fsmtest"
 	"github.com/joiner-dev/joiner/coordinator/kube"
 	"github.com/joiner-dev/joiner/coordinator/launcher"
 	"github.com/joiner-dev/joiner/coordinator/lifecycle"
@@ -36,20 +37,6 @@ import (
 )
 
 const clusterName = "it"
-
-// direct is a Proposer that applies straight to an FSM (a one-node log).
-type direct struct {
-	mu    sync.Mutex
-	f     *fsm.FSM
-	index uint64
-}
-
-func (d *direct) Propose(_ context.Context, cmd []byte) (any, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.index++
-	return d.f.ApplyCommand(cmd, d.index), nil
-}
 
 func applyYAML(t *testing.T, ctx context.Context, c *kube.Clients, path string) {
 	t.Helper()
@@ -137,7 +124,7 @@ func TestProvisionDeployment(t *testing.T) {
 		t.Fatal(err)
 	}
 	state := fsm.New()
-	raft := &direct{f: state}
+	raft := fsmtest.New(state)
 	launch := launcher.New(launcher.Config{Cluster: clusterName, Interval: 200 * time.Millisecond}, cloudadapter.New(clusterName, prov), raft, state, log)
 	p, err := provisioner.New(provisioner.Config{
 		Cluster:   userdata.Cluster{Name: clusterName, Endpoint: env.Config.Host, ServiceCIDR: "10.100.0.0/16"},

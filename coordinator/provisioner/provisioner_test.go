@@ -26,6 +26,7 @@ import (
 	joineraws "github.com/joiner-dev/joiner/cloud/aws"
 	"github.com/joiner-dev/joiner/cloud/catalog"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
+	"github.com/joiner-dev/joiner/coordinator/fsm/fsmtest"
 	"github.com/joiner-dev/joiner/userdata"
 )
 
@@ -114,22 +115,6 @@ func (fakeCloud) InstanceTypes(_ context.Context, nc *awsv1.EC2NodeClass) ([]*ca
 
 func (fakeCloud) DriftHash(*awsv1.EC2NodeClass) string { return "classhash" }
 
-// direct applies proposals straight to the FSM.
-type direct struct {
-	mu    sync.Mutex
-	f     *fsm.FSM
-	index uint64
-	n     int
-}
-
-func (d *direct) Propose(_ context.Context, cmd []byte) (any, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.index++
-	d.n++
-	return d.f.ApplyCommand(cmd, d.index), nil
-}
-
 var now = time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)
 
 func pool(name string, reqs ...karpv1.NodeSelectorRequirementWithMinValues) *karpv1.NodePool {
@@ -168,11 +153,11 @@ func pendingPod(name, cpu string) *corev1.Pod {
 	}
 }
 
-func newTestProvisioner(t testing.TB, c *fakeCache) (*Provisioner, *fakeWriter, *fsm.FSM, *direct) {
+func newTestProvisioner(t testing.TB, c *fakeCache) (*Provisioner, *fakeWriter, *fsm.FSM, *fsmtest.Direct) {
 	t.Helper()
 	w := &fakeWriter{cache: c}
 	state := fsm.New()
-	raft := &direct{f: state}
+	raft := fsmtest.New(state)
 	n := 0
 	p, err := New(Config{Cluster: userdata.Cluster{Name: "test", Endpoint: "https://k8s.example", ServiceCIDR: "10.100.0.0/16"},
 		Now: func() time.Time { return now }, NewID: func() string {
@@ -245,12 +230,12 @@ func TestReconcileCommitsFrozenIntentsAndCreatesNodeClaims(t *testing.T) {
 	}
 
 	// A second pass sees the pods nominated to the in-flight intent.
-	before := raft.n
+	before := raft.Count()
 	if err := p.Reconcile(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if raft.n != before || len(state.Intents()) != 1 {
-		t.Fatalf("second pass proposed %d command(s), %d intents: in-flight capacity must hold the pods", raft.n-before, len(state.Intents()))
+	if raft.Count() != before || len(state.Intents()) != 1 {
+		t.Fatalf("second pass proposed %d command(s), %d intents: in-flight capacity must hold the pods", raft.Count()-before, len(state.Intents()))
 	}
 
 	// A new pod that fits the in-flight claim's spare room is not planned

@@ -19,6 +19,7 @@ import (
 	"github.com/joiner-dev/joiner/agent/drain"
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
+	"github.com/joiner-dev/joiner/coordinator/fsm/fsmtest"
 )
 
 type rig struct {
@@ -28,9 +29,10 @@ type rig struct {
 	drainer *fakeDrainer
 	cloud   *fakeCloud
 	state   *fsm.FSM
-	raft    *direct
+	raft    *fsmtest.Direct
 	rec     *record.FakeRecorder
 	now     time.Time
+	t       testing.TB
 }
 
 func newRig(t *testing.T, cfg Config, claims []*karpv1.NodeClaim, nodes []*corev1.Node) *rig {
@@ -41,7 +43,8 @@ func newRig(t *testing.T, cfg Config, claims []*karpv1.NodeClaim, nodes []*corev
 			t.Fatal(err)
 		}
 	}
-	r.raft = &direct{f: r.state}
+	r.raft = fsmtest.New(r.state)
+	r.t = t
 	r.claims = newFakeClaims(r.kube, func() time.Time { return r.now }, claims...)
 	r.drainer = &fakeDrainer{kube: r.kube}
 	cfg.Drainer = r.drainer
@@ -58,17 +61,17 @@ func newRig(t *testing.T, cfg Config, claims []*karpv1.NodeClaim, nodes []*corev
 // launch commits a launch intent for the claim and (unless state says
 // otherwise) its launched instance.
 func (r *rig) launch(claim, intentID, instanceID string, state fsm.IntentState) {
-	r.raft.apply(fsm.MustEncode(fsm.PlanCommitType, fsm.PlanCommit{Intents: []fsm.NewIntent{{ID: intentID,
-		Spec: fsm.LaunchSpec{NodePool: "default", NodeClaim: claim}, Pods: []string{"pod-" + intentID}}}, At: t0}))
+	r.raft.MustPropose(r.t, fsm.PlanCommitType, fsm.PlanCommit{Intents: []fsm.NewIntent{{ID: intentID,
+		Spec: fsm.LaunchSpec{NodePool: "default", NodeClaim: claim}, Pods: []string{"pod-" + intentID}}}, At: t0})
 	if state == fsm.IntentPending {
 		return
 	}
-	r.raft.apply(fsm.MustEncode(fsm.LaunchAttemptStartType, fsm.LaunchAttemptStart{IntentID: intentID, Attempt: 1, At: t0}))
+	r.raft.MustPropose(r.t, fsm.LaunchAttemptStartType, fsm.LaunchAttemptStart{IntentID: intentID, Attempt: 1, At: t0})
 	if state == fsm.IntentLaunching {
 		return
 	}
-	r.raft.apply(fsm.MustEncode(fsm.LaunchResultType, fsm.LaunchResult{IntentID: intentID, Attempt: 1, At: t0,
-		Launched: &fsm.Launched{InstanceID: instanceID, InstanceType: "m5.large", Zone: "us-east-1a", CapacityType: "on-demand"}}))
+	r.raft.MustPropose(r.t, fsm.LaunchResultType, fsm.LaunchResult{IntentID: intentID, Attempt: 1, At: t0,
+		Launched: &fsm.Launched{InstanceID: instanceID, InstanceType: "m5.large", Zone: "us-east-1a", CapacityType: "on-demand"}})
 }
 
 // settle runs passes (each waiting for the drains it started) until the
@@ -253,8 +256,8 @@ func TestLaunchInFlightWaits(t *testing.T) {
 		t.Fatal("nodeclaim released while its launch was in flight")
 	}
 	// The launcher records the result; the termination proceeds.
-	r.raft.apply(fsm.MustEncode(fsm.LaunchResultType, fsm.LaunchResult{IntentID: "intent-1", Attempt: 1, At: t0,
-		Launched: &fsm.Launched{InstanceID: "i-0456", InstanceType: "m5.large", Zone: "us-east-1a"}}))
+	r.raft.MustPropose(r.t, fsm.LaunchResultType, fsm.LaunchResult{IntentID: "intent-1", Attempt: 1, At: t0,
+		Launched: &fsm.Launched{InstanceID: "i-0456", InstanceType: "m5.large", Zone: "us-east-1a"}})
 	r.settle(t, 2)
 	if r.claims.get(nc.Name) != nil {
 		t.Error("nodeclaim not released after the launch result")
@@ -505,8 +508,8 @@ func TestCancelledTerminationIsReopened(t *testing.T) {
 	nc := claim(fresh)
 	r := newRig(t, Config{}, []*karpv1.NodeClaim{nc}, []*corev1.Node{node()})
 	r.launch(nc.Name, "intent-1", "i-0123", fsm.IntentLaunched)
-	r.raft.apply(fsm.MustEncode(fsm.TerminationIntentType, fsm.TerminationIntentCmd{ID: "term-i-0123", InstanceID: "i-0123", Reason: "Underutilized", At: t0}))
-	r.raft.apply(fsm.MustEncode(fsm.TerminationCancelType, fsm.TerminationCancel{ID: "term-i-0123", At: t0}))
+	r.raft.MustPropose(r.t, fsm.TerminationIntentType, fsm.TerminationIntentCmd{ID: "term-i-0123", InstanceID: "i-0123", Reason: "Underutilized", At: t0})
+	r.raft.MustPropose(r.t, fsm.TerminationCancelType, fsm.TerminationCancel{ID: "term-i-0123", At: t0})
 	r.settle(t, 5)
 	terms := r.state.Terminations()
 	if len(terms) != 1 || terms[0].State != fsm.TerminationDone || terms[0].Reason != DefaultReason {

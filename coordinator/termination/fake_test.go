@@ -16,7 +16,6 @@ import (
 
 	"github.com/joiner-dev/joiner/agent/drain"
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
-	"github.com/joiner-dev/joiner/coordinator/fsm"
 )
 
 var claimsGR = schema.GroupResource{Group: "karpenter.sh", Resource: "nodeclaims"}
@@ -255,24 +254,4 @@ func (c *fakeCloud) calls() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return append([]string(nil), c.terminated...)
-}
-
-// direct applies commands straight to an FSM (a one-node log).
-type direct struct {
-	mu    sync.Mutex
-	f     *fsm.FSM
-	index uint64
-}
-
-func (d *direct) Propose(_ context.Context, cmd []byte) (any, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.index++
-	return d.f.ApplyCommand(cmd, d.index), nil
-}
-
-func (d *direct) apply(cmd []byte) {
-	if r, _ := d.Propose(context.Background(), cmd); r != nil {
-		panic(fmt.Sprint(r))
-	}
 }

@@ -22,26 +22,13 @@ import (
 
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
+	"github.com/joiner-dev/joiner/coordinator/fsm/fsmtest"
 	"github.com/joiner-dev/joiner/coordinator/kube"
 	"github.com/joiner-dev/joiner/coordinator/termination"
 	"github.com/joiner-dev/joiner/internal/testenv"
 )
 
 func ptr[T any](v T) *T { return &v }
-
-// direct applies commands straight to an FSM (a one-node log).
-type direct struct {
-	mu    sync.Mutex
-	f     *fsm.FSM
-	index uint64
-}
-
-func (d *direct) Propose(_ context.Context, cmd []byte) (any, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.index++
-	return d.f.ApplyCommand(cmd, d.index), nil
-}
 
 type recordingCloud struct {
 	mu    sync.Mutex
@@ -90,11 +77,11 @@ func TestDeleteNodeClaimRealControlPlane(t *testing.T) {
 
 	// Raft: the NodeClaim's launch intent and instance.
 	state := fsm.New()
-	raft := &direct{f: state}
-	mustApply(t, raft, fsm.PlanCommitType, fsm.PlanCommit{Intents: []fsm.NewIntent{{ID: "intent-1",
+	raft := fsmtest.New(state)
+	raft.MustPropose(t, fsm.PlanCommitType, fsm.PlanCommit{Intents: []fsm.NewIntent{{ID: "intent-1",
 		Spec: fsm.LaunchSpec{NodePool: "default", NodeClaim: "default-abcde"}, Pods: []string{"p"}}}, At: time.Now()})
-	mustApply(t, raft, fsm.LaunchAttemptStartType, fsm.LaunchAttemptStart{IntentID: "intent-1", Attempt: 1, At: time.Now()})
-	mustApply(t, raft, fsm.LaunchResultType, fsm.LaunchResult{IntentID: "intent-1", Attempt: 1, At: time.Now(),
+	raft.MustPropose(t, fsm.LaunchAttemptStartType, fsm.LaunchAttemptStart{IntentID: "intent-1", Attempt: 1, At: time.Now()})
+	raft.MustPropose(t, fsm.LaunchResultType, fsm.LaunchResult{IntentID: "intent-1", Attempt: 1, At: time.Now(),
 		Launched: &fsm.Launched{InstanceID: instance, InstanceType: "m5.large", Zone: "us-east-1a", CapacityType: "on-demand"}})
 
 	clients, err := kube.NewClients(env.Config)
@@ -232,13 +219,6 @@ func TestDeleteNodeClaimRealControlPlane(t *testing.T) {
 		t.Errorf("ready replicas fell to %d: the PDB (maxUnavailable 1) was violated", minReady)
 	}
 	t.Logf("minimum ready replicas during the drain: %d", minReady)
-}
-
-func mustApply(t *testing.T, d *direct, typ fsm.MessageType, cmd any) {
-	t.Helper()
-	if r, _ := d.Propose(context.Background(), fsm.MustEncode(typ, cmd)); r != nil {
-		t.Fatal(r)
-	}
 }
 
 func countReady(ctx context.Context, c kubernetes.Interface, ns, node string) int {
