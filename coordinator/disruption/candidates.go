@@ -59,9 +59,9 @@ func (idx pdbIndex) blocking(p *corev1.Pod) string {
 	return ""
 }
 
-// reschedulable says whether a pod must find a new home when its node goes:
+// Reschedulable says whether a pod must find a new home when its node goes:
 // not terminal, not terminating, not a DaemonSet or mirror (static) pod.
-func reschedulable(p *corev1.Pod) bool {
+func Reschedulable(p *corev1.Pod) bool {
 	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed || p.DeletionTimestamp != nil {
 		return false
 	}
@@ -79,7 +79,7 @@ func reschedulable(p *corev1.Pod) bool {
 func reschedulablePods(n *Node) []*corev1.Pod {
 	var out []*corev1.Pod
 	for _, p := range n.Node.Pods {
-		if reschedulable(p) {
+		if Reschedulable(p) {
 			out = append(out, p)
 		}
 	}
@@ -131,7 +131,7 @@ func (d *decider) gracefulBlocker(n *Node, eventual bool) string {
 		return ""
 	}
 	for _, p := range n.Node.Pods {
-		if !reschedulable(p) {
+		if !Reschedulable(p) {
 			continue
 		}
 		if podDoNotDisrupt(p, d.in.Now) {
@@ -181,7 +181,7 @@ func evictionCost(p *corev1.Pod) float64 {
 func (d *decider) disruptionCost(n *Node) float64 {
 	c := 0.0
 	for _, p := range n.Node.Pods {
-		if reschedulable(p) {
+		if Reschedulable(p) {
 			c += evictionCost(p)
 		}
 	}

@@ -106,7 +106,7 @@ func (b *capacityBound) impossible(cands []*Node) string {
 		cur += n.Price
 		ownFree = ownFree.add(b.free[n])
 		for _, p := range n.Node.Pods {
-			if reschedulable(p) {
+			if Reschedulable(p) {
 				need = need.add(podRes(p))
 			}
 		}

@@ -213,7 +213,7 @@ func (h *Handler) handle(ctx context.Context, r fsm.InterruptionReport) error {
 			return err
 		}
 	}
-	if err := h.propose(ctx, fsm.InterruptionHandledType, fsm.InterruptionHandled{ReportID: r.ID, At: h.cfg.Now()}); err != nil {
+	if err := fsm.Propose(ctx, h.raft, fsm.InterruptionHandledType, fsm.InterruptionHandled{ReportID: r.ID, At: h.cfg.Now()}); err != nil {
 		return fmt.Errorf("marking handled: %w", err)
 	}
 	h.metrics.received.WithLabelValues(r.Kind).Inc()
@@ -224,7 +224,7 @@ func (h *Handler) handle(ctx context.Context, r fsm.InterruptionReport) error {
 // disrupt commits the termination, annotates and deletes the NodeClaim.
 func (h *Handler) disrupt(ctx context.Context, log *zap.Logger, cached *karpv1.NodeClaim, r fsm.InterruptionReport) error {
 	if _, ok := h.state.Instance(r.InstanceID); ok {
-		err := h.propose(ctx, fsm.TerminationIntentType, fsm.TerminationIntentCmd{ID: termination.TerminationID(r.InstanceID),
+		err := fsm.Propose(ctx, h.raft, fsm.TerminationIntentType, fsm.TerminationIntentCmd{ID: termination.TerminationID(r.InstanceID),
 			InstanceID: r.InstanceID, Reason: Reason, At: h.cfg.Now()})
 		if err != nil {
 			return fmt.Errorf("committing termination of instance %s: %w", r.InstanceID, err)
@@ -307,22 +307,6 @@ func (h *Handler) findClaim(r fsm.InterruptionReport) *karpv1.NodeClaim {
 				return nc
 			}
 		}
-	}
-	return nil
-}
-
-// propose commits a command and folds the FSM's error response into err.
-func (h *Handler) propose(ctx context.Context, t fsm.MessageType, cmd any) error {
-	buf, err := fsm.Encode(t, cmd)
-	if err != nil {
-		return err
-	}
-	resp, err := h.raft.Propose(ctx, buf)
-	if err != nil {
-		return err
-	}
-	if rerr, ok := resp.(error); ok {
-		return rerr
 	}
 	return nil
 }

@@ -180,7 +180,7 @@ func (l *Launcher) Drive(ctx context.Context, intentID string) error {
 	log := l.log.With(zap.String("intent_id", in.ID), zap.String("nodeclaim", in.Spec.NodeClaim))
 	if in.State == fsm.IntentPending {
 		n := in.Attempt + 1
-		if err := l.propose(ctx, fsm.LaunchAttemptStartType, fsm.LaunchAttemptStart{IntentID: in.ID, Attempt: n, At: l.cfg.Now()}); err != nil {
+		if err := fsm.Propose(ctx, l.raft, fsm.LaunchAttemptStartType, fsm.LaunchAttemptStart{IntentID: in.ID, Attempt: n, At: l.cfg.Now()}); err != nil {
 			return fmt.Errorf("starting attempt %d of intent %s: %w", n, in.ID, err)
 		}
 		log.Info("launch attempt started", zap.Int("attempt", n))
@@ -250,7 +250,7 @@ func (l *Launcher) recordLaunched(ctx context.Context, log *zap.Logger, intentID
 	if err := l.hook(BeforeLaunchResult, intentID); err != nil {
 		return err
 	}
-	err := l.propose(ctx, fsm.LaunchResultType, fsm.LaunchResult{
+	err := fsm.Propose(ctx, l.raft, fsm.LaunchResultType, fsm.LaunchResult{
 		IntentID: intentID, Attempt: n, At: l.cfg.Now(),
 		Launched: &fsm.Launched{
 			InstanceID: inst.ID, InstanceType: inst.InstanceType, Zone: inst.Zone,
@@ -292,25 +292,9 @@ func (l *Launcher) recordFailure(ctx context.Context, log *zap.Logger, intentID 
 	if err := l.hook(BeforeLaunchResult, intentID); err != nil {
 		return err
 	}
-	err := l.propose(ctx, fsm.LaunchResultType, fsm.LaunchResult{IntentID: intentID, Attempt: n, Failed: failed, At: l.cfg.Now()})
+	err := fsm.Propose(ctx, l.raft, fsm.LaunchResultType, fsm.LaunchResult{IntentID: intentID, Attempt: n, Failed: failed, At: l.cfg.Now()})
 	if err != nil && !errors.Is(err, fsm.ErrStaleAttempt) {
 		return fmt.Errorf("recording failure of intent %s attempt %d: %w", intentID, n, err)
-	}
-	return nil
-}
-
-// propose commits a command and folds the FSM's error response into err.
-func (l *Launcher) propose(ctx context.Context, t fsm.MessageType, cmd any) error {
-	buf, err := fsm.Encode(t, cmd)
-	if err != nil {
-		return err
-	}
-	resp, err := l.raft.Propose(ctx, buf)
-	if err != nil {
-		return err
-	}
-	if rerr, ok := resp.(error); ok {
-		return rerr
 	}
 	return nil
 }

@@ -88,7 +88,7 @@ func (l *Lifecycle) collect(ctx context.Context, inst fsm.Instance, verdict GCVe
 	if verdict == Terminated {
 		to = fsm.InstanceTerminated
 	}
-	err := l.propose(ctx, fsm.InstanceStatusType, fsm.InstanceStatus{InstanceID: inst.ID, State: to, At: l.cfg.Now()})
+	err := fsm.Propose(ctx, l.raft, fsm.InstanceStatusType, fsm.InstanceStatus{InstanceID: inst.ID, State: to, At: l.cfg.Now()})
 	if err != nil && !errors.Is(err, fsm.ErrBackwardTransition) {
 		return fmt.Errorf("recording instance %s %s: %w", inst.ID, to, err)
 	}

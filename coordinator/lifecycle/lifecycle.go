@@ -295,7 +295,7 @@ func (l *Lifecycle) reconcileClaim(ctx context.Context, cached *karpv1.NodeClaim
 		return l.delete(ctx, log, nc, reasonLaunchFailed, why)
 	case DeleteLaunchTimeout:
 		if in.Intent.State == fsm.IntentPending {
-			err := l.propose(ctx, fsm.IntentCancelType, fsm.IntentCancel{IntentID: in.Intent.ID, Reason: "launch timeout", At: in.Now})
+			err := fsm.Propose(ctx, l.raft, fsm.IntentCancelType, fsm.IntentCancel{IntentID: in.Intent.ID, Reason: "launch timeout", At: in.Now})
 			if err != nil && !errors.Is(err, fsm.ErrNotPending) {
 				return fmt.Errorf("cancelling launch intent %s of nodeclaim %s: %w", in.Intent.ID, nc.Name, err)
 			}

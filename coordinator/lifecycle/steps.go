@@ -133,7 +133,7 @@ func (l *Lifecycle) advance(ctx context.Context, id string, to fsm.InstanceState
 	if !ok || !behind(inst.State, to) {
 		return nil
 	}
-	err := l.propose(ctx, fsm.InstanceStatusType, fsm.InstanceStatus{InstanceID: id, State: to, NodeName: node, At: now})
+	err := fsm.Propose(ctx, l.raft, fsm.InstanceStatusType, fsm.InstanceStatus{InstanceID: id, State: to, NodeName: node, At: now})
 	if err != nil && !errors.Is(err, fsm.ErrBackwardTransition) {
 		return fmt.Errorf("recording instance %s %s: %w", id, to, err)
 	}
@@ -159,7 +159,7 @@ func (l *Lifecycle) terminate(ctx context.Context, nc *karpv1.NodeClaim, inst fs
 	if inst.ID == "" {
 		return nil
 	}
-	err := l.propose(ctx, fsm.TerminationIntentType, fsm.TerminationIntentCmd{ID: "term-" + inst.ID, InstanceID: inst.ID, Reason: reason, At: now})
+	err := fsm.Propose(ctx, l.raft, fsm.TerminationIntentType, fsm.TerminationIntentCmd{ID: "term-" + inst.ID, InstanceID: inst.ID, Reason: reason, At: now})
 	if err != nil {
 		return fmt.Errorf("recording termination of instance %s of nodeclaim %s: %w", inst.ID, nc.Name, err)
 	}
@@ -197,21 +197,5 @@ func (l *Lifecycle) delete(ctx context.Context, log *zap.Logger, nc *karpv1.Node
 	}
 	l.metrics.deleted.WithLabelValues(nc.Labels[karpv1.LabelNodePool], reason).Inc()
 	log.Info("deleted nodeclaim", zap.String("reason", reason), zap.String("detail", why))
-	return nil
-}
-
-// propose commits a command and folds the FSM's error response into err.
-func (l *Lifecycle) propose(ctx context.Context, t fsm.MessageType, cmd any) error {
-	buf, err := fsm.Encode(t, cmd)
-	if err != nil {
-		return err
-	}
-	resp, err := l.raft.Propose(ctx, buf)
-	if err != nil {
-		return err
-	}
-	if rerr, ok := resp.(error); ok {
-		return rerr
-	}
 	return nil
 }

@@ -60,17 +60,7 @@ func (p *Provisioner) launch(ctx context.Context, s *Snapshot, claims []schedule
 	for _, pl := range todo {
 		cmd.Intents = append(cmd.Intents, pl.intent)
 	}
-	buf, err := fsm.Encode(fsm.PlanCommitType, cmd)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := p.raft.Propose(ctx, buf)
-	if err == nil {
-		if rerr, ok := resp.(error); ok {
-			err = rerr
-		}
-	}
-	if err != nil {
+	if err := fsm.Propose(ctx, p.raft, fsm.PlanCommitType, cmd); err != nil {
 		p.metrics.launchErrors.WithLabelValues("commit").Inc()
 		return nil, fmt.Errorf("committing plan of %d nodeclaim(s): %w", len(todo), err)
 	}

@@ -332,7 +332,7 @@ func (c *Controller) doClaimStep(ctx context.Context, step Step, in ClaimInput) 
 	case StepNone, StepWaitLaunch:
 		return true, nil
 	case StepCancelIntent:
-		err := c.propose(ctx, fsm.IntentCancelType, fsm.IntentCancel{IntentID: in.Intent.ID, Reason: "nodeclaim deleted", At: c.cfg.Now()})
+		err := fsm.Propose(ctx, c.raft, fsm.IntentCancelType, fsm.IntentCancel{IntentID: in.Intent.ID, Reason: "nodeclaim deleted", At: c.cfg.Now()})
 		if errors.Is(err, fsm.ErrNotPending) {
 			return false, nil // an attempt started meanwhile: decide again
 		}
@@ -354,7 +354,7 @@ func (c *Controller) doClaimStep(ctx context.Context, step Step, in ClaimInput) 
 		c.rec.Eventf(nc, corev1.EventTypeNormal, "Disrupting", "Disrupting NodeClaim: %s", reason)
 		return false, nil
 	case StepCommitTermination:
-		err := c.propose(ctx, fsm.TerminationIntentType, fsm.TerminationIntentCmd{ID: TerminationID(in.InstanceID),
+		err := fsm.Propose(ctx, c.raft, fsm.TerminationIntentType, fsm.TerminationIntentCmd{ID: TerminationID(in.InstanceID),
 			InstanceID: in.InstanceID, Reason: reason, At: c.cfg.Now()})
 		if err != nil {
 			return true, fmt.Errorf("committing termination of instance %s: %w", in.InstanceID, err)
@@ -426,7 +426,7 @@ func (c *Controller) terminate(ctx context.Context, log *zap.Logger, in ClaimInp
 		return err
 	}
 	if in.Termination != nil {
-		if err := c.propose(ctx, fsm.TerminationResultType, fsm.TerminationResult{ID: in.Termination.ID, At: c.cfg.Now()}); err != nil {
+		if err := fsm.Propose(ctx, c.raft, fsm.TerminationResultType, fsm.TerminationResult{ID: in.Termination.ID, At: c.cfg.Now()}); err != nil {
 			return fmt.Errorf("recording termination of instance %s: %w", in.InstanceID, err)
 		}
 	}
@@ -649,22 +649,6 @@ func (c *Controller) releaseNode(ctx context.Context, name string) error {
 	})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("removing finalizer of node %s: %w", name, err)
-	}
-	return nil
-}
-
-// propose commits a command and folds the FSM's error response into err.
-func (c *Controller) propose(ctx context.Context, t fsm.MessageType, cmd any) error {
-	buf, err := fsm.Encode(t, cmd)
-	if err != nil {
-		return err
-	}
-	resp, err := c.raft.Propose(ctx, buf)
-	if err != nil {
-		return err
-	}
-	if rerr, ok := resp.(error); ok {
-		return rerr
 	}
 	return nil
 }

@@ -68,23 +68,6 @@ func methodReason(m disruption.Method) string {
 	return string(karpv1.DisruptionReasonUnderutilized)
 }
 
-// propose commits one raft command; an error response is the command's
-// error.
-func (c *Controller) propose(ctx context.Context, t fsm.MessageType, cmd any) error {
-	buf, err := fsm.Encode(t, cmd)
-	if err != nil {
-		return err
-	}
-	resp, err := c.raft.Propose(ctx, buf)
-	if err != nil {
-		return err
-	}
-	if rerr, ok := resp.(error); ok {
-		return rerr
-	}
-	return nil
-}
-
 // start executes a fresh decision: commit, launch replacements, taint, and
 // (without replacements) delete.
 func (c *Controller) start(ctx context.Context, v *view, dec *disruption.Decision) error {
@@ -103,7 +86,7 @@ func (c *Controller) start(ctx context.Context, v *view, dec *disruption.Decisio
 	}
 	// 1. Commit the decision before acting on it.
 	for i, cd := range cmd.candidates {
-		err := c.propose(ctx, fsm.TerminationIntentType, fsm.TerminationIntentCmd{ID: cd.termID, InstanceID: cd.instanceID, Reason: string(cmd.method), At: v.now})
+		err := fsm.Propose(ctx, c.raft, fsm.TerminationIntentType, fsm.TerminationIntentCmd{ID: cd.termID, InstanceID: cd.instanceID, Reason: string(cmd.method), At: v.now})
 		if err != nil {
 			committed := &command{method: cmd.method, reason: cmd.reason, candidates: cmd.candidates[:i], started: cmd.started}
 			for _, done := range committed.candidates {
@@ -181,7 +164,7 @@ func candidatePods(ns []*disruption.Node) map[string]bool {
 	out := map[string]bool{}
 	for _, n := range ns {
 		for _, p := range n.Node.Pods {
-			if reschedulable(p) {
+			if disruption.Reschedulable(p) {
 				out[key(p)] = true
 			}
 		}
@@ -349,7 +332,7 @@ func (c *Controller) adopt(ctx context.Context, v *view) {
 		c.commands[id] = cmd
 		pods := map[string]bool{}
 		for _, p := range v.snap.PodsByNode[node] {
-			if reschedulable(p) {
+			if disruption.Reschedulable(p) {
 				pods[key(p)] = true
 			}
 		}
@@ -462,7 +445,7 @@ func (c *Controller) rollbackCommand(ctx context.Context, cmd *command) error {
 			left = append(left, cd)
 			continue
 		}
-		err := c.propose(ctx, fsm.TerminationCancelType, fsm.TerminationCancel{ID: cd.termID, Reason: cmd.rollback, At: now})
+		err := fsm.Propose(ctx, c.raft, fsm.TerminationCancelType, fsm.TerminationCancel{ID: cd.termID, Reason: cmd.rollback, At: now})
 		if err != nil && !errors.Is(err, fsm.ErrUnknownTermination) && !errors.Is(err, fsm.ErrTerminationNotPending) {
 			errs = append(errs, fmt.Errorf("cancelling termination intent %s: %w", cd.termID, err))
 			left = append(left, cd)
@@ -537,21 +520,4 @@ func (c *Controller) updateNode(ctx context.Context, name string, mutate func(*c
 		return fmt.Errorf("updating taints of node %s: %w", name, err)
 	}
 	return nil
-}
-
-// reschedulable: a pod that must find a new home when its node goes (not
-// finished or terminating, not a DaemonSet or mirror pod).
-func reschedulable(p *corev1.Pod) bool {
-	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed || p.DeletionTimestamp != nil {
-		return false
-	}
-	if _, ok := p.Annotations[corev1.MirrorPodAnnotationKey]; ok {
-		return false
-	}
-	for _, o := range p.OwnerReferences {
-		if o.Kind == "DaemonSet" || o.Kind == "Node" {
-			return false
-		}
-	}
-	return true
 }
