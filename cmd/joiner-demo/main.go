@@ -83,7 +83,7 @@ type row struct {
 
 func run(ctx context.Context, c config, out, errOut io.Writer) int {
 	d := &demo{c: c, out: out, start: time.Now()}
-	root := harness.RepoRoot()
+	root := testenv.RepoRoot()
 	if c.examples == "" {
 		c.examples = filepath.Join(root, "examples")
 		d.c.examples = c.examples

@@ -145,7 +145,7 @@ func (h *Harness) start(ctx context.Context) error {
 		Controllers:       []string{"*", "-node-lifecycle-controller"},
 		Scheduler:         true,
 		CRDs:              true,
-		CRDDir:            filepath.Join(RepoRoot(), "packaging", "crds"),
+		CRDDir:            filepath.Join(testenv.RepoRoot(), "packaging", "crds"),
 		// Admission taints new Nodes node.kubernetes.io/not-ready and the
 		// node lifecycle controller (off: the sim's Nodes have no kubelet
 		// leases) would lift it: without the plugin no taint is added.
@@ -701,30 +701,10 @@ func freePort(ips []string) (int, error) {
 	return 0, fmt.Errorf("no port free on all of %v", ips)
 }
 
-// RepoRoot is the nearest folder upwards from the working directory whose
-// go.mod is Joiner's, or "".
-func RepoRoot() string {
-	dir, err := os.Getwd()
-	if err != nil {
-		return ""
-	}
-	for {
-		if data, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil &&
-			strings.Contains(string(data), "module github.com/joiner-dev/joiner\n") {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return ""
-		}
-		dir = parent
-	}
-}
-
 // BuildJoiner builds ./cmd/joiner of the repository into dir/joiner and
 // returns its path.
 func BuildJoiner(ctx context.Context, dir string) (string, error) {
-	root := RepoRoot()
+	root := testenv.RepoRoot()
 	if root == "" {
 		return "", errors.New("building joiner: not inside the joiner repository")
 	}

@@ -212,14 +212,15 @@ func ToolsBin() string {
 	if d := os.Getenv("JOINER_TOOLS_BIN"); d != "" {
 		return d
 	}
-	if root := repoRoot(); root != "" {
+	if root := RepoRoot(); root != "" {
 		return filepath.Join(root, "bin")
 	}
 	return "bin"
 }
 
-// repoRoot is the nearest folder upwards holding the product's go.mod.
-func repoRoot() string {
+// RepoRoot is the nearest folder upwards from the working directory whose
+// go.mod is Joiner's, or "".
+func RepoRoot() string {
 	dir, err := os.Getwd()
 	if err != nil {
 		return ""
@@ -426,7 +427,7 @@ func (e *Env) launch(ctx context.Context, opts Options) error {
 	if opts.CRDs {
 		crdDir := opts.CRDDir
 		if crdDir == "" {
-			crdDir = filepath.Join(repoRoot(), "packaging", "crds")
+			crdDir = filepath.Join(RepoRoot(), "packaging", "crds")
 		}
 		if _, err := InstallCRDs(ctx, e.Dynamic(), crdDir); err != nil {
 			return err

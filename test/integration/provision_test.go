@@ -62,7 +62,7 @@ func startHarness(t *testing.T) *harness.Harness {
 // instance) and examples/deployment.yaml with n replicas.
 func examples(t *testing.T, n int) []*unstructured.Unstructured {
 	t.Helper()
-	dir := filepath.Join(harness.RepoRoot(), "examples")
+	dir := filepath.Join(testenv.RepoRoot(), "examples")
 	var objs []*unstructured.Unstructured
 	for _, f := range []string{"nodepool.yaml", "deployment.yaml"} {
 		o, err := harness.ReadObjects(filepath.Join(dir, f))
