@@ -19,6 +19,7 @@ import (
 	"github.com/joiner-dev/joiner/coordinator/fsm"
 	"github.com/joiner-dev/joiner/coordinator/fsm/fsmtest"
 	"github.com/joiner-dev/joiner/coordinator/kube"
+	"github.com/joiner-dev/joiner/internal/simstack"
 	"github.com/joiner-dev/joiner/internal/testenv"
 )
 
@@ -40,26 +41,6 @@ func (c *clock) Add(d time.Duration) {
 	c.mu.Unlock()
 }
 
-func waitFor(t *testing.T, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	last := ""
-	for {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		if state != last {
-			t.Logf("waiting for %s: %s", what, state)
-			last = state
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s (last: %s)", what, state)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
 // TestLifecycleControlPlane runs the loop against a real API server with
 // the CRDs installed: a NodeClaim whose intent launched goes Launched ->
 // Registered -> Initialized once a Node with its providerID joins (the
@@ -76,23 +57,10 @@ func TestLifecycleControlPlane(t *testing.T) {
 	env := testenv.Start(t, testenv.Options{CRDs: true,
 		APIServerArgs: []string{"--disable-admission-plugins=ServiceAccount,TaintNodesByCondition"}})
 	log := zaptest.NewLogger(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	defer func() { cancel(); wg.Wait() }()
-	run := func(f func(context.Context) error) {
-		wg.Add(1)
-		go func() { defer wg.Done(); _ = f(ctx) }()
-	}
-
-	clients, err := kube.NewClients(env.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cache := kube.NewCache(clients, log)
-	run(cache.Run)
-	if err := cache.WaitForSync(ctx); err != nil {
-		t.Fatal(err)
-	}
+	r := simstack.NewRunner(context.Background())
+	defer r.Stop()
+	ctx := r.Ctx
+	clients, cache := simstack.Kube(t, r, env.Config, log)
 
 	state := fsm.New()
 	raft := fsmtest.New(state)
@@ -135,7 +103,7 @@ func TestLifecycleControlPlane(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run(l.Run)
+	r.Go(l.Run)
 
 	cond := func(nc *karpv1.NodeClaim, typ string) metav1.ConditionStatus {
 		if nc == nil {
@@ -146,7 +114,7 @@ func TestLifecycleControlPlane(t *testing.T) {
 		}
 		return ""
 	}
-	waitFor(t, "Launched", func() (bool, string) {
+	simstack.Eventually(t, time.Minute, "Launched", func() (bool, string) {
 		nc := cache.NodeClaim("default-aaaaa")
 		return cond(nc, karpv1.ConditionLaunched) == metav1.ConditionTrue && nc.Labels[karpv1.LabelInstanceType] == "m5.large",
 			fmt.Sprintf("launched %q", cond(nc, karpv1.ConditionLaunched))
@@ -178,7 +146,7 @@ func TestLifecycleControlPlane(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	waitFor(t, "Initialized", func() (bool, string) {
+	simstack.Eventually(t, time.Minute, "Initialized", func() (bool, string) {
 		nc := cache.NodeClaim("default-aaaaa")
 		why := ""
 		if n := cache.Node("ip-10-0-0-1"); n != nil {
@@ -215,7 +183,7 @@ func TestLifecycleControlPlane(t *testing.T) {
 		t.Errorf("instance %+v, want ready on ip-10-0-0-1", inst)
 	}
 
-	waitFor(t, "events on the nodeclaim", func() (bool, string) {
+	simstack.Eventually(t, time.Minute, "events on the nodeclaim", func() (bool, string) {
 		evs, err := env.Client.CoreV1().Events("").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=default-aaaaa"})
 		if err != nil {
 			return false, err.Error()
@@ -230,9 +198,9 @@ func TestLifecycleControlPlane(t *testing.T) {
 
 	// Launch timeout: intent2 never launches.
 	newClaim("default-bbbbb", "intent2")
-	waitFor(t, "the second nodeclaim in the cache", func() (bool, string) { return cache.NodeClaim("default-bbbbb") != nil, "absent" })
+	simstack.Eventually(t, time.Minute, "the second nodeclaim in the cache", func() (bool, string) { return cache.NodeClaim("default-bbbbb") != nil, "absent" })
 	clk.Add(6 * time.Minute)
-	waitFor(t, "launch timeout", func() (bool, string) {
+	simstack.Eventually(t, time.Minute, "launch timeout", func() (bool, string) {
 		nc := cache.NodeClaim("default-bbbbb")
 		return nc != nil && nc.DeletionTimestamp != nil, "not deleted"
 	})
@@ -250,7 +218,7 @@ func TestLifecycleControlPlane(t *testing.T) {
 	if gone, err := l.CollectGarbage(ctx); err != nil || len(gone) != 1 {
 		t.Fatalf("CollectGarbage = %v, %v", gone, err)
 	}
-	waitFor(t, "gc deletion", func() (bool, string) {
+	simstack.Eventually(t, time.Minute, "gc deletion", func() (bool, string) {
 		nc := cache.NodeClaim("default-aaaaa")
 		return nc != nil && nc.DeletionTimestamp != nil, "not deleted"
 	})

@@ -1,37 +1,28 @@
 package lifecycle
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"net/http/httptest"
-	"os"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap/zaptest"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 	joineraws "github.com/joiner-dev/joiner/cloud/aws"
-	"github.com/joiner-dev/joiner/cloud/sim"
 	"github.com/joiner-dev/joiner/coordinator/cloudadapter"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
 	"github.com/joiner-dev/joiner/coordinator/fsm/fsmtest"
 	"github.com/joiner-dev/joiner/coordinator/kube"
 	"github.com/joiner-dev/joiner/coordinator/launcher"
 	"github.com/joiner-dev/joiner/coordinator/provisioner"
+	"github.com/joiner-dev/joiner/internal/simstack"
 	"github.com/joiner-dev/joiner/internal/testenv"
 	"github.com/joiner-dev/joiner/userdata"
 )
@@ -44,25 +35,6 @@ var (
 	_ Cloud    = (*joineraws.Provider)(nil)
 	_ Proposer = (*fsmtest.Direct)(nil)
 )
-
-func applyManifests(t *testing.T, ctx context.Context, c *kube.Clients, path string) {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
-	for {
-		var u unstructured.Unstructured
-		if err := dec.Decode(&u.Object); err != nil {
-			break
-		}
-		gvr := map[string]schema.GroupVersionResource{"NodePool": kube.NodePoolsGVR, "EC2NodeClass": kube.EC2NodeClassesGVR}[u.GetKind()]
-		if _, err := c.Dynamic.Resource(gvr).Create(ctx, &u, metav1.CreateOptions{}); err != nil {
-			t.Fatalf("creating %s %s: %v", u.GetKind(), u.GetName(), err)
-		}
-	}
-}
 
 // TestLifecycleWithSim runs provisioner, launcher and lifecycle against a
 // real control plane and the simulated EC2 region: the sim registers each
@@ -79,38 +51,13 @@ func TestLifecycleWithSim(t *testing.T) {
 		// No node lifecycle controller to lift admission's not-ready taint.
 		APIServerArgs: []string{"--disable-admission-plugins=ServiceAccount,TaintNodesByCondition"}})
 	log := zaptest.NewLogger(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	defer func() { cancel(); wg.Wait() }()
-	run := func(f func(context.Context) error) {
-		wg.Add(1)
-		go func() { defer wg.Done(); _ = f(ctx) }()
-	}
-
-	cfg := sim.DefaultConfig()
-	cfg.BootDelay = sim.Duration{Duration: 300 * time.Millisecond}
-	s := sim.New(sim.Options{Config: cfg, Kube: env.Client, Logger: log})
-	srv := httptest.NewServer(s.Handler())
-	defer srv.Close()
-	run(s.Run)
+	r := simstack.NewRunner(context.Background())
+	defer r.Stop()
+	ctx := r.Ctx
 
 	const cluster = "lc"
-	ec2c, ssmc := joineraws.NewClients(aws.Config{Region: "us-east-1",
-		Credentials: credentials.NewStaticCredentialsProvider("AKIDSIM", "secret", "")}, srv.URL)
-	prov, err := joineraws.New(joineraws.Options{EC2: ec2c, SSM: ssmc, Cluster: cluster, Region: "us-east-1",
-		KubernetesVersion: sim.DefaultKubernetesVersion, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	clients, err := kube.NewClients(env.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cache := kube.NewCache(clients, log)
-	run(cache.Run)
-	if err := cache.WaitForSync(ctx); err != nil {
-		t.Fatal(err)
-	}
+	prov := simstack.Cloud(t, r, env.Client, 300*time.Millisecond, cluster, log)
+	clients, cache := simstack.Kube(t, r, env.Config, log)
 	state := fsm.New()
 	raft := fsmtest.New(state)
 	reg := prometheus.NewRegistry()
@@ -127,11 +74,11 @@ func TestLifecycleWithSim(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run(launch.Run)
-	run(p.Run)
-	run(lc.Run)
+	r.Go(launch.Run)
+	r.Go(p.Run)
+	r.Go(lc.Run)
 
-	applyManifests(t, ctx, clients, "testdata/pool.yaml")
+	simstack.ApplyManifests(t, ctx, clients, "testdata/pool.yaml")
 	replicas := int32(6)
 	dep := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "inflate", Namespace: "default"},
@@ -149,9 +96,7 @@ func TestLifecycleWithSim(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	deadline := time.Now().Add(2 * time.Minute)
-	last := ""
-	for {
+	simstack.Eventually(t, 2*time.Minute, "every pod bound and every nodeclaim ready", func() (bool, string) {
 		pods, err := clients.Kube.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=inflate"})
 		if err != nil {
 			t.Fatal(err)
@@ -169,19 +114,9 @@ func TestLifecycleWithSim(t *testing.T) {
 				ready++
 			}
 		}
-		if bound == int(replicas) && ready == len(claims) && ready > 0 {
-			break
-		}
-		state := fmt.Sprintf("pods %d bound %d nodeclaims %d ready %d nodes %d", len(pods.Items), bound, len(claims), ready, len(cache.Nodes()))
-		if state != last {
-			t.Logf("waiting: %s", state)
-			last = state
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out: %s", state)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return bound == int(replicas) && ready == len(claims) && ready > 0,
+			fmt.Sprintf("pods %d bound %d nodeclaims %d ready %d nodes %d", len(pods.Items), bound, len(claims), ready, len(cache.Nodes()))
+	})
 
 	for _, nc := range cache.NodeClaims() {
 		n := cache.NodeByProviderID(nc.Status.ProviderID)

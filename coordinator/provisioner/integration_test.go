@@ -1,30 +1,19 @@
 package provisioner_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"net/http/httptest"
-	"os"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap/zaptest"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/joiner-dev/joiner/cloud"
-	joineraws "github.com/joiner-dev/joiner/cloud/aws"
-	"github.com/joiner-dev/joiner/cloud/sim"
 	"github.com/joiner-dev/joiner/coordinator/cloudadapter"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
 	"github.com/joiner-dev/joiner/coordinator/fsm/fsmtest"
@@ -32,51 +21,12 @@ import (
 	"github.com/joiner-dev/joiner/coordinator/launcher"
 	"github.com/joiner-dev/joiner/coordinator/lifecycle"
 	"github.com/joiner-dev/joiner/coordinator/provisioner"
+	"github.com/joiner-dev/joiner/internal/simstack"
 	"github.com/joiner-dev/joiner/internal/testenv"
 	"github.com/joiner-dev/joiner/userdata"
 )
 
 const clusterName = "it"
-
-func applyYAML(t *testing.T, ctx context.Context, c *kube.Clients, path string) {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
-	for {
-		var u unstructured.Unstructured
-		if err := dec.Decode(&u.Object); err != nil {
-			break
-		}
-		gvk := u.GroupVersionKind()
-		gvr := map[string]schema.GroupVersionResource{"NodePool": kube.NodePoolsGVR, "EC2NodeClass": kube.EC2NodeClassesGVR}[gvk.Kind]
-		if _, err := c.Dynamic.Resource(gvr).Create(ctx, &u, metav1.CreateOptions{}); err != nil {
-			t.Fatalf("creating %s %s: %v", gvk.Kind, u.GetName(), err)
-		}
-	}
-}
-
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	last := ""
-	for {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		if state != last {
-			t.Logf("waiting for %s: %s", what, state)
-			last = state
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s (last: %s)", what, state)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
 
 // TestProvisionDeployment runs the provisioner and launcher against a real
 // control plane (kube-scheduler binds the pods) and the simulated EC2
@@ -92,37 +42,11 @@ func TestProvisionDeployment(t *testing.T) {
 	// their heartbeats).
 	env := testenv.Start(t, testenv.Options{CRDs: true, ControllerManager: true, Scheduler: true})
 	log := zaptest.NewLogger(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	defer func() { cancel(); wg.Wait() }()
-	run := func(f func(context.Context) error) {
-		wg.Add(1)
-		go func() { defer wg.Done(); _ = f(ctx) }()
-	}
-
-	cfg := sim.DefaultConfig()
-	cfg.BootDelay = sim.Duration{Duration: 500 * time.Millisecond}
-	s := sim.New(sim.Options{Config: cfg, Kube: env.Client, Logger: log})
-	srv := httptest.NewServer(s.Handler())
-	defer srv.Close()
-	run(s.Run)
-
-	ec2c, ssmc := joineraws.NewClients(aws.Config{Region: "us-east-1",
-		Credentials: credentials.NewStaticCredentialsProvider("AKIDSIM", "secret", "")}, srv.URL)
-	prov, err := joineraws.New(joineraws.Options{EC2: ec2c, SSM: ssmc, Cluster: clusterName, Region: "us-east-1",
-		KubernetesVersion: sim.DefaultKubernetesVersion, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	clients, err := kube.NewClients(env.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cache := kube.NewCache(clients, log)
-	run(cache.Run)
-	if err := cache.WaitForSync(ctx); err != nil {
-		t.Fatal(err)
-	}
+	r := simstack.NewRunner(context.Background())
+	defer r.Stop()
+	ctx := r.Ctx
+	prov := simstack.Cloud(t, r, env.Client, 500*time.Millisecond, clusterName, log)
+	clients, cache := simstack.Kube(t, r, env.Config, log)
 	state := fsm.New()
 	raft := fsmtest.New(state)
 	launch := launcher.New(launcher.Config{Cluster: clusterName, Interval: 200 * time.Millisecond}, cloudadapter.New(clusterName, prov), raft, state, log)
@@ -138,11 +62,11 @@ func TestProvisionDeployment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run(launch.Run)
-	run(p.Run)
-	run(lc.Run)
+	r.Go(launch.Run)
+	r.Go(p.Run)
+	r.Go(lc.Run)
 
-	applyYAML(t, ctx, clients, "testdata/pool.yaml")
+	simstack.ApplyManifests(t, ctx, clients, "testdata/pool.yaml")
 	replicas := int32(12)
 	dep := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "inflate", Namespace: "default"},
@@ -160,7 +84,7 @@ func TestProvisionDeployment(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	eventually(t, 2*time.Minute, "every pod bound", func() (bool, string) {
+	simstack.Eventually(t, 2*time.Minute, "every pod bound", func() (bool, string) {
 		pods, err := clients.Kube.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=inflate"})
 		if err != nil {
 			return false, err.Error()
@@ -219,7 +143,7 @@ func TestProvisionDeployment(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Without a kubelet, deleted pods stay Terminating: wait for that.
-	eventually(t, time.Minute, "pods terminating", func() (bool, string) {
+	simstack.Eventually(t, time.Minute, "pods terminating", func() (bool, string) {
 		pods, err := clients.Kube.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=inflate"})
 		if err != nil {
 			return false, err.Error()

@@ -1,0 +1,137 @@
+// Package simstack sets up, for tests, what the coordinator's leader loops
+// run on in process: goroutines bound to one context, Kubernetes clients
+// with a synced informer cache, and the simulated EC2 region behind the
+// real AWS SDK. Test code only.
+package simstack
+
+import (
+	"bytes"
+	"context"
+	"net/http/httptest"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"go.uber.org/zap"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	joineraws "github.com/joiner-dev/joiner/cloud/aws"
+	"github.com/joiner-dev/joiner/cloud/sim"
+	"github.com/joiner-dev/joiner/coordinator/kube"
+)
+
+// Region is the region of the simulated cloud.
+const Region = "us-east-1"
+
+// Runner owns the goroutines of a test: Go starts one on Ctx, Stop cancels
+// Ctx and waits for all of them.
+type Runner struct {
+	Ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// NewRunner returns a Runner whose context derives from parent.
+func NewRunner(parent context.Context) *Runner {
+	ctx, cancel := context.WithCancel(parent)
+	return &Runner{Ctx: ctx, cancel: cancel}
+}
+
+// Go runs f(r.Ctx) on a goroutine; its error is dropped (a loop returns
+// when the context ends).
+func (r *Runner) Go(f func(context.Context) error) {
+	r.wg.Add(1)
+	go func() { defer r.wg.Done(); _ = f(r.Ctx) }()
+}
+
+// Stop cancels the context and waits for every goroutine started by Go.
+func (r *Runner) Stop() {
+	r.cancel()
+	r.wg.Wait()
+}
+
+// Kube returns clients for cfg and an informer cache run by r, synced.
+func Kube(t testing.TB, r *Runner, cfg *rest.Config, log *zap.Logger) (*kube.Clients, *kube.Cache) {
+	t.Helper()
+	clients, err := kube.NewClients(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := kube.NewCache(clients, log)
+	r.Go(cache.Run)
+	if err := cache.WaitForSync(r.Ctx); err != nil {
+		t.Fatal(err)
+	}
+	return clients, cache
+}
+
+// Cloud starts the simulated EC2 region (run by r, registering Nodes
+// through kc, booting instances after bootDelay), serves it until the test
+// ends, and returns a Provider of cluster reaching it through the real SDK.
+func Cloud(t testing.TB, r *Runner, kc kubernetes.Interface, bootDelay time.Duration, cluster string, log *zap.Logger) *joineraws.Provider {
+	t.Helper()
+	cfg := sim.DefaultConfig()
+	cfg.BootDelay = sim.Duration{Duration: bootDelay}
+	s := sim.New(sim.Options{Config: cfg, Kube: kc, Logger: log})
+	srv := httptest.NewServer(s.Handler())
+	t.Cleanup(srv.Close)
+	r.Go(s.Run)
+	ec2c, ssmc := joineraws.NewClients(aws.Config{Region: Region,
+		Credentials: credentials.NewStaticCredentialsProvider("AKIDSIM", "secret", "")}, srv.URL)
+	prov, err := joineraws.New(joineraws.Options{EC2: ec2c, SSM: ssmc, Cluster: cluster, Region: Region,
+		KubernetesVersion: sim.DefaultKubernetesVersion, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return prov
+}
+
+// ApplyManifests creates the NodePools and EC2NodeClasses of a YAML file.
+func ApplyManifests(t testing.TB, ctx context.Context, c *kube.Clients, path string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
+	for {
+		var u unstructured.Unstructured
+		if err := dec.Decode(&u.Object); err != nil {
+			break
+		}
+		gvr := map[string]schema.GroupVersionResource{"NodePool": kube.NodePoolsGVR, "EC2NodeClass": kube.EC2NodeClassesGVR}[u.GetKind()]
+		if _, err := c.Dynamic.Resource(gvr).Create(ctx, &u, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("creating %s %s: %v", u.GetKind(), u.GetName(), err)
+		}
+	}
+}
+
+// Eventually polls cond until it holds, logging each new state it reports,
+// and fails t after timeout.
+func Eventually(t testing.TB, timeout time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	last := ""
+	for {
+		ok, state := cond()
+		if ok {
+			return
+		}
+		if state != last {
+			t.Logf("waiting for %s: %s", what, state)
+			last = state
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s (last: %s)", what, state)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
