@@ -19,6 +19,7 @@ import (
 
 	"github.com/joiner-dev/joiner/agent/drain"
 	corekarp "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/internal/kubetest"
 	"github.com/joiner-dev/joiner/internal/testenv"
 )
 
@@ -37,13 +38,13 @@ func TestDrainRealControlPlane(t *testing.T) {
 	if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	newFakeNode(ctx, t, c, target)
-	kl := &fakeKubelet{c: c, ns: ns, nodes: map[string]bool{target: true, spare: true}, terminateAfter: 300 * time.Millisecond, seenDel: map[string]time.Time{}}
+	kubetest.RegisterNode(ctx, t, c, target, "", nil)
+	kl := &kubetest.Kubelet{Client: c, Namespace: ns, Nodes: map[string]bool{target: true, spare: true}, TerminateAfter: 300 * time.Millisecond, Logf: t.Logf}
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
 	wg.Add(1)
-	go func() { defer wg.Done(); kl.run(ctx, t) }()
+	go func() { defer wg.Done(); kl.Run(ctx) }()
 
 	labels := map[string]string{"app": "web"}
 	container := []corev1.Container{{Name: "c", Image: "registry.invalid/pause:1"}}
@@ -81,24 +82,24 @@ func TestDrainRealControlPlane(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Everything running and ready on the target node, PDB computed.
-	waitFor(t, 90*time.Second, "6 web pods, the DaemonSet pod and the batch pod ready on the target", func() bool {
+	kubetest.WaitFor(t, 90*time.Second, "6 web pods, the DaemonSet pod and the batch pod ready on the target", func() bool {
 		pods, err := c.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("spec.nodeName", target).String()})
 		if err != nil {
 			return false
 		}
 		ready := 0
 		for i := range pods.Items {
-			if isReady(&pods.Items[i]) {
+			if kubetest.PodReady(&pods.Items[i]) {
 				ready++
 			}
 		}
 		return ready == 8
 	})
-	waitFor(t, 60*time.Second, "PDB allows one disruption", func() bool {
+	kubetest.WaitFor(t, 60*time.Second, "PDB allows one disruption", func() bool {
 		p, err := c.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, "web", metav1.GetOptions{})
 		return err == nil && p.Status.ObservedGeneration == p.Generation && p.Status.CurrentHealthy == 6 && p.Status.DisruptionsAllowed == 1
 	})
-	newFakeNode(ctx, t, c, spare)
+	kubetest.RegisterNode(ctx, t, c, spare, "", nil)
 
 	// Watch the Deployment's ready replicas for the whole drain.
 	minReady := int32(6)
@@ -165,7 +166,7 @@ func TestDrainRealControlPlane(t *testing.T) {
 		t.Errorf("pods left on the target: %v, want the DaemonSet pod and batch", remain)
 	}
 	// The deployment recovers on the spare node; the PDB was never violated.
-	waitFor(t, 60*time.Second, "6 ready web replicas again", func() bool {
+	kubetest.WaitFor(t, 60*time.Second, "6 ready web replicas again", func() bool {
 		dep, err := c.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
 		return err == nil && dep.Status.ReadyReplicas == 6
 	})
@@ -191,16 +192,4 @@ func TestDrainRealControlPlane(t *testing.T) {
 	if !found {
 		t.Errorf("no %s=Drained condition on the node: %+v", drain.ConditionType, n.Status.Conditions)
 	}
-}
-
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	end := time.Now().Add(d)
-	for time.Now().Before(end) {
-		if cond() {
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("timed out after %s waiting for: %s", d, what)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/joiner-dev/joiner/coordinator/interruption"
 	"github.com/joiner-dev/joiner/coordinator/kube"
 	"github.com/joiner-dev/joiner/coordinator/termination"
+	"github.com/joiner-dev/joiner/internal/kubetest"
 	"github.com/joiner-dev/joiner/internal/testenv"
 )
 
@@ -93,7 +94,7 @@ func TestInterruptionRealAPIServer(t *testing.T) {
 	if err := cache.WaitForSync(ctx); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "nodeclaims with provider IDs in the cache", func() bool {
+	kubetest.WaitFor(t, 30*time.Second, "nodeclaims with provider IDs in the cache", func() bool {
 		return cache.NodeClaimByProviderID("aws:///us-east-1a/i-spot") != nil && cache.NodeClaimByProviderID("aws:///us-east-1a/i-rebal") != nil
 	})
 	reg := prometheus.NewRegistry()
@@ -117,7 +118,7 @@ func TestInterruptionRealAPIServer(t *testing.T) {
 		Kind: interruption.KindRebalance, NoticeTime: now, ReceivedAt: now}})
 	h.Wake()
 
-	waitFor(t, time.Minute, "interrupted nodeclaim gone and both reports handled", func() bool {
+	kubetest.WaitFor(t, time.Minute, "interrupted nodeclaim gone and both reports handled", func() bool {
 		_, err := clients.GetNodeClaim(ctx, "spot-claim")
 		a, _ := state.Interruption(spotID)
 		b, _ := state.Interruption("i-rebal/rebalance")
@@ -140,7 +141,7 @@ func TestInterruptionRealAPIServer(t *testing.T) {
 		t.Error("rebalance recommendation deleted its nodeclaim")
 	}
 	// The Events name the interruption.
-	waitFor(t, 30*time.Second, "SpotInterrupted and RebalanceRecommendation events", func() bool {
+	kubetest.WaitFor(t, 30*time.Second, "SpotInterrupted and RebalanceRecommendation events", func() bool {
 		evs, err := clients.Kube.CoreV1().Events("").List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false
@@ -151,16 +152,4 @@ func TestInterruptionRealAPIServer(t *testing.T) {
 		}
 		return seen["SpotInterrupted"] && seen["RebalanceRecommendation"] && seen["TerminatingOnInterruption"]
 	})
-}
-
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	end := time.Now().Add(d)
-	for time.Now().Before(end) {
-		if cond() {
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("timed out after %s waiting for: %s", d, what)
 }

@@ -12,19 +12,18 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/util/retry"
 
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
 	"github.com/joiner-dev/joiner/coordinator/fsm/fsmtest"
 	"github.com/joiner-dev/joiner/coordinator/kube"
 	"github.com/joiner-dev/joiner/coordinator/termination"
+	"github.com/joiner-dev/joiner/internal/kubetest"
 	"github.com/joiner-dev/joiner/internal/testenv"
 )
 
@@ -71,9 +70,9 @@ func TestDeleteNodeClaimRealControlPlane(t *testing.T) {
 	if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	newFakeNode(ctx, t, c, target, providerID, []string{karpv1.TerminationFinalizer})
-	kl := &fakeKubelet{c: c, ns: ns, nodes: map[string]bool{target: true, spare: true}, seenDel: map[string]time.Time{}}
-	run(kl.run)
+	kubetest.RegisterNode(ctx, t, c, target, providerID, []string{karpv1.TerminationFinalizer})
+	kl := &kubetest.Kubelet{Client: c, Namespace: ns, Nodes: map[string]bool{target: true, spare: true}, TerminateAfter: 300 * time.Millisecond}
+	run(kl.Run)
 
 	// Raft: the NodeClaim's launch intent and instance.
 	state := fsm.New()
@@ -126,14 +125,14 @@ func TestDeleteNodeClaimRealControlPlane(t *testing.T) {
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 90*time.Second, "2 web pods ready on the target", func() bool {
+	kubetest.WaitFor(t, 90*time.Second, "2 web pods ready on the target", func() bool {
 		return countReady(ctx, c, ns, target) == 2
 	})
-	waitFor(t, 60*time.Second, "PDB allows one disruption", func() bool {
+	kubetest.WaitFor(t, 60*time.Second, "PDB allows one disruption", func() bool {
 		p, err := c.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, "web", metav1.GetOptions{})
 		return err == nil && p.Status.ObservedGeneration == p.Generation && p.Status.DisruptionsAllowed == 1
 	})
-	newFakeNode(ctx, t, c, spare, "aws:///us-east-1a/i-0spare", nil)
+	kubetest.RegisterNode(ctx, t, c, spare, "aws:///us-east-1a/i-0spare", nil)
 
 	// Watch the target for the taint and the Deployment for ready replicas.
 	var mu sync.Mutex
@@ -192,7 +191,7 @@ func TestDeleteNodeClaimRealControlPlane(t *testing.T) {
 	if err := clients.DeleteNodeClaim(ctx, nc.Name); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 2*time.Minute, "nodeclaim released", func() bool {
+	kubetest.WaitFor(t, 2*time.Minute, "nodeclaim released", func() bool {
 		_, err := clients.GetNodeClaim(ctx, nc.Name)
 		return apierrors.IsNotFound(err)
 	})
@@ -207,7 +206,7 @@ func TestDeleteNodeClaimRealControlPlane(t *testing.T) {
 	if len(terms) != 1 || terms[0].ID != "term-"+instance || terms[0].Reason != termination.DefaultReason || terms[0].State != fsm.TerminationDone {
 		t.Errorf("terminations %+v: want term-%s deleted done", terms, instance)
 	}
-	waitFor(t, 60*time.Second, "2 web pods ready on the spare", func() bool {
+	kubetest.WaitFor(t, 60*time.Second, "2 web pods ready on the spare", func() bool {
 		return countReady(ctx, c, ns, spare) == 2
 	})
 	mu.Lock()
@@ -228,134 +227,9 @@ func countReady(ctx context.Context, c kubernetes.Interface, ns, node string) in
 	}
 	n := 0
 	for i := range pods.Items {
-		if pods.Items[i].DeletionTimestamp == nil && isReady(&pods.Items[i]) {
+		if pods.Items[i].DeletionTimestamp == nil && kubetest.PodReady(&pods.Items[i]) {
 			n++
 		}
 	}
 	return n
-}
-
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	end := time.Now().Add(d)
-	for time.Now().Before(end) {
-		if cond() {
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("timed out after %s waiting for: %s", d, what)
-}
-
-// newFakeNode registers a Ready node with no taints.
-func newFakeNode(ctx context.Context, t *testing.T, c kubernetes.Interface, name, providerID string, finalizers []string) {
-	t.Helper()
-	list := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourceMemory: resource.MustParse("32Gi"), corev1.ResourcePods: resource.MustParse("110")}
-	node := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelHostname: name}, Finalizers: finalizers},
-		Spec:       corev1.NodeSpec{ProviderID: providerID},
-		Status: corev1.NodeStatus{
-			Capacity: list, Allocatable: list,
-			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
-				LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}},
-		},
-	}
-	if _, err := c.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("creating node %s: %v", name, err)
-	}
-	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
-		n, err := c.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		n.Status = node.Status
-		_, err = c.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
-		t.Fatalf("node %s status: %v", name, err)
-	}
-	// Admission puts node.kubernetes.io/not-ready on a new node; the node
-	// lifecycle controller (off here) would lift it once Ready.
-	err = retry.RetryOnConflict(retry.DefaultBackoff, func() error {
-		n, err := c.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		n.Spec.Taints = nil
-		_, err = c.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
-		t.Fatalf("node %s taints: %v", name, err)
-	}
-}
-
-// fakeKubelet plays the kubelet for fake nodes: pods bound to them become
-// Running and Ready; pods being deleted are removed shortly after.
-type fakeKubelet struct {
-	c     kubernetes.Interface
-	ns    string
-	nodes map[string]bool
-
-	mu      sync.Mutex
-	seenDel map[string]time.Time
-}
-
-func (k *fakeKubelet) run(ctx context.Context) {
-	for {
-		pods, err := k.c.CoreV1().Pods(k.ns).List(ctx, metav1.ListOptions{})
-		if err == nil {
-			for i := range pods.Items {
-				k.tend(ctx, &pods.Items[i])
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-}
-
-func (k *fakeKubelet) tend(ctx context.Context, p *corev1.Pod) {
-	if !k.nodes[p.Spec.NodeName] {
-		return
-	}
-	if p.DeletionTimestamp != nil {
-		k.mu.Lock()
-		first, ok := k.seenDel[string(p.UID)]
-		if !ok {
-			first = time.Now()
-			k.seenDel[string(p.UID)] = first
-		}
-		k.mu.Unlock()
-		if time.Since(first) >= 300*time.Millisecond {
-			zero := int64(0)
-			_ = k.c.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero, Preconditions: &metav1.Preconditions{UID: &p.UID}})
-		}
-		return
-	}
-	if isReady(p) {
-		return
-	}
-	now := metav1.Now()
-	p.Status.Phase = corev1.PodRunning
-	p.Status.StartTime = &now
-	p.Status.Conditions = []corev1.PodCondition{
-		{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: now},
-		{Type: corev1.PodInitialized, Status: corev1.ConditionTrue, LastTransitionTime: now},
-		{Type: corev1.ContainersReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
-		{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
-	}
-	_, _ = k.c.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{})
-}
-
-func isReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }

@@ -1,4 +1,7 @@
-package drain_test
+// Package kubetest helps tests that run against a real API server with no
+// kubelets: fake Ready nodes, a fake kubelet that runs and removes their
+// pods, and a poll-until helper. Test code only.
+package kubetest
 
 import (
 	"context"
@@ -14,24 +17,14 @@ import (
 	"k8s.io/client-go/util/retry"
 )
 
-// fakeKubelet plays the kubelet for fake nodes: pods bound to them become
-// Running and Ready; pods being deleted are removed (terminated) shortly after.
-type fakeKubelet struct {
-	c     kubernetes.Interface
-	ns    string
-	nodes map[string]bool
-	// TerminateAfter is how long a terminating pod lingers.
-	terminateAfter time.Duration
-
-	mu      sync.Mutex
-	seenDel map[string]time.Time
-}
-
-func newFakeNode(ctx context.Context, t *testing.T, c kubernetes.Interface, name string) {
+// RegisterNode creates a Ready node (8 CPU, 32Gi, 110 pods) with no taints,
+// the given provider ID (may be empty) and finalizers.
+func RegisterNode(ctx context.Context, t testing.TB, c kubernetes.Interface, name, providerID string, finalizers []string) {
 	t.Helper()
 	list := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourceMemory: resource.MustParse("32Gi"), corev1.ResourcePods: resource.MustParse("110")}
 	node := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelHostname: name}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelHostname: name}, Finalizers: finalizers},
+		Spec:       corev1.NodeSpec{ProviderID: providerID},
 		Status: corev1.NodeStatus{
 			Capacity: list, Allocatable: list,
 			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
@@ -69,13 +62,28 @@ func newFakeNode(ctx context.Context, t *testing.T, c kubernetes.Interface, name
 	}
 }
 
-// run loops until ctx ends.
-func (k *fakeKubelet) run(ctx context.Context, t *testing.T) {
+// Kubelet plays the kubelet for fake nodes: pods of Namespace bound to one
+// of Nodes become Running and Ready; pods being deleted are removed
+// (terminated) TerminateAfter after it first sees them terminating.
+type Kubelet struct {
+	Client         kubernetes.Interface
+	Namespace      string
+	Nodes          map[string]bool
+	TerminateAfter time.Duration
+	// Logf, if set, reports failed writes.
+	Logf func(format string, args ...any)
+
+	mu      sync.Mutex
+	seenDel map[string]time.Time
+}
+
+// Run tends the pods every 50ms until ctx ends.
+func (k *Kubelet) Run(ctx context.Context) {
 	for {
-		pods, err := k.c.CoreV1().Pods(k.ns).List(ctx, metav1.ListOptions{})
+		pods, err := k.Client.CoreV1().Pods(k.Namespace).List(ctx, metav1.ListOptions{})
 		if err == nil {
 			for i := range pods.Items {
-				k.tend(ctx, t, &pods.Items[i])
+				k.tend(ctx, &pods.Items[i])
 			}
 		}
 		select {
@@ -86,28 +94,31 @@ func (k *fakeKubelet) run(ctx context.Context, t *testing.T) {
 	}
 }
 
-func (k *fakeKubelet) tend(ctx context.Context, t *testing.T, p *corev1.Pod) {
-	if !k.nodes[p.Spec.NodeName] {
+func (k *Kubelet) tend(ctx context.Context, p *corev1.Pod) {
+	if !k.Nodes[p.Spec.NodeName] {
 		return
 	}
 	if p.DeletionTimestamp != nil {
 		k.mu.Lock()
+		if k.seenDel == nil {
+			k.seenDel = map[string]time.Time{}
+		}
 		first, ok := k.seenDel[string(p.UID)]
 		if !ok {
 			first = time.Now()
 			k.seenDel[string(p.UID)] = first
 		}
 		k.mu.Unlock()
-		if time.Since(first) >= k.terminateAfter {
+		if time.Since(first) >= k.TerminateAfter {
 			zero := int64(0)
-			err := k.c.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero, Preconditions: &metav1.Preconditions{UID: &p.UID}})
+			err := k.Client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero, Preconditions: &metav1.Preconditions{UID: &p.UID}})
 			if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) && ctx.Err() == nil {
-				t.Logf("fake kubelet: deleting %s: %v", p.Name, err)
+				k.logf("fake kubelet: deleting %s: %v", p.Name, err)
 			}
 		}
 		return
 	}
-	if isReady(p) {
+	if PodReady(p) {
 		return
 	}
 	now := metav1.Now()
@@ -119,16 +130,36 @@ func (k *fakeKubelet) tend(ctx context.Context, t *testing.T, p *corev1.Pod) {
 		{Type: corev1.ContainersReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
 		{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
 	}
-	if _, err := k.c.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) && ctx.Err() == nil {
-		t.Logf("fake kubelet: pod %s status: %v", p.Name, err)
+	if _, err := k.Client.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) && ctx.Err() == nil {
+		k.logf("fake kubelet: pod %s status: %v", p.Name, err)
 	}
 }
 
-func isReady(p *corev1.Pod) bool {
+func (k *Kubelet) logf(format string, args ...any) {
+	if k.Logf != nil {
+		k.Logf(format, args...)
+	}
+}
+
+// PodReady says whether a pod's Ready condition is true.
+func PodReady(p *corev1.Pod) bool {
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodReady {
 			return c.Status == corev1.ConditionTrue
 		}
 	}
 	return false
+}
+
+// WaitFor polls cond every 100ms and fails t if it does not hold within d.
+func WaitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	end := time.Now().Add(d)
+	for time.Now().Before(end) {
+		if cond() {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("timed out after %s waiting for: %s", d, what)
 }
