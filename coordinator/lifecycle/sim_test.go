@@ -9,9 +9,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap/zaptest"
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
@@ -80,21 +77,7 @@ func TestLifecycleWithSim(t *testing.T) {
 
 	simstack.ApplyManifests(t, ctx, clients, "testdata/pool.yaml")
 	replicas := int32(6)
-	dep := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "inflate", Namespace: "default"},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: &replicas,
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "inflate"}},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "inflate"}},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "pause", Image: "pause",
-					Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3")}}}}},
-			},
-		},
-	}
-	if _, err := clients.Kube.AppsV1().Deployments("default").Create(ctx, dep, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	simstack.CreateInflate(t, ctx, clients.Kube, replicas, "3")
 
 	simstack.Eventually(t, 2*time.Minute, "every pod bound and every nodeclaim ready", func() (bool, string) {
 		pods, err := clients.Kube.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=inflate"})
