@@ -175,7 +175,7 @@ func (d *demo) provision(ctx context.Context) error {
 	t0 := time.Now()
 	var objs []*unstructured.Unstructured
 	for _, f := range []string{"nodepool.yaml", "deployment.yaml"} {
-		o, err := harness.ReadObjects(filepath.Join(d.c.examples, f))
+		o, err := testenv.ReadObjects(filepath.Join(d.c.examples, f))
 		if err != nil {
 			return err
 		}

@@ -3,7 +3,6 @@ package harness
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
 	"sort"
 	"strconv"
@@ -16,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/restmapper"
-	"sigs.k8s.io/yaml"
 
 	"github.com/joiner-dev/joiner/cloud/catalog"
 	"github.com/joiner-dev/joiner/cloud/sim"
@@ -37,26 +35,6 @@ const (
 	TagLaunchID                = "joiner.io/launch-id"
 	TagNodeClaim               = "karpenter.sh/nodeclaim"
 )
-
-// ReadObjects decodes the YAML documents of a file ("---" separated).
-func ReadObjects(path string) ([]*unstructured.Unstructured, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", path, err)
-	}
-	var out []*unstructured.Unstructured
-	for i, doc := range strings.Split("\n"+string(data), "\n---") {
-		var m map[string]any
-		if err := yaml.Unmarshal([]byte(doc), &m); err != nil {
-			return nil, fmt.Errorf("decoding %s document %d: %w", path, i, err)
-		}
-		if len(m) == 0 {
-			continue
-		}
-		out = append(out, &unstructured.Unstructured{Object: m})
-	}
-	return out, nil
-}
 
 // Apply creates or updates objects with server-side apply (field manager
 // joiner-harness).

@@ -2,50 +2,17 @@ package harness
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
 	"github.com/joiner-dev/joiner/internal/testenv"
 )
 
-// start builds joiner and starts a harness for one test, or skips it.
-func start(t *testing.T, opts Options) *Harness {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("harness: real processes skipped under -short")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	dir := t.TempDir()
-	bin, err := BuildJoiner(ctx, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts.Dir, opts.JoinerBin = dir, bin
-	h, err := Start(ctx, opts)
-	if errors.Is(err, testenv.ErrToolsMissing) {
-		t.Skip(err)
-	}
-	if h != nil {
-		t.Cleanup(func() {
-			if t.Failed() {
-				t.Logf("harness: process logs (tail)\n%s", h.Logs(40))
-			}
-			h.Stop()
-		})
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return h
-}
-
 // TestRaftFailover: three coordinator processes form a raft cluster, a
 // leader is elected, killing it elects another, the killed replica rejoins,
 // and after Stop no process the harness started is alive.
 func TestRaftFailover(t *testing.T) {
-	h := start(t, Options{})
+	h := StartTest(t, Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	if err := h.WaitReady(ctx); err != nil {

@@ -33,7 +33,7 @@ func InstallCRDs(ctx context.Context, c dynamic.Interface, dir string) ([]string
 	sort.Strings(files)
 	var names []string
 	for _, f := range files {
-		objs, err := readObjects(f)
+		objs, err := ReadObjects(f)
 		if err != nil {
 			return nil, err
 		}
@@ -52,8 +52,8 @@ func InstallCRDs(ctx context.Context, c dynamic.Interface, dir string) ([]string
 	return names, nil
 }
 
-// readObjects decodes the YAML documents of a file.
-func readObjects(path string) ([]*unstructured.Unstructured, error) {
+// ReadObjects decodes the YAML documents of a file ("---" separated).
+func ReadObjects(path string) ([]*unstructured.Unstructured, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", path, err)

@@ -6,7 +6,6 @@ package integration
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -29,32 +28,7 @@ const (
 // startHarness builds joiner and starts the processes, or skips the test.
 func startHarness(t *testing.T) *harness.Harness {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("integration: real processes skipped under -short")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	dir := t.TempDir()
-	bin, err := harness.BuildJoiner(ctx, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := harness.Start(ctx, harness.Options{Dir: dir, JoinerBin: bin, BootDelay: time.Second, Kubelet: true})
-	if errors.Is(err, testenv.ErrToolsMissing) {
-		t.Skipf("integration: %v (run `make tools`)", err)
-	}
-	if h != nil {
-		t.Cleanup(func() {
-			if t.Failed() {
-				t.Logf("process logs (tail)\n%s", h.Logs(60))
-			}
-			h.Stop()
-		})
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return h
+	return harness.StartTest(t, harness.Options{BootDelay: time.Second, Kubelet: true})
 }
 
 // examples reads examples/nodepool.yaml (with consolidation off: this test
@@ -65,7 +39,7 @@ func examples(t *testing.T, n int) []*unstructured.Unstructured {
 	dir := filepath.Join(testenv.RepoRoot(), "examples")
 	var objs []*unstructured.Unstructured
 	for _, f := range []string{"nodepool.yaml", "deployment.yaml"} {
-		o, err := harness.ReadObjects(filepath.Join(dir, f))
+		o, err := testenv.ReadObjects(filepath.Join(dir, f))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,7 +2,6 @@ package controller_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -13,7 +12,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/joiner-dev/joiner/internal/harness"
-	"github.com/joiner-dev/joiner/internal/testenv"
 )
 
 // The issue-10 integration scenarios, on real processes: a control plane,
@@ -25,31 +23,9 @@ func startHarness(t *testing.T) *harness.Harness { return startHarnessN(t, 1) }
 
 func startHarnessN(t *testing.T, coordinators int) *harness.Harness {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("disruption process test: real processes skipped under -short")
-	}
+	h := harness.StartTest(t, harness.Options{Coordinators: coordinators})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	dir := t.TempDir()
-	bin, err := harness.BuildJoiner(ctx, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := harness.Start(ctx, harness.Options{Dir: dir, JoinerBin: bin, Coordinators: coordinators})
-	if errors.Is(err, testenv.ErrToolsMissing) {
-		t.Skip(err)
-	}
-	if h != nil {
-		t.Cleanup(func() {
-			if t.Failed() {
-				t.Logf("process logs (tail)\n%s", h.Logs(60))
-			}
-			h.Stop()
-		})
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
 	if _, err := h.WaitLeader(ctx); err != nil {
 		t.Fatal(err)
 	}

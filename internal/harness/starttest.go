@@ -1,0 +1,46 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/joiner-dev/joiner/internal/testenv"
+)
+
+// StartTest builds joiner into a temporary folder and starts a harness for
+// one test (opts.Dir and opts.JoinerBin are set here). It skips the test
+// under -short or when the control-plane tools are missing, fails it on
+// any other error, and stops the processes when the test ends (printing
+// the tail of their logs if it failed).
+func StartTest(t testing.TB, opts Options) *Harness {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("real processes skipped under -short")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	bin, err := BuildJoiner(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Dir, opts.JoinerBin = dir, bin
+	h, err := Start(ctx, opts)
+	if errors.Is(err, testenv.ErrToolsMissing) {
+		t.Skipf("%v (run `make tools`)", err)
+	}
+	if h != nil {
+		t.Cleanup(func() {
+			if t.Failed() {
+				t.Logf("process logs (tail)\n%s", h.Logs(60))
+			}
+			h.Stop()
+		})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
