@@ -105,11 +105,21 @@ func (s *Sim) registerNode(ctx context.Context, in instance) error {
 	if err != nil {
 		return fmt.Errorf("creating node %s: %w", node.Name, err)
 	}
-	created.Status = status
-	if _, err := s.kube.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
-		return fmt.Errorf("setting status of node %s: %w", node.Name, err)
+	// The coordinator may update the new Node (labels, taints, finalizer)
+	// between the create and the status write: re-read and retry.
+	for attempt := 0; ; attempt++ {
+		created.Status = status
+		_, err := s.kube.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{})
+		if err == nil {
+			return nil
+		}
+		if !apierrors.IsConflict(err) || attempt == 4 {
+			return fmt.Errorf("setting status of node %s: %w", node.Name, err)
+		}
+		if created, err = s.kube.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{}); err != nil {
+			return fmt.Errorf("setting status of node %s: %w", node.Name, err)
+		}
 	}
-	return nil
 }
 
 func (s *Sim) heartbeat(ctx context.Context, in instance) error {

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"encoding/xml"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -15,8 +16,12 @@ import (
 
 	"go.uber.org/zap/zaptest"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
@@ -257,5 +262,42 @@ func TestFailedRegistrationIsRetried(t *testing.T) {
 	s.Step(ctx)
 	if nodes, _ := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{}); len(nodes.Items) != 1 {
 		t.Fatalf("registration not retried: %d nodes", len(nodes.Items))
+	}
+}
+
+// Another writer (the coordinator adding labels and its finalizer) can
+// change the Node between the sim's create and its status write: the sim
+// re-reads and writes the status again instead of leaving a Node without
+// capacity or a Ready condition.
+func TestRegistrationRetriesStatusConflict(t *testing.T) {
+	clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	kube := fake.NewSimpleClientset()
+	conflicts := 2
+	kube.PrependReactor("update", "nodes", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "status" || conflicts == 0 {
+			return false, nil, nil
+		}
+		conflicts--
+		return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "nodes"}, "n", errors.New("modified"))
+	})
+	s := New(Options{Config: DefaultConfig(), Kube: kube, Now: clk.now})
+	h := s.Handler()
+	if status, body := call(t, h, url.Values{"Action": {"CreateLaunchTemplate"}, "LaunchTemplateName": {"lt"},
+		"LaunchTemplateData.ImageId": {"ami-0sim2023x86"}}); status != http.StatusOK {
+		t.Fatalf("CreateLaunchTemplate: %s", body)
+	}
+	if status, body := call(t, h, fleetParams("tok", "m5.large")); status != http.StatusOK {
+		t.Fatalf("CreateFleet: %s", body)
+	}
+	ctx := context.Background()
+	clk.add(time.Minute)
+	s.Step(ctx)
+	nodes, _ := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if len(nodes.Items) != 1 || conflicts != 0 {
+		t.Fatalf("%d nodes, %d conflicts left", len(nodes.Items), conflicts)
+	}
+	n := nodes.Items[0]
+	if len(n.Status.Conditions) == 0 || n.Status.Allocatable.Cpu().IsZero() {
+		t.Fatalf("node %s registered without its status: %+v", n.Name, n.Status)
 	}
 }
