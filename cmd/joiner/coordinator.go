@@ -116,7 +116,7 @@ func runCoordinator(ctx context.Context, f *coordinatorFlags, log *zap.Logger) e
 	if err != nil {
 		return err
 	}
-	defer node.Close()
+	defer closeBounded(node, 15*time.Second, log)
 	meta := cluster.Meta{Role: cluster.RoleCoordinator, ID: string(node.ID), RaftAddr: string(node.Addr), Expect: f.bootstrapExpect}
 	disc, err := cluster.StartDiscovery(cluster.DiscoveryConfig{Name: string(node.ID), BindAddr: gHost, BindPort: gPort, Keyring: keyring}, meta, log)
 	if err != nil {
@@ -216,4 +216,20 @@ func serveAPI(ctx context.Context, f *coordinatorFlags, node *cluster.Node, stat
 		_ = srv.Shutdown(sctx)
 		<-done
 	}, nil
+}
+
+// closeBounded shuts raft down but gives up waiting after limit: raft waits
+// for in-flight RPCs to peers that may be gone, and the process is about to
+// exit anyway (the BoltDB log is crash-safe).
+func closeBounded(node *cluster.Node, limit time.Duration, log *zap.Logger) {
+	done := make(chan error, 1)
+	go func() { done <- node.Close() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			log.Warn("shutting raft down", zap.Error(err))
+		}
+	case <-time.After(limit):
+		log.Warn("raft shutdown still waiting; exiting without it", zap.Duration("waited", limit))
+	}
 }
