@@ -150,10 +150,13 @@ func buildLeader(ctx context.Context, f *coordinatorFlags, state *fsm.FSM, node 
 		return nil, err
 	}
 	d.loops = append(d.loops,
+		// Spot prices, launch-template adoption and clean-up: leader only,
+		// since it deletes unused launch templates.
+		namedLoop{"cloud", provider.Run},
 		namedLoop{"launcher", launch.Run},
 		namedLoop{"provisioner", prov.Run},
 	)
-	extra, err := moreLeaderLoops(leaderWiring{flags: f, deps: d, state: state, proposer: proposer, provider: provider,
+	extra, err := moreLeaderLoops(leaderWiring{flags: f, deps: d, state: state, proposer: proposer,
 		provisioner: prov, recorder: recorder, reg: reg, log: log})
 	if err != nil {
 		return nil, err

@@ -5,7 +5,6 @@ import (
 	"go.uber.org/zap"
 	"k8s.io/client-go/tools/record"
 
-	joineraws "github.com/joiner-dev/joiner/cloud/aws"
 	"github.com/joiner-dev/joiner/coordinator/cluster"
 	disruptionctl "github.com/joiner-dev/joiner/coordinator/disruption/controller"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
@@ -22,7 +21,6 @@ type leaderWiring struct {
 	deps        *leaderDeps
 	state       *fsm.FSM
 	proposer    cluster.RaftProposer
-	provider    *joineraws.Provider
 	provisioner *provisioner.Provisioner
 	recorder    record.EventRecorder
 	reg         prometheus.Registerer
@@ -34,14 +32,14 @@ type leaderWiring struct {
 func moreLeaderLoops(w leaderWiring) ([]namedLoop, error) {
 	var loops []namedLoop
 	lc, err := lifecycle.New(lifecycle.Config{RemoveStartupTaints: w.flags.leader.simulated}, w.deps.cache, w.deps.clients,
-		w.deps.clients.Kube, w.state, w.proposer, w.provider, w.reg, w.recorder, w.log)
+		w.deps.clients.Kube, w.state, w.proposer, w.deps.provider, w.reg, w.recorder, w.log)
 	if err != nil {
 		return nil, err
 	}
 	loops = append(loops, namedLoop{"lifecycle", lc.Run})
 
 	term, err := termination.New(termination.Config{Replacements: w.provisioner}, w.deps.cache, w.deps.clients, w.deps.clients.Kube, w.state, w.proposer,
-		w.provider, w.reg, w.recorder, w.log)
+		w.deps.provider, w.reg, w.recorder, w.log)
 	if err != nil {
 		return nil, err
 	}

@@ -69,8 +69,13 @@ func (p *Provisioner) launch(ctx context.Context, s *Snapshot, claims []schedule
 	var firstErr error
 	for _, pl := range todo {
 		names = append(names, pl.claim.Name)
-		if err := p.create(ctx, pl.claim); err != nil && firstErr == nil {
-			firstErr = err
+		if err := p.create(ctx, pl.claim); err != nil {
+			// The intent is committed: the next pass recreates the object.
+			p.log.Warn("creating nodeclaim", zap.String("nodeclaim", pl.claim.Name), zap.Error(err))
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
 		}
 		p.metrics.nodeClaimsCreated.WithLabelValues(pl.intent.Spec.NodePool, reason).Inc()
 		p.log.Info("created nodeclaim", zap.String("nodeclaim", pl.claim.Name), zap.String("nodepool", pl.intent.Spec.NodePool),

@@ -2,7 +2,6 @@ package provisioner
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"sort"
 	"strings"
@@ -66,6 +65,9 @@ type Snapshot struct {
 	// Nominated maps a pod key (namespace/name) to the intent whose
 	// in-flight capacity holds it.
 	Nominated map[string]string
+
+	// pending indexes Pending by pod key.
+	pending map[string]*corev1.Pod
 }
 
 // Snapshot builds the cluster snapshot from the cache, raft and the cloud.
@@ -215,6 +217,10 @@ func (p *Provisioner) Snapshot(ctx context.Context) (*Snapshot, error) {
 			}
 			s.Pending = append(s.Pending, unbound(pod))
 		}
+	}
+	s.pending = make(map[string]*corev1.Pod, len(s.Pending))
+	for _, pod := range s.Pending {
+		s.pending[pod.Namespace+"/"+pod.Name] = pod
 	}
 	return s, nil
 }
@@ -443,9 +449,4 @@ func unbound(p *corev1.Pod) *corev1.Pod {
 	c := *p
 	c.Spec.NodeName = ""
 	return &c
-}
-
-// String summarises a snapshot for logs.
-func (s *Snapshot) String() string {
-	return fmt.Sprintf("%d pools, %d nodes, %d pending", len(s.NodePools), len(s.Nodes), len(s.Pending))
 }

@@ -112,15 +112,8 @@ func (p *Provisioner) updateClassStatus(ctx context.Context, cached *awsv1.EC2No
 
 // eventUnschedulable tells each pod no pool can take why (once per reason).
 func (p *Provisioner) eventUnschedulable(s *Snapshot, plan *scheduler.Plan) {
-	if len(plan.Unschedulable) == 0 {
-		return
-	}
-	byKey := make(map[string]*corev1.Pod, len(s.Pending))
-	for _, pod := range s.Pending {
-		byKey[pod.Namespace+"/"+pod.Name] = pod
-	}
 	for _, u := range plan.Unschedulable {
-		if pod := byKey[u.Pod]; pod != nil && p.reports.changed("pod/"+u.Pod, u.Reason) {
+		if pod := s.pending[u.Pod]; pod != nil && p.reports.changed("pod/"+u.Pod, u.Reason) {
 			p.rec.Eventf(pod, corev1.EventTypeWarning, "FailedScheduling", "Failed to schedule pod, %s", u.Reason)
 		}
 	}
@@ -128,12 +121,8 @@ func (p *Provisioner) eventUnschedulable(s *Snapshot, plan *scheduler.Plan) {
 
 // eventNominated tells the pods of a new NodeClaim where they will go.
 func (p *Provisioner) eventNominated(s *Snapshot, pl planned) {
-	byKey := make(map[string]*corev1.Pod, len(s.Pending))
-	for _, pod := range s.Pending {
-		byKey[pod.Namespace+"/"+pod.Name] = pod
-	}
 	for _, key := range pl.pods {
-		if pod := byKey[key]; pod != nil && pod.UID != "" {
+		if pod := s.pending[key]; pod != nil && pod.UID != "" {
 			p.rec.Eventf(pod, corev1.EventTypeNormal, "Nominated", "Pod should schedule on: nodeclaim/%s", pl.claim.Name)
 		}
 	}
