@@ -1,33 +1,33 @@
-// Package cloud defines what the coordinator needs from a cloud: launch an
-// instance for a NodeClaim from a frozen launch spec, find instances by
-// Joiner's tags, terminate them, and list instance types with offerings and
-// prices for an EC2NodeClass. cloud/aws implements it on aws-sdk-go-v2;
-// cloud/sim is a simulated EC2 region that the AWS provider can talk to.
+// Package cloud is the coordinator's only road to the cloud: the Provider
+// interface (launch an instance from a frozen launch spec, find instances
+// by tag, terminate them, resolve an EC2NodeClass's selectors, list its
+// instance types with offerings and prices) and the types and sentinel
+// errors that cross it, each declared once. cloud/aws implements it on
+// aws-sdk-go-v2; cloud/sim is a simulated EC2 region that the AWS provider
+// can talk to.
 package cloud
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"sort"
+	"strconv"
 	"strings"
 	"time"
 
 	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
+	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 	"github.com/joiner-dev/joiner/cloud/catalog"
 )
 
-// Provider is the cloud as the coordinator's launcher, lifecycle and GC
-// loops use it.
+// Provider is the cloud as the coordinator uses it. Only the binary's
+// wiring picks the implementation (cloud/aws).
 type Provider interface {
-	// Launch starts one instance for spec. Calling it again with the same
-	// spec (same ClientToken) returns the same instance, never a second one.
-	// Errors: *InsufficientCapacityError (errors.Is ErrInsufficientCapacity)
-	// when no candidate offering had capacity; otherwise see IsRetryable.
-	Launch(ctx context.Context, spec LaunchSpec) (Instance, error)
+	// Launch starts one instance for req. Calling it again with the same
+	// request (same ClientToken) returns the same instance, never a second
+	// one. Errors: *InsufficientCapacityError (errors.Is
+	// ErrInsufficientCapacity) when no candidate offering had capacity,
+	// ErrTokenInstanceTerminated, ErrIdempotentMismatch, ErrInvalidSpec;
+	// anything else leaves the outcome unknown (see IsRetryable).
+	Launch(ctx context.Context, req LaunchRequest) (Instance, error)
 	// Get returns one instance; ErrNotFound when EC2 does not know it.
 	Get(ctx context.Context, id string) (Instance, error)
 	// List returns the cluster's instances (tagged kubernetes.io/cluster/<c>)
@@ -36,88 +36,83 @@ type Provider interface {
 	// Terminate terminates an instance; terminating a terminated or unknown
 	// instance is not an error.
 	Terminate(ctx context.Context, id string) error
-	// InstanceTypes returns the instance types a NodeClass can launch with
-	// their offerings and current prices; offerings that recently failed
-	// with a capacity error have Available=false.
+	// Resolve resolves an EC2NodeClass's subnets, security groups, AMIs and
+	// instance profile. On failure it returns what it could resolve and a
+	// *ResolveError naming each failed part.
+	Resolve(ctx context.Context, nc *awsv1.EC2NodeClass) (Resolved, error)
+	// InstanceTypes returns the instance types a NodeClass (with its
+	// resolved status) can launch, with their offerings and current prices;
+	// offerings that recently failed with a capacity error have
+	// Available=false.
 	InstanceTypes(ctx context.Context, nc *awsv1.EC2NodeClass) ([]*catalog.InstanceType, error)
-	// DriftHash is a hash of the NodeClass inputs that shape an instance.
-	DriftHash(nc *awsv1.EC2NodeClass) string
-}
-
-// Joiner's instance tags.
-const (
-	TagName          = "Name"
-	TagNodePool      = "karpenter.sh/nodepool"
-	TagNodeClaim     = "karpenter.sh/nodeclaim"
-	TagNodeClass     = "karpenter.k8s.aws/ec2nodeclass"
-	TagClusterPrefix = "kubernetes.io/cluster/"
-	TagLaunchID      = "joiner.io/launch-id"
-	TagAttempt       = "joiner.io/attempt"
-)
-
-// restrictedTagPrefixes are the key prefixes user tags may not set.
-var restrictedTagPrefixes = []string{"karpenter.sh/", "karpenter.k8s.aws/", "kubernetes.io/cluster/", "joiner.io/"}
-
-// ValidateUserTags rejects user tags whose keys Joiner owns.
-func ValidateUserTags(tags map[string]string) error {
-	keys := make([]string, 0, len(tags))
-	for k := range tags {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		if k == "" {
-			return fmt.Errorf("tags[%q]: empty key: %w", k, ErrInvalidSpec)
-		}
-		for _, p := range restrictedTagPrefixes {
-			if strings.HasPrefix(k, p) {
-				return fmt.Errorf("tags[%q]: keys with prefix %q are set by Joiner and may not be overridden: %w", k, p, ErrInvalidSpec)
-			}
-		}
-	}
-	return nil
+	// SubnetsByZone picks one subnet per zone to launch into, leaving out
+	// subnets that recently ran out of addresses unless a zone has no other.
+	SubnetsByZone(subnets []Subnet) map[string]string
+	// Run does the provider's background work (spot prices, launch
+	// template adoption and clean-up) until ctx ends; run it on the leader.
+	Run(ctx context.Context) error
 }
 
 // LaunchSpec is everything a launch needs, resolved and frozen when the
-// launch intent is committed: retrying it with the same ClientToken must
-// send EC2 the same request.
+// launch intent is committed to raft: every attempt of the intent sends the
+// cloud the same request, so a same-token retry by a new leader is
+// deduplicated rather than rejected as a parameter mismatch.
 type LaunchSpec struct {
-	Cluster   string
-	NodeClaim string
-	NodePool  string
-	NodeClass string
-	// LaunchID identifies the launch intent; Attempt counts its attempts.
-	LaunchID string
-	Attempt  int
-	// ClientToken is EC2's idempotency token (<= 64 ASCII characters),
-	// conventionally <cluster>-<intent>-<attempt>.
-	ClientToken string
+	NodePool  string `json:"nodePool"`
+	NodeClass string `json:"nodeClass,omitempty"`
+	NodeClaim string `json:"nodeClaim"`
 	// Candidates are the offerings to choose from; the provider drops those
 	// it knows to be out of capacity and keeps the 60 cheapest.
-	Candidates []Candidate
+	Candidates []Candidate `json:"candidates"`
 	// Subnets maps a zone to the subnet to launch into there.
-	Subnets map[string]string
+	Subnets map[string]string `json:"subnets,omitempty"`
 	// SecurityGroupIDs of the instance.
-	SecurityGroupIDs []string
+	SecurityGroupIDs []string `json:"securityGroupIDs,omitempty"`
 	// UserData is the rendered user data (not base64-encoded).
-	UserData        []byte
-	BlockDevices    []*awsv1.BlockDeviceMapping
-	MetadataOptions *awsv1.MetadataOptions
+	UserData        []byte                      `json:"userData,omitempty"`
+	BlockDevices    []*awsv1.BlockDeviceMapping `json:"blockDevices,omitempty"`
+	MetadataOptions *awsv1.MetadataOptions      `json:"metadataOptions,omitempty"`
 	// InstanceProfile is the IAM instance profile name ("" for none).
-	InstanceProfile    string
-	DetailedMonitoring bool
-	// Tags are the NodeClass's tags; Joiner's own keys are rejected.
-	Tags map[string]string
+	InstanceProfile    string `json:"instanceProfile,omitempty"`
+	DetailedMonitoring bool   `json:"detailedMonitoring,omitempty"`
+	// Tags are the NodeClass's tags; Joiner's own keys are added at launch
+	// and restricted keys are rejected (awsv1.RestrictedTag).
+	Tags map[string]string `json:"tags,omitempty"`
+}
+
+// LaunchRequest is one attempt of a launch intent: its frozen spec, the
+// intent's ID and the attempt number, from which the provider derives the
+// ClientToken and Joiner's tags.
+type LaunchRequest struct {
+	LaunchID string
+	Attempt  int
+	Spec     LaunchSpec
+}
+
+// ClientToken is EC2's idempotency token of attempt n of a launch intent:
+// <cluster>-<launch ID>-<n>, at most 64 ASCII characters (EC2's limit; the
+// cluster name is shortened if needed).
+func ClientToken(cluster, launchID string, attempt int) string {
+	suffix := "-" + launchID + "-" + strconv.Itoa(attempt)
+	if limit := max(0, 64-len(suffix)); len(cluster) > limit {
+		cluster = cluster[:limit]
+	}
+	return cluster + suffix
 }
 
 // Candidate is one (instance type, zone, capacity type) offering with the
 // image to boot.
 type Candidate struct {
-	InstanceType string
-	Zone         string
-	CapacityType string // "spot" or "on-demand"
-	Price        float64
-	ImageID      string
+	InstanceType string  `json:"instanceType"`
+	Zone         string  `json:"zone"`
+	CapacityType string  `json:"capacityType"`
+	Price        float64 `json:"price"`
+	ImageID      string  `json:"imageID,omitempty"`
+}
+
+// Key is the candidate's offering.
+func (c Candidate) Key() OfferingKey {
+	return OfferingKey{InstanceType: c.InstanceType, Zone: c.Zone, CapacityType: c.CapacityType}
 }
 
 // OfferingKey names an offering.
@@ -149,67 +144,36 @@ type Instance struct {
 // ProviderID is the Node's spec.providerID for the instance.
 func (i Instance) ProviderID() string { return "aws:///" + i.Zone + "/" + i.ID }
 
-// Sentinel errors callers branch on.
-var (
-	// ErrInsufficientCapacity: no candidate offering had capacity.
-	ErrInsufficientCapacity = errors.New("insufficient capacity")
-	// ErrNotFound: the instance (or resource) does not exist.
-	ErrNotFound = errors.New("not found")
-	// ErrInvalidSpec: the launch spec or NodeClass is wrong; retrying the
-	// same input fails the same way.
-	ErrInvalidSpec = errors.New("invalid launch spec")
-	// ErrRetryable marks transient failures (throttling, 5xx, network).
-	ErrRetryable = errors.New("retryable cloud error")
-	// ErrTokenInstanceTerminated: the client token's instance exists but
-	// was terminated (EC2's IdempotentInstanceTerminated); a new attempt
-	// with a new token is needed.
-	ErrTokenInstanceTerminated = errors.New("instance for client token terminated")
-	// ErrIdempotentMismatch: the client token was used with other
-	// parameters (EC2's IdempotentParameterMismatch), a bug: the spec was
-	// not frozen. Look the instance up by tag instead.
-	ErrIdempotentMismatch = errors.New("client token used with different parameters")
-)
+// Gone reports whether the instance is terminated or terminating.
+func (i Instance) Gone() bool { return i.State == "terminated" || i.State == "shutting-down" }
 
-// InsufficientCapacityError lists the offerings that failed with a capacity
-// error in one launch.
-type InsufficientCapacityError struct {
-	Offerings []OfferingKey
+// LaunchID is the launch intent the instance was launched for ("" when it
+// is not Joiner's).
+func (i Instance) LaunchID() string { return i.Tags[karpv1.TagLaunchID] }
+
+// Attempt is the launch attempt the instance was launched by (0 when the
+// tag is absent or malformed).
+func (i Instance) Attempt() int {
+	n, _ := strconv.Atoi(i.Tags[karpv1.TagAttempt])
+	return n
 }
 
-func (e *InsufficientCapacityError) Error() string {
-	keys := make([]string, len(e.Offerings))
-	for i, k := range e.Offerings {
-		keys[i] = k.String()
+// PriceFrom is the hourly price of the candidate the instance was launched
+// from (0 when none matches).
+func (i Instance) PriceFrom(cands []Candidate) float64 {
+	for _, c := range cands {
+		if c.InstanceType == i.InstanceType && c.Zone == i.Zone && c.CapacityType == i.CapacityType {
+			return c.Price
+		}
 	}
-	return fmt.Sprintf("insufficient capacity for %d offerings [%s]", len(keys), strings.Join(keys, ", "))
+	return 0
 }
 
-// Is makes errors.Is(err, ErrInsufficientCapacity) true.
-func (e *InsufficientCapacityError) Is(target error) bool { return target == ErrInsufficientCapacity }
-
-// IsRetryable reports whether retrying the same call may succeed:
-// insufficient capacity (with fewer offerings) and transient errors are,
-// invalid specs and unknown instances are not.
-func IsRetryable(err error) bool {
-	switch {
-	case err == nil:
-		return false
-	case errors.Is(err, ErrInvalidSpec), errors.Is(err, ErrNotFound):
-		return false
-	case errors.Is(err, ErrInsufficientCapacity), errors.Is(err, ErrRetryable):
-		return true
+// InstanceID is the instance ID at the end of a provider ID
+// (aws:///<zone>/<id>), or "" for an empty or non-AWS provider ID.
+func InstanceID(providerID string) string {
+	if !strings.HasPrefix(providerID, "aws://") {
+		return ""
 	}
-	return false
-}
-
-// DriftHash hashes the EC2NodeClass spec (JSON, map keys sorted), the
-// inputs that shape an instance; a NodeClaim launched under another hash has
-// drifted.
-func DriftHash(nc *awsv1.EC2NodeClass) string {
-	b, err := json.Marshal(nc.Spec)
-	if err != nil { // a spec of plain data always marshals
-		panic(fmt.Sprintf("marshalling EC2NodeClass spec: %v", err))
-	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:8])
+	return providerID[strings.LastIndex(providerID, "/")+1:]
 }

@@ -3,30 +3,8 @@ package cloud
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"testing"
-
-	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
 )
-
-func TestValidateUserTags(t *testing.T) {
-	for _, tt := range []struct {
-		key string
-		ok  bool
-	}{
-		{"team", true}, {"Name", true}, {"karpenter.sh/nodepool", false}, {"karpenter.sh/anything", false},
-		{"karpenter.k8s.aws/ec2nodeclass", false}, {"kubernetes.io/cluster/x", false}, {"joiner.io/launch-id", false},
-		{"kubernetes.io/role", true}, {"", false},
-	} {
-		err := ValidateUserTags(map[string]string{tt.key: "v"})
-		if (err == nil) != tt.ok {
-			t.Errorf("%q: err = %v", tt.key, err)
-		}
-		if err != nil && (!errors.Is(err, ErrInvalidSpec) || !strings.Contains(err.Error(), fmt.Sprintf("%q", tt.key))) {
-			t.Errorf("%q: err %v does not name the key or is not ErrInvalidSpec", tt.key, err)
-		}
-	}
-}
 
 func TestIsRetryable(t *testing.T) {
 	for _, tt := range []struct {
@@ -46,25 +24,16 @@ func TestIsRetryable(t *testing.T) {
 	}
 }
 
-func TestDriftHash(t *testing.T) {
-	a := &awsv1.EC2NodeClass{Spec: awsv1.EC2NodeClassSpec{Role: "r", Tags: map[string]string{"a": "1", "b": "2"}}}
-	b := a.DeepCopy()
-	if DriftHash(a) != DriftHash(b) {
-		t.Fatal("equal specs hash differently")
-	}
-	b.Spec.Role = "other"
-	if DriftHash(a) == DriftHash(b) {
-		t.Fatal("a role change does not change the hash")
-	}
-	c := a.DeepCopy()
-	c.Status.InstanceProfile = "p"
-	if DriftHash(a) != DriftHash(c) {
-		t.Fatal("status changes the hash")
-	}
-}
-
 func TestProviderID(t *testing.T) {
 	if got := (Instance{ID: "i-1", Zone: "us-east-1a"}).ProviderID(); got != "aws:///us-east-1a/i-1" {
 		t.Errorf("ProviderID = %q", got)
+	}
+}
+
+func TestInstanceID(t *testing.T) {
+	for in, want := range map[string]string{"aws:///us-east-1a/i-0123": "i-0123", "": "", "gce://p/z/n": "", "aws:///i-9": "i-9"} {
+		if got := InstanceID(in); got != want {
+			t.Errorf("InstanceID(%q) = %q, want %q", in, got, want)
+		}
 	}
 }

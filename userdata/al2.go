@@ -2,7 +2,9 @@ package userdata
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -38,7 +40,7 @@ func kubeletExtraArgs(r resolved) string {
 	var args []string
 	if len(r.labels) > 0 {
 		kv := make([]string, 0, len(r.labels))
-		for _, k := range sortedKeys(r.labels) {
+		for _, k := range slices.Sorted(maps.Keys(r.labels)) {
 			kv = append(kv, k+"="+r.labels[k])
 		}
 		args = append(args, `--node-labels="`+strings.Join(kv, ",")+`"`)
@@ -58,7 +60,7 @@ func kubeletExtraArgs(r resolved) string {
 			return
 		}
 		kv := make([]string, 0, len(m))
-		for _, key := range sortedKeys(m) {
+		for _, key := range slices.Sorted(maps.Keys(m)) {
 			kv = append(kv, key+sep+m[key])
 		}
 		args = append(args, flag+`="`+strings.Join(kv, ",")+`"`)

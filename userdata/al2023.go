@@ -2,6 +2,8 @@ package userdata
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	yaml "go.yaml.in/yaml/v2"
@@ -36,7 +38,7 @@ func nodeConfig(r resolved) map[string]any {
 	kubelet := map[string]any{"config": kubeletConfigMap(r)}
 	if len(r.labels) > 0 {
 		kv := make([]string, 0, len(r.labels))
-		for _, k := range sortedKeys(r.labels) {
+		for _, k := range slices.Sorted(maps.Keys(r.labels)) {
 			kv = append(kv, k+"="+r.labels[k])
 		}
 		kubelet["flags"] = []any{`--node-labels="` + strings.Join(kv, ",") + `"`}

@@ -45,7 +45,7 @@ func FamilyOf(nc *awsv1.EC2NodeClass) string {
 // AgentEnabled reports whether the EC2NodeClass wants the Joiner hook
 // (annotation joiner.io/agent is not "false"; default true).
 func AgentEnabled(nc *awsv1.EC2NodeClass) bool {
-	return !strings.EqualFold(strings.TrimSpace(nc.Annotations[karpv1.AnnotationJoinerAgent]), "false")
+	return !strings.EqualFold(strings.TrimSpace(nc.Annotations[karpv1.AnnotationAgent]), "false")
 }
 
 // FromNodePool builds the Input for a node launched from np with nc.
@@ -80,7 +80,7 @@ func build(nc *awsv1.EC2NodeClass, labels map[string]string, reqs []karpv1.NodeS
 		}
 	}
 	if nc.Name != "" {
-		labels[awsv1.LabelNodeClass] = nc.Name
+		labels[karpv1.LabelNodeClass] = nc.Name
 	}
 	switch {
 	case opts.CapacityType != "":

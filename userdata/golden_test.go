@@ -62,7 +62,7 @@ func testInput(family, userData string, kubelet *awsv1.KubeletConfiguration) Inp
 		Kubelet:  kubelet,
 		Labels: map[string]string{
 			karpv1.LabelNodePool:          "default",
-			awsv1.LabelNodeClass:          "default",
+			karpv1.LabelNodeClass:         "default",
 			karpv1.LabelCapacityType:      "on-demand",
 			"testing/cluster":             "unspecified",
 			karpv1.LabelInstanceType:      "m5.4xlarge", // restricted domain: dropped
@@ -82,7 +82,7 @@ func testInput(family, userData string, kubelet *awsv1.KubeletConfiguration) Inp
 // wantLabels are the labels every non-Custom family registers with.
 var wantLabels = map[string]string{
 	karpv1.LabelNodePool:     "default",
-	awsv1.LabelNodeClass:     "default",
+	karpv1.LabelNodeClass:    "default",
 	karpv1.LabelCapacityType: "on-demand",
 	karpv1.LabelDoNotSync:    "true",
 	"testing/cluster":        "unspecified",
@@ -547,7 +547,7 @@ func TestFromNodeClaim(t *testing.T) {
 	claim.Spec.Taints = []corev1.Taint{{Key: "t", Effect: corev1.TaintEffectNoSchedule}}
 	in := FromNodeClaim(nc, claim, BuildOptions{Cluster: Cluster{Name: "c", Endpoint: "e", ServiceCIDR: testCIDR}, InstanceMaxPods: 29})
 	if in.Family != FamilyAL2023 || in.InstanceStorePolicy != "RAID0" || in.Labels[karpv1.LabelCapacityType] != "spot" ||
-		in.Labels[karpv1.LabelInstanceType] != "m5.large" || in.Labels[awsv1.LabelNodeClass] != "nc" {
+		in.Labels[karpv1.LabelInstanceType] != "m5.large" || in.Labels[karpv1.LabelNodeClass] != "nc" {
 		t.Fatalf("input = %+v", in)
 	}
 	out, err := Render(in)
@@ -651,7 +651,7 @@ func TestFromNodePool(t *testing.T) {
 	nc.Name = "default"
 	nc.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{Alias: "bottlerocket@latest"}}
 	nc.Spec.UserData = ptr("[settings]\n")
-	nc.Annotations = map[string]string{karpv1.AnnotationJoinerAgent: "false"}
+	nc.Annotations = map[string]string{karpv1.AnnotationAgent: "false"}
 	np := &karpv1.NodePool{}
 	np.Name = "pool"
 	np.Spec.Template.ObjectMeta.Labels = map[string]string{"team": "a"}
@@ -666,7 +666,7 @@ func TestFromNodePool(t *testing.T) {
 	if in.Family != FamilyBottlerocket || in.AgentEnabled || in.UserData != "[settings]\n" || in.MaxPods != 29 {
 		t.Errorf("input = %+v", in)
 	}
-	want := map[string]string{"team": "a", karpv1.LabelNodePool: "pool", awsv1.LabelNodeClass: "default",
+	want := map[string]string{"team": "a", karpv1.LabelNodePool: "pool", karpv1.LabelNodeClass: "default",
 		karpv1.LabelCapacityType: "spot", "single": "one"}
 	if !equalMaps(in.Labels, want) {
 		t.Errorf("labels = %v, want %v", in.Labels, want)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/big"
 	"net/netip"
-	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -233,15 +232,6 @@ func resolve(in Input) (resolved, error) {
 	}
 	r.kubelet.ClusterDNS = r.clusterDNS
 	return r, nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // taintString is corev1.Taint.ToString: key[=value]:Effect.

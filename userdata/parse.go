@@ -3,7 +3,9 @@ package userdata
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -269,7 +271,7 @@ func parseBottlerocket(data []byte) (NodeFacts, error) {
 		}
 	}
 	if t, ok := k8s["node-taints"].(map[string]any); ok {
-		for _, key := range sortedKeys(t) {
+		for _, key := range slices.Sorted(maps.Keys(t)) {
 			vals, _ := t[key].([]any)
 			for _, v := range vals {
 				s, _ := v.(string)

@@ -27,6 +27,8 @@ import (
 	"sync"
 	"time"
 
+	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
@@ -38,9 +40,9 @@ import (
 // Taint and condition names Joiner puts on a node it drains.
 const (
 	// TaintInterruptionKey names why the node is going away (value: the reason).
-	TaintInterruptionKey = "joiner.io/interruption"
+	TaintInterruptionKey = karpv1.TaintInterruptionKey
 	// ConditionType is the node condition that tells a human what happened.
-	ConditionType corev1.NodeConditionType = "joiner.io/Interruption"
+	ConditionType corev1.NodeConditionType = karpv1.ConditionInterruption
 	// EventSource is the Events' source component.
 	EventSource = "joiner-agent"
 )

@@ -2,7 +2,6 @@ package convert
 
 import (
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -64,15 +63,6 @@ func copyTaints(in []corev1.Taint) []corev1.Taint {
 		in[i].DeepCopyInto(&out[i])
 	}
 	return out
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // legacyLabels maps deprecated label names Karpenter normalised to the

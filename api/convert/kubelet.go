@@ -3,7 +3,9 @@ package convert
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"strings"
 
 	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
@@ -50,7 +52,7 @@ func (c *converter) finish() error {
 			}
 		}
 	}
-	for _, name := range sortedKeys(c.kubelets) {
+	for _, name := range slices.Sorted(maps.Keys(c.kubelets)) {
 		uses := c.kubelets[name]
 		first := uses[0]
 		for _, u := range uses[1:] {

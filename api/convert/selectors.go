@@ -2,6 +2,8 @@ package convert
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
@@ -34,7 +36,7 @@ func splitList(v string) []string {
 func parseSelector(path string, m map[string]string, allowAMIKeys bool) (parsedSelector, error) {
 	var p parsedSelector
 	tags := map[string][]string{}
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		v := m[k]
 		switch {
 		case k == awsv1alpha1.SelectorIDs || k == awsv1alpha1.SelectorIDsLegacy:
@@ -55,7 +57,7 @@ func parseSelector(path string, m map[string]string, allowAMIKeys bool) (parsedS
 	}
 	if len(tags) > 0 {
 		p.tagTerms = []map[string]string{{}}
-		for _, k := range sortedKeys(tags) {
+		for _, k := range slices.Sorted(maps.Keys(tags)) {
 			var next []map[string]string
 			for _, t := range p.tagTerms {
 				for _, v := range tags[k] {

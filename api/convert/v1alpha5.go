@@ -2,6 +2,8 @@ package convert
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -139,7 +141,7 @@ func (c *converter) kubeletV1alpha5(what, path string, k *v1alpha5.KubeletConfig
 	if len(out.ClusterDNS) == 0 {
 		out.ClusterDNS = nil
 	}
-	for _, key := range sortedKeys(k.EvictionSoftGracePeriod) {
+	for _, key := range slices.Sorted(maps.Keys(k.EvictionSoftGracePeriod)) {
 		d, err := karpv1.ParseDuration(k.EvictionSoftGracePeriod[key])
 		if err != nil || d.IsNever() {
 			return nil, fmt.Errorf("%s.evictionSoftGracePeriod[%s]: %q is not a duration", path, key, k.EvictionSoftGracePeriod[key])
@@ -252,10 +254,10 @@ func v1alpha5Defaults(has map[string]bool) []karpv1.NodeSelectorRequirementWithM
 	if !has[karpv1.LabelCapacityType] {
 		add(karpv1.LabelCapacityType, karpv1.OpIn, karpv1.CapacityTypeOnDemand)
 	}
-	if !has[karpv1.LabelInstanceType] && !has[awsv1.LabelInstanceFamily] &&
-		!has[awsv1.LabelInstanceCategory] && !has[awsv1.LabelInstanceGeneration] {
-		add(awsv1.LabelInstanceCategory, karpv1.OpIn, "c", "m", "r")
-		add(awsv1.LabelInstanceGeneration, karpv1.OpGt, "2")
+	if !has[karpv1.LabelInstanceType] && !has[karpv1.LabelInstanceFamily] &&
+		!has[karpv1.LabelInstanceCategory] && !has[karpv1.LabelInstanceGeneration] {
+		add(karpv1.LabelInstanceCategory, karpv1.OpIn, "c", "m", "r")
+		add(karpv1.LabelInstanceGeneration, karpv1.OpGt, "2")
 	}
 	return out
 }

@@ -47,9 +47,9 @@ func BenchmarkLaunch(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		n := strconv.Itoa(i)
-		_, err := p.Launch(ctx, cloud.LaunchSpec{Cluster: "bench", NodeClaim: "nc-" + n, NodePool: "default", NodeClass: "default",
-			LaunchID: "l-" + n, Attempt: 1, ClientToken: "bench-" + n, Candidates: cands, Subnets: subnets,
-			SecurityGroupIDs: []string{"sg-0sim0001"}, UserData: []byte("#!/bin/bash\n")})
+		_, err := p.Launch(ctx, cloud.LaunchRequest{LaunchID: "l-" + n, Attempt: 1, Spec: cloud.LaunchSpec{NodeClaim: "nc-" + n,
+			NodePool: "default", NodeClass: "default", Candidates: cands, Subnets: subnets,
+			SecurityGroupIDs: []string{"sg-0sim0001"}, UserData: []byte("#!/bin/bash\n")}})
 		if err != nil {
 			b.Fatal(err)
 		}

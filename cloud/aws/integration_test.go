@@ -77,11 +77,10 @@ func TestLaunchRegistersNodeAndInterruption(t *testing.T) {
 	for _, g := range r.SecurityGroups {
 		sgs = append(sgs, g.ID)
 	}
-	inst, err := p.Launch(ctx, cloud.LaunchSpec{
-		Cluster: "test", NodeClaim: claim.Name, NodePool: "default", NodeClass: nc.Name, LaunchID: "intent-1", Attempt: 1,
-		ClientToken: "test-intent-1-1", Candidates: []cloud.Candidate{cand("m5.large", "us-east-1a", "spot")},
-		Subnets: joineraws.SubnetsByZone(r.Subnets), SecurityGroupIDs: sgs, UserData: ud, InstanceProfile: r.InstanceProfile,
-	})
+	inst, err := p.Launch(ctx, cloud.LaunchRequest{LaunchID: "intent-1", Attempt: 1, Spec: cloud.LaunchSpec{
+		NodeClaim: claim.Name, NodePool: "default", NodeClass: nc.Name, Candidates: []cloud.Candidate{cand("m5.large", "us-east-1a", "spot")},
+		Subnets: cloud.SubnetPerZone(r.Subnets), SecurityGroupIDs: sgs, UserData: ud, InstanceProfile: r.InstanceProfile,
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}

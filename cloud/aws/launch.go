@@ -8,10 +8,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
+
+	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -31,11 +35,9 @@ const MaxOverrides = 60
 // maxFleetCalls bounds the fallback rounds of one launch.
 const maxFleetCalls = 8
 
-// TagLaunchTemplateCluster tags Joiner's launch templates with the cluster.
-const TagLaunchTemplateCluster = "joiner.io/cluster"
+// karpv1.TagLaunchTemplateCluster tags Joiner's launch templates with the cluster.
 
-// launchTemplateNamePrefix starts the name of every Joiner launch template.
-const launchTemplateNamePrefix = "joiner.io/"
+// karpv1.LaunchTemplateNamePrefix starts the name of every Joiner launch template.
 
 type ltEntry struct {
 	id       string
@@ -52,31 +54,33 @@ type ltEntry struct {
 // unavailable for the TTL and the launch retries with the remaining ones
 // under a derived token (<token>-f<n>), which is again deterministic for
 // the same spec.
-func (p *Provider) Launch(ctx context.Context, spec cloud.LaunchSpec) (cloud.Instance, error) {
-	if err := validateSpec(spec); err != nil {
+func (p *Provider) Launch(ctx context.Context, req cloud.LaunchRequest) (cloud.Instance, error) {
+	spec := req.Spec
+	clientToken := cloud.ClientToken(p.cluster, req.LaunchID, req.Attempt)
+	if err := validateRequest(req); err != nil {
 		return cloud.Instance{}, fmt.Errorf("launching nodeclaim %s: %w", spec.NodeClaim, err)
 	}
-	log := p.log.With(logging.NodeClaim(spec.NodeClaim), zap.String("launch-id", spec.LaunchID),
-		zap.Int("attempt", spec.Attempt))
+	log := p.log.With(logging.NodeClaim(spec.NodeClaim), zap.String("launch-id", req.LaunchID),
+		zap.Int("attempt", req.Attempt))
 	failed := map[cloud.OfferingKey]bool{}
 	var iceKeys []cloud.OfferingKey
 	retriedLT := false
 	for call := 0; call < maxFleetCalls; call++ {
 		var remaining []cloud.Candidate
 		for _, c := range spec.Candidates {
-			if _, ok := spec.Subnets[c.Zone]; ok && !failed[keyOf(c)] {
+			if _, ok := spec.Subnets[c.Zone]; ok && !failed[c.Key()] {
 				remaining = append(remaining, c)
 			}
 		}
 		if len(remaining) == 0 {
 			break
 		}
-		token := spec.ClientToken
+		token := clientToken
 		if call > 0 {
-			token = derivedToken(spec.ClientToken, call)
+			token = derivedToken(clientToken, call)
 		}
 		capType, overrides := chooseOverrides(remaining)
-		inst, fleetErrs, err := p.createFleet(ctx, spec, token, capType, overrides)
+		inst, fleetErrs, err := p.createFleet(ctx, req, token, capType, overrides)
 		if err != nil {
 			var ae smithy.APIError
 			if errors.As(err, &ae) && ae.ErrorCode() == codeLaunchTemplateNotFound && !retriedLT {
@@ -122,19 +126,25 @@ func (p *Provider) Launch(ctx context.Context, spec cloud.LaunchSpec) (cloud.Ins
 	return cloud.Instance{}, fmt.Errorf("launching nodeclaim %s: %w", spec.NodeClaim, &cloud.InsufficientCapacityError{Offerings: iceKeys})
 }
 
-func validateSpec(spec cloud.LaunchSpec) error {
-	if err := cloud.ValidateUserTags(spec.Tags); err != nil {
-		return err
+// validateRequest rejects a request EC2 would refuse or that would break
+// Joiner's bookkeeping: restricted tag keys (the rule EC2NodeClass
+// validation uses), no launch ID or attempt, no candidates or subnets.
+func validateRequest(req cloud.LaunchRequest) error {
+	spec := req.Spec
+	for _, k := range slices.Sorted(maps.Keys(spec.Tags)) {
+		if why := awsv1.RestrictedTag(k); why != "" {
+			return fmt.Errorf("tags[%q]: %s: %w", k, why, cloud.ErrInvalidSpec)
+		}
 	}
 	switch {
-	case spec.ClientToken == "" || len(spec.ClientToken) > 64:
-		return fmt.Errorf("clientToken %q: want 1-64 characters: %w", spec.ClientToken, cloud.ErrInvalidSpec)
+	case req.LaunchID == "" || req.Attempt < 1:
+		return fmt.Errorf("launchID %q, attempt %d: want a launch ID and an attempt >= 1: %w", req.LaunchID, req.Attempt, cloud.ErrInvalidSpec)
 	case len(spec.Candidates) == 0:
 		return fmt.Errorf("candidates: empty: %w", cloud.ErrInvalidSpec)
 	case len(spec.Subnets) == 0:
 		return fmt.Errorf("subnets: empty: %w", cloud.ErrInvalidSpec)
-	case spec.NodeClaim == "" || spec.Cluster == "":
-		return fmt.Errorf("nodeClaim and cluster are required: %w", cloud.ErrInvalidSpec)
+	case spec.NodeClaim == "":
+		return fmt.Errorf("nodeClaim: required: %w", cloud.ErrInvalidSpec)
 	}
 	for i, c := range spec.Candidates {
 		if c.ImageID == "" || c.InstanceType == "" || c.Zone == "" {
@@ -145,10 +155,6 @@ func validateSpec(spec cloud.LaunchSpec) error {
 		}
 	}
 	return nil
-}
-
-func keyOf(c cloud.Candidate) cloud.OfferingKey {
-	return cloud.OfferingKey{InstanceType: c.InstanceType, Zone: c.Zone, CapacityType: c.CapacityType}
 }
 
 // derivedToken is the token of fallback call n of a launch.
@@ -190,8 +196,8 @@ func chooseOverrides(cands []cloud.Candidate) (string, []cloud.Candidate) {
 	var out []cloud.Candidate
 	seen := map[cloud.OfferingKey]bool{}
 	for _, c := range cands {
-		if c.CapacityType == capType && !seen[keyOf(c)] {
-			seen[keyOf(c)] = true
+		if c.CapacityType == capType && !seen[c.Key()] {
+			seen[c.Key()] = true
 			out = append(out, c)
 		}
 	}
@@ -217,37 +223,53 @@ type fleetError struct {
 	code, message string
 }
 
-func (p *Provider) instanceTags(spec cloud.LaunchSpec) map[string]string {
-	tags := map[string]string{}
-	for k, v := range spec.Tags {
-		tags[k] = v
+func (p *Provider) instanceTags(req cloud.LaunchRequest) map[string]string {
+	spec := req.Spec
+	tags := maps.Clone(spec.Tags)
+	if tags == nil {
+		tags = map[string]string{}
 	}
-	tags[cloud.TagName] = spec.NodeClaim
-	tags[cloud.TagNodeClaim] = spec.NodeClaim
-	tags[cloud.TagClusterPrefix+spec.Cluster] = "owned"
+	tags[karpv1.TagName] = spec.NodeClaim
+	tags[karpv1.TagNodeClaim] = spec.NodeClaim
+	tags[karpv1.TagClusterPrefix+p.cluster] = "owned"
 	if spec.NodePool != "" {
-		tags[cloud.TagNodePool] = spec.NodePool
+		tags[karpv1.TagNodePool] = spec.NodePool
 	}
 	if spec.NodeClass != "" {
-		tags[cloud.TagNodeClass] = spec.NodeClass
+		tags[karpv1.TagNodeClass] = spec.NodeClass
 	}
-	if spec.LaunchID != "" {
-		tags[cloud.TagLaunchID] = spec.LaunchID
+	tags[karpv1.TagLaunchID] = req.LaunchID
+	tags[karpv1.TagAttempt] = strconv.Itoa(req.Attempt)
+	return tags
+}
+
+// templateTags are the tags of a launch template and of the network
+// interfaces it creates: the NodeClass's tags, the cluster's ownership and
+// the NodeClass. Launch templates are shared by every launch with the same
+// inputs, so nothing specific to one launch goes here.
+func (p *Provider) templateTags(spec cloud.LaunchSpec) map[string]string {
+	tags := maps.Clone(spec.Tags)
+	if tags == nil {
+		tags = map[string]string{}
 	}
-	tags[cloud.TagAttempt] = strconv.Itoa(spec.Attempt)
+	tags[karpv1.TagClusterPrefix+p.cluster] = "owned"
+	if spec.NodeClass != "" {
+		tags[karpv1.TagNodeClass] = spec.NodeClass
+	}
 	return tags
 }
 
 func ec2Tags(tags map[string]string) []ec2types.Tag {
 	out := make([]ec2types.Tag, 0, len(tags))
-	for _, k := range sortedKeys(tags) {
+	for _, k := range slices.Sorted(maps.Keys(tags)) {
 		out = append(out, ec2types.Tag{Key: aws.String(k), Value: aws.String(tags[k])})
 	}
 	return out
 }
 
-func (p *Provider) createFleet(ctx context.Context, spec cloud.LaunchSpec, token, capType string,
+func (p *Provider) createFleet(ctx context.Context, req cloud.LaunchRequest, token, capType string,
 	overrides []cloud.Candidate) (*cloud.Instance, []fleetError, error) {
+	spec := req.Spec
 	// One launch template per image; overrides keep the price order.
 	var images []string
 	byImage := map[string][]cloud.Candidate{}
@@ -275,7 +297,7 @@ func (p *Provider) createFleet(ctx context.Context, spec cloud.LaunchSpec, token
 		}
 		configs = append(configs, cfg)
 	}
-	tags := ec2Tags(p.instanceTags(spec))
+	tags := ec2Tags(p.instanceTags(req))
 	in := &ec2.CreateFleetInput{
 		Type:                  ec2types.FleetTypeInstant,
 		ClientToken:           aws.String(token),
@@ -319,7 +341,7 @@ func (p *Provider) createFleet(ctx context.Context, spec cloud.LaunchSpec, token
 			continue
 		}
 		inst := &cloud.Instance{ID: fi.InstanceIds[0], InstanceType: string(fi.InstanceType), CapacityType: capType,
-			State: "pending", LaunchTime: p.now(), Tags: p.instanceTags(spec)}
+			State: "pending", LaunchTime: p.now(), Tags: p.instanceTags(req)}
 		if o := fi.LaunchTemplateAndOverrides; o != nil && o.Overrides != nil {
 			inst.Zone = aws.ToString(o.Overrides.AvailabilityZone)
 			inst.SubnetID = aws.ToString(o.Overrides.SubnetId)
@@ -348,16 +370,16 @@ type launchTemplateInput struct {
 	Tags               map[string]string           `json:"tags"`
 }
 
-// LaunchTemplateName is the name of the launch template for spec and image.
-func LaunchTemplateName(spec cloud.LaunchSpec, image string) string {
-	sgs := append([]string(nil), spec.SecurityGroupIDs...)
-	sort.Strings(sgs)
-	b, _ := json.Marshal(launchTemplateInput{Cluster: spec.Cluster, NodeClass: spec.NodeClass, ImageID: image,
+// LaunchTemplateName is the name of cluster's launch template for spec and
+// image.
+func LaunchTemplateName(cluster string, spec cloud.LaunchSpec, image string) string {
+	sgs := slices.Sorted(slices.Values(spec.SecurityGroupIDs))
+	b, _ := json.Marshal(launchTemplateInput{Cluster: cluster, NodeClass: spec.NodeClass, ImageID: image,
 		UserData: spec.UserData, SecurityGroupIDs: sgs, BlockDevices: spec.BlockDevices,
 		MetadataOptions: spec.MetadataOptions, InstanceProfile: spec.InstanceProfile,
 		DetailedMonitoring: spec.DetailedMonitoring, Tags: spec.Tags})
 	sum := sha256.Sum256(b)
-	return launchTemplateNamePrefix + hex.EncodeToString(sum[:12])
+	return karpv1.LaunchTemplateNamePrefix + hex.EncodeToString(sum[:12])
 }
 
 func (p *Provider) forgetLaunchTemplates() {
@@ -369,7 +391,7 @@ func (p *Provider) forgetLaunchTemplates() {
 // ensureLaunchTemplate returns the name of the launch template for spec
 // and image: from the cache, else found by name in EC2, else created.
 func (p *Provider) ensureLaunchTemplate(ctx context.Context, spec cloud.LaunchSpec, image string) (string, error) {
-	name := LaunchTemplateName(spec, image)
+	name := LaunchTemplateName(p.cluster, spec, image)
 	p.ltMu.Lock()
 	defer p.ltMu.Unlock()
 	p.mu.Lock()
@@ -416,7 +438,7 @@ func (p *Provider) createLaunchTemplate(ctx context.Context, spec cloud.LaunchSp
 		Monitoring:       &ec2types.LaunchTemplatesMonitoringRequest{Enabled: aws.Bool(spec.DetailedMonitoring)},
 		MetadataOptions:  metadataOptions(spec.MetadataOptions),
 		TagSpecifications: []ec2types.LaunchTemplateTagSpecificationRequest{
-			{ResourceType: ec2types.ResourceTypeNetworkInterface, Tags: ec2Tags(p.instanceTags(spec))},
+			{ResourceType: ec2types.ResourceTypeNetworkInterface, Tags: ec2Tags(p.templateTags(spec))},
 		},
 	}
 	if len(spec.UserData) > 0 {
@@ -450,10 +472,8 @@ func (p *Provider) createLaunchTemplate(ctx context.Context, spec cloud.LaunchSp
 		}
 		data.BlockDeviceMappings = append(data.BlockDeviceMappings, bd)
 	}
-	ltTags := map[string]string{TagLaunchTemplateCluster: spec.Cluster, cloud.TagClusterPrefix + spec.Cluster: "owned"}
-	if spec.NodeClass != "" {
-		ltTags[cloud.TagNodeClass] = spec.NodeClass
-	}
+	ltTags := p.templateTags(spec)
+	ltTags[karpv1.TagLaunchTemplateCluster] = p.cluster
 	out, err := p.ec2.CreateLaunchTemplate(ctx, &ec2.CreateLaunchTemplateInput{
 		LaunchTemplateName: aws.String(name), LaunchTemplateData: data,
 		TagSpecifications: []ec2types.TagSpecification{{ResourceType: ec2types.ResourceTypeLaunchTemplate, Tags: ec2Tags(ltTags)}},
@@ -496,7 +516,7 @@ func metadataOptions(m *awsv1.MetadataOptions) *ec2types.LaunchTemplateInstanceM
 // leader created are deleted once unused for LaunchTemplateTTL.
 func (p *Provider) HydrateLaunchTemplates(ctx context.Context) error {
 	pages := ec2.NewDescribeLaunchTemplatesPaginator(p.ec2, &ec2.DescribeLaunchTemplatesInput{
-		Filters: []ec2types.Filter{{Name: aws.String("tag:" + TagLaunchTemplateCluster), Values: []string{p.cluster}}},
+		Filters: []ec2types.Filter{{Name: aws.String("tag:" + karpv1.TagLaunchTemplateCluster), Values: []string{p.cluster}}},
 	})
 	now := p.now()
 	for pages.HasMorePages() {
@@ -522,8 +542,8 @@ func (p *Provider) DeleteLaunchTemplatesFor(ctx context.Context, nodeClass strin
 	p.ltMu.Lock()
 	defer p.ltMu.Unlock()
 	out, err := p.ec2.DescribeLaunchTemplates(ctx, &ec2.DescribeLaunchTemplatesInput{Filters: []ec2types.Filter{
-		{Name: aws.String("tag:" + TagLaunchTemplateCluster), Values: []string{p.cluster}},
-		{Name: aws.String("tag:" + cloud.TagNodeClass), Values: []string{nodeClass}},
+		{Name: aws.String("tag:" + karpv1.TagLaunchTemplateCluster), Values: []string{p.cluster}},
+		{Name: aws.String("tag:" + karpv1.TagNodeClass), Values: []string{nodeClass}},
 	}})
 	if err != nil {
 		return fmt.Errorf("listing launch templates of nodeclass %s: %w", nodeClass, classify(err))
@@ -545,7 +565,7 @@ func (p *Provider) DeleteLaunchTemplatesFor(ctx context.Context, nodeClass strin
 func (p *Provider) LaunchTemplates() []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return sortedKeys(p.templates)
+	return slices.Sorted(maps.Keys(p.templates))
 }
 
 // DeleteUnusedLaunchTemplates deletes the launch templates this provider
@@ -576,13 +596,4 @@ func (p *Provider) DeleteUnusedLaunchTemplates(ctx context.Context) ([]string, e
 		deleted = append(deleted, name)
 	}
 	return deleted, nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -9,8 +9,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"time"
+
+	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -18,7 +22,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	"go.uber.org/zap"
 
-	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
 	"github.com/joiner-dev/joiner/cloud"
 	"github.com/joiner-dev/joiner/cloud/catalog"
 )
@@ -172,9 +175,6 @@ func (p *Provider) Run(ctx context.Context) error {
 	}
 }
 
-// DriftHash is cloud.DriftHash.
-func (p *Provider) DriftHash(nc *awsv1.EC2NodeClass) string { return cloud.DriftHash(nc) }
-
 // Get returns one instance.
 func (p *Provider) Get(ctx context.Context, id string) (cloud.Instance, error) {
 	out, err := p.ec2.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{id}})
@@ -194,10 +194,10 @@ func (p *Provider) Get(ctx context.Context, id string) (cloud.Instance, error) {
 // List returns the cluster's live instances carrying every tag in tags.
 func (p *Provider) List(ctx context.Context, tags map[string]string) ([]cloud.Instance, error) {
 	filters := []ec2types.Filter{
-		{Name: aws.String("tag:" + cloud.TagClusterPrefix + p.cluster), Values: []string{"owned"}},
+		{Name: aws.String("tag:" + karpv1.TagClusterPrefix + p.cluster), Values: []string{"owned"}},
 		{Name: aws.String("instance-state-name"), Values: []string{"pending", "running", "shutting-down", "stopping", "stopped"}},
 	}
-	for _, k := range sortedKeys(tags) {
+	for _, k := range slices.Sorted(maps.Keys(tags)) {
 		filters = append(filters, ec2types.Filter{Name: aws.String("tag:" + k), Values: []string{tags[k]}})
 	}
 	var out []cloud.Instance

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -12,77 +14,17 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
-	corev1 "k8s.io/api/core/v1"
 
 	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
 	"github.com/joiner-dev/joiner/cloud"
 )
 
-// Errors of NodeClass resolution; they become status conditions.
-var (
-	ErrNoSubnets        = errors.New("no subnet matches subnetSelectorTerms")
-	ErrNoSecurityGroups = errors.New("no security group matches securityGroupSelectorTerms")
-	ErrNoAMIs           = errors.New("no AMI matches amiSelectorTerms")
-	ErrUnknownAlias     = errors.New("unknown AMI alias")
-	ErrNoRole           = errors.New("neither role nor instanceProfile is set")
-)
-
-// Subnet is a resolved subnet.
-type Subnet struct {
-	ID           string
-	Zone         string
-	ZoneID       string
-	AvailableIPs int32
-}
-
-// AMI is a resolved image.
-type AMI struct {
-	ID           string
-	Name         string
-	Arch         string // amd64 or arm64
-	CreationDate string
-}
-
-// Resolved is an EC2NodeClass's selector terms resolved against EC2.
-type Resolved struct {
-	Subnets         []Subnet
-	SecurityGroups  []awsv1.SecurityGroup
-	AMIs            []AMI
-	InstanceProfile string
-}
-
-// ResolveError collects what failed to resolve, per part.
-type ResolveError struct {
-	Subnets, SecurityGroups, AMIs, InstanceProfile error
-}
-
-func (e *ResolveError) Error() string {
-	var parts []string
-	for _, err := range []error{e.Subnets, e.SecurityGroups, e.AMIs, e.InstanceProfile} {
-		if err != nil {
-			parts = append(parts, err.Error())
-		}
-	}
-	return "resolving EC2NodeClass: " + strings.Join(parts, "; ")
-}
-
-// Unwrap returns the part errors.
-func (e *ResolveError) Unwrap() []error {
-	var out []error
-	for _, err := range []error{e.Subnets, e.SecurityGroups, e.AMIs, e.InstanceProfile} {
-		if err != nil {
-			out = append(out, err)
-		}
-	}
-	return out
-}
-
 // Resolve resolves the NodeClass's subnets, security groups, AMIs and
 // instance profile. On failure it returns what it could resolve and a
-// *ResolveError naming each failed part.
-func (p *Provider) Resolve(ctx context.Context, nc *awsv1.EC2NodeClass) (Resolved, error) {
-	var r Resolved
-	var rerr ResolveError
+// *cloud.ResolveError naming each failed part.
+func (p *Provider) Resolve(ctx context.Context, nc *awsv1.EC2NodeClass) (cloud.Resolved, error) {
+	var r cloud.Resolved
+	var rerr cloud.ResolveError
 	var err error
 	if r.Subnets, err = p.resolveSubnets(ctx, nc.Spec.SubnetSelectorTerms); err != nil {
 		rerr.Subnets = err
@@ -101,7 +43,7 @@ func (p *Provider) Resolve(ctx context.Context, nc *awsv1.EC2NodeClass) (Resolve
 		// the same name, which the operator creates.
 		r.InstanceProfile = nc.Spec.Role
 	default:
-		rerr.InstanceProfile = fmt.Errorf("spec.role, spec.instanceProfile: %w", ErrNoRole)
+		rerr.InstanceProfile = fmt.Errorf("spec.role, spec.instanceProfile: %w", cloud.ErrNoRole)
 	}
 	if rerr.Subnets != nil || rerr.SecurityGroups != nil || rerr.AMIs != nil || rerr.InstanceProfile != nil {
 		return r, &rerr
@@ -134,7 +76,7 @@ func cacheKey(kind string, terms any) string {
 
 func tagFilters(tags map[string]string) []ec2types.Filter {
 	var out []ec2types.Filter
-	for _, k := range sortedKeys(tags) {
+	for _, k := range slices.Sorted(maps.Keys(tags)) {
 		if v := tags[k]; v == "*" {
 			out = append(out, ec2types.Filter{Name: aws.String("tag-key"), Values: []string{k}})
 		} else {
@@ -144,9 +86,9 @@ func tagFilters(tags map[string]string) []ec2types.Filter {
 	return out
 }
 
-func (p *Provider) resolveSubnets(ctx context.Context, terms []awsv1.SubnetSelectorTerm) ([]Subnet, error) {
-	return cached(p, cacheKey("subnets", terms), func() ([]Subnet, error) {
-		seen := map[string]Subnet{}
+func (p *Provider) resolveSubnets(ctx context.Context, terms []awsv1.SubnetSelectorTerm) ([]cloud.Subnet, error) {
+	return cached(p, cacheKey("subnets", terms), func() ([]cloud.Subnet, error) {
+		seen := map[string]cloud.Subnet{}
 		for i, t := range terms {
 			in := &ec2.DescribeSubnetsInput{Filters: tagFilters(t.Tags)}
 			if t.ID != "" {
@@ -159,16 +101,16 @@ func (p *Provider) resolveSubnets(ctx context.Context, terms []awsv1.SubnetSelec
 					return nil, fmt.Errorf("subnetSelectorTerms[%d]: describing subnets: %w", i, classify(err))
 				}
 				for _, s := range out.Subnets {
-					seen[aws.ToString(s.SubnetId)] = Subnet{ID: aws.ToString(s.SubnetId), Zone: aws.ToString(s.AvailabilityZone),
+					seen[aws.ToString(s.SubnetId)] = cloud.Subnet{ID: aws.ToString(s.SubnetId), Zone: aws.ToString(s.AvailabilityZone),
 						ZoneID: aws.ToString(s.AvailabilityZoneId), AvailableIPs: aws.ToInt32(s.AvailableIpAddressCount)}
 				}
 			}
 		}
 		if len(seen) == 0 {
-			return nil, ErrNoSubnets
+			return nil, cloud.ErrNoSubnets
 		}
-		out := make([]Subnet, 0, len(seen))
-		for _, id := range sortedKeys(seen) {
+		out := make([]cloud.Subnet, 0, len(seen))
+		for _, id := range slices.Sorted(maps.Keys(seen)) {
 			out = append(out, seen[id])
 		}
 		return out, nil
@@ -177,35 +119,18 @@ func (p *Provider) resolveSubnets(ctx context.Context, terms []awsv1.SubnetSelec
 
 // SubnetsByZone is the package SubnetsByZone without the subnets that
 // recently ran out of addresses, unless a zone has no other.
-func (p *Provider) SubnetsByZone(subnets []Subnet) map[string]string {
-	var ok []Subnet
+func (p *Provider) SubnetsByZone(subnets []cloud.Subnet) map[string]string {
+	var ok []cloud.Subnet
 	for _, s := range subnets {
 		if !p.noAddrs.unavailable(s.ID) {
 			ok = append(ok, s)
 		}
 	}
-	out := SubnetsByZone(ok)
-	for z, id := range SubnetsByZone(subnets) {
+	out := cloud.SubnetPerZone(ok)
+	for z, id := range cloud.SubnetPerZone(subnets) {
 		if _, has := out[z]; !has {
 			out[z] = id
 		}
-	}
-	return out
-}
-
-// SubnetsByZone picks one subnet per zone: the one with the most free
-// addresses (ties: the lowest ID).
-func SubnetsByZone(subnets []Subnet) map[string]string {
-	best := map[string]Subnet{}
-	for _, s := range subnets {
-		b, ok := best[s.Zone]
-		if !ok || s.AvailableIPs > b.AvailableIPs || (s.AvailableIPs == b.AvailableIPs && s.ID < b.ID) {
-			best[s.Zone] = s
-		}
-	}
-	out := make(map[string]string, len(best))
-	for z, s := range best {
-		out[z] = s.ID
 	}
 	return out
 }
@@ -233,10 +158,10 @@ func (p *Provider) resolveSecurityGroups(ctx context.Context, terms []awsv1.Secu
 			}
 		}
 		if len(seen) == 0 {
-			return nil, ErrNoSecurityGroups
+			return nil, cloud.ErrNoSecurityGroups
 		}
 		out := make([]awsv1.SecurityGroup, 0, len(seen))
-		for _, id := range sortedKeys(seen) {
+		for _, id := range slices.Sorted(maps.Keys(seen)) {
 			out = append(out, seen[id])
 		}
 		return out, nil
@@ -248,7 +173,7 @@ func (p *Provider) resolveSecurityGroups(ctx context.Context, terms []awsv1.Secu
 func aliasParameters(alias, k8s string) (map[string]string, error) {
 	family, version, ok := strings.Cut(alias, "@")
 	if !ok || version == "" {
-		return nil, fmt.Errorf("alias %q: want family@version: %w", alias, ErrUnknownAlias)
+		return nil, fmt.Errorf("alias %q: want family@version: %w", alias, cloud.ErrUnknownAlias)
 	}
 	latest := version == "latest"
 	switch strings.ToLower(family) {
@@ -283,17 +208,17 @@ func aliasParameters(alias, k8s string) (map[string]string, error) {
 		}, nil
 	case "windows2019", "windows2022", "windows2025":
 		if !latest {
-			return nil, fmt.Errorf("alias %q: windows aliases only support @latest: %w", alias, ErrUnknownAlias)
+			return nil, fmt.Errorf("alias %q: windows aliases only support @latest: %w", alias, cloud.ErrUnknownAlias)
 		}
 		return map[string]string{"amd64": fmt.Sprintf("/aws/service/ami-windows-latest/Windows_Server-%s-English-Core-EKS_Optimized-%s/image_id",
 			strings.TrimPrefix(strings.ToLower(family), "windows"), k8s)}, nil
 	}
-	return nil, fmt.Errorf("alias %q: family %q: %w", alias, family, ErrUnknownAlias)
+	return nil, fmt.Errorf("alias %q: family %q: %w", alias, family, cloud.ErrUnknownAlias)
 }
 
-func (p *Provider) resolveAMIs(ctx context.Context, terms []awsv1.AMISelectorTerm) ([]AMI, error) {
-	return cached(p, cacheKey("amis/"+p.k8sVer, terms), func() ([]AMI, error) {
-		var found []AMI
+func (p *Provider) resolveAMIs(ctx context.Context, terms []awsv1.AMISelectorTerm) ([]cloud.AMI, error) {
+	return cached(p, cacheKey("amis/"+p.k8sVer, terms), func() ([]cloud.AMI, error) {
+		var found []cloud.AMI
 		for i, t := range terms {
 			field := fmt.Sprintf("amiSelectorTerms[%d]", i)
 			var in *ec2.DescribeImagesInput
@@ -304,10 +229,10 @@ func (p *Provider) resolveAMIs(ctx context.Context, terms []awsv1.AMISelectorTer
 					return nil, fmt.Errorf("%s.alias: %w", field, err)
 				}
 				if p.ssm == nil {
-					return nil, fmt.Errorf("%s.alias: no SSM client: %w", field, ErrUnknownAlias)
+					return nil, fmt.Errorf("%s.alias: no SSM client: %w", field, cloud.ErrUnknownAlias)
 				}
 				var ids []string
-				for _, arch := range sortedKeys(params) {
+				for _, arch := range slices.Sorted(maps.Keys(params)) {
 					out, err := p.ssm.GetParameter(ctx, &ssm.GetParameterInput{Name: aws.String(params[arch])})
 					if err != nil {
 						if errors.Is(classify(err), cloud.ErrNotFound) {
@@ -318,7 +243,7 @@ func (p *Provider) resolveAMIs(ctx context.Context, terms []awsv1.AMISelectorTer
 					ids = append(ids, aws.ToString(out.Parameter.Value))
 				}
 				if len(ids) == 0 {
-					return nil, fmt.Errorf("%s.alias %q: no SSM parameter for Kubernetes %s: %w", field, t.Alias, p.k8sVer, ErrUnknownAlias)
+					return nil, fmt.Errorf("%s.alias %q: no SSM parameter for Kubernetes %s: %w", field, t.Alias, p.k8sVer, cloud.ErrUnknownAlias)
 				}
 				in = &ec2.DescribeImagesInput{ImageIds: ids}
 			case t.SSMParameter != "":
@@ -352,7 +277,7 @@ func (p *Provider) resolveAMIs(ctx context.Context, terms []awsv1.AMISelectorTer
 				if im.Architecture == ec2types.ArchitectureValuesArm64 {
 					arch = "arm64"
 				}
-				found = append(found, AMI{ID: aws.ToString(im.ImageId), Name: aws.ToString(im.Name), Arch: arch,
+				found = append(found, cloud.AMI{ID: aws.ToString(im.ImageId), Name: aws.ToString(im.Name), Arch: arch,
 					CreationDate: aws.ToString(im.CreationDate)})
 			}
 		}
@@ -363,7 +288,7 @@ func (p *Provider) resolveAMIs(ctx context.Context, terms []awsv1.AMISelectorTer
 			}
 			return found[i].ID < found[j].ID
 		})
-		var out []AMI
+		var out []cloud.AMI
 		seen := map[string]bool{}
 		for _, a := range found {
 			if !seen[a.Arch] {
@@ -372,39 +297,9 @@ func (p *Provider) resolveAMIs(ctx context.Context, terms []awsv1.AMISelectorTer
 			}
 		}
 		if len(out) == 0 {
-			return nil, ErrNoAMIs
+			return nil, cloud.ErrNoAMIs
 		}
 		sort.Slice(out, func(i, j int) bool { return out[i].Arch < out[j].Arch })
 		return out, nil
 	})
-}
-
-// ImageFor returns the AMI for an architecture ("" when none).
-func (r Resolved) ImageFor(arch string) string {
-	for _, a := range r.AMIs {
-		if a.Arch == arch {
-			return a.ID
-		}
-	}
-	return ""
-}
-
-// StatusAMIs is the AMIs as EC2NodeClass status entries.
-func (r Resolved) StatusAMIs() []awsv1.AMI {
-	out := make([]awsv1.AMI, 0, len(r.AMIs))
-	for _, a := range r.AMIs {
-		out = append(out, awsv1.AMI{ID: a.ID, Name: a.Name, Requirements: []corev1.NodeSelectorRequirement{
-			{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{a.Arch}},
-		}})
-	}
-	return out
-}
-
-// StatusSubnets is the subnets as EC2NodeClass status entries.
-func (r Resolved) StatusSubnets() []awsv1.Subnet {
-	out := make([]awsv1.Subnet, 0, len(r.Subnets))
-	for _, s := range r.Subnets {
-		out = append(out, awsv1.Subnet{ID: s.ID, Zone: s.Zone, ZoneID: s.ZoneID})
-	}
-	return out
 }

@@ -226,10 +226,10 @@ func TestPinnedTypes(t *testing.T) {
 			}
 		})
 	}
-	if _, ok := find(t, its, "m5.metal").Labels[awsv1.LabelInstanceHypervisor]; ok {
+	if _, ok := find(t, its, "m5.metal").Labels[karpv1.LabelInstanceHypervisor]; ok {
 		t.Error("m5.metal has a hypervisor label; bare metal has none")
 	}
-	if _, ok := find(t, its, "m5.large").Labels[awsv1.LabelInstanceGPUName]; ok {
+	if _, ok := find(t, its, "m5.large").Labels[karpv1.LabelInstanceGPUName]; ok {
 		t.Error("m5.large has GPU labels")
 	}
 }
@@ -682,12 +682,12 @@ func TestNeuron(t *testing.T) {
 		{"trn2.48xlarge", "trainium2", "16", "128"},
 	} {
 		it := find(t, its, tc.name)
-		if it.Labels[awsv1.LabelInstanceAcceleratorName] != tc.accel || it.Labels[awsv1.LabelInstanceAcceleratorCount] != tc.devices ||
+		if it.Labels[karpv1.LabelInstanceAcceleratorName] != tc.accel || it.Labels[karpv1.LabelInstanceAcceleratorCount] != tc.devices ||
 			it.Labels[labelInstanceAcceleratorManufacturer] != "aws" {
 			t.Errorf("%s: accelerator labels %v", tc.name, it.Labels)
 		}
 		checkResources(t, tc.name, it.Capacity, map[corev1.ResourceName]string{"aws.amazon.com/neuron": tc.devices, "aws.amazon.com/neuroncore": tc.cores})
-		if _, ok := it.Labels[awsv1.LabelInstanceGPUName]; ok {
+		if _, ok := it.Labels[karpv1.LabelInstanceGPUName]; ok {
 			t.Errorf("%s: Neuron devices are not GPUs", tc.name)
 		}
 	}

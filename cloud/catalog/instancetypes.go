@@ -192,39 +192,39 @@ func buildInstanceTypes(opts Options) []*InstanceType {
 
 func labels(e Entry, fam family, region string) map[string]string {
 	l := map[string]string{
-		karpv1.LabelInstanceType:      e.Name,
-		karpv1.LabelArch:              e.Arch,
-		karpv1.LabelOS:                fam.os,
-		karpv1.LabelRegion:            region,
-		awsv1.LabelInstanceCategory:   e.Category,
-		awsv1.LabelInstanceFamily:     e.Family,
-		awsv1.LabelInstanceGeneration: strconv.Itoa(e.Generation),
-		awsv1.LabelInstanceSize:       e.Size,
-		awsv1.LabelInstanceCPU:        strconv.Itoa(e.VCPU),
-		awsv1.LabelInstanceMemory:     strconv.FormatInt(e.MemoryMiB, 10),
+		karpv1.LabelInstanceType:       e.Name,
+		karpv1.LabelArch:               e.Arch,
+		karpv1.LabelOS:                 fam.os,
+		karpv1.LabelRegion:             region,
+		karpv1.LabelInstanceCategory:   e.Category,
+		karpv1.LabelInstanceFamily:     e.Family,
+		karpv1.LabelInstanceGeneration: strconv.Itoa(e.Generation),
+		karpv1.LabelInstanceSize:       e.Size,
+		karpv1.LabelInstanceCPU:        strconv.Itoa(e.VCPU),
+		karpv1.LabelInstanceMemory:     strconv.FormatInt(e.MemoryMiB, 10),
 	}
 	if fam.windowsBuild != "" {
 		l[karpv1.LabelWindowsBuild] = fam.windowsBuild
 	}
 	if e.Hypervisor != "" {
-		l[awsv1.LabelInstanceHypervisor] = e.Hypervisor
+		l[karpv1.LabelInstanceHypervisor] = e.Hypervisor
 	}
 	if e.GPUName != "" {
-		l[awsv1.LabelInstanceGPUName] = e.GPUName
-		l[awsv1.LabelInstanceGPUManufacturer] = gpuManufacturer(e.GPUName)
-		l[awsv1.LabelInstanceGPUCount] = strconv.Itoa(e.GPUCount)
-		l[awsv1.LabelInstanceGPUMemory] = strconv.FormatInt(e.GPUMemoryMiB, 10)
+		l[karpv1.LabelInstanceGPUName] = e.GPUName
+		l[karpv1.LabelInstanceGPUManufacturer] = gpuManufacturer(e.GPUName)
+		l[karpv1.LabelInstanceGPUCount] = strconv.Itoa(e.GPUCount)
+		l[karpv1.LabelInstanceGPUMemory] = strconv.FormatInt(e.GPUMemoryMiB, 10)
 	}
 	if n, ok := neuronDevices[e.Name]; ok {
-		l[awsv1.LabelInstanceAcceleratorName] = n.name
+		l[karpv1.LabelInstanceAcceleratorName] = n.name
 		l[labelInstanceAcceleratorManufacturer] = "aws"
-		l[awsv1.LabelInstanceAcceleratorCount] = strconv.FormatInt(n.devices, 10)
+		l[karpv1.LabelInstanceAcceleratorCount] = strconv.FormatInt(n.devices, 10)
 	}
 	if e.LocalNVMeGB > 0 {
-		l[awsv1.LabelInstanceLocalNVME] = strconv.FormatInt(e.LocalNVMeGB, 10)
+		l[karpv1.LabelInstanceLocalNVME] = strconv.FormatInt(e.LocalNVMeGB, 10)
 	}
 	if e.NetworkGbps > 0 {
-		l[awsv1.LabelInstanceNetworkBandwidth] = strconv.FormatInt(int64(math.Round(e.NetworkGbps*1000)), 10)
+		l[karpv1.LabelInstanceNetworkBandwidth] = strconv.FormatInt(int64(math.Round(e.NetworkGbps*1000)), 10)
 	}
 	return l
 }

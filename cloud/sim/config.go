@@ -6,6 +6,8 @@ import (
 	"os"
 	"time"
 
+	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+
 	"github.com/joiner-dev/joiner/cloud/catalog"
 )
 
@@ -119,7 +121,7 @@ func DefaultConfig() Config {
 	} {
 		cfg.Images = append(cfg.Images, Image{
 			ID: im.id, Name: im.name, Owner: "amazon", Arch: im.arch, Family: im.family,
-			CreationDate: "2026-01-01T00:00:00.000Z", Tags: map[string]string{"joiner.io/sim-family": im.family},
+			CreationDate: "2026-01-01T00:00:00.000Z", Tags: map[string]string{karpv1.TagSimFamily: im.family},
 		})
 		cfg.Parameters[im.param] = im.id
 	}

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"encoding/json"
+	"maps"
 	"net/http"
 	"strings"
 	"time"
@@ -83,7 +84,7 @@ func (s *Sim) Instances() []InstanceInfo {
 	for _, id := range s.order {
 		in := s.instances[id]
 		out = append(out, InstanceInfo{ID: in.ID, InstanceType: in.Type, Zone: in.Zone, Lifecycle: in.Lifecycle,
-			State: in.State, NodeName: in.NodeName, Tags: maps(in.Tags), IMDS: "/imds/" + in.ID})
+			State: in.State, NodeName: in.NodeName, Tags: maps.Clone(in.Tags), IMDS: "/imds/" + in.ID})
 	}
 	return out
 }

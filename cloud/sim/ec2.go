@@ -5,6 +5,8 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -215,7 +217,7 @@ func (s *Sim) describeLaunchTemplates(r Request) (response, *apiError) {
 				"At least one of the launch templates specified in the request does not exist.")
 		}
 	}
-	for _, name := range sortedKeys(s.templates) {
+	for _, name := range slices.Sorted(maps.Keys(s.templates)) {
 		lt := s.templates[name]
 		if !inOrAll(names, lt.Name) || !inOrAll(ids, lt.ID) {
 			continue
@@ -318,7 +320,7 @@ type fleetOverride struct {
 }
 
 func paramsHash(r Request) string {
-	keys := sortedKeys(r.Params)
+	keys := slices.Sorted(maps.Keys(r.Params))
 	h := sha256.New()
 	for _, k := range keys {
 		if k == "ClientToken" {
@@ -458,7 +460,7 @@ func (s *Sim) launch(fo fleetOverride, capType, token string, tags map[string]st
 	in := &instance{
 		ID: s.nextID("i"), Type: fo.itype, Zone: fo.zone, SubnetID: fo.subnet, ImageID: fo.image,
 		State: "pending", ClientToken: token, PrivateIP: ip, Arch: arch, LaunchTime: s.now().UTC().Truncate(time.Second),
-		BootAt: s.now().Add(s.cfg.BootDelay.Duration), Tags: maps(tags), UserData: fo.lt.UserData,
+		BootAt: s.now().Add(s.cfg.BootDelay.Duration), Tags: maps.Clone(tags), UserData: fo.lt.UserData,
 		NodeName: "ip-" + strings.ReplaceAll(ip, ".", "-") + ".ec2.internal",
 	}
 	if capType == "spot" {
@@ -593,7 +595,7 @@ func (s *Sim) describeSpotPriceHistory(r Request) (response, *apiError) {
 	}
 	ts := s.now().UTC().Truncate(time.Hour).Format(time.RFC3339)
 	out := &describeSpotPriceHistoryResponse{Prices: []xSpotPrice{}}
-	for _, name := range sortedKeys(s.types) {
+	for _, name := range slices.Sorted(maps.Keys(s.types)) {
 		if !inOrAll(types, name) {
 			continue
 		}
@@ -617,7 +619,7 @@ type describeInstanceTypesResponse struct {
 func (s *Sim) describeInstanceTypes(r Request) (response, *apiError) {
 	names := r.Strings("InstanceType")
 	out := &describeInstanceTypesResponse{Types: []xInstanceType{}}
-	for _, name := range sortedKeys(s.types) {
+	for _, name := range slices.Sorted(maps.Keys(s.types)) {
 		if !inOrAll(names, name) {
 			continue
 		}
@@ -649,7 +651,7 @@ func (s *Sim) describeInstanceTypeOfferings(r Request) (response, *apiError) {
 	if lt == "availability-zone" {
 		locations = s.cfg.Zones
 	}
-	for _, name := range sortedKeys(s.types) {
+	for _, name := range slices.Sorted(maps.Keys(s.types)) {
 		for _, loc := range locations {
 			if !matchFilters(filters, nil, func(n string) []string {
 				switch n {

@@ -70,7 +70,7 @@ func (s *Sim) nodeFor(in instance) (*corev1.Node, error) {
 	now := metav1.NewTime(s.now())
 	return &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: in.NodeName, Labels: labels,
-			Annotations: map[string]string{"joiner.io/sim-instance": in.ID}},
+			Annotations: map[string]string{karpv1.AnnotationSimInstance: in.ID}},
 		Spec: corev1.NodeSpec{ProviderID: "aws:///" + in.Zone + "/" + in.ID, Taints: facts.Taints},
 		Status: corev1.NodeStatus{
 			Capacity: capacity, Allocatable: alloc,

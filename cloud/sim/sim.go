@@ -23,10 +23,10 @@ import (
 	"encoding/xml"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"path"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -146,7 +146,7 @@ func (s *Sim) LastRequest(action string) (Request, bool) {
 func (s *Sim) LaunchTemplateNames() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return sortedKeys(s.templates)
+	return slices.Sorted(maps.Keys(s.templates))
 }
 
 // InjectCapacityError makes launches of (instance type, zone, capacity type)
@@ -275,15 +275,6 @@ func (s *Sim) nextID(prefix string) string {
 	return prefix + "-0" + hex.EncodeToString(sum[:])[:16]
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
 // matchFilters reports whether a resource passes every filter; get returns
 // the resource's values for a filter name (tag:K, tag-key handled here).
 func matchFilters(filters []Filter, tags map[string]string, get func(name string) []string) bool {
@@ -295,7 +286,7 @@ func matchFilters(filters []Filter, tags map[string]string, get func(name string
 				have = []string{v}
 			}
 		case f.Name == "tag-key":
-			have = sortedKeys(tags)
+			have = slices.Sorted(maps.Keys(tags))
 		default:
 			have = get(f.Name)
 		}
@@ -375,7 +366,7 @@ func (s *Sim) step(ctx context.Context) {
 	}
 	snapshot := func(in *instance) instance {
 		c := *in
-		c.Tags = maps(in.Tags)
+		c.Tags = maps.Clone(in.Tags)
 		return c
 	}
 	var bootC, beatC, goneC []instance
@@ -414,14 +405,6 @@ func (s *Sim) step(ctx context.Context) {
 			s.log.Warn("deleting node", zap.String("instance-id", in.ID), zap.Error(err))
 		}
 	}
-}
-
-func maps(m map[string]string) map[string]string {
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }
 
 // Step advances the sim once, as Run does on each tick (for tests that

@@ -1,6 +1,10 @@
 package sim
 
-import "encoding/xml"
+import (
+	"encoding/xml"
+	"maps"
+	"slices"
+)
 
 const ec2NS = "http://ec2.amazonaws.com/doc/2016-11-15/"
 
@@ -11,7 +15,7 @@ type xTag struct {
 
 func tagSet(tags map[string]string) []xTag {
 	out := make([]xTag, 0, len(tags))
-	for _, k := range sortedKeys(tags) {
+	for _, k := range slices.Sorted(maps.Keys(tags)) {
 		out = append(out, xTag{Key: k, Value: tags[k]})
 	}
 	return out

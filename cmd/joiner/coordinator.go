@@ -141,17 +141,17 @@ func runCoordinator(ctx context.Context, f *coordinatorFlags, log *zap.Logger) e
 	log.Info("coordinator starting", zap.String("id", string(node.ID)), zap.String("advertise", f.advertise),
 		zap.String("cluster", f.clusterName), zap.String("cluster-endpoint", f.clusterEndpoint), zap.String("http-addr", f.httpAddr))
 	reg := prometheus.NewRegistry()
-	lead, err := buildLeader(ctx, f, state, node, reg, log)
+	ap, err := f.security.autopilot(node, disc, f, log)
 	if err != nil {
 		return err
 	}
-	ap, err := f.security.autopilot(node, disc, f, log)
+	lead, cache, err := buildLeader(ctx, f, state, node, &ap, reg, log)
 	if err != nil {
 		return err
 	}
 	cacheCtx, stopCache := context.WithCancel(ctx)
 	cacheDone := make(chan struct{})
-	go func() { defer close(cacheDone); _ = lead.cache.Run(cacheCtx) }()
+	go func() { defer close(cacheDone); _ = cache.Run(cacheCtx) }()
 	defer func() { stopCache(); <-cacheDone }()
 	stopHTTP, err := serveAPI(ctx, f, node, state, reg, log)
 	if err != nil {
@@ -163,12 +163,7 @@ func runCoordinator(ctx context.Context, f *coordinatorFlags, log *zap.Logger) e
 			log.Error("bootstrap", zap.Error(err))
 		}
 	}()
-	cluster.MonitorLeadership(ctx, node.Raft, 2*time.Minute, func(ctx context.Context) {
-		// Raft membership does not wait for the Kubernetes cache.
-		waitAutopilot := goLoop(ctx, ap, log.Named("leader"))
-		lead.runLeader(ctx, log.Named("leader"))
-		waitAutopilot()
-	}, log)
+	cluster.MonitorLeadership(ctx, node.Raft, 2*time.Minute, lead.Run, log)
 	return nil
 }
 

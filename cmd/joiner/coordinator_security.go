@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/joiner-dev/joiner/coordinator/api"
 	"github.com/joiner-dev/joiner/coordinator/cluster"
+	"github.com/joiner-dev/joiner/coordinator/leader"
 )
 
 // securityFlags configure raft's mutual TLS, the gossip keyring and
@@ -66,12 +66,12 @@ func (f *securityFlags) build(log *zap.Logger) (*cluster.TLS, *memberlist.Keyrin
 // autopilot builds the leader-only autopilot loop (run beside the other
 // leader loops, not after the Kubernetes cache syncs). Other replicas' raft
 // stats come from their HTTP API (same port, same token).
-func (f *securityFlags) autopilot(node *cluster.Node, disc *cluster.Discovery, cf *coordinatorFlags, log *zap.Logger) (namedLoop, error) {
+func (f *securityFlags) autopilot(node *cluster.Node, disc *cluster.Discovery, cf *coordinatorFlags, log *zap.Logger) (leader.Loop, error) {
 	var token string
 	if cf.tokenFile != "" {
 		b, err := os.ReadFile(cf.tokenFile)
 		if err != nil {
-			return namedLoop{}, fmt.Errorf("--token-file: %w", err)
+			return leader.Loop{}, fmt.Errorf("--token-file: %w", err)
 		}
 		token = strings.TrimSpace(string(b))
 	}
@@ -86,28 +86,7 @@ func (f *securityFlags) autopilot(node *cluster.Node, disc *cluster.Discovery, c
 		Stats:  api.StatsFetcher(&http.Client{Timeout: 5 * time.Second}, api.PortResolver("http", httpPort), token),
 		Config: cluster.AutopilotConfig{DeadServerAfter: f.deadServerAfter, MinQuorum: mq},
 	}
-	return namedLoop{"autopilot", ap.Run}, nil
-}
-
-// goLoop runs l until ctx ends, restarting it after a pause if it fails;
-// the returned func waits for it to stop.
-func goLoop(ctx context.Context, l namedLoop, log *zap.Logger) (wait func()) {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for ctx.Err() == nil {
-			err := l.run(ctx)
-			if ctx.Err() != nil {
-				return
-			}
-			log.Error("leader loop stopped, restarting", zap.String("loop", l.name), zap.Error(err))
-			select {
-			case <-ctx.Done():
-			case <-time.After(5 * time.Second):
-			}
-		}
-	}()
-	return func() { <-done }
+	return leader.Loop{Name: "autopilot", Run: ap.Run}, nil
 }
 
 func nonEmpty(ss ...string) int {

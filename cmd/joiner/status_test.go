@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/raft"
 	"go.uber.org/zap"
 
+	"github.com/joiner-dev/joiner/cloud"
 	"github.com/joiner-dev/joiner/coordinator/api"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
 )
@@ -45,13 +46,13 @@ func startStatusServer(t *testing.T, token string) *httptest.Server {
 		time.Sleep(5 * time.Millisecond)
 	}
 	t0 := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
-	cand := func(ty string, price float64) fsm.Candidate {
-		return fsm.Candidate{InstanceType: ty, Zone: "us-east-1a", CapacityType: "spot", Price: price}
+	cand := func(ty string, price float64) cloud.Candidate {
+		return cloud.Candidate{InstanceType: ty, Zone: "us-east-1a", CapacityType: "spot", Price: price}
 	}
 	for _, cmd := range [][]byte{
 		fsm.MustEncode(fsm.PlanCommitType, fsm.PlanCommit{At: t0, Intents: []fsm.NewIntent{
-			{ID: "intent-a", Spec: fsm.LaunchSpec{NodePool: "default", NodeClaim: "default-aaaaa", Candidates: []fsm.Candidate{cand("m5.large", 0.0431), cand("m5.xlarge", 0.09)}}, Pods: []string{"p1", "p2"}},
-			{ID: "intent-b", Spec: fsm.LaunchSpec{NodePool: "default", NodeClaim: "default-bbbbb", Candidates: []fsm.Candidate{cand("c5.large", 0.04)}}, Pods: []string{"p3"}},
+			{ID: "intent-a", Spec: fsm.LaunchSpec{LaunchSpec: cloud.LaunchSpec{NodePool: "default", NodeClaim: "default-aaaaa", Candidates: []cloud.Candidate{cand("m5.large", 0.0431), cand("m5.xlarge", 0.09)}}}, Pods: []string{"p1", "p2"}},
+			{ID: "intent-b", Spec: fsm.LaunchSpec{LaunchSpec: cloud.LaunchSpec{NodePool: "default", NodeClaim: "default-bbbbb", Candidates: []cloud.Candidate{cand("c5.large", 0.04)}}}, Pods: []string{"p3"}},
 		}}),
 		fsm.MustEncode(fsm.LaunchAttemptStartType, fsm.LaunchAttemptStart{IntentID: "intent-a", Attempt: 1, At: t0}),
 		fsm.MustEncode(fsm.LaunchResultType, fsm.LaunchResult{IntentID: "intent-a", Attempt: 1, At: t0, Launched: &fsm.Launched{

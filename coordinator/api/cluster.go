@@ -8,18 +8,16 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
-)
 
-// ErrNotLeader means this replica cannot commit (it is not, or no longer,
-// the leader): the request may be retried on the leader.
-var ErrNotLeader = errors.New("not the raft leader")
+	"github.com/joiner-dev/joiner/coordinator/cluster"
+)
 
 // RaftCluster adapts a *raft.Raft to Cluster.
 type RaftCluster struct {
 	Raft *raft.Raft
 	// ID is this replica's raft server ID (readiness: it must be a voter).
 	ID raft.ServerID
-	// Timeout bounds the wait to enqueue an entry (default 10 s).
+	// Timeout bounds the wait to enqueue an entry (default 30 s).
 	Timeout time.Duration
 }
 
@@ -52,34 +50,17 @@ func (c RaftCluster) Ready() error {
 	return fmt.Errorf("server %s is not in the raft configuration", c.ID)
 }
 
-// Commit applies cmd and waits for its commit, returning the entry's index.
-// An error returned by the FSM is returned as is; raft errors that mean
-// "not here" wrap ErrNotLeader.
+// Commit commits cmd through cluster.RaftProposer, returning the entry's
+// index; an error the FSM returned is returned as is.
 func (c RaftCluster) Commit(ctx context.Context, cmd []byte) (uint64, error) {
-	timeout := c.Timeout
-	if timeout <= 0 {
-		timeout = 10 * time.Second
+	index, resp, err := cluster.RaftProposer{Raft: c.Raft, Timeout: c.Timeout}.Commit(ctx, cmd)
+	if err != nil {
+		return 0, err
 	}
-	f := c.Raft.Apply(cmd, timeout)
-	done := make(chan error, 1)
-	go func() { done <- f.Error() }()
-	select {
-	case err := <-done:
-		switch {
-		case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipLost),
-			errors.Is(err, raft.ErrLeadershipTransferInProgress), errors.Is(err, raft.ErrRaftShutdown),
-			errors.Is(err, raft.ErrEnqueueTimeout):
-			return 0, fmt.Errorf("%w: %w", ErrNotLeader, err)
-		case err != nil:
-			return 0, fmt.Errorf("applying raft command: %w", err)
-		}
-		if ferr, ok := f.Response().(error); ok && ferr != nil {
-			return f.Index(), ferr
-		}
-		return f.Index(), nil
-	case <-ctx.Done():
-		return 0, fmt.Errorf("applying raft command: %w", ctx.Err())
+	if ferr, ok := resp.(error); ok && ferr != nil {
+		return index, ferr
 	}
+	return index, nil
 }
 
 // PortResolver maps a raft address (host:raftPort, a stable DNS name) to

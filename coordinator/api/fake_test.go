@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/joiner-dev/joiner/coordinator/cluster"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
 )
 
@@ -51,7 +52,7 @@ func TestErrorMapping(t *testing.T) {
 		code      int
 		inBody    string
 	}{
-		{name: "leadership lost during commit", cluster: &fakeCluster{leader: true, commitErr: ErrNotLeader}, code: 503, inBody: "leadership changed"},
+		{name: "leadership lost during commit", cluster: &fakeCluster{leader: true, commitErr: cluster.ErrNotLeader}, code: 503, inBody: "leadership changed"},
 		{name: "fsm rejects", cluster: &fakeCluster{leader: true, commitErr: fsm.ErrInvalidCommand}, code: 400, inBody: "invalid command"},
 		{name: "raft error", cluster: &fakeCluster{leader: true, commitErr: errors.New("disk full")}, code: 500, inBody: "retry"},
 		{name: "committed", cluster: &fakeCluster{leader: true}, code: 200, inBody: `"index":7`},

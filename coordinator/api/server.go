@@ -29,6 +29,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/joiner-dev/joiner/agent/report"
+	"github.com/joiner-dev/joiner/coordinator/cluster"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
 )
 
@@ -141,7 +142,7 @@ func (s *Server) interruption(w http.ResponseWriter, r *http.Request) {
 	}
 	ack, err := s.commit(r.Context(), rep)
 	switch {
-	case errors.Is(err, ErrNotLeader):
+	case errors.Is(err, cluster.ErrNotLeader):
 		s.unavailable(w, rep, "leadership changed, retry", err)
 		return
 	case errors.Is(err, fsm.ErrInvalidCommand):

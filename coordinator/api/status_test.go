@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/joiner-dev/joiner/cloud"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
 )
 
@@ -21,9 +22,9 @@ import (
 func seedCommands() [][]byte {
 	t0 := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 	spec := func(claim string, types ...string) fsm.LaunchSpec {
-		s := fsm.LaunchSpec{NodePool: "default", NodeClaim: claim}
+		s := fsm.LaunchSpec{LaunchSpec: cloud.LaunchSpec{NodePool: "default", NodeClaim: claim}}
 		for _, ty := range types {
-			s.Candidates = append(s.Candidates, fsm.Candidate{InstanceType: ty, Zone: "us-east-1a", CapacityType: "spot", Price: 0.1})
+			s.Candidates = append(s.Candidates, cloud.Candidate{InstanceType: ty, Zone: "us-east-1a", CapacityType: "spot", Price: 0.1})
 		}
 		return s
 	}

@@ -11,6 +11,7 @@ import (
 	autopilot "github.com/hashicorp/raft-autopilot"
 	"go.uber.org/zap"
 
+	"github.com/joiner-dev/joiner/cloud"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
 )
 
@@ -188,7 +189,7 @@ func TestAutopilotRemovesDeadServerAndAddsReplacement(t *testing.T) {
 		return servers(leader.node.Raft)[fresh.node.ID] == raft.Voter
 	})
 	// It replicates like any voter.
-	cmd := fsm.PlanCommit{Intents: []fsm.NewIntent{{ID: "i1", Pods: []string{"p1"}, Spec: fsm.LaunchSpec{NodePool: "default"}}}}
+	cmd := fsm.PlanCommit{Intents: []fsm.NewIntent{{ID: "i1", Pods: []string{"p1"}, Spec: fsm.LaunchSpec{LaunchSpec: cloud.LaunchSpec{NodePool: "default"}}}}}
 	if _, err := (RaftProposer{Raft: leader.node.Raft}).Propose(ctx, fsm.MustEncode(fsm.PlanCommitType, cmd)); err != nil {
 		t.Fatal(err)
 	}

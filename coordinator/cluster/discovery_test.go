@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/raft"
 	"go.uber.org/zap"
 
+	"github.com/joiner-dev/joiner/cloud"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
 )
 
@@ -119,7 +120,7 @@ func TestBootstrapExpectOverMemberlist(t *testing.T) {
 	if err := cfg.Error(); err != nil || len(cfg.Configuration().Servers) != 3 {
 		t.Fatalf("configuration %v, %v", cfg.Configuration(), err)
 	}
-	cmd := fsm.PlanCommit{Intents: []fsm.NewIntent{{ID: "i1", Pods: []string{"p1"}, Spec: fsm.LaunchSpec{NodePool: "default"}}}}
+	cmd := fsm.PlanCommit{Intents: []fsm.NewIntent{{ID: "i1", Pods: []string{"p1"}, Spec: fsm.LaunchSpec{LaunchSpec: cloud.LaunchSpec{NodePool: "default"}}}}}
 	if _, err := (RaftProposer{Raft: leader.node.Raft}).Propose(ctx, fsm.MustEncode(fsm.PlanCommitType, cmd)); err != nil {
 		t.Fatal(err)
 	}

@@ -77,36 +77,53 @@ func startLeader(ctx context.Context, r *raft.Raft, barrierTimeout time.Duration
 	return run
 }
 
-// RaftProposer commits commands through a raft node.
+// ErrNotLeader means this replica cannot commit (it is not, or no longer,
+// the leader): the command may be retried on the leader. The entry may
+// still have committed when leadership was lost during the wait, so callers
+// re-read state before acting again.
+var ErrNotLeader = errors.New("not the raft leader")
+
+// RaftProposer is the one way commands are committed through raft.
 type RaftProposer struct {
 	Raft *raft.Raft
 	// Timeout bounds the wait to enqueue an entry (default 30 s, Nomad's).
 	Timeout time.Duration
 }
 
-// Propose implements launcher.Proposer: it applies cmd and returns the FSM's
-// response. A raft error (not leader, leadership lost, shutdown) means the
-// entry may or may not commit; callers re-read state before acting again.
-func (p RaftProposer) Propose(ctx context.Context, cmd []byte) (any, error) {
+// Commit applies cmd and waits for its commit, or stops waiting when ctx
+// ends (leadership lost; the entry may still commit). It returns the
+// entry's raft index and the FSM's response (nil or an error value). Raft
+// errors that mean "not here" (not leader, leadership lost or in transfer,
+// shut down, enqueue timeout) wrap ErrNotLeader.
+func (p RaftProposer) Commit(ctx context.Context, cmd []byte) (uint64, any, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return 0, nil, err
 	}
 	timeout := p.Timeout
 	if timeout <= 0 {
 		timeout = 30 * time.Second
 	}
 	f := p.Raft.Apply(cmd, timeout)
-	// Wait for the commit, or stop waiting when ctx ends (leadership lost):
-	// the entry may still commit, and callers re-read state before acting.
 	done := make(chan error, 1)
 	go func() { done <- f.Error() }()
 	select {
 	case err := <-done:
-		if err != nil {
-			return nil, fmt.Errorf("applying raft command: %w", err)
+		switch {
+		case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipLost),
+			errors.Is(err, raft.ErrLeadershipTransferInProgress), errors.Is(err, raft.ErrRaftShutdown),
+			errors.Is(err, raft.ErrEnqueueTimeout):
+			return 0, nil, fmt.Errorf("applying raft command: %w: %w", ErrNotLeader, err)
+		case err != nil:
+			return 0, nil, fmt.Errorf("applying raft command: %w", err)
 		}
-		return f.Response(), nil
+		return f.Index(), f.Response(), nil
 	case <-ctx.Done():
-		return nil, fmt.Errorf("applying raft command: %w", ctx.Err())
+		return 0, nil, fmt.Errorf("applying raft command: %w", ctx.Err())
 	}
+}
+
+// Propose implements fsm.Proposer with Commit.
+func (p RaftProposer) Propose(ctx context.Context, cmd []byte) (any, error) {
+	_, resp, err := p.Commit(ctx, cmd)
+	return resp, err
 }

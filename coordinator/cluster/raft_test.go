@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/raft"
 	"go.uber.org/zap"
 
+	"github.com/joiner-dev/joiner/cloud"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
 )
 
@@ -50,7 +51,7 @@ func TestOpenPersistsAndAdvertisesDNS(t *testing.T) {
 	if addr, _ := n.Raft.LeaderWithID(); addr != raft.ServerAddress(cfg.Advertise) {
 		t.Fatalf("leader address %q, want the DNS name %q", addr, cfg.Advertise)
 	}
-	cmd := fsm.PlanCommit{Intents: []fsm.NewIntent{{ID: "i1", Pods: []string{"p1"}, Spec: fsm.LaunchSpec{NodePool: "default"}}}}
+	cmd := fsm.PlanCommit{Intents: []fsm.NewIntent{{ID: "i1", Pods: []string{"p1"}, Spec: fsm.LaunchSpec{LaunchSpec: cloud.LaunchSpec{NodePool: "default"}}}}}
 	if _, err := (RaftProposer{Raft: n.Raft}).Propose(context.Background(), fsm.MustEncode(fsm.PlanCommitType, cmd)); err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
+	"github.com/joiner-dev/joiner/cloud"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
 )
 
@@ -111,7 +112,7 @@ func TestFollowerRestartFromSnapshot(t *testing.T) {
 	apply := func(from, to int) {
 		for i := from; i < to; i++ {
 			id := fmt.Sprintf("intent-%03d", i)
-			cmd := fsm.PlanCommit{Intents: []fsm.NewIntent{{ID: id, Pods: []string{"pod-" + id}, Spec: fsm.LaunchSpec{NodePool: "default"}}}}
+			cmd := fsm.PlanCommit{Intents: []fsm.NewIntent{{ID: id, Pods: []string{"pod-" + id}, Spec: fsm.LaunchSpec{LaunchSpec: cloud.LaunchSpec{NodePool: "default"}}}}}
 			if res, err := (RaftProposer{Raft: leader.raft}).Propose(ctx, fsm.MustEncode(fsm.PlanCommitType, cmd)); err != nil || res != nil {
 				t.Fatalf("apply %d: %v %v", i, err, res)
 			}

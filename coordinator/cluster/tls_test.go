@@ -21,6 +21,7 @@ import (
 	"github.com/hashicorp/raft"
 	"go.uber.org/zap"
 
+	"github.com/joiner-dev/joiner/cloud"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
 )
 
@@ -162,7 +163,7 @@ func TestTLSClusterFormsAndReplicates(t *testing.T) {
 	}
 	nodes, fsms := openCluster(t, tlss)
 	eventually(t, "a leader", func() bool { return leaderOf(nodes) != nil })
-	cmd := fsm.PlanCommit{Intents: []fsm.NewIntent{{ID: "i1", Pods: []string{"p1"}, Spec: fsm.LaunchSpec{NodePool: "default"}}}}
+	cmd := fsm.PlanCommit{Intents: []fsm.NewIntent{{ID: "i1", Pods: []string{"p1"}, Spec: fsm.LaunchSpec{LaunchSpec: cloud.LaunchSpec{NodePool: "default"}}}}}
 	var err error
 	for range 50 { // leadership may still move right after the first election
 		if l := leaderOf(nodes); l != nil {

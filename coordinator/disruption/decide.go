@@ -9,7 +9,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 	"github.com/joiner-dev/joiner/api/requirements"
 	"github.com/joiner-dev/joiner/cloud/catalog"
@@ -234,7 +233,7 @@ func (d *decider) drifted(n *Node) string {
 			}
 		}
 		if want, ok := d.in.NodeClassHashes[ref.Name]; ok {
-			if got, found := n.NodeClaim.Annotations[awsv1.AnnotationEC2NodeClassHash]; found && got != "" && got != want {
+			if got, found := n.NodeClaim.Annotations[karpv1.AnnotationEC2NodeClassHash]; found && got != "" && got != want {
 				return fmt.Sprintf("ec2nodeclass %s changed (hash %q, want %q)", ref.Name, got, want)
 			}
 		}

@@ -6,6 +6,8 @@ import (
 	"io"
 	"testing"
 	"time"
+
+	"github.com/joiner-dev/joiner/cloud"
 )
 
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -17,7 +19,7 @@ type step struct {
 }
 
 func spec() LaunchSpec {
-	return LaunchSpec{NodePool: "default", NodeClaim: "default-abc", Candidates: []Candidate{{InstanceType: "m5.large", Zone: "us-east-1a", CapacityType: "on-demand", Price: 0.096}}}
+	return LaunchSpec{LaunchSpec: cloud.LaunchSpec{NodePool: "default", NodeClaim: "default-abc", Candidates: []cloud.Candidate{{InstanceType: "m5.large", Zone: "us-east-1a", CapacityType: "on-demand", Price: 0.096}}}}
 }
 
 func plan(id string, pods ...string) PlanCommit {

@@ -12,8 +12,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/cloud"
 )
 
 // IntentState is where a launch intent is in the fenced launch protocol.
@@ -41,46 +41,16 @@ func (s IntentState) Live() bool {
 	return s == IntentPending || s == IntentLaunching || s == IntentLaunched
 }
 
-// Candidate is one offering a launch may pick.
-type Candidate struct {
-	InstanceType string  `json:"instanceType"`
-	Zone         string  `json:"zone"`
-	CapacityType string  `json:"capacityType"`
-	Price        float64 `json:"price"`
-	ImageID      string  `json:"imageID,omitempty"`
-}
-
-// LaunchSpec is frozen when the intent is committed: every attempt of the
-// intent sends the cloud the same request, so a retry with the same token is
-// deduplicated rather than rejected as a parameter mismatch.
+// LaunchSpec is the launch frozen when the intent is committed (the cloud
+// request every attempt sends) plus what the NodeClaim object needs, so a
+// new leader that must recreate it after a failover recreates the same one.
 type LaunchSpec struct {
-	NodePool   string            `json:"nodePool"`
-	NodeClass  string            `json:"nodeClass,omitempty"`
-	NodeClaim  string            `json:"nodeClaim"`
-	Candidates []Candidate       `json:"candidates"`
-	Labels     map[string]string `json:"labels,omitempty"`
-
-	// The NodeClass inputs below are resolved by the provisioner before
-	// PlanCommit and frozen with the candidates, so a same-token retry by a
-	// new leader sends the cloud identical parameters.
-
-	// Subnets maps a zone to the subnet to launch into there.
-	Subnets map[string]string `json:"subnets,omitempty"`
-	// SecurityGroupIDs of the instance.
-	SecurityGroupIDs []string `json:"securityGroupIDs,omitempty"`
-	// UserData is the rendered user data (not base64-encoded).
-	UserData        []byte                      `json:"userData,omitempty"`
-	BlockDevices    []*awsv1.BlockDeviceMapping `json:"blockDevices,omitempty"`
-	MetadataOptions *awsv1.MetadataOptions      `json:"metadataOptions,omitempty"`
-	// InstanceProfile is the IAM instance profile name.
-	InstanceProfile    string `json:"instanceProfile,omitempty"`
-	DetailedMonitoring bool   `json:"detailedMonitoring,omitempty"`
-	// Tags are the NodeClass's tags (Joiner's own keys are added at launch).
-	Tags map[string]string `json:"tags,omitempty"`
-
+	cloud.LaunchSpec
+	// Labels of the planned node (the scheduler's view of in-flight
+	// capacity).
+	Labels map[string]string `json:"labels,omitempty"`
 	// The NodeClaim object's requirements, requests and annotations (drift
-	// hashes), so a new leader that must recreate the object after a
-	// failover recreates the same one.
+	// hashes).
 	Requirements     []karpv1.NodeSelectorRequirementWithMinValues `json:"requirements,omitempty"`
 	Requests         corev1.ResourceList                           `json:"requests,omitempty"`
 	ClaimAnnotations map[string]string                             `json:"claimAnnotations,omitempty"`

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/cloud"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
 	"github.com/joiner-dev/joiner/coordinator/fsm/fsmtest"
 	"github.com/joiner-dev/joiner/coordinator/interruption"
@@ -67,13 +68,13 @@ func TestInterruptionRealAPIServer(t *testing.T) {
 		intent := "intent-" + id
 		name := []string{"spot-claim", "rebal-claim"}[i]
 		apply(fsm.PlanCommitType, fsm.PlanCommit{Intents: []fsm.NewIntent{{ID: intent,
-			Spec: fsm.LaunchSpec{NodePool: "default", NodeClaim: name}, Pods: []string{"pod-" + id}}}, At: now})
+			Spec: fsm.LaunchSpec{LaunchSpec: cloud.LaunchSpec{NodePool: "default", NodeClaim: name}}, Pods: []string{"pod-" + id}}}, At: now})
 		apply(fsm.LaunchAttemptStartType, fsm.LaunchAttemptStart{IntentID: intent, Attempt: 1, At: now})
 		apply(fsm.LaunchResultType, fsm.LaunchResult{IntentID: intent, Attempt: 1, At: now,
 			Launched: &fsm.Launched{InstanceID: id, InstanceType: "m5.large", Zone: "us-east-1a", CapacityType: "spot"}})
 		nc, err := clients.CreateNodeClaim(ctx, &karpv1.NodeClaim{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: []string{karpv1.TerminationFinalizer},
-				Annotations: map[string]string{termination.AnnotationLaunchID: intent}},
+				Annotations: map[string]string{karpv1.AnnotationLaunchID: intent}},
 			Spec: karpv1.NodeClaimSpec{
 				Requirements: []karpv1.NodeSelectorRequirementWithMinValues{{Key: karpv1.LabelCapacityType,
 					Operator: karpv1.NodeSelectorOperator(corev1.NodeSelectorOpIn), Values: []string{"spot"}}},
@@ -99,12 +100,14 @@ func TestInterruptionRealAPIServer(t *testing.T) {
 	})
 	reg := prometheus.NewRegistry()
 	rec := kube.NewRecorder(ctx, clients.Kube, "joiner")
-	h, err := interruption.New(interruption.Config{Interval: 200 * time.Millisecond}, cache, clients, state, raft, reg, rec, log)
+	h, err := interruption.New(interruption.Config{Interval: 200 * time.Millisecond}, interruption.Deps{Cache: cache, Claims: clients,
+		State: state, Raft: raft, Registerer: reg, Recorder: rec, Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cloud := &recordingCloud{}
-	ctrl, err := termination.New(termination.Config{Resync: 200 * time.Millisecond}, cache, clients, clients.Kube, state, raft, cloud, reg, rec, log)
+	ctrl, err := termination.New(termination.Config{Resync: 200 * time.Millisecond}, termination.Deps{Cache: cache, Claims: clients,
+		Kube: clients.Kube, State: state, Raft: raft, Cloud: cloud, Registerer: reg, Recorder: rec, Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}

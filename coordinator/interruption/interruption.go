@@ -98,9 +98,16 @@ type State interface {
 	Intent(id string) (fsm.LaunchIntent, bool)
 }
 
-// Proposer commits a command through raft (cluster.RaftProposer).
-type Proposer interface {
-	Propose(ctx context.Context, cmd []byte) (any, error)
+// Deps are the handler's collaborators.
+type Deps struct {
+	Cache  Cache
+	Claims Claims
+	State  State
+	Raft   fsm.Proposer
+	// Registerer may be nil (no metrics); Recorder may be nil (no Events).
+	Registerer prometheus.Registerer
+	Recorder   record.EventRecorder
+	Log        *zap.Logger
 }
 
 // Config configures a Handler.
@@ -114,35 +121,31 @@ type Config struct {
 // Handler is the interruption leader loop.
 type Handler struct {
 	cfg     Config
-	cache   Cache
-	claims  Claims
-	state   State
-	raft    Proposer
-	rec     record.EventRecorder
+	d       Deps
 	log     *zap.Logger
 	metrics *metrics
 	wake    chan struct{}
 }
 
-// New builds a Handler. reg may be nil (no metrics); rec may be nil (no
-// Events).
-func New(cfg Config, cache Cache, claims Claims, state State, raft Proposer,
-	reg prometheus.Registerer, rec record.EventRecorder, log *zap.Logger) (*Handler, error) {
+// New builds a Handler.
+func New(cfg Config, d Deps) (*Handler, error) {
 	if cfg.Interval <= 0 {
 		cfg.Interval = time.Second
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if rec == nil {
-		rec = &record.FakeRecorder{}
+	if d.Recorder == nil {
+		d.Recorder = &record.FakeRecorder{}
 	}
-	m, err := newMetrics(reg)
+	if d.Log == nil {
+		d.Log = zap.NewNop()
+	}
+	m, err := newMetrics(d.Registerer)
 	if err != nil {
 		return nil, err
 	}
-	return &Handler{cfg: cfg, cache: cache, claims: claims, state: state, raft: raft, rec: rec,
-		log: log.Named("interruption"), metrics: m, wake: make(chan struct{}, 1)}, nil
+	return &Handler{cfg: cfg, d: d, log: d.Log.Named("interruption"), metrics: m, wake: make(chan struct{}, 1)}, nil
 }
 
 // Wake asks for a pass now (after a report commits). It never blocks.
@@ -175,7 +178,7 @@ func (h *Handler) Run(ctx context.Context) error {
 // error; the other reports still get their turn.
 func (h *Handler) Reconcile(ctx context.Context) error {
 	var first error
-	for _, r := range h.state.Interruptions() {
+	for _, r := range h.d.State.Interruptions() {
 		if r.Handled {
 			continue
 		}
@@ -213,7 +216,7 @@ func (h *Handler) handle(ctx context.Context, r fsm.InterruptionReport) error {
 			return err
 		}
 	}
-	if err := fsm.Propose(ctx, h.raft, fsm.InterruptionHandledType, fsm.InterruptionHandled{ReportID: r.ID, At: h.cfg.Now()}); err != nil {
+	if err := fsm.Propose(ctx, h.d.Raft, fsm.InterruptionHandledType, fsm.InterruptionHandled{ReportID: r.ID, At: h.cfg.Now()}); err != nil {
 		return fmt.Errorf("marking handled: %w", err)
 	}
 	h.metrics.received.WithLabelValues(r.Kind).Inc()
@@ -223,8 +226,8 @@ func (h *Handler) handle(ctx context.Context, r fsm.InterruptionReport) error {
 
 // disrupt commits the termination, annotates and deletes the NodeClaim.
 func (h *Handler) disrupt(ctx context.Context, log *zap.Logger, cached *karpv1.NodeClaim, r fsm.InterruptionReport) error {
-	if _, ok := h.state.Instance(r.InstanceID); ok {
-		err := fsm.Propose(ctx, h.raft, fsm.TerminationIntentType, fsm.TerminationIntentCmd{ID: termination.TerminationID(r.InstanceID),
+	if _, ok := h.d.State.Instance(r.InstanceID); ok {
+		err := fsm.Propose(ctx, h.d.Raft, fsm.TerminationIntentType, fsm.TerminationIntentCmd{ID: termination.TerminationID(r.InstanceID),
 			InstanceID: r.InstanceID, Reason: Reason, At: h.cfg.Now()})
 		if err != nil {
 			return fmt.Errorf("committing termination of instance %s: %w", r.InstanceID, err)
@@ -235,18 +238,18 @@ func (h *Handler) disrupt(ctx context.Context, log *zap.Logger, cached *karpv1.N
 		return nil
 	}
 	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
-		nc, err := h.claims.GetNodeClaim(ctx, cached.Name)
+		nc, err := h.d.Claims.GetNodeClaim(ctx, cached.Name)
 		if err != nil {
 			return err
 		}
-		if nc.DeletionTimestamp != nil || nc.Annotations[termination.AnnotationDisruptionReason] == Reason {
+		if nc.DeletionTimestamp != nil || nc.Annotations[karpv1.AnnotationDisruptionReason] == Reason {
 			return nil
 		}
 		if nc.Annotations == nil {
 			nc.Annotations = map[string]string{}
 		}
-		nc.Annotations[termination.AnnotationDisruptionReason] = Reason
-		_, err = h.claims.UpdateNodeClaim(ctx, nc)
+		nc.Annotations[karpv1.AnnotationDisruptionReason] = Reason
+		_, err = h.d.Claims.UpdateNodeClaim(ctx, nc)
 		return err
 	})
 	if apierrors.IsNotFound(err) {
@@ -257,10 +260,10 @@ func (h *Handler) disrupt(ctx context.Context, log *zap.Logger, cached *karpv1.N
 		return fmt.Errorf("annotating nodeclaim %s: %w", cached.Name, err)
 	}
 	h.event(cached, r)
-	if err := h.claims.DeleteNodeClaim(ctx, cached.Name); err != nil {
+	if err := h.d.Claims.DeleteNodeClaim(ctx, cached.Name); err != nil {
 		return err
 	}
-	h.rec.Eventf(cached, corev1.EventTypeWarning, "TerminatingOnInterruption",
+	h.d.Recorder.Eventf(cached, corev1.EventTypeWarning, "TerminatingOnInterruption",
 		"Interruption triggered termination for the NodeClaim (%s, deadline %s)", r.Kind, deadline(r))
 	log.Info("initiating delete from interruption message", zap.String("reason", Reason), zap.String("deadline", deadline(r)))
 	return nil
@@ -275,7 +278,7 @@ func (h *Handler) event(nc *karpv1.NodeClaim, r fsm.InterruptionReport) {
 	if ActionFor(r.Kind) != ActionDelete {
 		typ = corev1.EventTypeNormal
 	}
-	h.rec.Eventf(nc, typ, reason, "%s notice for instance %s (deadline %s)", r.Kind, r.InstanceID, deadline(r))
+	h.d.Recorder.Eventf(nc, typ, reason, "%s notice for instance %s (deadline %s)", r.Kind, r.InstanceID, deadline(r))
 }
 
 func deadline(r fsm.InterruptionReport) string {
@@ -288,15 +291,15 @@ func deadline(r fsm.InterruptionReport) string {
 // findClaim finds the report's NodeClaim: by provider ID, else through the
 // instance's launch intent, else by node name.
 func (h *Handler) findClaim(r fsm.InterruptionReport) *karpv1.NodeClaim {
-	claims := h.cache.NodeClaims()
+	claims := h.d.Cache.NodeClaims()
 	for _, nc := range claims {
 		if strings.HasSuffix(nc.Status.ProviderID, "/"+r.InstanceID) {
 			return nc
 		}
 	}
-	if inst, ok := h.state.Instance(r.InstanceID); ok {
-		if in, ok := h.state.Intent(inst.IntentID); ok {
-			if nc := h.cache.NodeClaim(in.Spec.NodeClaim); nc != nil {
+	if inst, ok := h.d.State.Instance(r.InstanceID); ok {
+		if in, ok := h.d.State.Intent(inst.IntentID); ok {
+			if nc := h.d.Cache.NodeClaim(in.Spec.NodeClaim); nc != nil {
 				return nc
 			}
 		}

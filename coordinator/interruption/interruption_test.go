@@ -19,9 +19,9 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/cloud"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
 	"github.com/joiner-dev/joiner/coordinator/fsm/fsmtest"
-	"github.com/joiner-dev/joiner/coordinator/termination"
 )
 
 var t0 = time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC)
@@ -98,18 +98,18 @@ func newRig(t *testing.T, noProviderID bool) *rig {
 	r := &rig{state: fsm.New(), rec: record.NewFakeRecorder(100)}
 	r.raft = fsmtest.New(r.state)
 	r.raft.MustPropose(t, fsm.PlanCommitType, fsm.PlanCommit{Intents: []fsm.NewIntent{{ID: "intent-1",
-		Spec: fsm.LaunchSpec{NodePool: "default", NodeClaim: "default-1"}, Pods: []string{"p"}}}, At: t0})
+		Spec: fsm.LaunchSpec{LaunchSpec: cloud.LaunchSpec{NodePool: "default", NodeClaim: "default-1"}}, Pods: []string{"p"}}}, At: t0})
 	r.raft.MustPropose(t, fsm.LaunchAttemptStartType, fsm.LaunchAttemptStart{IntentID: "intent-1", Attempt: 1, At: t0})
 	r.raft.MustPropose(t, fsm.LaunchResultType, fsm.LaunchResult{IntentID: "intent-1", Attempt: 1, At: t0,
 		Launched: &fsm.Launched{InstanceID: "i-1", InstanceType: "m5.large", Zone: "us-east-1a", CapacityType: "spot"}})
 	nc := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "default-1", Finalizers: []string{karpv1.TerminationFinalizer},
-		Annotations: map[string]string{termination.AnnotationLaunchID: "intent-1"}}}
+		Annotations: map[string]string{karpv1.AnnotationLaunchID: "intent-1"}}}
 	if !noProviderID {
 		nc.Status.ProviderID = "aws:///us-east-1a/i-1"
 	}
 	r.claims = &fakeClaims{items: map[string]*karpv1.NodeClaim{nc.Name: nc}}
-	h, err := New(Config{Now: func() time.Time { return t0.Add(time.Minute) }}, r.claims, r.claims, r.state, r.raft,
-		prometheus.NewRegistry(), r.rec, zaptest.NewLogger(t))
+	h, err := New(Config{Now: func() time.Time { return t0.Add(time.Minute) }}, Deps{Cache: r.claims, Claims: r.claims,
+		State: r.state, Raft: r.raft, Registerer: prometheus.NewRegistry(), Recorder: r.rec, Log: zaptest.NewLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +170,7 @@ func TestTerminationNoticesDeleteTheNodeClaim(t *testing.T) {
 			if nc.DeletionTimestamp == nil {
 				t.Error("nodeclaim not deleted")
 			}
-			if got := nc.Annotations[termination.AnnotationDisruptionReason]; got != Reason {
+			if got := nc.Annotations[karpv1.AnnotationDisruptionReason]; got != Reason {
 				t.Errorf("disruption reason %q, want %q", got, Reason)
 			}
 			terms := r.state.Terminations()
@@ -207,7 +207,7 @@ func TestRebalanceOnlyRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	nc := r.claims.NodeClaim("default-1")
-	if nc.DeletionTimestamp != nil || nc.Annotations[termination.AnnotationDisruptionReason] != "" {
+	if nc.DeletionTimestamp != nil || nc.Annotations[karpv1.AnnotationDisruptionReason] != "" {
 		t.Errorf("rebalance recommendation disrupted the nodeclaim: %+v", nc.ObjectMeta)
 	}
 	if len(r.state.Terminations()) != 0 {

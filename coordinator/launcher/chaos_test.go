@@ -13,6 +13,9 @@ import (
 	"testing"
 	"time"
 
+	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/cloud"
+
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	"go.uber.org/zap"
@@ -103,7 +106,7 @@ type chaos struct {
 }
 
 func runChaos(t *testing.T, point crashPoint, pods, kills int, seed int64) []time.Duration {
-	c := &chaos{t: t, point: point, rng: rand.New(rand.NewSource(seed)), cloud: fake.New(nil), perInt: 2, killAt: map[int]bool{}}
+	c := &chaos{t: t, point: point, rng: rand.New(rand.NewSource(seed)), cloud: fake.New("chaos", nil), perInt: 2, killAt: map[int]bool{}}
 	for i := range pods {
 		c.podKeys = append(c.podKeys, fmt.Sprintf("default/pod-%03d", i))
 	}
@@ -297,7 +300,7 @@ func (c *chaos) lead(ctx context.Context, n *chaosNode) {
 		},
 		Launched: func(string, string) { c.observeLaunch(r) },
 	}
-	l := launcher.New(launcher.Config{Cluster: "chaos", Interval: 5 * time.Millisecond, GCInterval: -1, Hooks: hooks}, c.cloud, prop, n.fsm, zap.NewNop())
+	l := launcher.New(launcher.Config{Cluster: "chaos", Interval: 5 * time.Millisecond, GCInterval: -1, Hooks: hooks}, launcher.Deps{Cloud: c.cloud, Raft: prop, State: n.fsm})
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { defer wg.Done(); _ = l.Run(ctx) }()
@@ -353,10 +356,7 @@ func (c *chaos) plan(ctx context.Context, n *chaosNode, prop cluster.RaftPropose
 		c.intentN++
 		id := fmt.Sprintf("%08x-0000-4000-8000-%012x", c.rng.Uint32(), c.intentN)
 		c.mu.Unlock()
-		cmd := fsm.PlanCommit{At: time.Now(), Intents: []fsm.NewIntent{{ID: id, Pods: pending, Spec: fsm.LaunchSpec{
-			NodePool: "default", NodeClaim: "default-" + id[:8],
-			Candidates: []fsm.Candidate{{InstanceType: "m5.large", Zone: "us-east-1a", CapacityType: "on-demand", Price: 0.096}},
-		}}}}
+		cmd := fsm.PlanCommit{At: time.Now(), Intents: []fsm.NewIntent{{ID: id, Pods: pending, Spec: fsm.LaunchSpec{LaunchSpec: cloud.LaunchSpec{NodePool: "default", NodeClaim: "default-" + id[:8], Candidates: []cloud.Candidate{{InstanceType: "m5.large", Zone: "us-east-1a", CapacityType: "on-demand", Price: 0.096}}}}}}}
 		c.gate(ctx)
 		if c.point == beforePlanCommit && c.maybeKill(n, false) {
 			return
@@ -498,7 +498,7 @@ func (c *chaos) check(leader *chaosNode) {
 	// No intent launched twice: one instance ever per launch-id tag.
 	perIntent := map[string][]string{}
 	for _, inst := range c.cloud.Instances() {
-		id := inst.Tags[launcher.TagLaunchID]
+		id := inst.Tags[karpv1.TagLaunchID]
 		perIntent[id] = append(perIntent[id], inst.ID)
 	}
 	for id, insts := range perIntent {
@@ -510,7 +510,7 @@ func (c *chaos) check(leader *chaosNode) {
 		}
 	}
 	// After GC, every running instance belongs to a launched intent.
-	gc := launcher.New(launcher.Config{Cluster: "chaos", GCGrace: time.Nanosecond}, c.cloud, cluster.RaftProposer{Raft: leader.raft}, leader.fsm, zap.NewNop())
+	gc := launcher.New(launcher.Config{Cluster: "chaos", GCGrace: time.Nanosecond}, launcher.Deps{Cloud: c.cloud, Raft: cluster.RaftProposer{Raft: leader.raft}, State: leader.fsm})
 	orphans, err := gc.CollectOrphans(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -521,7 +521,7 @@ func (c *chaos) check(leader *chaosNode) {
 			continue
 		}
 		running = append(running, inst.ID)
-		if in, ok := launched[inst.Tags[launcher.TagLaunchID]]; !ok || in.InstanceID != inst.ID {
+		if in, ok := launched[inst.Tags[karpv1.TagLaunchID]]; !ok || in.InstanceID != inst.ID {
 			t.Errorf("instance %s without a launched intent after GC", inst.ID)
 		}
 	}

@@ -7,18 +7,14 @@ import (
 	"strconv"
 	"time"
 
+	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/joiner-dev/joiner/cloud"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
 )
-
-// Proposer commits a command through raft and returns the FSM's response
-// (nil or an error value). It fails with the leader's error (not leader,
-// leadership lost, shut down) when the entry may not have committed.
-type Proposer interface {
-	Propose(ctx context.Context, cmd []byte) (any, error)
-}
 
 // State is the read side of the FSM the launcher needs.
 type State interface {
@@ -59,7 +55,7 @@ type Hooks struct {
 
 // Config configures a Launcher.
 type Config struct {
-	// Cluster names the cluster in tokens and tags.
+	// Cluster names the cluster whose tagged instances orphan GC reads.
 	Cluster string
 	// Interval between passes over the intents (default 1 s).
 	Interval time.Duration
@@ -73,8 +69,19 @@ type Config struct {
 	// Now is the clock (default time.Now).
 	Now   func() time.Time
 	Hooks Hooks
+	// OnCapacityError is called after an attempt failed for lack of
+	// capacity (the nodeclass loop's Wake: offerings changed).
+	OnCapacityError func()
+}
+
+// Deps are the launcher's collaborators.
+type Deps struct {
+	Cloud Cloud
+	Raft  fsm.Proposer
+	State State
 	// Registerer receives joiner_launch_errors_total{reason} (nil: none).
 	Registerer prometheus.Registerer
+	Log        *zap.Logger
 }
 
 // Launcher drives launch intents to launched instances. It runs on the
@@ -82,7 +89,7 @@ type Config struct {
 type Launcher struct {
 	cfg   Config
 	cloud Cloud
-	raft  Proposer
+	raft  fsm.Proposer
 	state State
 	log   *zap.Logger
 	wake  chan struct{}
@@ -91,7 +98,7 @@ type Launcher struct {
 }
 
 // New builds a Launcher.
-func New(cfg Config, cloud Cloud, raft Proposer, state State, log *zap.Logger) *Launcher {
+func New(cfg Config, d Deps) *Launcher {
 	if cfg.Interval <= 0 {
 		cfg.Interval = time.Second
 	}
@@ -104,11 +111,17 @@ func New(cfg Config, cloud Cloud, raft Proposer, state State, log *zap.Logger) *
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	l := &Launcher{cfg: cfg, cloud: cloud, raft: raft, state: state, log: log.Named("launcher"), wake: make(chan struct{}, 1),
+	if cfg.OnCapacityError == nil {
+		cfg.OnCapacityError = func() {}
+	}
+	if d.Log == nil {
+		d.Log = zap.NewNop()
+	}
+	l := &Launcher{cfg: cfg, cloud: d.Cloud, raft: d.Raft, state: d.State, log: d.Log.Named("launcher"), wake: make(chan struct{}, 1),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "joiner_launch_errors_total",
 			Help: "Failed launch calls, by reason (insufficient-capacity, token-instance-terminated, invalid, unknown)."}, []string{"reason"})}
-	if cfg.Registerer != nil {
-		if err := cfg.Registerer.Register(l.errors); err != nil {
+	if d.Registerer != nil {
+		if err := d.Registerer.Register(l.errors); err != nil {
 			l.log.Warn("registering launcher metrics", zap.Error(err))
 		}
 	}
@@ -205,48 +218,54 @@ func (l *Launcher) launch(ctx context.Context, log *zap.Logger, intentID string,
 		}
 		if found {
 			log.Info("adopted instance launched by a previous leader", zap.String("instance", inst.ID))
-			return l.recordLaunched(ctx, log, intentID, n, inst)
+			return l.recordLaunched(ctx, log, intentID, n, spec, inst)
 		}
 	}
 	// Check before every cloud mutation: a deposed leader must not launch.
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	req := LaunchRequest{
-		ClientToken: ClientToken(l.cfg.Cluster, intentID, n),
-		Spec:        spec,
-		Tags: map[string]string{
-			TagClusterPrefix + l.cfg.Cluster: "owned",
-			TagLaunchID:                      intentID,
-			TagAttempt:                       strconv.Itoa(n),
-		},
-	}
+	req := cloud.LaunchRequest{LaunchID: intentID, Attempt: n, Spec: spec.LaunchSpec}
 	inst, err := l.cloud.Launch(ctx, req)
 	if hookErr := l.hook(AfterCloudLaunch, intentID); hookErr != nil {
 		return hookErr
+	}
+	if errors.Is(err, cloud.ErrIdempotentMismatch) {
+		// The token was used with other parameters (a spec that was not
+		// frozen). Adopt the attempt's instance if it exists; otherwise the
+		// token is spent and only a new attempt (new token) can launch.
+		found, ok, aerr := l.adopt(ctx, intentID, n)
+		switch {
+		case aerr != nil:
+			return fmt.Errorf("%w; %w", err, aerr)
+		case ok:
+			inst, err = found, nil
+		default:
+			err = fmt.Errorf("%w; no instance of attempt %d, a new attempt is needed: %w", err, n, cloud.ErrTokenInstanceTerminated)
+		}
 	}
 	if err != nil {
 		return l.recordFailure(ctx, log, intentID, n, err)
 	}
 	log.Info("launched instance", zap.String("instance", inst.ID), zap.String("instance-type", inst.InstanceType), zap.String("zone", inst.Zone))
-	return l.recordLaunched(ctx, log, intentID, n, inst)
+	return l.recordLaunched(ctx, log, intentID, n, spec, inst)
 }
 
 // adopt looks for attempt n's instance by its launch-id tag.
-func (l *Launcher) adopt(ctx context.Context, intentID string, n int) (Instance, bool, error) {
-	insts, err := l.cloud.ListByTag(ctx, TagLaunchID, intentID)
+func (l *Launcher) adopt(ctx context.Context, intentID string, n int) (cloud.Instance, bool, error) {
+	insts, err := l.cloud.List(ctx, map[string]string{karpv1.TagLaunchID: intentID})
 	if err != nil {
-		return Instance{}, false, fmt.Errorf("listing instances of intent %s: %w", intentID, err)
+		return cloud.Instance{}, false, fmt.Errorf("listing instances of intent %s: %w", intentID, err)
 	}
 	for _, inst := range insts {
 		if !inst.Gone() && inst.Attempt() == n {
 			return inst, true, nil
 		}
 	}
-	return Instance{}, false, nil
+	return cloud.Instance{}, false, nil
 }
 
-func (l *Launcher) recordLaunched(ctx context.Context, log *zap.Logger, intentID string, n int, inst Instance) error {
+func (l *Launcher) recordLaunched(ctx context.Context, log *zap.Logger, intentID string, n int, spec fsm.LaunchSpec, inst cloud.Instance) error {
 	if err := l.hook(BeforeLaunchResult, intentID); err != nil {
 		return err
 	}
@@ -254,7 +273,7 @@ func (l *Launcher) recordLaunched(ctx context.Context, log *zap.Logger, intentID
 		IntentID: intentID, Attempt: n, At: l.cfg.Now(),
 		Launched: &fsm.Launched{
 			InstanceID: inst.ID, InstanceType: inst.InstanceType, Zone: inst.Zone,
-			CapacityType: inst.CapacityType, Price: inst.Price, LaunchedAt: inst.LaunchTime,
+			CapacityType: inst.CapacityType, Price: inst.PriceFrom(spec.Candidates), LaunchedAt: inst.LaunchTime,
 		},
 	})
 	if errors.Is(err, fsm.ErrStaleAttempt) {
@@ -273,13 +292,14 @@ func (l *Launcher) recordLaunched(ctx context.Context, log *zap.Logger, intentID
 func (l *Launcher) recordFailure(ctx context.Context, log *zap.Logger, intentID string, n int, launchErr error) error {
 	var failed *fsm.Failed
 	switch {
-	case errors.Is(launchErr, ErrInsufficientCapacity):
+	case errors.Is(launchErr, cloud.ErrInsufficientCapacity):
 		l.errors.WithLabelValues("insufficient-capacity").Inc()
+		l.cfg.OnCapacityError()
 		failed = &fsm.Failed{Reason: launchErr.Error(), Retryable: true}
-	case errors.Is(launchErr, ErrTokenInstanceTerminated):
+	case errors.Is(launchErr, cloud.ErrTokenInstanceTerminated):
 		l.errors.WithLabelValues("token-instance-terminated").Inc()
 		failed = &fsm.Failed{Reason: launchErr.Error(), Retryable: true}
-	case errors.Is(launchErr, ErrInvalidLaunch):
+	case errors.Is(launchErr, cloud.ErrInvalidSpec):
 		l.errors.WithLabelValues("invalid").Inc()
 		failed = &fsm.Failed{Reason: launchErr.Error()}
 	default:
@@ -312,14 +332,14 @@ func (l *Launcher) hook(p Point, intentID string) error {
 // mistaken for an orphan (Karpenter's ordering). It returns the IDs it
 // terminated.
 func (l *Launcher) CollectOrphans(ctx context.Context) ([]string, error) {
-	insts, err := l.cloud.ListByTag(ctx, TagClusterPrefix+l.cfg.Cluster, "owned")
+	insts, err := l.cloud.List(ctx, map[string]string{karpv1.TagClusterPrefix + l.cfg.Cluster: "owned"})
 	if err != nil {
 		return nil, fmt.Errorf("listing cluster instances: %w", err)
 	}
 	now := l.cfg.Now()
 	var done []string
 	for _, inst := range insts {
-		id := inst.Tags[TagLaunchID]
+		id := inst.LaunchID()
 		if inst.Gone() || id == "" || now.Sub(inst.LaunchTime) < l.cfg.GCGrace {
 			continue
 		}
@@ -340,7 +360,7 @@ func (l *Launcher) CollectOrphans(ctx context.Context) ([]string, error) {
 }
 
 // wanted reports whether a live intent holds (or may still record) inst.
-func wanted(in fsm.LaunchIntent, inst Instance) bool {
+func wanted(in fsm.LaunchIntent, inst cloud.Instance) bool {
 	switch in.State {
 	case fsm.IntentLaunched:
 		return in.InstanceID == inst.ID

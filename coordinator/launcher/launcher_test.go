@@ -8,8 +8,10 @@ import (
 	"testing"
 	"time"
 
+	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/cloud"
+
 	"github.com/prometheus/client_golang/prometheus"
-	"go.uber.org/zap"
 
 	"github.com/joiner-dev/joiner/coordinator/fsm"
 	"github.com/joiner-dev/joiner/coordinator/fsm/fsmtest"
@@ -40,13 +42,13 @@ type harness struct {
 
 func newHarness(t *testing.T, intents ...string) *harness {
 	clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	h := &harness{f: fsm.New(), clk: clk, cloud: fake.New(clk.Now)}
+	h := &harness{f: fsm.New(), clk: clk, cloud: fake.New("test", clk.Now)}
 	h.d = fsmtest.New(h.f)
 	for _, id := range intents {
-		cmd := fsm.PlanCommit{Intents: []fsm.NewIntent{{ID: id, Pods: []string{"pod-" + id}, Spec: fsm.LaunchSpec{
+		cmd := fsm.PlanCommit{Intents: []fsm.NewIntent{{ID: id, Pods: []string{"pod-" + id}, Spec: fsm.LaunchSpec{LaunchSpec: cloud.LaunchSpec{
 			NodePool: "default", NodeClaim: "nc-" + id,
-			Candidates: []fsm.Candidate{{InstanceType: "m5.large", Zone: "a", CapacityType: "on-demand", Price: 0.1}},
-		}}}}
+			Candidates: []cloud.Candidate{{InstanceType: "m5.large", Zone: "a", CapacityType: "on-demand", Price: 0.1}},
+		}}}}}
 		if res := h.f.ApplyCommand(fsm.MustEncode(fsm.PlanCommitType, cmd), 0); res != nil {
 			t.Fatal(res)
 		}
@@ -55,7 +57,7 @@ func newHarness(t *testing.T, intents ...string) *harness {
 }
 
 func (h *harness) launcher(hooks launcher.Hooks) *launcher.Launcher {
-	return launcher.New(launcher.Config{Cluster: "test", Now: h.clk.Now, Hooks: hooks, GCGrace: time.Minute}, h.cloud, h.d, h.f, zap.NewNop())
+	return launcher.New(launcher.Config{Cluster: "test", Now: h.clk.Now, Hooks: hooks, GCGrace: time.Minute}, launcher.Deps{Cloud: h.cloud, Raft: h.d, State: h.f})
 }
 
 func crashAt(p launcher.Point) launcher.Hooks {
@@ -82,9 +84,10 @@ func TestLaunchAndRecover(t *testing.T) {
 		{name: "after cloud launch: adopt by tag", crash: launcher.AfterCloudLaunch, wantAttempt: 1, wantCreated: 1, wantState: fsm.IntentLaunched},
 		{name: "after cloud launch, tag lookup lags: same token", crash: launcher.AfterCloudLaunch, listLag: time.Hour, wantAttempt: 1, wantCreated: 1, wantState: fsm.IntentLaunched},
 		{name: "before result", crash: launcher.BeforeLaunchResult, wantAttempt: 1, wantCreated: 1, wantState: fsm.IntentLaunched},
-		{name: "capacity error: next attempt", errs: []error{launcher.ErrInsufficientCapacity}, wantAttempt: 2, wantCreated: 1, wantState: fsm.IntentLaunched},
+		{name: "capacity error: next attempt", errs: []error{cloud.ErrInsufficientCapacity}, wantAttempt: 2, wantCreated: 1, wantState: fsm.IntentLaunched},
 		{name: "unknown error: same token", errs: []error{errors.New("connection reset")}, wantAttempt: 1, wantCreated: 1, wantState: fsm.IntentLaunched},
-		{name: "invalid: failed", errs: []error{launcher.ErrInvalidLaunch}, wantAttempt: 1, wantCreated: 0, wantState: fsm.IntentFailed},
+		{name: "invalid: failed", errs: []error{cloud.ErrInvalidSpec}, wantAttempt: 1, wantCreated: 0, wantState: fsm.IntentFailed},
+		{name: "parameter mismatch, no instance: next attempt", errs: []error{cloud.ErrIdempotentMismatch}, wantAttempt: 2, wantCreated: 1, wantState: fsm.IntentLaunched},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -126,16 +129,21 @@ func TestCollectOrphans(t *testing.T) {
 	// A stray from a superseded attempt of "keep", one with no intent, and
 	// one whose launching attempt is still current.
 	tags := func(id, attempt string) map[string]string {
-		return map[string]string{launcher.TagClusterPrefix + "test": "owned", launcher.TagLaunchID: id, launcher.TagAttempt: attempt}
+		return map[string]string{karpv1.TagClusterPrefix + "test": "owned", karpv1.TagLaunchID: id, karpv1.TagAttempt: attempt}
 	}
-	spec := fsm.LaunchSpec{Candidates: []fsm.Candidate{{InstanceType: "m5.large"}}}
-	stray, _ := h.cloud.Launch(ctx, launcher.LaunchRequest{ClientToken: "x-1", Spec: spec, Tags: tags("keep", "7")})
-	ghost, _ := h.cloud.Launch(ctx, launcher.LaunchRequest{ClientToken: "x-2", Spec: spec, Tags: tags("ghost", "1")})
+	spec := fsm.LaunchSpec{LaunchSpec: cloud.LaunchSpec{Candidates: []cloud.Candidate{{InstanceType: "m5.large"}}}}
+	put := func(id string, tags map[string]string) cloud.Instance {
+		inst := cloud.Instance{ID: id, InstanceType: "m5.large", State: "running", LaunchTime: h.clk.Now(), Tags: tags}
+		h.cloud.Put(inst)
+		return inst
+	}
+	stray := put("i-stray", tags("keep", "7"))
+	ghost := put("i-ghost", tags("ghost", "1"))
 	if res := h.f.ApplyCommand(fsm.MustEncode(fsm.PlanCommitType, fsm.PlanCommit{Intents: []fsm.NewIntent{{ID: "inflight", Pods: []string{"z"}, Spec: spec}}}), 0); res != nil {
 		t.Fatal(res)
 	}
 	h.f.ApplyCommand(fsm.MustEncode(fsm.LaunchAttemptStartType, fsm.LaunchAttemptStart{IntentID: "inflight", Attempt: 1}), 0)
-	inflight, _ := h.cloud.Launch(ctx, launcher.LaunchRequest{ClientToken: "x-3", Spec: spec, Tags: tags("inflight", "1")})
+	inflight := put("i-inflight", tags("inflight", "1"))
 
 	if got, _ := l.CollectOrphans(ctx); len(got) != 0 {
 		t.Fatalf("terminated %v inside the grace period", got)
@@ -153,20 +161,38 @@ func TestCollectOrphans(t *testing.T) {
 
 func TestClientToken(t *testing.T) {
 	id := "0b7c3c1e-9d55-4a43-9f51-3c6f6b8e1a2b"
-	if got := launcher.ClientToken("prod", id, 3); got != "prod-"+id+"-3" {
+	if got := cloud.ClientToken("prod", id, 3); got != "prod-"+id+"-3" {
 		t.Fatalf("token = %q", got)
 	}
-	long := launcher.ClientToken("a-very-long-cluster-name-indeed-much-longer", id, 12)
+	long := cloud.ClientToken("a-very-long-cluster-name-indeed-much-longer", id, 12)
 	if len(long) > 64 {
 		t.Fatalf("token %q is %d characters", long, len(long))
 	}
 }
 
+// A parameter mismatch on the attempt's token adopts the attempt's
+// instance when one exists (the spec was not frozen, but the launch
+// happened).
+func TestParameterMismatchAdopts(t *testing.T) {
+	h := newHarness(t, "i1")
+	h.cloud.Put(cloud.Instance{ID: "i-prev", InstanceType: "m5.large", Zone: "a", CapacityType: "on-demand", State: "running",
+		LaunchTime: h.clk.Now(), Tags: map[string]string{karpv1.TagLaunchID: "i1", karpv1.TagAttempt: "1"}})
+	h.cloud.LaunchErrors = []error{cloud.ErrIdempotentMismatch}
+	if err := h.launcher(launcher.Hooks{}).Pass(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	in, _ := h.f.Intent("i1")
+	if in.State != fsm.IntentLaunched || in.Attempt != 1 || in.InstanceID != "i-prev" || h.cloud.Created != 0 {
+		t.Fatalf("intent %s attempt %d instance %q, created %d; want launched attempt 1 on i-prev, nothing created",
+			in.State, in.Attempt, in.InstanceID, h.cloud.Created)
+	}
+}
+
 func TestLaunchErrorsCounted(t *testing.T) {
 	h := newHarness(t, "i1")
-	h.cloud.LaunchErrors = []error{launcher.ErrInsufficientCapacity, errors.New("connection reset")}
+	h.cloud.LaunchErrors = []error{cloud.ErrInsufficientCapacity, errors.New("connection reset")}
 	reg := prometheus.NewRegistry()
-	l := launcher.New(launcher.Config{Cluster: "c", Registerer: reg, Now: h.clk.Now}, h.cloud, h.d, h.f, zap.NewNop())
+	l := launcher.New(launcher.Config{Cluster: "c", Now: h.clk.Now}, launcher.Deps{Cloud: h.cloud, Raft: h.d, State: h.f, Registerer: reg})
 	for range 3 {
 		_ = l.Pass(context.Background())
 	}

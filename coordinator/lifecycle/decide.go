@@ -92,7 +92,7 @@ func Decide(in Inputs) (Action, string) {
 	conds := nc.Status.Conditions
 	if !isTrue(conds, karpv1.ConditionLaunched) {
 		if !in.HasIntent {
-			return DeleteOrphan, "launch intent " + nc.Annotations[AnnotationLaunchID] + " does not exist"
+			return DeleteOrphan, "launch intent " + nc.Annotations[karpv1.AnnotationLaunchID] + " does not exist"
 		}
 		switch in.Intent.State {
 		case fsm.IntentLaunched:

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/cloud"
 	"github.com/joiner-dev/joiner/cloud/catalog"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
 )
@@ -22,7 +23,7 @@ func claim(mods ...func(*karpv1.NodeClaim)) *karpv1.NodeClaim {
 	nc := &karpv1.NodeClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: "default-abcde", UID: "uid-1", CreationTimestamp: metav1.NewTime(t0),
 			Labels:      map[string]string{karpv1.LabelNodePool: "default", "team": "a"},
-			Annotations: map[string]string{AnnotationLaunchID: "intent1"}},
+			Annotations: map[string]string{karpv1.AnnotationLaunchID: "intent1"}},
 		Spec: karpv1.NodeClaimSpec{
 			Taints:        []corev1.Taint{{Key: "dedicated", Value: "a", Effect: corev1.TaintEffectNoSchedule}},
 			StartupTaints: []corev1.Taint{{Key: startupKey, Effect: corev1.TaintEffectNoSchedule}},
@@ -66,11 +67,10 @@ func noTaints(n *corev1.Node) { n.Spec.Taints = nil }
 func notReady(n *corev1.Node) { n.Status.Conditions[0].Status = corev1.ConditionFalse }
 
 func intent(state fsm.IntentState) fsm.LaunchIntent {
-	in := fsm.LaunchIntent{ID: "intent1", State: state, Spec: fsm.LaunchSpec{NodePool: "default", NodeClaim: "default-abcde",
-		Candidates: []fsm.Candidate{
-			{InstanceType: "m5.large", Zone: "us-east-1b", CapacityType: "spot", ImageID: "ami-b"},
-			{InstanceType: "m5.large", Zone: "us-east-1a", CapacityType: "spot", ImageID: "ami-a"},
-		}}}
+	in := fsm.LaunchIntent{ID: "intent1", State: state, Spec: fsm.LaunchSpec{LaunchSpec: cloud.LaunchSpec{NodePool: "default", NodeClaim: "default-abcde", Candidates: []cloud.Candidate{
+		{InstanceType: "m5.large", Zone: "us-east-1b", CapacityType: "spot", ImageID: "ami-b"},
+		{InstanceType: "m5.large", Zone: "us-east-1a", CapacityType: "spot", ImageID: "ami-a"},
+	}}}}
 	if state == fsm.IntentLaunched {
 		in.InstanceID = "i-1"
 	}
@@ -259,7 +259,7 @@ func TestSyncNode(t *testing.T) {
 			t.Errorf("node label %s = %q, want %q", k, n.Labels[k], v)
 		}
 	}
-	if n.Annotations["example.com/a"] != "b" || n.Annotations[AnnotationLaunchID] != "intent1" {
+	if n.Annotations["example.com/a"] != "b" || n.Annotations[karpv1.AnnotationLaunchID] != "intent1" {
 		t.Errorf("node annotations %v", n.Annotations)
 	}
 	var keys []string

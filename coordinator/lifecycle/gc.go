@@ -13,12 +13,6 @@ import (
 	"github.com/joiner-dev/joiner/internal/logging"
 )
 
-// Lister is optional on a Cloud (cloud/aws.Provider has it): the cluster's
-// instances that are not terminated, in one call.
-type Lister interface {
-	List(ctx context.Context, tags map[string]string) ([]cloud.Instance, error)
-}
-
 // CollectGarbage checks every live instance in raft against the cloud. One
 // that is terminated, or unknown to the cloud past the grace period, is
 // recorded as terminated (a termination intent exists) or lost, and its
@@ -27,34 +21,31 @@ type Lister interface {
 // pending again. It returns the IDs of the instances it found gone.
 func (l *Lifecycle) CollectGarbage(ctx context.Context) ([]string, error) {
 	terminating := map[string]bool{}
-	for _, t := range l.state.Terminations() {
+	for _, t := range l.d.State.Terminations() {
 		terminating[t.InstanceID] = true
 	}
 	// One List answers for every running instance; only those missing
 	// from it are asked for one by one (terminated, or not found).
-	var listed map[string]bool
-	if lc, ok := l.cloud.(Lister); ok {
-		insts, err := lc.List(ctx, nil)
-		if err != nil {
-			return nil, fmt.Errorf("listing cluster instances: %w", err)
-		}
-		listed = make(map[string]bool, len(insts))
-		for _, ci := range insts {
-			if ci.State != "terminated" {
-				listed[ci.ID] = true
-			}
+	insts, err := l.d.Cloud.List(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("listing cluster instances: %w", err)
+	}
+	listed := make(map[string]bool, len(insts))
+	for _, ci := range insts {
+		if ci.State != "terminated" {
+			listed[ci.ID] = true
 		}
 	}
 	var gone []string
 	var first error
-	for _, inst := range l.state.Instances() {
+	for _, inst := range l.d.State.Instances() {
 		if inst.State.Terminal() || listed[inst.ID] {
 			continue
 		}
 		if err := ctx.Err(); err != nil {
 			return gone, err
 		}
-		ci, err := l.cloud.Get(ctx, inst.ID)
+		ci, err := l.d.Cloud.Get(ctx, inst.ID)
 		state := CloudRunning
 		switch {
 		case errors.Is(err, cloud.ErrNotFound):
@@ -88,23 +79,23 @@ func (l *Lifecycle) collect(ctx context.Context, inst fsm.Instance, verdict GCVe
 	if verdict == Terminated {
 		to = fsm.InstanceTerminated
 	}
-	err := fsm.Propose(ctx, l.raft, fsm.InstanceStatusType, fsm.InstanceStatus{InstanceID: inst.ID, State: to, At: l.cfg.Now()})
+	err := fsm.Propose(ctx, l.d.Raft, fsm.InstanceStatusType, fsm.InstanceStatus{InstanceID: inst.ID, State: to, At: l.cfg.Now()})
 	if err != nil && !errors.Is(err, fsm.ErrBackwardTransition) {
 		return fmt.Errorf("recording instance %s %s: %w", inst.ID, to, err)
 	}
 	l.metrics.instancesGone.WithLabelValues(string(to)).Inc()
 	log := l.log.With(zap.String(logging.KeyInstance, inst.ID), logging.InstanceType(inst.InstanceType))
 	log.Info("instance gone from the cloud", zap.String("state", string(to)))
-	in, ok := l.state.Intent(inst.IntentID)
+	in, ok := l.d.State.Intent(inst.IntentID)
 	if !ok || in.Spec.NodeClaim == "" {
 		return nil
 	}
-	nc := l.cache.NodeClaim(in.Spec.NodeClaim)
+	nc := l.d.Cache.NodeClaim(in.Spec.NodeClaim)
 	if nc == nil || l.beingDeleted(nc) {
 		return nil
 	}
 	nc = nc.DeepCopy()
-	l.rec.Eventf(nc, corev1.EventTypeWarning, "InstanceGone", "Instance %s is %s", inst.ID, to)
+	l.d.Recorder.Eventf(nc, corev1.EventTypeWarning, "InstanceGone", "Instance %s is %s", inst.ID, to)
 	log = log.With(logging.NodeClaim(nc.Name), logging.NodePool(in.Spec.NodePool))
 	log.Info("garbage collecting nodeclaim with no cloudprovider representation")
 	return l.delete(ctx, log, nc, ReasonInstanceGone, "instance "+inst.ID+" is "+string(to))

@@ -68,8 +68,7 @@ func TestLifecycleControlPlane(t *testing.T) {
 	start := clk.Now()
 	cl := &fakeCloud{insts: map[string]cloud.Instance{"i-1": {ID: "i-1", State: "running"}}}
 	spec := func(claim string) fsm.LaunchSpec {
-		return fsm.LaunchSpec{NodePool: "default", NodeClaim: claim,
-			Candidates: []fsm.Candidate{{InstanceType: "m5.large", Zone: "us-east-1a", CapacityType: "on-demand", ImageID: "ami-1"}}}
+		return fsm.LaunchSpec{LaunchSpec: cloud.LaunchSpec{NodePool: "default", NodeClaim: claim, Candidates: []cloud.Candidate{{InstanceType: "m5.large", Zone: "us-east-1a", CapacityType: "on-demand", ImageID: "ami-1"}}}}
 	}
 	raft.MustPropose(t, fsm.PlanCommitType, fsm.PlanCommit{At: start, Intents: []fsm.NewIntent{
 		{ID: "intent1", Spec: spec("default-aaaaa"), Pods: []string{"default/p1"}},
@@ -83,7 +82,7 @@ func TestLifecycleControlPlane(t *testing.T) {
 		nc := &karpv1.NodeClaim{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: []string{karpv1.TerminationFinalizer},
 				Labels:      map[string]string{karpv1.LabelNodePool: "default", "team": "a"},
-				Annotations: map[string]string{AnnotationLaunchID: intentID}},
+				Annotations: map[string]string{karpv1.AnnotationLaunchID: intentID}},
 			Spec: karpv1.NodeClaimSpec{
 				StartupTaints: []corev1.Taint{{Key: startupKey, Effect: corev1.TaintEffectNoSchedule}},
 				Requirements: []karpv1.NodeSelectorRequirementWithMinValues{{Key: karpv1.LabelInstanceType, Operator: karpv1.OpIn,
@@ -99,7 +98,8 @@ func TestLifecycleControlPlane(t *testing.T) {
 
 	reg := prometheus.NewRegistry()
 	l, err := New(Config{RemoveStartupTaints: true, Resync: 200 * time.Millisecond, GCInterval: -1, Now: clk.Now},
-		cache, clients, clients.Kube, state, raft, cl, reg, kube.NewRecorder(ctx, clients.Kube, "joiner"), log)
+		Deps{Cache: cache, Claims: clients, Nodes: clients.Kube, State: state, Raft: raft, Cloud: cl, Classes: fakeClasses{},
+			Registerer: reg, Recorder: kube.NewRecorder(ctx, clients.Kube, "joiner"), Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,21 +34,11 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 
-	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 	"github.com/joiner-dev/joiner/cloud"
-	"github.com/joiner-dev/joiner/cloud/catalog"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
+	"github.com/joiner-dev/joiner/coordinator/view"
 	"github.com/joiner-dev/joiner/internal/logging"
-)
-
-// Keys the lifecycle reads and writes on NodeClaims.
-const (
-	// AnnotationLaunchID names a NodeClaim's launch intent; NodeClaims
-	// without it are not Joiner's and are left alone.
-	AnnotationLaunchID = karpv1.LabelJoinerLaunchID
-	// AnnotationDisruptionReason records why a NodeClaim was deleted.
-	AnnotationDisruptionReason = karpv1.JoinerDomain + "/disruption-reason"
 )
 
 // Deletion reasons (metrics label, disruption-reason annotation).
@@ -65,7 +55,6 @@ type Cache interface {
 	NodeClaims() []*karpv1.NodeClaim
 	NodeClaim(name string) *karpv1.NodeClaim
 	NodeByProviderID(id string) *corev1.Node
-	NodeClass(name string) *awsv1.EC2NodeClass
 	Changes() (<-chan struct{}, func())
 }
 
@@ -84,18 +73,33 @@ type State interface {
 	Terminations() []fsm.TerminationIntent
 }
 
-// Proposer commits a command through raft (cluster.RaftProposer); the
-// FSM's response may be an error value.
-type Proposer interface {
-	Propose(ctx context.Context, cmd []byte) (any, error)
-}
-
-// Cloud is what the lifecycle asks the cloud (cloud/aws.Provider): one
-// instance (cloud.ErrNotFound when EC2 does not know it) and the instance
-// types of a NodeClass, for capacity and labels.
+// Cloud is what the lifecycle asks the cloud (cloud.Provider): the
+// cluster's live instances and, for those missing, one instance
+// (cloud.ErrNotFound when EC2 does not know it).
 type Cloud interface {
 	Get(ctx context.Context, id string) (cloud.Instance, error)
-	InstanceTypes(ctx context.Context, nc *awsv1.EC2NodeClass) ([]*catalog.InstanceType, error)
+	List(ctx context.Context, tags map[string]string) ([]cloud.Instance, error)
+}
+
+// Classes are the resolved EC2NodeClasses with their instance types, for a
+// NodeClaim's capacity and labels (*view.Catalog).
+type Classes interface {
+	Class(name string) *view.Class
+}
+
+// Deps are the lifecycle's collaborators.
+type Deps struct {
+	Cache   Cache
+	Claims  Writer
+	Nodes   kubernetes.Interface
+	State   State
+	Raft    fsm.Proposer
+	Cloud   Cloud
+	Classes Classes
+	// Registerer may be nil (no metrics); Recorder may be nil (no Events).
+	Registerer prometheus.Registerer
+	Recorder   record.EventRecorder
+	Log        *zap.Logger
 }
 
 // Config configures a Lifecycle. Zero values take the defaults.
@@ -126,12 +130,7 @@ type Config struct {
 type Lifecycle struct {
 	cfg     Config
 	cache   Cache
-	claims  Writer
-	nodes   kubernetes.Interface
-	state   State
-	raft    Proposer
-	cloud   Cloud
-	rec     record.EventRecorder
+	d       Deps
 	log     *zap.Logger
 	metrics *metrics
 
@@ -142,10 +141,8 @@ type Lifecycle struct {
 	deleting map[types.UID]bool
 }
 
-// New builds a Lifecycle. reg may be nil (no metrics); rec may be nil (no
-// Events). nodes writes Nodes (kube.Clients.Kube).
-func New(cfg Config, cache Cache, claims Writer, nodes kubernetes.Interface, state State, raft Proposer, cl Cloud,
-	reg prometheus.Registerer, rec record.EventRecorder, log *zap.Logger) (*Lifecycle, error) {
+// New builds a Lifecycle.
+func New(cfg Config, d Deps) (*Lifecycle, error) {
 	if cfg.LaunchTimeout <= 0 {
 		cfg.LaunchTimeout = 5 * time.Minute
 	}
@@ -164,21 +161,23 @@ func New(cfg Config, cache Cache, claims Writer, nodes kubernetes.Interface, sta
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if rec == nil {
-		rec = &record.FakeRecorder{}
+	if d.Recorder == nil {
+		d.Recorder = &record.FakeRecorder{}
 	}
-	m, err := newMetrics(reg)
+	if d.Log == nil {
+		d.Log = zap.NewNop()
+	}
+	m, err := newMetrics(d.Registerer)
 	if err != nil {
 		return nil, err
 	}
-	return &Lifecycle{cfg: cfg, cache: cache, claims: claims, nodes: nodes, state: state, raft: raft, cloud: cl,
-		rec: rec, log: log.Named("lifecycle"), metrics: m, deleting: map[types.UID]bool{}}, nil
+	return &Lifecycle{cfg: cfg, d: d, log: d.Log.Named("lifecycle"), metrics: m, deleting: map[types.UID]bool{}}, nil
 }
 
 // Run reconciles every NodeClaim after each cache change and every Resync,
 // and collects garbage every GCInterval (and once at start), until ctx ends.
 func (l *Lifecycle) Run(ctx context.Context) error {
-	changes, stop := l.cache.Changes()
+	changes, stop := l.d.Cache.Changes()
 	defer stop()
 	tick := time.NewTicker(l.cfg.Resync)
 	defer tick.Stop()
@@ -218,7 +217,7 @@ func (l *Lifecycle) gc(ctx context.Context) {
 // retries from the newer object.
 func (l *Lifecycle) Reconcile(ctx context.Context) error {
 	var first error
-	claims := l.cache.NodeClaims()
+	claims := l.d.Cache.NodeClaims()
 	l.pruneDeleting(claims)
 	for _, nc := range claims {
 		if err := ctx.Err(); err != nil {
@@ -240,11 +239,11 @@ func (l *Lifecycle) Reconcile(ctx context.Context) error {
 func (l *Lifecycle) inputs(nc *karpv1.NodeClaim) Inputs {
 	in := Inputs{Claim: nc, RemoveStartupTaints: l.cfg.RemoveStartupTaints, Now: l.cfg.Now(),
 		Timeouts: Timeouts{Launch: l.cfg.LaunchTimeout, Registration: l.cfg.RegistrationTimeout}}
-	in.Intent, in.HasIntent = l.state.Intent(nc.Annotations[AnnotationLaunchID])
+	in.Intent, in.HasIntent = l.d.State.Intent(nc.Annotations[karpv1.AnnotationLaunchID])
 	if in.HasIntent && in.Intent.InstanceID != "" {
-		in.Instance, in.HasInstance = l.state.Instance(in.Intent.InstanceID)
+		in.Instance, in.HasInstance = l.d.State.Instance(in.Intent.InstanceID)
 	}
-	in.Node = l.cache.NodeByProviderID(nc.Status.ProviderID)
+	in.Node = l.d.Cache.NodeByProviderID(nc.Status.ProviderID)
 	return in
 }
 
@@ -268,7 +267,7 @@ func (l *Lifecycle) beingDeleted(nc *karpv1.NodeClaim) bool {
 }
 
 func (l *Lifecycle) reconcileClaim(ctx context.Context, cached *karpv1.NodeClaim) error {
-	if l.beingDeleted(cached) || cached.Annotations[AnnotationLaunchID] == "" {
+	if l.beingDeleted(cached) || cached.Annotations[karpv1.AnnotationLaunchID] == "" {
 		return nil // termination owns it, or it is not Joiner's
 	}
 	in := l.inputs(cached)
@@ -284,35 +283,35 @@ func (l *Lifecycle) reconcileClaim(ctx context.Context, cached *karpv1.NodeClaim
 		return l.launch(ctx, log, nc, in)
 	case LaunchFailed:
 		if ApplyLaunchFailed(nc, why, in.Now) {
-			out, err := l.claims.UpdateNodeClaimStatus(ctx, nc)
+			out, err := l.d.Claims.UpdateNodeClaimStatus(ctx, nc)
 			if err != nil {
 				return err
 			}
 			nc = out
 		}
-		l.rec.Event(nc, corev1.EventTypeWarning, "LaunchFailed", truncate(why, 512))
+		l.d.Recorder.Event(nc, corev1.EventTypeWarning, "LaunchFailed", truncate(why, 512))
 		log.Warn("launching nodeclaim failed", zap.String("reason", why))
 		return l.delete(ctx, log, nc, reasonLaunchFailed, why)
 	case DeleteLaunchTimeout:
 		if in.Intent.State == fsm.IntentPending {
-			err := fsm.Propose(ctx, l.raft, fsm.IntentCancelType, fsm.IntentCancel{IntentID: in.Intent.ID, Reason: "launch timeout", At: in.Now})
+			err := fsm.Propose(ctx, l.d.Raft, fsm.IntentCancelType, fsm.IntentCancel{IntentID: in.Intent.ID, Reason: "launch timeout", At: in.Now})
 			if err != nil && !errors.Is(err, fsm.ErrNotPending) {
 				return fmt.Errorf("cancelling launch intent %s of nodeclaim %s: %w", in.Intent.ID, nc.Name, err)
 			}
 		}
-		l.rec.Event(nc, corev1.EventTypeWarning, "LaunchTimeout", why)
+		l.d.Recorder.Event(nc, corev1.EventTypeWarning, "LaunchTimeout", why)
 		return l.delete(ctx, log, nc, ReasonLaunchTimeout, why)
 	case DeleteOrphan:
-		l.rec.Event(nc, corev1.EventTypeNormal, "Orphaned", why)
+		l.d.Recorder.Event(nc, corev1.EventTypeNormal, "Orphaned", why)
 		return l.delete(ctx, log, nc, ReasonOrphan, why)
 	case DeleteRegistrationTimeout:
 		if err := l.terminate(ctx, nc, in.Instance, ReasonRegistrationTimeout, in.Now); err != nil {
 			return err
 		}
-		l.rec.Event(nc, corev1.EventTypeWarning, "RegistrationTimeout", why)
+		l.d.Recorder.Event(nc, corev1.EventTypeWarning, "RegistrationTimeout", why)
 		return l.delete(ctx, log, nc, ReasonRegistrationTimeout, why)
 	case DeleteInstanceGone:
-		l.rec.Event(nc, corev1.EventTypeWarning, "InstanceGone", why)
+		l.d.Recorder.Event(nc, corev1.EventTypeWarning, "InstanceGone", why)
 		log.Info("garbage collecting nodeclaim with no cloudprovider representation", zap.String(logging.KeyInstance, in.Instance.ID))
 		return l.delete(ctx, log, nc, ReasonInstanceGone, why)
 	case Register:
@@ -322,7 +321,7 @@ func (l *Lifecycle) reconcileClaim(ctx context.Context, cached *karpv1.NodeClaim
 		if !StripStartupTaints(nc, node) {
 			return nil
 		}
-		if _, err := l.nodes.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}); err != nil {
+		if _, err := l.d.Nodes.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}); err != nil {
 			return fmt.Errorf("removing startup taints from node %s: %w", node.Name, err)
 		}
 		log.Info("removed startup taints from node", logging.Node(node.Name))

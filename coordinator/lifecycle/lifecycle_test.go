@@ -22,6 +22,7 @@ import (
 	"github.com/joiner-dev/joiner/cloud/catalog"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
 	"github.com/joiner-dev/joiner/coordinator/fsm/fsmtest"
+	"github.com/joiner-dev/joiner/coordinator/view"
 )
 
 // fakeKube is the cache and the NodeClaim writer at once (an informer that
@@ -112,15 +113,18 @@ func (k *fakeKube) DeleteNodeClaim(_ context.Context, name string) error {
 	return nil
 }
 
-// fakeCloud answers Get from a map (absent: ErrNotFound).
+// fakeCloud answers Get and List from a map (absent: ErrNotFound) and
+// counts Gets.
 type fakeCloud struct {
 	mu    sync.Mutex
 	insts map[string]cloud.Instance
+	gets  int
 }
 
 func (c *fakeCloud) Get(_ context.Context, id string) (cloud.Instance, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.gets++
 	in, ok := c.insts[id]
 	if !ok {
 		return cloud.Instance{}, cloud.ErrNotFound
@@ -128,10 +132,25 @@ func (c *fakeCloud) Get(_ context.Context, id string) (cloud.Instance, error) {
 	return in, nil
 }
 
-func (c *fakeCloud) InstanceTypes(context.Context, *awsv1.EC2NodeClass) ([]*catalog.InstanceType, error) {
-	return []*catalog.InstanceType{{Name: "m5.large",
+func (c *fakeCloud) List(context.Context, map[string]string) ([]cloud.Instance, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []cloud.Instance
+	for _, in := range c.insts {
+		if in.State != "terminated" {
+			out = append(out, in)
+		}
+	}
+	return out, nil
+}
+
+// fakeClasses is every class resolved with one instance type, m5.large.
+type fakeClasses struct{}
+
+func (fakeClasses) Class(name string) *view.Class {
+	return &view.Class{InstanceTypes: []*catalog.InstanceType{{Name: "m5.large",
 		Labels:   map[string]string{karpv1.LabelInstanceType: "m5.large", karpv1.LabelArch: "amd64", karpv1.LabelRegion: "us-east-1"},
-		Capacity: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourcePods: resource.MustParse("29")}}}, nil
+		Capacity: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourcePods: resource.MustParse("29")}}}}
 }
 
 type harness struct {
@@ -151,7 +170,8 @@ func newHarness(t *testing.T, cfg Config, claims ...*karpv1.NodeClaim) *harness 
 		reg: prometheus.NewRegistry(), rec: record.NewFakeRecorder(100)}
 	h.raft = fsmtest.New(h.state)
 	cfg.Now = func() time.Time { return h.now }
-	l, err := New(cfg, h.kube, h.kube, h.kube.nodes, h.state, h.raft, h.cloud, h.reg, h.rec, zaptest.NewLogger(t))
+	l, err := New(cfg, Deps{Cache: h.kube, Claims: h.kube, Nodes: h.kube.nodes, State: h.state, Raft: h.raft, Cloud: h.cloud,
+		Classes: fakeClasses{}, Registerer: h.reg, Recorder: h.rec, Log: zaptest.NewLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -351,7 +371,7 @@ func TestLaunchTimeoutCancelsPendingIntent(t *testing.T) {
 	if in, _ := h.state.Intent("intent1"); in.State != fsm.IntentCancelled {
 		t.Fatalf("intent %s, want cancelled", in.State)
 	}
-	if len(h.kube.deleted) != 1 || h.claim().Annotations[AnnotationDisruptionReason] != ReasonLaunchTimeout {
+	if len(h.kube.deleted) != 1 || h.claim().Annotations[karpv1.AnnotationDisruptionReason] != ReasonLaunchTimeout {
 		t.Fatalf("deleted %v, annotations %v", h.kube.deleted, h.claim().Annotations)
 	}
 	if got := len(h.state.NominatedPods()); got != 0 {
@@ -375,7 +395,7 @@ func TestRegistrationTimeoutTerminates(t *testing.T) {
 	}
 	h.now = t0.Add(10*time.Minute + time.Second)
 	h.reconcile()
-	if len(h.kube.deleted) != 1 || h.claim().Annotations[AnnotationDisruptionReason] != ReasonRegistrationTimeout {
+	if len(h.kube.deleted) != 1 || h.claim().Annotations[karpv1.AnnotationDisruptionReason] != ReasonRegistrationTimeout {
 		t.Fatalf("deleted %v, annotations %v", h.kube.deleted, h.claim().Annotations)
 	}
 	terms := h.state.Terminations()
@@ -430,7 +450,7 @@ func TestGarbageCollection(t *testing.T) {
 	if inst, _ := h.state.Instance("i-1"); inst.State != fsm.InstanceLost {
 		t.Fatalf("instance %s, want lost", inst.State)
 	}
-	if len(h.kube.deleted) != 1 || h.claim().Annotations[AnnotationDisruptionReason] != ReasonInstanceGone {
+	if len(h.kube.deleted) != 1 || h.claim().Annotations[karpv1.AnnotationDisruptionReason] != ReasonInstanceGone {
 		t.Fatalf("deleted %v annotations %v", h.kube.deleted, h.claim().Annotations)
 	}
 	if gone, _ := h.l.CollectGarbage(ctx); len(gone) != 0 {
@@ -464,10 +484,11 @@ func TestGarbageCollectionNotFound(t *testing.T) {
 func TestNewRejectsDoubleRegistration(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	log := zaptest.NewLogger(t)
-	if _, err := New(Config{}, newFakeKube(), newFakeKube(), fake.NewClientset(), fsm.New(), nil, nil, reg, nil, log); err != nil {
+	d := Deps{Cache: newFakeKube(), Claims: newFakeKube(), Nodes: fake.NewClientset(), State: fsm.New(), Registerer: reg, Log: log}
+	if _, err := New(Config{}, d); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := New(Config{}, newFakeKube(), newFakeKube(), fake.NewClientset(), fsm.New(), nil, nil, reg, nil, log); err == nil {
+	if _, err := New(Config{}, d); err == nil {
 		t.Fatal("second New on the same registry: want an error")
 	}
 }
@@ -480,35 +501,11 @@ func value(c prometheus.Counter) float64 {
 	return m.GetCounter().GetValue()
 }
 
-// listingCloud adds List (cloud/aws.Provider's shape) and counts Gets.
-type listingCloud struct {
-	*fakeCloud
-	gets int
-}
-
-func (c *listingCloud) Get(ctx context.Context, id string) (cloud.Instance, error) {
-	c.gets++
-	return c.fakeCloud.Get(ctx, id)
-}
-
-func (c *listingCloud) List(context.Context, map[string]string) ([]cloud.Instance, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var out []cloud.Instance
-	for _, in := range c.insts {
-		if in.State != "terminated" {
-			out = append(out, in)
-		}
-	}
-	return out, nil
-}
-
 func TestGarbageCollectionLists(t *testing.T) {
 	ctx := context.Background()
 	h := newHarness(t, Config{}, claim())
 	h.commitIntent(fsm.IntentLaunched)
-	lc := &listingCloud{fakeCloud: h.cloud}
-	h.l.cloud = lc
+	lc := h.cloud
 	h.now = t0.Add(time.Hour)
 	if gone, err := h.l.CollectGarbage(ctx); err != nil || len(gone) != 0 || lc.gets != 0 {
 		t.Fatalf("listed instance: gone %v err %v, %d Gets (want none)", gone, err, lc.gets)

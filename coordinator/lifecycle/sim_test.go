@@ -12,8 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
-	joineraws "github.com/joiner-dev/joiner/cloud/aws"
-	"github.com/joiner-dev/joiner/coordinator/cloudadapter"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
 	"github.com/joiner-dev/joiner/coordinator/fsm/fsmtest"
 	"github.com/joiner-dev/joiner/coordinator/kube"
@@ -22,15 +20,6 @@ import (
 	"github.com/joiner-dev/joiner/internal/simstack"
 	"github.com/joiner-dev/joiner/internal/testenv"
 	"github.com/joiner-dev/joiner/userdata"
-)
-
-// What the lead wires: the real types satisfy the lifecycle's interfaces.
-var (
-	_ Cache    = (*kube.Cache)(nil)
-	_ Writer   = (*kube.Clients)(nil)
-	_ State    = (*fsm.FSM)(nil)
-	_ Cloud    = (*joineraws.Provider)(nil)
-	_ Proposer = (*fsmtest.Direct)(nil)
 )
 
 // TestLifecycleWithSim runs provisioner, launcher and lifecycle against a
@@ -59,15 +48,19 @@ func TestLifecycleWithSim(t *testing.T) {
 	raft := fsmtest.New(state)
 	reg := prometheus.NewRegistry()
 	rec := kube.NewRecorder(ctx, clients.Kube, "joiner")
-	launch := launcher.New(launcher.Config{Cluster: cluster, Interval: 200 * time.Millisecond}, cloudadapter.New(cluster, prov), raft, state, log)
+	catalog, views := simstack.Classes(t, r, clients, cache, prov, state, log)
+	launch := launcher.New(launcher.Config{Cluster: cluster, Interval: 200 * time.Millisecond},
+		launcher.Deps{Cloud: prov, Raft: raft, State: state, Log: log})
 	p, err := provisioner.New(provisioner.Config{
 		Cluster:   userdata.Cluster{Name: cluster, Endpoint: env.Config.Host, ServiceCIDR: "10.100.0.0/16"},
 		BatchIdle: 300 * time.Millisecond, BatchMax: 2 * time.Second, Resync: time.Second, Wake: launch.Wake,
-	}, cache, clients, state, raft, prov, reg, rec, log)
+	}, provisioner.Deps{Cache: cache, Kube: clients, State: state, Raft: raft, Cloud: prov, Views: views, Classes: catalog,
+		Registerer: reg, Recorder: rec, Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}
-	lc, err := New(Config{RemoveStartupTaints: true, Resync: time.Second}, cache, clients, clients.Kube, state, raft, prov, reg, rec, log)
+	lc, err := New(Config{RemoveStartupTaints: true, Resync: time.Second}, Deps{Cache: cache, Claims: clients, Nodes: clients.Kube,
+		State: state, Raft: raft, Cloud: prov, Classes: catalog, Registerer: reg, Recorder: rec, Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +118,7 @@ func TestLifecycleWithSim(t *testing.T) {
 		if nc.Status.Allocatable.Cpu().IsZero() || nc.Status.ImageID == "" || nc.Labels[karpv1.LabelInstanceType] == "" {
 			t.Errorf("nodeclaim %s: launched status incomplete: %+v labels %v", nc.Name, nc.Status, nc.Labels)
 		}
-		in, _ := state.Intent(nc.Annotations[AnnotationLaunchID])
+		in, _ := state.Intent(nc.Annotations[karpv1.AnnotationLaunchID])
 		if inst, _ := state.Instance(in.InstanceID); inst.State != fsm.InstanceReady || inst.NodeName != n.Name {
 			t.Errorf("nodeclaim %s: instance %+v, want ready on %s", nc.Name, inst, n.Name)
 		}

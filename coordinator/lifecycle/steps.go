@@ -13,17 +13,18 @@ import (
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 	"github.com/joiner-dev/joiner/cloud/catalog"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
+	"github.com/joiner-dev/joiner/coordinator/view"
 	"github.com/joiner-dev/joiner/internal/logging"
 )
 
 // launch writes the launched instance onto the NodeClaim: labels first
 // (metadata), then the status.
 func (l *Lifecycle) launch(ctx context.Context, log *zap.Logger, nc *karpv1.NodeClaim, in Inputs) error {
-	it := l.instanceType(ctx, log, nc, in.Instance.InstanceType)
+	it := l.instanceType(log, nc, in.Instance.InstanceType)
 	meta, status := ApplyLaunch(nc, in.Intent, in.Instance, it, in.Now)
 	if meta {
 		st := nc.Status
-		out, err := l.claims.UpdateNodeClaim(ctx, nc)
+		out, err := l.d.Claims.UpdateNodeClaim(ctx, nc)
 		if err != nil {
 			return err
 		}
@@ -31,12 +32,12 @@ func (l *Lifecycle) launch(ctx context.Context, log *zap.Logger, nc *karpv1.Node
 		nc.Status = st
 	}
 	if status {
-		if _, err := l.claims.UpdateNodeClaimStatus(ctx, nc); err != nil {
+		if _, err := l.d.Claims.UpdateNodeClaimStatus(ctx, nc); err != nil {
 			return err
 		}
 	}
 	l.metrics.launched.WithLabelValues(nc.Labels[karpv1.LabelNodePool]).Inc()
-	l.rec.Eventf(nc, corev1.EventTypeNormal, "Launched", "Status condition transitioned, Type: Launched, Status: True (instance %s, %s in %s, %s)",
+	l.d.Recorder.Eventf(nc, corev1.EventTypeNormal, "Launched", "Status condition transitioned, Type: Launched, Status: True (instance %s, %s in %s, %s)",
 		in.Instance.ID, in.Instance.InstanceType, in.Instance.Zone, in.Instance.CapacityType)
 	log.Info("launched nodeclaim", zap.String("provider-id", nc.Status.ProviderID), logging.InstanceType(in.Instance.InstanceType),
 		zap.String(logging.KeyZone, in.Instance.Zone), zap.String(logging.KeyCapacityType, in.Instance.CapacityType))
@@ -44,18 +45,12 @@ func (l *Lifecycle) launch(ctx context.Context, log *zap.Logger, nc *karpv1.Node
 }
 
 // instanceType finds the instance type for capacity and labels: the
-// NodeClass's view from the cloud, else the embedded catalogue's defaults.
-func (l *Lifecycle) instanceType(ctx context.Context, log *zap.Logger, nc *karpv1.NodeClaim, name string) *catalog.InstanceType {
-	if ref := nc.Spec.NodeClassRef; ref != nil && l.cloud != nil {
-		if class := l.cache.NodeClass(ref.Name); class != nil {
-			types, err := l.cloud.InstanceTypes(ctx, class)
-			if err != nil {
-				log.Warn("listing instance types for nodeclaim capacity", zap.String("nodeclass", class.Name), zap.Error(err))
-			}
-			for _, it := range types {
-				if it.Name == name {
-					return it
-				}
+// resolved NodeClass's, else the embedded catalogue's defaults.
+func (l *Lifecycle) instanceType(log *zap.Logger, nc *karpv1.NodeClaim, name string) *catalog.InstanceType {
+	if ref := nc.Spec.NodeClassRef; ref != nil && l.d.Classes != nil {
+		if class := l.d.Classes.Class(ref.Name); class != nil {
+			if it := view.FindType(class.InstanceTypes, name); it != nil {
+				return it
 			}
 		}
 	}
@@ -79,7 +74,7 @@ func (l *Lifecycle) instanceType(ctx context.Context, log *zap.Logger, nc *karpv
 func (l *Lifecycle) register(ctx context.Context, log *zap.Logger, nc *karpv1.NodeClaim, in Inputs) error {
 	node := in.Node.DeepCopy()
 	if SyncNode(nc, node) {
-		if _, err := l.nodes.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}); err != nil {
+		if _, err := l.d.Nodes.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}); err != nil {
 			return fmt.Errorf("syncing node %s of nodeclaim %s: %w", node.Name, nc.Name, err)
 		}
 	}
@@ -87,12 +82,12 @@ func (l *Lifecycle) register(ctx context.Context, log *zap.Logger, nc *karpv1.No
 		return err
 	}
 	if ApplyRegistered(nc, node.Name, in.Now) {
-		if _, err := l.claims.UpdateNodeClaimStatus(ctx, nc); err != nil {
+		if _, err := l.d.Claims.UpdateNodeClaimStatus(ctx, nc); err != nil {
 			return err
 		}
 	}
 	l.metrics.registered.WithLabelValues(nc.Labels[karpv1.LabelNodePool]).Inc()
-	l.rec.Eventf(nc, corev1.EventTypeNormal, "Registered", "Status condition transitioned, Type: Registered, Status: True (node %s)", node.Name)
+	l.d.Recorder.Eventf(nc, corev1.EventTypeNormal, "Registered", "Status condition transitioned, Type: Registered, Status: True (node %s)", node.Name)
 	log.Info("registered nodeclaim", logging.Node(node.Name), zap.String("provider-id", nc.Status.ProviderID))
 	return nil
 }
@@ -106,7 +101,7 @@ func (l *Lifecycle) initialize(ctx context.Context, log *zap.Logger, nc *karpv1.
 			node.Labels = map[string]string{}
 		}
 		node.Labels[karpv1.LabelInitialized] = "true"
-		if _, err := l.nodes.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}); err != nil {
+		if _, err := l.d.Nodes.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}); err != nil {
 			return fmt.Errorf("labelling node %s of nodeclaim %s initialized: %w", node.Name, nc.Name, err)
 		}
 	}
@@ -114,14 +109,14 @@ func (l *Lifecycle) initialize(ctx context.Context, log *zap.Logger, nc *karpv1.
 		return err
 	}
 	if ApplyInitialized(nc, in.Now) {
-		if _, err := l.claims.UpdateNodeClaimStatus(ctx, nc); err != nil {
+		if _, err := l.d.Claims.UpdateNodeClaimStatus(ctx, nc); err != nil {
 			return err
 		}
 	}
 	took := max(in.Now.Sub(nc.CreationTimestamp.Time), 0)
 	l.metrics.initialized.WithLabelValues(nc.Labels[karpv1.LabelNodePool]).Inc()
 	l.metrics.initDuration.Observe(took.Seconds())
-	l.rec.Eventf(nc, corev1.EventTypeNormal, "Initialized", "Status condition transitioned, Type: Initialized, Status: True (node %s)", in.Node.Name)
+	l.d.Recorder.Eventf(nc, corev1.EventTypeNormal, "Initialized", "Status condition transitioned, Type: Initialized, Status: True (node %s)", in.Node.Name)
 	log.Info("initialized nodeclaim", logging.Node(in.Node.Name), zap.Duration("after", took.Round(time.Millisecond)))
 	return nil
 }
@@ -129,11 +124,11 @@ func (l *Lifecycle) initialize(ctx context.Context, log *zap.Logger, nc *karpv1.
 // advance commits InstanceStatus to moves an instance forward, only when it
 // is behind: an instance already further (draining, terminating) is left.
 func (l *Lifecycle) advance(ctx context.Context, id string, to fsm.InstanceState, node string, now time.Time) error {
-	inst, ok := l.state.Instance(id)
+	inst, ok := l.d.State.Instance(id)
 	if !ok || !behind(inst.State, to) {
 		return nil
 	}
-	err := fsm.Propose(ctx, l.raft, fsm.InstanceStatusType, fsm.InstanceStatus{InstanceID: id, State: to, NodeName: node, At: now})
+	err := fsm.Propose(ctx, l.d.Raft, fsm.InstanceStatusType, fsm.InstanceStatus{InstanceID: id, State: to, NodeName: node, At: now})
 	if err != nil && !errors.Is(err, fsm.ErrBackwardTransition) {
 		return fmt.Errorf("recording instance %s %s: %w", id, to, err)
 	}
@@ -159,7 +154,7 @@ func (l *Lifecycle) terminate(ctx context.Context, nc *karpv1.NodeClaim, inst fs
 	if inst.ID == "" {
 		return nil
 	}
-	err := fsm.Propose(ctx, l.raft, fsm.TerminationIntentType, fsm.TerminationIntentCmd{ID: "term-" + inst.ID, InstanceID: inst.ID, Reason: reason, At: now})
+	err := fsm.Propose(ctx, l.d.Raft, fsm.TerminationIntentType, fsm.TerminationIntentCmd{ID: "term-" + inst.ID, InstanceID: inst.ID, Reason: reason, At: now})
 	if err != nil {
 		return fmt.Errorf("recording termination of instance %s of nodeclaim %s: %w", inst.ID, nc.Name, err)
 	}
@@ -183,16 +178,16 @@ func (l *Lifecycle) delete(ctx context.Context, log *zap.Logger, nc *karpv1.Node
 			l.mu.Unlock()
 		}
 	}()
-	if nc.Annotations[AnnotationDisruptionReason] == "" {
+	if nc.Annotations[karpv1.AnnotationDisruptionReason] == "" {
 		if nc.Annotations == nil {
 			nc.Annotations = map[string]string{}
 		}
-		nc.Annotations[AnnotationDisruptionReason] = reason
-		if _, err := l.claims.UpdateNodeClaim(ctx, nc); err != nil {
+		nc.Annotations[karpv1.AnnotationDisruptionReason] = reason
+		if _, err := l.d.Claims.UpdateNodeClaim(ctx, nc); err != nil {
 			return err
 		}
 	}
-	if err := l.claims.DeleteNodeClaim(ctx, nc.Name); err != nil {
+	if err := l.d.Claims.DeleteNodeClaim(ctx, nc.Name); err != nil {
 		return err
 	}
 	l.metrics.deleted.WithLabelValues(nc.Labels[karpv1.LabelNodePool], reason).Inc()

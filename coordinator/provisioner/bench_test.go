@@ -1,7 +1,6 @@
 package provisioner
 
 import (
-	"context"
 	"fmt"
 	"testing"
 
@@ -15,7 +14,7 @@ import (
 )
 
 // BenchmarkProvisioningPass measures one leader pass without the commit:
-// the snapshot (nodes, pods, in-flight capacity, pending pods) and the plan,
+// the cluster view (nodes, pods, in-flight capacity, pending pods) and the plan,
 // for a cluster of `nodes` existing nodes with 10 pods each and `pending`
 // unschedulable pods.
 func BenchmarkProvisioningPass(b *testing.B) {
@@ -44,15 +43,11 @@ func BenchmarkProvisioningPass(b *testing.B) {
 			for i := range sz.pending {
 				c.pods = append(c.pods, pendingPod(fmt.Sprintf("pending-%d", i), "1"))
 			}
-			p, _, _, _ := newTestProvisioner(b, c)
-			ctx := context.Background()
+			r := newTestProvisioner(b, c)
 			b.ReportAllocs()
 			b.ResetTimer()
 			for b.Loop() {
-				s, err := p.Snapshot(ctx)
-				if err != nil {
-					b.Fatal(err)
-				}
+				s := r.deps.Views.Build(now)
 				plan := scheduler.Solve(&scheduler.Input{Pods: s.Pending, NodePools: s.NodePools, NodeClasses: s.NodeClasses,
 					InstanceTypes: s.InstanceTypes, Nodes: s.Nodes, DaemonSetPods: s.DaemonSetPods})
 				if len(s.Pending) != sz.pending || len(plan.NodeClaims) == 0 {

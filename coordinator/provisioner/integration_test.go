@@ -6,13 +6,13 @@ import (
 	"testing"
 	"time"
 
+	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap/zaptest"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/joiner-dev/joiner/cloud"
-	"github.com/joiner-dev/joiner/coordinator/cloudadapter"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
 	"github.com/joiner-dev/joiner/coordinator/fsm/fsmtest"
 	"github.com/joiner-dev/joiner/coordinator/kube"
@@ -47,16 +47,20 @@ func TestProvisionDeployment(t *testing.T) {
 	clients, cache := simstack.Kube(t, r, env.Config, log)
 	state := fsm.New()
 	raft := fsmtest.New(state)
-	launch := launcher.New(launcher.Config{Cluster: clusterName, Interval: 200 * time.Millisecond}, cloudadapter.New(clusterName, prov), raft, state, log)
+	catalog, views := simstack.Classes(t, r, clients, cache, prov, state, log)
+	launch := launcher.New(launcher.Config{Cluster: clusterName, Interval: 200 * time.Millisecond},
+		launcher.Deps{Cloud: prov, Raft: raft, State: state, Log: log})
 	p, err := provisioner.New(provisioner.Config{
 		Cluster:   userdata.Cluster{Name: clusterName, Endpoint: env.Config.Host, ServiceCIDR: "10.100.0.0/16"},
 		BatchIdle: 300 * time.Millisecond, BatchMax: 2 * time.Second, Resync: time.Second, Wake: launch.Wake,
-	}, cache, clients, state, raft, prov, prometheus.NewRegistry(), kube.NewRecorder(ctx, clients.Kube, "joiner"), log)
+	}, provisioner.Deps{Cache: cache, Kube: clients, State: state, Raft: raft, Cloud: prov, Views: views, Classes: catalog,
+		Registerer: prometheus.NewRegistry(), Recorder: kube.NewRecorder(ctx, clients.Kube, "joiner"), Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}
-	lc, err := lifecycle.New(lifecycle.Config{RemoveStartupTaints: true, Resync: time.Second}, cache, clients, clients.Kube, state, raft, prov,
-		prometheus.NewRegistry(), nil, log)
+	lc, err := lifecycle.New(lifecycle.Config{RemoveStartupTaints: true, Resync: time.Second}, lifecycle.Deps{Cache: cache,
+		Claims: clients, Nodes: clients.Kube, State: state, Raft: raft, Cloud: prov, Classes: catalog,
+		Registerer: prometheus.NewRegistry(), Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +98,7 @@ func TestProvisionDeployment(t *testing.T) {
 	}
 	seen := map[string]string{}
 	for _, in := range insts {
-		id := in.Tags[cloud.TagLaunchID]
+		id := in.Tags[karpv1.TagLaunchID]
 		if prev, dup := seen[id]; dup {
 			t.Fatalf("launch %s has two instances: %s and %s", id, prev, in.ID)
 		}
@@ -105,7 +109,7 @@ func TestProvisionDeployment(t *testing.T) {
 		t.Fatalf("%d nodeclaims, %d instances: want equal and > 0", len(claims), len(insts))
 	}
 	for _, nc := range claims {
-		id := nc.Annotations[provisioner.AnnotationLaunchID]
+		id := nc.Annotations[karpv1.AnnotationLaunchID]
 		if _, ok := seen[id]; !ok {
 			t.Errorf("nodeclaim %s: launch %q has no instance", nc.Name, id)
 		}

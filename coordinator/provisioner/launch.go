@@ -19,19 +19,34 @@ import (
 	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 	"github.com/joiner-dev/joiner/api/requirements"
-	joineraws "github.com/joiner-dev/joiner/cloud/aws"
+	"github.com/joiner-dev/joiner/cloud"
 	"github.com/joiner-dev/joiner/cloud/catalog"
-	"github.com/joiner-dev/joiner/coordinator/cloudadapter"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
 	"github.com/joiner-dev/joiner/coordinator/scheduler"
+	"github.com/joiner-dev/joiner/coordinator/view"
 	"github.com/joiner-dev/joiner/userdata"
 )
 
-// AnnotationLaunchID carries a NodeClaim's launch intent ID.
-const AnnotationLaunchID = karpv1.JoinerDomain + "/launch-id"
+// karpv1.AnnotationLaunchID carries a NodeClaim's launch intent ID.
 
-// NodePoolHashVersion is the version of NodePoolHash's input.
-const NodePoolHashVersion = "v3"
+// freeze is the cloud.LaunchSpec of a launch: the candidates, the subnet
+// per zone chosen now, and the EC2NodeClass inputs (security groups and
+// instance profile as resolved, block devices, metadata options, detailed
+// monitoring, tags) with the rendered user data. Everything is copied, so
+// later changes to the class do not reach the spec committed to raft, and
+// a new leader retrying the same token sends the same request.
+func freeze(pool, claim string, cands []cloud.Candidate, nc *awsv1.EC2NodeClass, r cloud.Resolved,
+	subnets map[string]string, userData []byte) cloud.LaunchSpec {
+	spec := cloud.LaunchSpec{NodePool: pool, NodeClass: nc.Name, NodeClaim: claim, Candidates: cands,
+		Subnets: maps.Clone(subnets), SecurityGroupIDs: slices.Sorted(slices.Values(r.SecurityGroupIDs())),
+		InstanceProfile: r.InstanceProfile, UserData: slices.Clone(userData),
+		MetadataOptions: nc.Spec.MetadataOptions.DeepCopy(), Tags: maps.Clone(nc.Spec.Tags),
+		DetailedMonitoring: nc.Spec.DetailedMonitoring != nil && *nc.Spec.DetailedMonitoring}
+	for _, m := range nc.Spec.BlockDeviceMappings {
+		spec.BlockDevices = append(spec.BlockDevices, m.DeepCopy())
+	}
+	return spec
+}
 
 // planned is one NodeClaim ready to commit.
 type planned struct {
@@ -42,7 +57,7 @@ type planned struct {
 
 // launch freezes each claim's launch inputs, commits them in one
 // PlanCommit, then creates the NodeClaim objects and wakes the launcher.
-func (p *Provisioner) launch(ctx context.Context, s *Snapshot, claims []scheduler.NodeClaim, reason string) ([]string, error) {
+func (p *Provisioner) launch(ctx context.Context, s *view.View, claims []scheduler.NodeClaim, reason string) ([]string, error) {
 	var todo []planned
 	for _, c := range claims {
 		pl, err := p.prepare(s, c)
@@ -60,7 +75,7 @@ func (p *Provisioner) launch(ctx context.Context, s *Snapshot, claims []schedule
 	for _, pl := range todo {
 		cmd.Intents = append(cmd.Intents, pl.intent)
 	}
-	if err := fsm.Propose(ctx, p.raft, fsm.PlanCommitType, cmd); err != nil {
+	if err := fsm.Propose(ctx, p.d.Raft, fsm.PlanCommitType, cmd); err != nil {
 		p.metrics.launchErrors.WithLabelValues("commit").Inc()
 		return nil, fmt.Errorf("committing plan of %d nodeclaim(s): %w", len(todo), err)
 	}
@@ -87,13 +102,8 @@ func (p *Provisioner) launch(ctx context.Context, s *Snapshot, claims []schedule
 }
 
 // prepare builds the intent and NodeClaim object of one planned claim.
-func (p *Provisioner) prepare(s *Snapshot, c scheduler.NodeClaim) (planned, error) {
-	var pool *karpv1.NodePool
-	for _, np := range s.NodePools {
-		if np.Name == c.NodePool {
-			pool = np
-		}
-	}
+func (p *Provisioner) prepare(s *view.View, c scheduler.NodeClaim) (planned, error) {
+	pool := s.NodePool(c.NodePool)
 	class := s.NodeClasses[c.NodeClass]
 	if pool == nil || class == nil {
 		return planned{}, fmt.Errorf("nodepool %s / ec2nodeclass %s: %w", c.NodePool, c.NodeClass, ErrNotReady)
@@ -103,7 +113,7 @@ func (p *Provisioner) prepare(s *Snapshot, c scheduler.NodeClaim) (planned, erro
 	if err != nil {
 		return planned{}, fmt.Errorf("requirements of planned nodeclaim %s: %w", c.Name, err)
 	}
-	subnets := p.cloud.SubnetsByZone(resolved.Subnets)
+	subnets := p.d.Cloud.SubnetsByZone(resolved.Subnets)
 	cands := candidates(c.InstanceTypes, s.InstanceTypes[class.Name], reqs, resolved, subnets)
 	if len(cands) == 0 {
 		return planned{}, fmt.Errorf("planned nodeclaim %s of nodepool %s: no available offering with an image and a subnet among %d instance types",
@@ -113,7 +123,7 @@ func (p *Provisioner) prepare(s *Snapshot, c scheduler.NodeClaim) (planned, erro
 	name := pool.Name + "-" + id[:5]
 	claim := newNodeClaim(pool, class, name, id, claimRequirements(pool, c.Requirements, cands), c.Requests)
 	claim.Annotations[karpv1.AnnotationNodePoolHash] = s.NodePoolHashes[pool.Name]
-	claim.Annotations[awsv1.AnnotationEC2NodeClassHash] = s.NodeClassHashes[class.Name]
+	claim.Annotations[karpv1.AnnotationEC2NodeClassHash] = s.NodeClassHashes[class.Name]
 
 	maxPods, vcpu := minPods(cands, s.InstanceTypes[class.Name])
 	in := userdata.FromNodeClaim(class, claim, userdata.BuildOptions{Cluster: p.cfg.Cluster, CapacityType: cands[0].CapacityType,
@@ -122,9 +132,9 @@ func (p *Provisioner) prepare(s *Snapshot, c scheduler.NodeClaim) (planned, erro
 	if err != nil {
 		return planned{}, fmt.Errorf("rendering user data of nodeclaim %s (ec2nodeclass %s): %w", name, class.Name, err)
 	}
-	spec := cloudadapter.Freeze(fsm.LaunchSpec{NodePool: pool.Name, NodeClaim: name, Candidates: cands, Labels: maps.Clone(claim.Labels),
-		Requirements: claim.Spec.Requirements, Requests: claim.Spec.Resources.Requests, ClaimAnnotations: maps.Clone(claim.Annotations)},
-		class, resolved, subnets, ud)
+	spec := fsm.LaunchSpec{LaunchSpec: freeze(pool.Name, name, cands, class, resolved, subnets, ud),
+		Labels: maps.Clone(claim.Labels), Requirements: claim.Spec.Requirements, Requests: claim.Spec.Resources.Requests,
+		ClaimAnnotations: maps.Clone(claim.Annotations)}
 	pods := slices.Clone(c.Pods)
 	sort.Strings(pods)
 	return planned{intent: fsm.NewIntent{ID: id, Spec: spec, Pods: pods}, claim: claim, pods: pods}, nil
@@ -136,15 +146,15 @@ func (p *Provisioner) prepare(s *Snapshot, c scheduler.NodeClaim) (planned, erro
 // among them, only spot is kept (Karpenter launches spot when it may, and
 // falls back to on-demand by planning again after a capacity error).
 func candidates(types []string, catalogue []*catalog.InstanceType, reqs requirements.Requirements,
-	r joineraws.Resolved, subnets map[string]string) []fsm.Candidate {
+	r cloud.Resolved, subnets map[string]string) []cloud.Candidate {
 	allowed := func(key, value string) bool {
 		req := reqs.Get(key)
 		return req == nil || req.Has(value)
 	}
-	var out []fsm.Candidate
+	var out []cloud.Candidate
 	spot := false
 	for _, name := range types {
-		it := findType(catalogue, name)
+		it := view.FindType(catalogue, name)
 		if it == nil {
 			continue
 		}
@@ -162,11 +172,11 @@ func candidates(types []string, catalogue []*catalog.InstanceType, reqs requirem
 				continue
 			}
 			spot = spot || o.CapacityType == karpv1.CapacityTypeSpot
-			out = append(out, fsm.Candidate{InstanceType: it.Name, Zone: o.Zone, CapacityType: o.CapacityType, Price: o.Price, ImageID: image})
+			out = append(out, cloud.Candidate{InstanceType: it.Name, Zone: o.Zone, CapacityType: o.CapacityType, Price: o.Price, ImageID: image})
 		}
 	}
 	if spot {
-		out = slices.DeleteFunc(out, func(c fsm.Candidate) bool { return c.CapacityType != karpv1.CapacityTypeSpot })
+		out = slices.DeleteFunc(out, func(c cloud.Candidate) bool { return c.CapacityType != karpv1.CapacityTypeSpot })
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Price < out[j].Price })
 	return out
@@ -176,10 +186,10 @@ func candidates(types []string, catalogue []*catalog.InstanceType, reqs requirem
 // types: one user data serves every type of a multi-type launch, and the
 // smallest limit is one every type can honour (the scheduler already made
 // every candidate fit the claim's pods).
-func minPods(cands []fsm.Candidate, catalogue []*catalog.InstanceType) (int32, int32) {
+func minPods(cands []cloud.Candidate, catalogue []*catalog.InstanceType) (int32, int32) {
 	var pods, vcpu int32
 	for _, c := range cands {
-		it := findType(catalogue, c.InstanceType)
+		it := view.FindType(catalogue, c.InstanceType)
 		if it == nil {
 			continue
 		}
@@ -193,7 +203,7 @@ func minPods(cands []fsm.Candidate, catalogue []*catalog.InstanceType) (int32, i
 
 // claimRequirements are the planned requirements with instance type, zone
 // and capacity type narrowed to the candidates, and the pool's minValues.
-func claimRequirements(pool *karpv1.NodePool, planned []corev1.NodeSelectorRequirement, cands []fsm.Candidate) []karpv1.NodeSelectorRequirementWithMinValues {
+func claimRequirements(pool *karpv1.NodePool, planned []corev1.NodeSelectorRequirement, cands []cloud.Candidate) []karpv1.NodeSelectorRequirementWithMinValues {
 	minValues := map[string]*int{}
 	for _, r := range pool.Spec.Template.Spec.Requirements {
 		if r.MinValues != nil {
@@ -244,13 +254,13 @@ func newNodeClaim(pool *karpv1.NodePool, class *awsv1.EC2NodeClass, name, intent
 		}
 	}
 	labels[karpv1.LabelNodePool] = pool.Name
-	labels[awsv1.LabelNodeClass] = class.Name
+	labels[karpv1.LabelNodeClass] = class.Name
 	annotations := maps.Clone(t.ObjectMeta.Annotations)
 	if annotations == nil {
 		annotations = map[string]string{}
 	}
-	annotations[AnnotationLaunchID] = intentID
-	annotations[karpv1.AnnotationNodePoolHashVersion] = NodePoolHashVersion
+	annotations[karpv1.AnnotationLaunchID] = intentID
+	annotations[karpv1.AnnotationNodePoolHashVersion] = karpv1.NodePoolHashVersion
 	yes := true
 	nc := &karpv1.NodeClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels, Annotations: annotations,
@@ -272,7 +282,7 @@ func newNodeClaim(pool *karpv1.NodePool, class *awsv1.EC2NodeClass, name, intent
 
 // create creates a NodeClaim object; one that exists already is fine.
 func (p *Provisioner) create(ctx context.Context, nc *karpv1.NodeClaim) error {
-	if _, err := p.kube.CreateNodeClaim(ctx, nc); err != nil && !apierrors.IsAlreadyExists(errors.Unwrap(err)) && !apierrors.IsAlreadyExists(err) {
+	if _, err := p.d.Kube.CreateNodeClaim(ctx, nc); err != nil && !apierrors.IsAlreadyExists(errors.Unwrap(err)) && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
 	return nil
@@ -284,17 +294,17 @@ func (p *Provisioner) create(ctx context.Context, nc *karpv1.NodeClaim) error {
 // alone: their NodeClaim was deleted on purpose.
 func (p *Provisioner) ensureNodeClaims(ctx context.Context) error {
 	terminating := map[string]bool{}
-	for _, t := range p.state.Terminations() {
+	for _, t := range p.d.State.Terminations() {
 		terminating[t.InstanceID] = true
 	}
 	gone := map[string]bool{}
-	for _, inst := range p.state.Instances() {
+	for _, inst := range p.d.State.Instances() {
 		if inst.State.Terminal() {
 			gone[inst.ID] = true
 		}
 	}
-	for _, in := range p.state.Intents() {
-		if !in.State.Live() || p.cache.NodeClaim(in.Spec.NodeClaim) != nil {
+	for _, in := range p.d.State.Intents() {
+		if !in.State.Live() || p.d.Cache.NodeClaim(in.Spec.NodeClaim) != nil {
 			continue
 		}
 		if in.InstanceID != "" && (terminating[in.InstanceID] || gone[in.InstanceID]) {
@@ -305,7 +315,7 @@ func (p *Provisioner) ensureNodeClaims(ctx context.Context) error {
 			// deleted; lifecycle GC terminates what is left.
 			continue
 		}
-		pool := p.cache.NodePool(in.Spec.NodePool)
+		pool := p.d.Cache.NodePool(in.Spec.NodePool)
 		if pool == nil {
 			continue
 		}
@@ -340,13 +350,9 @@ func (p *Provisioner) recoveredNodeClaim(cached *karpv1.NodePool, in fsm.LaunchI
 		maps.Copy(nc.Annotations, in.Spec.ClaimAnnotations)
 		return nc
 	}
-	nc.Annotations[karpv1.AnnotationNodePoolHash] = NodePoolHash(pool)
-	for _, c := range p.cache.NodeClasses() {
-		if c.Name == in.Spec.NodeClass {
-			d := c.DeepCopy()
-			d.SetDefaults()
-			nc.Annotations[awsv1.AnnotationEC2NodeClassHash] = p.cloud.DriftHash(d)
-		}
+	nc.Annotations[karpv1.AnnotationNodePoolHash] = pool.Hash()
+	if c := p.d.Classes.Class(in.Spec.NodeClass); c != nil {
+		nc.Annotations[karpv1.AnnotationEC2NodeClassHash] = c.Hash
 	}
 	return nc
 }
@@ -362,7 +368,7 @@ func randomID() string {
 	return idEncoding.EncodeToString(b[:])[:10]
 }
 
-func summariseTypes(cands []fsm.Candidate) string {
+func summariseTypes(cands []cloud.Candidate) string {
 	var names []string
 	for _, c := range cands {
 		if !slices.Contains(names, c.InstanceType) {

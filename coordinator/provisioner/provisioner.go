@@ -1,12 +1,8 @@
 // Package provisioner is the leader's provisioning loop: it batches pending
-// pods (1 s idle, 10 s max), runs the scheduler on the cluster snapshot with
-// in-flight launch intents counted as capacity, commits the plan to raft
-// (PlanCommit, with every launch input frozen) and creates the NodeClaim
-// objects; the launcher then drives each intent to an instance.
-//
-// It also keeps NodePools and EC2NodeClasses honest: invalid objects (for
-// example created before the CRD had a rule) get a False condition and an
-// Event and are left out, while the valid ones keep being served.
+// pods (1 s idle, 10 s max), runs the scheduler on the cluster view with
+// in-flight launch intents counted as capacity, freezes every launch input
+// and commits the plan to raft (PlanCommit), then creates the NodeClaim
+// objects; the launcher drives each intent to an instance.
 package provisioner
 
 import (
@@ -17,62 +13,65 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/client-go/tools/record"
 
-	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
-	joineraws "github.com/joiner-dev/joiner/cloud/aws"
-	"github.com/joiner-dev/joiner/cloud/catalog"
+	"github.com/joiner-dev/joiner/cloud"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
 	"github.com/joiner-dev/joiner/coordinator/scheduler"
+	"github.com/joiner-dev/joiner/coordinator/view"
 	"github.com/joiner-dev/joiner/userdata"
 )
 
 // Cache is the informer cache the provisioner reads (kube.Cache).
 type Cache interface {
-	Pods() []*corev1.Pod
-	Nodes() []*corev1.Node
-	NodePools() []*karpv1.NodePool
 	NodePool(name string) *karpv1.NodePool
-	NodeClasses() []*awsv1.EC2NodeClass
-	NodeClaims() []*karpv1.NodeClaim
 	NodeClaim(name string) *karpv1.NodeClaim
-	DaemonSets() []*appsv1.DaemonSet
-	PDBs() []*policyv1.PodDisruptionBudget
 	Changes() (<-chan struct{}, func())
 }
 
 // Writer is the API writes the provisioner makes (kube.Clients).
 type Writer interface {
 	CreateNodeClaim(ctx context.Context, nc *karpv1.NodeClaim) (*karpv1.NodeClaim, error)
-	UpdateNodePoolStatus(ctx context.Context, np *karpv1.NodePool) (*karpv1.NodePool, error)
-	UpdateEC2NodeClassStatus(ctx context.Context, nc *awsv1.EC2NodeClass) (*awsv1.EC2NodeClass, error)
 }
 
 // State is the raft state the provisioner reads (fsm.FSM).
 type State interface {
 	Intents() []fsm.LaunchIntent
-	Intent(id string) (fsm.LaunchIntent, bool)
 	Instances() []fsm.Instance
 	Terminations() []fsm.TerminationIntent
-	NominatedPods() map[string]string
 }
 
-// Proposer commits a command through raft (cluster.RaftProposer).
-type Proposer interface {
-	Propose(ctx context.Context, cmd []byte) (any, error)
-}
-
-// Cloud resolves NodeClasses and lists their instance types
-// (cloud/aws.Provider).
+// Cloud picks the subnet per zone a launch is frozen with (cloud.Provider;
+// no I/O).
 type Cloud interface {
-	Resolve(ctx context.Context, nc *awsv1.EC2NodeClass) (joineraws.Resolved, error)
-	SubnetsByZone(subnets []joineraws.Subnet) map[string]string
-	InstanceTypes(ctx context.Context, nc *awsv1.EC2NodeClass) ([]*catalog.InstanceType, error)
-	DriftHash(nc *awsv1.EC2NodeClass) string
+	SubnetsByZone(subnets []cloud.Subnet) map[string]string
+}
+
+// Views builds the cluster view (*view.Builder).
+type Views interface {
+	Build(now time.Time) *view.View
+}
+
+// Classes are the resolved EC2NodeClasses (*view.Catalog).
+type Classes interface {
+	Class(name string) *view.Class
+}
+
+// Deps are the provisioner's collaborators.
+type Deps struct {
+	Cache   Cache
+	Kube    Writer
+	State   State
+	Raft    fsm.Proposer
+	Cloud   Cloud
+	Views   Views
+	Classes Classes
+	// Registerer may be nil (no metrics); Recorder may be nil (no Events).
+	Registerer prometheus.Registerer
+	Recorder   record.EventRecorder
+	Log        *zap.Logger
 }
 
 // Config configures a Provisioner.
@@ -83,8 +82,9 @@ type Config struct {
 	BatchIdle, BatchMax time.Duration
 	// Resync is the pass interval without cache events (default 10 s).
 	Resync time.Duration
-	// NominationGrace is how long a pod nominated to a ready instance waits
-	// for kube-scheduler before it is planned again (default 1 min).
+	// NominationGrace is how long after its launch an intent whose
+	// NodeClaim is gone is left alone rather than recreated (default 1 min;
+	// the view's NominationGrace).
 	NominationGrace time.Duration
 	// BootstrapImage is the agent image the user data starts (optional).
 	BootstrapImage string
@@ -100,15 +100,12 @@ type Config struct {
 // Provisioner is the provisioning leader loop.
 type Provisioner struct {
 	cfg     Config
-	cache   Cache
-	kube    Writer
-	state   State
-	raft    Proposer
-	cloud   Cloud
-	rec     record.EventRecorder
+	d       Deps
 	log     *zap.Logger
 	metrics *metrics
-	reports *reportState
+	// said remembers the last reason told to each pod (Events are not
+	// repeated every pass).
+	said map[string]string
 
 	mu sync.Mutex
 	// passDone is the start time of the last provisioning pass that
@@ -116,10 +113,8 @@ type Provisioner struct {
 	passDone time.Time
 }
 
-// New builds a Provisioner. reg may be nil (no metrics); rec may be nil
-// (no Events).
-func New(cfg Config, cache Cache, kube Writer, state State, raft Proposer, cloud Cloud,
-	reg prometheus.Registerer, rec record.EventRecorder, log *zap.Logger) (*Provisioner, error) {
+// New builds a Provisioner.
+func New(cfg Config, d Deps) (*Provisioner, error) {
 	if cfg.BatchIdle <= 0 {
 		cfg.BatchIdle = time.Second
 	}
@@ -141,22 +136,24 @@ func New(cfg Config, cache Cache, kube Writer, state State, raft Proposer, cloud
 	if cfg.NewID == nil {
 		cfg.NewID = randomID
 	}
-	if rec == nil {
-		rec = &record.FakeRecorder{}
+	if d.Recorder == nil {
+		d.Recorder = &record.FakeRecorder{}
 	}
-	m, err := newMetrics(reg)
+	if d.Log == nil {
+		d.Log = zap.NewNop()
+	}
+	m, err := newMetrics(d.Registerer)
 	if err != nil {
 		return nil, err
 	}
-	return &Provisioner{cfg: cfg, cache: cache, kube: kube, state: state, raft: raft, cloud: cloud, rec: rec,
-		log: log.Named("provisioner"), metrics: m, reports: newReportState()}, nil
+	return &Provisioner{cfg: cfg, d: d, log: d.Log.Named("provisioner"), metrics: m, said: map[string]string{}}, nil
 }
 
 // Run provisions until ctx ends: a pass after each batch of cache events
 // (BatchIdle without a new event, at most BatchMax after the first) and
 // every Resync.
 func (p *Provisioner) Run(ctx context.Context) error {
-	changes, stop := p.cache.Changes()
+	changes, stop := p.d.Cache.Changes()
 	defer stop()
 	tick := time.NewTicker(p.cfg.Resync)
 	defer tick.Stop()
@@ -226,10 +223,7 @@ func (p *Provisioner) reconcile(ctx context.Context) error {
 	if err := p.ensureNodeClaims(ctx); err != nil {
 		return err
 	}
-	s, err := p.Snapshot(ctx)
-	if err != nil {
-		return err
-	}
+	s := p.d.Views.Build(p.cfg.Now())
 	p.metrics.pending.Set(float64(len(s.Pending)))
 	if len(s.Pending) == 0 {
 		return nil
@@ -251,7 +245,7 @@ func (p *Provisioner) reconcile(ctx context.Context) error {
 		npods += len(c.Pods)
 	}
 	p.log.Info("computed new nodeclaim(s) to fit pod(s)", zap.Int("nodeclaims", len(plan.NodeClaims)), zap.Int("pods", npods))
-	_, err = p.launch(ctx, s, plan.NodeClaims, "provisioning")
+	_, err := p.launch(ctx, s, plan.NodeClaims, "provisioning")
 	return err
 }
 
@@ -259,10 +253,7 @@ func (p *Provisioner) reconcile(ctx context.Context) error {
 // disruption controller's replacements), nominating pods to them; it
 // returns the NodeClaim names.
 func (p *Provisioner) LaunchClaims(ctx context.Context, claims []scheduler.NodeClaim, pods []string, reason string) ([]string, error) {
-	s, err := p.Snapshot(ctx)
-	if err != nil {
-		return nil, err
-	}
+	s := p.d.Views.Build(p.cfg.Now())
 	if len(pods) > 0 && len(claims) > 0 {
 		// The caller's pods go to the first claim unless it placed them.
 		placed := 0
@@ -278,6 +269,31 @@ func (p *Provisioner) LaunchClaims(ctx context.Context, claims []scheduler.NodeC
 
 // ErrNotReady: a claim's pool or class is not usable right now.
 var ErrNotReady = errors.New("nodepool or ec2nodeclass not ready")
+
+// eventUnschedulable tells each pod no pool can take why (once per reason;
+// pods no longer pending are forgotten).
+func (p *Provisioner) eventUnschedulable(s *view.View, plan *scheduler.Plan) {
+	for key := range p.said {
+		if s.PendingByKey[key] == nil {
+			delete(p.said, key)
+		}
+	}
+	for _, u := range plan.Unschedulable {
+		if pod := s.PendingByKey[u.Pod]; pod != nil && p.said[u.Pod] != u.Reason {
+			p.said[u.Pod] = u.Reason
+			p.d.Recorder.Eventf(pod, corev1.EventTypeWarning, "FailedScheduling", "Failed to schedule pod, %s", u.Reason)
+		}
+	}
+}
+
+// eventNominated tells the pods of a new NodeClaim where they will go.
+func (p *Provisioner) eventNominated(s *view.View, pl planned) {
+	for _, key := range pl.pods {
+		if pod := s.PendingByKey[key]; pod != nil && pod.UID != "" {
+			p.d.Recorder.Eventf(pod, corev1.EventTypeNormal, "Nominated", "Pod should schedule on: nodeclaim/%s", pl.claim.Name)
+		}
+	}
+}
 
 func podKeys(pods []*corev1.Pod, max int) []string {
 	out := make([]string, 0, min(len(pods), max))

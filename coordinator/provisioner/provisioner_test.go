@@ -2,6 +2,7 @@ package provisioner
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -9,12 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/zap"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8stypes "k8s.io/apimachinery/pkg/types"
@@ -23,10 +22,12 @@ import (
 	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 	"github.com/joiner-dev/joiner/api/requirements"
-	joineraws "github.com/joiner-dev/joiner/cloud/aws"
+	"github.com/joiner-dev/joiner/cloud"
 	"github.com/joiner-dev/joiner/cloud/catalog"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
 	"github.com/joiner-dev/joiner/coordinator/fsm/fsmtest"
+	"github.com/joiner-dev/joiner/coordinator/nodeclass"
+	"github.com/joiner-dev/joiner/coordinator/view"
 	"github.com/joiner-dev/joiner/userdata"
 )
 
@@ -93,27 +94,35 @@ func (w *fakeWriter) UpdateEC2NodeClassStatus(_ context.Context, nc *awsv1.EC2No
 }
 
 // fakeCloud resolves every class to one subnet per zone, a security group
-// and AL2023 images, and serves the embedded catalogue.
-type fakeCloud struct{}
+// and AL2023 images, serves the embedded catalogue and counts the calls
+// that would reach AWS.
+type fakeCloud struct {
+	mu                     sync.Mutex
+	resolves, typeListings int
+}
 
-func (fakeCloud) Resolve(_ context.Context, _ *awsv1.EC2NodeClass) (joineraws.Resolved, error) {
-	return joineraws.Resolved{
-		Subnets:         []joineraws.Subnet{{ID: "subnet-a", Zone: "us-east-1a", AvailableIPs: 100}, {ID: "subnet-b", Zone: "us-east-1b", AvailableIPs: 100}},
+func (c *fakeCloud) Resolve(_ context.Context, _ *awsv1.EC2NodeClass) (cloud.Resolved, error) {
+	c.mu.Lock()
+	c.resolves++
+	c.mu.Unlock()
+	return cloud.Resolved{
+		Subnets:         []cloud.Subnet{{ID: "subnet-a", Zone: "us-east-1a", AvailableIPs: 100}, {ID: "subnet-b", Zone: "us-east-1b", AvailableIPs: 100}},
 		SecurityGroups:  []awsv1.SecurityGroup{{ID: "sg-1", Name: "nodes"}},
-		AMIs:            []joineraws.AMI{{ID: "ami-x86", Arch: "amd64"}, {ID: "ami-arm", Arch: "arm64"}},
+		AMIs:            []cloud.AMI{{ID: "ami-x86", Arch: "amd64"}, {ID: "ami-arm", Arch: "arm64"}},
 		InstanceProfile: "role",
 	}, nil
 }
 
-func (fakeCloud) SubnetsByZone(s []joineraws.Subnet) map[string]string {
-	return joineraws.SubnetsByZone(s)
+func (*fakeCloud) SubnetsByZone(s []cloud.Subnet) map[string]string {
+	return cloud.SubnetPerZone(s)
 }
 
-func (fakeCloud) InstanceTypes(_ context.Context, nc *awsv1.EC2NodeClass) ([]*catalog.InstanceType, error) {
+func (c *fakeCloud) InstanceTypes(_ context.Context, nc *awsv1.EC2NodeClass) ([]*catalog.InstanceType, error) {
+	c.mu.Lock()
+	c.typeListings++
+	c.mu.Unlock()
 	return catalog.InstanceTypes(catalog.Options{NodeClass: nc}), nil
 }
-
-func (fakeCloud) DriftHash(*awsv1.EC2NodeClass) string { return "classhash" }
 
 var now = time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)
 
@@ -153,21 +162,39 @@ func pendingPod(name, cpu string) *corev1.Pod {
 	}
 }
 
-func newTestProvisioner(t testing.TB, c *fakeCache) (*Provisioner, *fakeWriter, *fsm.FSM, *fsmtest.Direct) {
+// rig is a provisioner on fakes, with the nodeclass loop that publishes
+// the classes it plans with.
+type rig struct {
+	p       *Provisioner
+	w       *fakeWriter
+	state   *fsm.FSM
+	raft    *fsmtest.Direct
+	cloud   *fakeCloud
+	classes *nodeclass.Loop
+	deps    Deps
+}
+
+func newTestProvisioner(t testing.TB, c *fakeCache) *rig {
 	t.Helper()
-	w := &fakeWriter{cache: c}
-	state := fsm.New()
-	raft := fsmtest.New(state)
+	r := &rig{w: &fakeWriter{cache: c}, state: fsm.New(), cloud: &fakeCloud{}}
+	r.raft = fsmtest.New(r.state)
+	catalog := view.NewCatalog()
+	r.classes = nodeclass.New(nodeclass.Config{Now: func() time.Time { return now }},
+		nodeclass.Deps{Cache: c, Kube: r.w, Cloud: r.cloud, Catalog: catalog, Recorder: record.NewFakeRecorder(100)})
+	r.classes.Reconcile(context.Background())
 	n := 0
+	r.deps = Deps{Cache: c, Kube: r.w, State: r.state, Raft: r.raft, Cloud: r.cloud,
+		Views: &view.Builder{Cache: c, State: r.state, Classes: catalog}, Classes: catalog, Recorder: record.NewFakeRecorder(100)}
 	p, err := New(Config{Cluster: userdata.Cluster{Name: "test", Endpoint: "https://k8s.example", ServiceCIDR: "10.100.0.0/16"},
 		Now: func() time.Time { return now }, NewID: func() string {
 			n++
 			return "intent" + string(rune('a'+n-1)) + "xyz"
-		}}, c, w, state, raft, fakeCloud{}, nil, record.NewFakeRecorder(100), zap.NewNop())
+		}}, r.deps)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return p, w, state, raft
+	r.p = p
+	return r
 }
 
 func TestReconcileCommitsFrozenIntentsAndCreatesNodeClaims(t *testing.T) {
@@ -176,7 +203,8 @@ func TestReconcileCommitsFrozenIntentsAndCreatesNodeClaims(t *testing.T) {
 		classes: []*awsv1.EC2NodeClass{class()},
 		pods:    []*corev1.Pod{pendingPod("a", "1"), pendingPod("b", "1"), pendingPod("c", "1")},
 	}
-	p, w, state, raft := newTestProvisioner(t, c)
+	r := newTestProvisioner(t, c)
+	p, w, state, raft := r.p, r.w, r.state, r.raft
 	ctx := context.Background()
 	if err := p.Reconcile(ctx); err != nil {
 		t.Fatal(err)
@@ -207,11 +235,13 @@ func TestReconcileCommitsFrozenIntentsAndCreatesNodeClaims(t *testing.T) {
 			t.Fatalf("candidate %+v: want the amd64 image", cand)
 		}
 	}
-	if !slices.Contains(nc.Finalizers, karpv1.TerminationFinalizer) || nc.Annotations[AnnotationLaunchID] != in.ID ||
+	if !slices.Contains(nc.Finalizers, karpv1.TerminationFinalizer) || nc.Annotations[karpv1.AnnotationLaunchID] != in.ID ||
 		nc.Labels[karpv1.LabelNodePool] != "general" || nc.Labels["team"] != "a" || nc.Labels[karpv1.LabelCapacityType] != "spot" {
 		t.Fatalf("nodeclaim metadata: finalizers %v annotations %v labels %v", nc.Finalizers, nc.Annotations, nc.Labels)
 	}
-	if nc.Annotations[karpv1.AnnotationNodePoolHash] == "" || nc.Annotations[awsv1.AnnotationEC2NodeClassHash] != "classhash" {
+	defaulted := class()
+	defaulted.SetDefaults()
+	if nc.Annotations[karpv1.AnnotationNodePoolHash] == "" || nc.Annotations[karpv1.AnnotationEC2NodeClassHash] != defaulted.Hash() {
 		t.Fatalf("drift hashes missing: %v", nc.Annotations)
 	}
 	var types []string
@@ -249,106 +279,57 @@ func TestReconcileCommitsFrozenIntentsAndCreatesNodeClaims(t *testing.T) {
 	}
 }
 
-func TestSnapshotPendingPods(t *testing.T) {
-	deleting := metav1.NewTime(now)
-	bound := pendingPod("bound", "1")
-	bound.Spec.NodeName = "n1"
-	bound.Status = corev1.PodStatus{Phase: corev1.PodRunning}
-	onDisrupted := pendingPod("evictee", "1")
-	onDisrupted.Spec.NodeName = "n2"
-	onDisrupted.Status = corev1.PodStatus{Phase: corev1.PodRunning}
-	dsPod := pendingPod("ds", "1")
-	dsPod.OwnerReferences = []metav1.OwnerReference{{Kind: "DaemonSet", Name: "ds", Controller: yes()}}
-	notYet := pendingPod("not-yet", "1")
-	notYet.Status.Conditions = nil
-	gated := pendingPod("gated", "1")
-	gated.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "g"}}
-	node := func(name, providerID string) *corev1.Node {
-		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{karpv1.LabelNodePool: "general"}},
-			Spec: corev1.NodeSpec{ProviderID: providerID},
-			Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"),
-				corev1.ResourcePods: resource.MustParse("10")}}}
-	}
-	claim2 := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "general-n2", DeletionTimestamp: &deleting},
-		Status: karpv1.NodeClaimStatus{ProviderID: "aws:///us-east-1a/i-2"}}
-	c := &fakeCache{
-		pools:   []*karpv1.NodePool{pool("general")},
-		classes: []*awsv1.EC2NodeClass{class()},
-		pods:    []*corev1.Pod{pendingPod("p", "1"), bound, onDisrupted, dsPod, notYet, gated},
-		nodes:   []*corev1.Node{node("n1", "aws:///us-east-1a/i-1"), node("n2", "aws:///us-east-1a/i-2")},
-		claims:  []*karpv1.NodeClaim{claim2},
-	}
-	p, _, _, _ := newTestProvisioner(t, c)
-	s, err := p.Snapshot(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var pending []string
-	for _, pod := range s.Pending {
-		pending = append(pending, pod.Name)
-		if pod.Spec.NodeName != "" {
-			t.Errorf("pending pod %s keeps node %s", pod.Name, pod.Spec.NodeName)
-		}
-	}
-	if !slices.Equal(pending, []string{"p", "evictee"}) {
-		t.Fatalf("pending = %v, want [p evictee] (unschedulable, then pods of the disrupted node)", pending)
-	}
-	if onDisrupted.Spec.NodeName != "n2" {
-		t.Fatal("the cached pod was modified")
-	}
-	var nodes []string
-	for _, n := range s.Nodes {
-		nodes = append(nodes, n.Name)
-	}
-	if !slices.Equal(nodes, []string{"n1"}) || !s.Disrupting["n2"] {
-		t.Fatalf("capacity nodes %v, disrupting %v: a node whose nodeclaim is deleting gives no capacity", nodes, s.Disrupting)
-	}
-	if len(s.DaemonSetPods) != 0 || len(s.NodePools) != 1 || s.NodePoolHashes["general"] == "" {
-		t.Fatalf("snapshot: %d daemonset pods, %d pools, hashes %v", len(s.DaemonSetPods), len(s.NodePools), s.NodePoolHashes)
-	}
-}
-
-func TestInvalidNodePoolIsReportedAndSkipped(t *testing.T) {
+// An invalid pool is left out of the view (the nodeclass loop reports it);
+// the valid ones keep serving.
+func TestInvalidNodePoolIsSkipped(t *testing.T) {
 	bad := pool("bad", req("kubernetes.io/hostname", "In", "x"))
 	good := pool("good")
 	c := &fakeCache{pools: []*karpv1.NodePool{bad, good}, classes: []*awsv1.EC2NodeClass{class()},
 		pods: []*corev1.Pod{pendingPod("p", "1")}}
-	p, w, state, _ := newTestProvisioner(t, c)
-	rec := p.rec.(*record.FakeRecorder)
-	if err := p.Reconcile(context.Background()); err != nil {
+	r := newTestProvisioner(t, c)
+	if err := r.p.Reconcile(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	var badStatus *karpv1.NodePool
-	for _, np := range w.poolStatus {
-		if np.Name == "bad" {
-			badStatus = np
-		}
-	}
-	if badStatus == nil {
-		t.Fatal("no status update for the invalid pool")
-	}
-	cond := meta.FindStatusCondition(badStatus.Status.Conditions, ConditionValidationSucceeded)
-	if cond == nil || cond.Status != metav1.ConditionFalse || !strings.Contains(cond.Message, "kubernetes.io/hostname") {
-		t.Fatalf("condition = %+v, want ValidationSucceeded=False naming the field", cond)
-	}
-	select {
-	case ev := <-rec.Events:
-		if !strings.Contains(ev, "InvalidNodePool") {
-			t.Fatalf("event %q", ev)
-		}
-	default:
-		t.Fatal("no event for the invalid pool")
-	}
-	ins := state.Intents()
+	ins := r.state.Intents()
 	if len(ins) != 1 || ins[0].Spec.NodePool != "good" {
 		t.Fatalf("intents %+v: the valid pool must keep serving", ins)
 	}
 }
 
+// NodeClass resolution runs once per change, not once per pass: ten
+// provisioning passes (and ten cluster views) make no cloud call.
+func TestPassesMakeNoCloudCalls(t *testing.T) {
+	c := &fakeCache{pools: []*karpv1.NodePool{pool("general")}, classes: []*awsv1.EC2NodeClass{class()}}
+	r := newTestProvisioner(t, c)
+	ctx := context.Background()
+	for i := range 10 {
+		c.pods = append(c.pods, pendingPod(fmt.Sprintf("p%d", i), "1"))
+		if err := r.p.Reconcile(ctx); err != nil {
+			t.Fatal(err)
+		}
+		r.deps.Views.Build(now)
+	}
+	if len(r.state.Intents()) == 0 {
+		t.Fatal("nothing was planned")
+	}
+	if r.cloud.resolves != 1 || r.cloud.typeListings != 1 {
+		t.Fatalf("after 10 passes: %d Resolve and %d InstanceTypes calls, want 1 each (at the nodeclass loop's start)",
+			r.cloud.resolves, r.cloud.typeListings)
+	}
+	// A change to the class is resolved again, once.
+	c.classes[0] = class()
+	c.classes[0].Spec.Tags = map[string]string{"team": "b"}
+	r.classes.Reconcile(ctx)
+	r.classes.Reconcile(ctx)
+	if r.cloud.resolves != 2 {
+		t.Fatalf("after a class change: %d Resolve calls, want 2", r.cloud.resolves)
+	}
+}
+
 func TestCandidates(t *testing.T) {
 	cat := catalog.InstanceTypes(catalog.Options{})
-	r, _ := fakeCloud{}.Resolve(context.Background(), nil)
-	subnets := joineraws.SubnetsByZone(r.Subnets)
+	r, _ := (&fakeCloud{}).Resolve(context.Background(), nil)
+	subnets := cloud.SubnetPerZone(r.Subnets)
 	mustReqs := func(rs ...*requirements.Requirement) requirements.Requirements {
 		return requirements.NewRequirements(rs...)
 	}
@@ -409,7 +390,8 @@ func TestRecoveredNodeClaimMatchesTheOriginal(t *testing.T) {
 		classes: []*awsv1.EC2NodeClass{class()},
 		pods:    []*corev1.Pod{pendingPod("a", "1"), pendingPod("b", "2")},
 	}
-	p, w, state, raft := newTestProvisioner(t, c)
+	rig := newTestProvisioner(t, c)
+	p, w, state := rig.p, rig.w, rig.state
 	if err := p.Reconcile(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -420,7 +402,9 @@ func TestRecoveredNodeClaimMatchesTheOriginal(t *testing.T) {
 	c.claims = nil // the object never reached the API server
 
 	w2 := &fakeWriter{cache: c}
-	p2, err := New(p.cfg, c, w2, state, raft, fakeCloud{}, nil, nil, zap.NewNop())
+	d := rig.deps
+	d.Kube = w2
+	p2, err := New(p.cfg, d)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -313,15 +314,6 @@ func (s *solver) classPool(v *variant, pl *pool) (*classPool, string) {
 	return cp, ""
 }
 
-func sortedKeys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
-}
-
 // domainsOf lists the values key can take on new nodes of a class pool.
 func (cp *classPool) domainsOf(key string) []string {
 	switch key {
@@ -340,7 +332,7 @@ func (cp *classPool) domainsOf(key string) []string {
 			seen[v] = true
 		}
 	}
-	return sortedKeys(seen)
+	return slices.Sorted(maps.Keys(seen))
 }
 
 // eligibleDomains: the domains of key the variant could land in (pools it
@@ -357,7 +349,7 @@ func (s *solver) eligibleDomains(v *variant, key string) []string {
 			seen[d] = true
 		}
 	}
-	return sortedKeys(seen)
+	return slices.Sorted(maps.Keys(seen))
 }
 
 func spreadSelector(p *corev1.Pod, tsc corev1.TopologySpreadConstraint) (labels.Selector, error) {
@@ -494,7 +486,7 @@ func (s *solver) domainsFor(pl *pool, podReqs, merged requirements.Requirements,
 			}
 		}
 	}
-	d := domainSet{sortedKeys(zs), sortedKeys(cs)}
+	d := domainSet{slices.Sorted(maps.Keys(zs)), slices.Sorted(maps.Keys(cs))}
 	s.domainCache[key] = d
 	return d.zones, d.cts
 }

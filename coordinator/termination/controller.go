@@ -19,6 +19,7 @@ import (
 
 	"github.com/joiner-dev/joiner/agent/drain"
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/cloud"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
 	"github.com/joiner-dev/joiner/internal/logging"
 )
@@ -47,11 +48,6 @@ type State interface {
 	Terminations() []fsm.TerminationIntent
 }
 
-// Proposer commits a command through raft (cluster.RaftProposer).
-type Proposer interface {
-	Propose(ctx context.Context, cmd []byte) (any, error)
-}
-
 // Cloud terminates instances (cloud/aws.Provider). Terminating a
 // terminated or unknown instance succeeds.
 type Cloud interface {
@@ -71,6 +67,27 @@ type Replacements interface {
 	PlannedSince(t time.Time) bool
 }
 
+// Deps are the controller's collaborators.
+type Deps struct {
+	Cache  Cache
+	Claims Claims
+	// Kube evicts pods and writes Nodes.
+	Kube  kubernetes.Interface
+	State State
+	Raft  fsm.Proposer
+	Cloud Cloud
+	// Replacements, when set, holds a NodeClaim's drain until the
+	// provisioner has planned capacity for its pods (replacement first), or
+	// Config.ReplacementWait has passed since the deletion.
+	Replacements Replacements
+	// Drainer overrides the drainer (default: drain on Kube).
+	Drainer Drainer
+	// Registerer may be nil (no metrics); Recorder may be nil (no Events).
+	Registerer prometheus.Registerer
+	Recorder   record.EventRecorder
+	Log        *zap.Logger
+}
+
 // Config configures a Controller.
 type Config struct {
 	// Resync is the pass interval without cache events (default 5 s).
@@ -84,13 +101,7 @@ type Config struct {
 	// blocked, the drain is started again: such a NodeClaim waits for its
 	// pods forever, as in Karpenter.
 	DrainTimeout time.Duration
-	// Drainer overrides the drainer (default: agent/drain on the client).
-	Drainer Drainer
-	// Replacements, when set, holds a NodeClaim's drain until the
-	// provisioner has planned capacity for its pods (replacement first), or
-	// ReplacementWait has passed since the deletion.
-	Replacements Replacements
-	// ReplacementWait bounds that hold (default 30 s).
+	// ReplacementWait bounds the hold for replacements (default 30 s).
 	ReplacementWait time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
@@ -99,14 +110,7 @@ type Config struct {
 // Controller is the termination leader loop.
 type Controller struct {
 	cfg     Config
-	cache   Cache
-	claims  Claims
-	kube    kubernetes.Interface
-	state   State
-	raft    Proposer
-	cloud   Cloud
-	drainer Drainer
-	rec     record.EventRecorder
+	d       Deps
 	log     *zap.Logger
 	metrics *metrics
 
@@ -116,10 +120,8 @@ type Controller struct {
 	wake   chan struct{}
 }
 
-// New builds a Controller. reg may be nil (no metrics); rec may be nil (no
-// Events).
-func New(cfg Config, cache Cache, claims Claims, kube kubernetes.Interface, state State, raft Proposer, cloud Cloud,
-	reg prometheus.Registerer, rec record.EventRecorder, log *zap.Logger) (*Controller, error) {
+// New builds a Controller.
+func New(cfg Config, d Deps) (*Controller, error) {
 	if cfg.Resync <= 0 {
 		cfg.Resync = 5 * time.Second
 	}
@@ -138,19 +140,21 @@ func New(cfg Config, cache Cache, claims Claims, kube kubernetes.Interface, stat
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	log = log.Named("termination")
-	if cfg.Drainer == nil {
-		cfg.Drainer = drain.New(kube, log.Named("drain"), drain.Options{Now: cfg.Now})
+	if d.Log == nil {
+		d.Log = zap.NewNop()
 	}
-	if rec == nil {
-		rec = &record.FakeRecorder{}
+	log := d.Log.Named("termination")
+	if d.Drainer == nil {
+		d.Drainer = drain.New(d.Kube, log.Named("drain"), drain.Options{Now: cfg.Now})
 	}
-	m, err := newMetrics(reg)
+	if d.Recorder == nil {
+		d.Recorder = &record.FakeRecorder{}
+	}
+	m, err := newMetrics(d.Registerer)
 	if err != nil {
 		return nil, err
 	}
-	return &Controller{cfg: cfg, cache: cache, claims: claims, kube: kube, state: state, raft: raft, cloud: cloud,
-		drainer: cfg.Drainer, rec: rec, log: log, metrics: m, wake: make(chan struct{}, 1)}, nil
+	return &Controller{cfg: cfg, d: d, log: log, metrics: m, wake: make(chan struct{}, 1)}, nil
 }
 
 // Run terminates deleted NodeClaims and Nodes until ctx ends (the leader's
@@ -169,7 +173,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		c.drains = nil
 		c.mu.Unlock()
 	}()
-	changes, stop := c.cache.Changes()
+	changes, stop := c.d.Cache.Changes()
 	defer stop()
 	tick := time.NewTicker(c.cfg.Resync)
 	defer tick.Stop()
@@ -205,7 +209,7 @@ func (c *Controller) poke() {
 func (c *Controller) Reconcile(ctx context.Context) error {
 	var first error
 	keep := map[string]bool{}
-	for _, nc := range c.cache.NodeClaims() {
+	for _, nc := range c.d.Cache.NodeClaims() {
 		if nc.DeletionTimestamp == nil || !hasFinalizer(nc.Finalizers) {
 			continue
 		}
@@ -214,7 +218,7 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 			first = err
 		}
 	}
-	for _, n := range c.cache.Nodes() {
+	for _, n := range c.d.Cache.Nodes() {
 		if n.DeletionTimestamp == nil || !hasFinalizer(n.Finalizers) {
 			continue
 		}
@@ -245,7 +249,7 @@ func (c *Controller) reconcileClaim(ctx context.Context, name string) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		nc, err := c.claims.GetNodeClaim(ctx, name)
+		nc, err := c.d.Claims.GetNodeClaim(ctx, name)
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
@@ -270,9 +274,9 @@ func (c *Controller) reconcileClaim(ctx context.Context, name string) error {
 
 // claimInput gathers what Decide needs about a NodeClaim.
 func (c *Controller) claimInput(ctx context.Context, nc *karpv1.NodeClaim) (ClaimInput, error) {
-	in := ClaimInput{Claim: nc, Now: c.cfg.Now(), InstanceID: InstanceID(nc.Status.ProviderID)}
-	if id := nc.Annotations[AnnotationLaunchID]; id != "" {
-		if li, ok := c.state.Intent(id); ok {
+	in := ClaimInput{Claim: nc, Now: c.cfg.Now(), InstanceID: cloud.InstanceID(nc.Status.ProviderID)}
+	if id := nc.Annotations[karpv1.AnnotationLaunchID]; id != "" {
+		if li, ok := c.d.State.Intent(id); ok {
 			in.Intent = &li
 			if in.InstanceID == "" && li.State == fsm.IntentLaunched {
 				in.InstanceID = li.InstanceID
@@ -280,8 +284,8 @@ func (c *Controller) claimInput(ctx context.Context, nc *karpv1.NodeClaim) (Clai
 		}
 	}
 	if in.InstanceID != "" {
-		_, in.Instance = c.state.Instance(in.InstanceID)
-		for _, t := range c.state.Terminations() {
+		_, in.Instance = c.d.State.Instance(in.InstanceID)
+		for _, t := range c.d.State.Terminations() {
 			// A cancelled intent (a rolled-back disruption) is re-opened by
 			// committing it again: treat it as absent.
 			if t.ID == TerminationID(in.InstanceID) && t.State != fsm.TerminationCancelled {
@@ -301,10 +305,10 @@ func (c *Controller) claimInput(ctx context.Context, nc *karpv1.NodeClaim) (Clai
 // linkedNode finds the NodeClaim's Node in the cache (by provider ID, else
 // by instance ID suffix) and reads it fresh.
 func (c *Controller) linkedNode(ctx context.Context, nc *karpv1.NodeClaim, instanceID string) (*corev1.Node, error) {
-	cached := c.cache.NodeByProviderID(nc.Status.ProviderID)
+	cached := c.d.Cache.NodeByProviderID(nc.Status.ProviderID)
 	if cached == nil && instanceID != "" {
-		for _, n := range c.cache.Nodes() {
-			if InstanceID(n.Spec.ProviderID) == instanceID {
+		for _, n := range c.d.Cache.Nodes() {
+			if cloud.InstanceID(n.Spec.ProviderID) == instanceID {
 				cached = n
 				break
 			}
@@ -313,7 +317,7 @@ func (c *Controller) linkedNode(ctx context.Context, nc *karpv1.NodeClaim, insta
 	if cached == nil {
 		return nil, nil
 	}
-	n, err := c.kube.CoreV1().Nodes().Get(ctx, cached.Name, metav1.GetOptions{})
+	n, err := c.d.Kube.CoreV1().Nodes().Get(ctx, cached.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
@@ -332,7 +336,7 @@ func (c *Controller) doClaimStep(ctx context.Context, step Step, in ClaimInput) 
 	case StepNone, StepWaitLaunch:
 		return true, nil
 	case StepCancelIntent:
-		err := fsm.Propose(ctx, c.raft, fsm.IntentCancelType, fsm.IntentCancel{IntentID: in.Intent.ID, Reason: "nodeclaim deleted", At: c.cfg.Now()})
+		err := fsm.Propose(ctx, c.d.Raft, fsm.IntentCancelType, fsm.IntentCancel{IntentID: in.Intent.ID, Reason: "nodeclaim deleted", At: c.cfg.Now()})
 		if errors.Is(err, fsm.ErrNotPending) {
 			return false, nil // an attempt started meanwhile: decide again
 		}
@@ -351,10 +355,10 @@ func (c *Controller) doClaimStep(ctx context.Context, step Step, in ClaimInput) 
 			return true, err
 		}
 		log.Info("disrupting nodeclaim", zap.String("reason", reason), zap.String(logging.KeyInstance, in.InstanceID))
-		c.rec.Eventf(nc, corev1.EventTypeNormal, "Disrupting", "Disrupting NodeClaim: %s", reason)
+		c.d.Recorder.Eventf(nc, corev1.EventTypeNormal, "Disrupting", "Disrupting NodeClaim: %s", reason)
 		return false, nil
 	case StepCommitTermination:
-		err := fsm.Propose(ctx, c.raft, fsm.TerminationIntentType, fsm.TerminationIntentCmd{ID: TerminationID(in.InstanceID),
+		err := fsm.Propose(ctx, c.d.Raft, fsm.TerminationIntentType, fsm.TerminationIntentCmd{ID: TerminationID(in.InstanceID),
 			InstanceID: in.InstanceID, Reason: reason, At: c.cfg.Now()})
 		if err != nil {
 			return true, fmt.Errorf("committing termination of instance %s: %w", in.InstanceID, err)
@@ -362,7 +366,7 @@ func (c *Controller) doClaimStep(ctx context.Context, step Step, in ClaimInput) 
 		log.Info("committed termination intent", zap.String("reason", reason), zap.String(logging.KeyInstance, in.InstanceID))
 		return false, nil
 	case StepTaint:
-		if err := c.drainer.Cordon(ctx, c.drainRequest(nc, in.Node.Name, reason, time.Time{})); err != nil {
+		if err := c.d.Drainer.Cordon(ctx, c.drainRequest(nc, in.Node.Name, reason, time.Time{})); err != nil {
 			return true, fmt.Errorf("tainting node %s: %w", in.Node.Name, err)
 		}
 		log.Info("tainted node", logging.Node(in.Node.Name), zap.String("taint", karpv1.TaintDisruptedKey+":NoSchedule"))
@@ -397,11 +401,11 @@ func (c *Controller) doClaimStep(ctx context.Context, step Step, in ClaimInput) 
 // provisioner to plan capacity for its pods first. DeletionTimestamp has
 // second precision: a pass must start a second after it to count.
 func (c *Controller) awaitReplacement(nc *karpv1.NodeClaim) bool {
-	if c.cfg.Replacements == nil || nc.DeletionTimestamp == nil {
+	if c.d.Replacements == nil || nc.DeletionTimestamp == nil {
 		return false
 	}
 	deleted := nc.DeletionTimestamp.Time
-	if c.cfg.Replacements.PlannedSince(deleted.Add(time.Second)) || c.cfg.Now().Sub(deleted) >= c.cfg.ReplacementWait {
+	if c.d.Replacements.PlannedSince(deleted.Add(time.Second)) || c.cfg.Now().Sub(deleted) >= c.cfg.ReplacementWait {
 		return false
 	}
 	c.log.Debug("waiting for replacement capacity before draining", logging.NodeClaim(nc.Name))
@@ -413,12 +417,12 @@ func (c *Controller) awaitReplacement(nc *karpv1.NodeClaim) bool {
 func (c *Controller) terminate(ctx context.Context, log *zap.Logger, in ClaimInput) error {
 	nc := in.Claim
 	if !conditionTrue(nc, karpv1.ConditionInstanceTerminating) {
-		c.rec.Eventf(nc, corev1.EventTypeNormal, "Terminating", "Terminating instance %s", in.InstanceID)
+		c.d.Recorder.Eventf(nc, corev1.EventTypeNormal, "Terminating", "Terminating instance %s", in.InstanceID)
 	}
 	if err := ctx.Err(); err != nil { // a deposed leader makes no cloud call
 		return err
 	}
-	if err := c.cloud.Terminate(ctx, in.InstanceID); err != nil {
+	if err := c.d.Cloud.Terminate(ctx, in.InstanceID); err != nil {
 		return fmt.Errorf("terminating instance %s: %w", in.InstanceID, err)
 	}
 	if err := c.setClaimCondition(ctx, nc.Name, karpv1.ConditionInstanceTerminating, "InstanceTerminating",
@@ -426,7 +430,7 @@ func (c *Controller) terminate(ctx context.Context, log *zap.Logger, in ClaimInp
 		return err
 	}
 	if in.Termination != nil {
-		if err := fsm.Propose(ctx, c.raft, fsm.TerminationResultType, fsm.TerminationResult{ID: in.Termination.ID, At: c.cfg.Now()}); err != nil {
+		if err := fsm.Propose(ctx, c.d.Raft, fsm.TerminationResultType, fsm.TerminationResult{ID: in.Termination.ID, At: c.cfg.Now()}); err != nil {
 			return fmt.Errorf("recording termination of instance %s: %w", in.InstanceID, err)
 		}
 	}
@@ -440,7 +444,7 @@ func (c *Controller) reconcileNode(ctx context.Context, name string) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		n, err := c.kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		n, err := c.d.Kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
@@ -448,8 +452,8 @@ func (c *Controller) reconcileNode(ctx context.Context, name string) error {
 			return fmt.Errorf("getting node %s: %w", name, err)
 		}
 		in := NodeInput{Node: n}
-		if cached := c.cache.NodeClaimByProviderID(n.Spec.ProviderID); cached != nil {
-			nc, err := c.claims.GetNodeClaim(ctx, cached.Name)
+		if cached := c.d.Cache.NodeClaimByProviderID(n.Spec.ProviderID); cached != nil {
+			nc, err := c.d.Claims.GetNodeClaim(ctx, cached.Name)
 			switch {
 			case err == nil:
 				in.Claim = nc
@@ -463,13 +467,13 @@ func (c *Controller) reconcileNode(ctx context.Context, name string) error {
 		case StepNone, StepWaitClaim:
 			return nil
 		case StepDeleteClaim:
-			if err := c.claims.DeleteNodeClaim(ctx, in.Claim.Name); err != nil {
+			if err := c.d.Claims.DeleteNodeClaim(ctx, in.Claim.Name); err != nil {
 				return err
 			}
 			log.Info("deleting nodeclaim of deleted node", logging.NodeClaim(in.Claim.Name))
 			return nil
 		case StepTaint:
-			if err := c.drainer.Cordon(ctx, c.drainRequest(nil, name, DefaultReason, time.Time{})); err != nil {
+			if err := c.d.Drainer.Cordon(ctx, c.drainRequest(nil, name, DefaultReason, time.Time{})); err != nil {
 				return fmt.Errorf("tainting node %s: %w", name, err)
 			}
 			log.Info("tainted node", zap.String("taint", karpv1.TaintDisruptedKey+":NoSchedule"))
@@ -524,15 +528,15 @@ func (c *Controller) startDrain(ctx context.Context, key string, nc *karpv1.Node
 		log := c.log.With(logging.Node(node))
 		if claimName != "" {
 			log = log.With(logging.NodeClaim(claimName))
-			c.rec.Eventf(nc, corev1.EventTypeNormal, "Draining", "Draining node %s", node)
+			c.d.Recorder.Eventf(nc, corev1.EventTypeNormal, "Draining", "Draining node %s", node)
 		}
 		log.Info("draining node", zap.Time("deadline", deadline))
-		res, err := c.drainer.Drain(ctx, req)
+		res, err := c.d.Drainer.Drain(ctx, req)
 		if err != nil {
 			if ctx.Err() == nil {
 				log.Warn("drain incomplete; will retry", zap.Error(err), zap.Strings("stuck", res.Stuck))
 				if claimName != "" {
-					c.rec.Eventf(nc, corev1.EventTypeWarning, "FailedDraining", "Failed to drain node %s: %v", node, err)
+					c.d.Recorder.Eventf(nc, corev1.EventTypeWarning, "FailedDraining", "Failed to drain node %s: %v", node, err)
 				}
 			}
 			return retryFailed
@@ -563,14 +567,14 @@ func (c *Controller) startDrain(ctx context.Context, key string, nc *karpv1.Node
 // setClaimCondition sets a True condition on the NodeClaim's status.
 func (c *Controller) setClaimCondition(ctx context.Context, name, typ, reason, msg string) error {
 	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
-		nc, err := c.claims.GetNodeClaim(ctx, name)
+		nc, err := c.d.Claims.GetNodeClaim(ctx, name)
 		if err != nil {
 			return err
 		}
 		if !setCondition(nc, typ, reason, msg, c.cfg.Now()) {
 			return nil
 		}
-		_, err = c.claims.UpdateNodeClaimStatus(ctx, nc)
+		_, err = c.d.Claims.UpdateNodeClaimStatus(ctx, nc)
 		return err
 	})
 	if err != nil && !apierrors.IsNotFound(err) {
@@ -584,7 +588,7 @@ func (c *Controller) setClaimCondition(ctx context.Context, name, typ, reason, m
 func (c *Controller) annotateTerminationTime(ctx context.Context, name string, end time.Time) error {
 	value := end.UTC().Format(time.RFC3339)
 	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
-		nc, err := c.claims.GetNodeClaim(ctx, name)
+		nc, err := c.d.Claims.GetNodeClaim(ctx, name)
 		if err != nil {
 			return err
 		}
@@ -595,7 +599,7 @@ func (c *Controller) annotateTerminationTime(ctx context.Context, name string, e
 			nc.Annotations = map[string]string{}
 		}
 		nc.Annotations[karpv1.AnnotationTerminationTimestamp] = value
-		_, err = c.claims.UpdateNodeClaim(ctx, nc)
+		_, err = c.d.Claims.UpdateNodeClaim(ctx, nc)
 		return err
 	})
 	if err != nil && !apierrors.IsNotFound(err) {
@@ -607,7 +611,7 @@ func (c *Controller) annotateTerminationTime(ctx context.Context, name string, e
 // releaseClaim removes the finalizer from the NodeClaim.
 func (c *Controller) releaseClaim(ctx context.Context, name string) error {
 	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
-		nc, err := c.claims.GetNodeClaim(ctx, name)
+		nc, err := c.d.Claims.GetNodeClaim(ctx, name)
 		if err != nil {
 			return err
 		}
@@ -615,7 +619,7 @@ func (c *Controller) releaseClaim(ctx context.Context, name string) error {
 			return nil
 		}
 		nc.Finalizers = withoutFinalizer(nc.Finalizers)
-		_, err = c.claims.UpdateNodeClaim(ctx, nc)
+		_, err = c.d.Claims.UpdateNodeClaim(ctx, nc)
 		return err
 	})
 	if err != nil && !apierrors.IsNotFound(err) {
@@ -626,7 +630,7 @@ func (c *Controller) releaseClaim(ctx context.Context, name string) error {
 
 // deleteNode deletes the Node, then removes the finalizer from it.
 func (c *Controller) deleteNode(ctx context.Context, name string) error {
-	err := c.kube.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{})
+	err := c.d.Kube.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting node %s: %w", name, err)
 	}
@@ -636,7 +640,7 @@ func (c *Controller) deleteNode(ctx context.Context, name string) error {
 // releaseNode removes the finalizer from the Node.
 func (c *Controller) releaseNode(ctx context.Context, name string) error {
 	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
-		n, err := c.kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		n, err := c.d.Kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
@@ -644,7 +648,7 @@ func (c *Controller) releaseNode(ctx context.Context, name string) error {
 			return nil
 		}
 		n.Finalizers = withoutFinalizer(n.Finalizers)
-		_, err = c.kube.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+		_, err = c.d.Kube.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
 		return err
 	})
 	if err != nil && !apierrors.IsNotFound(err) {

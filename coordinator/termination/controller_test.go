@@ -18,6 +18,7 @@ import (
 
 	"github.com/joiner-dev/joiner/agent/drain"
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/cloud"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
 	"github.com/joiner-dev/joiner/coordinator/fsm/fsmtest"
 )
@@ -37,6 +38,12 @@ type rig struct {
 
 func newRig(t *testing.T, cfg Config, claims []*karpv1.NodeClaim, nodes []*corev1.Node) *rig {
 	t.Helper()
+	return newRigWith(t, cfg, nil, claims, nodes)
+}
+
+// newRigWith is newRig with a Replacements (nil: none).
+func newRigWith(t *testing.T, cfg Config, replacements Replacements, claims []*karpv1.NodeClaim, nodes []*corev1.Node) *rig {
+	t.Helper()
 	r := &rig{kube: fake.NewClientset(), cloud: &fakeCloud{}, state: fsm.New(), rec: record.NewFakeRecorder(100), now: t0.Add(time.Second)}
 	for _, n := range nodes {
 		if _, err := r.kube.CoreV1().Nodes().Create(context.Background(), n, metav1.CreateOptions{}); err != nil {
@@ -47,9 +54,9 @@ func newRig(t *testing.T, cfg Config, claims []*karpv1.NodeClaim, nodes []*corev
 	r.t = t
 	r.claims = newFakeClaims(r.kube, func() time.Time { return r.now }, claims...)
 	r.drainer = &fakeDrainer{kube: r.kube}
-	cfg.Drainer = r.drainer
 	cfg.Now = func() time.Time { return r.now }
-	c, err := New(cfg, r.claims, r.claims, r.kube, r.state, r.raft, r.cloud, prometheus.NewRegistry(), r.rec, zaptest.NewLogger(t))
+	c, err := New(cfg, Deps{Cache: r.claims, Claims: r.claims, Kube: r.kube, State: r.state, Raft: r.raft, Cloud: r.cloud,
+		Drainer: r.drainer, Replacements: replacements, Registerer: prometheus.NewRegistry(), Recorder: r.rec, Log: zaptest.NewLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +69,7 @@ func newRig(t *testing.T, cfg Config, claims []*karpv1.NodeClaim, nodes []*corev
 // otherwise) its launched instance.
 func (r *rig) launch(claim, intentID, instanceID string, state fsm.IntentState) {
 	r.raft.MustPropose(r.t, fsm.PlanCommitType, fsm.PlanCommit{Intents: []fsm.NewIntent{{ID: intentID,
-		Spec: fsm.LaunchSpec{NodePool: "default", NodeClaim: claim}, Pods: []string{"pod-" + intentID}}}, At: t0})
+		Spec: fsm.LaunchSpec{LaunchSpec: cloud.LaunchSpec{NodePool: "default", NodeClaim: claim}}, Pods: []string{"pod-" + intentID}}}, At: t0})
 	if state == fsm.IntentPending {
 		return
 	}
@@ -147,7 +154,7 @@ func counter(t *testing.T, c prometheus.Collector) float64 {
 // The whole path: commit the termination, taint, drain, terminate, delete
 // the Node, release the NodeClaim; raft records the intent and the result.
 func TestTerminateNodeClaim(t *testing.T) {
-	nc := claim(fresh, func(nc *karpv1.NodeClaim) { nc.Annotations[AnnotationDisruptionReason] = "Drifted" })
+	nc := claim(fresh, func(nc *karpv1.NodeClaim) { nc.Annotations[karpv1.AnnotationDisruptionReason] = "Drifted" })
 	r := newRig(t, Config{}, []*karpv1.NodeClaim{nc}, []*corev1.Node{node()})
 	r.launch(nc.Name, "intent-1", "i-0123", fsm.IntentLaunched)
 
@@ -210,7 +217,8 @@ func TestResumeAfterFailures(t *testing.T) {
 	}
 	// A new controller (a new leader) takes over.
 	r.cloud.err = nil
-	c2, err := New(Config{Drainer: r.drainer, Now: r.c.cfg.Now}, r.claims, r.claims, r.kube, r.state, r.raft, r.cloud, nil, nil, zaptest.NewLogger(t))
+	c2, err := New(Config{Now: r.c.cfg.Now}, Deps{Cache: r.claims, Claims: r.claims, Kube: r.kube, State: r.state, Raft: r.raft,
+		Cloud: r.cloud, Drainer: r.drainer, Log: zaptest.NewLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -351,14 +359,14 @@ func TestDrainsAreBounded(t *testing.T) {
 		id := "i-" + string(rune('a'+i))
 		claims = append(claims, claim(fresh, func(nc *karpv1.NodeClaim) {
 			nc.Name = "claim-" + id
-			nc.Annotations[AnnotationLaunchID] = "intent-" + id
+			nc.Annotations[karpv1.AnnotationLaunchID] = "intent-" + id
 			nc.Status.ProviderID = "aws:///us-east-1a/" + id
 		}))
 		nodes = append(nodes, node(func(n *corev1.Node) { n.Name = "node-" + id; n.Spec.ProviderID = "aws:///us-east-1a/" + id }))
 	}
 	r := newRig(t, Config{MaxConcurrentDrains: 2}, claims, nodes)
 	for _, nc := range claims {
-		id := InstanceID(nc.Status.ProviderID)
+		id := cloud.InstanceID(nc.Status.ProviderID)
 		r.launch(nc.Name, "intent-"+id, id, fsm.IntentLaunched)
 	}
 	r.drainer.gate = make(chan struct{})
@@ -482,7 +490,7 @@ func TestDrainWaitsForReplacementPlan(t *testing.T) {
 			if tc.planned != 0 {
 				rep.done = deleted.Add(tc.planned)
 			}
-			r := newRig(t, Config{Replacements: rep, ReplacementWait: 30 * time.Second}, []*karpv1.NodeClaim{nc}, []*corev1.Node{node()})
+			r := newRigWith(t, Config{ReplacementWait: 30 * time.Second}, rep, []*karpv1.NodeClaim{nc}, []*corev1.Node{node()})
 			r.launch(nc.Name, "intent-1", "i-0123", fsm.IntentLaunched)
 			r.now = deleted.Add(tc.elapsed)
 			r.settle(t, 5)

@@ -40,33 +40,17 @@ import (
 	"github.com/joiner-dev/joiner/coordinator/fsm"
 )
 
-// Keys the termination path reads.
-const (
-	// AnnotationDisruptionReason on a NodeClaim says why it is being
-	// deleted (expired, drifted, interrupted, ...). Whoever deletes a
-	// NodeClaim on purpose sets it first.
-	AnnotationDisruptionReason = karpv1.JoinerDomain + "/disruption-reason"
-	// AnnotationLaunchID names a NodeClaim's launch intent.
-	AnnotationLaunchID = karpv1.JoinerDomain + "/launch-id"
-	// DefaultReason is the reason of a NodeClaim deleted without one.
-	DefaultReason = "deleted"
-)
+// DefaultReason is the disruption reason of a NodeClaim deleted without
+// one (whoever deletes a NodeClaim on purpose sets
+// karpv1.AnnotationDisruptionReason first).
+const DefaultReason = "deleted"
 
 // TerminationID is the ID of the TerminationIntent of an instance.
 func TerminationID(instanceID string) string { return "term-" + instanceID }
 
-// InstanceID is the instance ID at the end of a provider ID
-// (aws:///<zone>/<id>), or "" for an empty or non-AWS provider ID.
-func InstanceID(providerID string) string {
-	if !strings.HasPrefix(providerID, "aws://") {
-		return ""
-	}
-	return providerID[strings.LastIndex(providerID, "/")+1:]
-}
-
 // Reason is the NodeClaim's disruption reason, DefaultReason when unset.
 func Reason(nc *karpv1.NodeClaim) string {
-	if r := nc.Annotations[AnnotationDisruptionReason]; r != "" {
+	if r := nc.Annotations[karpv1.AnnotationDisruptionReason]; r != "" {
 		return r
 	}
 	return DefaultReason

@@ -19,7 +19,7 @@ type claimOpt func(*karpv1.NodeClaim)
 func claim(opts ...claimOpt) *karpv1.NodeClaim {
 	nc := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "default-abcde",
 		Finalizers:  []string{karpv1.TerminationFinalizer},
-		Annotations: map[string]string{AnnotationLaunchID: "intent-1"}}}
+		Annotations: map[string]string{karpv1.AnnotationLaunchID: "intent-1"}}}
 	nc.Status.ProviderID = "aws:///us-east-1a/i-0123"
 	for _, o := range opts {
 		o(nc)
@@ -154,17 +154,12 @@ func TestDecideNode(t *testing.T) {
 	}
 }
 
-func TestInstanceIDAndReason(t *testing.T) {
-	for in, want := range map[string]string{"aws:///us-east-1a/i-0123": "i-0123", "": "", "gce://p/z/n": "", "aws:///i-9": "i-9"} {
-		if got := InstanceID(in); got != want {
-			t.Errorf("InstanceID(%q) = %q, want %q", in, got, want)
-		}
-	}
+func TestReason(t *testing.T) {
 	nc := claim()
 	if got := Reason(nc); got != DefaultReason {
 		t.Errorf("Reason without annotation = %q, want %q", got, DefaultReason)
 	}
-	nc.Annotations[AnnotationDisruptionReason] = "interrupted"
+	nc.Annotations[karpv1.AnnotationDisruptionReason] = "interrupted"
 	if got := Reason(nc); got != "interrupted" {
 		t.Errorf("Reason = %q, want interrupted", got)
 	}

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/cloud"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
 	"github.com/joiner-dev/joiner/coordinator/fsm/fsmtest"
 	"github.com/joiner-dev/joiner/coordinator/kube"
@@ -78,7 +79,7 @@ func TestDeleteNodeClaimRealControlPlane(t *testing.T) {
 	state := fsm.New()
 	raft := fsmtest.New(state)
 	raft.MustPropose(t, fsm.PlanCommitType, fsm.PlanCommit{Intents: []fsm.NewIntent{{ID: "intent-1",
-		Spec: fsm.LaunchSpec{NodePool: "default", NodeClaim: "default-abcde"}, Pods: []string{"p"}}}, At: time.Now()})
+		Spec: fsm.LaunchSpec{LaunchSpec: cloud.LaunchSpec{NodePool: "default", NodeClaim: "default-abcde"}}, Pods: []string{"p"}}}, At: time.Now()})
 	raft.MustPropose(t, fsm.LaunchAttemptStartType, fsm.LaunchAttemptStart{IntentID: "intent-1", Attempt: 1, At: time.Now()})
 	raft.MustPropose(t, fsm.LaunchResultType, fsm.LaunchResult{IntentID: "intent-1", Attempt: 1, At: time.Now(),
 		Launched: &fsm.Launched{InstanceID: instance, InstanceType: "m5.large", Zone: "us-east-1a", CapacityType: "on-demand"}})
@@ -90,7 +91,7 @@ func TestDeleteNodeClaimRealControlPlane(t *testing.T) {
 	nc := &karpv1.NodeClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: "default-abcde", Finalizers: []string{karpv1.TerminationFinalizer},
 			Labels:      map[string]string{karpv1.LabelNodePool: "default"},
-			Annotations: map[string]string{termination.AnnotationLaunchID: "intent-1"}},
+			Annotations: map[string]string{karpv1.AnnotationLaunchID: "intent-1"}},
 		Spec: karpv1.NodeClaimSpec{
 			Requirements: []karpv1.NodeSelectorRequirementWithMinValues{{Key: karpv1.LabelCapacityType, Operator: karpv1.NodeSelectorOperator(corev1.NodeSelectorOpIn), Values: []string{"on-demand"}}},
 			NodeClassRef: &karpv1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"},
@@ -181,8 +182,8 @@ func TestDeleteNodeClaimRealControlPlane(t *testing.T) {
 	}
 	cloud := &recordingCloud{}
 	reg := prometheus.NewRegistry()
-	ctrl, err := termination.New(termination.Config{Resync: 500 * time.Millisecond}, cache, clients, c, state, raft, cloud,
-		reg, kube.NewRecorder(ctx, c, "joiner"), log)
+	ctrl, err := termination.New(termination.Config{Resync: 500 * time.Millisecond}, termination.Deps{Cache: cache, Claims: clients,
+		Kube: c, State: state, Raft: raft, Cloud: cloud, Registerer: reg, Recorder: kube.NewRecorder(ctx, c, "joiner"), Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}

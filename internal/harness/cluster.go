@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -25,15 +27,11 @@ var NodeClaimResource = schema.GroupVersionResource{Group: "karpenter.sh", Versi
 
 // Well-known keys the harness reads.
 const (
-	LabelInstanceType  = "node.kubernetes.io/instance-type"
-	LabelZone          = "topology.kubernetes.io/zone"
-	LabelCapacityType  = "karpenter.sh/capacity-type"
-	LabelNodePool      = "karpenter.sh/nodepool"
-	AnnotationLaunchID = "joiner.io/launch-id"
-	// AnnotationDisruptionReason says why a NodeClaim is being removed.
-	AnnotationDisruptionReason = "joiner.io/disruption-reason"
-	TagLaunchID                = "joiner.io/launch-id"
-	TagNodeClaim               = "karpenter.sh/nodeclaim"
+	LabelInstanceType = "node.kubernetes.io/instance-type"
+	LabelZone         = "topology.kubernetes.io/zone"
+	LabelCapacityType = "karpenter.sh/capacity-type"
+	LabelNodePool     = "karpenter.sh/nodepool"
+	// karpv1.AnnotationDisruptionReason says why a NodeClaim is being removed.
 )
 
 // Apply creates or updates objects with server-side apply (field manager
@@ -135,8 +133,8 @@ func (h *Harness) State(ctx context.Context, namespace, selector string) (*State
 	}
 	for _, o := range ncs.Items {
 		ni := NodeClaimInfo{Name: o.GetName(), NodePool: o.GetLabels()[LabelNodePool],
-			LaunchID: o.GetAnnotations()[AnnotationLaunchID], Deleting: o.GetDeletionTimestamp() != nil,
-			DisruptionReason: o.GetAnnotations()[AnnotationDisruptionReason]}
+			LaunchID: o.GetAnnotations()[karpv1.AnnotationLaunchID], Deleting: o.GetDeletionTimestamp() != nil,
+			DisruptionReason: o.GetAnnotations()[karpv1.AnnotationDisruptionReason]}
 		ni.ProviderID, _, _ = unstructured.NestedString(o.Object, "status", "providerID")
 		ni.NodeName, _, _ = unstructured.NestedString(o.Object, "status", "nodeName")
 		conds, _, _ := unstructured.NestedSlice(o.Object, "status", "conditions")
@@ -292,10 +290,10 @@ func (s *State) Duplicates() []string {
 		if in.State != "pending" && in.State != "running" {
 			continue
 		}
-		if id := in.Tags[TagLaunchID]; id != "" {
+		if id := in.Tags[karpv1.TagLaunchID]; id != "" {
 			byLaunch[id] = append(byLaunch[id], in.ID)
 		}
-		if nc := in.Tags[TagNodeClaim]; nc != "" {
+		if nc := in.Tags[karpv1.TagNodeClaim]; nc != "" {
 			byClaim[nc] = append(byClaim[nc], in.ID)
 		}
 	}

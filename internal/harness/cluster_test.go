@@ -5,12 +5,14 @@ import (
 	"strings"
 	"testing"
 
+	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+
 	"github.com/joiner-dev/joiner/cloud/sim"
 )
 
 func TestDuplicates(t *testing.T) {
 	inst := func(id, state, launch, claim string) sim.InstanceInfo {
-		return sim.InstanceInfo{ID: id, State: state, Tags: map[string]string{TagLaunchID: launch, TagNodeClaim: claim}}
+		return sim.InstanceInfo{ID: id, State: state, Tags: map[string]string{karpv1.TagLaunchID: launch, karpv1.TagNodeClaim: claim}}
 	}
 	tests := []struct {
 		name string

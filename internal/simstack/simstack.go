@@ -26,9 +26,12 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/joiner-dev/joiner/cloud"
 	joineraws "github.com/joiner-dev/joiner/cloud/aws"
 	"github.com/joiner-dev/joiner/cloud/sim"
 	"github.com/joiner-dev/joiner/coordinator/kube"
+	"github.com/joiner-dev/joiner/coordinator/nodeclass"
+	"github.com/joiner-dev/joiner/coordinator/view"
 )
 
 // Region is the region of the simulated cloud.
@@ -95,6 +98,19 @@ func Cloud(t testing.TB, r *Runner, kc kubernetes.Interface, bootDelay time.Dura
 		t.Fatal(err)
 	}
 	return prov
+}
+
+// Classes runs the nodeclass loop on r (resolving classes through prov) and
+// returns the catalog it publishes, with the view builder that reads it
+// and state. Classes applied later are published within about a second.
+func Classes(t testing.TB, r *Runner, clients *kube.Clients, cache *kube.Cache, prov cloud.Provider, state view.State,
+	log *zap.Logger) (*view.Catalog, *view.Builder) {
+	t.Helper()
+	catalog := view.NewCatalog()
+	loop := nodeclass.New(nodeclass.Config{MinInterval: 100 * time.Millisecond},
+		nodeclass.Deps{Cache: cache, Kube: clients, Cloud: prov, Catalog: catalog, Log: log})
+	r.Go(loop.Run)
+	return catalog, &view.Builder{Cache: cache, State: state, Classes: catalog}
 }
 
 // ApplyManifests creates the NodePools and EC2NodeClasses of a YAML file.

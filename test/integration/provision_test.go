@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/joiner-dev/joiner/internal/harness"
@@ -203,7 +205,7 @@ func oneInstancePerClaim(s *harness.State) []string {
 	count := map[string]int{}
 	for _, in := range s.Instances {
 		if in.State == "pending" || in.State == "running" {
-			count[in.Tags[harness.TagNodeClaim]]++
+			count[in.Tags[karpv1.TagNodeClaim]]++
 		}
 	}
 	var out []string

@@ -374,58 +374,11 @@ const (
 	ConditionReady                = "Ready"
 )
 
-// Well-known labels of the AWS provider.
+// Extended resources of AWS instance types.
 const (
-	LabelInstanceHypervisor                   = Group + "/instance-hypervisor"
-	LabelInstanceEncryptionInTransitSupported = Group + "/instance-encryption-in-transit-supported"
-	LabelInstanceCategory                     = Group + "/instance-category"
-	LabelInstanceFamily                       = Group + "/instance-family"
-	LabelInstanceGeneration                   = Group + "/instance-generation"
-	LabelInstanceLocalNVME                    = Group + "/instance-local-nvme"
-	LabelInstanceSize                         = Group + "/instance-size"
-	LabelInstanceCPU                          = Group + "/instance-cpu"
-	LabelInstanceCPUManufacturer              = Group + "/instance-cpu-manufacturer"
-	LabelInstanceMemory                       = Group + "/instance-memory"
-	LabelInstanceEBSBandwidth                 = Group + "/instance-ebs-bandwidth"
-	LabelInstanceNetworkBandwidth             = Group + "/instance-network-bandwidth"
-	LabelInstanceGPUName                      = Group + "/instance-gpu-name"
-	LabelInstanceGPUManufacturer              = Group + "/instance-gpu-manufacturer"
-	LabelInstanceGPUCount                     = Group + "/instance-gpu-count"
-	LabelInstanceGPUMemory                    = Group + "/instance-gpu-memory"
-	LabelInstanceAcceleratorName              = Group + "/instance-accelerator-name"
-	LabelInstanceAcceleratorCount             = Group + "/instance-accelerator-count"
-	LabelNodeClass                            = Group + "/ec2nodeclass"
-	LabelTopologyZoneID                       = "topology.k8s.aws/zone-id"
-
-	AnnotationEC2NodeClassHash        = Group + "/ec2nodeclass-hash"
-	AnnotationEC2NodeClassHashVersion = Group + "/ec2nodeclass-hash-version"
-
 	ResourceNVIDIAGPU corev1.ResourceName = "nvidia.com/gpu"
 	ResourceAMDGPU    corev1.ResourceName = "amd.com/gpu"
 	ResourceAWSNeuron corev1.ResourceName = "aws.amazon.com/neuron"
 	ResourceAWSPodENI corev1.ResourceName = "vpc.amazonaws.com/pod-eni"
 	ResourceEFA       corev1.ResourceName = "vpc.amazonaws.com/efa"
 )
-
-// WellKnownLabels of the AWS provider; requirements may use them.
-var WellKnownLabels = map[string]bool{
-	LabelInstanceHypervisor:                   true,
-	LabelInstanceEncryptionInTransitSupported: true,
-	LabelInstanceCategory:                     true,
-	LabelInstanceFamily:                       true,
-	LabelInstanceGeneration:                   true,
-	LabelInstanceLocalNVME:                    true,
-	LabelInstanceSize:                         true,
-	LabelInstanceCPU:                          true,
-	LabelInstanceCPUManufacturer:              true,
-	LabelInstanceMemory:                       true,
-	LabelInstanceEBSBandwidth:                 true,
-	LabelInstanceNetworkBandwidth:             true,
-	LabelInstanceGPUName:                      true,
-	LabelInstanceGPUManufacturer:              true,
-	LabelInstanceGPUCount:                     true,
-	LabelInstanceGPUMemory:                    true,
-	LabelInstanceAcceleratorName:              true,
-	LabelInstanceAcceleratorCount:             true,
-	LabelTopologyZoneID:                       true,
-}

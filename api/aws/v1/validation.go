@@ -1,8 +1,10 @@
 package v1
 
 import (
+	"maps"
 	"net"
 	"regexp"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -48,7 +50,7 @@ var (
 // Karpenter and Joiner set them on every instance.
 var (
 	RestrictedTagPrefixes = []string{"kubernetes.io/cluster", karpv1.JoinerDomain + "/"}
-	RestrictedTags        = []string{"eks:eks-cluster-name", karpv1.LabelNodePool, karpv1.Group + "/nodeclaim", LabelNodeClass}
+	RestrictedTags        = []string{"eks:eks-cluster-name", karpv1.LabelNodePool, karpv1.Group + "/nodeclaim", karpv1.LabelNodeClass}
 )
 
 var (
@@ -143,7 +145,7 @@ func validateSelectorTags(path string, tags map[string]string, errs *karpv1.Vali
 	if len(tags) > MaxSelectorTags {
 		errs.Add(path, "at most %d tags, got %d", MaxSelectorTags, len(tags))
 	}
-	for _, k := range sortedKeys(tags) {
+	for _, k := range slices.Sorted(maps.Keys(tags)) {
 		if k == "" {
 			errs.Add(path, "empty tag keys aren't supported, got \"\": %s", karpv1.Quote(tags[k]))
 		} else if tags[k] == "" {
@@ -304,7 +306,7 @@ func RestrictedTag(key string) string {
 }
 
 func validateTags(tags map[string]string, errs *karpv1.ValidationError) {
-	for _, k := range sortedKeys(tags) {
+	for _, k := range slices.Sorted(maps.Keys(tags)) {
 		if why := RestrictedTag(k); why != "" {
 			errs.Add(karpv1.Key("spec.tags", k), "%s, got %s", why, karpv1.Quote(k))
 		}
@@ -336,7 +338,7 @@ func validateKubelet(path string, k *KubeletConfiguration, errs *karpv1.Validati
 		errs.Add(path+".imageGCHighThresholdPercent", "must be greater than imageGCLowThresholdPercent (%d), got %d", *l, *h)
 	}
 	reserved := func(field string, m map[string]string) {
-		for _, key := range sortedKeys(m) {
+		for _, key := range slices.Sorted(maps.Keys(m)) {
 			p := karpv1.Key(path+"."+field, key)
 			if !contains(ReservedResourceKeys, key) {
 				errs.Add(p, "valid keys for %s are cpu, memory, ephemeral-storage, pid, got %s", field, karpv1.Quote(key))
@@ -349,7 +351,7 @@ func validateKubelet(path string, k *KubeletConfiguration, errs *karpv1.Validati
 	reserved("systemReserved", k.SystemReserved)
 	reserved("kubeReserved", k.KubeReserved)
 	eviction := func(field string, m map[string]string) {
-		for _, key := range sortedKeys(m) {
+		for _, key := range slices.Sorted(maps.Keys(m)) {
 			p := karpv1.Key(path+"."+field, key)
 			if !contains(EvictionSignals, key) {
 				errs.Add(p, "valid keys for %s are %s, got %s", field, strings.Join(EvictionSignals, ", "), karpv1.Quote(key))
@@ -365,7 +367,7 @@ func validateKubelet(path string, k *KubeletConfiguration, errs *karpv1.Validati
 	}
 	eviction("evictionHard", k.EvictionHard)
 	eviction("evictionSoft", k.EvictionSoft)
-	for _, key := range sortedKeys(k.EvictionSoftGracePeriod) {
+	for _, key := range slices.Sorted(maps.Keys(k.EvictionSoftGracePeriod)) {
 		p := karpv1.Key(path+".evictionSoftGracePeriod", key)
 		if !contains(EvictionSignals, key) {
 			errs.Add(p, "valid keys for evictionSoftGracePeriod are %s, got %s", strings.Join(EvictionSignals, ", "), karpv1.Quote(key))
@@ -378,7 +380,7 @@ func validateKubelet(path string, k *KubeletConfiguration, errs *karpv1.Validati
 			errs.Add(p, "evictionSoftGracePeriod key %s has no matching evictionSoft", karpv1.Quote(key))
 		}
 	}
-	for _, key := range sortedKeys(k.EvictionSoft) {
+	for _, key := range slices.Sorted(maps.Keys(k.EvictionSoft)) {
 		if _, ok := k.EvictionSoftGracePeriod[key]; !ok {
 			errs.Add(karpv1.Key(path+".evictionSoft", key), "evictionSoft key %s has no matching evictionSoftGracePeriod", karpv1.Quote(key))
 		}
@@ -435,13 +437,4 @@ func contains[T comparable](list []T, v T) bool {
 		}
 	}
 	return false
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sortStrings(keys)
-	return keys
 }

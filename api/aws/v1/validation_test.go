@@ -217,13 +217,13 @@ func TestAliasValid(t *testing.T) {
 }
 
 func TestWellKnownLabelsAllowedInRequirements(t *testing.T) {
-	for k := range WellKnownLabels {
+	for k := range karpv1.WellKnownLabels {
 		if why := karpv1.RestrictedLabel(k, true); why != "" {
 			t.Errorf("%s: %s", k, why)
 		}
 	}
-	if why := karpv1.RestrictedLabel(LabelNodeClass, false); why != "" {
-		t.Errorf("%s: %s", LabelNodeClass, why)
+	if why := karpv1.RestrictedLabel(karpv1.LabelNodeClass, false); why != "" {
+		t.Errorf("%s: %s", karpv1.LabelNodeClass, why)
 	}
 }
 

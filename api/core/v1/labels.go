@@ -41,12 +41,72 @@ const (
 	LabelWindowsBuild = "node.kubernetes.io/windows-build"
 )
 
-// Joiner-only keys live under joiner.io/.
+// Well-known labels and annotations of the AWS provider (karpenter.k8s.aws).
 const (
-	JoinerDomain          = "joiner.io"
-	LabelJoinerLaunchID   = JoinerDomain + "/launch-id"
-	LabelJoinerAttempt    = JoinerDomain + "/attempt"
-	AnnotationJoinerAgent = JoinerDomain + "/agent"
+	AWSGroup                                  = "karpenter.k8s.aws"
+	LabelInstanceHypervisor                   = AWSGroup + "/instance-hypervisor"
+	LabelInstanceEncryptionInTransitSupported = AWSGroup + "/instance-encryption-in-transit-supported"
+	LabelInstanceCategory                     = AWSGroup + "/instance-category"
+	LabelInstanceFamily                       = AWSGroup + "/instance-family"
+	LabelInstanceGeneration                   = AWSGroup + "/instance-generation"
+	LabelInstanceLocalNVME                    = AWSGroup + "/instance-local-nvme"
+	LabelInstanceSize                         = AWSGroup + "/instance-size"
+	LabelInstanceCPU                          = AWSGroup + "/instance-cpu"
+	LabelInstanceCPUManufacturer              = AWSGroup + "/instance-cpu-manufacturer"
+	LabelInstanceMemory                       = AWSGroup + "/instance-memory"
+	LabelInstanceEBSBandwidth                 = AWSGroup + "/instance-ebs-bandwidth"
+	LabelInstanceNetworkBandwidth             = AWSGroup + "/instance-network-bandwidth"
+	LabelInstanceGPUName                      = AWSGroup + "/instance-gpu-name"
+	LabelInstanceGPUManufacturer              = AWSGroup + "/instance-gpu-manufacturer"
+	LabelInstanceGPUCount                     = AWSGroup + "/instance-gpu-count"
+	LabelInstanceGPUMemory                    = AWSGroup + "/instance-gpu-memory"
+	LabelInstanceAcceleratorName              = AWSGroup + "/instance-accelerator-name"
+	LabelInstanceAcceleratorCount             = AWSGroup + "/instance-accelerator-count"
+	LabelNodeClass                            = AWSGroup + "/ec2nodeclass"
+	LabelTopologyZoneID                       = "topology.k8s.aws/zone-id"
+	AnnotationEC2NodeClassHash                = AWSGroup + "/ec2nodeclass-hash"
+	AnnotationEC2NodeClassHashVersion         = AWSGroup + "/ec2nodeclass-hash-version"
+)
+
+// Tags Karpenter and Joiner set on the EC2 resources they create.
+const (
+	TagName           = "Name"
+	TagNodePool       = LabelNodePool
+	TagNodeClaim      = Group + "/nodeclaim"
+	TagNodeClass      = LabelNodeClass
+	TagClusterPrefix  = "kubernetes.io/cluster/"
+	TagEKSClusterName = "eks:eks-cluster-name"
+)
+
+// Joiner's own keys live under joiner.io/; every one is spelled here only.
+const (
+	JoinerDomain = "joiner.io"
+	// AnnotationLaunchID on a NodeClaim names its raft launch intent;
+	// NodeClaims without it are not Joiner's. The instance carries the
+	// same key as a tag (TagLaunchID).
+	AnnotationLaunchID = JoinerDomain + "/launch-id"
+	TagLaunchID        = AnnotationLaunchID
+	// TagAttempt is the launch attempt number of an instance.
+	TagAttempt = JoinerDomain + "/attempt"
+	// TagLaunchTemplateCluster tags Joiner's launch templates with the
+	// cluster; LaunchTemplateNamePrefix starts their names.
+	TagLaunchTemplateCluster = JoinerDomain + "/cluster"
+	LaunchTemplateNamePrefix = JoinerDomain + "/"
+	// AnnotationDisruptionReason on a NodeClaim says why Joiner deleted it.
+	AnnotationDisruptionReason = JoinerDomain + "/disruption-reason"
+	// AnnotationAgent "false" on an EC2NodeClass leaves the agent's boot
+	// hook out of the user data.
+	AnnotationAgent = JoinerDomain + "/agent"
+	// TaintInterruptionKey is the NoSchedule taint the agent puts on a
+	// node with an interruption notice; ConditionInterruption is the Node
+	// condition type that reports the notice.
+	TaintInterruptionKey  = JoinerDomain + "/interruption"
+	ConditionInterruption = JoinerDomain + "/Interruption"
+	// AnnotationSimInstance names the simulated instance behind a Node
+	// that joiner sim registered; TagSimFamily tags the sim's images with
+	// their AMI family.
+	AnnotationSimInstance = JoinerDomain + "/sim-instance"
+	TagSimFamily          = JoinerDomain + "/sim-family"
 )
 
 // RestrictedLabelDomains may not be used in NodePool template labels or
@@ -67,7 +127,7 @@ var LabelDomainExceptions = []string{
 }
 
 // WellKnownLabels may appear in requirements although their domain is
-// restricted. The AWS provider adds its own (api/aws/v1).
+// restricted (Karpenter's and the AWS provider's).
 var WellKnownLabels = map[string]bool{
 	LabelNodePool:              true,
 	LabelCapacityType:          true,
@@ -78,6 +138,24 @@ var WellKnownLabels = map[string]bool{
 	LabelRegion:                true,
 	LabelWindowsBuild:          true,
 	"topology.k8s.aws/zone-id": true,
+	LabelInstanceHypervisor:    true,
+	LabelInstanceEncryptionInTransitSupported: true,
+	LabelInstanceCategory:                     true,
+	LabelInstanceFamily:                       true,
+	LabelInstanceGeneration:                   true,
+	LabelInstanceLocalNVME:                    true,
+	LabelInstanceSize:                         true,
+	LabelInstanceCPU:                          true,
+	LabelInstanceCPUManufacturer:              true,
+	LabelInstanceMemory:                       true,
+	LabelInstanceEBSBandwidth:                 true,
+	LabelInstanceNetworkBandwidth:             true,
+	LabelInstanceGPUName:                      true,
+	LabelInstanceGPUManufacturer:              true,
+	LabelInstanceGPUCount:                     true,
+	LabelInstanceGPUMemory:                    true,
+	LabelInstanceAcceleratorName:              true,
+	LabelInstanceAcceleratorCount:             true,
 }
 
 // NormalizedLabels maps legacy label names to the ones Joiner uses.

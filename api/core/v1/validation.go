@@ -2,7 +2,9 @@ package v1
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -156,9 +158,9 @@ func (in *NodePool) Validate() error {
 		if s.Weight != nil {
 			errs.Add("spec.weight", "not supported on a static NodePool (spec.replicas is set), got %d", *s.Weight)
 		}
-		for _, k := range sortedKeys(s.Limits) {
+		for _, k := range slices.Sorted(maps.Keys(s.Limits)) {
 			if k != "nodes" {
-				errs.Add(Key("spec.limits", k), "only nodes may be limited on a static NodePool (spec.replicas is set), got %s", Quote(k))
+				errs.Add(Key("spec.limits", string(k)), "only nodes may be limited on a static NodePool (spec.replicas is set), got %s", Quote(string(k)))
 			}
 		}
 	}
@@ -171,9 +173,9 @@ func (in *NodeClaim) Validate() error {
 	errs := &ValidationError{}
 	s := &in.Spec
 	validateClaimFields("spec", s.Taints, s.StartupTaints, s.Requirements, s.NodeClassRef, s.TerminationGracePeriod, s.ExpireAfter, errs)
-	for _, k := range sortedKeys(s.Resources.Requests) {
-		if q := s.Resources.Requests[corev1.ResourceName(k)]; q.Sign() < 0 {
-			errs.Add(Key("spec.resources.requests", k), "must be non-negative, got %s", Quote(q.String()))
+	for _, k := range slices.Sorted(maps.Keys(s.Resources.Requests)) {
+		if q := s.Resources.Requests[k]; q.Sign() < 0 {
+			errs.Add(Key("spec.resources.requests", string(k)), "must be non-negative, got %s", Quote(q.String()))
 		}
 	}
 	return errs.OrNil()
@@ -183,7 +185,7 @@ func validateTemplateMetadata(path string, m *ObjectMeta, errs *ValidationError)
 	if len(m.Labels) > MaxTemplateLabels {
 		errs.Add(path+".labels", "at most %d labels, got %d", MaxTemplateLabels, len(m.Labels))
 	}
-	for _, k := range sortedKeys(m.Labels) {
+	for _, k := range slices.Sorted(maps.Keys(m.Labels)) {
 		p := Key(path+".labels", k)
 		if msgs := validation.IsQualifiedName(k); len(msgs) > 0 {
 			errs.Add(p, "invalid label key %s: %s", Quote(k), strings.Join(msgs, "; "))
@@ -194,7 +196,7 @@ func validateTemplateMetadata(path string, m *ObjectMeta, errs *ValidationError)
 			errs.Add(p, "invalid label value %s: %s", Quote(m.Labels[k]), strings.Join(msgs, "; "))
 		}
 	}
-	for _, k := range sortedKeys(m.Annotations) {
+	for _, k := range slices.Sorted(maps.Keys(m.Annotations)) {
 		if msgs := validation.IsQualifiedName(strings.ToLower(k)); len(msgs) > 0 {
 			errs.Add(Key(path+".annotations", k), "invalid annotation key %s: %s", Quote(k), strings.Join(msgs, "; "))
 		}

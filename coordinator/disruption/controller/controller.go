@@ -1,5 +1,5 @@
 // Package controller is the leader's disruption loop: every pass it builds
-// the disruption core's input from the provisioner's snapshot, runs
+// the disruption core's input from the cluster view, runs
 // disruption.Decide and executes the decision, crash-safely:
 //
 //  1. commit a TerminationIntent ("term-"+instanceID, reason = method) for
@@ -39,18 +39,22 @@ import (
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 	"github.com/joiner-dev/joiner/coordinator/disruption"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
-	"github.com/joiner-dev/joiner/coordinator/provisioner"
 	"github.com/joiner-dev/joiner/coordinator/scheduler"
+	"github.com/joiner-dev/joiner/coordinator/view"
 )
 
-// AnnotationDisruptionReason on a NodeClaim says why disruption deleted it
+// karpv1.AnnotationDisruptionReason on a NodeClaim says why disruption deleted it
 // (Expired, Empty, Drifted, Underutilized).
-const AnnotationDisruptionReason = karpv1.JoinerDomain + "/disruption-reason"
 
-// Capacity is the provisioner side (*provisioner.Provisioner).
-type Capacity interface {
-	Snapshot(ctx context.Context) (*provisioner.Snapshot, error)
+// Launcher commits and creates replacement NodeClaims
+// (*provisioner.Provisioner).
+type Launcher interface {
 	LaunchClaims(ctx context.Context, claims []scheduler.NodeClaim, pods []string, reason string) ([]string, error)
+}
+
+// Views builds the cluster view (*view.Builder).
+type Views interface {
+	Build(now time.Time) *view.View
 }
 
 // Cache is the informer cache the controller reads (*kube.Cache).
@@ -67,11 +71,6 @@ type State interface {
 	NominatedPods() map[string]string
 }
 
-// Proposer commits a command through raft (cluster.RaftProposer).
-type Proposer interface {
-	Propose(ctx context.Context, cmd []byte) (any, error)
-}
-
 // Writer is the NodeClaim writes the controller makes (*kube.Clients).
 type Writer interface {
 	GetNodeClaim(ctx context.Context, name string) (*karpv1.NodeClaim, error)
@@ -84,6 +83,21 @@ type Writer interface {
 type Nodes interface {
 	GetNode(ctx context.Context, name string) (*corev1.Node, error)
 	UpdateNode(ctx context.Context, node *corev1.Node) (*corev1.Node, error)
+}
+
+// Deps are the controller's collaborators.
+type Deps struct {
+	Views    Views
+	Launcher Launcher
+	Cache    Cache
+	State    State
+	Raft     fsm.Proposer
+	Kube     Writer
+	Nodes    Nodes
+	// Registerer may be nil (no metrics); Recorder may be nil (no Events).
+	Registerer prometheus.Registerer
+	Recorder   record.EventRecorder
+	Log        *zap.Logger
 }
 
 // Config configures a Controller. Zero values take the defaults.
@@ -116,16 +130,10 @@ type Config struct {
 // a context cancelled when leadership is lost; its memory (commands in
 // flight, cool-downs, last Events) starts empty on every leader.
 type Controller struct {
-	cfg      Config
-	capacity Capacity
-	cache    Cache
-	state    State
-	raft     Proposer
-	kube     Writer
-	nodes    Nodes
-	rec      record.EventRecorder
-	log      *zap.Logger
-	metrics  *metrics
+	cfg     Config
+	d       Deps
+	log     *zap.Logger
+	metrics *metrics
 
 	// commands in flight by termination intent ID (one entry per
 	// candidate, sharing the command).
@@ -151,10 +159,8 @@ type validation struct {
 	since time.Time
 }
 
-// New builds a Controller. reg may be nil (no metrics); rec may be nil (no
-// Events).
-func New(cfg Config, capacity Capacity, cache Cache, state State, raft Proposer, kube Writer, nodes Nodes,
-	reg prometheus.Registerer, rec record.EventRecorder, log *zap.Logger) (*Controller, error) {
+// New builds a Controller.
+func New(cfg Config, d Deps) (*Controller, error) {
 	if cfg.Interval <= 0 {
 		cfg.Interval = 10 * time.Second
 	}
@@ -173,15 +179,17 @@ func New(cfg Config, capacity Capacity, cache Cache, state State, raft Proposer,
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if rec == nil {
-		rec = &record.FakeRecorder{}
+	if d.Recorder == nil {
+		d.Recorder = &record.FakeRecorder{}
 	}
-	m, err := newMetrics(reg)
+	if d.Log == nil {
+		d.Log = zap.NewNop()
+	}
+	m, err := newMetrics(d.Registerer)
 	if err != nil {
 		return nil, err
 	}
-	return &Controller{cfg: cfg, capacity: capacity, cache: cache, state: state, raft: raft, kube: kube, nodes: nodes,
-		rec: rec, log: log.Named("disruption"), metrics: m,
+	return &Controller{cfg: cfg, d: d, log: d.Log.Named("disruption"), metrics: m,
 		commands: map[string]*command{}, finished: map[string]bool{}, coolDown: map[string]time.Time{}, lastSkip: map[string]string{}}, nil
 }
 
@@ -189,7 +197,7 @@ func New(cfg Config, capacity Capacity, cache Cache, state State, raft Proposer,
 // (at most one pass per MinInterval), and when a decision's validation
 // delay is over.
 func (c *Controller) Run(ctx context.Context) error {
-	changes, stop := c.cache.Changes()
+	changes, stop := c.d.Cache.Changes()
 	defer stop()
 	tick := time.NewTicker(c.cfg.Interval)
 	defer tick.Stop()
@@ -240,22 +248,19 @@ func (c *Controller) wait(ctx context.Context, tick <-chan time.Time, changes <-
 // ones a previous leader left), refresh conditions and metrics, decide and
 // start a new command.
 func (c *Controller) Reconcile(ctx context.Context) error {
-	snap, err := c.capacity.Snapshot(ctx)
-	if err != nil {
-		return err
-	}
 	now := c.cfg.Now()
+	snap := c.d.Views.Build(now)
 	for n, until := range c.coolDown {
 		if !now.Before(until) {
 			delete(c.coolDown, n)
 		}
 	}
-	v := c.view(snap, now)
+	v := c.pass(snap, now)
 	if err := c.advance(ctx, v); err != nil {
 		return err
 	}
 	// Commands may have moved on: look again before deciding.
-	v = c.view(snap, now)
+	v = c.pass(snap, now)
 	in := c.input(v)
 	c.report(ctx, v, in)
 	res, err := disruption.Decide(in)

@@ -10,7 +10,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	"go.uber.org/zap"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -318,7 +317,7 @@ func TestConditionsEventsAndMetrics(t *testing.T) {
 	c.pdbs = []*policyv1.PodDisruptionBudget{pdb("web", 0)}
 	rec := record.NewFakeRecorder(100)
 	reg := prometheus.NewRegistry()
-	ctl, err := New(Config{Now: c.Now, ValidationDelay: -1}, c, c, c.fsm, c, c, c, reg, rec, zap.NewNop())
+	ctl, err := New(Config{Now: c.Now, ValidationDelay: -1}, c.deps(reg, rec))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -387,7 +386,7 @@ func TestRunPassesOnChangesUntilCancelled(t *testing.T) {
 	c := newCluster(t)
 	c.pools = []*karpv1.NodePool{testPool("default")}
 	c.addNode("busy", "default", 2, testPod("web", "1500m"))
-	ctl, err := New(Config{Now: c.Now, Interval: time.Hour, MinInterval: time.Millisecond}, c, c, c.fsm, c, c, c, nil, nil, zap.NewNop())
+	ctl, err := New(Config{Now: c.Now, Interval: time.Hour, MinInterval: time.Millisecond}, c.deps(nil, nil))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -70,7 +71,7 @@ func methodReason(m disruption.Method) string {
 
 // start executes a fresh decision: commit, launch replacements, taint, and
 // (without replacements) delete.
-func (c *Controller) start(ctx context.Context, v *view, dec *disruption.Decision) error {
+func (c *Controller) start(ctx context.Context, v *pass, dec *disruption.Decision) error {
 	cmd := &command{method: dec.Method, reason: methodReason(dec.Method), message: dec.Message, started: v.now}
 	for _, n := range dec.Candidates {
 		id := v.instanceOf(n.Name())
@@ -86,7 +87,7 @@ func (c *Controller) start(ctx context.Context, v *view, dec *disruption.Decisio
 	}
 	// 1. Commit the decision before acting on it.
 	for i, cd := range cmd.candidates {
-		err := fsm.Propose(ctx, c.raft, fsm.TerminationIntentType, fsm.TerminationIntentCmd{ID: cd.termID, InstanceID: cd.instanceID, Reason: string(cmd.method), At: v.now})
+		err := fsm.Propose(ctx, c.d.Raft, fsm.TerminationIntentType, fsm.TerminationIntentCmd{ID: cd.termID, InstanceID: cd.instanceID, Reason: string(cmd.method), At: v.now})
 		if err != nil {
 			committed := &command{method: cmd.method, reason: cmd.reason, candidates: cmd.candidates[:i], started: cmd.started}
 			for _, done := range committed.candidates {
@@ -106,7 +107,7 @@ func (c *Controller) start(ctx context.Context, v *view, dec *disruption.Decisio
 		zap.Strings("node", cmd.nodes()), zap.Float64("savings", dec.Savings), zap.String("reason", dec.Message))
 	for _, cd := range cmd.candidates {
 		if nc := v.snap.NodeClaims[cd.node]; nc != nil {
-			c.rec.Eventf(nc, corev1.EventTypeNormal, "DisruptionStarted", "%s: %s", cmd.method, dec.Message)
+			c.d.Recorder.Eventf(nc, corev1.EventTypeNormal, "DisruptionStarted", "%s: %s", cmd.method, dec.Message)
 		}
 	}
 
@@ -117,7 +118,7 @@ func (c *Controller) start(ctx context.Context, v *view, dec *disruption.Decisio
 		pods := candidatePods(dec.Candidates)
 		claims := c.claimsFor(dec.Replacements, pods)
 		if len(claims) > 0 {
-			names, err := c.capacity.LaunchClaims(ctx, claims, nil, "disruption/"+strings.ToLower(string(cmd.method)))
+			names, err := c.d.Launcher.LaunchClaims(ctx, claims, nil, "disruption/"+strings.ToLower(string(cmd.method)))
 			switch {
 			case err != nil && len(names) == 0:
 				c.beginRollback(cmd, fmt.Sprintf("launching %d replacement(s) failed: %v", len(claims), err))
@@ -177,7 +178,7 @@ func candidatePods(ns []*disruption.Node) map[string]bool {
 // provisioner's to place, and a pod can be nominated once); a replacement
 // left without pods is dropped.
 func (c *Controller) claimsFor(planned []scheduler.NodeClaim, pods map[string]bool) []scheduler.NodeClaim {
-	held := c.state.NominatedPods()
+	held := c.d.State.NominatedPods()
 	var out []scheduler.NodeClaim
 	for _, cl := range planned {
 		var keep []string
@@ -199,9 +200,9 @@ func (c *Controller) claimsFor(planned []scheduler.NodeClaim, pods map[string]bo
 // holds one of pods (a replacement launched earlier, or by the
 // provisioner) to names, sorted and unique.
 func (c *Controller) mergeReplacements(names []string, pods map[string]bool) []string {
-	held := c.state.NominatedPods()
+	held := c.d.State.NominatedPods()
 	byID := map[string]string{}
-	for _, in := range c.state.Intents() {
+	for _, in := range c.d.State.Intents() {
 		if in.State.Live() {
 			byID[in.ID] = in.Spec.NodeClaim
 		}
@@ -219,7 +220,7 @@ func (c *Controller) mergeReplacements(names []string, pods map[string]bool) []s
 // advance adopts the disruptions a previous leader left and moves every
 // command in flight on: finish when its replacements are Initialized, roll
 // back when one failed or the wait timed out.
-func (c *Controller) advance(ctx context.Context, v *view) error {
+func (c *Controller) advance(ctx context.Context, v *pass) error {
 	for id := range c.finished {
 		if _, ok := v.pending[id]; !ok {
 			delete(c.finished, id)
@@ -228,7 +229,7 @@ func (c *Controller) advance(ctx context.Context, v *view) error {
 	c.adopt(ctx, v)
 	seen := map[*command]bool{}
 	var errs []error
-	for _, id := range sortedKeys(c.commands) {
+	for _, id := range slices.Sorted(maps.Keys(c.commands)) {
 		cmd := c.commands[id]
 		if cmd == nil || seen[cmd] {
 			continue
@@ -241,16 +242,7 @@ func (c *Controller) advance(ctx context.Context, v *view) error {
 	return errors.Join(errs...)
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
-func (c *Controller) advanceCommand(ctx context.Context, v *view, cmd *command) error {
+func (c *Controller) advanceCommand(ctx context.Context, v *pass, cmd *command) error {
 	if cmd.rollback != "" {
 		return c.rollbackCommand(ctx, cmd)
 	}
@@ -291,8 +283,8 @@ func (c *Controller) advanceCommand(ctx context.Context, v *view, cmd *command) 
 
 // replacementState says whether a replacement NodeClaim is Initialized,
 // or why it failed.
-func (c *Controller) replacementState(v *view, name string) (ok bool, failed string) {
-	nc := c.cache.NodeClaim(name)
+func (c *Controller) replacementState(v *pass, name string) (ok bool, failed string) {
+	nc := c.d.Cache.NodeClaim(name)
 	if nc != nil && nc.DeletionTimestamp != nil {
 		return false, fmt.Sprintf("replacement nodeclaim %s is being deleted", name)
 	}
@@ -312,8 +304,8 @@ func (c *Controller) replacementState(v *view, name string) (ok bool, failed str
 
 // adopt turns every pending disruption termination intent that no command
 // holds into one: resumed when safe, rolled back otherwise.
-func (c *Controller) adopt(ctx context.Context, v *view) {
-	for _, id := range sortedKeys(v.pending) {
+func (c *Controller) adopt(ctx context.Context, v *pass) {
+	for _, id := range slices.Sorted(maps.Keys(v.pending)) {
 		t := v.pending[id]
 		m, ours := methods[t.Reason]
 		if !ours || c.commands[id] != nil || c.finished[id] {
@@ -324,7 +316,7 @@ func (c *Controller) adopt(ctx context.Context, v *view) {
 		if node == "" || nc == nil || nc.DeletionTimestamp != nil {
 			continue // deleted (the termination controller's), or not ours to resume
 		}
-		if live := c.cache.NodeClaim(nc.Name); live == nil || live.DeletionTimestamp != nil {
+		if live := c.d.Cache.NodeClaim(nc.Name); live == nil || live.DeletionTimestamp != nil {
 			continue
 		}
 		cmd := &command{method: m, reason: methodReason(m), message: "resumed after a leader change", started: t.CreatedAt,
@@ -376,11 +368,11 @@ func (c *Controller) finish(ctx context.Context, cmd *command) error {
 func (c *Controller) deleteClaim(ctx context.Context, cmd *command, cd candidate) error {
 	var nc *karpv1.NodeClaim
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cur, err := c.kube.GetNodeClaim(ctx, cd.nodeClaim)
+		cur, err := c.d.Kube.GetNodeClaim(ctx, cd.nodeClaim)
 		if err != nil {
 			return err
 		}
-		if cur.Annotations[AnnotationDisruptionReason] == cmd.reason {
+		if cur.Annotations[karpv1.AnnotationDisruptionReason] == cmd.reason {
 			nc = cur
 			return nil
 		}
@@ -388,8 +380,8 @@ func (c *Controller) deleteClaim(ctx context.Context, cmd *command, cd candidate
 		if cur.Annotations == nil {
 			cur.Annotations = map[string]string{}
 		}
-		cur.Annotations[AnnotationDisruptionReason] = cmd.reason
-		nc, err = c.kube.UpdateNodeClaim(ctx, cur)
+		cur.Annotations[karpv1.AnnotationDisruptionReason] = cmd.reason
+		nc, err = c.d.Kube.UpdateNodeClaim(ctx, cur)
 		return err
 	})
 	if apierrors.IsNotFound(err) {
@@ -403,15 +395,15 @@ func (c *Controller) deleteClaim(ctx context.Context, cmd *command, cd candidate
 		if meta.SetStatusCondition(&st.Status.Conditions, metav1.Condition{Type: karpv1.ConditionDisruptionReason, Status: metav1.ConditionTrue,
 			Reason: cmd.reason, Message: fmt.Sprintf("%s: %s", cmd.method, cmd.message), LastTransitionTime: metav1.NewTime(c.cfg.Now()),
 			ObservedGeneration: st.Generation}) {
-			if _, err := c.kube.UpdateNodeClaimStatus(ctx, st); err != nil {
+			if _, err := c.d.Kube.UpdateNodeClaimStatus(ctx, st); err != nil {
 				c.log.Debug("setting the DisruptionReason condition", zap.String("nodeclaim", cd.nodeClaim), zap.Error(err))
 			}
 		}
 	}
-	if err := c.kube.DeleteNodeClaim(ctx, cd.nodeClaim); err != nil {
+	if err := c.d.Kube.DeleteNodeClaim(ctx, cd.nodeClaim); err != nil {
 		return err
 	}
-	c.rec.Eventf(nc, corev1.EventTypeNormal, "DisruptionTerminating", "%s: deleting nodeclaim (reason %s)", cmd.method, cmd.reason)
+	c.d.Recorder.Eventf(nc, corev1.EventTypeNormal, "DisruptionTerminating", "%s: deleting nodeclaim (reason %s)", cmd.method, cmd.reason)
 	return nil
 }
 
@@ -434,7 +426,7 @@ func (c *Controller) rollbackCommand(ctx context.Context, cmd *command) error {
 	now := c.cfg.Now()
 	for _, cd := range cmd.candidates {
 		c.coolDown[cd.node] = now.Add(c.cfg.CoolDown)
-		if nc := c.cache.NodeClaim(cd.nodeClaim); nc != nil && nc.DeletionTimestamp != nil || c.interrupted(cd.node) {
+		if nc := c.d.Cache.NodeClaim(cd.nodeClaim); nc != nil && nc.DeletionTimestamp != nil || c.interrupted(cd.node) {
 			// Someone else is deleting it, or it is being interrupted: the
 			// termination intent (same ID) and the taint are theirs now.
 			delete(c.commands, cd.termID)
@@ -445,15 +437,15 @@ func (c *Controller) rollbackCommand(ctx context.Context, cmd *command) error {
 			left = append(left, cd)
 			continue
 		}
-		err := fsm.Propose(ctx, c.raft, fsm.TerminationCancelType, fsm.TerminationCancel{ID: cd.termID, Reason: cmd.rollback, At: now})
+		err := fsm.Propose(ctx, c.d.Raft, fsm.TerminationCancelType, fsm.TerminationCancel{ID: cd.termID, Reason: cmd.rollback, At: now})
 		if err != nil && !errors.Is(err, fsm.ErrUnknownTermination) && !errors.Is(err, fsm.ErrTerminationNotPending) {
 			errs = append(errs, fmt.Errorf("cancelling termination intent %s: %w", cd.termID, err))
 			left = append(left, cd)
 			continue
 		}
 		delete(c.commands, cd.termID)
-		if nc := c.cache.NodeClaim(cd.nodeClaim); nc != nil {
-			c.rec.Eventf(nc, corev1.EventTypeWarning, "DisruptionRolledBack", "%s: %s; not a candidate again before %s",
+		if nc := c.d.Cache.NodeClaim(cd.nodeClaim); nc != nil {
+			c.d.Recorder.Eventf(nc, corev1.EventTypeWarning, "DisruptionRolledBack", "%s: %s; not a candidate again before %s",
 				cmd.method, cmd.rollback, now.Add(c.cfg.CoolDown).UTC().Format(time.RFC3339))
 		}
 		c.log.Info("rolled back disruption", zap.String("node", cd.node), zap.String("method", string(cmd.method)))
@@ -478,7 +470,7 @@ func (c *Controller) taint(ctx context.Context, name string) error {
 // for an interruption (then the joiner.io/interruption taint is present).
 func (c *Controller) untaint(ctx context.Context, name string) error {
 	return c.updateNode(ctx, name, func(n *corev1.Node) bool {
-		if slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == taintInterruption }) {
+		if slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == karpv1.TaintInterruptionKey }) {
 			return false
 		}
 		before := len(n.Spec.Taints)
@@ -490,16 +482,15 @@ func (c *Controller) untaint(ctx context.Context, name string) error {
 // interrupted says whether the agent reported an interruption on the node
 // (it taints it joiner.io/interruption).
 func (c *Controller) interrupted(node string) bool {
-	n := c.cache.Node(node)
-	return n != nil && slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == taintInterruption })
+	n := c.d.Cache.Node(node)
+	return n != nil && slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == karpv1.TaintInterruptionKey })
 }
 
-// taintInterruption is agent/drain's TaintInterruptionKey.
-const taintInterruption = karpv1.JoinerDomain + "/interruption"
+// karpv1.TaintInterruptionKey is agent/drain's TaintInterruptionKey.
 
 func (c *Controller) updateNode(ctx context.Context, name string, mutate func(*corev1.Node) bool, done string) error {
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		n, err := c.nodes.GetNode(ctx, name)
+		n, err := c.d.Nodes.GetNode(ctx, name)
 		if err != nil {
 			return err
 		}
@@ -507,7 +498,7 @@ func (c *Controller) updateNode(ctx context.Context, name string, mutate func(*c
 		if !mutate(n) {
 			return nil
 		}
-		if _, err := c.nodes.UpdateNode(ctx, n); err != nil {
+		if _, err := c.d.Nodes.UpdateNode(ctx, n); err != nil {
 			return err
 		}
 		c.log.Info(done, zap.String("node", name), zap.String("taint", karpv1.TaintDisruptedKey+":NoSchedule"))

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -21,12 +23,15 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/cloud"
 	"github.com/joiner-dev/joiner/cloud/catalog"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
-	"github.com/joiner-dev/joiner/coordinator/provisioner"
 	"github.com/joiner-dev/joiner/coordinator/scheduler"
+	"github.com/joiner-dev/joiner/coordinator/view"
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -58,7 +63,7 @@ type cluster struct {
 	launchCalls int
 	// launchedType: replacement NodeClaim -> the planned instance type.
 	launchedType map[string]string
-	// snapshots counts Snapshot calls (read by tests while Run runs).
+	// snapshots counts Build calls (read by tests while Run runs).
 	snapshots atomic.Int32
 }
 
@@ -159,7 +164,7 @@ func (c *cluster) addNode(name, pool string, cpu int64, pods ...*corev1.Pod) *co
 		keys = append(keys, p.Namespace+"/"+p.Name)
 		c.pods = append(c.pods, p)
 	}
-	c.mustPropose(fsm.PlanCommitType, fsm.PlanCommit{Intents: []fsm.NewIntent{{ID: intentID, Spec: fsm.LaunchSpec{NodePool: pool, NodeClaim: name, NodeClass: "default"}, Pods: keys}}, At: c.now})
+	c.mustPropose(fsm.PlanCommitType, fsm.PlanCommit{Intents: []fsm.NewIntent{{ID: intentID, Spec: fsm.LaunchSpec{LaunchSpec: cloud.LaunchSpec{NodePool: pool, NodeClaim: name, NodeClass: "default"}}, Pods: keys}}, At: c.now})
 	c.mustPropose(fsm.LaunchAttemptStartType, fsm.LaunchAttemptStart{IntentID: intentID, Attempt: 1, At: c.now})
 	c.mustPropose(fsm.LaunchResultType, fsm.LaunchResult{IntentID: intentID, Attempt: 1, At: c.now, Launched: &fsm.Launched{InstanceID: inst, InstanceType: typ,
 		Zone: "zone-a", CapacityType: karpv1.CapacityTypeOnDemand, Price: pricePerCPU * float64(cpu), LaunchedAt: c.now}})
@@ -182,13 +187,13 @@ func (c *cluster) addNode(name, pool string, cpu int64, pods ...*corev1.Pod) *co
 	return node
 }
 
-// AnnotationLaunchID mirrors provisioner.AnnotationLaunchID.
-const AnnotationLaunchID = provisioner.AnnotationLaunchID
+// AnnotationLaunchID mirrors karpv1.AnnotationLaunchID.
+const AnnotationLaunchID = karpv1.AnnotationLaunchID
 
-// Snapshot builds the provisioner's snapshot of the fake cluster.
-func (c *cluster) Snapshot(context.Context) (*provisioner.Snapshot, error) {
+// Build builds the cluster view of the fake cluster.
+func (c *cluster) Build(time.Time) *view.View {
 	defer c.snapshots.Add(1)
-	s := &provisioner.Snapshot{Now: c.now, NodePools: c.pools,
+	s := &view.View{Now: c.now, NodePools: c.pools,
 		NodeClasses:   map[string]*awsv1.EC2NodeClass{"default": {ObjectMeta: metav1.ObjectMeta{Name: "default"}}},
 		InstanceTypes: map[string][]*catalog.InstanceType{"default": c.types}, PodsByNode: map[string][]*corev1.Pod{},
 		NodeClaims: map[string]*karpv1.NodeClaim{}, Instances: map[string]fsm.Instance{}, Disrupting: map[string]bool{},
@@ -208,7 +213,7 @@ func (c *cluster) Snapshot(context.Context) (*provisioner.Snapshot, error) {
 			s.PodsByNode[p.Spec.NodeName] = append(s.PodsByNode[p.Spec.NodeName], p)
 		}
 	}
-	for _, name := range sortedKeys(c.nodes) {
+	for _, name := range slices.Sorted(maps.Keys(c.nodes)) {
 		node := c.nodes[name]
 		s.AllNodes = append(s.AllNodes, node)
 		var nc *karpv1.NodeClaim
@@ -220,7 +225,7 @@ func (c *cluster) Snapshot(context.Context) (*provisioner.Snapshot, error) {
 		if nc != nil {
 			s.NodeClaims[name] = nc
 		}
-		id := instanceID(node.Spec.ProviderID)
+		id := cloud.InstanceID(node.Spec.ProviderID)
 		if inst, ok := insts[id]; ok {
 			s.Instances[name] = inst
 		}
@@ -235,7 +240,7 @@ func (c *cluster) Snapshot(context.Context) (*provisioner.Snapshot, error) {
 		s.Nodes = append(s.Nodes, &scheduler.Node{Name: name, Labels: node.Labels, Taints: node.Spec.Taints, Capacity: node.Status.Capacity,
 			Allocatable: node.Status.Allocatable, Pods: s.PodsByNode[name]})
 	}
-	return s, nil
+	return s
 }
 
 // LaunchClaims commits the replacements as launch intents and creates
@@ -250,7 +255,7 @@ func (c *cluster) LaunchClaims(_ context.Context, claims []scheduler.NodeClaim, 
 	for _, cl := range claims {
 		c.seq++
 		name := fmt.Sprintf("%s-r%d", cl.NodePool, c.seq)
-		cmd.Intents = append(cmd.Intents, fsm.NewIntent{ID: "intent-" + name, Spec: fsm.LaunchSpec{NodePool: cl.NodePool, NodeClaim: name, NodeClass: cl.NodeClass}, Pods: cl.Pods})
+		cmd.Intents = append(cmd.Intents, fsm.NewIntent{ID: "intent-" + name, Spec: fsm.LaunchSpec{LaunchSpec: cloud.LaunchSpec{NodePool: cl.NodePool, NodeClaim: name, NodeClass: cl.NodeClass}}, Pods: cl.Pods})
 		names = append(names, name)
 		c.launchedType[name] = cl.InstanceType
 	}
@@ -314,7 +319,7 @@ func (c *cluster) terminate(claim, dest string) {
 			p.Spec.NodeName = dest
 		}
 	}
-	c.mustPropose(fsm.TerminationResultType, fsm.TerminationResult{ID: "term-" + instanceID(nc.Status.ProviderID), At: c.now})
+	c.mustPropose(fsm.TerminationResultType, fsm.TerminationResult{ID: "term-" + cloud.InstanceID(nc.Status.ProviderID), At: c.now})
 	delete(c.claims, claim)
 	delete(c.nodes, node)
 }
@@ -345,7 +350,7 @@ func (c *cluster) UpdateNodeClaim(_ context.Context, nc *karpv1.NodeClaim) (*kar
 	cur = cur.DeepCopy()
 	cur.Annotations, cur.Labels, cur.Finalizers = nc.Annotations, nc.Labels, nc.Finalizers
 	c.claims[nc.Name] = cur
-	c.ops = append(c.ops, "annotate "+nc.Name+" "+nc.Annotations[AnnotationDisruptionReason])
+	c.ops = append(c.ops, "annotate "+nc.Name+" "+nc.Annotations[karpv1.AnnotationDisruptionReason])
 	return cur.DeepCopy(), nil
 }
 
@@ -419,7 +424,7 @@ func (c *cluster) controller(rec record.EventRecorder) *Controller {
 func (c *cluster) controllerWith(cfg Config, rec record.EventRecorder) *Controller {
 	c.t.Helper()
 	cfg.Now = c.Now
-	ctl, err := New(cfg, c, c, c.fsm, c, c, c, nil, rec, zap.NewNop())
+	ctl, err := New(cfg, c.deps(nil, rec))
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -456,3 +461,8 @@ func condition(nc *karpv1.NodeClaim, typ string) *metav1.Condition {
 }
 
 var errBoom = errors.New("boom")
+
+// deps wires the fake cluster as every collaborator of the controller.
+func (c *cluster) deps(reg prometheus.Registerer, rec record.EventRecorder) Deps {
+	return Deps{Views: c, Launcher: c, Cache: c, State: c.fsm, Raft: c, Kube: c, Nodes: c, Registerer: reg, Recorder: rec, Log: zap.NewNop()}
+}

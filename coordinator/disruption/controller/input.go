@@ -1,22 +1,22 @@
 package controller
 
 import (
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/cloud"
 	"github.com/joiner-dev/joiner/coordinator/disruption"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
-	"github.com/joiner-dev/joiner/coordinator/provisioner"
 	"github.com/joiner-dev/joiner/coordinator/scheduler"
+	"github.com/joiner-dev/joiner/coordinator/view"
 )
 
-// view is one pass's picture: the provisioner's snapshot plus the raft
-// state the controller needs, indexed.
-type view struct {
-	snap *provisioner.Snapshot
+// pass is one pass's picture: the cluster view plus the raft state the
+// controller needs, indexed.
+type pass struct {
+	snap *view.View
 	now  time.Time
 	// pending termination intents by instance ID and by ID.
 	terminating map[string]fsm.TerminationIntent
@@ -34,17 +34,17 @@ type view struct {
 	waiting map[string]bool
 }
 
-func (c *Controller) view(s *provisioner.Snapshot, now time.Time) *view {
-	v := &view{snap: s, now: now, terminating: map[string]fsm.TerminationIntent{}, pending: map[string]fsm.TerminationIntent{},
-		intents: map[string]fsm.LaunchIntent{}, intentByClaim: map[string]fsm.LaunchIntent{}, nominated: c.state.NominatedPods(),
+func (c *Controller) pass(s *view.View, now time.Time) *pass {
+	v := &pass{snap: s, now: now, terminating: map[string]fsm.TerminationIntent{}, pending: map[string]fsm.TerminationIntent{},
+		intents: map[string]fsm.LaunchIntent{}, intentByClaim: map[string]fsm.LaunchIntent{}, nominated: c.d.State.NominatedPods(),
 		nodeOfInstance: map[string]string{}, podNode: map[string]string{}, waiting: map[string]bool{}}
-	for _, t := range c.state.Terminations() {
+	for _, t := range c.d.State.Terminations() {
 		if t.State == fsm.TerminationPending {
 			v.terminating[t.InstanceID] = t
 			v.pending[t.ID] = t
 		}
 	}
-	for _, in := range c.state.Intents() {
+	for _, in := range c.d.State.Intents() {
 		if in.State.Live() {
 			v.intents[in.ID] = in
 			v.intentByClaim[in.Spec.NodeClaim] = in
@@ -74,27 +74,18 @@ func (c *Controller) view(s *provisioner.Snapshot, now time.Time) *view {
 func key(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
 
 // instanceOf is the instance ID of a node: raft's, else the provider ID's.
-func (v *view) instanceOf(node string) string {
+func (v *pass) instanceOf(node string) string {
 	if inst, ok := v.snap.Instances[node]; ok {
 		return inst.ID
 	}
 	if nc := v.snap.NodeClaims[node]; nc != nil {
-		return instanceID(nc.Status.ProviderID)
+		return cloud.InstanceID(nc.Status.ProviderID)
 	}
 	return ""
 }
 
-// instanceID is the instance ID at the end of an aws:///<zone>/<id>
-// provider ID.
-func instanceID(providerID string) string {
-	if !strings.HasPrefix(providerID, "aws://") {
-		return ""
-	}
-	return providerID[strings.LastIndex(providerID, "/")+1:]
-}
-
 // input builds the disruption core's input from the view.
-func (c *Controller) input(v *view) *disruption.Input {
+func (c *Controller) input(v *pass) *disruption.Input {
 	s := v.snap
 	in := &disruption.Input{
 		Now: v.now, NodePools: s.NodePools, NodeClasses: s.NodeClasses, InstanceTypes: s.InstanceTypes,
@@ -137,7 +128,7 @@ func (c *Controller) input(v *view) *disruption.Input {
 // nominatedHere says whether pods still on their way are nominated to the
 // node's launch intent: pending pods, or pods bound to a node that is
 // being disrupted (a replacement waits for the pods it was made for).
-func (v *view) nominatedHere(node string) bool {
+func (v *pass) nominatedHere(node string) bool {
 	inst, ok := v.snap.Instances[node]
 	if !ok {
 		return false
@@ -158,7 +149,7 @@ func (v *view) nominatedHere(node string) bool {
 }
 
 // disrupted says whether a node is going away.
-func (v *view) disrupted(node string) bool {
+func (v *pass) disrupted(node string) bool {
 	if v.snap.Disrupting[node] {
 		return true
 	}
@@ -168,7 +159,7 @@ func (v *view) disrupted(node string) bool {
 
 // price is the node's hourly price: raft's record of the launch, else the
 // catalogue's offering for its type, zone and capacity type.
-func (c *Controller) price(v *view, node *corev1.Node) float64 {
+func (c *Controller) price(v *pass, node *corev1.Node) float64 {
 	if inst, ok := v.snap.Instances[node.Name]; ok && inst.Price > 0 {
 		return inst.Price
 	}

@@ -2,10 +2,14 @@ package controller
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/joiner-dev/joiner/cloud"
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -98,7 +102,7 @@ func TestRandomizedExecutionNeverViolatesBudgetOrPDB(t *testing.T) {
 				c.pdbs = append(c.pdbs, pdb(a, int32(rng.IntN(2))))
 			}
 		}
-		for _, name := range sortedKeys(c.claims) {
+		for _, name := range slices.Sorted(maps.Keys(c.claims)) {
 			nc := c.claims[name]
 			switch {
 			case nc.DeletionTimestamp != nil && c.nodes[nc.Status.NodeName] != nil:
@@ -123,7 +127,7 @@ func TestRandomizedExecutionNeverViolatesBudgetOrPDB(t *testing.T) {
 				}
 			}
 		}
-		for _, name := range sortedKeys(c.nodes) {
+		for _, name := range slices.Sorted(maps.Keys(c.nodes)) {
 			n := c.nodes[name]
 			if rng.IntN(40) == 0 {
 				st := corev1.ConditionTrue
@@ -202,7 +206,7 @@ func (c *cluster) census() *census {
 		if node == nil {
 			continue
 		}
-		id := instanceID(nc.Status.ProviderID)
+		id := cloud.InstanceID(nc.Status.ProviderID)
 		pool := nc.Labels[karpv1.LabelNodePool]
 		s.poolOfInstance[id], s.nodeOfInstance[id], s.nodeClaimOfNode[node.Name], s.instanceOfNodeName[node.Name] = pool, node.Name, nc.Name, id
 		if init, _ := initialized(nc); !init {
@@ -313,7 +317,7 @@ func (c *cluster) checkPass(t *testing.T, step int, before *census, ops []string
 			continue
 		}
 		for name, nc := range c.claims {
-			if instanceID(nc.Status.ProviderID) != ti.InstanceID || nc.DeletionTimestamp != nil {
+			if cloud.InstanceID(nc.Status.ProviderID) != ti.InstanceID || nc.DeletionTimestamp != nil {
 				continue
 			}
 			pendingNode[nc.Status.NodeName] = true

@@ -18,7 +18,7 @@ var eligibleMethods = []disruption.Method{disruption.MethodExpiration, disruptio
 
 // report refreshes the metrics and the NodeClaims' Drifted, Empty and
 // Consolidatable conditions from this pass's input.
-func (c *Controller) report(ctx context.Context, v *view, in *disruption.Input) {
+func (c *Controller) report(ctx context.Context, v *pass, in *disruption.Input) {
 	statuses := disruption.Status(in)
 	for _, m := range eligibleMethods {
 		n := 0
@@ -77,13 +77,13 @@ func (c *Controller) writeConditions(ctx context.Context, s *disruption.NodeStat
 	if !changed {
 		return
 	}
-	if _, err := c.kube.UpdateNodeClaimStatus(ctx, nc); err != nil {
+	if _, err := c.d.Kube.UpdateNodeClaimStatus(ctx, nc); err != nil {
 		c.log.Debug("updating disruption conditions", zap.String("nodeclaim", nc.Name), zap.Error(err))
 	}
 }
 
 // events reports, once per change, why each node was left alone.
-func (c *Controller) events(v *view, res *disruption.Result) {
+func (c *Controller) events(v *pass, res *disruption.Result) {
 	seen := map[string]bool{}
 	for _, s := range res.Skipped {
 		k := s.Node + "/" + string(s.Method)
@@ -93,7 +93,7 @@ func (c *Controller) events(v *view, res *disruption.Result) {
 		}
 		c.lastSkip[k] = s.Reason
 		if nc := v.snap.NodeClaims[s.Node]; nc != nil {
-			c.rec.Event(nc, corev1.EventTypeNormal, "DisruptionBlocked", s.Reason)
+			c.d.Recorder.Event(nc, corev1.EventTypeNormal, "DisruptionBlocked", s.Reason)
 		}
 	}
 	for k := range c.lastSkip {

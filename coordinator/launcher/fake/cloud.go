@@ -1,34 +1,36 @@
-// Package fake is a hand-written in-memory Cloud for launcher tests. It
+// Package fake is a hand-written in-memory cloud for launcher tests. It
 // honours ClientToken semantics (the same token and request return the same
-// instance; the same token with another request is a parameter mismatch)
-// and can inject launch errors and list lag (eventual consistency).
+// instance; the same token with another request is a parameter mismatch),
+// tags instances as cloud/aws does, and can inject launch errors and list
+// lag (eventual consistency).
 package fake
 
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
-	"sort"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
+	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/cloud"
 	"github.com/joiner-dev/joiner/coordinator/launcher"
 )
-
-// ErrParameterMismatch is EC2's IdempotentParameterMismatch.
-var ErrParameterMismatch = errors.New("idempotent parameter mismatch")
 
 // Cloud is the fake. The zero value is not usable; call New.
 type Cloud struct {
 	mu        sync.Mutex
 	now       func() time.Time
+	cluster   string
 	tokens    map[string]tokenEntry
-	instances map[string]launcher.Instance
+	instances map[string]cloud.Instance
 	seq       int
 
-	// ListLag hides instances younger than this from ListByTag.
+	// ListLag hides instances younger than this from List.
 	ListLag time.Duration
 	// LaunchErrors are returned by the next Launch calls, in order, before
 	// anything is created (nil entries let a call through).
@@ -38,7 +40,7 @@ type Cloud struct {
 	LaunchCalls int
 	Created     int
 	// OnLaunch, if set, runs (outside the lock) after every Launch call.
-	OnLaunch func(req launcher.LaunchRequest, inst launcher.Instance, err error)
+	OnLaunch func(req cloud.LaunchRequest, inst cloud.Instance, err error)
 }
 
 type tokenEntry struct {
@@ -46,18 +48,19 @@ type tokenEntry struct {
 	instanceID string
 }
 
-// New returns an empty fake cloud using now as its clock (time.Now if nil).
-func New(now func() time.Time) *Cloud {
+// New returns an empty fake cloud of cluster using now as its clock
+// (time.Now if nil).
+func New(cluster string, now func() time.Time) *Cloud {
 	if now == nil {
 		now = time.Now
 	}
-	return &Cloud{now: now, tokens: map[string]tokenEntry{}, instances: map[string]launcher.Instance{}}
+	return &Cloud{now: now, cluster: cluster, tokens: map[string]tokenEntry{}, instances: map[string]cloud.Instance{}}
 }
 
 var _ launcher.Cloud = (*Cloud)(nil)
 
 // Launch implements launcher.Cloud.
-func (c *Cloud) Launch(ctx context.Context, req launcher.LaunchRequest) (launcher.Instance, error) {
+func (c *Cloud) Launch(ctx context.Context, req cloud.LaunchRequest) (cloud.Instance, error) {
 	inst, err := c.launch(ctx, req)
 	if c.OnLaunch != nil {
 		c.OnLaunch(req, inst, err)
@@ -65,9 +68,9 @@ func (c *Cloud) Launch(ctx context.Context, req launcher.LaunchRequest) (launche
 	return inst, err
 }
 
-func (c *Cloud) launch(ctx context.Context, req launcher.LaunchRequest) (launcher.Instance, error) {
+func (c *Cloud) launch(ctx context.Context, req cloud.LaunchRequest) (cloud.Instance, error) {
 	if err := ctx.Err(); err != nil {
-		return launcher.Instance{}, err
+		return cloud.Instance{}, err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -76,62 +79,86 @@ func (c *Cloud) launch(ctx context.Context, req launcher.LaunchRequest) (launche
 		err := c.LaunchErrors[0]
 		c.LaunchErrors = c.LaunchErrors[1:]
 		if err != nil {
-			return launcher.Instance{}, err
+			return cloud.Instance{}, err
 		}
 	}
-	if req.ClientToken == "" || len(req.ClientToken) > 64 {
-		return launcher.Instance{}, fmt.Errorf("%w: client token %q", launcher.ErrInvalidLaunch, req.ClientToken)
+	if req.LaunchID == "" || req.Attempt < 1 {
+		return cloud.Instance{}, fmt.Errorf("launch ID %q attempt %d: %w", req.LaunchID, req.Attempt, cloud.ErrInvalidSpec)
 	}
 	if len(req.Spec.Candidates) == 0 {
-		return launcher.Instance{}, fmt.Errorf("%w: no candidates", launcher.ErrInvalidLaunch)
+		return cloud.Instance{}, fmt.Errorf("no candidates: %w", cloud.ErrInvalidSpec)
 	}
+	token := cloud.ClientToken(c.cluster, req.LaunchID, req.Attempt)
 	body, _ := json.Marshal(req)
-	if e, ok := c.tokens[req.ClientToken]; ok {
+	if e, ok := c.tokens[token]; ok {
 		if e.request != string(body) {
-			return launcher.Instance{}, fmt.Errorf("%w: token %s", ErrParameterMismatch, req.ClientToken)
+			return cloud.Instance{}, fmt.Errorf("token %s: %w", token, cloud.ErrIdempotentMismatch)
 		}
 		inst := c.instances[e.instanceID]
 		if inst.State == "terminated" {
-			return launcher.Instance{}, fmt.Errorf("%w: %s", launcher.ErrTokenInstanceTerminated, inst.ID)
+			return cloud.Instance{}, fmt.Errorf("%s: %w", inst.ID, cloud.ErrTokenInstanceTerminated)
 		}
 		return clone(inst), nil
 	}
 	c.seq++
 	cand := req.Spec.Candidates[0]
-	inst := launcher.Instance{
+	tags := maps.Clone(req.Spec.Tags)
+	if tags == nil {
+		tags = map[string]string{}
+	}
+	tags[karpv1.TagClusterPrefix+c.cluster] = "owned"
+	tags[karpv1.TagLaunchID] = req.LaunchID
+	tags[karpv1.TagAttempt] = strconv.Itoa(req.Attempt)
+	inst := cloud.Instance{
 		ID:           fmt.Sprintf("i-%08x", c.seq),
 		InstanceType: cand.InstanceType,
 		Zone:         cand.Zone,
 		CapacityType: cand.CapacityType,
-		Price:        cand.Price,
 		State:        "running",
 		LaunchTime:   c.now(),
-		Tags:         maps.Clone(req.Tags),
+		Tags:         tags,
 	}
 	c.instances[inst.ID] = inst
-	c.tokens[req.ClientToken] = tokenEntry{request: string(body), instanceID: inst.ID}
+	c.tokens[token] = tokenEntry{request: string(body), instanceID: inst.ID}
 	c.Created++
 	return clone(inst), nil
 }
 
-// ListByTag implements launcher.Cloud (terminated instances are listed, as
-// EC2 does for a while).
-func (c *Cloud) ListByTag(ctx context.Context, key, value string) ([]launcher.Instance, error) {
+// Put adds an instance as if something else had launched it (a stray or
+// an instance of a previous leader).
+func (c *Cloud) Put(inst cloud.Instance) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.instances[inst.ID] = clone(inst)
+}
+
+// List implements launcher.Cloud (terminated instances are listed, as EC2
+// does for a while).
+func (c *Cloud) List(ctx context.Context, tags map[string]string) ([]cloud.Instance, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := c.now()
-	var out []launcher.Instance
+	var out []cloud.Instance
 	for _, inst := range c.instances {
-		if inst.Tags[key] != value || now.Sub(inst.LaunchTime) < c.ListLag {
+		if !hasTags(inst, tags) || now.Sub(inst.LaunchTime) < c.ListLag {
 			continue
 		}
 		out = append(out, clone(inst))
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	slices.SortFunc(out, func(a, b cloud.Instance) int { return strings.Compare(a.ID, b.ID) })
 	return out, nil
+}
+
+func hasTags(inst cloud.Instance, tags map[string]string) bool {
+	for k, v := range tags {
+		if inst.Tags[k] != v {
+			return false
+		}
+	}
+	return true
 }
 
 // Terminate implements launcher.Cloud.
@@ -143,7 +170,7 @@ func (c *Cloud) Terminate(ctx context.Context, id string) error {
 	defer c.mu.Unlock()
 	inst, ok := c.instances[id]
 	if !ok {
-		return fmt.Errorf("instance %s not found", id)
+		return fmt.Errorf("instance %s: %w", id, cloud.ErrNotFound)
 	}
 	inst.State = "terminated"
 	c.instances[id] = inst
@@ -151,18 +178,18 @@ func (c *Cloud) Terminate(ctx context.Context, id string) error {
 }
 
 // Instances returns every instance, terminated ones included, sorted by ID.
-func (c *Cloud) Instances() []launcher.Instance {
+func (c *Cloud) Instances() []cloud.Instance {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := make([]launcher.Instance, 0, len(c.instances))
+	out := make([]cloud.Instance, 0, len(c.instances))
 	for _, inst := range c.instances {
 		out = append(out, clone(inst))
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	slices.SortFunc(out, func(a, b cloud.Instance) int { return strings.Compare(a.ID, b.ID) })
 	return out
 }
 
-func clone(i launcher.Instance) launcher.Instance {
+func clone(i cloud.Instance) cloud.Instance {
 	i.Tags = maps.Clone(i.Tags)
 	return i
 }

@@ -70,8 +70,8 @@ func DefaultNodePool() *karpv1.NodePool {
 				{Key: karpv1.LabelOS, Operator: karpv1.OpIn, Values: []string{"linux"}},
 				{Key: karpv1.LabelArch, Operator: karpv1.OpIn, Values: []string{"amd64", "arm64"}},
 				{Key: karpv1.LabelCapacityType, Operator: karpv1.OpIn, Values: []string{karpv1.CapacityTypeOnDemand, karpv1.CapacityTypeSpot}},
-				{Key: awsv1.LabelInstanceCategory, Operator: karpv1.OpIn, Values: []string{"c", "m", "r"}},
-				{Key: awsv1.LabelInstanceGeneration, Operator: karpv1.OpGt, Values: []string{"2"}},
+				{Key: karpv1.LabelInstanceCategory, Operator: karpv1.OpIn, Values: []string{"c", "m", "r"}},
+				{Key: karpv1.LabelInstanceGeneration, Operator: karpv1.OpGt, Values: []string{"2"}},
 			},
 		}}},
 	}

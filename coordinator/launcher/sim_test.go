@@ -1,28 +1,30 @@
-package cloudadapter_test
+package launcher_test
 
 import (
 	"context"
 	"errors"
+	"maps"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
-	"go.uber.org/zap"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
+	"github.com/joiner-dev/joiner/cloud"
 	joineraws "github.com/joiner-dev/joiner/cloud/aws"
 	"github.com/joiner-dev/joiner/cloud/sim"
-	"github.com/joiner-dev/joiner/coordinator/cloudadapter"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
 	"github.com/joiner-dev/joiner/coordinator/fsm/fsmtest"
 	"github.com/joiner-dev/joiner/coordinator/launcher"
 )
 
-const cluster = "test"
+const simCluster = "test"
 
 type env struct {
 	sim      *sim.Sim
@@ -47,7 +49,7 @@ func (e *env) provider(t *testing.T) *joineraws.Provider {
 	t.Helper()
 	ec2c, ssmc := joineraws.NewClients(aws.Config{Region: "us-east-1",
 		Credentials: credentials.NewStaticCredentialsProvider("AKIDSIM", "secret", "")}, e.endpoint)
-	p, err := joineraws.New(joineraws.Options{EC2: ec2c, SSM: ssmc, Cluster: cluster, Region: "us-east-1",
+	p, err := joineraws.New(joineraws.Options{EC2: ec2c, SSM: ssmc, Cluster: simCluster, Region: "us-east-1",
 		KubernetesVersion: sim.DefaultKubernetesVersion, Now: func() time.Time { return e.now }})
 	if err != nil {
 		t.Fatal(err)
@@ -55,14 +57,14 @@ func (e *env) provider(t *testing.T) *joineraws.Provider {
 	return p
 }
 
-func (e *env) launcher(t *testing.T, hooks launcher.Hooks) (*launcher.Launcher, *cloudadapter.Adapter) {
-	a := cloudadapter.New(cluster, e.provider(t))
-	return launcher.New(launcher.Config{Cluster: cluster, Now: func() time.Time { return e.now }, Hooks: hooks}, a, e.raft, e.f, zap.NewNop()), a
+func (e *env) launcher(t *testing.T, hooks launcher.Hooks) (*launcher.Launcher, *joineraws.Provider) {
+	p := e.provider(t)
+	return launcher.New(launcher.Config{Cluster: simCluster, Now: func() time.Time { return e.now }, Hooks: hooks}, launcher.Deps{Cloud: p, Raft: e.raft, State: e.f}), p
 }
 
-// commit freezes a spec the way the provisioner does: NodeClass resolved
-// into subnets, security groups and profile, then PlanCommit.
-func (e *env) commit(t *testing.T, id string, mutate func(*fsm.LaunchSpec), cands ...fsm.Candidate) {
+// commit freezes a spec as the provisioner does (NodeClass resolved into
+// subnets, security groups and profile), then commits it in a PlanCommit.
+func (e *env) commit(t *testing.T, id string, mutate func(*fsm.LaunchSpec), cands ...cloud.Candidate) {
 	t.Helper()
 	p := e.provider(t)
 	nc := &awsv1.EC2NodeClass{
@@ -79,9 +81,9 @@ func (e *env) commit(t *testing.T, id string, mutate func(*fsm.LaunchSpec), cand
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec := cloudadapter.Freeze(fsm.LaunchSpec{NodePool: "default", NodeClaim: "default-" + id, Candidates: cands},
-		nc, r, p.SubnetsByZone(r.Subnets), []byte("#!/bin/bash\necho hi\n"))
-	nc.Spec.Tags["team"] = "changed" // later NodeClass edits do not reach the frozen spec
+	spec := fsm.LaunchSpec{LaunchSpec: cloud.LaunchSpec{NodePool: "default", NodeClass: nc.Name, NodeClaim: "default-" + id,
+		Candidates: cands, Subnets: p.SubnetsByZone(r.Subnets), SecurityGroupIDs: r.SecurityGroupIDs(),
+		InstanceProfile: r.InstanceProfile, UserData: []byte("#!/bin/bash\necho hi\n"), Tags: maps.Clone(nc.Spec.Tags)}}
 	if mutate != nil {
 		mutate(&spec)
 	}
@@ -91,11 +93,11 @@ func (e *env) commit(t *testing.T, id string, mutate func(*fsm.LaunchSpec), cand
 	}
 }
 
-func od(it, zone string, price float64) fsm.Candidate {
-	return fsm.Candidate{InstanceType: it, Zone: zone, CapacityType: "on-demand", Price: price, ImageID: "ami-0sim2023x86"}
+func od(it, zone string, price float64) cloud.Candidate {
+	return cloud.Candidate{InstanceType: it, Zone: zone, CapacityType: "on-demand", Price: price, ImageID: "ami-0sim2023x86"}
 }
 
-var cands = []fsm.Candidate{od("m5.large", "us-east-1a", 0.096), od("c5.large", "us-east-1b", 0.085), od("m5.xlarge", "us-east-1c", 0.192)}
+var cands = []cloud.Candidate{od("m5.large", "us-east-1a", 0.096), od("c5.large", "us-east-1b", 0.085), od("m5.xlarge", "us-east-1c", 0.192)}
 
 func (e *env) intent(t *testing.T, id string) fsm.LaunchIntent {
 	t.Helper()
@@ -131,21 +133,21 @@ func TestLaunchOneInstanceWithAllCandidatesAndTags(t *testing.T) {
 	if n != len(cands) || e.sim.Calls("CreateFleet") != 1 {
 		t.Errorf("%d CreateFleet calls, last with %d overrides; want 1 call with all %d candidates", e.sim.Calls("CreateFleet"), n, len(cands))
 	}
-	if req.Get("ClientToken") != launcher.ClientToken(cluster, "i1", 1) {
+	if req.Get("ClientToken") != cloud.ClientToken(simCluster, "i1", 1) {
 		t.Errorf("ClientToken = %q", req.Get("ClientToken"))
 	}
 	inst, _ := e.f.Instance(in.InstanceID)
 	if inst.InstanceType != "c5.large" || inst.Price != 0.085 {
 		t.Errorf("recorded %+v, want the cheapest candidate c5.large at 0.085", inst)
 	}
-	got, err := a.ListByTag(ctx, launcher.TagLaunchID, "i1")
+	got, err := a.List(ctx, map[string]string{karpv1.TagLaunchID: "i1"})
 	if err != nil || len(got) != 1 || got[0].ID != in.InstanceID {
-		t.Fatalf("ListByTag(launch-id) = %+v, %v", got, err)
+		t.Fatalf("List(launch-id) = %+v, %v", got, err)
 	}
 	want := map[string]string{
 		"Name": "default-i1", "karpenter.sh/nodepool": "default", "karpenter.sh/nodeclaim": "default-i1",
 		"karpenter.k8s.aws/ec2nodeclass": "default", "kubernetes.io/cluster/test": "owned",
-		launcher.TagLaunchID: "i1", launcher.TagAttempt: "1", "team": "platform",
+		karpv1.TagLaunchID: "i1", karpv1.TagAttempt: "1", "team": "platform",
 	}
 	for k, v := range want {
 		if got[0].Tags[k] != v {
@@ -176,9 +178,7 @@ func TestSameTokenAfterFailover(t *testing.T) {
 	}
 	// The retry the next leader makes when the tag lookup misses.
 	_, a := e.launcher(t, launcher.Hooks{})
-	req := launcher.LaunchRequest{ClientToken: launcher.ClientToken(cluster, "i1", 1), Spec: in.Spec, Tags: map[string]string{
-		launcher.TagClusterPrefix + cluster: "owned", launcher.TagLaunchID: "i1", launcher.TagAttempt: "1"}}
-	got, err := a.Launch(ctx, req)
+	got, err := a.Launch(ctx, cloud.LaunchRequest{LaunchID: "i1", Attempt: 1, Spec: in.Spec.LaunchSpec})
 	if err != nil || got.ID != first {
 		t.Fatalf("same-token retry = %+v, %v; want instance %s", got, err, first)
 	}
@@ -273,44 +273,25 @@ func TestTerminateIdempotent(t *testing.T) {
 	if err := a.Terminate(ctx, id); err != nil {
 		t.Errorf("terminating a terminated instance: %v", err)
 	}
-	if got, err := a.ListByTag(ctx, launcher.TagLaunchID, "i1"); err != nil || len(got) != 0 {
-		t.Errorf("ListByTag after termination = %+v, %v", got, err)
+	if got, err := a.List(ctx, map[string]string{karpv1.TagLaunchID: "i1"}); err != nil || len(got) != 0 {
+		t.Errorf("List after termination = %+v, %v", got, err)
 	}
 }
 
-func TestSpecNeedsLaunchTags(t *testing.T) {
-	a := cloudadapter.New(cluster, nil)
-	for _, tags := range []map[string]string{nil, {launcher.TagLaunchID: "i1"}, {launcher.TagLaunchID: "i1", launcher.TagAttempt: "0"}} {
-		if _, err := a.Spec(launcher.LaunchRequest{ClientToken: "t", Tags: tags}); !errors.Is(err, launcher.ErrInvalidLaunch) {
-			t.Errorf("tags %v: err = %v, want ErrInvalidLaunch", tags, err)
-		}
-	}
-}
-
-// A token reused with other parameters (a spec that was not frozen) adopts
-// the attempt's instance when it exists, else asks for a new attempt.
+// A token reused with other parameters (a spec that was not frozen) is
+// refused by EC2 as a parameter mismatch.
 func TestParameterMismatch(t *testing.T) {
 	e := newEnv(t)
 	e.commit(t, "i1", nil, cands...)
-	_, a := e.launcher(t, launcher.Hooks{})
 	ctx := context.Background()
-	tags := func(id string) map[string]string {
-		return map[string]string{launcher.TagClusterPrefix + cluster: "owned", launcher.TagLaunchID: id, launcher.TagAttempt: "1"}
-	}
-	spec := e.intent(t, "i1").Spec
-	first, err := a.Launch(ctx, launcher.LaunchRequest{ClientToken: "tok", Spec: spec, Tags: tags("i1")})
-	if err != nil {
+	l, p := e.launcher(t, launcher.Hooks{})
+	if err := l.Pass(ctx); err != nil {
 		t.Fatal(err)
 	}
-	other := spec
+	other := e.intent(t, "i1").Spec.LaunchSpec
 	other.Candidates = cands[:1]
-	got, err := a.Launch(ctx, launcher.LaunchRequest{ClientToken: "tok", Spec: other, Tags: tags("i1")})
-	if err != nil || got.ID != first.ID {
-		t.Fatalf("mismatch with the attempt's instance tagged: %+v, %v; want %s", got, err, first.ID)
-	}
-	_, err = a.Launch(ctx, launcher.LaunchRequest{ClientToken: "tok", Spec: other, Tags: tags("i2")})
-	if !errors.Is(err, launcher.ErrTokenInstanceTerminated) {
-		t.Fatalf("mismatch without an instance: %v, want a new attempt", err)
+	if _, err := p.Launch(ctx, cloud.LaunchRequest{LaunchID: "i1", Attempt: 1, Spec: other}); !errors.Is(err, cloud.ErrIdempotentMismatch) {
+		t.Fatalf("same token, other parameters: %v, want ErrIdempotentMismatch", err)
 	}
 	if n := len(e.sim.Instances()); n != 1 {
 		t.Errorf("sim has %d instances, want 1", n)

@@ -1,0 +1,134 @@
+package cloud
+
+import (
+	"errors"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
+)
+
+// Subnet is a resolved subnet.
+type Subnet struct {
+	ID           string
+	Zone         string
+	ZoneID       string
+	AvailableIPs int32
+}
+
+// AMI is a resolved image.
+type AMI struct {
+	ID           string
+	Name         string
+	Arch         string // amd64 or arm64
+	CreationDate string
+}
+
+// Resolved is an EC2NodeClass's selector terms resolved against EC2.
+type Resolved struct {
+	Subnets         []Subnet
+	SecurityGroups  []awsv1.SecurityGroup
+	AMIs            []AMI
+	InstanceProfile string
+}
+
+// ImageFor returns the AMI for an architecture ("" when none).
+func (r Resolved) ImageFor(arch string) string {
+	for _, a := range r.AMIs {
+		if a.Arch == arch {
+			return a.ID
+		}
+	}
+	return ""
+}
+
+// SecurityGroupIDs are the resolved security groups' IDs, in order.
+func (r Resolved) SecurityGroupIDs() []string {
+	out := make([]string, 0, len(r.SecurityGroups))
+	for _, g := range r.SecurityGroups {
+		out = append(out, g.ID)
+	}
+	return out
+}
+
+// StatusAMIs is the AMIs as EC2NodeClass status entries.
+func (r Resolved) StatusAMIs() []awsv1.AMI {
+	out := make([]awsv1.AMI, 0, len(r.AMIs))
+	for _, a := range r.AMIs {
+		out = append(out, awsv1.AMI{ID: a.ID, Name: a.Name, Requirements: []corev1.NodeSelectorRequirement{
+			{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{a.Arch}},
+		}})
+	}
+	return out
+}
+
+// StatusSubnets is the subnets as EC2NodeClass status entries.
+func (r Resolved) StatusSubnets() []awsv1.Subnet {
+	out := make([]awsv1.Subnet, 0, len(r.Subnets))
+	for _, s := range r.Subnets {
+		out = append(out, awsv1.Subnet{ID: s.ID, Zone: s.Zone, ZoneID: s.ZoneID})
+	}
+	return out
+}
+
+// SubnetPerZone picks one subnet per zone: the one with the most free
+// addresses (ties: the lowest ID).
+func SubnetPerZone(subnets []Subnet) map[string]string {
+	best := map[string]Subnet{}
+	for _, s := range subnets {
+		b, ok := best[s.Zone]
+		if !ok || s.AvailableIPs > b.AvailableIPs || (s.AvailableIPs == b.AvailableIPs && s.ID < b.ID) {
+			best[s.Zone] = s
+		}
+	}
+	out := make(map[string]string, len(best))
+	for z, s := range best {
+		out[z] = s.ID
+	}
+	return out
+}
+
+// ApplyStatus sets the NodeClass's resolved status and its conditions from
+// a Resolve result: each part True, or False with the resolution error as
+// the message; Ready is True when every part is. Conditions whose status
+// did not change keep their transition time.
+func ApplyStatus(nc *awsv1.EC2NodeClass, r Resolved, err error, now metav1.Time) {
+	var rerr *ResolveError
+	if !errors.As(err, &rerr) {
+		rerr = &ResolveError{}
+		if err != nil { // not a resolution error: every part is unknown
+			rerr = &ResolveError{Subnets: err, SecurityGroups: err, AMIs: err, InstanceProfile: err}
+		}
+	}
+	nc.Status.Subnets = r.StatusSubnets()
+	nc.Status.SecurityGroups = r.SecurityGroups
+	nc.Status.AMIs = r.StatusAMIs()
+	nc.Status.InstanceProfile = r.InstanceProfile
+	parts := []struct {
+		typ, reason string
+		err         error
+	}{
+		{awsv1.ConditionSubnetsReady, "SubnetsNotFound", rerr.Subnets},
+		{awsv1.ConditionSecurityGroupsReady, "SecurityGroupsNotFound", rerr.SecurityGroups},
+		{awsv1.ConditionAMIsReady, "AMINotFound", rerr.AMIs},
+		{awsv1.ConditionInstanceProfileReady, "InstanceProfileNotFound", rerr.InstanceProfile},
+	}
+	ready := metav1.ConditionTrue
+	readyMsg, readyReason := "", "Ready"
+	for _, p := range parts {
+		c := metav1.Condition{Type: p.typ, Status: metav1.ConditionTrue, Reason: p.typ, ObservedGeneration: nc.Generation, LastTransitionTime: now}
+		if p.err != nil {
+			c.Status, c.Reason, c.Message = metav1.ConditionFalse, p.reason, p.err.Error()
+			if ready == metav1.ConditionTrue {
+				ready, readyReason, readyMsg = metav1.ConditionFalse, "UnhealthyDependents", p.typ+"=False"
+			} else {
+				readyMsg += ", " + p.typ + "=False"
+			}
+		}
+		meta.SetStatusCondition(&nc.Status.Conditions, c)
+	}
+	meta.SetStatusCondition(&nc.Status.Conditions, metav1.Condition{Type: awsv1.ConditionReady, Status: ready, Reason: readyReason,
+		Message: readyMsg, ObservedGeneration: nc.Generation, LastTransitionTime: now})
+}

@@ -1,0 +1,192 @@
+// Package leader is the one place that lists and starts the raft leader's
+// work (as Nomad's establishLeadership / revokeLeadership do): New builds
+// every leader loop once per process from one Deps struct, registering
+// metrics once; Run starts them for a leadership term, in order, and
+// returns when the term ends and every loop has stopped.
+//
+//	membership (autopilot)   raft membership; does not wait for the cache
+//	cloud                    provider background work (prices, launch templates)
+//	nodeclass                resolve EC2NodeClasses, NodePool/EC2NodeClass status, publish the catalog
+//	launcher                 fenced launches of committed intents, orphan GC
+//	provisioner              pending pods -> plan -> PlanCommit -> NodeClaims
+//	lifecycle                NodeClaim Launched/Registered/Initialized, liveness, lost instances
+//	termination              the termination finalizer: drain, terminate
+//	interruption             agent reports -> NodeClaim deletion
+//	disruption               expiration, drift, emptiness, consolidation
+package leader
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/joiner-dev/joiner/cloud"
+	disruptionctl "github.com/joiner-dev/joiner/coordinator/disruption/controller"
+	"github.com/joiner-dev/joiner/coordinator/fsm"
+	"github.com/joiner-dev/joiner/coordinator/interruption"
+	"github.com/joiner-dev/joiner/coordinator/kube"
+	"github.com/joiner-dev/joiner/coordinator/launcher"
+	"github.com/joiner-dev/joiner/coordinator/lifecycle"
+	"github.com/joiner-dev/joiner/coordinator/nodeclass"
+	"github.com/joiner-dev/joiner/coordinator/provisioner"
+	"github.com/joiner-dev/joiner/coordinator/termination"
+	"github.com/joiner-dev/joiner/coordinator/view"
+	"github.com/joiner-dev/joiner/userdata"
+)
+
+// Cache is the informer cache every loop reads (*kube.Cache).
+type Cache interface {
+	view.Cache
+	provisioner.Cache
+	lifecycle.Cache
+	termination.Cache
+	interruption.Cache
+	disruptionctl.Cache
+	nodeclass.Cache
+	Synced() bool
+}
+
+// Deps is everything the leader's work is built from.
+type Deps struct {
+	// Cluster names the cluster (tags, tokens); UserData is what new
+	// nodes join (endpoint, CA, service CIDR).
+	Cluster  string
+	UserData userdata.Cluster
+	// BootstrapImage is the agent image the user data starts where the
+	// agent is not baked into the AMI (optional).
+	BootstrapImage string
+	// RemoveStartupTaints: the cloud is joiner sim and nobody else
+	// removes startup taints.
+	RemoveStartupTaints bool
+
+	Clients *kube.Clients
+	Kube    kubernetes.Interface
+	Cache   Cache
+	Cloud   cloud.Provider
+	State   *fsm.FSM
+	Raft    fsm.Proposer
+	// Membership, when set, runs raft membership upkeep (autopilot); it
+	// starts at once, without waiting for the Kubernetes cache.
+	Membership *Loop
+
+	Recorder   record.EventRecorder
+	Registerer prometheus.Registerer
+	Log        *zap.Logger
+}
+
+// Leader is the leader's work, built once per process.
+type Leader struct {
+	d       Deps
+	log     *zap.Logger
+	runner  *runner
+	catalog *view.Catalog
+	// first run before the catalog is published; after run once it is.
+	first, after []Loop
+}
+
+// New builds every leader loop.
+func New(d Deps) (*Leader, error) {
+	if d.Log == nil {
+		d.Log = zap.NewNop()
+	}
+	log := d.Log
+	r, err := newRunner(d.Registerer, log.Named("leader"))
+	if err != nil {
+		return nil, fmt.Errorf("registering leader metrics: %w", err)
+	}
+	catalog := view.NewCatalog()
+	views := &view.Builder{Cache: d.Cache, State: d.State, Classes: catalog}
+
+	classes := nodeclass.New(nodeclass.Config{}, nodeclass.Deps{Cache: d.Cache, Kube: d.Clients, Cloud: d.Cloud,
+		Catalog: catalog, Recorder: d.Recorder, Log: log})
+	launch := launcher.New(launcher.Config{Cluster: d.Cluster, OnCapacityError: classes.Wake},
+		launcher.Deps{Cloud: d.Cloud, Raft: d.Raft, State: d.State, Registerer: d.Registerer, Log: log})
+	prov, err := provisioner.New(provisioner.Config{Cluster: d.UserData, BootstrapImage: d.BootstrapImage, Wake: launch.Wake},
+		provisioner.Deps{Cache: d.Cache, Kube: d.Clients, State: d.State, Raft: d.Raft, Cloud: d.Cloud, Views: views,
+			Classes: catalog, Registerer: d.Registerer, Recorder: d.Recorder, Log: log})
+	if err != nil {
+		return nil, err
+	}
+	lc, err := lifecycle.New(lifecycle.Config{RemoveStartupTaints: d.RemoveStartupTaints},
+		lifecycle.Deps{Cache: d.Cache, Claims: d.Clients, Nodes: d.Kube, State: d.State, Raft: d.Raft, Cloud: d.Cloud,
+			Classes: catalog, Registerer: d.Registerer, Recorder: d.Recorder, Log: log})
+	if err != nil {
+		return nil, err
+	}
+	term, err := termination.New(termination.Config{}, termination.Deps{Cache: d.Cache, Claims: d.Clients, Kube: d.Kube,
+		State: d.State, Raft: d.Raft, Cloud: d.Cloud, Replacements: prov, Registerer: d.Registerer, Recorder: d.Recorder, Log: log})
+	if err != nil {
+		return nil, err
+	}
+	intr, err := interruption.New(interruption.Config{}, interruption.Deps{Cache: d.Cache, Claims: d.Clients, State: d.State,
+		Raft: d.Raft, Registerer: d.Registerer, Recorder: d.Recorder, Log: log})
+	if err != nil {
+		return nil, err
+	}
+	dis, err := disruptionctl.New(disruptionctl.Config{}, disruptionctl.Deps{Views: views, Launcher: prov, Cache: d.Cache,
+		State: d.State, Raft: d.Raft, Kube: d.Clients, Nodes: disruptionctl.NodeClient(d.Kube),
+		Registerer: d.Registerer, Recorder: d.Recorder, Log: log})
+	if err != nil {
+		return nil, err
+	}
+	return &Leader{d: d, log: log.Named("leader"), runner: r, catalog: catalog,
+		first: []Loop{
+			{"cloud", d.Cloud.Run},
+			{"nodeclass", classes.Run},
+		},
+		after: []Loop{
+			{"launcher", launch.Run},
+			{"provisioner", prov.Run},
+			{"lifecycle", lc.Run},
+			{"termination", term.Run},
+			{"interruption", intr.Run},
+			{"disruption", dis.Run},
+		}}, nil
+}
+
+// Run is one leadership term: membership upkeep at once; once the informer
+// caches have synced, the cloud and nodeclass loops; once the first classes
+// are published, every other loop. It returns when ctx ends (leadership
+// lost) and every loop has stopped.
+func (l *Leader) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	if m := l.d.Membership; m != nil {
+		l.runner.start(ctx, &wg, *m)
+	}
+	// The loops act on a complete view only; say so when it takes long
+	// (missing CRDs or RBAC keep an informer from listing).
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for waited := time.Duration(0); !l.d.Cache.Synced(); waited += time.Second {
+		if waited > 0 && waited%(30*time.Second) == 0 {
+			l.log.Warn("leader loops waiting for the informer caches: are Joiner's CRDs installed and its RBAC applied?",
+				zap.Duration("waited", waited))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+	l.log.Info("leader loops starting", zap.Int("loops", len(l.first)+len(l.after)))
+	for _, loop := range l.first {
+		l.runner.start(ctx, &wg, loop)
+	}
+	select {
+	case <-ctx.Done():
+		return
+	case <-l.catalog.Published():
+	}
+	for _, loop := range l.after {
+		l.runner.start(ctx, &wg, loop)
+	}
+	<-ctx.Done()
+	l.log.Info("leader loops stopping")
+}

@@ -1,0 +1,327 @@
+// Package nodeclass is the leader loop that resolves EC2NodeClasses and
+// keeps NodePool and EC2NodeClass status current. It is the only place
+// that asks the cloud about a class (subnets, security groups, AMIs,
+// instance profile, instance types): it resolves a class when the class
+// changes and every Refresh, re-lists instance types every TypesRefresh or
+// when woken (a capacity error), and publishes the results to the catalog
+// the cluster view reads, so provisioning and disruption passes make no
+// cloud calls of their own.
+//
+// Invalid objects (for example created before the CRD had a rule) get
+// ValidationSucceeded=False and a Warning Event and are left out; the valid
+// ones keep being served.
+package nodeclass
+
+import (
+	"context"
+	"time"
+
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+
+	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
+	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/cloud"
+	"github.com/joiner-dev/joiner/cloud/catalog"
+	"github.com/joiner-dev/joiner/coordinator/view"
+)
+
+// Cache is the informer cache the loop reads (kube.Cache).
+type Cache interface {
+	NodePools() []*karpv1.NodePool
+	NodeClasses() []*awsv1.EC2NodeClass
+	Changes() (<-chan struct{}, func())
+}
+
+// Writer writes status (kube.Clients).
+type Writer interface {
+	UpdateNodePoolStatus(ctx context.Context, np *karpv1.NodePool) (*karpv1.NodePool, error)
+	UpdateEC2NodeClassStatus(ctx context.Context, nc *awsv1.EC2NodeClass) (*awsv1.EC2NodeClass, error)
+}
+
+// Cloud resolves classes and lists their instance types (cloud.Provider).
+type Cloud interface {
+	Resolve(ctx context.Context, nc *awsv1.EC2NodeClass) (cloud.Resolved, error)
+	InstanceTypes(ctx context.Context, nc *awsv1.EC2NodeClass) ([]*catalog.InstanceType, error)
+}
+
+// Deps are the loop's collaborators.
+type Deps struct {
+	Cache   Cache
+	Kube    Writer
+	Cloud   Cloud
+	Catalog *view.Catalog
+	// Recorder may be nil (no Events).
+	Recorder record.EventRecorder
+	Log      *zap.Logger
+}
+
+// Config configures a Loop. Zero values take the defaults.
+type Config struct {
+	// Refresh re-resolves a ready class this often (default 5 min): new
+	// AMIs behind an alias, subnets and security groups that come and go.
+	Refresh time.Duration
+	// Retry re-resolves a class whose resolution failed this often
+	// (default 30 s).
+	Retry time.Duration
+	// TypesRefresh re-lists instance types this often (default 1 min):
+	// prices, and offerings whose capacity-error mark expired.
+	TypesRefresh time.Duration
+	// MinInterval spaces passes triggered by cache events (default 1 s).
+	MinInterval time.Duration
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// resolution is what the loop remembers of a class's last resolution.
+type resolution struct {
+	uid     types.UID
+	hash    string
+	at      time.Time
+	err     error
+	class   *view.Class
+	typesAt time.Time
+}
+
+// Loop is the nodeclass leader loop.
+type Loop struct {
+	cfg  Config
+	d    Deps
+	log  *zap.Logger
+	wake chan struct{}
+
+	// Leader memory, rebuilt by every new leader: last resolutions and the
+	// last thing said about each object (so Events are not repeated).
+	resolved map[string]*resolution
+	said     map[string]string
+	// typesStale is set by Wake: re-list every class's instance types.
+	typesStale bool
+}
+
+// New builds a Loop.
+func New(cfg Config, d Deps) *Loop {
+	if cfg.Refresh <= 0 {
+		cfg.Refresh = 5 * time.Minute
+	}
+	if cfg.Retry <= 0 {
+		cfg.Retry = 30 * time.Second
+	}
+	if cfg.TypesRefresh <= 0 {
+		cfg.TypesRefresh = time.Minute
+	}
+	if cfg.MinInterval <= 0 {
+		cfg.MinInterval = time.Second
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if d.Recorder == nil {
+		d.Recorder = &record.FakeRecorder{}
+	}
+	if d.Log == nil {
+		d.Log = zap.NewNop()
+	}
+	return &Loop{cfg: cfg, d: d, log: d.Log.Named("nodeclass"), wake: make(chan struct{}, 1),
+		resolved: map[string]*resolution{}, said: map[string]string{}}
+}
+
+// Wake asks for a pass that re-lists every class's instance types (after a
+// capacity error marked offerings unavailable). It never blocks.
+func (l *Loop) Wake() {
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run reconciles until ctx ends: at start, after cache events (at most one
+// pass per MinInterval), when woken, and every TypesRefresh.
+func (l *Loop) Run(ctx context.Context) error {
+	changes, stop := l.d.Cache.Changes()
+	defer stop()
+	tick := time.NewTicker(min(l.cfg.TypesRefresh, l.cfg.Retry))
+	defer tick.Stop()
+	for {
+		l.Reconcile(ctx)
+		last := time.Now()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		case <-l.wake:
+			l.typesStale = true
+		case <-changes:
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(time.Until(last.Add(l.cfg.MinInterval))):
+			}
+		}
+	}
+}
+
+// Reconcile validates every NodePool and EC2NodeClass, resolves the
+// classes that need it, writes status where it changed and publishes the
+// ready classes.
+func (l *Loop) Reconcile(ctx context.Context) {
+	now := l.cfg.Now()
+	for _, np := range l.d.Cache.NodePools() {
+		if np.DeletionTimestamp == nil {
+			l.reportPool(ctx, np, now)
+		}
+	}
+	ready := map[string]*view.Class{}
+	seen := map[string]bool{}
+	for _, cached := range l.d.Cache.NodeClasses() {
+		if cached.DeletionTimestamp != nil {
+			continue
+		}
+		seen[cached.Name] = true
+		if c := l.class(ctx, cached, now); c != nil {
+			ready[cached.Name] = c
+		}
+		if ctx.Err() != nil {
+			return // leadership lost: publish nothing half done
+		}
+	}
+	for name := range l.resolved {
+		if !seen[name] {
+			delete(l.resolved, name)
+		}
+	}
+	l.typesStale = false
+	l.d.Catalog.Publish(ready)
+}
+
+// class validates, resolves (when needed) and lists the instance types of
+// one class; nil when it is not ready.
+func (l *Loop) class(ctx context.Context, cached *awsv1.EC2NodeClass, now time.Time) *view.Class {
+	nc := cached.DeepCopy()
+	nc.SetDefaults()
+	if err := nc.Validate(); err != nil {
+		delete(l.resolved, nc.Name)
+		l.reportInvalidClass(ctx, cached, err, now)
+		return nil
+	}
+	r := l.resolved[nc.Name]
+	hash := nc.Hash()
+	due := r == nil || r.uid != nc.UID || r.hash != hash || now.Sub(r.at) >= l.cfg.Refresh ||
+		(r.err != nil && now.Sub(r.at) >= l.cfg.Retry)
+	if due {
+		res, err := l.d.Cloud.Resolve(ctx, nc)
+		if ctx.Err() != nil {
+			return nil
+		}
+		r = &resolution{uid: nc.UID, hash: hash, at: now, err: err}
+		l.resolved[nc.Name] = r
+		l.updateClassStatus(ctx, cached, res, err, now)
+		if err != nil {
+			l.log.Warn("ec2nodeclass not ready", zap.String("ec2nodeclass", nc.Name), zap.Error(err))
+			return nil
+		}
+		cloud.ApplyStatus(nc, res, nil, metav1.NewTime(now))
+		r.class = &view.Class{NodeClass: nc, Resolved: res, Hash: hash}
+	}
+	if r.err != nil {
+		return nil
+	}
+	if r.class.InstanceTypes == nil || l.typesStale || now.Sub(r.typesAt) >= l.cfg.TypesRefresh {
+		its, err := l.d.Cloud.InstanceTypes(ctx, r.class.NodeClass)
+		if err != nil {
+			if ctx.Err() == nil {
+				l.log.Warn("listing instance types", zap.String("ec2nodeclass", nc.Name), zap.Error(err))
+			}
+			if r.class.InstanceTypes == nil {
+				return nil
+			}
+		} else {
+			// A new value, never a change to the published one.
+			c := *r.class
+			c.InstanceTypes = its
+			r.class, r.typesAt = &c, now
+		}
+	}
+	return r.class
+}
+
+// changed records msg for key and reports whether it differs from the last.
+func (l *Loop) changed(key, msg string) bool {
+	if l.said[key] == msg {
+		return false
+	}
+	l.said[key] = msg
+	return true
+}
+
+// reportPool sets the pool's ValidationSucceeded condition and, when it
+// fails, says so in an Event and the log.
+func (l *Loop) reportPool(ctx context.Context, cached *karpv1.NodePool, now time.Time) {
+	np := cached.DeepCopy()
+	np.SetDefaults()
+	err := np.Validate()
+	cond := metav1.Condition{Type: awsv1.ConditionValidationSucceeded, Status: metav1.ConditionTrue, Reason: awsv1.ConditionValidationSucceeded,
+		ObservedGeneration: cached.Generation, LastTransitionTime: metav1.NewTime(now)}
+	if err != nil {
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, "ValidationFailed", err.Error()
+	}
+	if l.changed("nodepool/"+cached.Name, cond.Message) && err != nil {
+		l.log.Warn("ignoring invalid nodepool", zap.String("nodepool", cached.Name), zap.Error(err))
+		l.d.Recorder.Eventf(cached, corev1.EventTypeWarning, "InvalidNodePool", "NodePool %s is invalid and is not used: %v", cached.Name, err)
+	}
+	if c := meta.FindStatusCondition(cached.Status.Conditions, cond.Type); c != nil && c.Status == cond.Status && c.Message == cond.Message &&
+		c.ObservedGeneration == cond.ObservedGeneration {
+		return
+	}
+	out := cached.DeepCopy()
+	meta.SetStatusCondition(&out.Status.Conditions, cond)
+	if _, uerr := l.d.Kube.UpdateNodePoolStatus(ctx, out); uerr != nil && ctx.Err() == nil {
+		l.log.Warn("updating nodepool status", zap.String("nodepool", out.Name), zap.Error(uerr))
+	}
+}
+
+// reportInvalidClass marks an EC2NodeClass that fails validation not ready.
+func (l *Loop) reportInvalidClass(ctx context.Context, cached *awsv1.EC2NodeClass, err error, now time.Time) {
+	if l.changed("ec2nodeclass/"+cached.Name, err.Error()) {
+		l.log.Warn("ignoring invalid ec2nodeclass", zap.String("ec2nodeclass", cached.Name), zap.Error(err))
+		l.d.Recorder.Eventf(cached, corev1.EventTypeWarning, "InvalidEC2NodeClass", "EC2NodeClass %s is invalid and is not used: %v", cached.Name, err)
+	}
+	nc := cached.DeepCopy()
+	t := metav1.NewTime(now)
+	for _, typ := range []string{awsv1.ConditionValidationSucceeded, awsv1.ConditionReady} {
+		meta.SetStatusCondition(&nc.Status.Conditions, metav1.Condition{Type: typ, Status: metav1.ConditionFalse,
+			Reason: "ValidationFailed", Message: err.Error(), ObservedGeneration: nc.Generation, LastTransitionTime: t})
+	}
+	l.writeClassStatus(ctx, cached, nc)
+}
+
+// updateClassStatus writes the resolved subnets, security groups, AMIs and
+// conditions when they changed.
+func (l *Loop) updateClassStatus(ctx context.Context, cached *awsv1.EC2NodeClass, r cloud.Resolved, err error, now time.Time) {
+	nc := cached.DeepCopy()
+	t := metav1.NewTime(now)
+	cloud.ApplyStatus(nc, r, err, t)
+	meta.SetStatusCondition(&nc.Status.Conditions, metav1.Condition{Type: awsv1.ConditionValidationSucceeded, Status: metav1.ConditionTrue,
+		Reason: awsv1.ConditionValidationSucceeded, ObservedGeneration: nc.Generation, LastTransitionTime: t})
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+	}
+	if l.changed("ec2nodeclass/"+cached.Name, msg) && err != nil {
+		l.d.Recorder.Eventf(cached, corev1.EventTypeWarning, "EC2NodeClassNotReady", "%v", err)
+	}
+	l.writeClassStatus(ctx, cached, nc)
+}
+
+func (l *Loop) writeClassStatus(ctx context.Context, cached, nc *awsv1.EC2NodeClass) {
+	if equality.Semantic.DeepEqual(nc.Status, cached.Status) {
+		return
+	}
+	if _, err := l.d.Kube.UpdateEC2NodeClassStatus(ctx, nc); err != nil && ctx.Err() == nil {
+		l.log.Warn("updating ec2nodeclass status", zap.String("ec2nodeclass", nc.Name), zap.Error(err))
+	}
+}

@@ -1,0 +1,224 @@
+package nodeclass
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+
+	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
+	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/cloud"
+	"github.com/joiner-dev/joiner/cloud/catalog"
+	"github.com/joiner-dev/joiner/coordinator/view"
+)
+
+type fakeCache struct {
+	pools   []*karpv1.NodePool
+	classes []*awsv1.EC2NodeClass
+}
+
+func (c *fakeCache) NodePools() []*karpv1.NodePool      { return c.pools }
+func (c *fakeCache) NodeClasses() []*awsv1.EC2NodeClass { return c.classes }
+func (c *fakeCache) Changes() (<-chan struct{}, func()) { return make(chan struct{}), func() {} }
+
+type fakeWriter struct {
+	mu      sync.Mutex
+	pools   []*karpv1.NodePool
+	classes []*awsv1.EC2NodeClass
+}
+
+func (w *fakeWriter) UpdateNodePoolStatus(_ context.Context, np *karpv1.NodePool) (*karpv1.NodePool, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.pools = append(w.pools, np)
+	return np, nil
+}
+
+func (w *fakeWriter) UpdateEC2NodeClassStatus(_ context.Context, nc *awsv1.EC2NodeClass) (*awsv1.EC2NodeClass, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.classes = append(w.classes, nc)
+	return nc, nil
+}
+
+// fakeCloud resolves every class (or fails with err) and counts calls.
+type fakeCloud struct {
+	err                    error
+	resolves, typeListings int
+}
+
+func (c *fakeCloud) Resolve(context.Context, *awsv1.EC2NodeClass) (cloud.Resolved, error) {
+	c.resolves++
+	r := cloud.Resolved{Subnets: []cloud.Subnet{{ID: "subnet-a", Zone: "us-east-1a"}}, AMIs: []cloud.AMI{{ID: "ami-1", Arch: "amd64"}},
+		SecurityGroups: []awsv1.SecurityGroup{{ID: "sg-1"}}, InstanceProfile: "p"}
+	if c.err != nil {
+		return cloud.Resolved{}, &cloud.ResolveError{AMIs: c.err}
+	}
+	return r, nil
+}
+
+func (c *fakeCloud) InstanceTypes(_ context.Context, nc *awsv1.EC2NodeClass) ([]*catalog.InstanceType, error) {
+	c.typeListings++
+	return catalog.InstanceTypes(catalog.Options{NodeClass: nc})[:3], nil
+}
+
+func class(name string) *awsv1.EC2NodeClass {
+	return &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: name, UID: "uid-" + "name", Generation: 1}, Spec: awsv1.EC2NodeClassSpec{
+		Role:                       "role",
+		AMISelectorTerms:           []awsv1.AMISelectorTerm{{Alias: "al2023@latest"}},
+		SubnetSelectorTerms:        []awsv1.SubnetSelectorTerm{{Tags: map[string]string{"k": "v"}}},
+		SecurityGroupSelectorTerms: []awsv1.SecurityGroupSelectorTerm{{Tags: map[string]string{"k": "v"}}},
+	}}
+}
+
+func pool(name string, reqs ...karpv1.NodeSelectorRequirementWithMinValues) *karpv1.NodePool {
+	return &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: karpv1.NodePoolSpec{Template: karpv1.NodeClaimTemplate{Spec: karpv1.NodeClaimTemplateSpec{
+			NodeClassRef: &karpv1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"},
+			Requirements: reqs}}}}
+}
+
+type rig struct {
+	cache   *fakeCache
+	kube    *fakeWriter
+	cloud   *fakeCloud
+	catalog *view.Catalog
+	rec     *record.FakeRecorder
+	now     time.Time
+	l       *Loop
+}
+
+func newRig(c *fakeCache) *rig {
+	r := &rig{cache: c, kube: &fakeWriter{}, cloud: &fakeCloud{}, catalog: view.NewCatalog(), rec: record.NewFakeRecorder(100),
+		now: time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)}
+	r.l = New(Config{Now: func() time.Time { return r.now }},
+		Deps{Cache: c, Kube: r.kube, Cloud: r.cloud, Catalog: r.catalog, Recorder: r.rec})
+	return r
+}
+
+func TestInvalidObjectsAreReportedAndLeftOut(t *testing.T) {
+	badClass := class("bad")
+	badClass.Spec.Tags = map[string]string{"kubernetes.io/cluster/x": "owned"}
+	c := &fakeCache{pools: []*karpv1.NodePool{pool("bad", karpv1.NodeSelectorRequirementWithMinValues{Key: karpv1.LabelHostname,
+		Operator: karpv1.OpIn, Values: []string{"x"}}), pool("good")}, classes: []*awsv1.EC2NodeClass{badClass, class("default")}}
+	r := newRig(c)
+	r.l.Reconcile(context.Background())
+
+	var badPool *karpv1.NodePool
+	for _, np := range r.kube.pools {
+		if np.Name == "bad" {
+			badPool = np
+		}
+	}
+	if badPool == nil {
+		t.Fatal("no status update for the invalid pool")
+	}
+	cond := meta.FindStatusCondition(badPool.Status.Conditions, awsv1.ConditionValidationSucceeded)
+	if cond == nil || cond.Status != metav1.ConditionFalse || !strings.Contains(cond.Message, "kubernetes.io/hostname") {
+		t.Fatalf("condition = %+v, want ValidationSucceeded=False naming the field", cond)
+	}
+	events := strings.Join(drain(r.rec), "\n")
+	if !strings.Contains(events, "InvalidNodePool") || !strings.Contains(events, "InvalidEC2NodeClass") {
+		t.Fatalf("events %q, want one for the invalid pool and one for the invalid class", events)
+	}
+	got := r.catalog.Classes()
+	if len(got) != 1 || got["default"] == nil || len(got["default"].InstanceTypes) == 0 {
+		t.Fatalf("published %v, want the valid class with its instance types", got)
+	}
+	if got["default"].NodeClass.Status.InstanceProfile != "p" {
+		t.Fatalf("published class lacks its resolved status: %+v", got["default"].NodeClass.Status)
+	}
+	// The same state again: no new Events, no new status writes.
+	writes := len(r.kube.pools) + len(r.kube.classes)
+	r.cache.pools[0].Status = badPool.Status
+	r.l.Reconcile(context.Background())
+	if n := len(drain(r.rec)); n != 0 {
+		t.Fatalf("%d events repeated", n)
+	}
+	if n := len(r.kube.pools); n > writes {
+		t.Fatalf("pool status written again (%d writes, was %d)", n, writes)
+	}
+}
+
+// Resolution happens when a class changes, when it is older than Refresh,
+// and Retry after a failure; instance types are listed again every
+// TypesRefresh or when woken; nothing else calls the cloud.
+func TestResolutionSchedule(t *testing.T) {
+	c := &fakeCache{classes: []*awsv1.EC2NodeClass{class("default")}}
+	r := newRig(c)
+	ctx := context.Background()
+	step := func(d time.Duration) {
+		r.now = r.now.Add(d)
+		r.l.Reconcile(ctx)
+	}
+	step(0)
+	for range 10 {
+		step(time.Second)
+	}
+	if r.cloud.resolves != 1 || r.cloud.typeListings != 1 {
+		t.Fatalf("11 passes: %d resolves, %d listings; want 1 and 1", r.cloud.resolves, r.cloud.typeListings)
+	}
+	step(time.Minute)
+	if r.cloud.resolves != 1 || r.cloud.typeListings != 2 {
+		t.Fatalf("after TypesRefresh: %d resolves, %d listings; want 1 and 2", r.cloud.resolves, r.cloud.typeListings)
+	}
+	r.l.typesStale = true // what Wake sets when the loop runs
+	step(time.Second)
+	if r.cloud.typeListings != 3 {
+		t.Fatalf("after a wake: %d listings, want 3", r.cloud.typeListings)
+	}
+	step(5 * time.Minute)
+	if r.cloud.resolves != 2 {
+		t.Fatalf("after Refresh: %d resolves, want 2", r.cloud.resolves)
+	}
+	changed := class("default")
+	changed.Spec.Tags = map[string]string{"a": "b"}
+	c.classes[0] = changed
+	step(time.Second)
+	if r.cloud.resolves != 3 {
+		t.Fatalf("after a spec change: %d resolves, want 3", r.cloud.resolves)
+	}
+	// A failure: the class is not ready, Ready=False with the reason, and
+	// it is tried again after Retry, not every pass.
+	r.cloud.err = errors.New("no AMI")
+	changed = class("default")
+	changed.Spec.Tags = map[string]string{"a": "c"}
+	c.classes[0] = changed
+	step(time.Second)
+	if len(r.catalog.Classes()) != 0 {
+		t.Fatal("a class that failed to resolve was published")
+	}
+	last := r.kube.classes[len(r.kube.classes)-1]
+	if cond := meta.FindStatusCondition(last.Status.Conditions, awsv1.ConditionReady); cond == nil || cond.Status != metav1.ConditionFalse {
+		t.Fatalf("Ready = %+v, want False", cond)
+	}
+	before := r.cloud.resolves
+	step(time.Second)
+	if r.cloud.resolves != before {
+		t.Fatal("a failed class was resolved again before Retry")
+	}
+	r.cloud.err = nil
+	step(30 * time.Second)
+	if r.cloud.resolves != before+1 || len(r.catalog.Classes()) != 1 {
+		t.Fatalf("after Retry: %d resolves (want %d), %d classes published", r.cloud.resolves, before+1, len(r.catalog.Classes()))
+	}
+}
+
+func drain(rec *record.FakeRecorder) []string {
+	var out []string
+	for {
+		select {
+		case e := <-rec.Events:
+			out = append(out, e)
+		default:
+			return out
+		}
+	}
+}

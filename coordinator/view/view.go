@@ -1,0 +1,407 @@
+// Package view is the coordinator's one cluster view: the scheduler's and
+// the disruption core's input, built from the informer cache, the raft
+// state and the classes the nodeclass loop published. Building it does no
+// I/O and reads no clock, so a pass can build it as often as it likes and a
+// test can build it from fixtures.
+package view
+
+import (
+	"maps"
+	"slices"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+
+	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
+	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/cloud"
+	"github.com/joiner-dev/joiner/cloud/catalog"
+	"github.com/joiner-dev/joiner/coordinator/fsm"
+	"github.com/joiner-dev/joiner/coordinator/scheduler"
+)
+
+// Cache is the informer cache the view reads (kube.Cache).
+type Cache interface {
+	Pods() []*corev1.Pod
+	Nodes() []*corev1.Node
+	NodePools() []*karpv1.NodePool
+	NodePool(name string) *karpv1.NodePool
+	NodeClaims() []*karpv1.NodeClaim
+	NodeClaim(name string) *karpv1.NodeClaim
+	DaemonSets() []*appsv1.DaemonSet
+	PDBs() []*policyv1.PodDisruptionBudget
+}
+
+// State is the raft state the view reads (fsm.FSM).
+type State interface {
+	Intents() []fsm.LaunchIntent
+	Instances() []fsm.Instance
+	Terminations() []fsm.TerminationIntent
+	NominatedPods() map[string]string
+}
+
+// Classes are the resolved EC2NodeClasses (*Catalog).
+type Classes interface {
+	Classes() map[string]*Class
+}
+
+// Builder builds views from its sources.
+type Builder struct {
+	Cache   Cache
+	State   State
+	Classes Classes
+	// NominationGrace is how long a pod nominated to a ready instance waits
+	// for kube-scheduler before it is planned again (default 1 min).
+	NominationGrace time.Duration
+}
+
+// View is the cluster as the scheduler and the disruption core see it at
+// one instant: valid pools and classes, instance types, DaemonSet overhead,
+// existing nodes and in-flight NodeClaims with their pods, and the pods
+// that need capacity. Objects are shared with the informer cache and the
+// catalog: read-only.
+type View struct {
+	Now time.Time
+	// NodePools are the valid, defaulted pools whose class is ready.
+	NodePools []*karpv1.NodePool
+	// NodeClasses by name (valid and resolved).
+	NodeClasses map[string]*awsv1.EC2NodeClass
+	// Resolved selector terms by class name.
+	Resolved map[string]cloud.Resolved
+	// InstanceTypes by class name.
+	InstanceTypes map[string][]*catalog.InstanceType
+	// DaemonSetPods: one pod per DaemonSet (its template).
+	DaemonSetPods []*corev1.Pod
+	// Nodes are the schedulable existing nodes and the in-flight NodeClaims
+	// (InFlight), each with the pods bound or nominated there. Nodes being
+	// disrupted (NodeClaim deleting, karpenter.sh/disrupted taint,
+	// cordoned, deleting) give no capacity and are left out.
+	Nodes []*scheduler.Node
+	// AllNodes are every Node object, disrupted ones included
+	// (disruption's view).
+	AllNodes []*corev1.Node
+	// PodsByNode are the bound pods of every node.
+	PodsByNode map[string][]*corev1.Pod
+	// NodeClaims by node name (registered claims only).
+	NodeClaims map[string]*karpv1.NodeClaim
+	// Instances by node name (from raft).
+	Instances map[string]fsm.Instance
+	// Disrupting names the nodes being disrupted (see Nodes).
+	Disrupting map[string]bool
+	// PDBs as the cache has them.
+	PDBs []*policyv1.PodDisruptionBudget
+	// NodePoolHashes and NodeClassHashes are the current drift hashes.
+	NodePoolHashes  map[string]string
+	NodeClassHashes map[string]string
+	// Pending are the pods that need capacity: unschedulable pods not
+	// nominated to in-flight capacity, and the reschedulable pods of nodes
+	// being disrupted (so their replacement comes first). Pods bound to a
+	// disrupted node are shallow copies with spec.nodeName cleared.
+	Pending []*corev1.Pod
+	// Nominated maps a pod key (namespace/name) to the intent whose
+	// in-flight capacity holds it.
+	Nominated map[string]string
+	// PendingByKey indexes Pending by pod key.
+	PendingByKey map[string]*corev1.Pod
+}
+
+// NodePool returns the valid pool of that name, nil when none.
+func (v *View) NodePool(name string) *karpv1.NodePool {
+	for _, np := range v.NodePools {
+		if np.Name == name {
+			return np
+		}
+	}
+	return nil
+}
+
+// Build builds the view at now.
+func (b *Builder) Build(now time.Time) *View {
+	grace := b.NominationGrace
+	if grace <= 0 {
+		grace = time.Minute
+	}
+	v := &View{
+		Now: now, NodeClasses: map[string]*awsv1.EC2NodeClass{}, Resolved: map[string]cloud.Resolved{},
+		InstanceTypes: map[string][]*catalog.InstanceType{}, PodsByNode: map[string][]*corev1.Pod{},
+		NodeClaims: map[string]*karpv1.NodeClaim{}, Instances: map[string]fsm.Instance{}, Disrupting: map[string]bool{},
+		NodePoolHashes: map[string]string{}, NodeClassHashes: map[string]string{}, Nominated: map[string]string{},
+		PDBs: b.Cache.PDBs(),
+	}
+	for name, c := range b.Classes.Classes() {
+		v.NodeClasses[name] = c.NodeClass
+		v.Resolved[name] = c.Resolved
+		v.InstanceTypes[name] = c.InstanceTypes
+		v.NodeClassHashes[name] = c.Hash
+	}
+	b.loadPools(v)
+	v.DaemonSetPods = daemonSetPods(b.Cache.DaemonSets())
+
+	// Raft state: intents, instances by ID, terminations.
+	intents := map[string]fsm.LaunchIntent{}
+	for _, in := range b.State.Intents() {
+		if in.State.Live() {
+			intents[in.ID] = in
+		}
+	}
+	instByID := map[string]fsm.Instance{}
+	for _, inst := range b.State.Instances() {
+		instByID[inst.ID] = inst
+	}
+	terminating := map[string]bool{}
+	for _, t := range b.State.Terminations() {
+		if t.State == fsm.TerminationPending {
+			terminating[t.InstanceID] = true
+		}
+	}
+	nominated := b.State.NominatedPods()
+
+	// Claims by provider ID.
+	claimByProvider := map[string]*karpv1.NodeClaim{}
+	for _, nc := range b.Cache.NodeClaims() {
+		if nc.Status.ProviderID != "" {
+			claimByProvider[nc.Status.ProviderID] = nc
+		}
+	}
+
+	pods := b.Cache.Pods()
+	podByKey := make(map[string]*corev1.Pod, len(pods))
+	for _, pod := range pods {
+		podByKey[Key(pod)] = pod
+		if pod.Spec.NodeName != "" && !Terminal(pod) {
+			v.PodsByNode[pod.Spec.NodeName] = append(v.PodsByNode[pod.Spec.NodeName], pod)
+		}
+	}
+
+	// Existing nodes.
+	registered := map[string]string{} // intent ID -> node name
+	for _, node := range b.Cache.Nodes() {
+		v.AllNodes = append(v.AllNodes, node)
+		nc := claimByProvider[node.Spec.ProviderID]
+		if nc != nil {
+			v.NodeClaims[node.Name] = nc
+		}
+		id := cloud.InstanceID(node.Spec.ProviderID)
+		inst, haveInst := instByID[id]
+		if haveInst {
+			v.Instances[node.Name] = inst
+			if _, ok := intents[inst.IntentID]; ok {
+				registered[inst.IntentID] = node.Name
+			}
+		}
+		if disrupting(node, nc) || (haveInst && terminating[id]) {
+			v.Disrupting[node.Name] = true
+		}
+	}
+	for _, node := range v.AllNodes {
+		if v.Disrupting[node.Name] || node.Spec.Unschedulable {
+			continue
+		}
+		sn := &scheduler.Node{Name: node.Name, Labels: node.Labels, Taints: node.Spec.Taints,
+			Capacity: node.Status.Capacity, Allocatable: node.Status.Allocatable, Pods: v.PodsByNode[node.Name]}
+		if inst, ok := v.Instances[node.Name]; ok {
+			if in, ok := intents[inst.IntentID]; ok {
+				// Pods nominated there but not bound yet keep their room.
+				for _, key := range in.Pods {
+					if pod := podByKey[key]; pod != nil && pod.Spec.NodeName == "" && !Terminal(pod) {
+						sn.Pods = append(sn.Pods, pod)
+					}
+				}
+			}
+		}
+		v.Nodes = append(v.Nodes, sn)
+	}
+
+	// In-flight capacity: live intents without a registered node.
+	for _, id := range slices.Sorted(maps.Keys(intents)) {
+		in := intents[id]
+		if _, ok := registered[id]; ok {
+			continue
+		}
+		if in.InstanceID != "" && terminating[in.InstanceID] {
+			continue
+		}
+		sn := b.inFlightNode(v, in, instByID)
+		if sn == nil {
+			continue
+		}
+		for _, key := range in.Pods {
+			if pod := podByKey[key]; pod != nil && !Terminal(pod) && (pod.Spec.NodeName == "" || v.Disrupting[pod.Spec.NodeName]) {
+				sn.Pods = append(sn.Pods, unbound(pod))
+			}
+		}
+		v.Nodes = append(v.Nodes, sn)
+	}
+
+	// Pending pods: unschedulable ones not held by fresh nominations, then
+	// the reschedulable pods of disrupted nodes.
+	for _, pod := range pods {
+		key := Key(pod)
+		if !Provisionable(pod) {
+			continue
+		}
+		if id, ok := nominated[key]; ok && nominationHolds(intents[id], instByID, now, grace) {
+			v.Nominated[key] = id
+			continue
+		}
+		v.Pending = append(v.Pending, pod)
+	}
+	for _, node := range v.AllNodes {
+		if !v.Disrupting[node.Name] {
+			continue
+		}
+		for _, pod := range v.PodsByNode[node.Name] {
+			key := Key(pod)
+			if !Reschedulable(pod) {
+				continue
+			}
+			if id, ok := nominated[key]; ok {
+				if _, live := intents[id]; live {
+					v.Nominated[key] = id
+					continue
+				}
+			}
+			v.Pending = append(v.Pending, unbound(pod))
+		}
+	}
+	v.PendingByKey = make(map[string]*corev1.Pod, len(v.Pending))
+	for _, pod := range v.Pending {
+		v.PendingByKey[Key(pod)] = pod
+	}
+	return v
+}
+
+// loadPools keeps the valid pools whose class is ready, defaulted. The
+// nodeclass loop reports invalid ones.
+func (b *Builder) loadPools(v *View) {
+	for _, cached := range b.Cache.NodePools() {
+		if cached.DeletionTimestamp != nil {
+			continue
+		}
+		np := cached.DeepCopy()
+		np.SetDefaults()
+		if np.Validate() != nil {
+			continue
+		}
+		v.NodePoolHashes[np.Name] = np.Hash()
+		ref := np.Spec.Template.Spec.NodeClassRef
+		if ref == nil || v.NodeClasses[ref.Name] == nil {
+			continue
+		}
+		v.NodePools = append(v.NodePools, np)
+	}
+}
+
+// nominationHolds reports whether a pending pod nominated to intent in
+// should wait for it rather than be planned again: while the launch is in
+// flight, and for grace after its instance became ready (kube-scheduler
+// binds it then).
+func nominationHolds(in fsm.LaunchIntent, insts map[string]fsm.Instance, now time.Time, grace time.Duration) bool {
+	switch in.State {
+	case fsm.IntentPending, fsm.IntentLaunching:
+		return true
+	case fsm.IntentLaunched:
+		inst, ok := insts[in.InstanceID]
+		if !ok || inst.State.Terminal() {
+			return false
+		}
+		switch inst.State {
+		case fsm.InstanceLaunched, fsm.InstanceRegistered:
+			return true
+		case fsm.InstanceReady:
+			return now.Sub(inst.UpdatedAt) < grace
+		}
+	}
+	return false
+}
+
+// inFlightNode models a live intent that has no Node yet: its labels, the
+// taints of its pool and the allocatable of its launched (or cheapest
+// candidate) instance type.
+func (b *Builder) inFlightNode(v *View, in fsm.LaunchIntent, insts map[string]fsm.Instance) *scheduler.Node {
+	spec := in.Spec
+	typ := ""
+	labels := maps.Clone(spec.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	if inst, ok := insts[in.InstanceID]; ok && in.InstanceID != "" {
+		if inst.State.Terminal() {
+			return nil
+		}
+		typ = inst.InstanceType
+		labels[karpv1.LabelZone] = inst.Zone
+		labels[karpv1.LabelCapacityType] = inst.CapacityType
+	} else if len(spec.Candidates) > 0 {
+		typ = spec.Candidates[0].InstanceType
+	}
+	if typ == "" {
+		return nil
+	}
+	it := FindType(v.InstanceTypes[spec.NodeClass], typ)
+	if it == nil { // its class is gone or not ready: no capacity to count
+		return nil
+	}
+	labels[karpv1.LabelInstanceType] = typ
+	for k, val := range it.Labels {
+		if _, ok := labels[k]; !ok {
+			labels[k] = val
+		}
+	}
+	labels[karpv1.LabelHostname] = spec.NodeClaim
+	var taints []corev1.Taint
+	if nc := b.Cache.NodeClaim(spec.NodeClaim); nc != nil {
+		taints = nc.Spec.Taints
+	} else if np := b.Cache.NodePool(spec.NodePool); np != nil {
+		taints = np.Spec.Template.Spec.Taints
+	}
+	return &scheduler.Node{Name: spec.NodeClaim, Labels: labels, Taints: taints, Capacity: it.Capacity,
+		Allocatable: it.Allocatable(), InFlight: true}
+}
+
+// FindType returns the instance type of that name, nil when absent.
+func FindType(types []*catalog.InstanceType, name string) *catalog.InstanceType {
+	for _, it := range types {
+		if it.Name == name {
+			return it
+		}
+	}
+	return nil
+}
+
+// daemonSetPods turns each DaemonSet into the pod its template makes.
+func daemonSetPods(sets []*appsv1.DaemonSet) []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, d := range sets {
+		p := &corev1.Pod{ObjectMeta: *d.Spec.Template.ObjectMeta.DeepCopy(), Spec: *d.Spec.Template.Spec.DeepCopy()}
+		p.Name, p.Namespace = d.Name, d.Namespace
+		out = append(out, p)
+	}
+	return out
+}
+
+// disrupting reports whether a node is being taken away: deleting, its
+// NodeClaim deleting, or tainted karpenter.sh/disrupted.
+func disrupting(node *corev1.Node, nc *karpv1.NodeClaim) bool {
+	if node.DeletionTimestamp != nil || (nc != nil && nc.DeletionTimestamp != nil) {
+		return true
+	}
+	for _, t := range node.Spec.Taints {
+		if t.Key == karpv1.TaintDisruptedKey {
+			return true
+		}
+	}
+	return false
+}
+
+// unbound is a shallow copy of a bound pod without its node, for planning.
+func unbound(p *corev1.Pod) *corev1.Pod {
+	if p.Spec.NodeName == "" {
+		return p
+	}
+	c := *p
+	c.Spec.NodeName = ""
+	return &c
+}

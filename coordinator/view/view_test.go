@@ -1,0 +1,174 @@
+package view
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8stypes "k8s.io/apimachinery/pkg/types"
+
+	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
+	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/cloud"
+	"github.com/joiner-dev/joiner/cloud/catalog"
+	"github.com/joiner-dev/joiner/coordinator/fsm"
+)
+
+// fakeCache is a hand-written Cache over plain slices.
+type fakeCache struct {
+	pods   []*corev1.Pod
+	nodes  []*corev1.Node
+	pools  []*karpv1.NodePool
+	claims []*karpv1.NodeClaim
+	sets   []*appsv1.DaemonSet
+}
+
+func (c *fakeCache) Pods() []*corev1.Pod                   { return c.pods }
+func (c *fakeCache) Nodes() []*corev1.Node                 { return c.nodes }
+func (c *fakeCache) NodePools() []*karpv1.NodePool         { return c.pools }
+func (c *fakeCache) NodeClaims() []*karpv1.NodeClaim       { return c.claims }
+func (c *fakeCache) DaemonSets() []*appsv1.DaemonSet       { return c.sets }
+func (c *fakeCache) PDBs() []*policyv1.PodDisruptionBudget { return nil }
+func (c *fakeCache) NodePool(name string) *karpv1.NodePool {
+	for _, p := range c.pools {
+		if p.Name == name {
+			return p
+		}
+	}
+	return nil
+}
+func (c *fakeCache) NodeClaim(name string) *karpv1.NodeClaim {
+	for _, nc := range c.claims {
+		if nc.Name == name {
+			return nc
+		}
+	}
+	return nil
+}
+
+var now = time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)
+
+func yes() *bool { b := true; return &b }
+
+func pendingPod(name string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: k8stypes.UID("uid-" + name),
+			OwnerReferences: []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "rs", Controller: yes()}}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c",
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled,
+			Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}}},
+	}
+}
+
+func pool(name string, reqs ...karpv1.NodeSelectorRequirementWithMinValues) *karpv1.NodePool {
+	return &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: karpv1.NodePoolSpec{Template: karpv1.NodeClaimTemplate{Spec: karpv1.NodeClaimTemplateSpec{
+			NodeClassRef: &karpv1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"},
+			Requirements: reqs}}}}
+}
+
+// classes is one published class, "default", with the embedded catalogue.
+func classes() *Catalog {
+	c := NewCatalog()
+	nc := &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
+	c.Publish(map[string]*Class{"default": {NodeClass: nc, Hash: "h", InstanceTypes: catalog.InstanceTypes(catalog.Options{}),
+		Resolved: cloud.Resolved{AMIs: []cloud.AMI{{ID: "ami-1", Arch: "amd64"}}}}})
+	return c
+}
+
+// The view is built from fixtures alone (no provider, no API server):
+// pending pods, capacity nodes, disruption, in-flight intents.
+func TestBuildFromFixtures(t *testing.T) {
+	deleting := metav1.NewTime(now)
+	bound := pendingPod("bound")
+	bound.Spec.NodeName = "n1"
+	bound.Status = corev1.PodStatus{Phase: corev1.PodRunning}
+	onDisrupted := pendingPod("evictee")
+	onDisrupted.Spec.NodeName = "n2"
+	onDisrupted.Status = corev1.PodStatus{Phase: corev1.PodRunning}
+	dsPod := pendingPod("ds")
+	dsPod.OwnerReferences = []metav1.OwnerReference{{Kind: "DaemonSet", Name: "ds", Controller: yes()}}
+	notYet := pendingPod("not-yet")
+	notYet.Status.Conditions = nil
+	gated := pendingPod("gated")
+	gated.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "g"}}
+	nominated := pendingPod("nominated")
+	node := func(name, providerID string) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{karpv1.LabelNodePool: "general"}},
+			Spec: corev1.NodeSpec{ProviderID: providerID},
+			Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"),
+				corev1.ResourcePods: resource.MustParse("10")}}}
+	}
+	claim2 := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "general-n2", DeletionTimestamp: &deleting},
+		Status: karpv1.NodeClaimStatus{ProviderID: "aws:///us-east-1a/i-2"}}
+	c := &fakeCache{
+		pools:  []*karpv1.NodePool{pool("general"), pool("invalid", karpv1.NodeSelectorRequirementWithMinValues{Key: karpv1.LabelHostname, Operator: karpv1.OpIn, Values: []string{"x"}})},
+		pods:   []*corev1.Pod{pendingPod("p"), bound, onDisrupted, dsPod, notYet, gated, nominated},
+		nodes:  []*corev1.Node{node("n1", "aws:///us-east-1a/i-1"), node("n2", "aws:///us-east-1a/i-2")},
+		claims: []*karpv1.NodeClaim{claim2},
+	}
+	state := fsm.New()
+	spec := fsm.LaunchSpec{LaunchSpec: cloud.LaunchSpec{NodePool: "general", NodeClass: "default", NodeClaim: "general-new",
+		Candidates: []cloud.Candidate{{InstanceType: "m5.large", Zone: "us-east-1a", CapacityType: "on-demand"}}}}
+	if res := state.ApplyCommand(fsm.MustEncode(fsm.PlanCommitType, fsm.PlanCommit{At: now,
+		Intents: []fsm.NewIntent{{ID: "in1", Spec: spec, Pods: []string{"default/nominated"}}}}), 1); res != nil {
+		t.Fatal(res)
+	}
+	b := &Builder{Cache: c, State: state, Classes: classes()}
+	v := b.Build(now)
+
+	var pending []string
+	for _, pod := range v.Pending {
+		pending = append(pending, pod.Name)
+		if pod.Spec.NodeName != "" {
+			t.Errorf("pending pod %s keeps node %s", pod.Name, pod.Spec.NodeName)
+		}
+	}
+	if !slices.Equal(pending, []string{"p", "evictee"}) {
+		t.Fatalf("pending = %v, want [p evictee] (unschedulable, then pods of the disrupted node)", pending)
+	}
+	if onDisrupted.Spec.NodeName != "n2" {
+		t.Fatal("the cached pod was modified")
+	}
+	if v.Nominated["default/nominated"] != "in1" {
+		t.Fatalf("nominated = %v: a pod held by a pending intent waits for it", v.Nominated)
+	}
+	var nodes []string
+	for _, n := range v.Nodes {
+		nodes = append(nodes, n.Name)
+	}
+	if !slices.Equal(nodes, []string{"n1", "general-new"}) || !v.Disrupting["n2"] {
+		t.Fatalf("capacity nodes %v, disrupting %v: a node whose nodeclaim is deleting gives no capacity; the in-flight intent does",
+			nodes, v.Disrupting)
+	}
+	if len(v.DaemonSetPods) != 0 || len(v.NodePools) != 1 || v.NodePoolHashes["general"] == "" || v.NodeClassHashes["default"] != "h" {
+		t.Fatalf("view: %d daemonset pods, %d pools, pool hashes %v, class hashes %v", len(v.DaemonSetPods), len(v.NodePools),
+			v.NodePoolHashes, v.NodeClassHashes)
+	}
+	// Building again gives the same view: it reads, never changes, its inputs.
+	again := b.Build(now)
+	if len(again.Pending) != len(v.Pending) || len(again.Nodes) != len(v.Nodes) {
+		t.Fatal("a second build differs")
+	}
+}
+
+func TestUnpublishedCatalogHasNoClasses(t *testing.T) {
+	c := NewCatalog()
+	select {
+	case <-c.Published():
+		t.Fatal("published before Publish")
+	default:
+	}
+	b := &Builder{Cache: &fakeCache{pools: []*karpv1.NodePool{pool("general")}}, State: fsm.New(), Classes: c}
+	if v := b.Build(now); len(v.NodePools) != 0 {
+		t.Fatalf("pools %d without a ready class", len(v.NodePools))
+	}
+	c.Publish(map[string]*Class{})
+	<-c.Published()
+}
