@@ -61,7 +61,7 @@ package: ## dist/*.deb and dist/*.rpm (nfpm pinned in tools/nfpm) for PKG_ARCH (
 	JOINER_VERSION=$(PKG_VERSION) JOINER_ARCH=$(PKG_ARCH) $(BIN)/nfpm package -f packaging/nfpm/nfpm.yaml -p rpm -t dist/
 
 demo: deps tools build ## the embedded default: control plane, joiner sim, 3 coordinators, agents; provision, interrupt, consolidate
-	$(GO) build -o $(BIN)/joiner-demo ./cmd/joiner-demo
+	$(GO) build -o $(BIN)/joiner-demo ./test/cmd/joiner-demo
 	$(BIN)/joiner-demo --joiner $(BIN)/joiner $(DEMO_FLAGS)
 
 clean:

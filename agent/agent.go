@@ -1,8 +1,8 @@
 // Package agent is the node agent's runtime: it watches IMDS for
 // interruption notices, takes the node out of service according to a
-// per-kind policy (agent/drain), reports each notice to the coordinators
-// until acknowledged (agent/report), publishes its state over memberlist,
-// serves Prometheus metrics and speaks sd_notify to systemd.
+// per-kind policy (drain), reports each notice to the coordinators until
+// acknowledged (agent/report), serves Prometheus metrics and speaks
+// sd_notify to systemd.
 package agent
 
 import (
@@ -15,14 +15,16 @@ import (
 	"sync/atomic"
 	"time"
 
+	agentv1 "github.com/joiner-dev/joiner/api/agent/v1"
+
 	"github.com/coreos/go-systemd/v22/daemon"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/joiner-dev/joiner/agent/drain"
 	"github.com/joiner-dev/joiner/agent/imds"
 	"github.com/joiner-dev/joiner/agent/report"
+	"github.com/joiner-dev/joiner/drain"
 	"github.com/joiner-dev/joiner/internal/logging"
 )
 
@@ -64,7 +66,7 @@ func ParseAction(s string) (Action, error) {
 type Config struct {
 	// NodeName is this node's Kubernetes name (required).
 	NodeName string
-	// NodeClaim is this node's NodeClaim name (optional, for gossip and reports).
+	// NodeClaim is this node's NodeClaim name (optional, for reports).
 	NodeClaim string
 	// IMDS client options; IMDSGetter overrides the client (tests).
 	IMDS       imds.ClientOptions
@@ -84,8 +86,6 @@ type Config struct {
 	MinDrainWindow time.Duration
 	// Report options; no endpoints = notices are not reported (logged once).
 	Report report.Options
-	// Gossip joins the memberlist pool when non-nil.
-	Gossip *report.GossipOptions
 	// MetricsAddr serves /metrics and /healthz ("" = off).
 	MetricsAddr string
 	Version     string
@@ -102,7 +102,6 @@ type Agent struct {
 	watcher  *imds.Watcher
 	drainer  *drain.Drainer
 	reporter *report.Client
-	member   *report.Member
 	metrics  *Metrics
 	notify   notifier
 
@@ -218,20 +217,6 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	a.lastOK.Store(time.Now().UnixNano())
 	log := a.log.With(logging.Node(a.cfg.NodeName), zap.String(logging.KeyInstance, instanceID))
-	if a.cfg.Gossip != nil {
-		m, err := report.JoinPool(a.log.Named("gossip"), *a.cfg.Gossip, report.Meta{
-			Node: a.cfg.NodeName, InstanceID: instanceID, NodeClaim: a.cfg.NodeClaim, State: report.StateReady, Version: a.cfg.Version,
-		})
-		if err != nil {
-			return err
-		}
-		a.member = m
-		a.wg.Add(1)
-		go func() {
-			defer a.wg.Done()
-			_ = m.Run(ctx)
-		}()
-	}
 	if a.reporter == nil {
 		log.Warn("no coordinator endpoints: interruption notices will not be reported")
 	}
@@ -275,7 +260,7 @@ func (a *Agent) onNotice(ctx context.Context, n imds.Notice) {
 	observed := time.Now()
 	a.metrics.Notices.WithLabelValues(string(n.Kind)).Inc()
 	if a.reporter != nil {
-		rep := report.Report{
+		rep := agentv1.Report{
 			ID: n.ID, Kind: string(n.Kind), InstanceID: n.InstanceID, Node: a.cfg.NodeName, NodeClaim: a.cfg.NodeClaim,
 			Action: n.Action, EventID: n.EventID, NoticeTime: n.NoticeTime, Deadline: n.Deadline, ObservedAt: observed,
 		}
@@ -314,11 +299,9 @@ func (a *Agent) handle(ctx context.Context, n imds.Notice, action Action, observ
 		return
 	}
 	log.Info("node cordoned", zap.Duration("since-notice-seen", time.Since(observed)))
-	a.gossip(report.StateCordoned, n.ID)
 	if !req.Evict {
 		return
 	}
-	a.gossip(report.StateDraining, n.ID)
 	res, err := a.drainer.Drain(ctx, req)
 	a.metrics.DrainDuration.Observe(time.Since(observed).Seconds())
 	if err != nil {
@@ -327,13 +310,7 @@ func (a *Agent) handle(ctx context.Context, n imds.Notice, action Action, observ
 		}
 		return
 	}
-	a.gossip(report.StateDrained, n.ID)
-}
-
-func (a *Agent) gossip(state, notice string) {
-	if a.member != nil {
-		a.member.Update(state, notice)
-	}
+	log.Info("node drained")
 }
 
 func describe(n imds.Notice) string {

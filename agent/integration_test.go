@@ -11,11 +11,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/joiner-dev/joiner/agent"
-	"github.com/joiner-dev/joiner/agent/drain"
 	"github.com/joiner-dev/joiner/agent/imds"
 	"github.com/joiner-dev/joiner/agent/report"
 	"github.com/joiner-dev/joiner/agent/report/reporttest"
-	"github.com/joiner-dev/joiner/internal/testenv"
+	"github.com/joiner-dev/joiner/drain"
+	"github.com/joiner-dev/joiner/test/testenv"
 )
 
 // The whole agent against AEMM (IMDSv2 only) and a real API server: a spot
@@ -46,7 +46,7 @@ func TestAgentAEMMEndToEnd(t *testing.T) {
 	defer cancel()
 
 	var node *corev1.Node
-	waitUntil(t, 30*time.Second, "node cordoned with the spot-interruption taint", func() bool {
+	waitUntil(t, 90*time.Second, "node cordoned with the spot-interruption taint", func() bool {
 		n, err := c.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
 		if err != nil || !n.Spec.Unschedulable {
 			return false
@@ -59,7 +59,7 @@ func TestAgentAEMMEndToEnd(t *testing.T) {
 		}
 		return false
 	})
-	waitUntil(t, 30*time.Second, "both notices committed", func() bool { return len(coord.Log()) == 2 })
+	waitUntil(t, 90*time.Second, "both notices committed", func() bool { return len(coord.Log()) == 2 })
 	time.Sleep(2 * time.Second) // more polls: nothing is reported twice
 	kinds := map[string]int{}
 	for _, e := range coord.Log() {

@@ -33,7 +33,7 @@ import (
 
 	"github.com/joiner-dev/joiner/agent"
 	"github.com/joiner-dev/joiner/agent/imds"
-	"github.com/joiner-dev/joiner/internal/testenv"
+	"github.com/joiner-dev/joiner/test/testenv"
 )
 
 func measureGate(t *testing.T) {

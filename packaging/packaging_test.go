@@ -367,21 +367,10 @@ func TestHelmTemplateFullValues(t *testing.T) {
 	if !mounted {
 		t.Error("coordinator does not mount the agents' token Secret its --token-file reads")
 	}
-	var dsKeyring bool
-	{
-		var d appsv1.DaemonSet
-		into(t, find(objs, "DaemonSet", ""), &d)
-		for _, m := range d.Spec.Template.Spec.Containers[0].VolumeMounts {
-			dsKeyring = dsKeyring || m.MountPath == "/etc/joiner/keyring"
-		}
-	}
-	if !dsKeyring {
-		t.Error("agents join gossip but do not mount the keyring Secret")
-	}
 	var ds appsv1.DaemonSet
 	into(t, find(objs, "DaemonSet", ""), &ds)
 	aargs := strings.Join(ds.Spec.Template.Spec.Containers[0].Args, " ")
-	for _, want := range []string{"--coordinator-token-file=", "--gossip-seed=", "--force-after=10m", "--gossip-keyring-file=/etc/joiner/keyring/keyring"} {
+	for _, want := range []string{"--coordinator-token-file=", "--force-after=10m"} {
 		if !strings.Contains(aargs, want) {
 			t.Errorf("agent args %q lack %q", aargs, want)
 		}

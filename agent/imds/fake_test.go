@@ -19,6 +19,9 @@ type fakeIMDS struct {
 	puts     int
 	gets     int
 	unauth   int
+	// grace is how long past its TTL a token is still accepted (the time
+	// a request may spend in flight on a loaded machine).
+	grace time.Duration
 	failPUT  bool
 	nextTok  int
 	lastTTLs []string
@@ -57,7 +60,7 @@ func (f *fakeIMDS) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	f.gets++
 	exp, ok := f.tokens[r.Header.Get("X-Aws-Ec2-Metadata-Token")]
-	if !ok || time.Now().After(exp) {
+	if !ok || time.Now().After(exp.Add(f.grace)) {
 		f.unauth++
 		w.WriteHeader(http.StatusUnauthorized)
 		return

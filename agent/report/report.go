@@ -1,49 +1,7 @@
 // Package report delivers interruption notices from the node agent to the
-// coordinators, reliably, and publishes the agent's identity and state over
-// memberlist.
+// coordinators, reliably.
 //
-// # HTTP contract (the coordinator implements the server side)
-//
-// Request:
-//
-//	POST /v1/interruptions
-//	Content-Type: application/json
-//	Authorization: Bearer <token>        (sent when the agent has a token; the
-//	                                       coordinator answers 401 when it wants one)
-//	User-Agent: joiner-agent/<version>
-//
-//	{
-//	  "id":         "i-0abc/spot-interruption/2026-11-21T12:02:00Z",  // notice ID, unique, stable
-//	  "kind":       "spot-interruption",  // or rebalance-recommendation, scheduled-event, asg-lifecycle
-//	  "instanceID": "i-0abc",
-//	  "node":       "ip-10-0-0-1.ec2.internal",
-//	  "nodeClaim":  "default-x7k2p",      // may be empty
-//	  "action":     "terminate",          // spot action, event code or ASG state
-//	  "eventID":    "instance-event-...", // scheduled events only
-//	  "noticeTime": "2026-11-21T12:02:00Z",
-//	  "deadline":   "2026-11-21T12:02:00Z",
-//	  "observedAt": "2026-11-21T12:00:01.123Z"  // when the agent first saw it
-//	}
-//
-// Any coordinator replica may receive it; a follower forwards it to the
-// leader. The leader commits an InterruptionReport (upsert keyed by id) to
-// raft and only then answers.
-//
-// Responses:
-//
-//	200 {"id": "...", "index": 1234, "duplicate": false}
-//	    Committed at raft index `index` (duplicate=true: it was already
-//	    committed; index is the original commit's). The agent stops sending.
-//	400 {"error": "..."}  The body is invalid (field path and value named).
-//	401 / 403             Missing or wrong token.
-//	429 / 503             Not now (no leader, overloaded); Retry-After (seconds) may be set.
-//	anything else, or no answer: unknown, retry.
-//
-// The agent retries every non-200 answer with jittered exponential back-off
-// (capped, honouring Retry-After), rotating through the configured
-// endpoints, until it gets a 200 or its context ends (the agent keeps sending
-// while the notice is in IMDS). Because the id makes a repeat a no-op, a
-// request that was committed but whose answer was lost is simply sent again.
+// The request and response bodies are api/agent/v1's.
 package report
 
 import (
@@ -60,53 +18,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	agentv1 "github.com/joiner-dev/joiner/api/agent/v1"
+
 	"go.uber.org/zap"
 
 	"github.com/joiner-dev/joiner/internal/logging"
 )
-
-// Path is the coordinator's interruption report endpoint.
-const Path = "/v1/interruptions"
-
-// Report is the request body.
-type Report struct {
-	ID         string    `json:"id"`
-	Kind       string    `json:"kind"`
-	InstanceID string    `json:"instanceID"`
-	Node       string    `json:"node"`
-	NodeClaim  string    `json:"nodeClaim,omitempty"`
-	Action     string    `json:"action,omitempty"`
-	EventID    string    `json:"eventID,omitempty"`
-	NoticeTime time.Time `json:"noticeTime"`
-	Deadline   time.Time `json:"deadline"`
-	ObservedAt time.Time `json:"observedAt"`
-}
-
-// Validate checks the fields the coordinator relies on.
-func (r Report) Validate() error {
-	var errs []error
-	for _, f := range []struct{ name, val string }{{"id", r.ID}, {"kind", r.Kind}, {"instanceID", r.InstanceID}, {"node", r.Node}} {
-		if f.val == "" {
-			errs = append(errs, fmt.Errorf("%s: must be set", f.name))
-		}
-	}
-	if r.Deadline.IsZero() {
-		errs = append(errs, errors.New("deadline: must be set"))
-	}
-	return errors.Join(errs...)
-}
-
-// Ack is the 200 response body.
-type Ack struct {
-	ID        string `json:"id"`
-	Index     uint64 `json:"index"`
-	Duplicate bool   `json:"duplicate"`
-}
-
-// ErrorBody is the body of a non-200 answer.
-type ErrorBody struct {
-	Error string `json:"error"`
-}
 
 // Observer is told about each delivery attempt (metrics). result is acked,
 // rejected (a non-200 answer) or error (no answer).
@@ -179,13 +96,13 @@ func (e *StatusError) Error() string {
 }
 
 // Deliver sends r until a coordinator acknowledges it (200) or ctx ends.
-func (c *Client) Deliver(ctx context.Context, r Report) (Ack, error) {
+func (c *Client) Deliver(ctx context.Context, r agentv1.Report) (agentv1.Ack, error) {
 	if err := r.Validate(); err != nil {
-		return Ack{}, fmt.Errorf("report %s: %w", r.ID, err)
+		return agentv1.Ack{}, fmt.Errorf("report %s: %w", r.ID, err)
 	}
 	body, err := json.Marshal(r)
 	if err != nil {
-		return Ack{}, fmt.Errorf("encoding report %s: %w", r.ID, err)
+		return agentv1.Ack{}, fmt.Errorf("encoding report %s: %w", r.ID, err)
 	}
 	log := c.log.With(zap.String(logging.KeyNotice, r.ID))
 	for attempt := 0; ; attempt++ {
@@ -198,7 +115,7 @@ func (c *Client) Deliver(ctx context.Context, r Report) (Ack, error) {
 			return ack, nil
 		}
 		if ctx.Err() != nil {
-			return Ack{}, fmt.Errorf("delivering report %s: %w (last: %v)", r.ID, ctx.Err(), err)
+			return agentv1.Ack{}, fmt.Errorf("delivering report %s: %w (last: %v)", r.ID, ctx.Err(), err)
 		}
 		c.next.Add(1) // try another replica next time
 		wait := backoff(attempt, c.opts.RetryBase, c.opts.RetryMax)
@@ -221,18 +138,18 @@ func (c *Client) Deliver(ctx context.Context, r Report) (Ack, error) {
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return Ack{}, fmt.Errorf("delivering report %s: %w (last: %v)", r.ID, ctx.Err(), err)
+			return agentv1.Ack{}, fmt.Errorf("delivering report %s: %w (last: %v)", r.ID, ctx.Err(), err)
 		case <-t.C:
 		}
 	}
 }
 
-func (c *Client) send(ctx context.Context, ep string, body []byte) (Ack, error) {
+func (c *Client) send(ctx context.Context, ep string, body []byte) (agentv1.Ack, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ep+Path, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ep+agentv1.Path, bytes.NewReader(body))
 	if err != nil {
-		return Ack{}, fmt.Errorf("building request to %s: %w", ep, err)
+		return agentv1.Ack{}, fmt.Errorf("building request to %s: %w", ep, err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", c.opts.UserAgent)
@@ -241,16 +158,16 @@ func (c *Client) send(ctx context.Context, ep string, body []byte) (Ack, error) 
 	}
 	resp, err := c.opts.HTTPClient.Do(req)
 	if err != nil {
-		return Ack{}, fmt.Errorf("posting to %s: %w", ep, err)
+		return agentv1.Ack{}, fmt.Errorf("posting to %s: %w", ep, err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	if err != nil {
-		return Ack{}, fmt.Errorf("reading answer from %s: %w", ep, err)
+		return agentv1.Ack{}, fmt.Errorf("reading answer from %s: %w", ep, err)
 	}
 	if resp.StatusCode != http.StatusOK {
 		se := &StatusError{Endpoint: ep, Code: resp.StatusCode}
-		var eb ErrorBody
+		var eb agentv1.ErrorBody
 		if json.Unmarshal(b, &eb) == nil && eb.Error != "" {
 			se.Message = eb.Error
 		} else {
@@ -259,11 +176,11 @@ func (c *Client) send(ctx context.Context, ep string, body []byte) (Ack, error) 
 		if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
 			se.RetryAfter = time.Duration(s) * time.Second
 		}
-		return Ack{}, se
+		return agentv1.Ack{}, se
 	}
-	var ack Ack
+	var ack agentv1.Ack
 	if err := json.Unmarshal(b, &ack); err != nil {
-		return Ack{}, fmt.Errorf("decoding ack from %s: %w", ep, err)
+		return agentv1.Ack{}, fmt.Errorf("decoding ack from %s: %w", ep, err)
 	}
 	return ack, nil
 }

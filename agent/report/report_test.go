@@ -7,15 +7,17 @@ import (
 	"testing"
 	"time"
 
+	agentv1 "github.com/joiner-dev/joiner/api/agent/v1"
+
 	"go.uber.org/zap/zaptest"
 
 	"github.com/joiner-dev/joiner/agent/report"
 	"github.com/joiner-dev/joiner/agent/report/reporttest"
 )
 
-func notice(i int) report.Report {
+func notice(i int) agentv1.Report {
 	t := time.Date(2026, 11, 21, 12, 0, i, 0, time.UTC)
-	return report.Report{
+	return agentv1.Report{
 		ID: fmt.Sprintf("i-%03d/spot-interruption/%s", i, t.Format(time.RFC3339)), Kind: "spot-interruption",
 		InstanceID: fmt.Sprintf("i-%03d", i), Node: fmt.Sprintf("node-%d", i), Action: "terminate",
 		NoticeTime: t, Deadline: t, ObservedAt: t,
@@ -37,7 +39,7 @@ func TestDeliverUnreliableCoordinator(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	const n = 40
-	acks := make([]report.Ack, n)
+	acks := make([]agentv1.Ack, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := 0; i < n; i++ {
@@ -107,53 +109,12 @@ func TestDeliverStopsWithContext(t *testing.T) {
 
 func TestDeliverRejectsInvalidReport(t *testing.T) {
 	cl, _ := report.NewClient(zaptest.NewLogger(t), report.Options{Endpoints: []string{"http://127.0.0.1:1"}})
-	if _, err := cl.Deliver(context.Background(), report.Report{ID: "x"}); err == nil {
+	if _, err := cl.Deliver(context.Background(), agentv1.Report{ID: "x"}); err == nil {
 		t.Fatal("want a validation error")
 	}
 	if _, err := report.NewClient(zaptest.NewLogger(t), report.Options{Endpoints: []string{"127.0.0.1:80"}}); err == nil {
 		t.Fatal("want an endpoint error")
 	}
-}
-
-func TestGossipMeta(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	coord, err := report.JoinPool(zaptest.NewLogger(t), report.GossipOptions{Name: "coordinator-0"}, report.Meta{Node: "coordinator-0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	agent, err := report.JoinPool(zaptest.NewLogger(t), report.GossipOptions{Seeds: []string{coord.Addr()}, RejoinInterval: 50 * time.Millisecond},
-		report.Meta{Node: "node-1", InstanceID: "i-1", NodeClaim: "default-abc", State: report.StateReady})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); _ = coord.Run(ctx) }()
-	go func() { defer wg.Done(); _ = agent.Run(ctx) }()
-	defer wg.Wait()
-	defer cancel()
-
-	waitFor(t, func() (bool, string) {
-		for _, n := range coord.Members() {
-			if n.Name == "node-1" {
-				m, err := report.DecodeMeta(n.Meta)
-				return err == nil && m.InstanceID == "i-1" && m.NodeClaim == "default-abc" && m.State == report.StateReady && m.Role == "agent",
-					fmt.Sprintf("%+v %v", m, err)
-			}
-		}
-		return false, "agent not a member"
-	})
-	agent.Update(report.StateDraining, "i-1/spot-interruption/2026-11-21T12:02:00Z")
-	waitFor(t, func() (bool, string) {
-		for _, n := range coord.Members() {
-			if n.Name == "node-1" {
-				m, _ := report.DecodeMeta(n.Meta)
-				return m.State == report.StateDraining && m.Notice == "i-1/spot-interruption/2026-11-21T12:02:00Z", fmt.Sprintf("%+v", m)
-			}
-		}
-		return false, "agent not a member"
-	})
 }
 
 func waitFor(t *testing.T, cond func() (bool, string)) {

@@ -22,7 +22,7 @@ import (
 	joineraws "github.com/joiner-dev/joiner/cloud/aws"
 	"github.com/joiner-dev/joiner/cloud/catalog"
 	"github.com/joiner-dev/joiner/cloud/sim"
-	"github.com/joiner-dev/joiner/internal/testenv"
+	"github.com/joiner-dev/joiner/test/testenv"
 	"github.com/joiner-dev/joiner/userdata"
 )
 

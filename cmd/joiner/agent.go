@@ -19,8 +19,6 @@ import (
 	"github.com/joiner-dev/joiner/agent"
 	agentconfig "github.com/joiner-dev/joiner/agent/config"
 	"github.com/joiner-dev/joiner/agent/imds"
-	"github.com/joiner-dev/joiner/agent/report"
-	"github.com/joiner-dev/joiner/coordinator/cluster"
 )
 
 func init() { addCommand(newAgentCmd) }
@@ -40,10 +38,6 @@ type agentFlags struct {
 	forceAfter   time.Duration
 	coordinators []string
 	tokenFile    string
-	gossipBind   string
-	gossipAdv    string
-	gossipSeeds  []string
-	gossipKeys   string
 	metricsAddr  string
 	releasePages bool
 	minWindow    time.Duration
@@ -80,7 +74,7 @@ As a systemd service use Type=notify (READY=1 and watchdog pings are sent).`,
 	fl := cmd.Flags()
 	fl.StringVar(&f.configPath, "config", agentconfig.DefaultPath, "agent config file written by joiner bootstrap (optional)")
 	fl.StringVar(&f.nodeName, "node-name", "", "Kubernetes node name (default: config nodeName, $NODE_NAME, then the hostname)")
-	fl.StringVar(&f.nodeClaim, "node-claim", os.Getenv("NODE_CLAIM"), "this node's NodeClaim name (for reports and gossip)")
+	fl.StringVar(&f.nodeClaim, "node-claim", os.Getenv("NODE_CLAIM"), "this node's NodeClaim name (for reports)")
 	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig path (default: in-cluster config, then $KUBECONFIG)")
 	fl.StringVar(&f.imdsEndpoint, "imds-endpoint", "", "IMDS endpoint (default http://169.254.169.254)")
 	fl.BoolVar(&f.imdsAllowV1, "imds-allow-v1", false, "fall back to IMDSv1 when no IMDSv2 token can be had (off: fail loudly)")
@@ -92,10 +86,6 @@ As a systemd service use Type=notify (READY=1 and watchdog pings are sent).`,
 	fl.DurationVar(&f.forceAfter, "force-after", 0, "delete pods whose eviction is still blocked this long after a drain starts (0: never)")
 	fl.StringSliceVar(&f.coordinators, "coordinator", nil, "coordinator API base URL (repeatable; any replica)")
 	fl.StringVar(&f.tokenFile, "coordinator-token-file", "", "file holding the bearer token for the coordinator API")
-	fl.StringVar(&f.gossipBind, "gossip-bind", "127.0.0.1:7946", "memberlist bind host:port")
-	fl.StringVar(&f.gossipAdv, "gossip-advertise", "", "memberlist advertise host:port (default: bind)")
-	fl.StringSliceVar(&f.gossipSeeds, "gossip-seed", nil, "memberlist host:port to join (repeatable; no seeds: gossip off)")
-	fl.StringVar(&f.gossipKeys, "gossip-keyring-file", "", "memberlist keyring shared with the coordinators (one base64 key per line, primary first)")
 	fl.StringVar(&f.metricsAddr, "metrics-addr", "127.0.0.1:9464", "serve /metrics and /healthz here (empty: off)")
 	fl.BoolVar(&f.releasePages, "release-startup-pages", true, "once ready, page out the binary's start-up-only code (lower RSS; Linux)")
 	fl.DurationVar(&f.minWindow, "min-drain-window", 30*time.Second, "give a drain at least this long even when the notice's deadline is nearer or past")
@@ -157,18 +147,6 @@ func (f *agentFlags) build(cmd *cobra.Command) (agent.Config, kubernetes.Interfa
 		}
 		cfg.Report.Token = strings.TrimSpace(string(b))
 	}
-	if len(f.gossipSeeds) > 0 {
-		g, err := gossipOptions(f.gossipBind, f.gossipAdv, f.gossipSeeds)
-		if err != nil {
-			return cfg, nil, err
-		}
-		if f.gossipKeys != "" {
-			if g.Keyring, err = cluster.LoadKeyring(f.gossipKeys); err != nil {
-				return cfg, nil, fmt.Errorf("--gossip-keyring-file: %w", err)
-			}
-		}
-		cfg.Gossip = g
-	}
 	kube, err := kubeClient(f.kubeconfig)
 	if err != nil {
 		return cfg, nil, err
@@ -183,34 +161,6 @@ func parseKind(s string) (imds.Kind, error) {
 		}
 	}
 	return "", fmt.Errorf("notice kind %q: want one of %v", s, imds.Kinds)
-}
-
-func gossipOptions(bind, adv string, seeds []string) (*report.GossipOptions, error) {
-	o := &report.GossipOptions{Seeds: seeds}
-	var err error
-	if o.BindAddr, o.BindPort, err = splitHostPort("--gossip-bind", bind); err != nil {
-		return nil, err
-	}
-	if adv != "" {
-		if o.AdvertiseAddr, o.AdvertisePort, err = splitHostPort("--gossip-advertise", adv); err != nil {
-			return nil, err
-		}
-	}
-	return o, nil
-}
-
-func splitHostPort(flag, s string) (string, int, error) {
-	var host string
-	var port int
-	i := strings.LastIndex(s, ":")
-	if i < 0 {
-		return "", 0, fmt.Errorf("%s %q: want host:port", flag, s)
-	}
-	host = s[:i]
-	if _, err := fmt.Sscanf(s[i+1:], "%d", &port); err != nil || port < 0 || port > 65535 {
-		return "", 0, fmt.Errorf("%s %q: bad port", flag, s)
-	}
-	return strings.Trim(host, "[]"), port, nil
 }
 
 func kubeClient(path string) (kubernetes.Interface, error) {

@@ -48,7 +48,7 @@ func TestSimServes(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- cmd.ExecuteContext(ctx) }()
 	var endpoint string
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline) && endpoint == ""; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline) && endpoint == ""; time.Sleep(20 * time.Millisecond) {
 		if s := out.String(); strings.Contains(s, "\n") {
 			endpoint = strings.TrimSpace(strings.TrimPrefix(strings.SplitN(s, "\n", 2)[0], "endpoint: "))
 		}

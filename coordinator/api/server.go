@@ -24,11 +24,12 @@ import (
 	"strings"
 	"time"
 
+	agentv1 "github.com/joiner-dev/joiner/api/agent/v1"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap"
 
-	"github.com/joiner-dev/joiner/agent/report"
 	"github.com/joiner-dev/joiner/coordinator/cluster"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
 )
@@ -96,7 +97,7 @@ func New(cfg Config, log *zap.Logger) *Server {
 		cfg.RetryAfter = time.Second
 	}
 	s := &Server{cfg: cfg, log: log.Named("api"), mux: http.NewServeMux()}
-	s.mux.HandleFunc("POST "+report.Path, s.interruption)
+	s.mux.HandleFunc("POST "+agentv1.Path, s.interruption)
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
 	s.mux.HandleFunc("GET /readyz", s.ready)
 	s.mux.HandleFunc("GET "+StatusPath, s.status)
@@ -174,8 +175,8 @@ func (s *Server) authorized(r *http.Request) bool {
 }
 
 // decodeReport parses and validates the body; errors name the field.
-func decodeReport(body []byte) (report.Report, error) {
-	var rep report.Report
+func decodeReport(body []byte) (agentv1.Report, error) {
+	var rep agentv1.Report
 	if err := json.Unmarshal(body, &rep); err != nil {
 		var te *json.UnmarshalTypeError
 		var pe *time.ParseError
@@ -197,29 +198,29 @@ func decodeReport(body []byte) (report.Report, error) {
 // commit upserts rep on the leader and returns the ack. A report already
 // committed with the same content is answered from the FSM without a new
 // entry.
-func (s *Server) commit(ctx context.Context, rep report.Report) (report.Ack, error) {
+func (s *Server) commit(ctx context.Context, rep agentv1.Report) (agentv1.Ack, error) {
 	want := fsm.InterruptionReport{
 		ID: rep.ID, InstanceID: rep.InstanceID, NodeName: rep.Node, Kind: rep.Kind,
 		NoticeTime: rep.NoticeTime, Deadline: rep.Deadline, ReceivedAt: s.cfg.Now().UTC(),
 	}
 	if old, ok := s.cfg.Reports.Interruption(rep.ID); ok && sameReport(old, want) {
-		return report.Ack{ID: rep.ID, Index: old.ModifyIndex, Duplicate: true}, nil
+		return agentv1.Ack{ID: rep.ID, Index: old.ModifyIndex, Duplicate: true}, nil
 	}
 	cmd, err := fsm.Encode(fsm.InterruptionReportType, fsm.InterruptionReportCmd{Report: want})
 	if err != nil {
-		return report.Ack{}, fmt.Errorf("encoding interruption report %s: %w", rep.ID, err)
+		return agentv1.Ack{}, fmt.Errorf("encoding interruption report %s: %w", rep.ID, err)
 	}
 	index, err := s.cfg.Cluster.Commit(ctx, cmd)
 	if err != nil {
-		return report.Ack{}, fmt.Errorf("committing interruption report %s: %w", rep.ID, err)
+		return agentv1.Ack{}, fmt.Errorf("committing interruption report %s: %w", rep.ID, err)
 	}
 	// The FSM keeps the original entry's index when the upsert was a no-op
 	// (a concurrent repeat committed first).
 	got, ok := s.cfg.Reports.Interruption(rep.ID)
 	if ok && got.ModifyIndex != 0 && got.ModifyIndex < index {
-		return report.Ack{ID: rep.ID, Index: got.ModifyIndex, Duplicate: true}, nil
+		return agentv1.Ack{ID: rep.ID, Index: got.ModifyIndex, Duplicate: true}, nil
 	}
-	return report.Ack{ID: rep.ID, Index: index}, nil
+	return agentv1.Ack{ID: rep.ID, Index: index}, nil
 }
 
 // sameReport compares the fields a report carries (not receipt or handling).
@@ -229,7 +230,7 @@ func sameReport(a, b fsm.InterruptionReport) bool {
 }
 
 // forward relays the request to the leader and its answer to the caller.
-func (s *Server) forward(w http.ResponseWriter, r *http.Request, rep report.Report, body []byte) {
+func (s *Server) forward(w http.ResponseWriter, r *http.Request, rep agentv1.Report, body []byte) {
 	if r.Header.Get(forwardedHeader) != "" {
 		s.unavailable(w, rep, "not the leader", nil)
 		return
@@ -247,7 +248,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, rep report.Repo
 		s.unavailable(w, rep, "leader "+leader+" has no known HTTP address", nil)
 		return
 	}
-	req, err := http.NewRequestWithContext(r.Context(), http.MethodPost, strings.TrimSuffix(base, "/")+report.Path, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(r.Context(), http.MethodPost, strings.TrimSuffix(base, "/")+agentv1.Path, bytes.NewReader(body))
 	if err != nil {
 		s.unavailable(w, rep, "forwarding to the leader", err)
 		return
@@ -279,7 +280,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, rep report.Repo
 	_, _ = w.Write(out)
 }
 
-func (s *Server) unavailable(w http.ResponseWriter, rep report.Report, msg string, err error) {
+func (s *Server) unavailable(w http.ResponseWriter, rep agentv1.Report, msg string, err error) {
 	s.cfg.Metrics.report(ResultUnavailable)
 	if err != nil {
 		msg = fmt.Sprintf("%s: %v", msg, err)
@@ -291,7 +292,7 @@ func (s *Server) unavailable(w http.ResponseWriter, rep report.Report, msg strin
 }
 
 func writeError(w http.ResponseWriter, code int, msg string) {
-	writeJSON(w, code, report.ErrorBody{Error: msg})
+	writeJSON(w, code, agentv1.ErrorBody{Error: msg})
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

@@ -32,7 +32,7 @@ func startGossipNode(t *testing.T, seed string) *gossipNode {
 	t.Helper()
 	port := freePort(t)
 	f := fsm.New()
-	n, err := Open(Config{DataDir: t.TempDir(), Bind: fmt.Sprintf("127.0.0.1:%d", port), Advertise: fmt.Sprintf("127.0.0.1:%d", port), Tune: fastRaft}, f, zap.NewNop())
+	n, err := Open(Config{DataDir: t.TempDir(), Bind: fmt.Sprintf("127.0.0.1:%d", port), Advertise: fmt.Sprintf("127.0.0.1:%d", port), Tune: steadyRaft}, f, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,27 +79,68 @@ func servers(r *raft.Raft) map[raft.ServerID]raft.ServerSuffrage {
 // follower stops. Before the threshold the leader keeps it (reported
 // failed); once the threshold passes autopilot removes it from raft. A
 // fresh coordinator that joins gossip is added as a non-voter and promoted
-// to voter once healthy and stable.
+// to voter once healthy and stable. Every coordinator runs autopilot while
+// it leads (as the binary does), so an election under load changes who
+// acts, not the outcome.
 func TestAutopilotRemovesDeadServerAndAddsReplacement(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts 4 raft nodes and memberlist on loopback; skipped under -short")
 	}
-	var nodes []*gossipNode
-	for i := range 3 {
-		seed := ""
-		if i > 0 {
-			seed = nodes[0].disc.Addr()
-		}
-		nodes = append(nodes, startGossipNode(t, seed))
-	}
+	clock := &fakeClock{now: time.Unix(1_000_000, 0)}
+	var mu sync.Mutex
+	byID := map[raft.ServerID]*gossipNode{}
+	current := map[*gossipNode]*Autopilot{} // autopilot of each node's current term
 	stopped := map[*gossipNode]bool{}
+	var nodes []*gossipNode
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
 	defer func() {
+		cancel()
+		wg.Wait()
 		for _, n := range nodes {
 			if !stopped[n] {
 				n.stop()
 			}
 		}
 	}()
+	stats := func(_ context.Context, id raft.ServerID, _ raft.ServerAddress) (autopilot.ServerStats, error) {
+		mu.Lock()
+		n, ok := byID[id]
+		mu.Unlock()
+		if !ok {
+			return autopilot.ServerStats{}, fmt.Errorf("unknown server %s", id)
+		}
+		return LocalStats(n.node.Raft), nil
+	}
+	// add starts a node and its leadership monitor (before it can lead).
+	add := func(seed string) *gossipNode {
+		n := startGossipNode(t, seed)
+		mu.Lock()
+		byID[n.node.ID] = n
+		nodes = append(nodes, n)
+		mu.Unlock()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			MonitorLeadership(ctx, n.node.Raft, testWait, func(lctx context.Context) {
+				ap := &Autopilot{Raft: n.node.Raft, ID: n.node.ID, Members: n.disc, Log: zap.NewNop(), Stats: stats,
+					Config: AutopilotConfig{DeadServerAfter: time.Minute, MinQuorum: 2, ServerStabilizationTime: 200 * time.Millisecond,
+						ReconcileInterval: 50 * time.Millisecond, UpdateInterval: 50 * time.Millisecond, Now: clock.Now}}
+				mu.Lock()
+				current[n] = ap
+				mu.Unlock()
+				_ = ap.Run(lctx)
+			}, zap.NewNop())
+		}()
+		return n
+	}
+	for i := range 3 {
+		seed := ""
+		if i > 0 {
+			seed = nodes[0].disc.Addr()
+		}
+		add(seed)
+	}
 	var cfg raft.Configuration
 	for _, n := range nodes {
 		cfg.Servers = append(cfg.Servers, raft.Server{Suffrage: raft.Voter, ID: n.node.ID, Address: n.node.Addr})
@@ -109,90 +150,86 @@ func TestAutopilotRemovesDeadServerAndAddsReplacement(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var leader *gossipNode
-	eventually(t, "a leader", func() bool {
+	// leader is the current leader among the running nodes, with its
+	// autopilot (nil until the term's autopilot started).
+	leader := func() (*gossipNode, *Autopilot) {
+		mu.Lock()
+		defer mu.Unlock()
 		for _, n := range nodes {
-			if n.node.Raft.State() == raft.Leader {
-				leader = n
-				return true
+			if !stopped[n] && n.node.Raft.State() == raft.Leader {
+				return n, current[n]
 			}
 		}
-		return false
-	})
-	eventually(t, "gossip sees 3 coordinators", func() bool { return len(leader.disc.Servers()) == 3 })
-
-	var byIDMu sync.Mutex
-	byID := map[raft.ServerID]*gossipNode{}
-	for _, n := range nodes {
-		byID[n.node.ID] = n
+		return nil, nil
 	}
-	clock := &fakeClock{now: time.Unix(1_000_000, 0)}
-	ap := &Autopilot{
-		Raft: leader.node.Raft, ID: leader.node.ID, Members: leader.disc, Log: zap.NewNop(),
-		Stats: func(_ context.Context, id raft.ServerID, _ raft.ServerAddress) (autopilot.ServerStats, error) {
-			byIDMu.Lock()
-			n, ok := byID[id]
-			byIDMu.Unlock()
-			if !ok {
-				return autopilot.ServerStats{}, fmt.Errorf("unknown server %s", id)
-			}
-			return LocalStats(n.node.Raft), nil
-		},
-		Config: AutopilotConfig{
-			DeadServerAfter: time.Minute, MinQuorum: 2, ServerStabilizationTime: 200 * time.Millisecond,
-			ReconcileInterval: 50 * time.Millisecond, UpdateInterval: 50 * time.Millisecond, Now: clock.Now,
-		},
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- ap.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	eventually(t, "a leader running autopilot", func() bool { _, ap := leader(); return ap != nil })
+	eventually(t, "gossip sees 3 coordinators", func() bool { l, _ := leader(); return l != nil && len(l.disc.Servers()) == 3 })
 
+	l, _ := leader()
 	var victim *gossipNode
 	for _, n := range nodes {
-		if n != leader {
+		if n != l {
 			victim = n
 			break
 		}
 	}
 	victim.stop()
+	mu.Lock()
 	stopped[victim] = true
-	eventually(t, "gossip to drop the stopped server", func() bool { return len(leader.disc.Servers()) == 2 })
+	mu.Unlock()
+	eventually(t, "gossip to drop the stopped server", func() bool {
+		l, _ := leader()
+		return l != nil && len(l.disc.Servers()) == 2
+	})
 
 	// Within the threshold the server is failed, not removed.
 	eventually(t, "the stopped server reported failed", func() bool {
+		_, ap := leader()
+		if ap == nil {
+			return false
+		}
 		s, ok := ap.KnownServers()[victim.node.ID]
 		return ok && s.NodeStatus == autopilot.NodeFailed
 	})
-	if _, ok := servers(leader.node.Raft)[victim.node.ID]; !ok {
-		t.Fatal("server removed before the dead-server threshold")
+	if l, _ := leader(); l != nil {
+		if _, ok := servers(l.node.Raft)[victim.node.ID]; !ok {
+			t.Fatal("server removed before the dead-server threshold")
+		}
 	}
 
-	clock.Add(time.Minute)
+	// Past the threshold it is removed. (A leader elected meanwhile times
+	// the absence from when it noticed it: the clock keeps moving.)
 	eventually(t, "autopilot to remove the dead server from raft", func() bool {
-		s := servers(leader.node.Raft)
+		clock.Add(time.Minute)
+		l, _ := leader()
+		if l == nil {
+			return false
+		}
+		s := servers(l.node.Raft)
 		_, still := s[victim.node.ID]
 		return !still && len(s) == 2
 	})
 
 	// A replacement coordinator joins gossip: added, then promoted.
-	fresh := startGossipNode(t, leader.disc.Addr())
-	nodes = append(nodes, fresh)
-	byIDMu.Lock()
-	byID[fresh.node.ID] = fresh
-	byIDMu.Unlock()
-	eventually(t, "the new server added to raft", func() bool {
-		_, ok := servers(leader.node.Raft)[fresh.node.ID]
-		return ok
-	})
+	l, _ = leader()
+	fresh := add(l.disc.Addr())
 	eventually(t, "the new server promoted to voter", func() bool {
-		return servers(leader.node.Raft)[fresh.node.ID] == raft.Voter
+		l, _ := leader()
+		return l != nil && servers(l.node.Raft)[fresh.node.ID] == raft.Voter
 	})
 	// It replicates like any voter.
 	cmd := fsm.PlanCommit{Intents: []fsm.NewIntent{{ID: "i1", Pods: []string{"p1"}, Spec: fsm.LaunchSpec{LaunchSpec: cloud.LaunchSpec{NodePool: "default"}}}}}
-	if _, err := (RaftProposer{Raft: leader.node.Raft}).Propose(ctx, fsm.MustEncode(fsm.PlanCommitType, cmd)); err != nil {
-		t.Fatal(err)
-	}
+	commitOnLeader(t, func() []*raft.Raft {
+		mu.Lock()
+		defer mu.Unlock()
+		var out []*raft.Raft
+		for _, n := range nodes {
+			if !stopped[n] {
+				out = append(out, n.node.Raft)
+			}
+		}
+		return out
+	}, fsm.MustEncode(fsm.PlanCommitType, cmd))
 	eventually(t, "the new server to replicate", func() bool { _, ok := fresh.fsm.Intent("i1"); return ok })
 }
 

@@ -68,9 +68,7 @@ func TestBootstrapExpectOverMemberlist(t *testing.T) {
 		port := freePort(t)
 		f := fsm.New()
 		n, err := Open(Config{DataDir: t.TempDir(), Bind: fmt.Sprintf("127.0.0.1:%d", port), Advertise: fmt.Sprintf("localhost:%d", port),
-			Tune: func(c *raft.Config) {
-				c.HeartbeatTimeout, c.ElectionTimeout, c.LeaderLeaseTimeout = 200*time.Millisecond, 200*time.Millisecond, 200*time.Millisecond
-			}}, f, zap.NewNop())
+			Tune: steadyRaft}, f, zap.NewNop())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -87,7 +85,7 @@ func TestBootstrapExpectOverMemberlist(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testWait)
 	defer cancel()
 	var wg sync.WaitGroup
 	errs := make([]error, len(servers))
@@ -121,9 +119,13 @@ func TestBootstrapExpectOverMemberlist(t *testing.T) {
 		t.Fatalf("configuration %v, %v", cfg.Configuration(), err)
 	}
 	cmd := fsm.PlanCommit{Intents: []fsm.NewIntent{{ID: "i1", Pods: []string{"p1"}, Spec: fsm.LaunchSpec{LaunchSpec: cloud.LaunchSpec{NodePool: "default"}}}}}
-	if _, err := (RaftProposer{Raft: leader.node.Raft}).Propose(ctx, fsm.MustEncode(fsm.PlanCommitType, cmd)); err != nil {
-		t.Fatal(err)
-	}
+	commitOnLeader(t, func() []*raft.Raft {
+		var out []*raft.Raft
+		for _, s := range servers {
+			out = append(out, s.node.Raft)
+		}
+		return out
+	}, fsm.MustEncode(fsm.PlanCommitType, cmd))
 	for _, s := range servers {
 		for ctx.Err() == nil {
 			if _, ok := s.fsm.Intent("i1"); ok {

@@ -2,18 +2,14 @@ package cluster
 
 import (
 	"bytes"
-	"context"
 	"encoding/base64"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/hashicorp/memberlist"
 	"go.uber.org/zap"
-
-	"github.com/joiner-dev/joiner/agent/report"
 )
 
 func key(b byte, n int) string { return base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{b}, n)) }
@@ -132,25 +128,4 @@ func TestKeyringGatesGossip(t *testing.T) {
 			}
 		})
 	}
-}
-
-// TestAgentJoinsKeyedPool: an agent member given the coordinators'
-// keyring (joiner agent --gossip-keyring-file) joins their gossip pool.
-func TestAgentJoinsKeyedPool(t *testing.T) {
-	file := keyringFile(t, key(7, 32))
-	coordinator := startKeyed(t, "coordinator", mustKeyring(t, key(7, 32)))
-	kr, err := LoadKeyring(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := report.JoinPool(zap.NewNop(), report.GossipOptions{BindAddr: "127.0.0.1", Seeds: []string{coordinator.Addr()},
-		Keyring: kr, RejoinInterval: 50 * time.Millisecond}, report.Meta{Node: "node-1", InstanceID: "i-1", State: report.StateReady})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx) }()
-	defer func() { cancel(); <-done }()
-	eventually(t, "the agent to join the keyed pool", func() bool { return len(m.Members()) == 2 })
 }

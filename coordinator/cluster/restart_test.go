@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -26,7 +25,7 @@ type memNode struct {
 func memConfig(id raft.ServerID) *raft.Config {
 	c := raft.DefaultConfig()
 	c.LocalID = id
-	c.HeartbeatTimeout, c.ElectionTimeout, c.LeaderLeaseTimeout = 100*time.Millisecond, 100*time.Millisecond, 100*time.Millisecond
+	steadyRaft(c)
 	c.CommitTimeout = 5 * time.Millisecond
 	c.SnapshotThreshold, c.TrailingLogs = 1<<30, 4 // snapshots only when asked
 	c.SnapshotInterval = time.Hour
@@ -64,16 +63,17 @@ func (n *memNode) stop(peers []*memNode) {
 
 func waitLeader(t *testing.T, nodes []*memNode) *memNode {
 	t.Helper()
-	for range 500 {
+	var leader *memNode
+	eventually(t, "a leader", func() bool {
 		for _, n := range nodes {
 			if n.raft != nil && n.raft.State() == raft.Leader {
-				return n
+				leader = n
+				return true
 			}
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatal("no leader")
-	return nil
+		return false
+	})
+	return leader
 }
 
 func dump(f *fsm.FSM) []byte {
@@ -108,17 +108,22 @@ func TestFollowerRestartFromSnapshot(t *testing.T) {
 		t.Fatal(err)
 	}
 	leader := waitLeader(t, nodes)
-	ctx := context.Background()
+	live := func() []*raft.Raft {
+		var out []*raft.Raft
+		for _, n := range nodes {
+			out = append(out, n.raft)
+		}
+		return out
+	}
 	apply := func(from, to int) {
 		for i := from; i < to; i++ {
 			id := fmt.Sprintf("intent-%03d", i)
 			cmd := fsm.PlanCommit{Intents: []fsm.NewIntent{{ID: id, Pods: []string{"pod-" + id}, Spec: fsm.LaunchSpec{LaunchSpec: cloud.LaunchSpec{NodePool: "default"}}}}}
-			if res, err := (RaftProposer{Raft: leader.raft}).Propose(ctx, fsm.MustEncode(fsm.PlanCommitType, cmd)); err != nil || res != nil {
-				t.Fatalf("apply %d: %v %v", i, err, res)
-			}
+			commitOnLeader(t, live, fsm.MustEncode(fsm.PlanCommitType, cmd))
 		}
 	}
 	apply(0, 20)
+	leader = waitLeader(t, nodes) // leadership may have moved under load
 	var follower *memNode
 	for _, n := range nodes {
 		if n != leader {
@@ -126,7 +131,7 @@ func TestFollowerRestartFromSnapshot(t *testing.T) {
 			break
 		}
 	}
-	if err := leader.raft.Barrier(time.Second).Error(); err != nil {
+	if err := leader.raft.Barrier(testWait).Error(); err != nil {
 		t.Fatal(err)
 	}
 	waitEqual(t, leader, follower)
@@ -135,6 +140,7 @@ func TestFollowerRestartFromSnapshot(t *testing.T) {
 	}
 	follower.stop(nodes)
 	apply(20, 40)
+	leader = waitLeader(t, nodes)
 	if err := leader.raft.Snapshot().Error(); err != nil {
 		t.Fatalf("leader snapshot: %v", err)
 	}
@@ -144,7 +150,7 @@ func TestFollowerRestartFromSnapshot(t *testing.T) {
 	if n := len(follower.fsm.Intents()); n < 20 {
 		t.Fatalf("restarted follower has %d intents, want >= 20 from its snapshot", n)
 	}
-	waitEqual(t, leader, follower)
+	waitEqual(t, waitLeader(t, nodes), follower)
 	if n := len(follower.fsm.Intents()); n != 45 {
 		t.Fatalf("follower has %d intents, want 45", n)
 	}
@@ -152,11 +158,11 @@ func TestFollowerRestartFromSnapshot(t *testing.T) {
 
 func waitEqual(t *testing.T, a, b *memNode) {
 	t.Helper()
-	for range 500 {
-		if bytes.Equal(dump(a.fsm), dump(b.fsm)) {
-			return
+	deadline := time.Now().Add(testWait)
+	for !bytes.Equal(dump(a.fsm), dump(b.fsm)) {
+		if time.Now().After(deadline) {
+			t.Fatalf("states differ: %d vs %d intents", len(a.fsm.Intents()), len(b.fsm.Intents()))
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	t.Fatalf("states differ: %d vs %d intents", len(a.fsm.Intents()), len(b.fsm.Intents()))
 }

@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -98,21 +97,6 @@ func loadTLS(t *testing.T, f TLSFiles) *TLS {
 }
 
 // eventually polls cond until it holds; the bound only stops a hung test.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-func fastRaft(c *raft.Config) {
-	c.HeartbeatTimeout, c.ElectionTimeout, c.LeaderLeaseTimeout = 200*time.Millisecond, 200*time.Millisecond, 100*time.Millisecond
-}
-
 // openCluster opens n raft nodes on 127.0.0.1 with the given TLS material
 // (nil entries: plaintext) and bootstraps them as one configuration.
 func openCluster(t *testing.T, tlss []*TLS) ([]*Node, []*fsm.FSM) {
@@ -125,7 +109,7 @@ func openCluster(t *testing.T, tlss []*TLS) ([]*Node, []*fsm.FSM) {
 		f := fsm.New()
 		n, err := Open(Config{
 			DataDir: t.TempDir(), Bind: fmt.Sprintf("127.0.0.1:%d", port), Advertise: fmt.Sprintf("127.0.0.1:%d", port),
-			Tune: fastRaft, TLS: tl,
+			Tune: steadyRaft, TLS: tl,
 		}, f, zap.NewNop())
 		if err != nil {
 			t.Fatalf("opening node %d: %v", i, err)
@@ -164,18 +148,7 @@ func TestTLSClusterFormsAndReplicates(t *testing.T) {
 	nodes, fsms := openCluster(t, tlss)
 	eventually(t, "a leader", func() bool { return leaderOf(nodes) != nil })
 	cmd := fsm.PlanCommit{Intents: []fsm.NewIntent{{ID: "i1", Pods: []string{"p1"}, Spec: fsm.LaunchSpec{LaunchSpec: cloud.LaunchSpec{NodePool: "default"}}}}}
-	var err error
-	for range 50 { // leadership may still move right after the first election
-		if l := leaderOf(nodes); l != nil {
-			if _, err = (RaftProposer{Raft: l.Raft}).Propose(context.Background(), fsm.MustEncode(fsm.PlanCommitType, cmd)); err == nil {
-				break
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	commitOnLeader(t, func() []*raft.Raft { return rafts(nodes) }, fsm.MustEncode(fsm.PlanCommitType, cmd))
 	for i, f := range fsms {
 		eventually(t, fmt.Sprintf("intent on node %d", i), func() bool { _, ok := f.Intent("i1"); return ok })
 	}
@@ -313,4 +286,12 @@ func TestLoadTLSErrorsNameTheFile(t *testing.T) {
 	if _, err := LoadTLS(TLSFiles{CertFile: files.CertFile}); err == nil {
 		t.Fatal("missing key and CA accepted")
 	}
+}
+
+func rafts(nodes []*Node) []*raft.Raft {
+	out := make([]*raft.Raft, len(nodes))
+	for i, n := range nodes {
+		out[i] = n.Raft
+	}
+	return out
 }

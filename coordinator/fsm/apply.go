@@ -13,7 +13,6 @@ type tables struct {
 	instances     map[string]Instance
 	interruptions map[string]InterruptionReport
 	terminations  map[string]TerminationIntent
-	agents        map[string]Agent
 	// podIntent indexes live intents by nominated pod (derived, not persisted).
 	podIntent map[string]string
 	index     uint64
@@ -25,7 +24,6 @@ func newTables() *tables {
 		instances:     map[string]Instance{},
 		interruptions: map[string]InterruptionReport{},
 		terminations:  map[string]TerminationIntent{},
-		agents:        map[string]Agent{},
 		podIntent:     map[string]string{},
 	}
 }
@@ -36,7 +34,6 @@ func (t *tables) clone() *tables {
 		instances:     cloneMap(t.instances),
 		interruptions: cloneMap(t.interruptions),
 		terminations:  cloneMap(t.terminations),
-		agents:        cloneMap(t.agents),
 		podIntent:     cloneMap(t.podIntent),
 		index:         t.index,
 	}
@@ -113,7 +110,6 @@ func init() {
 	registerCommand(InterruptionHandledType, applyInterruptionHandled)
 	registerCommand(TerminationIntentType, applyTerminationIntent)
 	registerCommand(TerminationResultType, applyTerminationResult)
-	registerCommand(AgentUpsertType, applyAgentUpsert)
 	registerCommand(TerminationCancelType, applyTerminationCancel)
 }
 
@@ -383,25 +379,4 @@ func applyTerminationResult(t *tables, buf []byte, index uint64) any {
 	}
 	t.index = index
 	return nil
-}
-
-func applyAgentUpsert(t *tables, buf []byte, index uint64) any {
-	var c AgentUpsert
-	decode(buf, &c, index)
-	a := c.Agent
-	if a.NodeName == "" {
-		return fmt.Errorf("%w: agent without nodeName", ErrInvalidCommand)
-	}
-	if old, ok := t.agents[a.NodeName]; ok && withAgentIndex(old, 0) == withAgentIndex(a, 0) {
-		return nil
-	}
-	a.ModifyIndex = index
-	t.agents[a.NodeName] = a
-	t.index = index
-	return nil
-}
-
-func withAgentIndex(a Agent, i uint64) Agent {
-	a.ModifyIndex = i
-	return a
 }

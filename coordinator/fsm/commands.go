@@ -21,7 +21,7 @@ const (
 	InterruptionHandledType MessageType = 8
 	TerminationIntentType   MessageType = 9
 	TerminationResultType   MessageType = 10
-	AgentUpsertType         MessageType = 11
+	// 11 was AgentUpsert, never committed by any release; do not reuse.
 	TerminationCancelType   MessageType = 12
 
 	// IgnoreUnknownTypeFlag marks a command an older replica may skip
@@ -159,11 +159,6 @@ type TerminationCancel struct {
 type TerminationResult struct {
 	ID string    `json:"id"`
 	At time.Time `json:"at"`
-}
-
-// AgentUpsert records an agent's identity, keyed by node name.
-type AgentUpsert struct {
-	Agent Agent `json:"agent"`
 }
 
 // Encode renders a command as a log entry: the type byte then the JSON

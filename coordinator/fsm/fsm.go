@@ -127,13 +127,6 @@ func (f *FSM) Terminations() []TerminationIntent {
 	return sortedValues(f.t.terminations)
 }
 
-// Agents returns all agents sorted by node name.
-func (f *FSM) Agents() []Agent {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	return sortedValues(f.t.agents)
-}
-
 // NominatedPods returns pod -> intent ID for every pod a live intent holds;
 // an intent whose instance has a termination intent holds none (its pods
 // need a new home).

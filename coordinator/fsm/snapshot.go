@@ -28,7 +28,7 @@ const (
 	tableInstances     tableType = 2
 	tableInterruptions tableType = 3
 	tableTerminations  tableType = 4
-	tableAgents        tableType = 5
+	tableAgents        tableType = 5 // read and ignored: no longer written
 	tableEnd           tableType = 255
 )
 
@@ -61,9 +61,6 @@ func writeSnapshot(w io.Writer, t *tables) error {
 		return err
 	}
 	if err := writeTable(bw, tableTerminations, t.terminations); err != nil {
-		return err
-	}
-	if err := writeTable(bw, tableAgents, t.agents); err != nil {
 		return err
 	}
 	bw.WriteByte(byte(tableEnd))
@@ -131,7 +128,8 @@ func readSnapshot(r io.Reader) (*tables, error) {
 		case tableTerminations:
 			err = restoreInto(buf, t.terminations, func(v TerminationIntent) string { return v.ID })
 		case tableAgents:
-			err = restoreInto(buf, t.agents, func(v Agent) string { return v.NodeName })
+			// Agent identities are no longer kept; older snapshots may
+			// hold the (always empty) table.
 		default:
 			err = fmt.Errorf("unknown table %d", tb)
 		}

@@ -1,6 +1,6 @@
 // Package fsm is the coordinator's replicated state machine: the tables that
 // must outlive a leader (launch intents, instances, interruption reports,
-// termination intents, agents) and the commands that change them.
+// termination intents) and the commands that change them.
 //
 // Apply is pure: it does no I/O, reads no clock and starts no goroutine.
 // Timestamps travel inside commands, stamped by the leader before it
@@ -150,14 +150,4 @@ type TerminationIntent struct {
 	CreatedAt   time.Time     `json:"createdAt"`
 	DoneAt      time.Time     `json:"doneAt,omitempty"`
 	ModifyIndex uint64        `json:"modifyIndex"`
-}
-
-// Agent is a node agent's identity (no heartbeats: those live in leader
-// memory and reset on failover).
-type Agent struct {
-	NodeName    string `json:"nodeName"`
-	InstanceID  string `json:"instanceID"`
-	Addr        string `json:"addr,omitempty"`
-	Version     string `json:"version,omitempty"`
-	ModifyIndex uint64 `json:"modifyIndex"`
 }

@@ -19,8 +19,8 @@ import (
 	"github.com/joiner-dev/joiner/coordinator/interruption"
 	"github.com/joiner-dev/joiner/coordinator/kube"
 	"github.com/joiner-dev/joiner/coordinator/termination"
-	"github.com/joiner-dev/joiner/internal/kubetest"
-	"github.com/joiner-dev/joiner/internal/testenv"
+	"github.com/joiner-dev/joiner/test/kubetest"
+	"github.com/joiner-dev/joiner/test/testenv"
 )
 
 type recordingCloud struct {
@@ -95,7 +95,7 @@ func TestInterruptionRealAPIServer(t *testing.T) {
 	if err := cache.WaitForSync(ctx); err != nil {
 		t.Fatal(err)
 	}
-	kubetest.WaitFor(t, 30*time.Second, "nodeclaims with provider IDs in the cache", func() bool {
+	kubetest.WaitFor(t, 2*time.Minute, "nodeclaims with provider IDs in the cache", func() bool {
 		return cache.NodeClaimByProviderID("aws:///us-east-1a/i-spot") != nil && cache.NodeClaimByProviderID("aws:///us-east-1a/i-rebal") != nil
 	})
 	reg := prometheus.NewRegistry()
@@ -144,7 +144,7 @@ func TestInterruptionRealAPIServer(t *testing.T) {
 		t.Error("rebalance recommendation deleted its nodeclaim")
 	}
 	// The Events name the interruption.
-	kubetest.WaitFor(t, 30*time.Second, "SpotInterrupted and RebalanceRecommendation events", func() bool {
+	kubetest.WaitFor(t, 2*time.Minute, "SpotInterrupted and RebalanceRecommendation events", func() bool {
 		evs, err := clients.Kube.CoreV1().Events("").List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false

@@ -19,8 +19,8 @@ import (
 	"github.com/joiner-dev/joiner/coordinator/fsm"
 	"github.com/joiner-dev/joiner/coordinator/fsm/fsmtest"
 	"github.com/joiner-dev/joiner/coordinator/kube"
-	"github.com/joiner-dev/joiner/internal/simstack"
-	"github.com/joiner-dev/joiner/internal/testenv"
+	"github.com/joiner-dev/joiner/test/simstack"
+	"github.com/joiner-dev/joiner/test/testenv"
 )
 
 // clock is a settable clock for the loop under test.

@@ -17,8 +17,8 @@ import (
 	"github.com/joiner-dev/joiner/coordinator/kube"
 	"github.com/joiner-dev/joiner/coordinator/launcher"
 	"github.com/joiner-dev/joiner/coordinator/provisioner"
-	"github.com/joiner-dev/joiner/internal/simstack"
-	"github.com/joiner-dev/joiner/internal/testenv"
+	"github.com/joiner-dev/joiner/test/simstack"
+	"github.com/joiner-dev/joiner/test/testenv"
 	"github.com/joiner-dev/joiner/userdata"
 )
 

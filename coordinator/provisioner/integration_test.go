@@ -19,8 +19,8 @@ import (
 	"github.com/joiner-dev/joiner/coordinator/launcher"
 	"github.com/joiner-dev/joiner/coordinator/lifecycle"
 	"github.com/joiner-dev/joiner/coordinator/provisioner"
-	"github.com/joiner-dev/joiner/internal/simstack"
-	"github.com/joiner-dev/joiner/internal/testenv"
+	"github.com/joiner-dev/joiner/test/simstack"
+	"github.com/joiner-dev/joiner/test/testenv"
 	"github.com/joiner-dev/joiner/userdata"
 )
 
@@ -104,20 +104,32 @@ func TestProvisionDeployment(t *testing.T) {
 		}
 		seen[id] = in.ID
 	}
-	claims := cache.NodeClaims()
-	if len(claims) != len(insts) || len(claims) == 0 {
-		t.Fatalf("%d nodeclaims, %d instances: want equal and > 0", len(claims), len(insts))
-	}
-	for _, nc := range claims {
-		id := nc.Annotations[karpv1.AnnotationLaunchID]
-		if _, ok := seen[id]; !ok {
-			t.Errorf("nodeclaim %s: launch %q has no instance", nc.Name, id)
+	// The cache and the launcher may lag the pods by a pass.
+	var claims []*karpv1.NodeClaim
+	simstack.Eventually(t, 2*time.Minute, "one instance per nodeclaim, every intent launched", func() (bool, string) {
+		insts, err := prov.List(ctx, nil)
+		if err != nil {
+			return false, err.Error()
 		}
-		in, ok := state.Intent(id)
-		if !ok || in.State != fsm.IntentLaunched {
-			t.Errorf("nodeclaim %s: intent %q state %q, want launched", nc.Name, id, in.State)
+		seen := map[string]string{}
+		for _, in := range insts {
+			seen[in.Tags[karpv1.TagLaunchID]] = in.ID
 		}
-	}
+		claims = cache.NodeClaims()
+		if len(claims) != len(insts) || len(claims) == 0 {
+			return false, fmt.Sprintf("%d nodeclaims, %d instances", len(claims), len(insts))
+		}
+		for _, nc := range claims {
+			id := nc.Annotations[karpv1.AnnotationLaunchID]
+			if _, ok := seen[id]; !ok {
+				return false, fmt.Sprintf("nodeclaim %s: launch %q has no instance", nc.Name, id)
+			}
+			if in, ok := state.Intent(id); !ok || in.State != fsm.IntentLaunched {
+				return false, fmt.Sprintf("nodeclaim %s: intent %q state %q", nc.Name, id, in.State)
+			}
+		}
+		return true, ""
+	})
 	t.Logf("%d pods on %d nodeclaims", replicas, len(claims))
 
 	// Scale to zero: nothing is disrupted by the provisioner.

@@ -17,7 +17,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/retry"
 
-	"github.com/joiner-dev/joiner/agent/drain"
+	"github.com/joiner-dev/joiner/drain"
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 	"github.com/joiner-dev/joiner/cloud"
 	"github.com/joiner-dev/joiner/coordinator/fsm"

@@ -35,7 +35,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/joiner-dev/joiner/agent/drain"
+	"github.com/joiner-dev/joiner/drain"
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
 )

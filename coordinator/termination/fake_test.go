@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/joiner-dev/joiner/agent/drain"
+	"github.com/joiner-dev/joiner/drain"
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 )
 

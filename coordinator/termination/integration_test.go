@@ -24,8 +24,8 @@ import (
 	"github.com/joiner-dev/joiner/coordinator/fsm/fsmtest"
 	"github.com/joiner-dev/joiner/coordinator/kube"
 	"github.com/joiner-dev/joiner/coordinator/termination"
-	"github.com/joiner-dev/joiner/internal/kubetest"
-	"github.com/joiner-dev/joiner/internal/testenv"
+	"github.com/joiner-dev/joiner/test/kubetest"
+	"github.com/joiner-dev/joiner/test/testenv"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -126,10 +126,10 @@ func TestDeleteNodeClaimRealControlPlane(t *testing.T) {
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	kubetest.WaitFor(t, 90*time.Second, "2 web pods ready on the target", func() bool {
+	kubetest.WaitFor(t, 3*time.Minute, "2 web pods ready on the target", func() bool {
 		return countReady(ctx, c, ns, target) == 2
 	})
-	kubetest.WaitFor(t, 60*time.Second, "PDB allows one disruption", func() bool {
+	kubetest.WaitFor(t, 3*time.Minute, "PDB allows one disruption", func() bool {
 		p, err := c.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, "web", metav1.GetOptions{})
 		return err == nil && p.Status.ObservedGeneration == p.Generation && p.Status.DisruptionsAllowed == 1
 	})
@@ -207,7 +207,7 @@ func TestDeleteNodeClaimRealControlPlane(t *testing.T) {
 	if len(terms) != 1 || terms[0].ID != "term-"+instance || terms[0].Reason != termination.DefaultReason || terms[0].State != fsm.TerminationDone {
 		t.Errorf("terminations %+v: want term-%s deleted done", terms, instance)
 	}
-	kubetest.WaitFor(t, 60*time.Second, "2 web pods ready on the spare", func() bool {
+	kubetest.WaitFor(t, 3*time.Minute, "2 web pods ready on the spare", func() bool {
 		return countReady(ctx, c, ns, spare) == 2
 	})
 	mu.Lock()

@@ -17,8 +17,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/joiner-dev/joiner/internal/harness"
-	"github.com/joiner-dev/joiner/internal/testenv"
+	"github.com/joiner-dev/joiner/test/harness"
+	"github.com/joiner-dev/joiner/test/testenv"
 )
 
 const (
@@ -109,7 +109,7 @@ func waitFor(ctx context.Context, t *testing.T, h *harness.Harness, what string,
 // after a scale to 0 the NodeClaims stay; after Stop no process is left.
 func TestProvisionWithLeaderKill(t *testing.T) {
 	h := startHarness(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
 	if err := h.WaitReady(ctx); err != nil {
 		t.Fatal(err)
@@ -151,7 +151,7 @@ func TestProvisionWithLeaderKill(t *testing.T) {
 		return s.Pods == replicas && s.Bound == replicas
 	})
 	st = waitFor(ctx, t, h, "one running instance per nodeclaim", killed, func(s *harness.State) bool {
-		return len(oneInstancePerClaim(s)) == 0 && len(s.Duplicates()) == 0
+		return len(oneInstancePerClaim(s)) == 0 && len(s.Duplicates()) == 0 && len(s.Nodes) > 0 && len(s.Nodes) >= len(s.NodeClaims)
 	})
 	if dup := st.Duplicates(); len(dup) > 0 {
 		t.Errorf("duplicate instances: %v", dup)

@@ -15,13 +15,13 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/joiner-dev/joiner/agent/report"
+	agentv1 "github.com/joiner-dev/joiner/api/agent/v1"
 )
 
 // Entry is one committed report.
 type Entry struct {
 	Index  uint64
-	Report report.Report
+	Report agentv1.Report
 }
 
 // Cluster is a set of replicas sharing one committed log.
@@ -100,7 +100,7 @@ func (c *Cluster) SetDropRate(p float64) { c.mu.Lock(); c.DropRate = p; c.mu.Unl
 
 func (r *Replica) serve(ln net.Listener) {
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST "+report.Path, r.c.handle)
+	mux.HandleFunc("POST "+agentv1.Path, r.c.handle)
 	r.ln = ln
 	r.srv = &http.Server{Handler: mux}
 	r.done = make(chan struct{})
@@ -141,23 +141,23 @@ func (c *Cluster) handle(w http.ResponseWriter, req *http.Request) {
 	c.mu.Unlock()
 
 	if token != "" && req.Header.Get("Authorization") != "Bearer "+token {
-		writeJSON(w, http.StatusUnauthorized, report.ErrorBody{Error: "missing or wrong bearer token"})
+		writeJSON(w, http.StatusUnauthorized, agentv1.ErrorBody{Error: "missing or wrong bearer token"})
 		return
 	}
-	var rep report.Report
+	var rep agentv1.Report
 	dec := json.NewDecoder(http.MaxBytesReader(w, req.Body, 64<<10))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&rep); err != nil {
-		writeJSON(w, http.StatusBadRequest, report.ErrorBody{Error: "decoding body: " + err.Error()})
+		writeJSON(w, http.StatusBadRequest, agentv1.ErrorBody{Error: "decoding body: " + err.Error()})
 		return
 	}
 	if err := rep.Validate(); err != nil {
-		writeJSON(w, http.StatusBadRequest, report.ErrorBody{Error: err.Error()})
+		writeJSON(w, http.StatusBadRequest, agentv1.ErrorBody{Error: err.Error()})
 		return
 	}
 	if drop && !afterCommit {
 		w.Header().Set("Retry-After", "0")
-		writeJSON(w, http.StatusServiceUnavailable, report.ErrorBody{Error: "no leader"})
+		writeJSON(w, http.StatusServiceUnavailable, agentv1.ErrorBody{Error: "no leader"})
 		return
 	}
 	c.mu.Lock()
@@ -178,7 +178,7 @@ func (c *Cluster) handle(w http.ResponseWriter, req *http.Request) {
 		}
 		panic(http.ErrAbortHandler)
 	}
-	writeJSON(w, http.StatusOK, report.Ack{ID: rep.ID, Index: idx, Duplicate: dup})
+	writeJSON(w, http.StatusOK, agentv1.Ack{ID: rep.ID, Index: idx, Duplicate: dup})
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

@@ -96,7 +96,7 @@ POD_NAME and POD_IP come from the downward API (see the StatefulSet).
 {{/*
 Command-line flags of `joiner agent` (cmd/joiner/agent.go). HOST_IP comes
 from the downward API; the pod uses the host network (IMDSv2 with hop limit
-1, gossip on the node's address).
+1).
 */}}
 {{- define "joiner.agent.args" -}}
 - agent
@@ -128,15 +128,6 @@ from the downward API; the pod uses the host network (IMDSv2 with hop limit
 {{- end }}
 {{- if .Values.agent.coordinatorTokenSecret }}
 - --coordinator-token-file=/etc/joiner/token/token
-{{- end }}
-{{- if .Values.agent.gossipSeeds }}
-- --gossip-bind=$(HOST_IP):{{ .Values.agent.ports.gossip }}
-{{- range .Values.agent.gossipSeeds }}
-- --gossip-seed={{ . }}
-{{- end }}
-{{- if .Values.coordinator.gossipKeyringSecret }}
-- --gossip-keyring-file=/etc/joiner/keyring/keyring
-{{- end }}
 {{- end }}
 {{- range .Values.agent.extraArgs }}
 - {{ . }}

@@ -126,7 +126,7 @@ func (m *IMDS) RestartWith(opts IMDSOptions) error {
 		return err
 	}
 	m.proc, m.opts = p, opts
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	// Any HTTP answer (even 401 or 404) means it is serving.
 	for {

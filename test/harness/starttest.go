@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/joiner-dev/joiner/internal/testenv"
+	"github.com/joiner-dev/joiner/test/testenv"
 )
 
 // StartTest builds joiner into a temporary folder and starts a harness for
@@ -19,13 +19,17 @@ func StartTest(t testing.TB, opts Options) *Harness {
 	if testing.Short() {
 		t.Skip("real processes skipped under -short")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
+	// The build and the start each get their own budget: on a loaded
+	// machine a cold build alone can take minutes.
+	bctx, bcancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer bcancel()
 	dir := t.TempDir()
-	bin, err := BuildJoiner(ctx, dir)
+	bin, err := BuildJoiner(bctx, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
 	opts.Dir, opts.JoinerBin = dir, bin
 	h, err := Start(ctx, opts)
 	if errors.Is(err, testenv.ErrToolsMissing) {

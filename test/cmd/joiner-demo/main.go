@@ -23,8 +23,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/joiner-dev/joiner/internal/harness"
-	"github.com/joiner-dev/joiner/internal/testenv"
+	"github.com/joiner-dev/joiner/test/harness"
+	"github.com/joiner-dev/joiner/test/testenv"
 )
 
 const (

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 
@@ -81,6 +82,8 @@ type NodeClaimInfo struct {
 	// DisruptionReason is joiner.io/disruption-reason ("" when none).
 	DisruptionReason                            string
 	Launched, Registered, Initialized, Deleting bool
+	// Created is the object's creation time (the API server's clock).
+	Created time.Time
 }
 
 // NodeInfo is what the harness reads from a Node.
@@ -133,7 +136,7 @@ func (h *Harness) State(ctx context.Context, namespace, selector string) (*State
 	}
 	for _, o := range ncs.Items {
 		ni := NodeClaimInfo{Name: o.GetName(), NodePool: o.GetLabels()[LabelNodePool],
-			LaunchID: o.GetAnnotations()[karpv1.AnnotationLaunchID], Deleting: o.GetDeletionTimestamp() != nil,
+			LaunchID: o.GetAnnotations()[karpv1.AnnotationLaunchID], Deleting: o.GetDeletionTimestamp() != nil, Created: o.GetCreationTimestamp().Time,
 			DisruptionReason: o.GetAnnotations()[karpv1.AnnotationDisruptionReason]}
 		ni.ProviderID, _, _ = unstructured.NestedString(o.Object, "status", "providerID")
 		ni.NodeName, _, _ = unstructured.NestedString(o.Object, "status", "nodeName")

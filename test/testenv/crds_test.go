@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/joiner-dev/joiner/internal/testenv"
+	"github.com/joiner-dev/joiner/test/testenv"
 )
 
 func TestReadObjects(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/joiner-dev/joiner/internal/testenv"
+	"github.com/joiner-dev/joiner/test/testenv"
 )
 
 var shared testenv.Shared

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/joiner-dev/joiner/internal/testenv"
+	"github.com/joiner-dev/joiner/test/testenv"
 )
 
 // TestRaftFailover: three coordinator processes form a raft cluster, a

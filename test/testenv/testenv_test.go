@@ -28,12 +28,12 @@ import (
 
 	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
 	corev1k "github.com/joiner-dev/joiner/api/core/v1"
-	"github.com/joiner-dev/joiner/internal/testenv"
+	"github.com/joiner-dev/joiner/test/testenv"
 )
 
 // waitTimeout bounds every wait on the control plane; it is a deadline for
 // behaviour to happen, not a speed assertion.
-const waitTimeout = 2 * time.Minute
+const waitTimeout = 5 * time.Minute
 
 var (
 	nodePools     = schema.GroupVersionResource{Group: "karpenter.sh", Version: "v1", Resource: "nodepools"}

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/joiner-dev/joiner/internal/testenv"
+	"github.com/joiner-dev/joiner/test/testenv"
 )
 
 // imdsGet fetches path with an IMDSv2 token (when token is true).

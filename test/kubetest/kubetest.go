@@ -155,11 +155,10 @@ func PodReady(p *corev1.Pod) bool {
 func WaitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
 	end := time.Now().Add(d)
-	for time.Now().Before(end) {
-		if cond() {
-			return
+	for !cond() {
+		if time.Now().After(end) {
+			t.Fatalf("timed out after %s waiting for: %s", d, what)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	t.Fatalf("timed out after %s waiting for: %s", d, what)
 }

@@ -33,7 +33,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/joiner-dev/joiner/cloud/sim"
-	"github.com/joiner-dev/joiner/internal/testenv"
+	"github.com/joiner-dev/joiner/test/testenv"
 )
 
 // Region is the simulated region.
@@ -128,7 +128,9 @@ func Start(ctx context.Context, opts Options) (*Harness, error) {
 	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("harness: run dir: %w", err)
 	}
-	h := &Harness{opts: opts, http: &http.Client{Timeout: 5 * time.Second},
+	// A generous timeout: a coordinator on a loaded machine can take
+	// seconds to answer /metrics, and a timeout reads as "not the leader".
+	h := &Harness{opts: opts, http: &http.Client{Timeout: 20 * time.Second},
 		procs: map[string]*testenv.Process{}, agents: map[string]string{}}
 	if err := h.start(ctx); err != nil {
 		h.Stop()
