@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 )
@@ -126,15 +127,33 @@ func applyPlanCommit(t *tables, buf []byte, index uint64) any {
 			continue // re-commit of the same decision
 		}
 		for _, p := range ni.Pods {
-			if owner, ok := t.podIntent[p]; ok {
-				return fmt.Errorf("%w: pod %s held by intent %s", ErrPodNominated, p, owner)
-			}
 			if owner, ok := seen[p]; ok {
 				return fmt.Errorf("%w: pod %s in intents %s and %s", ErrPodNominated, p, owner, ni.ID)
 			}
 			seen[p] = ni.ID
 		}
 		fresh = append(fresh, ni)
+	}
+	// Re-planned pods leave the intents that held them.
+	moved := map[string][]string{} // old intent -> pods
+	for _, ni := range fresh {
+		for _, p := range ni.Pods {
+			if owner, ok := t.podIntent[p]; ok {
+				moved[owner] = append(moved[owner], p)
+			}
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(moved)) {
+		old := t.intents[id]
+		old.Pods = slices.DeleteFunc(slices.Clone(old.Pods), func(p string) bool { return slices.Contains(moved[id], p) })
+		if len(old.Pods) == 0 && old.State == IntentPending {
+			old.State, old.LastError = IntentCancelled, "every pod was planned again"
+		}
+		old.UpdatedAt = c.At
+		for _, p := range moved[id] {
+			delete(t.podIntent, p)
+		}
+		t.putIntent(old, index)
 	}
 	for _, ni := range fresh {
 		pods := slices.Clone(ni.Pods)

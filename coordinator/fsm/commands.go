@@ -22,7 +22,7 @@ const (
 	TerminationIntentType   MessageType = 9
 	TerminationResultType   MessageType = 10
 	// 11 was AgentUpsert, never committed by any release; do not reuse.
-	TerminationCancelType   MessageType = 12
+	TerminationCancelType MessageType = 12
 
 	// IgnoreUnknownTypeFlag marks a command an older replica may skip
 	// rather than panic on (Nomad's convention).
@@ -42,7 +42,7 @@ var (
 	// ErrStaleAttempt: a LaunchResult for an attempt that is not the
 	// current one. The result is ignored.
 	ErrStaleAttempt = errors.New("stale launch attempt")
-	// ErrPodNominated: PlanCommit nominated a pod a live intent already holds.
+	// ErrPodNominated: PlanCommit nominated one pod to two intents.
 	ErrPodNominated = errors.New("pod already nominated to a live intent")
 	// ErrNotPending: IntentCancel of an intent that is no longer pending.
 	ErrNotPending = errors.New("launch intent not pending")
@@ -61,10 +61,14 @@ type NewIntent struct {
 	Pods []string   `json:"pods"`
 }
 
-// PlanCommit records new launch intents as pending. It is atomic: if any pod
-// is already nominated to a live intent (or twice in the command), nothing is
-// committed and ErrPodNominated is returned. Re-committing an existing
-// intent ID is a no-op.
+// PlanCommit records new launch intents as pending. A nomination is a hint
+// with a lifetime: a pod the command nominates that a live intent already
+// holds moves to the new intent (the planner re-planned it because the old
+// nomination went stale: its node had no room, or kube-scheduler did not
+// bind it in time), and a pending intent left with no pod is cancelled. The
+// command is refused as a whole (ErrPodNominated, nothing committed) only
+// when it nominates one pod twice. Re-committing an existing intent ID is a
+// no-op.
 type PlanCommit struct {
 	Intents []NewIntent `json:"intents"`
 	At      time.Time   `json:"at"`

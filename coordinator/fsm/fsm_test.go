@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"slices"
 	"testing"
 	"time"
 
@@ -117,17 +118,48 @@ func TestCommands(t *testing.T) {
 			},
 		},
 		{
-			name: "plan commit is atomic and rejects double nomination",
+			name: "plan commit refuses one pod twice; a re-planned pod moves",
 			steps: []step{
 				{PlanCommitType, plan("i1", "p1", "p2"), nil},
 				{PlanCommitType, plan("i1", "p1", "p2"), nil}, // same decision again
-				{PlanCommitType, PlanCommit{Intents: []NewIntent{{ID: "i2", Spec: spec(), Pods: []string{"p3"}}, {ID: "i3", Spec: spec(), Pods: []string{"p2"}}}}, ErrPodNominated},
 				{PlanCommitType, PlanCommit{Intents: []NewIntent{{ID: "i4", Spec: spec(), Pods: []string{"p5"}}, {ID: "i5", Spec: spec(), Pods: []string{"p5"}}}}, ErrPodNominated},
 				{PlanCommitType, PlanCommit{Intents: []NewIntent{{ID: "i6", Spec: spec()}}}, ErrInvalidCommand},
+				// p2's nomination went stale: it is planned again, with p3.
+				{PlanCommitType, PlanCommit{Intents: []NewIntent{{ID: "i2", Spec: spec(), Pods: []string{"p3"}}, {ID: "i3", Spec: spec(), Pods: []string{"p2"}}}}, nil},
+				// p1 too: i1 is left with no pod while pending, and is cancelled.
+				{PlanCommitType, plan("i7", "p1"), nil},
 			},
 			check: func(t *testing.T, f *FSM) {
-				if n := len(f.Intents()); n != 1 {
-					t.Fatalf("%d intents, want 1", n)
+				if n := len(f.Intents()); n != 4 {
+					t.Fatalf("%d intents, want 4 (i1 i2 i3 i7)", n)
+				}
+				nom := f.NominatedPods()
+				if nom["p1"] != "i7" || nom["p2"] != "i3" || nom["p3"] != "i2" {
+					t.Fatalf("nominations %v", nom)
+				}
+				if in, _ := f.Intent("i1"); in.State != IntentCancelled || len(in.Pods) != 0 {
+					t.Fatalf("i1 = %+v, want cancelled with no pod", in)
+				}
+				if in, _ := f.Intent("i3"); in.State != IntentPending || !slices.Equal(in.Pods, []string{"p2"}) {
+					t.Fatalf("i3 = %+v", in)
+				}
+			},
+		},
+		{
+			name: "a launched intent keeps its other pods when one moves",
+			steps: []step{
+				{PlanCommitType, plan("i1", "p1", "p2"), nil},
+				{LaunchAttemptStartType, LaunchAttemptStart{IntentID: "i1", Attempt: 1}, nil},
+				{LaunchResultType, launched("i1", 1, "i-1"), nil},
+				{PlanCommitType, plan("i2", "p2"), nil},
+			},
+			check: func(t *testing.T, f *FSM) {
+				in, _ := f.Intent("i1")
+				if in.State != IntentLaunched || !slices.Equal(in.Pods, []string{"p1"}) {
+					t.Fatalf("i1 = %+v, want launched holding p1", in)
+				}
+				if got := f.NominatedPods()["p2"]; got != "i2" {
+					t.Fatalf("p2 nominated to %q", got)
 				}
 			},
 		},

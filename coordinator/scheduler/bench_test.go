@@ -15,13 +15,28 @@ import (
 	"github.com/joiner-dev/joiner/cloud/catalog"
 )
 
-// BenchmarkScheduling is Karpenter's scheduling benchmark workload (see
-// fakeTypes and benchPods). Metrics: pods/s, nodes, price (total hourly),
-// price/lowerbound.
+// BenchmarkScheduling is Karpenter's scheduling benchmark: its pods made
+// its way (karpenterPods) and its 400 fake instance types (fakeTypes).
+// Metrics: pods/s, cpu-s/op, nodes, price (total hourly), price/lowerbound.
 func BenchmarkScheduling(b *testing.B) {
+	benchmarkScheduling(b, benchInput)
+}
+
+// BenchmarkSchedulingSelfSelecting is the easier workload the first
+// benchmarks used (selfSelectingPods: every selector selects only its own
+// group, one affinity group), kept to compare with earlier figures.
+func BenchmarkSchedulingSelfSelecting(b *testing.B) {
+	benchmarkScheduling(b, func(n int) *Input {
+		in := benchInput(n)
+		in.Pods = selfSelectingPods(n, 42)
+		return in
+	})
+}
+
+func benchmarkScheduling(b *testing.B, input func(n int) *Input) {
 	for _, n := range []int{1, 50, 100, 500, 1000, 2000, 5000, 10000, 20000} {
 		b.Run(strconv.Itoa(n), func(b *testing.B) {
-			in := benchInput(n)
+			in := input(n)
 			lb := lowerBound(in.Pods, in.InstanceTypes["default"])
 			b.ReportAllocs()
 			b.ResetTimer()

@@ -180,3 +180,26 @@ func (ri *resourceIndex) podRequests(p *corev1.Pod) (vec, bool) {
 	out[resPods]++
 	return out, !unknown
 }
+
+// FitNominated splits the pods nominated to a node (in order) into those
+// that still fit beside the pods bound there and those that do not: a
+// nomination whose node filled up with other pods is stale, and its pod
+// needs a new plan.
+func FitNominated(allocatable corev1.ResourceList, bound, nominated []*corev1.Pod) (fit, stale []*corev1.Pod) {
+	ri := newResourceIndex([][]*corev1.Pod{bound, nominated})
+	free := ri.toVec(allocatable, nil)
+	for _, p := range bound {
+		r, _ := ri.podRequests(p)
+		free = free.sub(r)
+	}
+	for _, p := range nominated {
+		r, _ := ri.podRequests(p)
+		if r.fits(free) {
+			free = free.sub(r)
+			fit = append(fit, p)
+			continue
+		}
+		stale = append(stale, p)
+	}
+	return fit, stale
+}

@@ -451,13 +451,19 @@ func TestDeterminism(t *testing.T) {
 	}
 }
 
-// TestProperties: on random benchmark-like workloads, with and without
-// limits, every plan respects every pod's constraints and pool limits.
+// TestProperties: on Karpenter's benchmark workload (its generator, other
+// seeds) and on the self-selecting one, with and without limits, every
+// plan respects every pod's constraints, counting every pod that matches
+// their selectors, and pool limits.
 func TestProperties(t *testing.T) {
-	for seed := range uint64(12) {
-		n := 50 + int(seed)*37
+	for seed := range uint64(24) {
+		n := 50 + int(seed%12)*37
 		in := benchInput(n)
-		in.Pods = benchPods(n, seed)
+		if seed < 12 {
+			in.Pods = karpenterPodsSeeded(n, int64(seed))
+		} else {
+			in.Pods = selfSelectingPods(n, seed)
+		}
 		if seed%3 == 1 {
 			in.NodePools[0].Spec.Limits = karpv1.Limits{corev1.ResourceCPU: resource.MustParse(fmt.Sprint(n / 4))}
 		}
@@ -471,6 +477,26 @@ func TestProperties(t *testing.T) {
 		}
 		if seed%3 == 0 && len(plan.Unschedulable) > 0 {
 			t.Fatalf("seed %d: %d unschedulable without limits: %v", seed, len(plan.Unschedulable), plan.Unschedulable[0])
+		}
+	}
+}
+
+// TestKarpenterWorkloadValid: at every size Karpenter's benchmark runs, the
+// plan for its exact pods holds every constraint on the final layout,
+// counting every pod the selectors match.
+func TestKarpenterWorkloadValid(t *testing.T) {
+	sizes := []int{1, 50, 100, 500, 1000, 2000, 5000, 10000, 20000}
+	if testing.Short() {
+		sizes = sizes[:6]
+	}
+	for _, n := range sizes {
+		in := benchInput(n)
+		plan := Solve(in)
+		if len(plan.Unschedulable) > 0 {
+			t.Fatalf("%d pods: %d unschedulable, first %+v", n, len(plan.Unschedulable), plan.Unschedulable[0])
+		}
+		if err := verifyPlan(in, plan); err != nil {
+			t.Fatalf("%d pods: %v", n, err)
 		}
 	}
 }

@@ -295,10 +295,11 @@ func (s *solver) rules(v *variant) []domainRule {
 		}
 	}
 	for _, g := range v.c.memberOf {
-		if !g.anti {
+		r := rule(g.key)
+		if r == nil {
 			continue
 		}
-		if r := rule(g.key); r != nil {
+		if g.anti {
 			for d, n := range g.owners {
 				if n > 0 {
 					r.forbidden = append(r.forbidden, d)
@@ -306,11 +307,40 @@ func (s *solver) rules(v *variant) []domainRule {
 				}
 			}
 		}
+		// Counted by a required spread: stay within its skew, wherever
+		// this pod binds relative to the spread's own pods.
+		if sp := g.spread; sp != nil {
+			lo := g.floor()
+			for _, d := range sp.domains {
+				if g.counts[d]+1-lo > sp.maxSkew {
+					r.forbidden = append(r.forbidden, d)
+					r.optional = false
+				}
+			}
+			if r.prefer == nil {
+				r.prefer = g
+			}
+		}
+		// Counted by a required affinity term: join the group's domain.
+		if g.affinity && g.total > 0 {
+			var allowed []string
+			for d, n := range g.counts {
+				if n > 0 {
+					allowed = append(allowed, d)
+				}
+			}
+			slices.Sort(allowed)
+			restrict(r, allowed)
+			r.optional = false
+		}
 	}
 	return out
 }
 
-// place puts one pod, relaxing preferences one at a time when needed.
+// place puts one pod, relaxing preferences one at a time when needed. The
+// constraints that merely count a pod (see group) are never relaxed: a
+// plan that breaks them works only if kube-scheduler binds its pods in one
+// order, which it does not promise.
 func (s *solver) place(c *class, p *corev1.Pod) {
 	var reasons []string
 	for level := 0; ; level++ {
@@ -491,7 +521,17 @@ func (s *solver) hostnameOK(host string, v *variant) bool {
 		}
 	}
 	for _, g := range v.c.memberOf {
-		if g.anti && g.key == karpv1.LabelHostname && g.owners[host] > 0 {
+		if g.key != karpv1.LabelHostname {
+			continue
+		}
+		if g.anti && g.owners[host] > 0 {
+			return false
+		}
+		// a new node is always an eligible, empty domain: the floor is 0
+		if g.spread != nil && g.counts[host]+1 > g.spread.maxSkew {
+			return false
+		}
+		if g.affinity && g.total > 0 && g.counts[host] == 0 {
 			return false
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -217,6 +218,9 @@ func (s *solver) compile(c *class, cons constraints, level int) *variant {
 		if tsc.TopologyKey != karpv1.LabelHostname {
 			sc.domains = s.eligibleDomains(v, tsc.TopologyKey)
 		}
+		if tsc.WhenUnsatisfiable == corev1.DoNotSchedule {
+			g.owned(sc)
+		}
 		v.spreads = append(v.spreads, sc)
 		keys[tsc.TopologyKey] = true
 	}
@@ -245,6 +249,9 @@ func (s *solver) compile(c *class, cons constraints, level int) *variant {
 			}
 			if i == 0 {
 				v.affs = append(v.affs, g)
+				if j < len(aff)-len(cons.prefAff) {
+					g.affinity = true
+				}
 			} else {
 				g.anti = true
 				v.antis = append(v.antis, g)
@@ -398,6 +405,12 @@ func (s *solver) termGroup(p *corev1.Pod, t corev1.PodAffinityTerm) (*group, err
 // domain of a topology key. Anti-affinity groups also count the pods that
 // carry the term (owners): a pod matching the selector may not join their
 // domain.
+//
+// A plan must hold whichever order kube-scheduler binds its pods in, so a
+// constraint binds every pod its selector counts, not only the pods that
+// carry it: a pod that merely matches a required spread's selector is
+// placed within the spread's skew (spread), and one that matches a
+// required affinity term goes where the group already is (affinity).
 type group struct {
 	key    string
 	sel    labels.Selector
@@ -407,6 +420,44 @@ type group struct {
 	counts map[string]int32
 	owners map[string]int32
 	total  int32
+	// spread is the tightest DoNotSchedule spread counting this group
+	// (nil: none): the least maxSkew, the largest minDomains and every
+	// owner's eligible domains.
+	spread *spreadC
+	// affinity: a required pod affinity term selects this group.
+	affinity bool
+}
+
+// owned records a DoNotSchedule spread that counts the group.
+func (g *group) owned(sc spreadC) {
+	if g.spread == nil {
+		c := sc
+		c.domains = slices.Clone(sc.domains)
+		g.spread = &c
+		return
+	}
+	g.spread.maxSkew = min(g.spread.maxSkew, sc.maxSkew)
+	g.spread.minDomains = max(g.spread.minDomains, sc.minDomains)
+	for _, d := range sc.domains {
+		if !slices.Contains(g.spread.domains, d) {
+			g.spread.domains = append(g.spread.domains, d)
+		}
+	}
+	slices.Sort(g.spread.domains)
+}
+
+// floor is the least count over the spread's eligible domains, 0 when they
+// are fewer than minDomains (kube-scheduler's global minimum).
+func (g *group) floor() int32 {
+	sp := g.spread
+	if len(sp.domains) == 0 || int32(len(sp.domains)) < sp.minDomains {
+		return 0
+	}
+	lo := int32(math.MaxInt32)
+	for _, d := range sp.domains {
+		lo = min(lo, g.counts[d])
+	}
+	return lo
 }
 
 func (g *group) matches(p *corev1.Pod) bool {

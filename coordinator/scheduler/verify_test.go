@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 
@@ -178,10 +179,16 @@ func verifyPlan(in *Input, plan *Plan) error {
 		}
 	}
 	// per-pod constraints
+	cnt := &counter{all: all, memo: map[string]map[string]int{}}
+	domainMemo := map[string][]string{}
+	newPods := map[*corev1.Pod]bool{}
+	for _, p := range in.Pods {
+		newPods[p] = true
+	}
 	for _, pl := range all {
 		p := pl.pod
-		if !isNew(in, p) {
-			if err := antiOK(p, pl, all); err != nil {
+		if !newPods[p] {
+			if err := antiOK(p, pl, cnt); err != nil {
 				return fmt.Errorf("existing pod %s on %s: %w", podName(p), pl.node, err)
 			}
 			continue
@@ -192,14 +199,21 @@ func verifyPlan(in *Input, plan *Plan) error {
 		if t, ok := tolerates(p.Spec.Tolerations, pl.taints); !ok {
 			return fmt.Errorf("pod %s on %s does not tolerate %v", podName(p), pl.node, t)
 		}
-		if err := topologyOK(p, pl, all); err != nil {
+		eligible := func(key string) []string {
+			id := fmt.Sprint(key, p.Spec.NodeSelector, nodeAffinity(p), p.Spec.Tolerations)
+			if d, ok := domainMemo[id]; ok {
+				return d
+			}
+			d := eligibleDomains(in, p, key)
+			domainMemo[id] = d
+			return d
+		}
+		if err := topologyOK(p, pl, cnt, eligible); err != nil {
 			return fmt.Errorf("pod %s on %s: %w", podName(p), pl.node, err)
 		}
 	}
 	return nil
 }
-
-func isNew(in *Input, p *corev1.Pod) bool { return slices.Contains(in.Pods, p) }
 
 func podNeed(p *corev1.Pod) corev1.ResourceList {
 	out := corev1.ResourceList{}
@@ -272,60 +286,121 @@ func domainOf(pl placed, key string) (string, bool) {
 	return v, ok
 }
 
-// topologyOK checks DoNotSchedule spreads (zone: max-min over seen domains
-// plus the pool's zones <= maxSkew; hostname: count <= maxSkew), required
+// eligibleDomains are the values of key the pod could land in: the zones
+// (or other label values) of available offerings of every instance type of
+// every pool it tolerates and is compatible with, and those of existing
+// nodes it could run on. Empty domains count: kube-scheduler's minimum is
+// taken over them.
+func eligibleDomains(in *Input, p *corev1.Pod, key string) []string {
+	seen := map[string]bool{}
+	podReqs, _ := nodeRequirements(p, 0)
+	for _, np := range in.NodePools {
+		if _, ok := tolerates(p.Spec.Tolerations, np.Spec.Template.Spec.Taints); !ok {
+			continue
+		}
+		poolReqs, _ := requirements.FromNodePool(np.Spec.Template.Spec.Requirements)
+		if poolReqs.Compatible(podReqs) != nil {
+			continue
+		}
+		reqs := poolReqs.Intersect(podReqs)
+		for _, it := range in.InstanceTypes[np.Spec.Template.Spec.NodeClassRef.Name] {
+			for _, o := range it.Offerings {
+				lbls := map[string]string{}
+				for k, v := range it.Labels {
+					lbls[k] = v
+				}
+				lbls[karpv1.LabelZone], lbls[karpv1.LabelCapacityType] = o.Zone, o.CapacityType
+				if !o.Available || reqs.Match(lbls) != nil {
+					continue
+				}
+				if v, ok := lbls[key]; ok {
+					seen[v] = true
+				}
+			}
+		}
+	}
+	for _, n := range in.Nodes {
+		if v, ok := n.Labels[key]; ok && nodeSelectorOK(p, n.Labels) == nil {
+			seen[v] = true
+		}
+	}
+	return slices.Sorted(maps.Keys(seen))
+}
+
+// counter counts the placed pods matching a selector per domain of a key,
+// once per distinct (namespace, selector, key): the checks below ask the
+// same questions for thousands of pods.
+type counter struct {
+	all  []placed
+	memo map[string]map[string]int
+}
+
+func (c *counter) counts(ls *metav1.LabelSelector, ns, key string) map[string]int {
+	id := ns + "\x00" + metav1.FormatLabelSelector(ls) + "\x00" + key
+	if m, ok := c.memo[id]; ok {
+		return m
+	}
+	m := map[string]int{}
+	for _, o := range c.all {
+		if selMatches(ls, o.pod, ns) {
+			if d, ok := domainOf(o, key); ok {
+				m[d]++
+			}
+		}
+	}
+	c.memo[id] = m
+	return m
+}
+
+// topologyOK checks, on the final layout and counting every pod that
+// matches the selectors (whichever order they bind in): DoNotSchedule
+// spreads as kube-scheduler does for the pod (matching pods in its domain
+// minus the least count over its eligible domains, empty ones included,
+// <= maxSkew; fewer eligible domains than minDomains make that minimum 0;
+// on hostname, new nodes are always eligible and empty), required
 // anti-affinity (no other matching pod in the domain) and required
-// affinity (some matching pod in the domain).
-func topologyOK(p *corev1.Pod, me placed, all []placed) error {
-	myDom := func(key string) string { d, _ := domainOf(me, key); return d }
+// affinity (a matching pod in the domain, and the matching pods of a
+// self-affine group in one domain).
+func topologyOK(p *corev1.Pod, me placed, c *counter, eligible func(key string) []string) error {
 	for _, tsc := range p.Spec.TopologySpreadConstraints {
 		if tsc.WhenUnsatisfiable != corev1.DoNotSchedule {
 			continue
 		}
-		counts := map[string]int{}
-		for _, o := range all {
-			if selMatches(tsc.LabelSelector, o.pod, p.Namespace) {
-				if d, ok := domainOf(o, tsc.TopologyKey); ok {
-					counts[d]++
-				}
-			}
-		}
+		counts := c.counts(tsc.LabelSelector, p.Namespace, tsc.TopologyKey)
+		mine, _ := domainOf(me, tsc.TopologyKey)
 		if tsc.TopologyKey == karpv1.LabelHostname {
-			if counts[me.node] > int(tsc.MaxSkew) {
-				return fmt.Errorf("hostname spread: %d matching pods on the node > maxSkew %d", counts[me.node], tsc.MaxSkew)
+			if counts[mine] > int(tsc.MaxSkew) {
+				return fmt.Errorf("hostname spread: %d matching pods on the node > maxSkew %d", counts[mine], tsc.MaxSkew)
 			}
 			continue
 		}
-		lo, hi := math.MaxInt, 0
-		for _, n := range counts {
-			lo, hi = min(lo, n), max(hi, n)
+		doms := eligible(tsc.TopologyKey)
+		lo := math.MaxInt
+		for _, d := range doms {
+			lo = min(lo, counts[d])
 		}
-		if hi-lo > int(tsc.MaxSkew) {
-			return fmt.Errorf("%s spread: skew %d > %d (%v)", tsc.TopologyKey, hi-lo, tsc.MaxSkew, counts)
+		if lo == math.MaxInt || (tsc.MinDomains != nil && len(doms) < int(*tsc.MinDomains)) {
+			lo = 0
+		}
+		if counts[mine]-lo > int(tsc.MaxSkew) {
+			return fmt.Errorf("%s spread: %d matching pods in %s, %d in the emptiest of %v: skew %d > %d (counts %v)",
+				tsc.TopologyKey, counts[mine], mine, lo, doms, counts[mine]-lo, tsc.MaxSkew, counts)
 		}
 	}
-	if err := antiOK(p, me, all); err != nil {
+	if err := antiOK(p, me, c); err != nil {
 		return err
 	}
-	if a := p.Spec.Affinity; a != nil {
-		if a.PodAffinity != nil {
-			for _, t := range a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
-				doms := map[string]bool{}
-				for _, o := range all {
-					if selMatches(t.LabelSelector, o.pod, p.Namespace) {
-						if d, ok := domainOf(o, t.TopologyKey); ok {
-							doms[d] = true
-						}
-					}
-				}
-				// self-affine groups must end up in a single domain unless
-				// existing pods already spread them
-				if len(doms) > 1 && selMatches(t.LabelSelector, p, p.Namespace) {
-					return fmt.Errorf("affinity: matching pods in %d %s domains", len(doms), t.TopologyKey)
-				}
-				if !doms[myDom(t.TopologyKey)] {
-					return fmt.Errorf("affinity: no matching pod in %s", myDom(t.TopologyKey))
-				}
+	if a := p.Spec.Affinity; a != nil && a.PodAffinity != nil {
+		for _, t := range a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+			counts := c.counts(t.LabelSelector, p.Namespace, t.TopologyKey)
+			mine, _ := domainOf(me, t.TopologyKey)
+			// self-affine groups must end up in a single domain (any bind
+			// order then finds a matching pod there)
+			if len(counts) > 1 && selMatches(t.LabelSelector, p, p.Namespace) {
+				return fmt.Errorf("affinity: matching pods in %d %s domains", len(counts), t.TopologyKey)
+			}
+			if counts[mine] == 0 {
+				return fmt.Errorf("affinity: no matching pod in %s", mine)
 			}
 		}
 	}
@@ -335,19 +410,19 @@ func topologyOK(p *corev1.Pod, me placed, all []placed) error {
 // antiOK: no other pod matching one of p's required anti-affinity terms
 // shares the term's domain with p (checked for every pod, so it covers
 // both directions).
-func antiOK(p *corev1.Pod, me placed, all []placed) error {
-	myDom := func(key string) string { d, _ := domainOf(me, key); return d }
-	if a := p.Spec.Affinity; a != nil {
-		if a.PodAntiAffinity != nil {
-			for _, t := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
-				for _, o := range all {
-					if o.pod == p || !selMatches(t.LabelSelector, o.pod, p.Namespace) {
-						continue
-					}
-					if d, ok := domainOf(o, t.TopologyKey); ok && d == myDom(t.TopologyKey) {
-						return fmt.Errorf("anti-affinity: %s shares %s=%s", podName(o.pod), t.TopologyKey, d)
-					}
-				}
+func antiOK(p *corev1.Pod, me placed, c *counter) error {
+	if a := p.Spec.Affinity; a != nil && a.PodAntiAffinity != nil {
+		for _, t := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+			mine, ok := domainOf(me, t.TopologyKey)
+			if !ok {
+				continue
+			}
+			n := c.counts(t.LabelSelector, p.Namespace, t.TopologyKey)[mine]
+			if selMatches(t.LabelSelector, p, p.Namespace) {
+				n-- // itself
+			}
+			if n > 0 {
+				return fmt.Errorf("anti-affinity: %d other matching pod(s) share %s=%s", n, t.TopologyKey, mine)
 			}
 		}
 	}

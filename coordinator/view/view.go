@@ -195,6 +195,7 @@ func (b *Builder) Build(now time.Time) *View {
 			v.Disrupting[node.Name] = true
 		}
 	}
+	stale := map[string]bool{} // pods whose nomination no longer holds
 	for _, node := range v.AllNodes {
 		if v.Disrupting[node.Name] || node.Spec.Unschedulable {
 			continue
@@ -203,11 +204,19 @@ func (b *Builder) Build(now time.Time) *View {
 			Capacity: node.Status.Capacity, Allocatable: node.Status.Allocatable, Pods: v.PodsByNode[node.Name]}
 		if inst, ok := v.Instances[node.Name]; ok {
 			if in, ok := intents[inst.IntentID]; ok {
-				// Pods nominated there but not bound yet keep their room.
+				// Pods nominated there but not bound yet keep their room
+				// while they fit beside what kube-scheduler bound there;
+				// the others are planned again.
+				var waiting []*corev1.Pod
 				for _, key := range in.Pods {
-					if pod := podByKey[key]; pod != nil && pod.Spec.NodeName == "" && !Terminal(pod) {
-						sn.Pods = append(sn.Pods, pod)
+					if pod := podByKey[key]; pod != nil && pod.Spec.NodeName == "" && !Terminal(pod) && nominated[key] == in.ID {
+						waiting = append(waiting, pod)
 					}
+				}
+				fit, gone := scheduler.FitNominated(node.Status.Allocatable, sn.Pods, waiting)
+				sn.Pods = append(slices.Clip(sn.Pods), fit...)
+				for _, pod := range gone {
+					stale[Key(pod)] = true
 				}
 			}
 		}
@@ -242,7 +251,7 @@ func (b *Builder) Build(now time.Time) *View {
 		if !Provisionable(pod) {
 			continue
 		}
-		if id, ok := nominated[key]; ok && nominationHolds(intents[id], instByID, now, grace) {
+		if id, ok := nominated[key]; ok && !stale[key] && nominationHolds(intents[id], instByID, now, grace) {
 			v.Nominated[key] = id
 			continue
 		}

@@ -172,3 +172,56 @@ func TestUnpublishedCatalogHasNoClasses(t *testing.T) {
 	c.Publish(map[string]*Class{})
 	<-c.Published()
 }
+
+// A pod nominated to a node that kube-scheduler filled with other pods is
+// planned again at once (its nomination is stale); one that still fits
+// keeps its room.
+func TestStaleNominationIsReleased(t *testing.T) {
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{karpv1.LabelNodePool: "general"}},
+		Spec: corev1.NodeSpec{ProviderID: "aws:///us-east-1a/i-1"},
+		Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3"),
+			corev1.ResourcePods: resource.MustParse("10")}}}
+	var pods []*corev1.Pod
+	for _, name := range []string{"other-1", "other-2"} { // bound there by kube-scheduler
+		p := pendingPod(name)
+		p.Spec.NodeName, p.Status = "n1", corev1.PodStatus{Phase: corev1.PodRunning}
+		pods = append(pods, p)
+	}
+	fits, late := pendingPod("a-fits"), pendingPod("b-late")
+	pods = append(pods, fits, late)
+	state := fsm.New()
+	spec := fsm.LaunchSpec{LaunchSpec: cloud.LaunchSpec{NodePool: "general", NodeClass: "default", NodeClaim: "general-1",
+		Candidates: []cloud.Candidate{{InstanceType: "m5.large", Zone: "us-east-1a", CapacityType: "on-demand"}}}}
+	for i, cmd := range [][]byte{
+		fsm.MustEncode(fsm.PlanCommitType, fsm.PlanCommit{At: now, Intents: []fsm.NewIntent{{ID: "in1", Spec: spec,
+			Pods: []string{"default/a-fits", "default/b-late"}}}}),
+		fsm.MustEncode(fsm.LaunchAttemptStartType, fsm.LaunchAttemptStart{IntentID: "in1", Attempt: 1, At: now}),
+		fsm.MustEncode(fsm.LaunchResultType, fsm.LaunchResult{IntentID: "in1", Attempt: 1, At: now, Launched: &fsm.Launched{
+			InstanceID: "i-1", InstanceType: "m5.large", Zone: "us-east-1a", CapacityType: "on-demand", LaunchedAt: now}}),
+		fsm.MustEncode(fsm.InstanceStatusType, fsm.InstanceStatus{InstanceID: "i-1", State: fsm.InstanceReady, NodeName: "n1", At: now}),
+	} {
+		if res := state.ApplyCommand(cmd, uint64(i+1)); res != nil {
+			t.Fatal(res)
+		}
+	}
+	b := &Builder{Cache: &fakeCache{pools: []*karpv1.NodePool{pool("general")}, pods: pods, nodes: []*corev1.Node{node}},
+		State: state, Classes: classes()}
+	v := b.Build(now) // well inside the nomination grace
+	if len(v.Pending) != 1 || v.Pending[0].Name != "b-late" {
+		t.Fatalf("pending %v, want [b-late]: the node has room for one of its two nominated pods", names(v.Pending))
+	}
+	if v.Nominated["default/a-fits"] != "in1" {
+		t.Fatalf("a-fits lost its nomination: %v", v.Nominated)
+	}
+	if n := len(v.Nodes[0].Pods); n != 3 {
+		t.Fatalf("node n1 holds %d pods in the view, want 3 (2 bound, 1 nominated)", n)
+	}
+}
+
+func names(pods []*corev1.Pod) []string {
+	var out []string
+	for _, p := range pods {
+		out = append(out, p.Name)
+	}
+	return out
+}
