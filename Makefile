@@ -12,7 +12,7 @@ TEST_FLAGS   ?=
 
 export JOINER_TOOLS_BIN := $(BIN)
 
-.PHONY: all build test unit lint bench demo generate deps tools clean
+.PHONY: all build test unit lint bench demo perf generate deps tools clean
 .PHONY: package
 
 # Package version: a vX.Y.Z tag without its "v", else
@@ -63,6 +63,10 @@ package: ## dist/*.deb and dist/*.rpm (nfpm pinned in tools/nfpm) for PKG_ARCH (
 demo: deps tools build ## the embedded default: control plane, joiner sim, 3 coordinators, agents; provision, interrupt, consolidate
 	$(GO) build -o $(BIN)/joiner-demo ./test/cmd/joiner-demo
 	$(BIN)/joiner-demo --joiner $(BIN)/joiner $(DEMO_FLAGS)
+
+perf: deps tools build ## the end-to-end performance suite (test/perf): Karpenter's perf workloads on the harness; not part of `make test`
+	$(GO) build -o $(BIN)/joiner-perf ./test/cmd/joiner-perf
+	$(BIN)/joiner-perf --joiner $(BIN)/joiner $(PERF_FLAGS)
 
 clean:
 	rm -rf $(BIN)

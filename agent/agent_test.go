@@ -153,14 +153,14 @@ func TestAgentEndToEndWithFakes(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatal("Run did not return after cancel")
 	}
-	stopping := false
-	for len(msgs) > 0 {
-		if strings.Contains(<-msgs, "STOPPING=1") {
-			stopping = true
+	// The message may still be on its way from the socket to the channel.
+	for stopping, timeout := false, time.After(time.Minute); !stopping; {
+		select {
+		case m := <-msgs:
+			stopping = strings.Contains(m, "STOPPING=1")
+		case <-timeout:
+			t.Fatal("no STOPPING=1 on shutdown")
 		}
-	}
-	if !stopping {
-		t.Error("no STOPPING=1 on shutdown")
 	}
 }
 

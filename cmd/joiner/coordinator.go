@@ -20,6 +20,7 @@ import (
 	"github.com/joiner-dev/joiner/coordinator/api"
 	"github.com/joiner-dev/joiner/coordinator/cluster"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
+	"github.com/joiner-dev/joiner/coordinator/kube"
 )
 
 func init() { addCommand(newCoordinatorCmd) }
@@ -141,6 +142,9 @@ func runCoordinator(ctx context.Context, f *coordinatorFlags, log *zap.Logger) e
 	log.Info("coordinator starting", zap.String("id", string(node.ID)), zap.String("advertise", f.advertise),
 		zap.String("cluster", f.clusterName), zap.String("cluster-endpoint", f.clusterEndpoint), zap.String("http-addr", f.httpAddr))
 	reg := prometheus.NewRegistry()
+	if err := kube.RegisterClientMetrics(reg); err != nil {
+		return fmt.Errorf("registering client metrics: %w", err)
+	}
 	ap, err := f.security.autopilot(node, disc, f, log)
 	if err != nil {
 		return err

@@ -26,6 +26,8 @@ import (
 // leaderFlags configure the cluster and cloud the leader loops act on.
 type leaderFlags struct {
 	kubeconfig     string
+	kubeQPS        float32
+	kubeBurst      int
 	awsEndpoint    string
 	region         string
 	serviceCIDR    string
@@ -37,6 +39,8 @@ type leaderFlags struct {
 
 func (f *leaderFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster to manage (empty: in-cluster service account)")
+	fl.Float32Var(&f.kubeQPS, "kube-client-qps", 200, "Kubernetes API requests per second the coordinator may send (Karpenter's KUBE_CLIENT_QPS)")
+	fl.IntVar(&f.kubeBurst, "kube-client-burst", 300, "Kubernetes API request burst (Karpenter's KUBE_CLIENT_BURST)")
 	fl.StringVar(&f.awsEndpoint, "aws-endpoint", "", "EC2 and SSM endpoint override, e.g. joiner sim's http://127.0.0.1:4566 (empty: AWS)")
 	fl.StringVar(&f.region, "region", "", "AWS region (empty: from the environment / IMDS)")
 	fl.StringVar(&f.serviceCIDR, "service-cidr", "10.100.0.0/16", "cluster service CIDR new nodes are told (cluster DNS is its 10th address)")
@@ -92,6 +96,10 @@ func buildLeader(ctx context.Context, f *coordinatorFlags, state *fsm.FSM, node 
 	if err != nil {
 		return nil, nil, err
 	}
+	if lf.kubeQPS <= 0 || lf.kubeBurst <= 0 {
+		return nil, nil, fmt.Errorf("--kube-client-qps %v, --kube-client-burst %d: want both > 0", lf.kubeQPS, lf.kubeBurst)
+	}
+	rc.QPS, rc.Burst = lf.kubeQPS, lf.kubeBurst
 	clients, err := kube.NewClients(rc)
 	if err != nil {
 		return nil, nil, err

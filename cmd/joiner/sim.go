@@ -23,6 +23,8 @@ func init() { addCommand(newSimCmd) }
 func newSimCmd(g *globals) *cobra.Command {
 	var listen, kubeconfig, configPath string
 	var bootDelay time.Duration
+	var kubeQPS float32
+	var kubeBurst int
 	cmd := &cobra.Command{
 		Use:   "sim",
 		Short: "Run a simulated EC2 region on 127.0.0.1",
@@ -61,6 +63,12 @@ POST /control/instances/<id>/interrupt, GET /control/instances; IMDS: /imds/<id>
 				if err != nil {
 					return fmt.Errorf("--kubeconfig %s: %w", kubeconfig, err)
 				}
+				if kubeQPS <= 0 || kubeBurst <= 0 {
+					return fmt.Errorf("--kube-qps %v, --kube-burst %d: want both > 0", kubeQPS, kubeBurst)
+				}
+				// The sim writes every Node and its heartbeats: it must not
+				// be what a measurement measures (client-go's default is 5/s).
+				rc.QPS, rc.Burst = kubeQPS, kubeBurst
 				if kube, err = kubernetes.NewForConfig(rc); err != nil {
 					return fmt.Errorf("--kubeconfig %s: %w", kubeconfig, err)
 				}
@@ -80,7 +88,8 @@ POST /control/instances/<id>/interrupt, GET /control/instances; IMDS: /imds/<id>
 			defer func() { stop(); <-runDone }()
 			fmt.Fprintf(cmd.OutOrStdout(), "endpoint: http://%s\n", ln.Addr())
 			log.Info("sim listening", zap.String("endpoint", "http://"+ln.Addr().String()),
-				zap.String("region", cfg.Region), zap.Bool("kubernetes", kube != nil))
+				zap.String("region", cfg.Region), zap.Bool("kubernetes", kube != nil), zap.Duration("boot-delay", cfg.BootDelay.Duration),
+				zap.Float32("kube-qps", kubeQPS), zap.Int("kube-burst", kubeBurst))
 			select {
 			case <-ctx.Done():
 			case err := <-done:
@@ -98,5 +107,7 @@ POST /control/instances/<id>/interrupt, GET /control/instances; IMDS: /imds/<id>
 	fl.StringVar(&kubeconfig, "kubeconfig", "", "cluster to register Nodes in (none: the sim is a cloud only)")
 	fl.StringVar(&configPath, "config", "", "sim config (JSON: region, zones, subnets, securityGroups, images, parameters, bootDelay)")
 	fl.DurationVar(&bootDelay, "boot-delay", 2*time.Second, "time from launch to a running instance and its Node")
+	fl.Float32Var(&kubeQPS, "kube-qps", 500, "Kubernetes API requests per second the sim may send (Node registration and heartbeats)")
+	fl.IntVar(&kubeBurst, "kube-burst", 1000, "Kubernetes API request burst of the sim")
 	return cmd
 }

@@ -44,7 +44,8 @@ type Clients struct {
 }
 
 // NewClients builds both clients from one rest config (QPS 50, burst 100
-// unless the config sets them).
+// unless the config sets them). Every request they send is counted in
+// joiner_kube_client_requests_total (see RegisterClientMetrics).
 func NewClients(cfg *rest.Config) (*Clients, error) {
 	cfg = rest.CopyConfig(cfg)
 	if cfg.QPS == 0 {

@@ -23,6 +23,66 @@ type class struct {
 	variants []*variant // relaxation levels, compiled lazily
 	noMore   bool       // no further relaxation possible
 	memberOf []*group   // topology groups whose selector matches these pods
+	ports    []hostPort // host ports every pod of the class binds
+}
+
+// hostPort is a port a pod binds on its node's network. Two pods conflict
+// when protocol and port are equal and one listens on every address
+// (0.0.0.0, or no hostIP) or both on the same one (kube-scheduler's
+// NodePorts).
+type hostPort struct {
+	protocol corev1.Protocol
+	ip       string
+	port     int32
+}
+
+func (a hostPort) conflicts(b hostPort) bool {
+	if a.protocol != b.protocol || a.port != b.port {
+		return false
+	}
+	return a.ip == "0.0.0.0" || b.ip == "0.0.0.0" || a.ip == b.ip
+}
+
+// hostPorts lists the host ports of a pod's containers (and of its
+// restartable init containers, which run beside them).
+func hostPorts(p *corev1.Pod) []hostPort {
+	var out []hostPort
+	add := func(cs []corev1.Container, sidecarsOnly bool) {
+		for i := range cs {
+			c := &cs[i]
+			if sidecarsOnly && (c.RestartPolicy == nil || *c.RestartPolicy != corev1.ContainerRestartPolicyAlways) {
+				continue
+			}
+			for _, cp := range c.Ports {
+				if cp.HostPort <= 0 {
+					continue
+				}
+				hp := hostPort{protocol: cp.Protocol, ip: cp.HostIP, port: cp.HostPort}
+				if hp.protocol == "" {
+					hp.protocol = corev1.ProtocolTCP
+				}
+				if hp.ip == "" {
+					hp.ip = "0.0.0.0"
+				}
+				out = append(out, hp)
+			}
+		}
+	}
+	add(p.Spec.Containers, false)
+	add(p.Spec.InitContainers, true)
+	return out
+}
+
+// portsFree reports whether none of want conflicts with used.
+func portsFree(used, want []hostPort) bool {
+	for _, w := range want {
+		for _, u := range used {
+			if w.conflicts(u) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // keyWriter builds class keys; reused across pods to avoid allocations.
@@ -150,6 +210,12 @@ func (w *keyWriter) classKey(p *corev1.Pod, req vec) string {
 		w.s(string(t.Operator))
 		w.s(t.Value)
 		w.s(string(t.Effect))
+	}
+	w.sep('P')
+	for _, hp := range hostPorts(p) {
+		w.s(string(hp.protocol))
+		w.s(hp.ip)
+		w.i(int64(hp.port))
 	}
 	w.sep('S')
 	for _, c := range p.Spec.TopologySpreadConstraints {

@@ -47,6 +47,7 @@ type claim struct {
 	pods    []string
 	own     vec    // capacity counted against pool limits
 	hostKey string // see host
+	ports   []hostPort
 }
 
 // Solve computes a Plan. It is deterministic and does not modify in.
@@ -79,6 +80,7 @@ func (s *solver) buildExisting(in *Input) {
 		for _, p := range n.Pods {
 			r, _ := s.ri.podRequests(p)
 			cl.used = cl.used.add(r)
+			cl.ports = append(cl.ports, hostPorts(p)...)
 		}
 		s.claims = append(s.claims, cl)
 	}
@@ -115,7 +117,7 @@ func (s *solver) buildClasses(pods []*corev1.Pod) {
 		key := w.classKey(p, req)
 		c := byKey[key]
 		if c == nil {
-			c = &class{key: key, rep: p, req: req, reqOK: ok}
+			c = &class{key: key, rep: p, req: req, reqOK: ok, ports: hostPorts(p)}
 			byKey[key] = c
 			s.classes = append(s.classes, c)
 		}
@@ -132,6 +134,9 @@ func (s *solver) buildClasses(pods []*corev1.Pod) {
 	for _, c := range s.classes {
 		c.size = float64(c.req[resCPU]) + float64(c.req[resMemory])/s.memPerMilli
 		c.forcing = hostAntiAffine(c.rep)
+		if len(c.ports) > 0 && len(c.pods) > 1 {
+			c.forcing = max(c.forcing, 2) // a host port is a node per pod of the class
+		}
 	}
 	slices.SortFunc(s.classes, func(a, b *class) int {
 		if c := cmp.Compare(b.forcing, a.forcing); c != 0 {
@@ -434,6 +439,9 @@ func (s *solver) tryPlace(v *variant, p *corev1.Pod) string {
 // check decides whether cl can take a pod of v. noUpgrade restricts to
 // claims whose current cheapest candidate still fits.
 func (s *solver) check(cl *claim, v *variant, rules []domainRule, noUpgrade bool) verdict {
+	if !portsFree(cl.ports, v.c.ports) {
+		return verdict{monotone: true} // ports only get taken
+	}
 	used := cl.used.add(v.c.req)
 	if cl.node != nil {
 		return s.checkExisting(cl, v, rules, used, noUpgrade)
@@ -633,6 +641,7 @@ func (s *solver) checkExisting(cl *claim, v *variant, rules []domainRule, used v
 // commit records the placement.
 func (s *solver) commit(cl *claim, v *variant, p *corev1.Pod, vd verdict) {
 	cl.used = cl.used.add(v.c.req)
+	cl.ports = append(cl.ports, v.c.ports...)
 	name := podName(p)
 	if cl.node != nil {
 		s.plan.Nominations = append(s.plan.Nominations, Nomination{Pod: name, Node: cl.name})
@@ -673,6 +682,9 @@ func (s *solver) commit(cl *claim, v *variant, p *corev1.Pod, vd verdict) {
 	}
 	// topology counts
 	for _, g := range v.c.memberOf {
+		if !s.counts(g, cl) {
+			continue
+		}
 		if d, ok := s.domain(cl, g.key); ok {
 			g.counts[d]++
 			g.total++
@@ -683,6 +695,17 @@ func (s *solver) commit(cl *claim, v *variant, p *corev1.Pod, vd verdict) {
 			g.owners[d]++
 		}
 	}
+}
+
+// counts reports whether a group counts pods on the claim (its filter).
+func (s *solver) counts(g *group, cl *claim) bool {
+	if g.filter == nil {
+		return true
+	}
+	if cl.node != nil {
+		return g.filter.matchesNode(cl.node.Labels, cl.node.Taints)
+	}
+	return g.filter.matchesClaim(cl.reqs, cl.pool.taints)
 }
 
 // domain is the value of key on a claim when it is known.

@@ -210,13 +210,18 @@ func (s *solver) compile(c *class, cons constraints, level int) *variant {
 			v.err = fmt.Errorf("spec.topologySpreadConstraints: %w", err)
 			return v
 		}
-		g := s.group(tsc.TopologyKey, []string{p.Namespace}, false, sel)
+		filter, err := spreadFilter(p, tsc)
+		if err != nil {
+			v.err = fmt.Errorf("spec.topologySpreadConstraints: %w", err)
+			return v
+		}
+		g := s.groupWith(tsc.TopologyKey, []string{p.Namespace}, false, sel, filter)
 		sc := spreadC{g: g, maxSkew: tsc.MaxSkew, self: g.matches(p)}
 		if tsc.MinDomains != nil {
 			sc.minDomains = *tsc.MinDomains
 		}
 		if tsc.TopologyKey != karpv1.LabelHostname {
-			sc.domains = s.eligibleDomains(v, tsc.TopologyKey)
+			sc.domains = s.spreadDomains(v, tsc.TopologyKey, filter)
 		}
 		if tsc.WhenUnsatisfiable == corev1.DoNotSchedule {
 			g.owned(sc)
@@ -342,21 +347,168 @@ func (cp *classPool) domainsOf(key string) []string {
 	return slices.Sorted(maps.Keys(seen))
 }
 
-// eligibleDomains: the domains of key the variant could land in (pools it
-// is compatible with plus existing nodes matching its requirements).
-func (s *solver) eligibleDomains(v *variant, key string) []string {
+// spreadDomains are the domains of key a spread counts (kube-scheduler's
+// and Karpenter's node inclusion policies): those of every pool and
+// existing node the filter lets in, intersected with what the pod itself
+// allows (its requirements at this relaxation level). With the default
+// nodeTaintsPolicy Ignore, a pool whose taints the pod does not tolerate
+// still adds its domains (an empty domain there lowers the minimum).
+func (s *solver) spreadDomains(v *variant, key string, f *nodeFilter) []string {
 	seen := map[string]bool{}
-	for _, cp := range v.pools {
-		for _, d := range cp.domainsOf(key) {
+	podReq := v.reqs.Get(key)
+	add := func(d string) {
+		if podReq == nil || podReq.Has(d) {
 			seen[d] = true
+		}
+	}
+	for _, pl := range s.poolOrder {
+		if pl.err != nil || (f.honorTaints && !f.tolerates(pl.taints)) {
+			continue
+		}
+		for _, reqs := range f.terms() {
+			if pl.reqs.Compatible(reqs) != nil {
+				continue
+			}
+			merged := pl.reqs.Intersect(reqs)
+			types := s.matching(pl, reqs, merged)
+			if len(types) == 0 {
+				continue
+			}
+			switch key {
+			case karpv1.LabelZone, karpv1.LabelCapacityType:
+				zones, cts := s.domainsFor(pl, reqs, merged, types)
+				vals := zones
+				if key == karpv1.LabelCapacityType {
+					vals = cts
+				}
+				for _, d := range vals {
+					add(d)
+				}
+			default:
+				if r := merged.Get(key); r != nil && len(r.Values()) > 0 {
+					for _, d := range r.Values() {
+						add(d)
+					}
+					continue
+				}
+				for _, t := range types {
+					if d, ok := t.it.Labels[key]; ok {
+						add(d)
+					}
+				}
+			}
 		}
 	}
 	for _, n := range s.existing {
-		if d, ok := n.Labels[key]; ok && v.reqs.Matches(n.Labels) {
-			seen[d] = true
+		if d, ok := n.Labels[key]; ok && f.matchesNode(n.Labels, n.Taints) {
+			add(d)
 		}
 	}
 	return slices.Sorted(maps.Keys(seen))
+}
+
+// nodeFilter is which nodes a topology spread counts (its node inclusion
+// policies): with nodeAffinityPolicy Honor (the default) only nodes that
+// match the pod's nodeSelector and one of its required node affinity
+// terms; with nodeTaintsPolicy Honor only nodes whose taints the pod
+// tolerates (the default, Ignore, counts every node). A nil filter counts
+// every node (pod affinity and anti-affinity).
+type nodeFilter struct {
+	key         string // identity, part of the group's
+	reqs        []requirements.Requirements
+	honorTaints bool
+	tolerations []corev1.Toleration
+}
+
+// spreadFilter builds the filter of a pod's spread constraint.
+func spreadFilter(p *corev1.Pod, tsc corev1.TopologySpreadConstraint) (*nodeFilter, error) {
+	f := &nodeFilter{}
+	var w keyWriter
+	if tsc.NodeAffinityPolicy == nil || *tsc.NodeAffinityPolicy == corev1.NodeInclusionPolicyHonor {
+		sel := requirements.FromLabels(p.Spec.NodeSelector)
+		terms := []requirements.Requirements{sel}
+		if na := nodeAffinity(p); na != nil && na.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+			terms = nil
+			for _, t := range na.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+				r, err := requirements.FromNodeSelector(t.MatchExpressions)
+				if err != nil {
+					return nil, err
+				}
+				terms = append(terms, sel.Intersect(r))
+			}
+		}
+		f.reqs = terms
+		w.sep('A')
+		for _, r := range terms {
+			w.s(r.String())
+		}
+	}
+	if tsc.NodeTaintsPolicy != nil && *tsc.NodeTaintsPolicy == corev1.NodeInclusionPolicyHonor {
+		f.honorTaints, f.tolerations = true, p.Spec.Tolerations
+		w.sep('T')
+		for _, t := range p.Spec.Tolerations {
+			w.s(t.Key)
+			w.s(string(t.Operator))
+			w.s(t.Value)
+			w.s(string(t.Effect))
+		}
+	}
+	f.key = string(w.b)
+	return f, nil
+}
+
+// terms are the requirement sets a node may match (one that allows all
+// when the filter does not honour node affinity).
+func (f *nodeFilter) terms() []requirements.Requirements {
+	if f == nil || len(f.reqs) == 0 {
+		return []requirements.Requirements{{}}
+	}
+	return f.reqs
+}
+
+func (f *nodeFilter) tolerates(taints []corev1.Taint) bool {
+	_, ok := tolerates(f.tolerations, taints)
+	return ok
+}
+
+// matchesNode reports whether an existing node counts.
+func (f *nodeFilter) matchesNode(labels map[string]string, taints []corev1.Taint) bool {
+	if f == nil {
+		return true
+	}
+	if f.honorTaints && !f.tolerates(taints) {
+		return false
+	}
+	if len(f.reqs) == 0 {
+		return true
+	}
+	for _, r := range f.reqs {
+		if r.Matches(labels) {
+			return true
+		}
+	}
+	return false
+}
+
+// matchesClaim reports whether a planned claim counts: its requirements
+// are compatible with one term (Karpenter's matchesRequirements) and, when
+// taints are honoured, the pod tolerates its pool's.
+func (f *nodeFilter) matchesClaim(reqs requirements.Requirements, taints []corev1.Taint) bool {
+	if f == nil {
+		return true
+	}
+	if f.honorTaints && !f.tolerates(taints) {
+		return false
+	}
+	if len(f.reqs) == 0 {
+		return true
+	}
+	for _, r := range f.reqs {
+		if reqs.Compatible(r) == nil {
+			return true
+		}
+	}
+	return false
 }
 
 func spreadSelector(p *corev1.Pod, tsc corev1.TopologySpreadConstraint) (labels.Selector, error) {
@@ -426,6 +578,8 @@ type group struct {
 	spread *spreadC
 	// affinity: a required pod affinity term selects this group.
 	affinity bool
+	// filter is which nodes count (a spread's node inclusion policies).
+	filter *nodeFilter
 }
 
 // owned records a DoNotSchedule spread that counts the group.
@@ -468,13 +622,24 @@ func (g *group) matches(p *corev1.Pod) bool {
 }
 
 func (s *solver) group(key string, ns []string, all bool, sel labels.Selector) *group {
+	return s.groupWith(key, ns, all, sel, nil)
+}
+
+// groupWith is the group of a selector counted on the nodes filter lets
+// in (nil: every node).
+func (s *solver) groupWith(key string, ns []string, all bool, sel labels.Selector, filter *nodeFilter) *group {
 	ns = slices.Clone(ns)
 	slices.Sort(ns)
 	id := key + "\x00" + strings.Join(ns, ",") + "\x00" + fmt.Sprint(all) + "\x00" + sel.String()
+	if filter != nil && filter.key != "" {
+		id += "\x00" + filter.key
+	} else {
+		filter = nil
+	}
 	if g, ok := s.groups[id]; ok {
 		return g
 	}
-	g := &group{key: key, sel: sel, ns: ns, allNS: all, counts: map[string]int32{}, owners: map[string]int32{}}
+	g := &group{key: key, sel: sel, ns: ns, allNS: all, counts: map[string]int32{}, owners: map[string]int32{}, filter: filter}
 	s.groups[id] = g
 	s.groupOrder = append(s.groupOrder, g)
 	for _, c := range s.classes {
@@ -487,7 +652,7 @@ func (s *solver) group(key string, ns []string, all bool, sel labels.Selector) *
 		if key == karpv1.LabelHostname {
 			d, ok = n.Name, true
 		}
-		if !ok {
+		if !ok || !filter.matchesNode(n.Labels, n.Taints) {
 			continue
 		}
 		for _, ep := range n.Pods {

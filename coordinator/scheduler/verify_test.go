@@ -178,6 +178,15 @@ func verifyPlan(in *Input, plan *Plan) error {
 			}
 		}
 	}
+	// host ports: one pod per port, protocol and address on a node
+	ports := map[string][]hostPort{}
+	for _, pl := range all {
+		hp := hostPorts(pl.pod)
+		if !portsFree(ports[pl.node], hp) {
+			return fmt.Errorf("pod %s on %s: host port %v already taken there", podName(pl.pod), pl.node, hp)
+		}
+		ports[pl.node] = append(ports[pl.node], hp...)
+	}
 	// per-pod constraints
 	cnt := &counter{all: all, memo: map[string]map[string]int{}}
 	domainMemo := map[string][]string{}
@@ -199,12 +208,12 @@ func verifyPlan(in *Input, plan *Plan) error {
 		if t, ok := tolerates(p.Spec.Tolerations, pl.taints); !ok {
 			return fmt.Errorf("pod %s on %s does not tolerate %v", podName(p), pl.node, t)
 		}
-		eligible := func(key string) []string {
-			id := fmt.Sprint(key, p.Spec.NodeSelector, nodeAffinity(p), p.Spec.Tolerations)
+		eligible := func(tsc corev1.TopologySpreadConstraint) []string {
+			id := fmt.Sprint(tsc.TopologyKey, tsc.NodeAffinityPolicy, tsc.NodeTaintsPolicy, p.Spec.NodeSelector, nodeAffinity(p), p.Spec.Tolerations)
 			if d, ok := domainMemo[id]; ok {
 				return d
 			}
-			d := eligibleDomains(in, p, key)
+			d := eligibleDomains(in, p, tsc)
 			domainMemo[id] = d
 			return d
 		}
@@ -286,43 +295,57 @@ func domainOf(pl placed, key string) (string, bool) {
 	return v, ok
 }
 
-// eligibleDomains are the values of key the pod could land in: the zones
-// (or other label values) of available offerings of every instance type of
-// every pool it tolerates and is compatible with, and those of existing
-// nodes it could run on. Empty domains count: kube-scheduler's minimum is
-// taken over them.
-func eligibleDomains(in *Input, p *corev1.Pod, key string) []string {
+// eligibleDomains are the domains a spread of the pod counts, as
+// kube-scheduler and Karpenter take them: the values of the key on every
+// pool's offerings (pools whose taints the pod does not tolerate included
+// unless nodeTaintsPolicy is Honor; restricted to the pod's node affinity
+// unless nodeAffinityPolicy is Ignore) and on the existing nodes the same
+// policies let in, within what the pod's own requirements allow. Empty
+// domains count: kube-scheduler's minimum is taken over them.
+func eligibleDomains(in *Input, p *corev1.Pod, tsc corev1.TopologySpreadConstraint) []string {
+	key := tsc.TopologyKey
+	honorAff := tsc.NodeAffinityPolicy == nil || *tsc.NodeAffinityPolicy == corev1.NodeInclusionPolicyHonor
+	honorTaints := tsc.NodeTaintsPolicy != nil && *tsc.NodeTaintsPolicy == corev1.NodeInclusionPolicyHonor
 	seen := map[string]bool{}
 	podReqs, _ := nodeRequirements(p, 0)
+	filter := podReqs
+	if !honorAff {
+		filter = requirements.Requirements{}
+	}
+	podKey := podReqs.Get(key)
 	for _, np := range in.NodePools {
-		if _, ok := tolerates(p.Spec.Tolerations, np.Spec.Template.Spec.Taints); !ok {
+		if _, ok := tolerates(p.Spec.Tolerations, np.Spec.Template.Spec.Taints); honorTaints && !ok {
 			continue
 		}
 		poolReqs, _ := requirements.FromNodePool(np.Spec.Template.Spec.Requirements)
-		if poolReqs.Compatible(podReqs) != nil {
-			continue
-		}
-		reqs := poolReqs.Intersect(podReqs)
 		for _, it := range in.InstanceTypes[np.Spec.Template.Spec.NodeClassRef.Name] {
 			for _, o := range it.Offerings {
 				lbls := map[string]string{}
 				for k, v := range it.Labels {
 					lbls[k] = v
 				}
-				lbls[karpv1.LabelZone], lbls[karpv1.LabelCapacityType] = o.Zone, o.CapacityType
-				if !o.Available || reqs.Match(lbls) != nil {
+				for k, v := range np.Spec.Template.ObjectMeta.Labels {
+					lbls[k] = v
+				}
+				lbls[karpv1.LabelZone], lbls[karpv1.LabelCapacityType], lbls[karpv1.LabelNodePool] = o.Zone, o.CapacityType, np.Name
+				if !o.Available || poolReqs.Match(lbls) != nil || filter.Match(lbls) != nil {
 					continue
 				}
-				if v, ok := lbls[key]; ok {
+				if v, ok := lbls[key]; ok && (podKey == nil || podKey.Has(v)) {
 					seen[v] = true
 				}
 			}
 		}
 	}
 	for _, n := range in.Nodes {
-		if v, ok := n.Labels[key]; ok && nodeSelectorOK(p, n.Labels) == nil {
-			seen[v] = true
+		v, ok := n.Labels[key]
+		if !ok || (podKey != nil && !podKey.Has(v)) || (honorAff && nodeSelectorOK(p, n.Labels) != nil) {
+			continue
 		}
+		if _, tol := tolerates(p.Spec.Tolerations, n.Taints); honorTaints && !tol {
+			continue
+		}
+		seen[v] = true
 	}
 	return slices.Sorted(maps.Keys(seen))
 }
@@ -336,13 +359,19 @@ type counter struct {
 }
 
 func (c *counter) counts(ls *metav1.LabelSelector, ns, key string) map[string]int {
-	id := ns + "\x00" + metav1.FormatLabelSelector(ls) + "\x00" + key
+	return c.countsOn(ls, ns, key, "", nil)
+}
+
+// countsOn counts only on the nodes on() lets in (a spread's node
+// inclusion policies); filterID names the filter for the memo.
+func (c *counter) countsOn(ls *metav1.LabelSelector, ns, key, filterID string, on func(placed) bool) map[string]int {
+	id := ns + "\x00" + metav1.FormatLabelSelector(ls) + "\x00" + key + "\x00" + filterID
 	if m, ok := c.memo[id]; ok {
 		return m
 	}
 	m := map[string]int{}
 	for _, o := range c.all {
-		if selMatches(ls, o.pod, ns) {
+		if (on == nil || on(o)) && selMatches(ls, o.pod, ns) {
 			if d, ok := domainOf(o, key); ok {
 				m[d]++
 			}
@@ -361,12 +390,24 @@ func (c *counter) counts(ls *metav1.LabelSelector, ns, key string) map[string]in
 // anti-affinity (no other matching pod in the domain) and required
 // affinity (a matching pod in the domain, and the matching pods of a
 // self-affine group in one domain).
-func topologyOK(p *corev1.Pod, me placed, c *counter, eligible func(key string) []string) error {
+func topologyOK(p *corev1.Pod, me placed, c *counter, eligible func(corev1.TopologySpreadConstraint) []string) error {
 	for _, tsc := range p.Spec.TopologySpreadConstraints {
 		if tsc.WhenUnsatisfiable != corev1.DoNotSchedule {
 			continue
 		}
-		counts := c.counts(tsc.LabelSelector, p.Namespace, tsc.TopologyKey)
+		honorAff := tsc.NodeAffinityPolicy == nil || *tsc.NodeAffinityPolicy == corev1.NodeInclusionPolicyHonor
+		honorTaints := tsc.NodeTaintsPolicy != nil && *tsc.NodeTaintsPolicy == corev1.NodeInclusionPolicyHonor
+		on := func(o placed) bool {
+			if honorAff && nodeSelectorOK(p, o.labels) != nil {
+				return false
+			}
+			if _, ok := tolerates(p.Spec.Tolerations, o.taints); honorTaints && !ok {
+				return false
+			}
+			return true
+		}
+		filterID := fmt.Sprint(honorAff, honorTaints, p.Spec.NodeSelector, nodeAffinity(p), p.Spec.Tolerations)
+		counts := c.countsOn(tsc.LabelSelector, p.Namespace, tsc.TopologyKey, filterID, on)
 		mine, _ := domainOf(me, tsc.TopologyKey)
 		if tsc.TopologyKey == karpv1.LabelHostname {
 			if counts[mine] > int(tsc.MaxSkew) {
@@ -374,7 +415,7 @@ func topologyOK(p *corev1.Pod, me placed, c *counter, eligible func(key string) 
 			}
 			continue
 		}
-		doms := eligible(tsc.TopologyKey)
+		doms := eligible(tsc)
 		lo := math.MaxInt
 		for _, d := range doms {
 			lo = min(lo, counts[d])

@@ -26,6 +26,9 @@ import (
 // NodeClaimResource is karpenter.sh/v1 nodeclaims.
 var NodeClaimResource = schema.GroupVersionResource{Group: "karpenter.sh", Version: "v1", Resource: "nodeclaims"}
 
+// NodePoolResource is karpenter.sh/v1 nodepools.
+var NodePoolResource = schema.GroupVersionResource{Group: "karpenter.sh", Version: "v1", Resource: "nodepools"}
+
 // Well-known keys the harness reads.
 const (
 	LabelInstanceType = "node.kubernetes.io/instance-type"

@@ -54,6 +54,10 @@ type Options struct {
 	// BootDelay is the sim's time from launch to a registered Node
 	// (default 2s).
 	BootDelay time.Duration
+	// SimKubeQPS and SimKubeBurst limit the sim's Kubernetes client
+	// (defaults 500 and 1000: the sim must not be what is measured).
+	SimKubeQPS   float32
+	SimKubeBurst int
 	// InterruptionNotice is the sim's time from a spot interruption notice
 	// to the instance's termination (default 2m, as EC2).
 	InterruptionNotice time.Duration
@@ -115,6 +119,12 @@ func Start(ctx context.Context, opts Options) (*Harness, error) {
 	}
 	if opts.BootDelay <= 0 {
 		opts.BootDelay = 2 * time.Second
+	}
+	if opts.SimKubeQPS <= 0 {
+		opts.SimKubeQPS = 500
+	}
+	if opts.SimKubeBurst <= 0 {
+		opts.SimKubeBurst = 1000
 	}
 	if opts.InterruptionNotice <= 0 {
 		opts.InterruptionNotice = 2 * time.Minute
@@ -200,7 +210,8 @@ func (h *Harness) startSim(ctx context.Context) error {
 	}
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	p, err := h.startProcess("sim", []string{"sim", "--listen", addr, "--kubeconfig", h.Env.Kubeconfig,
-		"--config", cfgPath, "--log-level", "info"}, nil)
+		"--config", cfgPath, "--log-level", "info",
+		"--kube-qps", strconv.FormatFloat(float64(h.opts.SimKubeQPS), 'f', -1, 32), "--kube-burst", strconv.Itoa(h.opts.SimKubeBurst)}, nil)
 	if err != nil {
 		return err
 	}

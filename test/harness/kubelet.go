@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -12,8 +13,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// kubeletEvery is how often the kubelet stand-in looks at the pods.
-const kubeletEvery = 500 * time.Millisecond
+// kubeletEvery is how often the kubelet stand-in looks at the pods, and
+// kubeletWorkers how many pods it updates at once.
+const (
+	kubeletEvery   = 500 * time.Millisecond
+	kubeletWorkers = 8
+)
 
 // runKubelet does for the sim's nodes (Nodes whose providerID is aws:///...)
 // the two things of a kubelet that the rest of the system waits on, until
@@ -58,6 +63,21 @@ func (h *Harness) kubeletPass(ctx context.Context) error {
 	}
 	zero := int64(0)
 	exists := nodeNames(nodes.Items)
+	// Many kubelets act at once: a few workers, so a thousand pods are not
+	// marked one after the other.
+	work := make(chan func() error)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for range kubeletWorkers {
+		wg.Go(func() {
+			for f := range work {
+				err := f()
+				mu.Lock()
+				keep(err)
+				mu.Unlock()
+			}
+		})
+	}
 	for i := range pods.Items {
 		p := &pods.Items[i]
 		if p.Spec.NodeName == "" {
@@ -69,11 +89,15 @@ func (h *Harness) kubeletPass(ctx context.Context) error {
 		_, nodeExists := exists[p.Spec.NodeName]
 		switch {
 		case p.DeletionTimestamp != nil && (onSim || !nodeExists):
-			keep(c.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero}))
+			work <- func() error {
+				return c.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+			}
 		case onSim && p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodPending:
-			keep(h.markRunning(ctx, p))
+			work <- func() error { return h.markRunning(ctx, p) }
 		}
 	}
+	close(work)
+	wg.Wait()
 	return firstErr
 }
 
