@@ -3,13 +3,14 @@ package harness
 import (
 	"context"
 	"errors"
+	"os"
 	"testing"
 	"time"
 
 	"github.com/joiner-dev/joiner/test/testenv"
 )
 
-// StartTest builds joiner into a temporary folder and starts a harness for
+// StartTest builds joiner (or takes $JOINER_TEST_BINARY) into a temporary folder and starts a harness for
 // one test (opts.Dir and opts.JoinerBin are set here). It skips the test
 // under -short or when the control-plane tools are missing, fails it on
 // any other error, and stops the processes when the test ends (printing
@@ -24,9 +25,14 @@ func StartTest(t testing.TB, opts Options) *Harness {
 	bctx, bcancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer bcancel()
 	dir := t.TempDir()
-	bin, err := BuildJoiner(bctx, dir)
-	if err != nil {
-		t.Fatal(err)
+	// JOINER_TEST_BINARY runs another joiner binary (to show that a test
+	// fails on an earlier build, say) instead of building this tree's.
+	bin := os.Getenv("JOINER_TEST_BINARY")
+	if bin == "" {
+		var err error
+		if bin, err = BuildJoiner(bctx, dir); err != nil {
+			t.Fatal(err)
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
