@@ -172,9 +172,12 @@ func (w *keyWriter) podAffinity(req []corev1.PodAffinityTerm, pref []corev1.Weig
 }
 
 // classKey writes everything that affects where a pod may go.
-func (w *keyWriter) classKey(p *corev1.Pod, req vec) string {
+func (w *keyWriter) classKey(p *corev1.Pod, req vec, vol PodVolumes) string {
 	w.b = w.b[:0]
 	w.s(p.Namespace)
+	w.sep('V')
+	w.nodeReqs(vol.Requirements)
+	w.s(vol.Err)
 	w.strMap(p.Labels)
 	for _, q := range req {
 		w.i(q)

@@ -1,7 +1,9 @@
 package scheduler
 
 import (
+	"fmt"
 	"maps"
+	"slices"
 	"testing"
 
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
@@ -126,4 +128,177 @@ func spreadPodsWith(n int, mutate func(*corev1.Pod)) []*corev1.Pod {
 			WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: sel}}
 		mutate(p)
 	})
+}
+
+func withPVC(claim string) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: claim,
+			VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}})
+	}
+}
+
+// Volume topology: a pod's volumes' node requirements (the view derives
+// them from PersistentVolumes and StorageClasses) join its own, so a pod
+// whose claim is bound to a zonal volume lands in that zone; a pod whose
+// claim cannot be scheduled yet says why.
+func TestVolumeTopology(t *testing.T) {
+	zoneB := []corev1.NodeSelectorRequirement{{Key: karpv1.LabelZone, Operator: corev1.NodeSelectorOpIn, Values: []string{"test-zone-2"}}}
+	wffc := []corev1.NodeSelectorRequirement{{Key: karpv1.LabelZone, Operator: corev1.NodeSelectorOpIn, Values: []string{"test-zone-1", "test-zone-3"}}}
+	for _, tc := range []struct {
+		name    string
+		vols    PodVolumes
+		zones   []string
+		unsched string
+	}{
+		{"bound to a zonal volume", PodVolumes{Requirements: zoneB}, []string{"test-zone-2"}, ""},
+		{"WaitForFirstConsumer with allowed topologies", PodVolumes{Requirements: wffc}, []string{"test-zone-1", "test-zone-3"}, ""},
+		{"no volume constraint", PodVolumes{}, []string{"test-zone-1", "test-zone-2", "test-zone-3"}, ""},
+		{"claim not schedulable yet", PodVolumes{Err: `persistentvolumeclaim "data" not found`}, nil, "not found"},
+		{"volume zone no pool offers", PodVolumes{Requirements: []corev1.NodeSelectorRequirement{{Key: karpv1.LabelZone,
+			Operator: corev1.NodeSelectorOpIn, Values: []string{"test-zone-9"}}}}, nil, "zone"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := input(pods(1, "db", nil, "100m", withPVC("data"))...)
+			in.Volumes = map[string]PodVolumes{"default/db-0": tc.vols}
+			p := solveOK(t, in)
+			if tc.unsched != "" {
+				wantUnschedulable(t, p, 1, tc.unsched)
+				return
+			}
+			if len(p.NodeClaims) != 1 || !slices.Contains(tc.zones, p.NodeClaims[0].Zone) {
+				t.Fatalf("claims %+v, want one in %v", p.NodeClaims, tc.zones)
+			}
+			var zr []string
+			for _, r := range p.NodeClaims[0].Requirements {
+				if r.Key == karpv1.LabelZone {
+					zr = r.Values
+				}
+			}
+			for _, z := range zr {
+				if !slices.Contains(tc.zones, z) {
+					t.Fatalf("claim may launch in %s, outside %v", z, tc.zones)
+				}
+			}
+		})
+	}
+}
+
+// Attach limits: an existing node takes no more volumes of a driver than
+// its CSINode allows; a new node no more EBS volumes than its type can
+// attach (26 on Nitro).
+func TestVolumeAttachLimits(t *testing.T) {
+	vols := func(n int, perPod int64) map[string]PodVolumes {
+		out := map[string]PodVolumes{}
+		for i := range n {
+			out[fmt.Sprintf("default/db-%d", i)] = PodVolumes{Attachments: map[string]int64{EBSDriver: perPod}}
+		}
+		return out
+	}
+	t.Run("existing node's CSINode limit", func(t *testing.T) {
+		in := input(pods(3, "db", nil, "100m", withPVC("data"))...)
+		in.Volumes = vols(3, 1)
+		in.Nodes = []*Node{{Name: "n1", Labels: map[string]string{karpv1.LabelZone: "test-zone-1", karpv1.LabelNodePool: "default"},
+			Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourceMemory: resource.MustParse("16Gi"),
+				corev1.ResourcePods: resource.MustParse("50"), AttachResource(EBSDriver): resource.MustParse("2")}}}
+		p := solveOK(t, in)
+		if len(p.Nominations) != 2 || len(p.NodeClaims) != 1 {
+			t.Fatalf("%d nominations, %d claims; want 2 on n1 (its limit) and 1 new\n%s", len(p.Nominations), len(p.NodeClaims), dump(p))
+		}
+	})
+	t.Run("new node's type limit", func(t *testing.T) {
+		in := input(pods(30, "db", nil, "10m", withPVC("data"))...)
+		in.InstanceTypes["default"] = fakeTypes(50)[40:] // room for 30 pods on one node
+		for _, it := range in.InstanceTypes["default"] {
+			it.Labels[karpv1.LabelInstanceHypervisor] = "nitro"
+		}
+		in.Volumes = vols(30, 1)
+		p := solveOK(t, in)
+		if len(p.NodeClaims) != 2 {
+			t.Fatalf("%d claims, want 2 (26 EBS volumes per Nitro node)\n%s", len(p.NodeClaims), dump(p))
+		}
+	})
+	t.Run("a driver the node does not list is not limited", func(t *testing.T) {
+		in := input(pods(3, "db", nil, "100m", withPVC("data"))...)
+		in.Volumes = map[string]PodVolumes{}
+		for i := range 3 {
+			in.Volumes[fmt.Sprintf("default/db-%d", i)] = PodVolumes{Attachments: map[string]int64{"efs.csi.aws.com": 1}}
+		}
+		in.Nodes = []*Node{{Name: "n1", Labels: map[string]string{karpv1.LabelZone: "test-zone-1"},
+			Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourceMemory: resource.MustParse("16Gi"),
+				corev1.ResourcePods: resource.MustParse("50")}}}
+		p := solveOK(t, in)
+		if len(p.Nominations) != 3 {
+			t.Fatalf("%d nominations, want 3", len(p.Nominations))
+		}
+	})
+}
+
+// namespaceSelector in a pod (anti-)affinity term selects the pods of the
+// namespaces whose labels match (with the term's namespaces).
+func TestAffinityNamespaceSelector(t *testing.T) {
+	web := pod("web", map[string]string{"app": "web"}, "100m", "100Mi")
+	web.Namespace = "team-a"
+	other := pod("web-b", map[string]string{"app": "web"}, "100m", "100Mi")
+	other.Namespace = "team-b"
+	anti := func(sel *metav1.LabelSelector) *corev1.Pod {
+		p := pod("cache", map[string]string{"app": "cache"}, "100m", "100Mi")
+		p.Namespace = "infra"
+		p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}, TopologyKey: karpv1.LabelHostname,
+			NamespaceSelector: sel}}}}
+		return p
+	}
+	node := func(name string, p *corev1.Pod) *Node {
+		return &Node{Name: name, Labels: map[string]string{karpv1.LabelZone: "test-zone-1"}, Pods: []*corev1.Pod{p},
+			Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourceMemory: resource.MustParse("16Gi"),
+				corev1.ResourcePods: resource.MustParse("50")}}
+	}
+	ns := map[string]map[string]string{"team-a": {"tier": "front"}, "team-b": {"tier": "back"}, "infra": {}}
+	for _, tc := range []struct {
+		name string
+		sel  *metav1.LabelSelector
+		want string // the node the cache pod goes to ("" a new one)
+	}{
+		{"selector matches team-a only: n2 (team-b's web) is fine", &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "front"}}, "n2"},
+		{"empty selector: every namespace, both nodes excluded", &metav1.LabelSelector{}, ""},
+		{"no selector: the pod's own namespace, n1 is fine", nil, "n1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := input(anti(tc.sel))
+			in.Nodes = []*Node{node("n1", web), node("n2", other)}
+			in.Namespaces = ns
+			p := solveOK(t, in)
+			got := ""
+			if len(p.Nominations) == 1 {
+				got = p.Nominations[0].Node
+			}
+			if tc.want == "" && (len(p.NodeClaims) != 1 || len(p.Nominations) != 0) || tc.want != "" && got != tc.want && tc.want != "n1" {
+				t.Fatalf("nominations %v, %d claims; want %q", p.Nominations, len(p.NodeClaims), tc.want)
+			}
+		})
+	}
+}
+
+// minValues: Strict refuses a pod no claim can keep minValues for;
+// BestEffort places it with minValues relaxed and says so on the claim.
+func TestMinValuesPolicy(t *testing.T) {
+	in := func(policy MinValuesPolicy) *Input {
+		i := input(pod("a", nil, "40", ""))
+		i.NodePools[0].Spec.Template.Spec.Requirements = []karpv1.NodeSelectorRequirementWithMinValues{{Key: karpv1.LabelInstanceType,
+			Operator: karpv1.OpExists, MinValues: ptr(20)}}
+		i.MinValuesPolicy = policy
+		return i
+	}
+	strict := Solve(in(MinValuesStrict))
+	wantUnschedulable(t, strict, 1, "minValues")
+	best := solveOK(t, in(MinValuesBestEffort))
+	if len(best.NodeClaims) != 1 || !best.NodeClaims[0].MinValuesRelaxed || len(best.NodeClaims[0].InstanceTypes) != 10 {
+		t.Fatalf("BestEffort: %+v, want one claim with minValues relaxed over the 10 types that fit", best.NodeClaims)
+	}
+	// When minValues can be kept, BestEffort keeps it.
+	ok := in(MinValuesBestEffort)
+	ok.Pods = []*corev1.Pod{pod("a", nil, "4", "")}
+	if p := solveOK(t, ok); len(p.NodeClaims) != 1 || p.NodeClaims[0].MinValuesRelaxed {
+		t.Fatalf("BestEffort with room: %+v, want minValues kept", p.NodeClaims)
+	}
 }

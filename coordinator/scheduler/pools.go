@@ -150,6 +150,11 @@ func (s *solver) prepareTypes(p *pool, its []*catalog.InstanceType) {
 			continue
 		}
 		ti.capacity = s.ri.toVec(it.Capacity, nil)
+		for i := numFixed; i < min(len(s.ri.names), maxResources); i++ {
+			if driver, ok := s.ri.isAttach(i); ok {
+				ti.capacity[i] = attachLimit(it, driver)
+			}
+		}
 		// allocatable = capacity - overhead, floored at zero (as
 		// InstanceType.Allocatable, without building resource lists)
 		alloc := ti.capacity.sub(s.ri.toVec(it.Overhead.KubeReserved, nil)).sub(s.ri.toVec(it.Overhead.SystemReserved, nil)).sub(s.ri.toVec(it.Overhead.EvictionThreshold, nil))

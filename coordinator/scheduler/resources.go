@@ -2,9 +2,14 @@ package scheduler
 
 import (
 	"slices"
+	"strings"
+
+	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/joiner-dev/joiner/cloud/catalog"
 )
 
 // maxResources bounds the resource vector: cpu, memory, pods,
@@ -58,15 +63,30 @@ func (v vec) max(o vec) vec {
 type resourceIndex struct {
 	names []corev1.ResourceName // slot -> name
 	slot  map[corev1.ResourceName]int
+	// extra are requests a pod makes beyond its containers' (its volume
+	// attachments), by pod key.
+	extra map[string]corev1.ResourceList
 }
 
-func newResourceIndex(pods [][]*corev1.Pod) *resourceIndex {
+// unlimited stands for a resource a node does not limit.
+const unlimited = int64(1) << 50
+
+func newResourceIndex(pods [][]*corev1.Pod, extra map[string]corev1.ResourceList) *resourceIndex {
 	ri := &resourceIndex{
 		names: []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourcePods, corev1.ResourceEphemeralStorage},
 		slot:  map[corev1.ResourceName]int{},
+		extra: extra,
 	}
 	var ext []corev1.ResourceName
 	seen := map[corev1.ResourceName]bool{}
+	for _, l := range extra {
+		for n := range l {
+			if !seen[n] {
+				seen[n] = true
+				ext = append(ext, n)
+			}
+		}
+	}
 	for _, list := range pods {
 		for _, p := range list {
 			forEachRequestList(p, func(l corev1.ResourceList) {
@@ -177,8 +197,48 @@ func (ri *resourceIndex) podRequests(p *corev1.Pod) (vec, bool) {
 	}
 	out := sum.add(sidecars).max(initMax)
 	out = out.add(ri.toVec(p.Spec.Overhead, &unknown))
+	if x, ok := ri.extra[podName(p)]; ok {
+		out = out.add(ri.toVec(x, &unknown))
+	}
 	out[resPods]++
 	return out, !unknown
+}
+
+// isAttach reports whether a slot counts a CSI driver's attachable volumes.
+func (ri *resourceIndex) isAttach(slot int) (string, bool) {
+	if slot >= len(ri.names) {
+		return "", false
+	}
+	return strings.CutPrefix(string(ri.names[slot]), "attachable-volumes-csi-")
+}
+
+// nodeVec is a node's allocatable with every attach slot the node does not
+// list unlimited.
+func (ri *resourceIndex) nodeVec(l corev1.ResourceList) vec {
+	v := ri.toVec(l, nil)
+	for i := numFixed; i < min(len(ri.names), maxResources); i++ {
+		if _, ok := ri.isAttach(i); ok {
+			if _, listed := l[ri.names[i]]; !listed {
+				v[i] = unlimited
+			}
+		}
+	}
+	return v
+}
+
+// attachLimit is how many volumes of a CSI driver a new node of type it can
+// attach: EBS's attachment limits (Nitro types share 28 attachments with
+// network interfaces and instance-store volumes: 26 once the root volume
+// and the primary interface are counted; Xen types take 39 volumes besides
+// the root one); other drivers are not limited.
+func attachLimit(it *catalog.InstanceType, driver string) int64 {
+	if driver != EBSDriver {
+		return unlimited
+	}
+	if it.Labels[karpv1.LabelInstanceHypervisor] == "xen" {
+		return 39
+	}
+	return 26
 }
 
 // FitNominated splits the pods nominated to a node (in order) into those
@@ -186,7 +246,7 @@ func (ri *resourceIndex) podRequests(p *corev1.Pod) (vec, bool) {
 // nomination whose node filled up with other pods is stale, and its pod
 // needs a new plan.
 func FitNominated(allocatable corev1.ResourceList, bound, nominated []*corev1.Pod) (fit, stale []*corev1.Pod) {
-	ri := newResourceIndex([][]*corev1.Pod{bound, nominated})
+	ri := newResourceIndex([][]*corev1.Pod{bound, nominated}, nil)
 	free := ri.toVec(allocatable, nil)
 	for _, p := range bound {
 		r, _ := ri.podRequests(p)

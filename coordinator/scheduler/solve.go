@@ -29,6 +29,10 @@ type solver struct {
 	matchCache  map[string][]*typeInfo
 	domainCache map[string]domainSet
 	memPerMilli float64 // median memory bytes per millicore over usable types
+	vols        map[string]PodVolumes
+	namespaces  map[string]map[string]string
+	bestEffort  bool // MinValuesPolicy BestEffort
+	relaxMin    bool // placing a pod with minValues relaxed (BestEffort)
 	plan        Plan
 }
 
@@ -48,12 +52,14 @@ type claim struct {
 	own     vec    // capacity counted against pool limits
 	hostKey string // see host
 	ports   []hostPort
+	relaxed bool // minValues relaxed (BestEffort)
 }
 
 // Solve computes a Plan. It is deterministic and does not modify in.
 func Solve(in *Input) *Plan {
-	s := &solver{groups: map[string]*group{}, matchCache: map[string][]*typeInfo{}, domainCache: map[string]domainSet{}}
-	s.ri = newResourceIndex([][]*corev1.Pod{in.Pods, in.DaemonSetPods})
+	s := &solver{groups: map[string]*group{}, matchCache: map[string][]*typeInfo{}, domainCache: map[string]domainSet{},
+		vols: in.Volumes, namespaces: in.Namespaces, bestEffort: in.MinValuesPolicy == MinValuesBestEffort}
+	s.ri = newResourceIndex([][]*corev1.Pod{in.Pods, in.DaemonSetPods}, volumeRequests(in.Volumes))
 	s.existing = in.Nodes
 	s.buildPools(in)
 	s.memPerMilli = memoryPerMilliCPU(s.pools)
@@ -76,7 +82,7 @@ func Solve(in *Input) *Plan {
 func (s *solver) buildExisting(in *Input) {
 	for i, n := range in.Nodes {
 		cl := &claim{idx: len(s.claims), name: n.Name, node: n, nodeIdx: i}
-		cl.free = s.ri.toVec(n.Allocatable, nil)
+		cl.free = s.ri.nodeVec(n.Allocatable)
 		for _, p := range n.Pods {
 			r, _ := s.ri.podRequests(p)
 			cl.used = cl.used.add(r)
@@ -114,7 +120,7 @@ func (s *solver) buildClasses(pods []*corev1.Pod) {
 	var w keyWriter
 	for _, p := range pods {
 		req, ok := s.ri.podRequests(p)
-		key := w.classKey(p, req)
+		key := w.classKey(p, req, s.vols[podName(p)])
 		c := byKey[key]
 		if c == nil {
 			c = &class{key: key, rep: p, req: req, reqOK: ok, ports: hostPorts(p)}
@@ -363,6 +369,15 @@ func (s *solver) place(c *class, p *corev1.Pod) {
 		}
 		reasons = []string{why}
 	}
+	// MinValuesPolicy BestEffort: nothing keeps minValues, so the pod goes
+	// where it would fit with minValues relaxed (Karpenter's BestEffort).
+	if s.bestEffort && !s.relaxMin && len(reasons) > 0 && strings.Contains(reasons[0], "minValues") {
+		s.relaxMin = true
+		defer func() { s.relaxMin = false }()
+		if v := s.variant(c, 0); v != nil && v.err == nil && s.tryPlace(v, p) == "" {
+			return
+		}
+	}
 	s.plan.Unschedulable = append(s.plan.Unschedulable, Unschedulable{Pod: podName(p), Reason: strings.Join(reasons, "; ")})
 }
 
@@ -370,6 +385,8 @@ func (s *solver) place(c *class, p *corev1.Pod) {
 type verdict struct {
 	ok        bool
 	monotone  bool // the claim will never take this variant
+	relaxed   bool // taken with the pool's minValues relaxed
+	minValues bool // refused for minValues alone
 	reqs      requirements.Requirements
 	reqsDirty bool
 	cp        *classPool
@@ -417,6 +434,10 @@ func (s *solver) tryPlace(v *variant, p *corev1.Pod) string {
 		vd := s.check(cl, v, rules, false)
 		if !vd.ok {
 			pl.seq--
+			if vd.minValues {
+				reasons = append(reasons, fmt.Sprintf("nodepool %s: no instance type set keeps the pool's minValues", pl.name))
+				continue
+			}
 			if pl.limited {
 				reasons = append(reasons, fmt.Sprintf("nodepool %s: no instance type fits within limits and topology", pl.name))
 			} else {
@@ -490,10 +511,14 @@ func (s *solver) check(cl *claim, v *variant, rules []domainRule, noUpgrade bool
 	if !s.anyType(cl, cp, reqs, dirty, used, noUpgrade) {
 		return verdict{monotone: !nonMono}
 	}
+	relaxed := false
 	if cl.pool.minValues && !s.minValuesOK(cl, cp, reqs, used) {
-		return verdict{monotone: !nonMono}
+		if !s.relaxMin {
+			return verdict{monotone: !nonMono, minValues: true}
+		}
+		relaxed = true
 	}
-	return verdict{ok: true, reqs: reqs, reqsDirty: dirty, cp: cp, pins: pins}
+	return verdict{ok: true, reqs: reqs, reqsDirty: dirty, cp: cp, pins: pins, relaxed: relaxed}
 }
 
 func (s *solver) hasHostAffinity(v *variant) bool {
@@ -641,6 +666,7 @@ func (s *solver) checkExisting(cl *claim, v *variant, rules []domainRule, used v
 // commit records the placement.
 func (s *solver) commit(cl *claim, v *variant, p *corev1.Pod, vd verdict) {
 	cl.used = cl.used.add(v.c.req)
+	cl.relaxed = cl.relaxed || vd.relaxed
 	cl.ports = append(cl.ports, v.c.ports...)
 	name := podName(p)
 	if cl.node != nil {
@@ -770,7 +796,7 @@ func (s *solver) finish() {
 			}
 		}
 		slices.SortStableFunc(cands, func(a, b cand) int { return cmp.Compare(a.price, b.price) })
-		if cl.pool.minValues && len(cands) > MaxInstanceTypes {
+		if cl.pool.minValues && !cl.relaxed && len(cands) > MaxInstanceTypes {
 			cands = s.keepMinValues(cl, cands)
 		}
 		if cl.pool.limited && len(cl.types) > 0 {
@@ -782,7 +808,7 @@ func (s *solver) finish() {
 				}
 			}
 		}
-		nc := NodeClaim{Name: cl.name, NodePool: cl.pool.name, NodeClass: cl.pool.nodeClass, Pods: cl.pods}
+		nc := NodeClaim{Name: cl.name, NodePool: cl.pool.name, NodeClass: cl.pool.nodeClass, Pods: cl.pods, MinValuesRelaxed: cl.relaxed}
 		n := min(len(cands), MaxInstanceTypes)
 		for _, c := range cands[:n] {
 			nc.InstanceTypes = append(nc.InstanceTypes, c.t.it.Name)

@@ -21,16 +21,19 @@
 // required node affinity terms) are treated as required and relaxed one at
 // a time, in Karpenter's order, only when the pod fits nowhere.
 //
-// Not modelled (yet): host ports, volume topology (PVC zones, attach
-// limits), non-empty namespaceSelectors in pod affinity terms (the term's
-// namespaces or the pod's namespace are used; an empty selector means all
-// namespaces), nodeAffinityPolicy Ignore and nodeTaintsPolicy Honor (spread
-// domains always honour the pod's node affinity and ignore taints),
-// reserved capacity, and minValues policy BestEffort (minValues is strict).
+// Also modelled: host ports (one pod per port, protocol and address on a
+// node), volume topology (a pod's PersistentVolumes' node affinity and its
+// WaitForFirstConsumer StorageClasses' allowed topologies join its node
+// requirements), volume attach limits (CSINode's count on existing nodes,
+// the EBS attachment limit of the instance type on new ones), the node
+// inclusion policies of topology spreads, namespaceSelectors in pod
+// affinity terms, and minValues policy BestEffort. Not modelled: reserved
+// capacity.
 package scheduler
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
@@ -58,9 +61,53 @@ type Input struct {
 	// DaemonSetPods are one pod (template) per DaemonSet; their requests
 	// are reserved on every new node whose pool they tolerate.
 	DaemonSetPods []*corev1.Pod
+	// Volumes are the volume needs of pods (pending ones and those on
+	// Nodes), by pod key (namespace/name); pods without volumes are absent.
+	Volumes map[string]PodVolumes
+	// Namespaces are namespace labels by name, for namespaceSelectors.
+	Namespaces map[string]map[string]string
+	// MinValuesPolicy is Strict (the default: a claim that cannot keep a
+	// pool's minValues does not take the pod) or BestEffort (when nothing
+	// can, minValues is relaxed and the claim says so).
+	MinValuesPolicy MinValuesPolicy
 }
 
-// Node is an existing node or an in-flight NodeClaim.
+// MinValuesPolicy is Karpenter's --min-values-policy.
+type MinValuesPolicy string
+
+// The minValues policies.
+const (
+	MinValuesStrict     MinValuesPolicy = "Strict"
+	MinValuesBestEffort MinValuesPolicy = "BestEffort"
+)
+
+// PodVolumes is what a pod's volumes ask of its node.
+type PodVolumes struct {
+	// Requirements are node requirements its volumes impose (a bound
+	// PersistentVolume's node affinity, an unbound claim's StorageClass
+	// allowed topologies).
+	Requirements []corev1.NodeSelectorRequirement
+	// Attachments counts, per CSI driver, the volumes it attaches.
+	Attachments map[string]int64
+	// Err says why the pod cannot be scheduled yet (a missing claim, an
+	// unbound claim without a StorageClass); empty when it can.
+	Err string
+}
+
+// AttachResource is the resource name of a CSI driver's attachable volume
+// count in the scheduler's resource vectors and in Node.Allocatable
+// (kube-scheduler's attachable-volumes-csi-<driver>).
+func AttachResource(driver string) corev1.ResourceName {
+	return corev1.ResourceName("attachable-volumes-csi-" + driver)
+}
+
+// EBSDriver is the AWS EBS CSI driver (and, through CSI migration, the
+// in-tree kubernetes.io/aws-ebs plugin).
+const EBSDriver = "ebs.csi.aws.com"
+
+// Node is an existing node or an in-flight NodeClaim. Allocatable may carry
+// AttachResource(driver) counts (from the node's CSINode); a driver it does
+// not list is not limited.
 type Node struct {
 	Name     string
 	Labels   map[string]string
@@ -110,6 +157,9 @@ type NodeClaim struct {
 	// is the chosen type's.
 	Requests    corev1.ResourceList `json:"requests"`
 	Allocatable corev1.ResourceList `json:"allocatable"`
+	// MinValuesRelaxed: BestEffort relaxed the pool's minValues for it
+	// (karpenter.sh/nodeclaim-min-values-relaxed).
+	MinValuesRelaxed bool `json:"minValuesRelaxed,omitempty"`
 }
 
 // Unschedulable is a pod no node can take, and why.
@@ -133,4 +183,20 @@ type PoolExplanation struct {
 type Exclusion struct {
 	Reason string `json:"reason"`
 	Count  int    `json:"count"`
+}
+
+// volumeRequests turns the pods' volume attachments into extra requests.
+func volumeRequests(vols map[string]PodVolumes) map[string]corev1.ResourceList {
+	out := map[string]corev1.ResourceList{}
+	for key, v := range vols {
+		if len(v.Attachments) == 0 {
+			continue
+		}
+		l := corev1.ResourceList{}
+		for driver, n := range v.Attachments {
+			l[AttachResource(driver)] = *resource.NewQuantity(n, resource.DecimalSI)
+		}
+		out[key] = l
+	}
+	return out
 }

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -178,6 +179,18 @@ func (s *solver) compile(c *class, cons constraints, level int) *variant {
 	if err != nil {
 		v.err = err
 		return v
+	}
+	if vol, ok := s.vols[podName(p)]; ok {
+		if vol.Err != "" {
+			v.err = errors.New(vol.Err)
+			return v
+		}
+		vr, err := requirements.FromNodeSelector(vol.Requirements)
+		if err != nil {
+			v.err = fmt.Errorf("volume topology: %w", err)
+			return v
+		}
+		reqs = reqs.Intersect(vr)
 	}
 	for _, t := range cons.prefNode {
 		r, err := requirements.FromNodeSelector(t.Preference.MatchExpressions)
@@ -542,12 +555,26 @@ func (s *solver) termGroup(p *corev1.Pod, t corev1.PodAffinityTerm) (*group, err
 			return nil, err
 		}
 	}
-	ns := t.Namespaces
+	// The term's namespaces and those its namespaceSelector matches (an
+	// empty selector: every namespace); neither: the pod's own.
+	ns := slices.Clone(t.Namespaces)
 	all := false
-	if t.NamespaceSelector != nil && len(t.NamespaceSelector.MatchLabels) == 0 && len(t.NamespaceSelector.MatchExpressions) == 0 {
-		all = true
+	if t.NamespaceSelector != nil {
+		if len(t.NamespaceSelector.MatchLabels) == 0 && len(t.NamespaceSelector.MatchExpressions) == 0 {
+			all = true
+		} else {
+			nsSel, err := metav1.LabelSelectorAsSelector(t.NamespaceSelector)
+			if err != nil {
+				return nil, fmt.Errorf("namespaceSelector: %w", err)
+			}
+			for _, name := range slices.Sorted(maps.Keys(s.namespaces)) {
+				if nsSel.Matches(labels.Set(s.namespaces[name])) && !slices.Contains(ns, name) {
+					ns = append(ns, name)
+				}
+			}
+		}
 	}
-	if len(ns) == 0 && !all {
+	if len(ns) == 0 && !all && t.NamespaceSelector == nil {
 		ns = []string{p.Namespace}
 	}
 	return s.group(t.TopologyKey, ns, all, sel), nil
