@@ -17,8 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
 
-	"github.com/joiner-dev/joiner/drain"
 	corekarp "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/drain"
 	"github.com/joiner-dev/joiner/test/kubetest"
 	"github.com/joiner-dev/joiner/test/testenv"
 )

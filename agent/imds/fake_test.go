@@ -12,16 +12,16 @@ import (
 
 // fakeIMDS is an IMDSv2-only metadata server with expiring tokens.
 type fakeIMDS struct {
-	mu       sync.Mutex
-	bodies   map[string]string // path under /latest/meta-data/ -> body (absent = 404)
-	status   map[string]int    // forced status per path
-	tokens   map[string]time.Time
-	puts     int
-	gets     int
-	unauth   int
+	mu     sync.Mutex
+	bodies map[string]string // path under /latest/meta-data/ -> body (absent = 404)
+	status map[string]int    // forced status per path
+	tokens map[string]time.Time
+	puts   int
+	gets   int
+	unauth int
 	// grace is how long past its TTL a token is still accepted (the time
 	// a request may spend in flight on a loaded machine).
-	grace time.Duration
+	grace    time.Duration
 	failPUT  bool
 	nextTok  int
 	lastTTLs []string
