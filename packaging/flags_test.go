@@ -13,7 +13,7 @@ import (
 
 // flagDef matches a cobra/pflag flag definition: fl.StringVar(&x, "name", ...)
 // or fl.Bool("name", ...).
-var flagDef = regexp.MustCompile(`\.(?:String|Bool|Duration|Int|Int64|Uint|Float64|StringSlice|StringArray|StringToString|IP)(?:Var)?P?\(\s*(?:&[^,]+,\s*)?"([a-z0-9-]+)"`)
+var flagDef = regexp.MustCompile(`\.(?:String|Bool|Duration|Int|Int64|Uint|Float64|Float32|StringSlice|StringArray|StringToString|IP)(?:Var)?P?\(\s*(?:&[^,]+,\s*)?"([a-z0-9-]+)"`)
 
 // definedFlags returns the flags defined in the given cmd/joiner files.
 func definedFlags(t *testing.T, files ...string) map[string]bool {

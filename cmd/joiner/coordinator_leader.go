@@ -20,6 +20,7 @@ import (
 	"github.com/joiner-dev/joiner/coordinator/fsm"
 	"github.com/joiner-dev/joiner/coordinator/kube"
 	"github.com/joiner-dev/joiner/coordinator/leader"
+	"github.com/joiner-dev/joiner/coordinator/scheduler"
 	"github.com/joiner-dev/joiner/userdata"
 )
 
@@ -35,6 +36,7 @@ type leaderFlags struct {
 	k8sVersion     string
 	bootstrapImage string
 	simulated      bool
+	minValues      string
 }
 
 func (f *leaderFlags) register(fl *pflag.FlagSet) {
@@ -47,6 +49,8 @@ func (f *leaderFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.caFile, "cluster-ca-file", "", "cluster CA (PEM or base64) new nodes trust (empty: the kubeconfig's CA)")
 	fl.StringVar(&f.k8sVersion, "kubernetes-version", "1.32", "Kubernetes minor version for EKS AMI aliases")
 	fl.StringVar(&f.bootstrapImage, "bootstrap-image", "", "agent image the user data starts where the agent is not baked into the AMI")
+	fl.StringVar(&f.minValues, "min-values-policy", string(scheduler.MinValuesStrict),
+		"Strict: a NodePool's minValues is never relaxed (pods wait); BestEffort: relaxed when nothing can keep it, and the NodeClaim says so (Karpenter's MIN_VALUES_POLICY)")
 	fl.BoolVar(&f.simulated, "simulated-cloud", false, "the cloud is joiner sim: nobody else removes startup taints, so the coordinator does")
 }
 
@@ -100,6 +104,10 @@ func buildLeader(ctx context.Context, f *coordinatorFlags, state *fsm.FSM, node 
 		return nil, nil, fmt.Errorf("--kube-client-qps %v, --kube-client-burst %d: want both > 0", lf.kubeQPS, lf.kubeBurst)
 	}
 	rc.QPS, rc.Burst = lf.kubeQPS, lf.kubeBurst
+	policy := scheduler.MinValuesPolicy(lf.minValues)
+	if policy != scheduler.MinValuesStrict && policy != scheduler.MinValuesBestEffort {
+		return nil, nil, fmt.Errorf("--min-values-policy %q: want %s or %s", lf.minValues, scheduler.MinValuesStrict, scheduler.MinValuesBestEffort)
+	}
 	clients, err := kube.NewClients(rc)
 	if err != nil {
 		return nil, nil, err
@@ -135,7 +143,8 @@ func buildLeader(ctx context.Context, f *coordinatorFlags, state *fsm.FSM, node 
 	cache := kube.NewCache(clients, log)
 	lead, err := leader.New(leader.Deps{
 		Cluster: f.clusterName, UserData: uc, BootstrapImage: lf.bootstrapImage, RemoveStartupTaints: lf.simulated,
-		Clients: clients, Kube: clients.Kube, Cache: cache, Cloud: provider, State: state,
+		MinValuesPolicy: policy,
+		Clients:         clients, Kube: clients.Kube, Cache: cache, Cloud: provider, State: state,
 		Raft: cluster.RaftProposer{Raft: node.Raft}, Membership: membership,
 		Recorder: kube.NewRecorder(ctx, clients.Kube, "joiner"), Registerer: reg, Log: log,
 	})

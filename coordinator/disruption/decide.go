@@ -472,6 +472,7 @@ func (d *decider) simulate(cands []*Node) (*scheduler.Plan, string) {
 	plan := scheduler.Solve(&scheduler.Input{
 		Pods: pods, NodePools: d.in.NodePools, NodeClasses: d.in.NodeClasses,
 		InstanceTypes: d.in.InstanceTypes, Nodes: nodes, DaemonSetPods: d.in.DaemonSetPods,
+		Volumes: d.in.Volumes, Namespaces: d.in.Namespaces, MinValuesPolicy: d.in.MinValuesPolicy,
 	})
 	if len(plan.Unschedulable) > 0 {
 		u := plan.Unschedulable[0]

@@ -65,6 +65,10 @@ type Input struct {
 	NodeClasses   map[string]*awsv1.EC2NodeClass
 	InstanceTypes map[string][]*catalog.InstanceType
 	DaemonSetPods []*corev1.Pod
+	// Volumes, Namespaces and MinValuesPolicy feed the simulation too.
+	Volumes         map[string]scheduler.PodVolumes
+	Namespaces      map[string]map[string]string
+	MinValuesPolicy scheduler.MinValuesPolicy
 	// Nodes are the cluster's nodes (Joiner-managed or not).
 	Nodes []*Node
 	// PDBs with their current status.disruptionsAllowed.

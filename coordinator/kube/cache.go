@@ -12,6 +12,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic/dynamicinformer"
@@ -41,6 +43,9 @@ type Cache struct {
 
 	pods, nodes, daemonSets, pdbs         cache.SharedIndexInformer
 	nodePools, nodeClaims, ec2NodeClasses cache.SharedIndexInformer
+	// Storage and namespaces: volume topology, attach limits and
+	// namespaceSelectors.
+	pvcs, pvs, storageClasses, csiNodes, namespaces cache.SharedIndexInformer
 
 	mu   sync.Mutex
 	subs map[int]chan struct{}
@@ -58,6 +63,11 @@ func NewCache(c *Clients, log *zap.Logger) *Cache {
 	k.nodes = k.core.Core().V1().Nodes().Informer()
 	k.daemonSets = k.core.Apps().V1().DaemonSets().Informer()
 	k.pdbs = k.core.Policy().V1().PodDisruptionBudgets().Informer()
+	k.pvcs = k.core.Core().V1().PersistentVolumeClaims().Informer()
+	k.pvs = k.core.Core().V1().PersistentVolumes().Informer()
+	k.storageClasses = k.core.Storage().V1().StorageClasses().Informer()
+	k.csiNodes = k.core.Storage().V1().CSINodes().Informer()
+	k.namespaces = k.core.Core().V1().Namespaces().Informer()
 	k.nodePools = k.dyn.ForResource(NodePoolsGVR).Informer()
 	k.nodeClaims = k.dyn.ForResource(NodeClaimsGVR).Informer()
 	k.ec2NodeClasses = k.dyn.ForResource(EC2NodeClassesGVR).Informer()
@@ -76,6 +86,9 @@ func NewCache(c *Clients, log *zap.Logger) *Cache {
 		return nil, nil
 	}}))
 	must(k.nodes.SetTransform(stripManagedFields))
+	for _, inf := range []cache.SharedIndexInformer{k.pvcs, k.pvs, k.storageClasses, k.csiNodes, k.namespaces} {
+		must(inf.SetTransform(stripManagedFields))
+	}
 	must(k.nodes.AddIndexers(cache.Indexers{byProviderID: func(obj any) ([]string, error) {
 		if n, ok := obj.(*corev1.Node); ok && n.Spec.ProviderID != "" {
 			return []string{n.Spec.ProviderID}, nil
@@ -106,15 +119,13 @@ func NewCache(c *Clients, log *zap.Logger) *Cache {
 }
 
 func (k *Cache) all() []cache.SharedIndexInformer {
-	return []cache.SharedIndexInformer{k.pods, k.nodes, k.daemonSets, k.pdbs, k.nodePools, k.nodeClaims, k.ec2NodeClasses}
+	return []cache.SharedIndexInformer{k.pods, k.nodes, k.daemonSets, k.pdbs, k.nodePools, k.nodeClaims, k.ec2NodeClasses,
+		k.pvcs, k.pvs, k.storageClasses, k.csiNodes, k.namespaces}
 }
 
 func stripManagedFields(obj any) (any, error) {
-	switch o := obj.(type) {
-	case *corev1.Pod:
-		o.ManagedFields = nil
-	case *corev1.Node:
-		o.ManagedFields = nil
+	if o, ok := obj.(metav1.Object); ok {
+		o.SetManagedFields(nil)
 	}
 	return obj, nil
 }
@@ -323,6 +334,29 @@ func (k *Cache) DaemonSets() []*appsv1.DaemonSet { return list[appsv1.DaemonSet]
 func (k *Cache) PDBs() []*policyv1.PodDisruptionBudget {
 	return list[policyv1.PodDisruptionBudget](k.pdbs)
 }
+
+// PersistentVolumeClaim returns one claim or nil.
+func (k *Cache) PersistentVolumeClaim(namespace, name string) *corev1.PersistentVolumeClaim {
+	return get[corev1.PersistentVolumeClaim](k.pvcs, namespace+"/"+name)
+}
+
+// PersistentVolume returns one volume or nil.
+func (k *Cache) PersistentVolume(name string) *corev1.PersistentVolume {
+	return get[corev1.PersistentVolume](k.pvs, name)
+}
+
+// StorageClass returns one StorageClass or nil.
+func (k *Cache) StorageClass(name string) *storagev1.StorageClass {
+	return get[storagev1.StorageClass](k.storageClasses, name)
+}
+
+// CSINode returns the CSINode of a node, or nil.
+func (k *Cache) CSINode(name string) *storagev1.CSINode {
+	return get[storagev1.CSINode](k.csiNodes, name)
+}
+
+// Namespaces returns every namespace, sorted by name.
+func (k *Cache) Namespaces() []*corev1.Namespace { return list[corev1.Namespace](k.namespaces) }
 
 // NewRecorder returns an event recorder for component writing through
 // kube; it stops when ctx ends.

@@ -35,6 +35,7 @@ import (
 	"github.com/joiner-dev/joiner/coordinator/lifecycle"
 	"github.com/joiner-dev/joiner/coordinator/nodeclass"
 	"github.com/joiner-dev/joiner/coordinator/provisioner"
+	"github.com/joiner-dev/joiner/coordinator/scheduler"
 	"github.com/joiner-dev/joiner/coordinator/termination"
 	"github.com/joiner-dev/joiner/coordinator/view"
 	"github.com/joiner-dev/joiner/userdata"
@@ -64,6 +65,9 @@ type Deps struct {
 	// RemoveStartupTaints: the cloud is joiner sim and nobody else
 	// removes startup taints.
 	RemoveStartupTaints bool
+	// MinValuesPolicy is the scheduler's minValues policy (Strict when
+	// empty).
+	MinValuesPolicy scheduler.MinValuesPolicy
 
 	Clients *kube.Clients
 	Kube    kubernetes.Interface
@@ -101,7 +105,7 @@ func New(d Deps) (*Leader, error) {
 		return nil, fmt.Errorf("registering leader metrics: %w", err)
 	}
 	catalog := view.NewCatalog()
-	views := &view.Builder{Cache: d.Cache, State: d.State, Classes: catalog}
+	views := &view.Builder{Cache: d.Cache, State: d.State, Classes: catalog, MinValuesPolicy: d.MinValuesPolicy}
 
 	classes := nodeclass.New(nodeclass.Config{}, nodeclass.Deps{Cache: d.Cache, Kube: d.Clients, Cloud: d.Cloud,
 		Catalog: catalog, Recorder: d.Recorder, Log: log})

@@ -9,6 +9,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"go.uber.org/zap"
@@ -92,7 +93,7 @@ func (p *Provisioner) launch(ctx context.Context, s *view.View, claims []schedul
 			}
 			continue
 		}
-		p.metrics.nodeClaimsCreated.WithLabelValues(pl.intent.Spec.NodePool, reason).Inc()
+		p.metrics.nodeClaimsCreated.WithLabelValues(pl.intent.Spec.NodePool, reason, pl.claim.Annotations[karpv1.AnnotationMinValuesRelaxed]).Inc()
 		p.log.Info("created nodeclaim", zap.String("nodeclaim", pl.claim.Name), zap.String("nodepool", pl.intent.Spec.NodePool),
 			zap.String("reason", reason), zap.Int("pods", len(pl.pods)), zap.String("requests", formatResources(pl.claim.Spec.Resources.Requests)),
 			zap.String("instance-types", summariseTypes(pl.intent.Spec.Candidates)))
@@ -121,7 +122,12 @@ func (p *Provisioner) prepare(s *view.View, c scheduler.NodeClaim) (planned, err
 	}
 	id := p.cfg.NewID()
 	name := pool.Name + "-" + id[:5]
-	claim := newNodeClaim(pool, class, name, id, claimRequirements(pool, c.Requirements, cands), c.Requests)
+	reqsOut := claimRequirements(pool, c.Requirements, cands)
+	if c.MinValuesRelaxed {
+		relaxMinValues(reqsOut, cands, s.InstanceTypes[class.Name])
+	}
+	claim := newNodeClaim(pool, class, name, id, reqsOut, c.Requests)
+	claim.Annotations[karpv1.AnnotationMinValuesRelaxed] = strconv.FormatBool(c.MinValuesRelaxed)
 	claim.Annotations[karpv1.AnnotationNodePoolHash] = s.NodePoolHashes[pool.Name]
 	claim.Annotations[karpv1.AnnotationEC2NodeClassHash] = s.NodeClassHashes[class.Name]
 
@@ -236,6 +242,37 @@ func claimRequirements(pool *karpv1.NodePool, planned []corev1.NodeSelectorRequi
 		out = out[:100]
 	}
 	return out
+}
+
+// relaxMinValues lowers each minValues to the number of distinct values
+// the claim's candidates offer for its key (the BestEffort policy relaxed
+// the pool's minValues for this claim, and the claim says what it kept).
+func relaxMinValues(reqs []karpv1.NodeSelectorRequirementWithMinValues, cands []cloud.Candidate, types []*catalog.InstanceType) {
+	for i, r := range reqs {
+		if r.MinValues == nil {
+			continue
+		}
+		seen := map[string]bool{}
+		for _, c := range cands {
+			switch r.Key {
+			case karpv1.LabelInstanceType:
+				seen[c.InstanceType] = true
+			case karpv1.LabelZone:
+				seen[c.Zone] = true
+			case karpv1.LabelCapacityType:
+				seen[c.CapacityType] = true
+			default:
+				if it := view.FindType(types, c.InstanceType); it != nil {
+					if v, ok := it.Labels[r.Key]; ok {
+						seen[v] = true
+					}
+				}
+			}
+		}
+		if n := len(seen); n < *r.MinValues {
+			reqs[i].MinValues = &n
+		}
+	}
 }
 
 // newNodeClaim is the NodeClaim object of a launch: the pool template's

@@ -20,7 +20,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		schedulingDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "joiner_scheduling_duration_seconds",
 			Help: "Time the scheduler took to plan one batch of pending pods.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 14)}),
 		nodeClaimsCreated: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "joiner_nodeclaims_created_total",
-			Help: "NodeClaims created, by nodepool and reason (provisioning or a disruption replacement)."}, []string{"nodepool", "reason"}),
+			Help: "NodeClaims created, by nodepool, reason (provisioning or a disruption replacement) and whether minValues was relaxed."},
+			[]string{"nodepool", "reason", "min_values_relaxed"}),
 		launchErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "joiner_provisioning_errors_total",
 			Help: "Planned NodeClaims that could not be committed, by stage (prepare, commit)."}, []string{"stage"}),
 	}

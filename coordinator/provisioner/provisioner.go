@@ -230,8 +230,7 @@ func (p *Provisioner) reconcile(ctx context.Context) error {
 	}
 	p.log.Info("found provisionable pod(s)", zap.Int("pods", len(s.Pending)), zap.Strings("pod", podKeys(s.Pending, 10)))
 	start := time.Now()
-	plan := scheduler.Solve(&scheduler.Input{Pods: s.Pending, NodePools: s.NodePools, NodeClasses: s.NodeClasses,
-		InstanceTypes: s.InstanceTypes, Nodes: s.Nodes, DaemonSetPods: s.DaemonSetPods})
+	plan := scheduler.Solve(s.SchedulerInput(s.Pending, s.Nodes))
 	p.metrics.schedulingDuration.Observe(time.Since(start).Seconds())
 	for _, u := range plan.Unschedulable {
 		p.log.Info("could not schedule pod", zap.String("pod", u.Pod), zap.String("reason", u.Reason))

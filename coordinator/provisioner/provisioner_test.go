@@ -27,7 +27,9 @@ import (
 	"github.com/joiner-dev/joiner/coordinator/fsm"
 	"github.com/joiner-dev/joiner/coordinator/fsm/fsmtest"
 	"github.com/joiner-dev/joiner/coordinator/nodeclass"
+	"github.com/joiner-dev/joiner/coordinator/scheduler"
 	"github.com/joiner-dev/joiner/coordinator/view"
+	"github.com/joiner-dev/joiner/coordinator/view/fake"
 	"github.com/joiner-dev/joiner/userdata"
 )
 
@@ -39,6 +41,7 @@ type fakeCache struct {
 	classes    []*awsv1.EC2NodeClass
 	claims     []*karpv1.NodeClaim
 	daemonSets []*appsv1.DaemonSet
+	fake.Storage
 }
 
 func (c *fakeCache) Pods() []*corev1.Pod                     { return c.pods }
@@ -171,6 +174,7 @@ type rig struct {
 	raft    *fsmtest.Direct
 	cloud   *fakeCloud
 	classes *nodeclass.Loop
+	views   *view.Builder
 	deps    Deps
 }
 
@@ -183,8 +187,9 @@ func newTestProvisioner(t testing.TB, c *fakeCache) *rig {
 		nodeclass.Deps{Cache: c, Kube: r.w, Cloud: r.cloud, Catalog: catalog, Recorder: record.NewFakeRecorder(100)})
 	r.classes.Reconcile(context.Background())
 	n := 0
+	r.views = &view.Builder{Cache: c, State: r.state, Classes: catalog}
 	r.deps = Deps{Cache: c, Kube: r.w, State: r.state, Raft: r.raft, Cloud: r.cloud,
-		Views: &view.Builder{Cache: c, State: r.state, Classes: catalog}, Classes: catalog, Recorder: record.NewFakeRecorder(100)}
+		Views: r.views, Classes: catalog, Recorder: record.NewFakeRecorder(100)}
 	p, err := New(Config{Cluster: userdata.Cluster{Name: "test", Endpoint: "https://k8s.example", ServiceCIDR: "10.100.0.0/16"},
 		Now: func() time.Time { return now }, NewID: func() string {
 			n++
@@ -420,3 +425,45 @@ func TestRecoveredNodeClaimMatchesTheOriginal(t *testing.T) {
 		t.Fatalf("recovered nodeclaim differs:\n got %+v %v\nwant %+v %v", got.Spec, got.Annotations, orig.Spec, orig.Annotations)
 	}
 }
+
+// TestMinValuesPolicy: a pool whose minValues nothing can keep leaves the
+// pod pending under Strict; under BestEffort the claim is created with
+// minValues lowered to what its candidates offer, and says so.
+func TestMinValuesPolicy(t *testing.T) {
+	for _, policy := range []scheduler.MinValuesPolicy{scheduler.MinValuesStrict, scheduler.MinValuesBestEffort} {
+		t.Run(string(policy), func(t *testing.T) {
+			families := req(karpv1.LabelInstanceFamily, "In", "m5", "c5", "nosuch1", "nosuch2", "nosuch3")
+			families.MinValues = ptr(5) // m5 and c5 are the only ones offered
+			c := &fakeCache{
+				pools:   []*karpv1.NodePool{pool("general", req(karpv1.LabelArch, "In", "amd64"), families)},
+				classes: []*awsv1.EC2NodeClass{class()},
+				pods:    []*corev1.Pod{pendingPod("a", "1")},
+			}
+			r := newTestProvisioner(t, c)
+			r.views.MinValuesPolicy = policy
+			if err := r.p.Reconcile(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if policy == scheduler.MinValuesStrict {
+				if len(r.w.created) != 0 {
+					t.Fatalf("Strict created %d nodeclaims for an unkeepable minValues", len(r.w.created))
+				}
+				return
+			}
+			if len(r.w.created) != 1 {
+				t.Fatalf("BestEffort created %d nodeclaims, want 1", len(r.w.created))
+			}
+			nc := r.w.created[0]
+			if nc.Annotations[karpv1.AnnotationMinValuesRelaxed] != "true" {
+				t.Errorf("annotations %v: want %s=true", nc.Annotations, karpv1.AnnotationMinValuesRelaxed)
+			}
+			for _, rq := range nc.Spec.Requirements {
+				if rq.Key == karpv1.LabelInstanceFamily && (rq.MinValues == nil || *rq.MinValues != 2) {
+					t.Errorf("instance-family minValues %v, want 2 (the families its candidates offer)", rq.MinValues)
+				}
+			}
+		})
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -32,6 +32,7 @@ type Cache interface {
 	NodeClaim(name string) *karpv1.NodeClaim
 	DaemonSets() []*appsv1.DaemonSet
 	PDBs() []*policyv1.PodDisruptionBudget
+	Storage
 }
 
 // State is the raft state the view reads (fsm.FSM).
@@ -52,6 +53,9 @@ type Builder struct {
 	Cache   Cache
 	State   State
 	Classes Classes
+	// MinValuesPolicy is the scheduler's minValues policy (Strict when
+	// empty).
+	MinValuesPolicy scheduler.MinValuesPolicy
 	// NominationGrace is how long a pod nominated to a ready instance waits
 	// for kube-scheduler before it is planned again (default 1 min).
 	NominationGrace time.Duration
@@ -105,6 +109,22 @@ type View struct {
 	Nominated map[string]string
 	// PendingByKey indexes Pending by pod key.
 	PendingByKey map[string]*corev1.Pod
+	// Volumes are the volume needs of the pods that have any (pending and
+	// bound), by pod key.
+	Volumes map[string]scheduler.PodVolumes
+	// Namespaces are namespace labels by name.
+	Namespaces map[string]map[string]string
+	// MinValuesPolicy is the Builder's.
+	MinValuesPolicy scheduler.MinValuesPolicy
+}
+
+// SchedulerInput is the scheduler's input for placing pods on nodes (the
+// view's own Nodes, or the caller's what-if set) with the view's pools,
+// classes, instance types, DaemonSets, volumes, namespaces and policy.
+func (v *View) SchedulerInput(pods []*corev1.Pod, nodes []*scheduler.Node) *scheduler.Input {
+	return &scheduler.Input{Pods: pods, NodePools: v.NodePools, NodeClasses: v.NodeClasses,
+		InstanceTypes: v.InstanceTypes, Nodes: nodes, DaemonSetPods: v.DaemonSetPods,
+		Volumes: v.Volumes, Namespaces: v.Namespaces, MinValuesPolicy: v.MinValuesPolicy}
 }
 
 // NodePool returns the valid pool of that name, nil when none.
@@ -128,7 +148,11 @@ func (b *Builder) Build(now time.Time) *View {
 		InstanceTypes: map[string][]*catalog.InstanceType{}, PodsByNode: map[string][]*corev1.Pod{},
 		NodeClaims: map[string]*karpv1.NodeClaim{}, Instances: map[string]fsm.Instance{}, Disrupting: map[string]bool{},
 		NodePoolHashes: map[string]string{}, NodeClassHashes: map[string]string{}, Nominated: map[string]string{},
-		PDBs: b.Cache.PDBs(),
+		PDBs: b.Cache.PDBs(), Volumes: map[string]scheduler.PodVolumes{}, Namespaces: map[string]map[string]string{},
+		MinValuesPolicy: b.MinValuesPolicy,
+	}
+	for _, ns := range b.Cache.Namespaces() {
+		v.Namespaces[ns.Name] = ns.Labels
 	}
 	for name, c := range b.Classes.Classes() {
 		v.NodeClasses[name] = c.NodeClass
@@ -170,6 +194,9 @@ func (b *Builder) Build(now time.Time) *View {
 	podByKey := make(map[string]*corev1.Pod, len(pods))
 	for _, pod := range pods {
 		podByKey[Key(pod)] = pod
+		if !Terminal(pod) && hasVolumeNeeds(pod) {
+			v.Volumes[Key(pod)] = podVolumes(pod, b.Cache)
+		}
 		if pod.Spec.NodeName != "" && !Terminal(pod) {
 			v.PodsByNode[pod.Spec.NodeName] = append(v.PodsByNode[pod.Spec.NodeName], pod)
 		}
@@ -201,7 +228,8 @@ func (b *Builder) Build(now time.Time) *View {
 			continue
 		}
 		sn := &scheduler.Node{Name: node.Name, Labels: node.Labels, Taints: node.Spec.Taints,
-			Capacity: node.Status.Capacity, Allocatable: node.Status.Allocatable, Pods: v.PodsByNode[node.Name]}
+			Capacity: node.Status.Capacity, Allocatable: attachAllocatable(node.Status.Allocatable, b.Cache.CSINode(node.Name)),
+			Pods: v.PodsByNode[node.Name]}
 		if inst, ok := v.Instances[node.Name]; ok {
 			if in, ok := intents[inst.IntentID]; ok {
 				// Pods nominated there but not bound yet keep their room

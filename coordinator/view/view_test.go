@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/joiner-dev/joiner/coordinator/view/fake"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -26,6 +28,7 @@ type fakeCache struct {
 	pools  []*karpv1.NodePool
 	claims []*karpv1.NodeClaim
 	sets   []*appsv1.DaemonSet
+	fake.Storage
 }
 
 func (c *fakeCache) Pods() []*corev1.Pod                   { return c.pods }

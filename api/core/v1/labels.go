@@ -39,6 +39,14 @@ const (
 	LabelRegion       = "topology.kubernetes.io/region"
 	LabelHostname     = "kubernetes.io/hostname"
 	LabelWindowsBuild = "node.kubernetes.io/windows-build"
+
+	// AnnotationBindCompleted marks a PersistentVolumeClaim the PV
+	// controller has bound; kube-scheduler treats a claim with a
+	// volumeName but without it as unbound.
+	AnnotationBindCompleted = "pv.kubernetes.io/bind-completed"
+	// ProvisionerAWSEBSInTree is the in-tree EBS plugin CSI migration maps
+	// to the EBS CSI driver.
+	ProvisionerAWSEBSInTree = "kubernetes.io/aws-ebs"
 )
 
 // Well-known labels and annotations of the AWS provider (karpenter.k8s.aws).

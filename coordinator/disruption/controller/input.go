@@ -89,7 +89,8 @@ func (c *Controller) input(v *pass) *disruption.Input {
 	s := v.snap
 	in := &disruption.Input{
 		Now: v.now, NodePools: s.NodePools, NodeClasses: s.NodeClasses, InstanceTypes: s.InstanceTypes,
-		DaemonSetPods: s.DaemonSetPods, PDBs: s.PDBs, NodePoolHashes: s.NodePoolHashes, NodeClassHashes: s.NodeClassHashes,
+		DaemonSetPods: s.DaemonSetPods, Volumes: s.Volumes, Namespaces: s.Namespaces, MinValuesPolicy: s.MinValuesPolicy,
+		PDBs: s.PDBs, NodePoolHashes: s.NodePoolHashes, NodeClassHashes: s.NodeClassHashes,
 		MaxSimulations: c.cfg.MaxSimulations, SingleNodeOffset: c.singleNodeOffset,
 	}
 	schedNodes := map[string]*scheduler.Node{}

@@ -67,6 +67,9 @@ POD_NAME and POD_IP come from the downward API (see the StatefulSet).
 {{- with .Values.settings.clusterEndpoint }}
 - --cluster-endpoint={{ . }}
 {{- end }}
+- --kube-client-qps={{ .Values.settings.kubeClientQPS }}
+- --kube-client-burst={{ .Values.settings.kubeClientBurst }}
+- --min-values-policy={{ .Values.settings.minValuesPolicy }}
 - --data-dir=/var/lib/joiner
 - --bind=$(POD_IP):{{ .Values.coordinator.ports.raft }}
 - --advertise=$(POD_NAME).{{ include "joiner.peerDomain" . }}:{{ .Values.coordinator.ports.raft }}
