@@ -13,7 +13,7 @@ TEST_FLAGS   ?=
 export JOINER_TOOLS_BIN := $(BIN)
 
 .PHONY: all build test unit lint bench demo perf generate deps tools clean
-.PHONY: package
+.PHONY: package bench-karpenter
 
 # Package version: a vX.Y.Z tag without its "v", else
 # 0.0.0+git<commit> (deb and rpm versions must start with a digit, no "-").
@@ -44,6 +44,9 @@ lint: ## gofmt check + go vet
 
 bench: ## benchmarks (see BENCHMARKS.md for the commands behind each table)
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+bench-karpenter: ## Karpenter v1.14's scheduling benchmark (module proxy) beside Joiner's, on the same pods (BENCHMARKS.md)
+	@bash scripts/bench-karpenter.sh
 
 generate: ## deepcopy + CRDs from api/ (controller-gen pinned in tools/controller-gen)
 	@bash scripts/build-tools.sh controller-gen

@@ -309,7 +309,11 @@ func (c *chaos) lead(ctx context.Context, n *chaosNode) {
 		},
 		Launched: func(string, string) { c.observeLaunch(r) },
 	}
-	l := launcher.New(launcher.Config{Cluster: "chaos", Interval: 5 * time.Millisecond, GCInterval: -1, Hooks: hooks}, launcher.Deps{Cloud: c.cloud, Raft: prop, State: n.fsm})
+	// One intent at a time: the kill schedule counts occurrences of the
+	// crash point, which a concurrent pass would use up in its first round
+	// (TestPassIsConcurrent covers concurrency).
+	l := launcher.New(launcher.Config{Cluster: "chaos", Interval: 5 * time.Millisecond, GCInterval: -1, Hooks: hooks, Concurrency: 1},
+		launcher.Deps{Cloud: c.cloud, Raft: prop, State: n.fsm})
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { defer wg.Done(); _ = l.Run(ctx) }()

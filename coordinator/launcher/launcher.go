@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"time"
 
+	"k8s.io/client-go/util/workqueue"
+
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -59,6 +61,10 @@ type Config struct {
 	Cluster string
 	// Interval between passes over the intents (default 1 s).
 	Interval time.Duration
+	// Concurrency is how many intents a pass drives at once (default 32):
+	// each waits on raft commits and a cloud call, so a serial pass
+	// launches a few dozen instances a second at best.
+	Concurrency int
 	// GCInterval between orphan collections (default 2 min; 0 keeps the
 	// default, negative disables the periodic GC).
 	GCInterval time.Duration
@@ -101,6 +107,9 @@ type Launcher struct {
 func New(cfg Config, d Deps) *Launcher {
 	if cfg.Interval <= 0 {
 		cfg.Interval = time.Second
+	}
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = 32
 	}
 	if cfg.GCInterval == 0 {
 		cfg.GCInterval = 2 * time.Minute
@@ -165,23 +174,28 @@ func (l *Launcher) Run(ctx context.Context) error {
 	}
 }
 
-// Pass takes every pending or launching intent one step toward launched.
-// It returns the first error that stopped an intent; other intents still
-// get their turn.
+// Pass takes every pending or launching intent one step toward launched,
+// up to Concurrency at once, in intent order. It returns the first error
+// (in intent order) that stopped an intent; other intents still get their
+// turn.
 func (l *Launcher) Pass(ctx context.Context) error {
-	var first error
+	var ids []string
 	for _, in := range l.state.Intents() {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if in.State != fsm.IntentPending && in.State != fsm.IntentLaunching {
-			continue
-		}
-		if err := l.Drive(ctx, in.ID); err != nil && first == nil {
-			first = err
+		if in.State == fsm.IntentPending || in.State == fsm.IntentLaunching {
+			ids = append(ids, in.ID)
 		}
 	}
-	return first
+	errs := make([]error, len(ids))
+	workqueue.ParallelizeUntil(ctx, l.cfg.Concurrency, len(ids), func(i int) { errs[i] = l.Drive(ctx, ids[i]) })
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Drive runs the protocol for one intent from its committed state.

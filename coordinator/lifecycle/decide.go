@@ -301,15 +301,6 @@ func SyncNode(nc *karpv1.NodeClaim, node *corev1.Node) bool {
 	return changed
 }
 
-// ephemeralTaints are set by Kubernetes itself while a node comes up;
-// Karpenter waits for them to go before a node counts as initialized.
-var ephemeralTaints = []string{
-	corev1.TaintNodeNotReady,
-	corev1.TaintNodeUnreachable,
-	"node.cloudprovider.kubernetes.io/uninitialized",
-	karpv1.TaintUnregisteredKey,
-}
-
 // Initialized reports whether a registered claim's Node is usable
 // (Karpenter's initialization): Ready, no startup taint of the claim and no
 // ephemeral taint left, and every requested extended resource registered
@@ -322,7 +313,7 @@ func Initialized(nc *karpv1.NodeClaim, node *corev1.Node) (bool, string) {
 		return false, "startup taint(s) " + taintKeys(ts) + " still on node " + node.Name
 	}
 	for _, t := range node.Spec.Taints {
-		if slices.Contains(ephemeralTaints, t.Key) {
+		if slices.Contains(karpv1.EphemeralTaintKeys, t.Key) {
 			return false, "taint " + t.Key + " still on node " + node.Name
 		}
 	}

@@ -33,6 +33,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
 
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 	"github.com/joiner-dev/joiner/cloud"
@@ -112,6 +113,9 @@ type Config struct {
 	RegistrationTimeout time.Duration
 	// Resync is the pass interval without cache events (default 10 s).
 	Resync time.Duration
+	// Concurrency is how many NodeClaims a pass reconciles at once
+	// (default 16): each step waits on API writes and raft commits.
+	Concurrency int
 	// GCInterval between checks of live instances against the cloud
 	// (default 30 s; negative disables the periodic GC).
 	GCInterval time.Duration
@@ -151,6 +155,9 @@ func New(cfg Config, d Deps) (*Lifecycle, error) {
 	}
 	if cfg.Resync <= 0 {
 		cfg.Resync = 10 * time.Second
+	}
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = 16
 	}
 	if cfg.GCInterval == 0 {
 		cfg.GCInterval = 30 * time.Second
@@ -211,28 +218,33 @@ func (l *Lifecycle) gc(ctx context.Context) {
 	}
 }
 
-// Reconcile takes every Joiner NodeClaim one step through its lifecycle.
-// It returns the first error; the other NodeClaims still get their turn.
-// A conflict (the cache was behind a write) is not an error: the next pass
-// retries from the newer object.
+// Reconcile takes every Joiner NodeClaim one step through its lifecycle,
+// Concurrency at a time. It returns the first error (in NodeClaim order);
+// the other NodeClaims still get their turn. A conflict (the cache was
+// behind a write) is not an error: the next pass retries from the newer
+// object.
 func (l *Lifecycle) Reconcile(ctx context.Context) error {
-	var first error
 	claims := l.d.Cache.NodeClaims()
 	l.pruneDeleting(claims)
-	for _, nc := range claims {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
+	errs := make([]error, len(claims))
+	workqueue.ParallelizeUntil(ctx, l.cfg.Concurrency, len(claims), func(i int) {
+		nc := claims[i]
 		err := l.reconcileClaim(ctx, nc)
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			l.log.Debug("nodeclaim changed under the pass; retrying", logging.NodeClaim(nc.Name), zap.Error(err))
-			continue
+			return
 		}
-		if err != nil && first == nil {
-			first = err
+		errs[i] = err
+	})
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	for _, err := range errs {
+		if err != nil {
+			return err
 		}
 	}
-	return first
+	return nil
 }
 
 // inputs gathers what Decide needs for one NodeClaim.

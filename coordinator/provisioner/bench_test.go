@@ -14,12 +14,14 @@ import (
 )
 
 // BenchmarkProvisioningPass measures one leader pass without the commit:
-// the cluster view (nodes, pods, in-flight capacity, pending pods) and the plan,
-// for a cluster of `nodes` existing nodes with 10 pods each and `pending`
-// unschedulable pods.
+// the cluster view (nodes, pods, in-flight capacity, pending pods) and the
+// plan, for clusters of 20 pods per node: `nodes` existing nodes with 19
+// bound pods each and one unschedulable pod per node (100 000 pods at 5 000
+// nodes).
 func BenchmarkProvisioningPass(b *testing.B) {
-	for _, sz := range []struct{ nodes, pending int }{{100, 500}, {1000, 5000}} {
-		b.Run(fmt.Sprintf("nodes=%d/pending=%d", sz.nodes, sz.pending), func(b *testing.B) {
+	for _, nodes := range []int{100, 1000, 5000} {
+		sz := struct{ nodes, bound, pending int }{nodes, 19, nodes}
+		b.Run(fmt.Sprintf("nodes=%d/pods=%d", sz.nodes, sz.nodes*(sz.bound+1)), func(b *testing.B) {
 			c := &fakeCache{
 				pools:   []*karpv1.NodePool{pool("general", req(karpv1.LabelArch, "In", "amd64"))},
 				classes: []*awsv1.EC2NodeClass{class()},
@@ -33,8 +35,8 @@ func BenchmarkProvisioningPass(b *testing.B) {
 					Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("7910m"),
 						corev1.ResourceMemory: resource.MustParse("29Gi"), corev1.ResourcePods: resource.MustParse("58")}},
 				})
-				for j := range 10 {
-					p := pendingPod(fmt.Sprintf("bound-%d-%d", i, j), "700m")
+				for j := range sz.bound {
+					p := pendingPod(fmt.Sprintf("bound-%d-%d", i, j), "400m")
 					p.Spec.NodeName = name
 					p.Status = corev1.PodStatus{Phase: corev1.PodRunning}
 					c.pods = append(c.pods, p)
@@ -48,8 +50,7 @@ func BenchmarkProvisioningPass(b *testing.B) {
 			b.ResetTimer()
 			for b.Loop() {
 				s := r.deps.Views.Build(now)
-				plan := scheduler.Solve(&scheduler.Input{Pods: s.Pending, NodePools: s.NodePools, NodeClasses: s.NodeClasses,
-					InstanceTypes: s.InstanceTypes, Nodes: s.Nodes, DaemonSetPods: s.DaemonSetPods})
+				plan := scheduler.Solve(s.SchedulerInput(s.Pending, s.Nodes))
 				if len(s.Pending) != sz.pending || len(plan.NodeClaims) == 0 {
 					b.Fatalf("pending %d, nodeclaims %d", len(s.Pending), len(plan.NodeClaims))
 				}

@@ -8,6 +8,8 @@ package provisioner
 import (
 	"context"
 	"errors"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -229,6 +231,13 @@ func (p *Provisioner) reconcile(ctx context.Context) error {
 		return nil
 	}
 	p.log.Info("found provisionable pod(s)", zap.Int("pods", len(s.Pending)), zap.Strings("pod", podKeys(s.Pending, 10)))
+	if len(s.Released) > 0 {
+		var sample []string
+		for _, key := range slices.Sorted(maps.Keys(s.Released))[:min(5, len(s.Released))] {
+			sample = append(sample, key+": "+s.Released[key])
+		}
+		p.log.Info("planning pod(s) again whose nomination no longer holds", zap.Int("pods", len(s.Released)), zap.Strings("pod", sample))
+	}
 	start := time.Now()
 	plan := scheduler.Solve(s.SchedulerInput(s.Pending, s.Nodes))
 	p.metrics.schedulingDuration.Observe(time.Since(start).Seconds())

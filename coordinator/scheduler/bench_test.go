@@ -17,7 +17,8 @@ import (
 
 // BenchmarkScheduling is Karpenter's scheduling benchmark: its pods made
 // its way (karpenterPods) and its 400 fake instance types (fakeTypes).
-// Metrics: pods/s, cpu-s/op, nodes, price (total hourly), price/lowerbound.
+// Metrics: pods/s, cpu-s/op, nodes, price (total hourly), price/lowerbound,
+// valid (1 when verifyPlan finds every constraint kept in the final layout).
 func BenchmarkScheduling(b *testing.B) {
 	benchmarkScheduling(b, benchInput)
 }
@@ -55,6 +56,12 @@ func benchmarkScheduling(b *testing.B, input func(n int) *Input) {
 			b.ReportMetric(float64(len(plan.NodeClaims)), "nodes")
 			b.ReportMetric(plan.TotalPrice, "price")
 			b.ReportMetric(plan.TotalPrice/lb, "price/lowerbound")
+			valid := 1.0
+			if err := verifyPlan(in, plan); err != nil {
+				b.Logf("invalid layout: %v", err)
+				valid = 0
+			}
+			b.ReportMetric(valid, "valid")
 		})
 	}
 }

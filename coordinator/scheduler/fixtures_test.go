@@ -3,7 +3,6 @@ package scheduler
 import (
 	"fmt"
 	"math"
-	rand1 "math/rand"
 	"math/rand/v2"
 	"strconv"
 
@@ -13,6 +12,7 @@ import (
 
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 	"github.com/joiner-dev/joiner/cloud/catalog"
+	"github.com/joiner-dev/joiner/test/workload"
 )
 
 // fakeTypes is the workload of Karpenter's scheduling benchmark: type i has
@@ -82,75 +82,13 @@ func pod(name string, labels map[string]string, cpu, mem string) *corev1.Pod {
 	}
 }
 
-// karpenterPods makes the pods of Karpenter's scheduling benchmark
-// (kubernetes-sigs/karpenter v1.14 scheduling_benchmark_test.go,
-// makeDiversePods) the way it does: one math/rand generator seeded 42
-// shared by every draw, n/5 pods each of plain, zonal spread, hostname
-// spread, zonal self-affinity and hostname self-anti-affinity, the rest
-// plain. Labels and selectors are drawn independently from seven values,
-// so plain and spread pods match each other's spread selectors, and there
-// are seven zonal-affinity groups. Draw order per pod: its label, its
-// selector (spreads), cpu, memory.
-func karpenterPods(n int) []*corev1.Pod { return karpenterPodsSeeded(n, 42) }
+// karpenterPods are the pods of Karpenter's scheduling benchmark
+// (test/workload).
+func karpenterPods(n int) []*corev1.Pod { return workload.KarpenterPods(n) }
 
 // karpenterPodsSeeded is karpenterPods with another seed (property tests).
 func karpenterPodsSeeded(n int, seed int64) []*corev1.Pod {
-	r := rand1.New(rand1.NewSource(seed))
-	values := []string{"a", "b", "c", "d", "e", "f", "g"}
-	value := func() string { return values[r.Intn(len(values))] }
-	cpus := []int{100, 250, 500, 1000, 1500}
-	mems := []int{100, 256, 512, 1024, 2048, 4096}
-	res := func() (string, string) {
-		c := fmt.Sprintf("%dm", cpus[r.Intn(len(cpus))])
-		return c, fmt.Sprintf("%dMi", mems[r.Intn(len(mems))])
-	}
-	var out []*corev1.Pod
-	add := func(kind string, count int, shape func(p *corev1.Pod)) {
-		for range count {
-			name := fmt.Sprintf("%s-%05d", kind, len(out))
-			var lbl map[string]string
-			var sel *metav1.LabelSelector
-			switch kind {
-			case "anti":
-				lbl = map[string]string{"app": "nginx"}
-			case "aff":
-				lbl = map[string]string{"my-affininity": value()}
-			default:
-				lbl = map[string]string{"my-label": value()}
-			}
-			if kind == "zspread" || kind == "hspread" {
-				sel = &metav1.LabelSelector{MatchLabels: map[string]string{"my-label": value()}}
-			}
-			c, m := res()
-			p := pod(name, lbl, c, m)
-			if sel != nil {
-				key := karpv1.LabelZone
-				if kind == "hspread" {
-					key = karpv1.LabelHostname
-				}
-				p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: key,
-					WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: sel}}
-			}
-			if shape != nil {
-				shape(p)
-			}
-			out = append(out, p)
-		}
-	}
-	per := n / 5
-	add("plain", per, nil)
-	add("zspread", per, nil)
-	add("hspread", per, nil)
-	add("aff", per, func(p *corev1.Pod) {
-		p.Spec.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{
-			{LabelSelector: &metav1.LabelSelector{MatchLabels: p.Labels}, TopologyKey: karpv1.LabelZone}}}}
-	})
-	add("anti", per, func(p *corev1.Pod) {
-		p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{
-			{LabelSelector: &metav1.LabelSelector{MatchLabels: p.Labels}, TopologyKey: karpv1.LabelHostname}}}}
-	})
-	add("plain", n-len(out), nil)
-	return out
+	return workload.KarpenterPodsSeeded(n, seed)
 }
 
 // selfSelectingPods is an easier workload than Karpenter's (the one the

@@ -53,6 +53,10 @@ type claim struct {
 	hostKey string // see host
 	ports   []hostPort
 	relaxed bool // minValues relaxed (BestEffort)
+	// refCPU and refMem are the price per allocatable millicore and byte
+	// of the claim's first cheapest type: a pod may grow the claim only to
+	// a type about as efficient in one of them (see upgradeOK).
+	refCPU, refMem float64
 }
 
 // Solve computes a Plan. It is deterministic and does not modify in.
@@ -620,6 +624,9 @@ func (s *solver) anyType(cl *claim, cp *classPool, reqs requirements.Requirement
 		if noUpgrade && i > 0 {
 			return false
 		}
+		if i > 0 && cl.types != nil && !upgradeOK(cl, t) {
+			continue
+		}
 		if !used.fits(t.alloc) {
 			continue
 		}
@@ -632,6 +639,38 @@ func (s *solver) anyType(cl *claim, cp *classPool, reqs requirements.Requirement
 		return true
 	}
 	return false
+}
+
+// upgradeEfficiency is how much dearer per allocatable cpu and memory a
+// type a claim grows into may be than the claim's first type.
+const upgradeEfficiency = 1.25
+
+// upgradeOK reports whether a claim may grow into type t: t costs at most
+// upgradeEfficiency times the claim's first type per allocatable millicore
+// or per byte. A pod that would push a claim of m5a.4xlarge (0.043 $/vCPU)
+// into the only bigger type left, say m5zn.6xlarge (0.083 $/vCPU and twice
+// the price per GiB), starts a new claim instead; growing along a family
+// (xlarge to 2xlarge) or into a type better in one resource is allowed.
+// With prices proportional to size (Karpenter's benchmark types) every
+// upgrade is allowed.
+func upgradeOK(cl *claim, t *typeInfo) bool {
+	if cl.refCPU == 0 && cl.refMem == 0 {
+		return true
+	}
+	cpu, mem := perUnit(t)
+	return cpu <= cl.refCPU*upgradeEfficiency || mem <= cl.refMem*upgradeEfficiency
+}
+
+// perUnit is a type's price per allocatable millicore and byte (0 when it
+// has none of one).
+func perUnit(t *typeInfo) (cpu, mem float64) {
+	if c := t.alloc[resCPU]; c > 0 {
+		cpu = t.minPrice / float64(c)
+	}
+	if m := t.alloc[resMemory]; m > 0 {
+		mem = t.minPrice / float64(m)
+	}
+	return cpu, mem
 }
 
 func (s *solver) checkExisting(cl *claim, v *variant, rules []domainRule, used vec, noUpgrade bool) verdict {
@@ -693,6 +732,9 @@ func (s *solver) commit(cl *claim, v *variant, p *corev1.Pod, vd verdict) {
 		}
 		if cl.types == nil {
 			cl.types = slices.Clone(s.scratch)
+			if len(cl.types) > 0 {
+				cl.refCPU, cl.refMem = perUnit(cl.types[0])
+			}
 		} else {
 			cl.types = append(cl.types[:0], s.scratch...)
 		}

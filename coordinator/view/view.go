@@ -109,6 +109,9 @@ type View struct {
 	Nominated map[string]string
 	// PendingByKey indexes Pending by pod key.
 	PendingByKey map[string]*corev1.Pod
+	// Released are the pending pods whose nomination no longer holds, by
+	// pod key, with the reason (they are in Pending).
+	Released map[string]string
 	// Volumes are the volume needs of the pods that have any (pending and
 	// bound), by pod key.
 	Volumes map[string]scheduler.PodVolumes
@@ -148,8 +151,8 @@ func (b *Builder) Build(now time.Time) *View {
 		InstanceTypes: map[string][]*catalog.InstanceType{}, PodsByNode: map[string][]*corev1.Pod{},
 		NodeClaims: map[string]*karpv1.NodeClaim{}, Instances: map[string]fsm.Instance{}, Disrupting: map[string]bool{},
 		NodePoolHashes: map[string]string{}, NodeClassHashes: map[string]string{}, Nominated: map[string]string{},
-		PDBs: b.Cache.PDBs(), Volumes: map[string]scheduler.PodVolumes{}, Namespaces: map[string]map[string]string{},
-		MinValuesPolicy: b.MinValuesPolicy,
+		Released: map[string]string{}, PDBs: b.Cache.PDBs(), Volumes: map[string]scheduler.PodVolumes{},
+		Namespaces: map[string]map[string]string{}, MinValuesPolicy: b.MinValuesPolicy,
 	}
 	for _, ns := range b.Cache.Namespaces() {
 		v.Namespaces[ns.Name] = ns.Labels
@@ -227,7 +230,7 @@ func (b *Builder) Build(now time.Time) *View {
 		if v.Disrupting[node.Name] || node.Spec.Unschedulable {
 			continue
 		}
-		sn := &scheduler.Node{Name: node.Name, Labels: node.Labels, Taints: node.Spec.Taints,
+		sn := &scheduler.Node{Name: node.Name, Labels: node.Labels, Taints: schedulingTaints(node, v.NodeClaims[node.Name], v.managed(node.Name)),
 			Capacity: node.Status.Capacity, Allocatable: attachAllocatable(node.Status.Allocatable, b.Cache.CSINode(node.Name)),
 			Pods: v.PodsByNode[node.Name]}
 		if inst, ok := v.Instances[node.Name]; ok {
@@ -245,6 +248,7 @@ func (b *Builder) Build(now time.Time) *View {
 				sn.Pods = append(slices.Clip(sn.Pods), fit...)
 				for _, pod := range gone {
 					stale[Key(pod)] = true
+					v.Released[Key(pod)] = "node " + node.Name + " has no room left"
 				}
 			}
 		}
@@ -279,9 +283,14 @@ func (b *Builder) Build(now time.Time) *View {
 		if !Provisionable(pod) {
 			continue
 		}
-		if id, ok := nominated[key]; ok && !stale[key] && nominationHolds(intents[id], instByID, now, grace) {
-			v.Nominated[key] = id
-			continue
+		if id, ok := nominated[key]; ok {
+			if !stale[key] && nominationHolds(intents[id], instByID, now, grace) {
+				v.Nominated[key] = id
+				continue
+			}
+			if _, said := v.Released[key]; !said {
+				v.Released[key] = "its nomination to launch " + id + " expired"
+			}
 		}
 		v.Pending = append(v.Pending, pod)
 	}
@@ -417,6 +426,31 @@ func daemonSetPods(sets []*appsv1.DaemonSet) []*corev1.Pod {
 		out = append(out, p)
 	}
 	return out
+}
+
+// schedulingTaints are the taints the scheduler plans with: a node Joiner
+// manages that is not initialized yet (no karpenter.sh/initialized label)
+// loses its ephemeral taints and its NodeClaim's startup taints, which are
+// about to go (Karpenter's StateNode.Taints). Otherwise a node that has just
+// registered looks unusable, and the pods kube-scheduler is about to bind
+// there get a node of their own.
+func schedulingTaints(node *corev1.Node, nc *karpv1.NodeClaim, managed bool) []corev1.Taint {
+	if !managed || node.Labels[karpv1.LabelInitialized] == "true" || len(node.Spec.Taints) == 0 {
+		return node.Spec.Taints
+	}
+	return slices.DeleteFunc(slices.Clone(node.Spec.Taints), func(t corev1.Taint) bool {
+		if slices.Contains(karpv1.EphemeralTaintKeys, t.Key) {
+			return true
+		}
+		return nc != nil && slices.ContainsFunc(nc.Spec.StartupTaints, func(st corev1.Taint) bool { return st.MatchTaint(&t) })
+	})
+}
+
+// managed reports whether a node has a NodeClaim or a launch of Joiner's.
+func (v *View) managed(node string) bool {
+	_, claim := v.NodeClaims[node]
+	_, inst := v.Instances[node]
+	return claim || inst
 }
 
 // disrupting reports whether a node is being taken away: deleting, its

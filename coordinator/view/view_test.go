@@ -228,3 +228,44 @@ func names(pods []*corev1.Pod) []string {
 	}
 	return out
 }
+
+// TestSchedulingTaints: a managed node that is not initialized yet is
+// planned on without the taints that are about to go (Karpenter's
+// StateNode.Taints); other nodes keep theirs.
+func TestSchedulingTaints(t *testing.T) {
+	unreg := corev1.Taint{Key: karpv1.TaintUnregisteredKey, Effect: corev1.TaintEffectNoExecute}
+	notReady := corev1.Taint{Key: "node.kubernetes.io/not-ready", Effect: corev1.TaintEffectNoSchedule}
+	startup := corev1.Taint{Key: "example.com/agent-not-ready", Effect: corev1.TaintEffectNoSchedule}
+	own := corev1.Taint{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule}
+	nc := &karpv1.NodeClaim{Spec: karpv1.NodeClaimSpec{StartupTaints: []corev1.Taint{startup}, Taints: []corev1.Taint{own}}}
+	node := func(initialized bool) *corev1.Node {
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Labels: map[string]string{}},
+			Spec: corev1.NodeSpec{Taints: []corev1.Taint{unreg, notReady, startup, own}}}
+		if initialized {
+			n.Labels[karpv1.LabelInitialized] = "true"
+		}
+		return n
+	}
+	for _, tc := range []struct {
+		name        string
+		node        *corev1.Node
+		nc          *karpv1.NodeClaim
+		managed     bool
+		wantTaints  int
+		wantOwnOnly bool
+	}{
+		{name: "managed, not initialized: only its own taint", node: node(false), nc: nc, managed: true, wantTaints: 1, wantOwnOnly: true},
+		{name: "managed, initialized: every taint", node: node(true), nc: nc, managed: true, wantTaints: 4},
+		{name: "not managed: every taint", node: node(false), managed: false, wantTaints: 4},
+		{name: "managed without a claim: ephemeral ones go", node: node(false), managed: true, wantTaints: 2},
+	} {
+		n := tc.node
+		got := schedulingTaints(n, tc.nc, tc.managed)
+		if len(got) != tc.wantTaints || (tc.wantOwnOnly && got[0].Key != own.Key) {
+			t.Errorf("%s: taints %v", tc.name, got)
+		}
+		if len(n.Spec.Taints) != 4 {
+			t.Errorf("%s: the cached node was modified: %v", tc.name, n.Spec.Taints)
+		}
+	}
+}

@@ -138,6 +138,13 @@ func Start(ctx context.Context, opts Options) (*Harness, error) {
 	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("harness: run dir: %w", err)
 	}
+	// A previous run's etcd and raft data would be picked up (raft peers
+	// at old addresses never elect a leader): refuse a used directory.
+	for _, pattern := range []string{"controlplane", "coordinator-*"} {
+		if used, _ := filepath.Glob(filepath.Join(opts.Dir, pattern)); len(used) > 0 {
+			return nil, fmt.Errorf("harness: run dir %s holds a previous run's data (%s): remove it or choose another", opts.Dir, filepath.Base(used[0]))
+		}
+	}
 	// A generous timeout: a coordinator on a loaded machine can take
 	// seconds to answer /metrics, and a timeout reads as "not the leader".
 	h := &Harness{opts: opts, http: &http.Client{Timeout: 20 * time.Second},

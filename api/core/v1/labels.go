@@ -27,6 +27,10 @@ const (
 
 	TerminationFinalizer = Group + "/termination"
 
+	// TaintCloudProviderUninitializedKey is the cloud controller manager's
+	// taint on a node it has not initialized yet.
+	TaintCloudProviderUninitializedKey = "node.cloudprovider.kubernetes.io/uninitialized"
+
 	CapacityTypeSpot     = "spot"
 	CapacityTypeOnDemand = "on-demand"
 	CapacityTypeReserved = "reserved"
@@ -173,4 +177,15 @@ var NormalizedLabels = map[string]string{
 	"beta.kubernetes.io/arch":                  LabelArch,
 	"beta.kubernetes.io/os":                    LabelOS,
 	"beta.kubernetes.io/instance-type":         LabelInstanceType,
+}
+
+// EphemeralTaintKeys are the taints Kubernetes and Karpenter put on a node
+// while it comes up: a node is not initialized while it has one, and the
+// scheduler ignores them (and the NodeClaim's startup taints) on a node that
+// is not initialized yet, since they will go.
+var EphemeralTaintKeys = []string{
+	"node.kubernetes.io/not-ready",
+	"node.kubernetes.io/unreachable",
+	TaintCloudProviderUninitializedKey,
+	TaintUnregisteredKey,
 }
