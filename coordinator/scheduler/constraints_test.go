@@ -6,10 +6,12 @@ import (
 	"slices"
 	"testing"
 
-	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/cloud/catalog"
 )
 
 func withHostPort(port int32, protocol corev1.Protocol, ip string) func(*corev1.Pod) {
@@ -300,5 +302,75 @@ func TestMinValuesPolicy(t *testing.T) {
 	ok.Pods = []*corev1.Pod{pod("a", nil, "4", "")}
 	if p := solveOK(t, ok); len(p.NodeClaims) != 1 || p.NodeClaims[0].MinValuesRelaxed {
 		t.Fatalf("BestEffort with room: %+v, want minValues kept", p.NodeClaims)
+	}
+}
+
+// TestClaimsGrowOnlyIntoEfficientTypes: a claim grows into a bigger type
+// only when that type is about as cheap per unit of the resource the claim
+// ran out of; otherwise the pod starts a new claim. On the embedded
+// catalogue, Karpenter's perf-suite pool (c/m/r, amd64, on-demand, under 32
+// vCPU) once packed 26 pods of 900m/3100Mi onto m5zn.6xlarge (1.98 $/h,
+// twice the price per vCPU of m5a.4xlarge), and two one-GPU pods onto a
+// two-GPU g5g.16xlarge (2.74 $/h) instead of two g4dn.xlarge (0.53 $/h).
+func TestClaimsGrowOnlyIntoEfficientTypes(t *testing.T) {
+	its := catalog.InstanceTypes(catalog.Options{})
+	perf := nodePool("perf")
+	perf.Spec.Template.Spec.Requirements = []karpv1.NodeSelectorRequirementWithMinValues{
+		{Key: karpv1.LabelCapacityType, Operator: karpv1.OpIn, Values: []string{karpv1.CapacityTypeOnDemand}},
+		{Key: karpv1.LabelArch, Operator: karpv1.OpIn, Values: []string{"amd64"}},
+		{Key: karpv1.LabelInstanceCategory, Operator: karpv1.OpIn, Values: []string{"c", "m", "r"}},
+		{Key: karpv1.LabelInstanceCPU, Operator: karpv1.OpLt, Values: []string{"32"}},
+	}
+	gpu := nodePool("gpu")
+	gpu.Spec.Template.Spec.Requirements = []karpv1.NodeSelectorRequirementWithMinValues{
+		{Key: karpv1.LabelInstanceGPUManufacturer, Operator: karpv1.OpIn, Values: []string{"nvidia"}},
+		{Key: karpv1.LabelCapacityType, Operator: karpv1.OpIn, Values: []string{karpv1.CapacityTypeOnDemand}},
+	}
+	small := func(n int) []*corev1.Pod {
+		var out []*corev1.Pod
+		for i := range n {
+			out = append(out, pod(fmt.Sprintf("small-%03d", i), nil, "900m", "3100Mi"))
+		}
+		return out
+	}
+	gpuPods := func(n int) []*corev1.Pod {
+		var out []*corev1.Pod
+		for i := range n {
+			p := pod(fmt.Sprintf("train-%d", i), nil, "2", "8Gi")
+			p.Spec.Containers[0].Resources.Requests["nvidia.com/gpu"] = resource.MustParse("1")
+			out = append(out, p)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name      string
+		pool      *karpv1.NodePool
+		pods      []*corev1.Pod
+		notTypes  []string
+		wantClaim int
+	}{
+		{name: "cpu-bound pods stay on efficient types", pool: perf, pods: small(26), notTypes: []string{"m5zn.6xlarge", "m8azn.6xlarge"}},
+		{name: "one GPU each: two one-GPU nodes", pool: gpu, pods: gpuPods(2), notTypes: []string{"g5g.16xlarge"}, wantClaim: 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := &Input{Pods: tc.pods, NodePools: []*karpv1.NodePool{tc.pool},
+				InstanceTypes: map[string][]*catalog.InstanceType{"default": its}}
+			plan := Solve(in)
+			if len(plan.Unschedulable) > 0 {
+				t.Fatalf("unschedulable: %+v", plan.Unschedulable)
+			}
+			for _, c := range plan.NodeClaims {
+				if slices.Contains(tc.notTypes, c.InstanceType) {
+					t.Errorf("claim %s on %s (%.3f $/h) with %d pods", c.Name, c.InstanceType, c.Price, len(c.Pods))
+				}
+			}
+			if tc.wantClaim > 0 && len(plan.NodeClaims) != tc.wantClaim {
+				t.Errorf("%d claims, want %d", len(plan.NodeClaims), tc.wantClaim)
+			}
+			if err := verifyPlan(in, plan); err != nil {
+				t.Error(err)
+			}
+			t.Logf("%d claims, %.3f $/h", len(plan.NodeClaims), plan.TotalPrice)
+		})
 	}
 }

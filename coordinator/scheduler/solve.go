@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"math"
+	"math/bits"
 	"slices"
 	"strconv"
 	"strings"
@@ -27,6 +28,7 @@ type solver struct {
 	claims      []*claim
 	scratch     []*typeInfo
 	matchCache  map[string][]*typeInfo
+	fitCache    map[fitKey][]*typeInfo
 	domainCache map[string]domainSet
 	memPerMilli float64 // median memory bytes per millicore over usable types
 	vols        map[string]PodVolumes
@@ -53,15 +55,14 @@ type claim struct {
 	hostKey string // see host
 	ports   []hostPort
 	relaxed bool // minValues relaxed (BestEffort)
-	// refCPU and refMem are the price per allocatable millicore and byte
-	// of the claim's first cheapest type: a pod may grow the claim only to
-	// a type about as efficient in one of them (see upgradeOK).
-	refCPU, refMem float64
+	// refUnit is the price per allocatable unit of each resource of the
+	// claim's first cheapest type (see upgradeOK).
+	refUnit [maxResources]float64
 }
 
 // Solve computes a Plan. It is deterministic and does not modify in.
 func Solve(in *Input) *Plan {
-	s := &solver{groups: map[string]*group{}, matchCache: map[string][]*typeInfo{}, domainCache: map[string]domainSet{},
+	s := &solver{groups: map[string]*group{}, matchCache: map[string][]*typeInfo{}, fitCache: map[fitKey][]*typeInfo{}, domainCache: map[string]domainSet{},
 		vols: in.Volumes, namespaces: in.Namespaces, bestEffort: in.MinValuesPolicy == MinValuesBestEffort}
 	s.ri = newResourceIndex([][]*corev1.Pod{in.Pods, in.DaemonSetPods}, volumeRequests(in.Volumes))
 	s.existing = in.Nodes
@@ -620,12 +621,18 @@ func (s *solver) anyType(cl *claim, cp *classPool, reqs requirements.Requirement
 	if dirty {
 		m = pl.matcher(reqs)
 	}
+	bottleneck := -1
 	for i, t := range types {
 		if noUpgrade && i > 0 {
 			return false
 		}
-		if i > 0 && cl.types != nil && !upgradeOK(cl, t) {
-			continue
+		if i > 0 && cl.types != nil {
+			if bottleneck < 0 {
+				bottleneck = mostShort(used, types[0].alloc)
+			}
+			if !upgradeOK(cl, t, bottleneck) {
+				continue
+			}
 		}
 		if !used.fits(t.alloc) {
 			continue
@@ -641,36 +648,53 @@ func (s *solver) anyType(cl *claim, cp *classPool, reqs requirements.Requirement
 	return false
 }
 
-// upgradeEfficiency is how much dearer per allocatable cpu and memory a
-// type a claim grows into may be than the claim's first type.
+// upgradeEfficiency is how much dearer per unit of the resource that
+// forces it a type a claim grows into may be than the claim's first type.
 const upgradeEfficiency = 1.25
 
-// upgradeOK reports whether a claim may grow into type t: t costs at most
-// upgradeEfficiency times the claim's first type per allocatable millicore
-// or per byte. A pod that would push a claim of m5a.4xlarge (0.043 $/vCPU)
-// into the only bigger type left, say m5zn.6xlarge (0.083 $/vCPU and twice
-// the price per GiB), starts a new claim instead; growing along a family
-// (xlarge to 2xlarge) or into a type better in one resource is allowed.
-// With prices proportional to size (Karpenter's benchmark types) every
-// upgrade is allowed.
-func upgradeOK(cl *claim, t *typeInfo) bool {
-	if cl.refCPU == 0 && cl.refMem == 0 {
+// upgradeOK reports whether a claim may grow into type t when its usage no
+// longer fits its cheapest type for lack of resource r (the one it is
+// shortest of): t may cost at most upgradeEfficiency times the claim's
+// first type per allocatable unit of r. A pod that would push a claim of
+// m5a.4xlarge (0.043 $/vCPU) into the only bigger type left, m5zn.6xlarge
+// (0.083 $/vCPU), or a claim of one-GPU g4dn.xlarge pods into a two-GPU
+// type at 2.6 times the price per GPU, starts a new claim instead; growing
+// along a family (xlarge to 2xlarge), or from c to r for memory, is
+// allowed. With prices proportional to size (Karpenter's benchmark types)
+// every upgrade is allowed.
+func upgradeOK(cl *claim, t *typeInfo, r int) bool {
+	ref := cl.refUnit[r]
+	if ref == 0 {
 		return true
 	}
-	cpu, mem := perUnit(t)
-	return cpu <= cl.refCPU*upgradeEfficiency || mem <= cl.refMem*upgradeEfficiency
+	return perUnit(t)[r] <= ref*upgradeEfficiency
 }
 
-// perUnit is a type's price per allocatable millicore and byte (0 when it
-// has none of one).
-func perUnit(t *typeInfo) (cpu, mem float64) {
-	if c := t.alloc[resCPU]; c > 0 {
-		cpu = t.minPrice / float64(c)
+// mostShort is the resource used exceeds alloc by the largest fraction of
+// alloc (cpu when none does).
+func mostShort(used, alloc vec) int {
+	best, worst := resCPU, 1.0
+	for r := range used {
+		if used[r] <= 0 || alloc[r] <= 0 {
+			continue
+		}
+		if f := float64(used[r]) / float64(alloc[r]); f > worst {
+			best, worst = r, f
+		}
 	}
-	if m := t.alloc[resMemory]; m > 0 {
-		mem = t.minPrice / float64(m)
+	return best
+}
+
+// perUnit is a type's price per allocatable unit of each resource (0 where
+// it has none).
+func perUnit(t *typeInfo) [maxResources]float64 {
+	var out [maxResources]float64
+	for r, a := range t.alloc {
+		if a > 0 {
+			out[r] = t.minPrice / float64(a)
+		}
 	}
-	return cpu, mem
+	return out
 }
 
 func (s *solver) checkExisting(cl *claim, v *variant, rules []domainRule, used vec, noUpgrade bool) verdict {
@@ -733,7 +757,7 @@ func (s *solver) commit(cl *claim, v *variant, p *corev1.Pod, vd verdict) {
 		if cl.types == nil {
 			cl.types = slices.Clone(s.scratch)
 			if len(cl.types) > 0 {
-				cl.refCPU, cl.refMem = perUnit(cl.types[0])
+				cl.refUnit = perUnit(cl.types[0])
 			}
 		} else {
 			cl.types = append(cl.types[:0], s.scratch...)
@@ -877,26 +901,35 @@ func (s *solver) finish() {
 }
 
 // skipList finds the next claim not yet ruled out for a variant: a claim
-// that can never take the variant again is killed and skipped in O(α).
-type skipList struct{ next_ []int32 }
+// that can never take the variant again is killed. It is a bitset of the
+// killed claims (Karpenter's benchmark pods make about one class per two
+// pods, so one int32 per claim and class cost 40 MB at 5000 pods; a bit
+// costs 1/32 of that), scanned a word of 64 claims at a time.
+type skipList struct{ dead []uint64 }
 
+// next returns the first claim at or after i that is not killed, or n.
 func (l *skipList) next(i, n int) int {
-	for len(l.next_) < n {
-		l.next_ = append(l.next_, int32(len(l.next_)))
+	for i < n {
+		w := i >> 6
+		if w >= len(l.dead) {
+			return i
+		}
+		if live := ^l.dead[w] >> (i & 63); live != 0 {
+			return min(i+bits.TrailingZeros64(live), n)
+		}
+		i = (w + 1) << 6
 	}
-	root := i
-	for root < n && int(l.next_[root]) != root {
-		root = int(l.next_[root])
-	}
-	for i < n && int(l.next_[i]) != i {
-		nx := int(l.next_[i])
-		l.next_[i] = int32(root)
-		i = nx
-	}
-	return root
+	return n
 }
 
-func (l *skipList) kill(i int) { l.next_[i] = int32(i + 1) }
+// kill rules claim i out.
+func (l *skipList) kill(i int) {
+	w := i >> 6
+	for len(l.dead) <= w {
+		l.dead = append(l.dead, 0)
+	}
+	l.dead[w] |= 1 << (i & 63)
+}
 
 // minValuesOK: the candidates left after placing keep at least minValues
 // distinct values of every key that asks for it (MinValuesPolicy Strict).

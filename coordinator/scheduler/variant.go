@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -321,11 +322,9 @@ func (s *solver) classPool(v *variant, pl *pool) (*classPool, string) {
 	matchedTypes := s.matching(pl, v.reqs, merged)
 	matched := len(matchedTypes)
 	var largest vec
+	cp.types = s.fitting(matchedTypes, v.c.req)
 	for _, t := range matchedTypes {
 		largest = largest.max(t.alloc)
-		if v.c.req.fits(t.alloc) {
-			cp.types = append(cp.types, t)
-		}
 	}
 	if matched == 0 {
 		return nil, fmt.Sprintf("no instance type satisfies requirements %s", merged)
@@ -710,6 +709,40 @@ func (s *solver) matching(pl *pool, podReqs, merged requirements.Requirements) [
 		}
 	}
 	s.matchCache[key] = out
+	return out
+}
+
+// fitKey identifies a list of matching types (by its backing array: the
+// lists come from matchCache or a pool) and a request.
+type fitKey struct {
+	types *(*typeInfo)
+	n     int
+	req   vec
+}
+
+// fitting is the types of a matching list whose allocatable fits req,
+// shared by every class with the same list and request (read-only).
+func (s *solver) fitting(types []*typeInfo, req vec) []*typeInfo {
+	if len(types) == 0 {
+		return nil
+	}
+	key := fitKey{types: unsafe.SliceData(types), n: len(types), req: req}
+	if out, ok := s.fitCache[key]; ok {
+		return out
+	}
+	n := 0
+	for _, t := range types {
+		if req.fits(t.alloc) {
+			n++
+		}
+	}
+	out := make([]*typeInfo, 0, n)
+	for _, t := range types {
+		if req.fits(t.alloc) {
+			out = append(out, t)
+		}
+	}
+	s.fitCache[key] = out
 	return out
 }
 

@@ -9,9 +9,11 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/joiner-dev/joiner/test/harness"
 	"github.com/joiner-dev/joiner/test/testenv"
@@ -44,8 +46,11 @@ func TestPlanIsReality(t *testing.T) {
 			class = append(class, o)
 			continue
 		case "Deployment":
-			n, _, _ := unstructured.NestedInt64(o.Object, "spec", "replicas")
-			want += int(n)
+			var d appsv1.Deployment
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &d); err != nil || d.Spec.Replicas == nil {
+				t.Fatalf("deployment %s: replicas: %v", o.GetName(), err)
+			}
+			want += int(*d.Spec.Replicas)
 		}
 		rest = append(rest, o)
 	}
@@ -64,15 +69,14 @@ func TestPlanIsReality(t *testing.T) {
 	// Every pod exists and kube-scheduler has found it unschedulable.
 	waitUntil(ctx, t, "every workload pod unschedulable", func() bool {
 		pods := listPods()
-		if len(pods) != want {
-			return false
-		}
+		n := 0
 		for _, p := range pods {
-			if !unschedulable(&p) {
-				return false
+			if unschedulable(&p) {
+				n++
 			}
 		}
-		return true
+		t.Logf("%d/%d pods, %d unschedulable", len(pods), want, n)
+		return len(pods) == want && n == want
 	})
 	if err := h.Apply(ctx, class...); err != nil {
 		t.Fatal(err)
@@ -219,7 +223,7 @@ func waitUntil(ctx context.Context, t *testing.T, what string, cond func() bool)
 		select {
 		case <-ctx.Done():
 			t.Fatalf("waiting for %s: %v", what, ctx.Err())
-		case <-time.After(200 * time.Millisecond):
+		case <-time.After(time.Second):
 		}
 	}
 	t.Logf("%s after %s", what, time.Since(start).Round(time.Millisecond))

@@ -91,8 +91,9 @@ func TestKarpenterPlans(t *testing.T) {
 			"wall_s": wall.Seconds(), "cpu_s": cpu, "alloc_bytes": after.TotalAlloc - before.TotalAlloc,
 			"allocs": after.Mallocs - before.Mallocs,
 		}
-		price, zoneOf := 0.0, map[*corev1.Pod]string{}
-		hostOf := map[*corev1.Pod]int{}
+		// By UID: the scheduler's NodeClaims may hold copies of the pods.
+		price, zoneOf := 0.0, map[types.UID]string{}
+		hostOf := map[types.UID]int{}
 		for i, nc := range res.NewNodeClaims {
 			best := math.Inf(1)
 			zone := ""
@@ -103,7 +104,7 @@ func TestKarpenterPlans(t *testing.T) {
 			}
 			price += best
 			for _, p := range nc.Pods {
-				zoneOf[p], hostOf[p] = zone, i
+				zoneOf[p.UID], hostOf[p.UID] = zone, i
 			}
 		}
 		out["price_per_hour"] = price
@@ -120,7 +121,7 @@ func TestKarpenterPlans(t *testing.T) {
 // matching pods on one node for hostname spreads (maxSkew 1 allows 1 where
 // any node has none), and the largest zone skew over the three zones for
 // zone spreads. A claim's zone is its cheapest offering's.
-func spreadCheck(pods []*corev1.Pod, zoneOf map[*corev1.Pod]string, hostOf map[*corev1.Pod]int, nodes int) (int, int) {
+func spreadCheck(pods []*corev1.Pod, zoneOf map[types.UID]string, hostOf map[types.UID]int, nodes int) (int, int) {
 	hostMax, zoneSkew := 0, 0
 	seen := map[string]bool{}
 	for _, p := range pods {
@@ -140,10 +141,10 @@ func spreadCheck(pods []*corev1.Pod, zoneOf map[*corev1.Pod]string, hostOf map[*
 				if q.Namespace != p.Namespace || !sel.Matches(labels.Set(q.Labels)) {
 					continue
 				}
-				if h, ok := hostOf[q]; ok {
+				if h, ok := hostOf[q.UID]; ok {
 					perHost[h]++
 				}
-				if z, ok := zoneOf[q]; ok {
+				if z, ok := zoneOf[q.UID]; ok {
 					perZone[z]++
 				}
 			}
