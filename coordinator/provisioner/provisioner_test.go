@@ -206,7 +206,10 @@ func TestReconcileCommitsFrozenIntentsAndCreatesNodeClaims(t *testing.T) {
 	c := &fakeCache{
 		pools:   []*karpv1.NodePool{pool("general", req(karpv1.LabelArch, "In", "amd64"), req(karpv1.LabelCapacityType, "In", "spot", "on-demand"))},
 		classes: []*awsv1.EC2NodeClass{class()},
-		pods:    []*corev1.Pod{pendingPod("a", "1"), pendingPod("b", "1"), pendingPod("c", "1")},
+		// Small enough that the three share the cheapest type: a pod that
+		// would push a claim into a dearer type per unit of what it ran
+		// out of starts a claim of its own (see the scheduler's upgradeOK).
+		pods: []*corev1.Pod{pendingPod("a", "100m"), pendingPod("b", "100m"), pendingPod("c", "100m")},
 	}
 	r := newTestProvisioner(t, c)
 	p, w, state, raft := r.p, r.w, r.state, r.raft
@@ -260,8 +263,8 @@ func TestReconcileCommitsFrozenIntentsAndCreatesNodeClaims(t *testing.T) {
 			t.Fatalf("candidate type %s not in the nodeclaim's instance-type requirement %v", cand.InstanceType, types)
 		}
 	}
-	if q := nc.Spec.Resources.Requests[corev1.ResourceCPU]; q.Cmp(resource.MustParse("3")) != 0 {
-		t.Fatalf("requests cpu %s, want 3", q.String())
+	if q := nc.Spec.Resources.Requests[corev1.ResourceCPU]; q.Cmp(resource.MustParse("300m")) != 0 {
+		t.Fatalf("requests cpu %s, want 300m", q.String())
 	}
 
 	// A second pass sees the pods nominated to the in-flight intent.
