@@ -225,6 +225,19 @@ func (b *Builder) Build(now time.Time) *View {
 			v.Disrupting[node.Name] = true
 		}
 	}
+	// A plan holds in any bind order across all of its nodes, not on each
+	// one: kube-scheduler may bind a pod planned for a node still booting
+	// onto the first node that registers, and the pod planned there then
+	// fits in the room left on the one still booting. So a pod whose node
+	// filled up keeps its nomination while another intent of the same plan
+	// (the same PlanCommit) is still in flight; it is planned again only
+	// once all of them registered (or its nomination expires).
+	inFlightPlans := map[time.Time]bool{}
+	for id, in := range intents {
+		if _, ok := registered[id]; !ok && !(in.InstanceID != "" && terminating[in.InstanceID]) {
+			inFlightPlans[in.CreatedAt] = true
+		}
+	}
 	stale := map[string]bool{} // pods whose nomination no longer holds
 	for _, node := range v.AllNodes {
 		if v.Disrupting[node.Name] || node.Spec.Unschedulable {
@@ -247,6 +260,9 @@ func (b *Builder) Build(now time.Time) *View {
 				fit, gone := scheduler.FitNominated(node.Status.Allocatable, sn.Pods, waiting)
 				sn.Pods = append(slices.Clip(sn.Pods), fit...)
 				for _, pod := range gone {
+					if inFlightPlans[in.CreatedAt] {
+						continue
+					}
 					stale[Key(pod)] = true
 					v.Released[Key(pod)] = "node " + node.Name + " has no room left"
 				}

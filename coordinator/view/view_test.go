@@ -269,3 +269,84 @@ func TestSchedulingTaints(t *testing.T) {
 		}
 	}
 }
+
+// TestNominationHeldWhileItsPlanIsInFlight: kube-scheduler bound pods
+// planned for a node still booting onto the first node of the plan that
+// registered, so a pod planned there no longer fits. It keeps its
+// nomination while the other node of the same plan is in flight (the room
+// those pods left there is where it fits); a new plan would be a second
+// node for nothing.
+func TestNominationHeldWhileItsPlanIsInFlight(t *testing.T) {
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{karpv1.LabelNodePool: "general"}},
+		Spec: corev1.NodeSpec{ProviderID: "aws:///us-east-1a/i-1"},
+		Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3"),
+			corev1.ResourcePods: resource.MustParse("10")}}}
+	var pods []*corev1.Pod
+	for _, name := range []string{"planned-for-2a", "planned-for-2b"} { // swapped onto n1 by kube-scheduler
+		p := pendingPod(name)
+		p.Spec.NodeName, p.Status = "n1", corev1.PodStatus{Phase: corev1.PodRunning}
+		pods = append(pods, p)
+	}
+	fits, late := pendingPod("a-fits"), pendingPod("b-late")
+	pods = append(pods, fits, late)
+	spec := func(claim string) fsm.LaunchSpec {
+		return fsm.LaunchSpec{LaunchSpec: cloud.LaunchSpec{NodePool: "general", NodeClass: "default", NodeClaim: claim,
+			Candidates: []cloud.Candidate{{InstanceType: "m5.large", Zone: "us-east-1a", CapacityType: "on-demand"}}}}
+	}
+	for _, tc := range []struct {
+		name          string
+		secondOnNode  bool // the plan's second node registered too
+		wantPending   []string
+		wantNominated bool
+	}{
+		{name: "other node of the plan still booting", wantPending: nil, wantNominated: true},
+		{name: "every node of the plan registered", secondOnNode: true, wantPending: []string{"b-late"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			state := fsm.New()
+			cmds := [][]byte{
+				fsm.MustEncode(fsm.PlanCommitType, fsm.PlanCommit{At: now, Intents: []fsm.NewIntent{
+					{ID: "in1", Spec: spec("general-1"), Pods: []string{"default/a-fits", "default/b-late"}},
+					{ID: "in2", Spec: spec("general-2"), Pods: []string{"default/planned-for-2a", "default/planned-for-2b"}}}}),
+				fsm.MustEncode(fsm.LaunchAttemptStartType, fsm.LaunchAttemptStart{IntentID: "in1", Attempt: 1, At: now}),
+				fsm.MustEncode(fsm.LaunchResultType, fsm.LaunchResult{IntentID: "in1", Attempt: 1, At: now, Launched: &fsm.Launched{
+					InstanceID: "i-1", InstanceType: "m5.large", Zone: "us-east-1a", CapacityType: "on-demand", LaunchedAt: now}}),
+				fsm.MustEncode(fsm.InstanceStatusType, fsm.InstanceStatus{InstanceID: "i-1", State: fsm.InstanceReady, NodeName: "n1", At: now}),
+			}
+			nodes := []*corev1.Node{node}
+			if tc.secondOnNode {
+				cmds = append(cmds,
+					fsm.MustEncode(fsm.LaunchAttemptStartType, fsm.LaunchAttemptStart{IntentID: "in2", Attempt: 1, At: now}),
+					fsm.MustEncode(fsm.LaunchResultType, fsm.LaunchResult{IntentID: "in2", Attempt: 1, At: now, Launched: &fsm.Launched{
+						InstanceID: "i-2", InstanceType: "m5.large", Zone: "us-east-1a", CapacityType: "on-demand", LaunchedAt: now}}),
+					fsm.MustEncode(fsm.InstanceStatusType, fsm.InstanceStatus{InstanceID: "i-2", State: fsm.InstanceReady, NodeName: "n2", At: now}))
+				n2 := node.DeepCopy()
+				n2.Name, n2.Spec.ProviderID = "n2", "aws:///us-east-1a/i-2"
+				// n2 is full of other pods: b-late fits nowhere planned.
+				for _, name := range []string{"x", "y", "z"} {
+					p := pendingPod(name)
+					p.Spec.NodeName, p.Status = "n2", corev1.PodStatus{Phase: corev1.PodRunning}
+					pods = append(pods, p)
+				}
+				nodes = append(nodes, n2)
+			}
+			for i, cmd := range cmds {
+				if res := state.ApplyCommand(cmd, uint64(i+1)); res != nil {
+					t.Fatal(res)
+				}
+			}
+			b := &Builder{Cache: &fakeCache{pools: []*karpv1.NodePool{pool("general")}, pods: pods, nodes: nodes},
+				State: state, Classes: classes()}
+			v := b.Build(now)
+			if got := names(v.Pending); !slices.Equal(got, tc.wantPending) {
+				t.Fatalf("pending %v, want %v", got, tc.wantPending)
+			}
+			if _, held := v.Nominated["default/b-late"]; held != tc.wantNominated {
+				t.Fatalf("b-late nominated %v, want %v (nominations %v)", held, tc.wantNominated, v.Nominated)
+			}
+			if _, said := v.Released["default/b-late"]; said == tc.wantNominated {
+				t.Fatalf("released %v", v.Released)
+			}
+		})
+	}
+}
