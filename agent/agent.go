@@ -80,6 +80,11 @@ type Config struct {
 	Policy Policy
 	// Drain options (DryRun, ForceAfter, ...).
 	Drain drain.Options
+	// CoordinatorDrains: the agent only cordons and taints its own node and
+	// reports; the coordinator drains it (it deletes the NodeClaim, whose
+	// termination evicts the pods), so the agent needs no right to evict
+	// or delete pods anywhere (the chart's default).
+	CoordinatorDrains bool
 	// MinDrainWindow: a drain gets at least this long, even when the notice's
 	// deadline is nearer or already past (a scheduled event whose NotBefore has
 	// passed, a notice seen late after an agent restart). Default 30 s.
@@ -291,7 +296,7 @@ func (a *Agent) handle(ctx context.Context, n imds.Notice, action Action, observ
 		deadline = floor
 	}
 	req := drain.Request{
-		Node: a.cfg.NodeName, Reason: string(n.Kind), Deadline: deadline, Evict: action == ActionDrain,
+		Node: a.cfg.NodeName, Reason: string(n.Kind), Deadline: deadline, Evict: action == ActionDrain && !a.cfg.CoordinatorDrains,
 		Message: describe(n),
 	}
 	if err := a.drainer.Cordon(ctx, req); err != nil {

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -288,10 +289,45 @@ func TestHelmTemplateDefaults(t *testing.T) {
 		t.Errorf("agent container is not restricted: %+v", sc)
 	}
 	aargs := strings.Join(dps.Containers[0].Args, " ")
-	for _, want := range []string{"agent", "--node-name=$(NODE_NAME)", "--policy=spot-interruption=drain", "--coordinator=http://joiner-coordinator.joiner.svc.cluster.local:8080"} {
+	for _, want := range []string{"agent", "--node-name=$(NODE_NAME)", "--policy=spot-interruption=drain", "--coordinator=https://joiner-coordinator.joiner.svc.cluster.local:8080",
+		"--coordinator-token-file=/var/run/secrets/joiner.io/token", "--coordinator-ca-file=/etc/joiner/coordinator-ca/ca.crt"} {
 		if !strings.Contains(aargs, want) {
 			t.Errorf("agent args %q lack %q", aargs, want)
 		}
+	}
+	// Secure by default: the agent's identity is a projected token for our
+	// audience, bound to its pod; the coordinators' CA comes from the
+	// ConfigMap they publish; the coordinators run TLS from their CA Secret
+	// and check agents' tokens.
+	var audience string
+	for _, v := range dps.Volumes {
+		if v.Projected != nil {
+			for _, src := range v.Projected.Sources {
+				if src.ServiceAccountToken != nil {
+					audience = src.ServiceAccountToken.Audience
+				}
+			}
+		}
+	}
+	if audience != "joiner.io" {
+		t.Errorf("agent projected token audience %q, want joiner.io", audience)
+	}
+	var dsts appsv1.StatefulSet
+	into(t, find(objs, "StatefulSet", ""), &dsts)
+	cargs := strings.Join(dsts.Spec.Template.Spec.Containers[0].Args, " ")
+	for _, want := range []string{"--tls-ca-secret=joiner-coordinator-ca", "--tls-ca-configmap=joiner-coordinator-ca", "--namespace=joiner",
+		"--tls-san=joiner-coordinator.joiner.svc,joiner-coordinator.joiner.svc.cluster.local", "--agent-service-account=system:serviceaccount:joiner:joiner-agent"} {
+		if !strings.Contains(cargs, want) {
+			t.Errorf("coordinator args %q lack %q", cargs, want)
+		}
+	}
+	for _, bad := range []string{"--insecure-dev", "--token-file"} {
+		if strings.Contains(cargs, bad) {
+			t.Errorf("coordinator args %q carry %s", cargs, bad)
+		}
+	}
+	if p := dsts.Spec.Template.Spec.Containers[0].ReadinessProbe; p == nil || p.HTTPGet == nil || p.HTTPGet.Scheme != corev1.URISchemeHTTPS {
+		t.Errorf("coordinator readiness probe %+v: want HTTPS", p)
 	}
 
 	if find(objs, "ServiceMonitor", "") != nil {
@@ -323,8 +359,13 @@ func checkRBAC(t *testing.T, objs []*unstructured.Unstructured) {
 				}
 			}
 			for _, res := range rule.Resources {
-				if res == "secrets" {
-					t.Errorf("%s %s grants access to secrets", o.GetKind(), o.GetName())
+				// Secrets: only the coordinator's CA, in its namespace:
+				// create (not limitable by name) and get by name.
+				caOnly := o.GetKind() == "Role" && o.GetName() == "joiner-coordinator" &&
+					(slices.Equal(rule.Verbs, []string{"create"}) ||
+						(slices.Equal(rule.Verbs, []string{"get"}) && slices.Equal(rule.ResourceNames, []string{"joiner-coordinator-ca"})))
+				if res == "secrets" && !caOnly {
+					t.Errorf("%s %s grants access to secrets: %+v", o.GetKind(), o.GetName(), rule)
 				}
 				if strings.Contains(o.GetName(), "agent") && (res == "nodeclaims" || res == "nodepools" || res == "ec2nodeclasses") {
 					t.Errorf("agent role %s grants %s", o.GetName(), res)
@@ -355,22 +396,25 @@ func TestHelmTemplateFullValues(t *testing.T) {
 	into(t, find(objs, "StatefulSet", ""), &sts)
 	args := strings.Join(sts.Spec.Template.Spec.Containers[0].Args, " ")
 	for _, want := range []string{"--cluster-endpoint=https://", "--interruption-queue=ci-full-interruptions", "--tls-cert-file=", "--gossip-keyring-file=", "--log-level=debug",
-		"--token-file=/etc/joiner/token/token"} {
+		"--tls-ca-configmap=joiner-coordinator-ca"} {
 		if !strings.Contains(args, want) {
 			t.Errorf("coordinator args %q lack %q", args, want)
 		}
 	}
+	if strings.Contains(args, "--tls-ca-secret") {
+		t.Errorf("coordinator args %q: both a TLS Secret and the CA Secret", args)
+	}
 	mounted := false
 	for _, m := range sts.Spec.Template.Spec.Containers[0].VolumeMounts {
-		mounted = mounted || m.MountPath == "/etc/joiner/token"
+		mounted = mounted || m.MountPath == "/etc/joiner/tls"
 	}
 	if !mounted {
-		t.Error("coordinator does not mount the agents' token Secret its --token-file reads")
+		t.Error("coordinator does not mount the TLS Secret its --tls-cert-file reads")
 	}
 	var ds appsv1.DaemonSet
 	into(t, find(objs, "DaemonSet", ""), &ds)
 	aargs := strings.Join(ds.Spec.Template.Spec.Containers[0].Args, " ")
-	for _, want := range []string{"--coordinator-token-file=", "--force-after=10m"} {
+	for _, want := range []string{"--coordinator-token-file=", "--coordinator-ca-file=", "--force-after=10m"} {
 		if !strings.Contains(aargs, want) {
 			t.Errorf("agent args %q lack %q", aargs, want)
 		}

@@ -34,8 +34,13 @@ var Families = []string{FamilyAL2, FamilyAL2023, FamilyBottlerocket, FamilyCusto
 const DefaultMaxPods = 110
 
 // DefaultBootstrapImage is the container image of the Bottlerocket bootstrap
-// container that runs "joiner bootstrap".
-const DefaultBootstrapImage = "ghcr.io/joiner-dev/joiner:latest"
+// container that runs "joiner bootstrap": a fixed release, never a moving
+// tag, so every node of a cluster runs the same, reviewed code as root
+// before kubelet. It is the Helm chart's image at its appVersion (a
+// packaging test keeps the two equal); the coordinator's --bootstrap-image
+// (chart: settings.bootstrapImage, default the chart's own image, by
+// digest when image.digest is set) replaces it.
+const DefaultBootstrapImage = "ghcr.io/joiner-dev/joiner:0.1.0"
 
 // Sentinel errors callers can branch on.
 var (

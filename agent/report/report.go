@@ -13,6 +13,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -37,6 +38,10 @@ type Options struct {
 	Endpoints []string
 	// Token is sent as a bearer token when set.
 	Token string
+	// TokenFile, when set, is read at each attempt and its content sent as
+	// the bearer token (a projected ServiceAccount token the kubelet
+	// rotates); it takes precedence over Token.
+	TokenFile string
 	// Timeout per attempt (default 5 s).
 	Timeout time.Duration
 	// RetryBase and RetryMax bound the back-off (defaults 200 ms and 5 s).
@@ -125,7 +130,8 @@ func (c *Client) Deliver(ctx context.Context, r agentv1.Report) (agentv1.Ack, er
 			if se.RetryAfter > 0 {
 				wait = min(se.RetryAfter, c.opts.RetryMax)
 			}
-			if se.Code >= 400 && se.Code < 500 && se.Code != http.StatusTooManyRequests && se.Code != http.StatusRequestTimeout {
+			if se.Code >= 400 && se.Code < 500 && se.Code != http.StatusTooManyRequests && se.Code != http.StatusRequestTimeout &&
+				se.Code != http.StatusUnauthorized { // a rotated token is read again next attempt
 				log.Error("coordinator rejected interruption report; retrying", zap.Error(err), zap.Int("attempt", attempt+1))
 			} else {
 				log.Warn("interruption report not acknowledged; retrying", zap.Error(err), zap.Int("attempt", attempt+1), zap.Duration("retry-in", wait))
@@ -153,8 +159,16 @@ func (c *Client) send(ctx context.Context, ep string, body []byte) (agentv1.Ack,
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", c.opts.UserAgent)
-	if c.opts.Token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.opts.Token)
+	token := c.opts.Token
+	if c.opts.TokenFile != "" {
+		b, err := os.ReadFile(c.opts.TokenFile)
+		if err != nil {
+			return agentv1.Ack{}, fmt.Errorf("reading the coordinator token: %w", err)
+		}
+		token = strings.TrimSpace(string(b))
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	resp, err := c.opts.HTTPClient.Do(req)
 	if err != nil {

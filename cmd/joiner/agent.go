@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/http"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -24,23 +26,25 @@ import (
 func init() { addCommand(newAgentCmd) }
 
 type agentFlags struct {
-	configPath   string
-	nodeName     string
-	nodeClaim    string
-	kubeconfig   string
-	imdsEndpoint string
-	imdsAllowV1  bool
-	imdsTokenTTL time.Duration
-	interval     time.Duration
-	kinds        []string
-	policy       map[string]string
-	dryRun       bool
-	forceAfter   time.Duration
-	coordinators []string
-	tokenFile    string
-	metricsAddr  string
-	releasePages bool
-	minWindow    time.Duration
+	configPath        string
+	nodeName          string
+	nodeClaim         string
+	kubeconfig        string
+	imdsEndpoint      string
+	imdsAllowV1       bool
+	imdsTokenTTL      time.Duration
+	interval          time.Duration
+	kinds             []string
+	policy            map[string]string
+	dryRun            bool
+	forceAfter        time.Duration
+	coordinators      []string
+	tokenFile         string
+	coordinatorDrains bool
+	caFile            string
+	metricsAddr       string
+	releasePages      bool
+	minWindow         time.Duration
 }
 
 func newAgentCmd(g *globals) *cobra.Command {
@@ -85,9 +89,11 @@ As a systemd service use Type=notify (READY=1 and watchdog pings are sent).`,
 	fl.BoolVar(&f.dryRun, "dry-run", false, "log taints, cordons and evictions instead of making them")
 	fl.DurationVar(&f.forceAfter, "force-after", 0, "delete pods whose eviction is still blocked this long after a drain starts (0: never)")
 	fl.StringSliceVar(&f.coordinators, "coordinator", nil, "coordinator API base URL (repeatable; any replica)")
-	fl.StringVar(&f.tokenFile, "coordinator-token-file", "", "file holding the bearer token for the coordinator API")
+	fl.StringVar(&f.tokenFile, "coordinator-token-file", "", "file holding the bearer token for the coordinator API, read at each report (the projected ServiceAccount token the chart mounts)")
+	fl.StringVar(&f.caFile, "coordinator-ca-file", "", "PEM CA the coordinators' certificates are checked against (the chart mounts the coordinators' CA ConfigMap)")
 	fl.StringVar(&f.metricsAddr, "metrics-addr", "127.0.0.1:9464", "serve /metrics and /healthz here (empty: off)")
 	fl.BoolVar(&f.releasePages, "release-startup-pages", true, "once ready, page out the binary's start-up-only code (lower RSS; Linux)")
+	fl.BoolVar(&f.coordinatorDrains, "coordinator-drains", false, "only cordon and taint this node and report; the coordinator evicts the pods (the agent then needs no eviction or pod delete rights)")
 	fl.DurationVar(&f.minWindow, "min-drain-window", 30*time.Second, "give a drain at least this long even when the notice's deadline is nearer or past")
 	return cmd
 }
@@ -95,7 +101,7 @@ As a systemd service use Type=notify (READY=1 and watchdog pings are sent).`,
 func (f *agentFlags) build(cmd *cobra.Command) (agent.Config, kubernetes.Interface, error) {
 	cfg := agent.Config{
 		NodeName: f.nodeName, NodeClaim: f.nodeClaim, Interval: f.interval, MetricsAddr: f.metricsAddr, Version: version,
-		ReleaseStartupPages: f.releasePages, MinDrainWindow: f.minWindow,
+		ReleaseStartupPages: f.releasePages, MinDrainWindow: f.minWindow, CoordinatorDrains: f.coordinatorDrains,
 		IMDS: imds.ClientOptions{Endpoint: f.imdsEndpoint, AllowIMDSv1: f.imdsAllowV1, TokenTTL: f.imdsTokenTTL},
 	}
 	if cfg.NodeName == "" {
@@ -141,11 +147,21 @@ func (f *agentFlags) build(cmd *cobra.Command) (agent.Config, kubernetes.Interfa
 	cfg.Drain.ForceAfter = f.forceAfter
 	cfg.Report.Endpoints = f.coordinators
 	if f.tokenFile != "" {
-		b, err := os.ReadFile(f.tokenFile)
-		if err != nil {
+		if _, err := os.Stat(f.tokenFile); err != nil {
 			return cfg, nil, fmt.Errorf("--coordinator-token-file: %w", err)
 		}
-		cfg.Report.Token = strings.TrimSpace(string(b))
+		cfg.Report.TokenFile = f.tokenFile
+	}
+	if f.caFile != "" {
+		b, err := os.ReadFile(f.caFile)
+		if err != nil {
+			return cfg, nil, fmt.Errorf("--coordinator-ca-file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(b) {
+			return cfg, nil, fmt.Errorf("--coordinator-ca-file %s: no PEM certificate", f.caFile)
+		}
+		cfg.Report.HTTPClient = &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: pool}}}
 	}
 	kube, err := kubeClient(f.kubeconfig)
 	if err != nil {

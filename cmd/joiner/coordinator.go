@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -9,7 +10,6 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -35,7 +35,6 @@ type coordinatorFlags struct {
 	clusterName     string
 	clusterEndpoint string
 	httpAddr        string
-	tokenFile       string
 	leader          leaderFlags
 	security        securityFlags
 }
@@ -71,7 +70,6 @@ func newCoordinatorCmd(g *globals) *cobra.Command {
 	fl.StringVar(&f.clusterName, "cluster-name", "", "Kubernetes cluster name (tags, client tokens); required")
 	fl.StringVar(&f.clusterEndpoint, "cluster-endpoint", "", "Kubernetes API server endpoint new nodes join (bootstrap user data)")
 	fl.StringVar(&f.httpAddr, "http-addr", "127.0.0.1:8080", "HTTP API listen address host:port (every replica uses the same port: followers forward to <leader raft host>:<this port>)")
-	fl.StringVar(&f.tokenFile, "token-file", "", "file holding the bearer token agents must send; empty: no authentication")
 	f.leader.register(fl)
 	f.security.register(fl)
 	return cmd
@@ -108,18 +106,29 @@ func runCoordinator(ctx context.Context, f *coordinatorFlags, log *zap.Logger) e
 	if err != nil {
 		return fmt.Errorf("--gossip-bind %q: port: %w", f.gossipBind, err)
 	}
-	raftTLS, keyring, err := f.security.build(log)
+	clients, rc, err := f.leader.clients()
 	if err != nil {
 		return err
 	}
+	sec, err := f.security.build(ctx, clients, f.advertise, log)
+	if err != nil {
+		return err
+	}
+	go writeToolFiles(ctx, sec, f.dataDir, log)
 	state := fsm.New()
-	node, err := cluster.Open(cluster.Config{DataDir: f.dataDir, Bind: f.bind, Advertise: f.advertise, TLS: raftTLS}, state, log)
+	// Set before raft replays the log: a rejected entry is logged on
+	// every replica, at start-up too (the FSM keeps serving).
+	fsmLog := log.Named("fsm")
+	state.OnReject(func(index uint64, t fsm.MessageType, err error) {
+		fsmLog.Warn("rejected raft entry", zap.Uint64("index", index), zap.Stringer("type", t), zap.Error(err))
+	})
+	node, err := cluster.Open(cluster.Config{DataDir: f.dataDir, Bind: f.bind, Advertise: f.advertise, TLS: sec.tls}, state, log)
 	if err != nil {
 		return err
 	}
 	defer closeBounded(node, 15*time.Second, log)
 	meta := cluster.Meta{Role: cluster.RoleCoordinator, ID: string(node.ID), RaftAddr: string(node.Addr), Expect: f.bootstrapExpect}
-	disc, err := cluster.StartDiscovery(cluster.DiscoveryConfig{Name: string(node.ID), BindAddr: gHost, BindPort: gPort, Keyring: keyring}, meta, log)
+	disc, err := cluster.StartDiscovery(cluster.DiscoveryConfig{Name: string(node.ID), BindAddr: gHost, BindPort: gPort, Keyring: sec.keyring}, meta, log)
 	if err != nil {
 		return err
 	}
@@ -145,11 +154,8 @@ func runCoordinator(ctx context.Context, f *coordinatorFlags, log *zap.Logger) e
 	if err := kube.RegisterClientMetrics(reg); err != nil {
 		return fmt.Errorf("registering client metrics: %w", err)
 	}
-	ap, err := f.security.autopilot(node, disc, f, log)
-	if err != nil {
-		return err
-	}
-	lead, cache, err := buildLeader(ctx, f, state, node, &ap, reg, log)
+	ap := f.security.autopilot(node, disc, f, sec, log)
+	lead, cache, err := buildLeader(ctx, f, clients, rc, state, node, &ap, reg, log)
 	if err != nil {
 		return err
 	}
@@ -157,7 +163,8 @@ func runCoordinator(ctx context.Context, f *coordinatorFlags, log *zap.Logger) e
 	cacheDone := make(chan struct{})
 	go func() { defer close(cacheDone); _ = cache.Run(cacheCtx) }()
 	defer func() { stopCache(); <-cacheDone }()
-	stopHTTP, err := serveAPI(ctx, f, node, state, reg, log)
+	stopHTTP, err := serveAPI(ctx, f, sec, api.Config{Authenticate: f.security.authenticator(sec, clients), NodeInstance: nodeInstance(cache)},
+		node, state, reg, log)
 	if err != nil {
 		return err
 	}
@@ -171,18 +178,11 @@ func runCoordinator(ctx context.Context, f *coordinatorFlags, log *zap.Logger) e
 	return nil
 }
 
-// serveAPI starts the HTTP API on --http-addr; the returned func stops it.
-func serveAPI(ctx context.Context, f *coordinatorFlags, node *cluster.Node, state *fsm.FSM, reg *prometheus.Registry, log *zap.Logger) (func(), error) {
-	var token string
-	if f.tokenFile != "" {
-		b, err := os.ReadFile(f.tokenFile)
-		if err != nil {
-			return nil, fmt.Errorf("--token-file: %w", err)
-		}
-		if token = strings.TrimSpace(string(b)); token == "" {
-			return nil, fmt.Errorf("--token-file %s: empty", f.tokenFile)
-		}
-	}
+// serveAPI starts the HTTP API on --http-addr (TLS unless --insecure-dev;
+// auth's Authenticate and NodeInstance decide who may report); the
+// returned func stops it.
+func serveAPI(ctx context.Context, f *coordinatorFlags, sec security, auth api.Config, node *cluster.Node, state *fsm.FSM,
+	reg *prometheus.Registry, log *zap.Logger) (func(), error) {
 	_, port, _ := net.SplitHostPort(f.httpAddr)
 	c := api.RaftCluster{Raft: node.Raft, ID: node.ID}
 	m, err := api.NewMetrics(reg, c.IsLeader, true)
@@ -192,23 +192,32 @@ func serveAPI(ctx context.Context, f *coordinatorFlags, node *cluster.Node, stat
 	if err := api.RegisterStateMetrics(reg, c, state); err != nil {
 		return nil, fmt.Errorf("registering state metrics: %w", err)
 	}
-	h := api.New(api.Config{Cluster: c, Reports: state, Raft: c, State: state, Token: token, Resolve: api.PortResolver("http", port),
+	h := api.New(api.Config{Cluster: c, Reports: state, Raft: c, State: state,
+		Authenticate: auth.Authenticate, NodeInstance: auth.NodeInstance,
+		Resolve: api.PortResolver(sec.scheme(), port), Client: sec.peerClient(10 * time.Second),
 		Gatherer: reg, Metrics: m}, log)
-	ln, err := net.Listen("tcp", f.httpAddr)
+	ln, err := api.Listen(f.httpAddr, api.DefaultLimits)
 	if err != nil {
 		return nil, fmt.Errorf("--http-addr %q: %w", f.httpAddr, err)
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	var tlsConf *tls.Config
+	if sec.tls != nil {
+		tlsConf = sec.tls.HTTPServerConfig()
+	}
+	srv := api.NewHTTPServer(h, tlsConf, api.DefaultLimits, log)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		var err error
+		if tlsConf != nil {
+			err = srv.ServeTLS(ln, "", "")
+		} else {
+			err = srv.Serve(ln)
+		}
+		if err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("http api", zap.Error(err))
 		}
 	}()
-	if token == "" {
-		log.Warn("http api: no --token-file, interruption reports are not authenticated")
-	}
 	return func() {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()

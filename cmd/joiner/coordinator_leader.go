@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
@@ -37,6 +38,7 @@ type leaderFlags struct {
 	bootstrapImage string
 	simulated      bool
 	minValues      string
+	stateRetention time.Duration
 }
 
 func (f *leaderFlags) register(fl *pflag.FlagSet) {
@@ -51,6 +53,8 @@ func (f *leaderFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.bootstrapImage, "bootstrap-image", "", "agent image the user data starts where the agent is not baked into the AMI")
 	fl.StringVar(&f.minValues, "min-values-policy", string(scheduler.MinValuesStrict),
 		"Strict: a NodePool's minValues is never relaxed (pods wait); BestEffort: relaxed when nothing can keep it, and the NodeClaim says so (Karpenter's MIN_VALUES_POLICY)")
+	fl.DurationVar(&f.stateRetention, "state-retention", time.Hour,
+		"how long handled interruption reports and finished launch/termination intents stay in the replicated state (0: forever)")
 	fl.BoolVar(&f.simulated, "simulated-cloud", false, "the cloud is joiner sim: nobody else removes startup taints, so the coordinator does")
 }
 
@@ -68,6 +72,23 @@ func (f *leaderFlags) restConfig() (*rest.Config, error) {
 		return nil, fmt.Errorf("--kubeconfig not set and not running in a pod: %w", err)
 	}
 	return c, nil
+}
+
+// clients builds the Kubernetes clients with the configured rate limits.
+func (f *leaderFlags) clients() (*kube.Clients, *rest.Config, error) {
+	rc, err := f.restConfig()
+	if err != nil {
+		return nil, nil, err
+	}
+	if f.kubeQPS <= 0 || f.kubeBurst <= 0 {
+		return nil, nil, fmt.Errorf("--kube-client-qps %v, --kube-client-burst %d: want both > 0", f.kubeQPS, f.kubeBurst)
+	}
+	rc.QPS, rc.Burst = f.kubeQPS, f.kubeBurst
+	clients, err := kube.NewClients(rc)
+	if err != nil {
+		return nil, nil, err
+	}
+	return clients, rc, nil
 }
 
 // awsConfig loads the SDK config; against an endpoint override without
@@ -93,24 +114,12 @@ func (f *leaderFlags) awsConfig(ctx context.Context) (awssdk.Config, error) {
 // buildLeader wires the clients, cache and cloud provider into the
 // leader's work (coordinator/leader). Metrics register on reg once; the
 // loops run once per term.
-func buildLeader(ctx context.Context, f *coordinatorFlags, state *fsm.FSM, node *cluster.Node, membership *leader.Loop,
-	reg prometheus.Registerer, log *zap.Logger) (*leader.Leader, *kube.Cache, error) {
+func buildLeader(ctx context.Context, f *coordinatorFlags, clients *kube.Clients, rc *rest.Config, state *fsm.FSM, node *cluster.Node,
+	membership *leader.Loop, reg prometheus.Registerer, log *zap.Logger) (*leader.Leader, *kube.Cache, error) {
 	lf := &f.leader
-	rc, err := lf.restConfig()
-	if err != nil {
-		return nil, nil, err
-	}
-	if lf.kubeQPS <= 0 || lf.kubeBurst <= 0 {
-		return nil, nil, fmt.Errorf("--kube-client-qps %v, --kube-client-burst %d: want both > 0", lf.kubeQPS, lf.kubeBurst)
-	}
-	rc.QPS, rc.Burst = lf.kubeQPS, lf.kubeBurst
 	policy := scheduler.MinValuesPolicy(lf.minValues)
 	if policy != scheduler.MinValuesStrict && policy != scheduler.MinValuesBestEffort {
 		return nil, nil, fmt.Errorf("--min-values-policy %q: want %s or %s", lf.minValues, scheduler.MinValuesStrict, scheduler.MinValuesBestEffort)
-	}
-	clients, err := kube.NewClients(rc)
-	if err != nil {
-		return nil, nil, err
 	}
 	awsCfg, err := lf.awsConfig(ctx)
 	if err != nil {
@@ -145,7 +154,7 @@ func buildLeader(ctx context.Context, f *coordinatorFlags, state *fsm.FSM, node 
 		Cluster: f.clusterName, UserData: uc, BootstrapImage: lf.bootstrapImage, RemoveStartupTaints: lf.simulated,
 		MinValuesPolicy: policy,
 		Clients:         clients, Kube: clients.Kube, Cache: cache, Cloud: provider, State: state,
-		Raft: cluster.RaftProposer{Raft: node.Raft}, Membership: membership,
+		Raft: cluster.RaftProposer{Raft: node.Raft}, Membership: membership, StateRetention: lf.stateRetention,
 		Recorder: kube.NewRecorder(ctx, clients.Kube, "joiner"), Registerer: reg, Log: log,
 	})
 	if err != nil {

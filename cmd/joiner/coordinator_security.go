@@ -1,92 +1,213 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
-	"strings"
+	"path/filepath"
 	"time"
 
 	"github.com/hashicorp/memberlist"
 	"github.com/spf13/pflag"
 	"go.uber.org/zap"
 
+	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/cloud"
 	"github.com/joiner-dev/joiner/coordinator/api"
 	"github.com/joiner-dev/joiner/coordinator/cluster"
+	"github.com/joiner-dev/joiner/coordinator/kube"
 	"github.com/joiner-dev/joiner/coordinator/leader"
 )
 
-// securityFlags configure raft's mutual TLS, the gossip keyring and
-// autopilot's dead-server cleanup.
+// securityFlags configure the coordinators' mutual TLS (raft and the HTTP
+// API), agents' authentication, the gossip keyring and autopilot's
+// dead-server cleanup.
 type securityFlags struct {
 	tlsCert, tlsKey, tlsCA string
+	caSecret, caConfigMap  string
+	namespace              string
+	sans                   []string
+	agentUsers             []string
+	insecureDev            bool
 	keyringFile            string
 	deadServerAfter        time.Duration
 	minQuorum              uint
 }
 
 func (f *securityFlags) register(fl *pflag.FlagSet) {
-	fl.StringVar(&f.tlsCert, "tls-cert-file", "", "PEM certificate for raft mutual TLS (SAN: this replica's DNS name; server and client auth)")
+	fl.StringVar(&f.caSecret, "tls-ca-secret", "", "Secret (in --namespace) holding the coordinators' CA, created when absent; each replica issues its own certificate from it (the chart's default)")
+	fl.StringVar(&f.caConfigMap, "tls-ca-configmap", "", "ConfigMap (in --namespace) the CA certificate is published in for agents")
+	fl.StringVar(&f.namespace, "namespace", envOr("POD_NAMESPACE", "kube-system"), "namespace of the CA Secret and ConfigMap")
+	fl.StringSliceVar(&f.sans, "tls-san", nil, "extra DNS names or IPs in this replica's certificate (the Service agents dial); --advertise's host is always in it")
+	fl.StringVar(&f.tlsCert, "tls-cert-file", "", "PEM certificate (SAN: this replica's DNS name; server and client auth), instead of --tls-ca-secret, e.g. from cert-manager")
 	fl.StringVar(&f.tlsKey, "tls-key-file", "", "PEM private key of --tls-cert-file")
 	fl.StringVar(&f.tlsCA, "tls-ca-file", "", "PEM CA that signs every coordinator's certificate (files are reloaded when they change)")
+	fl.StringSliceVar(&f.agentUsers, "agent-service-account", []string{"system:serviceaccount:kube-system:joiner-agent"},
+		"ServiceAccount user names whose projected tokens (audience "+karpv1.AgentTokenAudience+", bound to a pod) agents send; each may report only about its pod's node")
+	fl.BoolVar(&f.insecureDev, "insecure-dev", false, "development only: run raft and the HTTP API without TLS and accept reports from anyone")
 	fl.StringVar(&f.keyringFile, "gossip-keyring-file", "", "memberlist keyring: one base64 key (16, 24 or 32 bytes) per line, the primary first; empty: gossip unencrypted")
 	fl.DurationVar(&f.deadServerAfter, "dead-server-cleanup-after", 5*time.Minute, "leader removes a raft server unseen in gossip this long (0: never)")
 	fl.UintVar(&f.minQuorum, "min-quorum", 0, "never remove a dead server below this many voters (0: --bootstrap-expect)")
 }
 
-// build loads the TLS material and keyring. Without TLS or a keyring it
-// logs a warning: raft or gossip traffic is then plaintext and
-// unauthenticated.
-func (f *securityFlags) build(log *zap.Logger) (*cluster.TLS, *memberlist.Keyring, error) {
-	var t *cluster.TLS
-	switch n := nonEmpty(f.tlsCert, f.tlsKey, f.tlsCA); n {
-	case 0:
-		log.Warn("raft transport is plaintext: set --tls-cert-file, --tls-key-file and --tls-ca-file for mutual TLS")
-	case 3:
-		var err error
-		if t, err = cluster.LoadTLS(cluster.TLSFiles{CertFile: f.tlsCert, KeyFile: f.tlsKey, CAFile: f.tlsCA}); err != nil {
-			return nil, nil, err
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+// errNoTLS: a coordinator without TLS material refuses to start.
+var errNoTLS = errors.New("raft and the HTTP API need TLS: set --tls-ca-secret (the chart's default) or --tls-cert-file, --tls-key-file and --tls-ca-file; --insecure-dev runs without, for development only")
+
+// security is what build returns: the TLS material (nil only with
+// --insecure-dev), the CA certificate agents and tools trust, the keyring.
+type security struct {
+	tls     *cluster.TLS
+	caPEM   []byte
+	keyring *memberlist.Keyring
+}
+
+// build loads or creates the TLS material and loads the keyring.
+func (f *securityFlags) build(ctx context.Context, kc *kube.Clients, advertise string, log *zap.Logger) (security, error) {
+	var out security
+	files := nonEmpty(f.tlsCert, f.tlsKey, f.tlsCA)
+	switch {
+	case files != 0 && files != 3:
+		return out, fmt.Errorf("--tls-cert-file %q, --tls-key-file %q, --tls-ca-file %q: set all three or none", f.tlsCert, f.tlsKey, f.tlsCA)
+	case files == 3 && f.caSecret != "":
+		return out, errors.New("--tls-ca-secret and --tls-cert-file: set one of them")
+	case files == 3:
+		t, err := cluster.LoadTLS(cluster.TLSFiles{CertFile: f.tlsCert, KeyFile: f.tlsKey, CAFile: f.tlsCA})
+		if err != nil {
+			return out, err
 		}
+		ca, err := os.ReadFile(f.tlsCA)
+		if err != nil {
+			return out, fmt.Errorf("--tls-ca-file: %w", err)
+		}
+		if f.caConfigMap != "" {
+			if err := kube.PublishCA(ctx, kc.Kube, f.namespace, f.caConfigMap, ca); err != nil {
+				return out, fmt.Errorf("--tls-ca-configmap: %w", err)
+			}
+		}
+		out.tls, out.caPEM = t, ca
+	case f.caSecret != "":
+		ca, err := kube.EnsureCA(ctx, kc.Kube, f.namespace, f.caSecret, f.caConfigMap, time.Now())
+		if err != nil {
+			return out, fmt.Errorf("--tls-ca-secret %s/%s: %w", f.namespace, f.caSecret, err)
+		}
+		host, _, _ := net.SplitHostPort(advertise)
+		names := append([]string{host}, f.sans...)
+		t, err := cluster.TLSFromCA(ca, host, names)
+		if err != nil {
+			return out, err
+		}
+		out.tls, out.caPEM = t, ca.CertPEM
+	case f.insecureDev:
+		log.Warn("--insecure-dev: raft and the HTTP API run without TLS and accept interruption reports from anyone; never in production")
 	default:
-		return nil, nil, fmt.Errorf("--tls-cert-file %q, --tls-key-file %q, --tls-ca-file %q: set all three or none", f.tlsCert, f.tlsKey, f.tlsCA)
+		return out, errNoTLS
 	}
-	var kr *memberlist.Keyring
 	if f.keyringFile == "" {
-		log.Warn("gossip is unencrypted: set --gossip-keyring-file")
+		log.Warn("gossip is unencrypted: set --gossip-keyring-file (gossip only discovers peers; raft membership needs a certificate)")
 	} else {
-		var err error
-		if kr, err = cluster.LoadKeyring(f.keyringFile); err != nil {
-			return nil, nil, fmt.Errorf("--gossip-keyring-file: %w", err)
+		kr, err := cluster.LoadKeyring(f.keyringFile)
+		if err != nil {
+			return out, fmt.Errorf("--gossip-keyring-file: %w", err)
+		}
+		out.keyring = kr
+	}
+	return out, nil
+}
+
+// peerClient is the HTTP client one replica uses for another's API.
+func (s security) peerClient(timeout time.Duration) *http.Client {
+	c := &http.Client{Timeout: timeout}
+	if s.tls != nil {
+		c.Transport = &http.Transport{TLSClientConfig: s.tls.HTTPClientConfig()}
+	}
+	return c
+}
+
+// scheme of the HTTP API.
+func (s security) scheme() string {
+	if s.tls == nil {
+		return "http"
+	}
+	return "https"
+}
+
+// authenticator checks agents' tokens with TokenReview (nil with
+// --insecure-dev: anyone may report).
+func (f *securityFlags) authenticator(s security, kc *kube.Clients) api.Authenticator {
+	if s.tls == nil {
+		return nil
+	}
+	r := &kube.TokenReviewer{Client: kc.Kube, Audience: karpv1.AgentTokenAudience, Users: f.agentUsers}
+	return func(ctx context.Context, token string) (api.Identity, error) {
+		id, err := r.Review(ctx, token)
+		switch {
+		case errors.Is(err, kube.ErrTokenRejected):
+			return api.Identity{}, fmt.Errorf("%w: %v", api.ErrUnauthenticated, err)
+		case errors.Is(err, kube.ErrReviewBusy):
+			return api.Identity{}, api.ErrBusy
+		case err != nil:
+			return api.Identity{}, err
+		}
+		return api.Identity{User: id.User, Node: id.Node}, nil
+	}
+}
+
+// nodeInstance maps a node to its instance from the informer cache.
+func nodeInstance(c *kube.Cache) func(string) (string, bool) {
+	return func(name string) (string, bool) {
+		n := c.Node(name)
+		if n == nil {
+			return "", false
+		}
+		id := cloud.InstanceID(n.Spec.ProviderID)
+		return id, id != ""
+	}
+}
+
+// writeToolFiles keeps dataDir/tls/{tls.crt,tls.key,ca.crt} current for
+// `joiner status` run in the pod, until ctx ends.
+func writeToolFiles(ctx context.Context, s security, dataDir string, log *zap.Logger) {
+	if s.tls == nil {
+		return
+	}
+	dir := filepath.Join(dataDir, "tls")
+	for {
+		if err := s.tls.WriteFiles(dir, s.caPEM); err != nil {
+			log.Warn("writing TLS files for local tools", zap.String("dir", dir), zap.Error(err))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Hour):
 		}
 	}
-	return t, kr, nil
 }
 
 // autopilot builds the leader-only autopilot loop (run beside the other
 // leader loops, not after the Kubernetes cache syncs). Other replicas' raft
-// stats come from their HTTP API (same port, same token).
-func (f *securityFlags) autopilot(node *cluster.Node, disc *cluster.Discovery, cf *coordinatorFlags, log *zap.Logger) (leader.Loop, error) {
-	var token string
-	if cf.tokenFile != "" {
-		b, err := os.ReadFile(cf.tokenFile)
-		if err != nil {
-			return leader.Loop{}, fmt.Errorf("--token-file: %w", err)
-		}
-		token = strings.TrimSpace(string(b))
-	}
+// stats come from their HTTP API (same port, the peer certificate).
+func (f *securityFlags) autopilot(node *cluster.Node, disc *cluster.Discovery, cf *coordinatorFlags, s security, log *zap.Logger) leader.Loop {
 	_, httpPort, _ := net.SplitHostPort(cf.httpAddr)
-	bootstrapExpect := cf.bootstrapExpect
 	mq := f.minQuorum
 	if mq == 0 {
-		mq = uint(bootstrapExpect)
+		mq = uint(cf.bootstrapExpect)
 	}
 	ap := &cluster.Autopilot{
 		Raft: node.Raft, ID: node.ID, Members: disc, Log: log.Named("autopilot"),
-		Stats:  api.StatsFetcher(&http.Client{Timeout: 5 * time.Second}, api.PortResolver("http", httpPort), token),
+		Stats:  api.StatsFetcher(s.peerClient(5*time.Second), api.PortResolver(s.scheme(), httpPort)),
 		Config: cluster.AutopilotConfig{DeadServerAfter: f.deadServerAfter, MinQuorum: mq},
 	}
-	return leader.Loop{Name: "autopilot", Run: ap.Run}, nil
+	return leader.Loop{Name: "autopilot", Run: ap.Run}
 }
 
 func nonEmpty(ss ...string) int {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,16 +21,18 @@ func TestSecurityFlagsBuild(t *testing.T) {
 		f       securityFlags
 		wantErr string
 	}{
-		{name: "nothing set: plaintext with warnings", f: securityFlags{}},
+		{name: "nothing set: refuses to start", f: securityFlags{}, wantErr: "need TLS"},
+		{name: "insecure dev: plaintext with warnings", f: securityFlags{insecureDev: true}},
+		{name: "secret and files", f: securityFlags{caSecret: "ca", tlsCert: "c", tlsKey: "k", tlsCA: "a"}, wantErr: "set one of them"},
 		{name: "partial TLS", f: securityFlags{tlsCert: "c.pem"}, wantErr: "set all three or none"},
 		{name: "missing TLS files", f: securityFlags{tlsCert: filepath.Join(dir, "c.pem"), tlsKey: "k", tlsCA: "ca"}, wantErr: "c.pem"},
-		{name: "bad keyring names file and line", f: securityFlags{keyringFile: bad}, wantErr: bad + " line 1: key is 5 bytes"},
+		{name: "bad keyring names file and line", f: securityFlags{insecureDev: true, keyringFile: bad}, wantErr: bad + " line 1: key is 5 bytes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tl, kr, err := tc.f.build(zap.NewNop())
+			sec, err := tc.f.build(context.Background(), nil, "c0.example:7000", zap.NewNop())
 			if tc.wantErr == "" {
-				if err != nil || tl != nil || kr != nil {
-					t.Fatalf("got %v %v %v", tl, kr, err)
+				if err != nil || sec.tls != nil || sec.keyring != nil {
+					t.Fatalf("got %+v %v", sec, err)
 				}
 				return
 			}

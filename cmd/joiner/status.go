@@ -2,11 +2,14 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -23,7 +26,7 @@ func init() { addCommand(newStatusCmd) }
 // and prints raft peers with the leader marked, then launch intents and
 // instances. A follower answers from its own FSM, which may lag the leader.
 func newStatusCmd(*globals) *cobra.Command {
-	var addr, tokenFile, output string
+	var addr, tlsDir, output string
 	var all bool
 	var timeout time.Duration
 	cmd := &cobra.Command{
@@ -34,17 +37,13 @@ func newStatusCmd(*globals) *cobra.Command {
 			if output != "table" && output != "json" {
 				return fmt.Errorf("status: -o %q: want table or json", output)
 			}
-			var token string
-			if tokenFile != "" {
-				b, err := os.ReadFile(tokenFile)
-				if err != nil {
-					return fmt.Errorf("status: --token-file: %w", err)
-				}
-				token = strings.TrimSpace(string(b))
+			client, err := statusClient(addr, tlsDir)
+			if err != nil {
+				return fmt.Errorf("status: %w", err)
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
-			st, err := api.FetchStatus(ctx, &http.Client{}, addr, token)
+			st, err := api.FetchStatus(ctx, client, addr)
 			if err != nil {
 				return fmt.Errorf("status: %w", err)
 			}
@@ -57,12 +56,33 @@ func newStatusCmd(*globals) *cobra.Command {
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&addr, "addr", "http://127.0.0.1:8080", "coordinator HTTP API base URL (any replica)")
-	fl.StringVar(&tokenFile, "token-file", "", "file holding the coordinator API bearer token")
+	fl.StringVar(&addr, "addr", "https://127.0.0.1:8080", "coordinator HTTP API base URL (any replica)")
+	fl.StringVar(&tlsDir, "tls-dir", "/var/lib/joiner/tls", "directory with tls.crt, tls.key and ca.crt: the client certificate the coordinator keeps there for tools run in its pod (https only)")
 	fl.StringVarP(&output, "output", "o", "table", "output format: table or json")
 	fl.BoolVar(&all, "all", false, "also list cancelled intents and terminated or lost instances")
 	fl.DurationVar(&timeout, "timeout", 10*time.Second, "give up on the coordinator after this long")
 	return cmd
+}
+
+// statusClient presents the certificate in dir to an https address.
+func statusClient(addr, dir string) (*http.Client, error) {
+	if !strings.HasPrefix(addr, "https://") {
+		return &http.Client{}, nil
+	}
+	cert, err := tls.LoadX509KeyPair(filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"))
+	if err != nil {
+		return nil, fmt.Errorf("--tls-dir %s: %w", dir, err)
+	}
+	caPEM, err := os.ReadFile(filepath.Join(dir, "ca.crt"))
+	if err != nil {
+		return nil, fmt.Errorf("--tls-dir: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(caPEM) {
+		return nil, fmt.Errorf("--tls-dir %s: ca.crt holds no PEM certificate", dir)
+	}
+	return &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{MinVersion: tls.VersionTLS12,
+		RootCAs: pool, Certificates: []tls.Certificate{cert}}}}, nil
 }
 
 // renderStatus prints the tables (pure: the same status, the same text).

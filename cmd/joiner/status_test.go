@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"flag"
 	"net/http"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/joiner-dev/joiner/cloud"
 	"github.com/joiner-dev/joiner/coordinator/api"
+	"github.com/joiner-dev/joiner/coordinator/cluster"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
 )
 
@@ -25,7 +27,7 @@ var updateGolden = flag.Bool("update", false, "rewrite golden files")
 
 // startStatusServer runs a one-node raft (in memory) with a real FSM holding
 // a small history, behind the real coordinator API handler.
-func startStatusServer(t *testing.T, token string) *httptest.Server {
+func startStatusServer(t *testing.T, tlsDir string) *httptest.Server {
 	t.Helper()
 	f := fsm.New()
 	conf := raft.DefaultConfig()
@@ -64,8 +66,27 @@ func startStatusServer(t *testing.T, token string) *httptest.Server {
 		}
 	}
 	c := api.RaftCluster{Raft: r, ID: conf.LocalID}
-	srv := httptest.NewServer(api.New(api.Config{Cluster: c, Reports: f, Raft: c, State: f, Token: token}, zap.NewNop()))
+	ca, err := cluster.NewCA("test", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	serving, err := cluster.TLSFromCA(ca, "coordinator-0", []string{"127.0.0.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	auth := func(context.Context, string) (api.Identity, error) { return api.Identity{}, api.ErrUnauthenticated }
+	srv := httptest.NewUnstartedServer(api.New(api.Config{Cluster: c, Reports: f, Raft: c, State: f, Authenticate: auth}, zap.NewNop()))
+	srv.TLS = serving.HTTPServerConfig()
+	srv.StartTLS()
 	t.Cleanup(srv.Close)
+	// What the coordinator writes into its data dir for `joiner status`.
+	tool, err := cluster.TLSFromCA(ca, "tool", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tool.WriteFiles(tlsDir, ca.CertPEM); err != nil {
+		t.Fatal(err)
+	}
 	return srv
 }
 
@@ -82,13 +103,10 @@ func runStatus(t *testing.T, args ...string) (string, error) {
 
 // TestStatusCommand: `joiner status` against the real API handler and FSM.
 func TestStatusCommand(t *testing.T) {
-	srv := startStatusServer(t, "tok")
-	tokenFile := filepath.Join(t.TempDir(), "token")
-	if err := os.WriteFile(tokenFile, []byte("tok\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	tlsDir := filepath.Join(t.TempDir(), "tls")
+	srv := startStatusServer(t, tlsDir)
 
-	out, err := runStatus(t, "--addr", srv.URL, "--token-file", tokenFile)
+	out, err := runStatus(t, "--addr", srv.URL, "--tls-dir", tlsDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +123,7 @@ func TestStatusCommand(t *testing.T) {
 		}
 	}
 
-	out, err = runStatus(t, "--addr", srv.URL, "--token-file", tokenFile, "-o", "json")
+	out, err = runStatus(t, "--addr", srv.URL, "--tls-dir", tlsDir, "-o", "json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,10 +135,12 @@ func TestStatusCommand(t *testing.T) {
 		t.Fatalf("json status %+v", st)
 	}
 
-	if _, err := runStatus(t, "--addr", srv.URL); err == nil || !strings.Contains(err.Error(), "bearer token") {
-		t.Fatalf("no token: %v", err)
+	// Without the client certificate: a clear error naming the directory.
+	empty := t.TempDir()
+	if _, err := runStatus(t, "--addr", srv.URL, "--tls-dir", empty); err == nil || !strings.Contains(err.Error(), empty) {
+		t.Fatalf("no certificate: %v", err)
 	}
-	if _, err := runStatus(t, "--addr", srv.URL, "-o", "yaml"); err == nil || !strings.Contains(err.Error(), "-o") {
+	if _, err := runStatus(t, "--addr", srv.URL, "--tls-dir", tlsDir, "-o", "yaml"); err == nil || !strings.Contains(err.Error(), "-o") {
 		t.Fatalf("bad -o: %v", err)
 	}
 }

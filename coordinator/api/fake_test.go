@@ -6,8 +6,10 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -79,5 +81,56 @@ func TestErrorMapping(t *testing.T) {
 				t.Fatal("503 without Retry-After")
 			}
 		})
+	}
+}
+
+// TestReportsThrottledPerNode: one node's flood is answered 429 past its
+// burst; another node is not affected; a node unknown to the cache yet is
+// told to retry; an authenticator that cannot answer is 503, busy is 429.
+func TestReportsThrottledPerNode(t *testing.T) {
+	now := time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)
+	c := &fakeCluster{leader: true}
+	s := New(Config{Cluster: c, Reports: noReports{}, Authenticate: testAuthenticate, NodeInstance: testNodeInstance,
+		ReportsPerSecond: 1, ReportBurst: 3, Now: func() time.Time { return now }}, zap.NewNop())
+	send := func(srv *Server, instance, token string) int {
+		body, _ := json.Marshal(notice(instance))
+		req := httptest.NewRequest(http.MethodPost, "/v1/interruptions", strings.NewReader(string(body)))
+		req.Header.Set("Authorization", "Bearer "+token)
+		rec := httptest.NewRecorder()
+		srv.ServeHTTP(rec, req)
+		return rec.Code
+	}
+	var codes []int
+	for range 5 {
+		codes = append(codes, send(s, "i-1", tokenOf("ip-i-1")))
+	}
+	if !slices.Equal(codes, []int{200, 200, 200, 429, 429}) {
+		t.Fatalf("codes %v, want three accepted then 429", codes)
+	}
+	if code := send(s, "i-2", tokenOf("ip-i-2")); code != 200 {
+		t.Fatalf("another node got %d", code)
+	}
+	now = now.Add(time.Second)
+	if code := send(s, "i-1", tokenOf("ip-i-1")); code != 200 {
+		t.Fatalf("after a second: %d", code)
+	}
+	if c.commits != 5 {
+		t.Fatalf("%d commits, want 5", c.commits)
+	}
+
+	unknown := New(Config{Cluster: c, Reports: noReports{}, Authenticate: testAuthenticate,
+		NodeInstance: func(string) (string, bool) { return "", false }}, zap.NewNop())
+	if code := send(unknown, "i-1", tokenOf("ip-i-1")); code != 503 {
+		t.Fatalf("unknown node: %d, want 503", code)
+	}
+	for _, tc := range []struct {
+		err  error
+		code int
+	}{{ErrBusy, 429}, {errors.New("apiserver down"), 503}, {ErrUnauthenticated, 401}} {
+		srv := New(Config{Cluster: c, Reports: noReports{}, NodeInstance: testNodeInstance,
+			Authenticate: func(context.Context, string) (Identity, error) { return Identity{}, tc.err }}, zap.NewNop())
+		if code := send(srv, "i-1", tokenOf("ip-i-1")); code != tc.code {
+			t.Fatalf("authenticator error %v: %d, want %d", tc.err, code, tc.code)
+		}
 	}
 }

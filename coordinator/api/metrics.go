@@ -14,6 +14,8 @@ const (
 	ResultForwarded    = "forwarded"
 	ResultInvalid      = "invalid"
 	ResultUnauthorized = "unauthorized"
+	ResultForbidden    = "forbidden"
+	ResultThrottled    = "throttled"
 	ResultUnavailable  = "unavailable"
 	ResultError        = "error"
 )
@@ -51,7 +53,8 @@ func NewMetrics(reg prometheus.Registerer, isLeader func() bool, withRuntime boo
 			return nil, err
 		}
 	}
-	for _, r := range []string{ResultCommitted, ResultDuplicate, ResultForwarded, ResultInvalid, ResultUnauthorized, ResultUnavailable, ResultError} {
+	for _, r := range []string{ResultCommitted, ResultDuplicate, ResultForwarded, ResultInvalid, ResultUnauthorized, ResultForbidden,
+		ResultThrottled, ResultUnavailable, ResultError} {
 		m.reports.WithLabelValues(r)
 	}
 	return m, nil

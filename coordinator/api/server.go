@@ -14,7 +14,6 @@ package api
 import (
 	"bytes"
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -57,8 +56,18 @@ type Config struct {
 	// Raft and State serve /v1/status (nil: 501).
 	Raft  RaftInfo
 	State State
-	// Token, when set, is the bearer token every report must carry.
-	Token string
+	// Authenticate maps a report's bearer token to the caller (nil: no
+	// authentication at all, --insecure-dev only: reports are accepted
+	// from anyone and /v1/status is open).
+	Authenticate Authenticator
+	// NodeInstance maps a node name to the EC2 instance ID behind it (the
+	// Node's providerID): a report must name the caller's own node and
+	// that node's instance.
+	NodeInstance func(node string) (instanceID string, ok bool)
+	// ReportsPerSecond and ReportBurst limit each node's reports (default
+	// 1 and 10; an agent reports a notice until acknowledged, a few times).
+	ReportsPerSecond float64
+	ReportBurst      int
 	// Resolve maps the leader's raft address to its HTTP base URL.
 	Resolve func(raftAddr string) (baseURL string, ok bool)
 	// Client forwards to the leader (default: 10 s timeout).
@@ -74,9 +83,10 @@ type Config struct {
 
 // Server is the coordinator's HTTP handler.
 type Server struct {
-	cfg Config
-	log *zap.Logger
-	mux *http.ServeMux
+	cfg    Config
+	log    *zap.Logger
+	mux    *http.ServeMux
+	limits *limiter
 }
 
 // forwardedHeader marks a request a follower forwarded, so a replica that
@@ -96,7 +106,14 @@ func New(cfg Config, log *zap.Logger) *Server {
 	if cfg.RetryAfter <= 0 {
 		cfg.RetryAfter = time.Second
 	}
-	s := &Server{cfg: cfg, log: log.Named("api"), mux: http.NewServeMux()}
+	if cfg.ReportsPerSecond <= 0 {
+		cfg.ReportsPerSecond = 1
+	}
+	if cfg.ReportBurst <= 0 {
+		cfg.ReportBurst = 10
+	}
+	s := &Server{cfg: cfg, log: log.Named("api"), mux: http.NewServeMux(),
+		limits: newLimiter(cfg.ReportsPerSecond, cfg.ReportBurst, cfg.Now)}
 	s.mux.HandleFunc("POST "+agentv1.Path, s.interruption)
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
 	s.mux.HandleFunc("GET /readyz", s.ready)
@@ -119,10 +136,14 @@ func (s *Server) ready(w http.ResponseWriter, _ *http.Request) {
 }
 
 func (s *Server) interruption(w http.ResponseWriter, r *http.Request) {
-	if !s.authorized(r) {
-		s.cfg.Metrics.report(ResultUnauthorized)
-		w.Header().Set("WWW-Authenticate", `Bearer realm="joiner"`)
-		writeError(w, http.StatusUnauthorized, "missing or wrong bearer token")
+	caller, ok := s.authenticate(w, r)
+	if !ok {
+		return
+	}
+	if caller.Node != "" && !s.limits.allow(caller.Node) {
+		s.cfg.Metrics.report(ResultThrottled)
+		w.Header().Set("Retry-After", strconv.Itoa(int(max(1, 1/s.cfg.ReportsPerSecond))))
+		writeError(w, http.StatusTooManyRequests, "too many reports from node "+caller.Node)
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
@@ -137,6 +158,17 @@ func (s *Server) interruption(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
+	if code, msg := s.authorize(caller, rep); code != 0 {
+		if code == http.StatusServiceUnavailable {
+			s.unavailable(w, rep, msg, nil)
+			return
+		}
+		s.cfg.Metrics.report(ResultForbidden)
+		s.log.Warn("refused interruption report", zap.String("user", caller.User), zap.String("caller-node", caller.Node),
+			zap.String("node", rep.Node), zap.String("instance-id", rep.InstanceID), zap.String("reason", msg))
+		writeError(w, code, msg)
+		return
+	}
 	if !s.cfg.Cluster.IsLeader() {
 		s.forward(w, r, rep, body)
 		return
@@ -145,6 +177,11 @@ func (s *Server) interruption(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case errors.Is(err, cluster.ErrNotLeader):
 		s.unavailable(w, rep, "leadership changed, retry", err)
+		return
+	case errors.Is(err, fsm.ErrTooManyReports):
+		s.cfg.Metrics.report(ResultThrottled)
+		w.Header().Set("Retry-After", strconv.Itoa(int(max(1, s.cfg.RetryAfter/time.Second))))
+		writeError(w, http.StatusTooManyRequests, "too many unhandled interruption reports, retry")
 		return
 	case errors.Is(err, fsm.ErrInvalidCommand):
 		s.cfg.Metrics.report(ResultInvalid)
@@ -166,12 +203,67 @@ func (s *Server) interruption(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, ack)
 }
 
-func (s *Server) authorized(r *http.Request) bool {
-	if s.cfg.Token == "" {
+// authenticate answers 401, 429 or 503 itself when the caller is not
+// known.
+func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (Identity, bool) {
+	if s.cfg.Authenticate == nil {
+		return Identity{User: "anonymous (insecure)"}, true
+	}
+	token, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	id, err := s.cfg.Authenticate(r.Context(), token)
+	switch {
+	case err == nil:
+		return id, true
+	case errors.Is(err, ErrUnauthenticated):
+		s.cfg.Metrics.report(ResultUnauthorized)
+		w.Header().Set("WWW-Authenticate", `Bearer realm="joiner"`)
+		writeError(w, http.StatusUnauthorized, "missing or rejected bearer token")
+	case errors.Is(err, ErrBusy):
+		s.cfg.Metrics.report(ResultThrottled)
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusTooManyRequests, "too many authentications, retry")
+	default:
+		s.cfg.Metrics.report(ResultUnavailable)
+		s.log.Warn("authenticating a report", zap.Error(err))
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusServiceUnavailable, "cannot authenticate now, retry")
+	}
+	return Identity{}, false
+}
+
+// authorize: an agent reports only about its own node and that node's
+// instance. It returns 0 when the report may go on, else the status and
+// why (503: the node is not known here yet, retry).
+func (s *Server) authorize(caller Identity, rep agentv1.Report) (int, string) {
+	if s.cfg.Authenticate == nil || caller.AnyNode {
+		return 0, ""
+	}
+	if caller.Node == "" {
+		return http.StatusForbidden, fmt.Sprintf("user %s is not bound to a node", caller.User)
+	}
+	if rep.Node != caller.Node {
+		return http.StatusForbidden, fmt.Sprintf("node %q: an agent of node %s reports only about its own node", rep.Node, caller.Node)
+	}
+	if s.cfg.NodeInstance == nil {
+		return http.StatusForbidden, "no node lookup wired: cannot check the instance"
+	}
+	inst, ok := s.cfg.NodeInstance(caller.Node)
+	if !ok {
+		return http.StatusServiceUnavailable, "node " + caller.Node + " not known yet"
+	}
+	if rep.InstanceID != inst {
+		return http.StatusForbidden, fmt.Sprintf("instanceID %q: node %s runs instance %q", rep.InstanceID, caller.Node, inst)
+	}
+	return 0, ""
+}
+
+// peer reports whether the request comes from a coordinator or a tool
+// holding a certificate from the coordinators' CA (or security is off).
+func (s *Server) peer(r *http.Request) bool {
+	if s.cfg.Authenticate == nil {
 		return true
 	}
-	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	return ok && subtle.ConstantTimeCompare([]byte(got), []byte(s.cfg.Token)) == 1
+	return r.TLS != nil && len(r.TLS.VerifiedChains) > 0
 }
 
 // decodeReport parses and validates the body; errors name the field.

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -20,10 +21,56 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/joiner-dev/joiner/agent/report"
+	"github.com/joiner-dev/joiner/coordinator/cluster"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
 )
 
-const token = "s3cret"
+// The test PKI: one CA; every replica serves TLS with its own leaf and
+// forwards with it; agentClient trusts the CA and presents nothing (an
+// agent), peerClient presents a leaf (a coordinator or `joiner status`).
+var (
+	testCA      = mustCA()
+	agentClient = &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: testCA.Pool()}}}
+	peerClient  = &http.Client{Transport: &http.Transport{TLSClientConfig: mustTLS("peer").HTTPClientConfig()}}
+)
+
+func mustCA() *cluster.CA {
+	ca, err := cluster.NewCA("test-ca", time.Now())
+	if err != nil {
+		panic(err)
+	}
+	return ca
+}
+
+func mustTLS(name string) *cluster.TLS {
+	t, err := cluster.TLSFromCA(testCA, name, []string{"127.0.0.1"})
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
+
+// tokenOf is an agent's bearer token for node; the test authenticator
+// maps it back (the coordinator's real one asks the API server).
+func tokenOf(node string) string { return "agent-of-" + node }
+
+const devToken = "dev-any-node"
+
+func testAuthenticate(_ context.Context, token string) (Identity, error) {
+	if token == devToken {
+		return Identity{User: "dev", AnyNode: true}, nil
+	}
+	node, ok := strings.CutPrefix(token, "agent-of-")
+	if !ok {
+		return Identity{}, ErrUnauthenticated
+	}
+	return Identity{User: "system:serviceaccount:kube-system:joiner-agent", Node: node}, nil
+}
+
+// testNodeInstance: node ip-<instance> runs <instance>.
+func testNodeInstance(node string) (string, bool) {
+	return strings.CutPrefix(node, "ip-")
+}
 
 type replica struct {
 	id    raft.ServerID
@@ -87,8 +134,13 @@ func startCluster(t *testing.T, n int, bootstrap bool) []*replica {
 		if err := RegisterStateMetrics(r.reg, c, r.fsm); err != nil {
 			t.Fatal(err)
 		}
-		r.srv = httptest.NewServer(New(Config{Cluster: c, Reports: r.fsm, Raft: c, State: r.fsm, Token: token, Resolve: resolve,
-			Gatherer: r.reg, Metrics: m}, zap.NewNop()))
+		tl := mustTLS(string(r.id))
+		r.srv = httptest.NewUnstartedServer(New(Config{Cluster: c, Reports: r.fsm, Raft: c, State: r.fsm,
+			Authenticate: testAuthenticate, NodeInstance: testNodeInstance, Resolve: resolve,
+			Client:   &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: tl.HTTPClientConfig()}},
+			Gatherer: r.reg, Metrics: m, ReportBurst: 1000}, zap.NewNop()))
+		r.srv.TLS = tl.HTTPServerConfig()
+		r.srv.StartTLS()
 		mu.Lock()
 		urls[string(r.trans.LocalAddr())] = r.srv.URL
 		mu.Unlock()
@@ -190,7 +242,8 @@ func TestAgentReportsCommitOncePerNotice(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), testWait)
 	defer cancel()
 	client := func(base string) *report.Client {
-		c, err := report.NewClient(zap.NewNop(), report.Options{Endpoints: []string{base}, Token: token,
+		// A development token: these reports are about several nodes.
+		c, err := report.NewClient(zap.NewNop(), report.Options{Endpoints: []string{base}, Token: devToken, HTTPClient: agentClient,
 			RetryBase: 5 * time.Millisecond, RetryMax: 50 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
@@ -300,7 +353,7 @@ func post(t *testing.T, url, auth, body string) (*http.Response, string) {
 	if auth != "" {
 		req.Header.Set("Authorization", auth)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := agentClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -313,6 +366,12 @@ func TestRejectsAndUnavailable(t *testing.T) {
 	rs := startCluster(t, 3, true)
 	leader, follower := leaderAndFollower(t, rs)
 	good, _ := json.Marshal(notice("i-9"))
+	// The caller's own node, but an instance ID that is not that node's
+	// (the attack: another node's instance behind one's own node name).
+	f := notice("i-9")
+	f.InstanceID = "i-8"
+	forged, _ := json.Marshal(f)
+	token := tokenOf("ip-i-9")
 	lonely := startCluster(t, 1, false)[0] // no configuration: never a leader
 
 	tests := []struct {
@@ -325,6 +384,9 @@ func TestRejectsAndUnavailable(t *testing.T) {
 		{name: "no token", url: leader.srv.URL, body: string(good), code: 401, inBody: "token"},
 		{name: "wrong token", url: follower.srv.URL, auth: "Bearer nope", body: string(good), code: 401, inBody: "token"},
 		{name: "not bearer", url: leader.srv.URL, auth: "Basic " + token, body: string(good), code: 401},
+		{name: "another node's report", url: leader.srv.URL, auth: "Bearer " + tokenOf("ip-i-8"), body: string(good), code: 403, inBody: "own node"},
+		{name: "another node's report via follower", url: follower.srv.URL, auth: "Bearer " + tokenOf("ip-i-8"), body: string(good), code: 403, inBody: "own node"},
+		{name: "own node, another instance", url: leader.srv.URL, auth: "Bearer " + tokenOf("ip-i-9"), body: string(forged), code: 403, inBody: "runs instance"},
 		{name: "missing id", url: leader.srv.URL, auth: "Bearer " + token, body: `{"kind":"spot-interruption","instanceID":"i-1","node":"n","deadline":"2026-11-21T12:02:00Z"}`, code: 400, inBody: "id: must be set"},
 		{name: "missing deadline via follower", url: follower.srv.URL, auth: "Bearer " + token, body: `{"id":"x","kind":"k","instanceID":"i-1","node":"n"}`, code: 400, inBody: "deadline: must be set"},
 		{name: "wrong type", url: leader.srv.URL, auth: "Bearer " + token, body: `{"id":7}`, code: 400, inBody: "id: want a string"},
@@ -352,7 +414,7 @@ func TestHealthReadyMetrics(t *testing.T) {
 	rs := startCluster(t, 3, true)
 	lonely := startCluster(t, 1, false)[0]
 	get := func(url string) (int, string) {
-		resp, err := http.Get(url)
+		resp, err := agentClient.Get(url)
 		if err != nil {
 			t.Fatal(err)
 		}

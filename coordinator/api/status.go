@@ -157,9 +157,8 @@ func contains(ss []string, s string) bool {
 }
 
 func (s *Server) status(w http.ResponseWriter, r *http.Request) {
-	if !s.authorized(r) {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="joiner"`)
-		writeError(w, http.StatusUnauthorized, "missing or wrong bearer token")
+	if !s.peer(r) {
+		writeError(w, http.StatusUnauthorized, "status is for coordinators: present a client certificate from the coordinators' CA")
 		return
 	}
 	if s.cfg.Raft == nil || s.cfg.State == nil {
@@ -206,21 +205,18 @@ func (c RaftCluster) RaftStatus() (RaftStatus, error) {
 }
 
 // ErrUnauthorized is returned by FetchStatus on a 401.
-var ErrUnauthorized = errors.New("coordinator refused the bearer token")
+var ErrUnauthorized = errors.New("coordinator refused the client certificate")
 
-// FetchStatus GETs baseURL/v1/status with the bearer token ("" for none).
-// Errors name the address.
-func FetchStatus(ctx context.Context, c *http.Client, baseURL, token string) (Status, error) {
-	return fetchStatus(ctx, c, strings.TrimSuffix(baseURL, "/")+StatusPath, baseURL, token)
+// FetchStatus GETs baseURL/v1/status; c presents the client certificate
+// (see cluster.TLS.HTTPClientConfig). Errors name the address.
+func FetchStatus(ctx context.Context, c *http.Client, baseURL string) (Status, error) {
+	return fetchStatus(ctx, c, strings.TrimSuffix(baseURL, "/")+StatusPath, baseURL)
 }
 
-func fetchStatus(ctx context.Context, c *http.Client, u, baseURL, token string) (Status, error) {
+func fetchStatus(ctx context.Context, c *http.Client, u, baseURL string) (Status, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return Status{}, fmt.Errorf("coordinator address %q: %w", baseURL, err)
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	resp, err := c.Do(req)
 	if err != nil {
@@ -255,13 +251,13 @@ func fetchStatus(ctx context.Context, c *http.Client, u, baseURL, token string) 
 // StatsFetcher reads other coordinators' raft stats from their
 // /v1/status (resolve maps a raft address to the replica's HTTP base URL),
 // for autopilot's health checks.
-func StatsFetcher(c *http.Client, resolve func(raftAddr string) (string, bool), token string) cluster.StatsFetcher {
+func StatsFetcher(c *http.Client, resolve func(raftAddr string) (string, bool)) cluster.StatsFetcher {
 	return func(ctx context.Context, id raft.ServerID, addr raft.ServerAddress) (autopilot.ServerStats, error) {
 		base, ok := resolve(string(addr))
 		if !ok {
 			return autopilot.ServerStats{}, fmt.Errorf("server %s at %s has no known HTTP address", id, addr)
 		}
-		st, err := fetchStatus(ctx, c, strings.TrimSuffix(base, "/")+StatusPath+"?view=raft", base, token)
+		st, err := fetchStatus(ctx, c, strings.TrimSuffix(base, "/")+StatusPath+"?view=raft", base)
 		if err != nil {
 			return autopilot.ServerStats{}, err
 		}

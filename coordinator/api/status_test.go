@@ -92,7 +92,7 @@ func TestStatusFromLeaderAndFollower(t *testing.T) {
 
 	ctx := context.Background()
 	for _, r := range []*replica{leader, follower} {
-		st, err := FetchStatus(ctx, http.DefaultClient, r.srv.URL, token)
+		st, err := FetchStatus(ctx, peerClient, r.srv.URL)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -133,15 +133,16 @@ func TestStatusFromLeaderAndFollower(t *testing.T) {
 			t.Fatalf("terminations %+v, interruptions %+v", st.Terminations, st.UnhandledInterruptions)
 		}
 	}
-	if _, err := FetchStatus(ctx, http.DefaultClient, follower.srv.URL, "wrong"); !errors.Is(err, ErrUnauthorized) {
-		t.Fatalf("wrong token: %v", err)
+	// An agent (no client certificate) does not read the state.
+	if _, err := FetchStatus(ctx, agentClient, follower.srv.URL); !errors.Is(err, ErrUnauthorized) {
+		t.Fatalf("status without a client certificate: %v", err)
 	}
 	// The autopilot view carries raft only.
-	stats, err := StatsFetcher(http.DefaultClient, func(string) (string, bool) { return follower.srv.URL, true }, token)(ctx, follower.id, "x")
+	stats, err := StatsFetcher(peerClient, func(string) (string, bool) { return follower.srv.URL, true })(ctx, follower.id, "x")
 	if err != nil || stats.LastIndex < want || stats.LastTerm == 0 {
 		t.Fatalf("stats %+v, %v", stats, err)
 	}
-	if _, err := StatsFetcher(http.DefaultClient, func(string) (string, bool) { return follower.srv.URL, true }, token)(ctx, leader.id, "x"); err == nil {
+	if _, err := StatsFetcher(peerClient, func(string) (string, bool) { return follower.srv.URL, true })(ctx, leader.id, "x"); err == nil {
 		t.Fatal("stats of the wrong server accepted")
 	}
 
@@ -169,7 +170,7 @@ func TestStatusFromLeaderAndFollower(t *testing.T) {
 func TestFetchStatusUnreachableNamesAddress(t *testing.T) {
 	down := httptest.NewServer(http.NotFoundHandler())
 	down.Close()
-	_, err := FetchStatus(context.Background(), http.DefaultClient, down.URL, "")
+	_, err := FetchStatus(context.Background(), http.DefaultClient, down.URL)
 	if err == nil || !strings.Contains(err.Error(), down.URL) || !strings.Contains(err.Error(), "unreachable") {
 		t.Fatalf("error %v, want one naming %s", err, down.URL)
 	}

@@ -94,7 +94,7 @@ func (a *Autopilot) Run(ctx context.Context) error {
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for {
-		a.addNewServers()
+		a.addNewServers(ctx)
 		select {
 		case <-ctx.Done():
 			<-ap.Stop()
@@ -108,7 +108,9 @@ func (a *Autopilot) Run(ctx context.Context) error {
 // missing from the configuration as non-voters (Nomad's reconcileMember).
 // A server that came back with a new ID under an old address (a wiped data
 // dir) replaces the old entry: raft refuses two servers on one address.
-func (a *Autopilot) addNewServers() {
+// Gossip only proposes: a member is added (or replaces anyone) only once
+// it proves it is that server at that address (see verify).
+func (a *Autopilot) addNewServers(ctx context.Context) {
 	f := a.Raft.GetConfiguration()
 	if f.Error() != nil {
 		return
@@ -121,6 +123,11 @@ func (a *Autopilot) addNewServers() {
 	for _, m := range a.Members.Servers() {
 		id, addr := raft.ServerID(m.ID), raft.ServerAddress(m.RaftAddr)
 		if _, ok := byID[id]; ok || id == "" || addr == "" {
+			continue
+		}
+		if err := a.verify(ctx, id, addr); err != nil {
+			a.Log.Warn("not adding a gossip member that does not prove it is that server", zap.String("server", string(id)),
+				zap.String("address", string(addr)), zap.Error(err))
 			continue
 		}
 		if old, ok := byAddr[addr]; ok {
@@ -137,6 +144,20 @@ func (a *Autopilot) addNewServers() {
 		}
 		a.Log.Info("added raft server as non-voter", zap.String("server", string(id)), zap.String("address", string(addr)))
 	}
+}
+
+// verify asks the member for its stats at its address: with TLS the
+// answer comes over a connection whose certificate the CA issued for that
+// address's host, and it must say it is server id. Without Stats (tests
+// without HTTP) every member is taken at its word.
+func (a *Autopilot) verify(ctx context.Context, id raft.ServerID, addr raft.ServerAddress) error {
+	if a.Stats == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	_, err := a.Stats(ctx, id, addr)
+	return err
 }
 
 // AutopilotConfig implements autopilot.ApplicationIntegration.
@@ -219,6 +240,20 @@ func (a *Autopilot) RemoveFailedServer(s *autopilot.Server) {
 		return
 	}
 	log := a.Log.With(zap.String("server", string(s.ID)), zap.String("address", string(s.Address)), zap.Duration("gone-for", now.Sub(since)))
+	// Gossip alone never removes a server: one that still answers as
+	// itself (its certificate, its ID) is kept, whatever gossip says.
+	if a.Stats != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, err := a.Stats(ctx, s.ID, s.Address)
+		cancel()
+		if err == nil {
+			log.Warn("raft server unseen in gossip still answers; kept")
+			a.mu.Lock()
+			delete(a.missing, s.ID)
+			a.mu.Unlock()
+			return
+		}
+	}
 	if err := a.Raft.RemoveServer(s.ID, 0, 5*time.Second).Error(); err != nil {
 		log.Warn("removing dead raft server", zap.Error(err))
 		return

@@ -106,9 +106,10 @@ func TestAutopilotRemovesDeadServerAndAddsReplacement(t *testing.T) {
 	stats := func(_ context.Context, id raft.ServerID, _ raft.ServerAddress) (autopilot.ServerStats, error) {
 		mu.Lock()
 		n, ok := byID[id]
+		down := stopped[n]
 		mu.Unlock()
-		if !ok {
-			return autopilot.ServerStats{}, fmt.Errorf("unknown server %s", id)
+		if !ok || down {
+			return autopilot.ServerStats{}, fmt.Errorf("server %s does not answer", id)
 		}
 		return LocalStats(n.node.Raft), nil
 	}
@@ -246,5 +247,94 @@ func TestAutopilotConfig(t *testing.T) {
 	ap.Config.DeadServerAfter = 0
 	if ap.AutopilotConfig().CleanupDeadServers {
 		t.Fatal("cleanup enabled with no threshold")
+	}
+}
+
+// TestAutopilotIgnoresGossipImpostor: a memberlist member that claims a
+// new server ID at a real voter's raft address (the attack that made the
+// leader drop that voter) is neither added nor allowed to replace the
+// voter, because it cannot answer as that server; and a voter gossip has
+// lost sight of, but that still answers, is not removed.
+func TestAutopilotIgnoresGossipImpostor(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts 3 raft nodes and memberlist on loopback; skipped under -short")
+	}
+	var nodes []*gossipNode
+	for i := range 3 {
+		seed := ""
+		if i > 0 {
+			seed = nodes[0].disc.Addr()
+		}
+		nodes = append(nodes, startGossipNode(t, seed))
+	}
+	defer func() {
+		for _, n := range nodes {
+			n.stop()
+		}
+	}()
+	var cfg raft.Configuration
+	byID := map[raft.ServerID]*gossipNode{}
+	for _, n := range nodes {
+		cfg.Servers = append(cfg.Servers, raft.Server{Suffrage: raft.Voter, ID: n.node.ID, Address: n.node.Addr})
+		byID[n.node.ID] = n
+	}
+	for _, n := range nodes {
+		if err := n.node.Raft.BootstrapCluster(cfg).Error(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var l *gossipNode
+	eventually(t, "a leader", func() bool {
+		for _, n := range nodes {
+			if n.node.Raft.State() == raft.Leader {
+				l = n
+				return true
+			}
+		}
+		return false
+	})
+	var victim *gossipNode
+	for _, n := range nodes {
+		if n != l {
+			victim = n
+			break
+		}
+	}
+	// What the coordinator's StatsFetcher checks: whoever answers at that
+	// address (over TLS, with a certificate for its host) is that server.
+	stats := func(_ context.Context, id raft.ServerID, addr raft.ServerAddress) (autopilot.ServerStats, error) {
+		n, ok := byID[id]
+		if !ok || n.node.Addr != addr {
+			return autopilot.ServerStats{}, fmt.Errorf("%s does not answer as server %s", addr, id)
+		}
+		return LocalStats(n.node.Raft), nil
+	}
+	impostor, err := StartDiscovery(DiscoveryConfig{Name: "impostor", BindAddr: "127.0.0.1"},
+		Meta{Role: RoleCoordinator, ID: "00000000-0000-4000-8000-000000000bad", RaftAddr: string(victim.node.Addr), Expect: 3}, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer impostor.Close()
+	if _, err := impostor.Join([]string{l.disc.Addr()}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the leader's gossip to see the impostor", func() bool { return len(l.disc.Servers()) == 4 })
+
+	ap := &Autopilot{Raft: l.node.Raft, ID: l.node.ID, Members: l.disc, Log: zap.NewNop(), Stats: stats,
+		Config: AutopilotConfig{DeadServerAfter: time.Minute, MinQuorum: 2, Now: time.Now}}
+	ap.addNewServers(context.Background())
+	got := servers(l.node.Raft)
+	if len(got) != 3 || got[victim.node.ID] != raft.Voter {
+		t.Fatalf("raft servers %v after the impostor's gossip: want the three original voters", got)
+	}
+
+	// Gossip loses the victim (say a partition of the gossip port) past
+	// the threshold, but it still answers: it stays.
+	ap.mu.Lock()
+	ap.missing = map[raft.ServerID]time.Time{victim.node.ID: time.Now().Add(-time.Hour)}
+	ap.mu.Unlock()
+	ap.RemoveFailedServer(&autopilot.Server{ID: victim.node.ID, Address: victim.node.Addr})
+	if got := servers(l.node.Raft); got[victim.node.ID] != raft.Voter {
+		t.Fatalf("raft servers %v: a voter that still answers was removed because gossip lost it", got)
 	}
 }

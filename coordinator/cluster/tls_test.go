@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"io"
 	"math/big"
@@ -294,4 +295,83 @@ func rafts(nodes []*Node) []*raft.Raft {
 		out[i] = n.Raft
 	}
 	return out
+}
+
+// TestRaftListenerBoundsConnections: against the real raft listener, a
+// client that connects and never completes the TLS handshake is dropped
+// at the handshake deadline, and connections over the limit are closed on
+// accept (idle connections cannot pile up).
+func TestRaftListenerBoundsConnections(t *testing.T) {
+	files := newTestCA(t, "joiner-ca").issue(t, t.TempDir(), "server")
+	// serve starts a listener the way raft's transport uses it: an accept
+	// loop and one goroutine per connection that reads.
+	serve := func(slots int, handshake time.Duration) *dnsStream {
+		srv, err := listenStream("127.0.0.1:0", "127.0.0.1:0", loadTLS(t, files))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { srv.Close() })
+		srv.slots, srv.handshake = make(chan struct{}, slots), handshake
+		go func() {
+			for {
+				c, err := srv.Accept()
+				if err != nil {
+					return
+				}
+				go func() {
+					_, _ = c.Read(make([]byte, 1))
+					c.Close()
+				}()
+			}
+		}()
+		return srv
+	}
+	dial := func(srv *dnsStream) net.Conn {
+		c, err := net.Dial("tcp", srv.Listener.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	// closed reports whether the server closed c (an EOF or reset, not our
+	// own read deadline).
+	closed := func(c net.Conn, wait time.Duration) bool {
+		_ = c.SetReadDeadline(time.Now().Add(wait))
+		_, err := c.Read(make([]byte, 1))
+		var ne net.Error
+		return err != nil && !(errors.As(err, &ne) && ne.Timeout())
+	}
+
+	limited := serve(3, time.Hour)
+	held := []net.Conn{dial(limited), dial(limited), dial(limited)}
+	eventually(t, "three connections holding every slot", func() bool { return len(limited.slots) == 3 })
+	extra := dial(limited)
+	if !closed(extra, time.Minute) {
+		t.Fatal("a connection over the limit was kept")
+	}
+	extra.Close()
+	for _, c := range held {
+		if closed(c, 50*time.Millisecond) {
+			t.Fatal("a connection within the limit was closed")
+		}
+	}
+	// A slot freed by a client is usable again.
+	held[0].Close()
+	eventually(t, "the closed connection's slot released", func() bool { return len(limited.slots) == 2 })
+	held[0] = dial(limited)
+	eventually(t, "the new connection accepted", func() bool { return len(limited.slots) == 3 })
+	for _, c := range held {
+		c.Close()
+	}
+	eventually(t, "every slot released", func() bool { return len(limited.slots) == 0 })
+
+	// An idle client that never sends a ClientHello is dropped at the
+	// handshake deadline.
+	deadline := serve(3, 100*time.Millisecond)
+	idle := dial(deadline)
+	defer idle.Close()
+	if !closed(idle, time.Minute) {
+		t.Fatal("an idle connection outlived the handshake deadline")
+	}
+	eventually(t, "the idle connection's slot released", func() bool { return len(deadline.slots) == 0 })
 }

@@ -5,6 +5,8 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strings"
+	"time"
 )
 
 // tables is the replicated state. Slices inside values are replaced, never
@@ -16,6 +18,9 @@ type tables struct {
 	terminations  map[string]TerminationIntent
 	// podIntent indexes live intents by nominated pod (derived, not persisted).
 	podIntent map[string]string
+	// unhandled indexes unhandled reports by instance ID (derived, not
+	// persisted; kept by putReport and deleteReport).
+	unhandled map[string]map[string]bool
 	index     uint64
 }
 
@@ -26,6 +31,7 @@ func newTables() *tables {
 		interruptions: map[string]InterruptionReport{},
 		terminations:  map[string]TerminationIntent{},
 		podIntent:     map[string]string{},
+		unhandled:     map[string]map[string]bool{},
 	}
 }
 
@@ -36,6 +42,7 @@ func (t *tables) clone() *tables {
 		interruptions: cloneMap(t.interruptions),
 		terminations:  cloneMap(t.terminations),
 		podIntent:     cloneMap(t.podIntent),
+		unhandled:     cloneUnhandled(t.unhandled),
 		index:         t.index,
 	}
 }
@@ -71,6 +78,80 @@ func (t *tables) reindexPods() {
 			t.podIntent[p] = id
 		}
 	}
+}
+
+func cloneUnhandled(m map[string]map[string]bool) map[string]map[string]bool {
+	out := make(map[string]map[string]bool, len(m))
+	for k, v := range m {
+		out[k] = maps.Clone(v)
+	}
+	return out
+}
+
+// reindexReports rebuilds the unhandled-report index.
+func (t *tables) reindexReports() {
+	t.unhandled = map[string]map[string]bool{}
+	for _, r := range t.interruptions {
+		t.index1(r)
+	}
+}
+
+func (t *tables) index1(r InterruptionReport) {
+	if r.Handled {
+		return
+	}
+	if t.unhandled[r.InstanceID] == nil {
+		t.unhandled[r.InstanceID] = map[string]bool{}
+	}
+	t.unhandled[r.InstanceID][r.ID] = true
+}
+
+func (t *tables) unindex(r InterruptionReport) {
+	if ids := t.unhandled[r.InstanceID]; ids[r.ID] {
+		if delete(ids, r.ID); len(ids) == 0 {
+			delete(t.unhandled, r.InstanceID)
+		}
+	}
+}
+
+// putReport stores a report and keeps the unhandled index in step.
+func (t *tables) putReport(r InterruptionReport) {
+	if old, ok := t.interruptions[r.ID]; ok {
+		t.unindex(old)
+	}
+	t.interruptions[r.ID] = r
+	t.index1(r)
+}
+
+// deleteReport removes a report and keeps the unhandled index in step.
+func (t *tables) deleteReport(id string) {
+	if old, ok := t.interruptions[id]; ok {
+		t.unindex(old)
+		delete(t.interruptions, id)
+	}
+}
+
+// oldestReport is the ID of the report with the lowest ModifyIndex (ties:
+// lowest ID) among ids (all reports when nil) that match accepts; "" when
+// none does.
+func (t *tables) oldestReport(ids map[string]bool, match func(InterruptionReport) bool) string {
+	var best InterruptionReport
+	found := false
+	consider := func(r InterruptionReport) {
+		if match(r) && (!found || r.ModifyIndex < best.ModifyIndex || (r.ModifyIndex == best.ModifyIndex && r.ID < best.ID)) {
+			best, found = r, true
+		}
+	}
+	if ids != nil {
+		for id := range ids {
+			consider(t.interruptions[id])
+		}
+	} else {
+		for _, r := range t.interruptions {
+			consider(r)
+		}
+	}
+	return best.ID
 }
 
 // releasePods drops the nominations of the intent that launched inst: a
@@ -112,17 +193,25 @@ func init() {
 	registerCommand(TerminationIntentType, applyTerminationIntent)
 	registerCommand(TerminationResultType, applyTerminationResult)
 	registerCommand(TerminationCancelType, applyTerminationCancel)
+	registerCommand(PruneType, applyPrune)
 }
 
 func applyPlanCommit(t *tables, buf []byte, index uint64) any {
 	var c PlanCommit
-	decode(buf, &c, index)
+	if err := decode(buf, &c); err != nil {
+		return err
+	}
 	seen := map[string]string{}
+	ids := map[string]bool{}
 	var fresh []NewIntent
 	for _, ni := range c.Intents {
 		if ni.ID == "" || len(ni.Pods) == 0 {
 			return fmt.Errorf("%w: intent %q with %d pods", ErrInvalidCommand, ni.ID, len(ni.Pods))
 		}
+		if ids[ni.ID] {
+			return fmt.Errorf("%w: intent %q twice in one plan", ErrInvalidCommand, ni.ID)
+		}
+		ids[ni.ID] = true
 		if _, ok := t.intents[ni.ID]; ok {
 			continue // re-commit of the same decision
 		}
@@ -171,7 +260,9 @@ func applyPlanCommit(t *tables, buf []byte, index uint64) any {
 
 func applyAttemptStart(t *tables, buf []byte, index uint64) any {
 	var c LaunchAttemptStart
-	decode(buf, &c, index)
+	if err := decode(buf, &c); err != nil {
+		return err
+	}
 	in, ok := t.intents[c.IntentID]
 	if !ok {
 		return fmt.Errorf("%w: %s", ErrUnknownIntent, c.IntentID)
@@ -189,7 +280,9 @@ func applyAttemptStart(t *tables, buf []byte, index uint64) any {
 
 func applyLaunchResult(t *tables, buf []byte, index uint64) any {
 	var c LaunchResult
-	decode(buf, &c, index)
+	if err := decode(buf, &c); err != nil {
+		return err
+	}
 	if (c.Launched == nil) == (c.Failed == nil) {
 		return fmt.Errorf("%w: launch result for %s needs exactly one of launched, failed", ErrInvalidCommand, c.IntentID)
 	}
@@ -233,7 +326,9 @@ func applyLaunchResult(t *tables, buf []byte, index uint64) any {
 
 func applyIntentCancel(t *tables, buf []byte, index uint64) any {
 	var c IntentCancel
-	decode(buf, &c, index)
+	if err := decode(buf, &c); err != nil {
+		return err
+	}
 	in, ok := t.intents[c.IntentID]
 	if !ok {
 		return fmt.Errorf("%w: %s", ErrUnknownIntent, c.IntentID)
@@ -253,7 +348,9 @@ func applyIntentCancel(t *tables, buf []byte, index uint64) any {
 
 func applyInstanceStatus(t *tables, buf []byte, index uint64) any {
 	var c InstanceStatus
-	decode(buf, &c, index)
+	if err := decode(buf, &c); err != nil {
+		return err
+	}
 	inst, ok := t.instances[c.InstanceID]
 	if !ok {
 		return fmt.Errorf("%w: %s", ErrUnknownInstance, c.InstanceID)
@@ -281,21 +378,63 @@ func applyInstanceStatus(t *tables, buf []byte, index uint64) any {
 
 func applyInterruptionReport(t *tables, buf []byte, index uint64) any {
 	var c InterruptionReportCmd
-	decode(buf, &c, index)
+	if err := decode(buf, &c); err != nil {
+		return err
+	}
 	r := c.Report
 	if r.ID == "" || r.InstanceID == "" {
 		return fmt.Errorf("%w: interruption report needs id and instanceID, got %q, %q", ErrInvalidCommand, r.ID, r.InstanceID)
 	}
-	if old, ok := t.interruptions[r.ID]; ok {
+	for _, f := range []struct{ name, val string }{{"id", r.ID}, {"instanceID", r.InstanceID}, {"nodeName", r.NodeName}, {"kind", r.Kind}} {
+		if err := checkReportField(f.val); err != nil {
+			return fmt.Errorf("%w: interruption report %s: %w", ErrInvalidCommand, f.name, err)
+		}
+	}
+	old, exists := t.interruptions[r.ID]
+	if exists {
 		// A retry: keep the first receipt and the handled mark.
 		r.ReceivedAt, r.Handled, r.HandledAt = old.ReceivedAt, old.Handled, old.HandledAt
 		if r == withIndex(old, r.ModifyIndex) {
 			return nil
 		}
+	} else {
+		// Only InterruptionHandled marks a report handled.
+		r.Handled, r.HandledAt = false, time.Time{}
+	}
+	// Make room: an instance keeps its newest unhandled reports; the
+	// table evicts its oldest handled report, and refuses when every
+	// report is unhandled. Decided before any change: a refusal leaves
+	// the state as it was.
+	var evict string
+	switch {
+	case !r.Handled && (!exists || old.InstanceID != r.InstanceID) && len(t.unhandled[r.InstanceID]) >= MaxUnhandledReportsPerInstance:
+		evict = t.oldestReport(t.unhandled[r.InstanceID], func(o InterruptionReport) bool { return o.ID != r.ID })
+	case !exists && len(t.interruptions) >= MaxReports:
+		if evict = t.oldestReport(nil, func(o InterruptionReport) bool { return o.Handled }); evict == "" {
+			return fmt.Errorf("%w: %d unhandled reports stored, limit %d; report %s refused", ErrTooManyReports, len(t.interruptions), MaxReports, r.ID)
+		}
+	}
+	if evict != "" {
+		t.deleteReport(evict)
 	}
 	r.ModifyIndex = index
-	t.interruptions[r.ID] = r
+	t.putReport(r)
 	t.index = index
+	return nil
+}
+
+// checkReportField bounds a report's string field: at most MaxReportField
+// bytes of printable ASCII other than the five characters JSON escapes, so
+// a stored report takes no more room than the fields it was sent.
+func checkReportField(s string) error {
+	if len(s) > MaxReportField {
+		return fmt.Errorf("%d bytes, limit %d", len(s), MaxReportField)
+	}
+	for i := range len(s) {
+		if c := s[i]; c < 0x20 || c > 0x7e || strings.IndexByte(`"\<>&`, c) >= 0 {
+			return fmt.Errorf("byte %#x at %d: want printable ASCII other than \" \\ < > &", c, i)
+		}
+	}
 	return nil
 }
 
@@ -306,7 +445,9 @@ func withIndex(r InterruptionReport, i uint64) InterruptionReport {
 
 func applyInterruptionHandled(t *tables, buf []byte, index uint64) any {
 	var c InterruptionHandled
-	decode(buf, &c, index)
+	if err := decode(buf, &c); err != nil {
+		return err
+	}
 	r, ok := t.interruptions[c.ReportID]
 	if !ok {
 		return fmt.Errorf("%w: %s", ErrUnknownReport, c.ReportID)
@@ -315,14 +456,16 @@ func applyInterruptionHandled(t *tables, buf []byte, index uint64) any {
 		return nil
 	}
 	r.Handled, r.HandledAt, r.ModifyIndex = true, c.At, index
-	t.interruptions[r.ID] = r
+	t.putReport(r)
 	t.index = index
 	return nil
 }
 
 func applyTerminationIntent(t *tables, buf []byte, index uint64) any {
 	var c TerminationIntentCmd
-	decode(buf, &c, index)
+	if err := decode(buf, &c); err != nil {
+		return err
+	}
 	if c.ID == "" {
 		return fmt.Errorf("%w: termination intent without id", ErrInvalidCommand)
 	}
@@ -350,7 +493,9 @@ func applyTerminationIntent(t *tables, buf []byte, index uint64) any {
 
 func applyTerminationCancel(t *tables, buf []byte, index uint64) any {
 	var c TerminationCancel
-	decode(buf, &c, index)
+	if err := decode(buf, &c); err != nil {
+		return err
+	}
 	ti, ok := t.terminations[c.ID]
 	if !ok {
 		return fmt.Errorf("%w: %s", ErrUnknownTermination, c.ID)
@@ -382,7 +527,9 @@ func applyTerminationCancel(t *tables, buf []byte, index uint64) any {
 
 func applyTerminationResult(t *tables, buf []byte, index uint64) any {
 	var c TerminationResult
-	decode(buf, &c, index)
+	if err := decode(buf, &c); err != nil {
+		return err
+	}
 	ti, ok := t.terminations[c.ID]
 	if !ok {
 		return fmt.Errorf("%w: %s", ErrUnknownTermination, c.ID)
@@ -395,6 +542,143 @@ func applyTerminationResult(t *tables, buf []byte, index uint64) any {
 	if inst, ok := t.instances[ti.InstanceID]; ok && !inst.State.Terminal() {
 		inst.State, inst.UpdatedAt, inst.ModifyIndex = InstanceTerminated, c.At, index
 		t.instances[inst.ID] = inst
+	}
+	t.index = index
+	return nil
+}
+
+// PruneStats counts what a Prune removes, by table.
+type PruneStats struct {
+	Reports      int `json:"reports"`
+	Intents      int `json:"intents"`
+	Instances    int `json:"instances"`
+	Terminations int `json:"terminations"`
+}
+
+// Total is the number of records.
+func (s PruneStats) Total() int { return s.Reports + s.Intents + s.Instances + s.Terminations }
+
+// prunePlan is the IDs a Prune removes from each table.
+type prunePlan struct {
+	reports, intents, instances, terminations []string
+}
+
+func (p prunePlan) stats() PruneStats {
+	return PruneStats{Reports: len(p.reports), Intents: len(p.intents), Instances: len(p.instances), Terminations: len(p.terminations)}
+}
+
+// planPrune decides what a Prune with this cutoff removes (see Prune). It
+// reads the tables only; the result does not depend on map order.
+func planPrune(t *tables, cutoff time.Time) prunePlan {
+	var p prunePlan
+	old := func(at time.Time) bool { return at.Before(cutoff) }
+	for id, r := range t.interruptions {
+		if r.Handled && old(r.HandledAt) {
+			p.reports = append(p.reports, id)
+		}
+	}
+	pendingTerm := map[string]bool{}
+	for _, ti := range t.terminations {
+		if ti.State == TerminationPending {
+			pendingTerm[ti.InstanceID] = true
+		}
+	}
+	// instanceDone: recorded, gone from the cloud for a while, and no
+	// termination of it in flight.
+	instanceDone := func(id string) bool {
+		inst, ok := t.instances[id]
+		return ok && inst.State.Terminal() && old(inst.UpdatedAt) && !pendingTerm[id]
+	}
+	// Candidate intents: finished a while ago, and the instance they name
+	// (if still recorded) is done too.
+	cand := map[string]bool{}
+	named := map[string][]string{} // instance ID -> intents naming it
+	for id, in := range t.intents {
+		if in.InstanceID != "" {
+			named[in.InstanceID] = append(named[in.InstanceID], id)
+		}
+		if in.State != IntentFailed && in.State != IntentCancelled && in.State != IntentLaunched {
+			continue // pending or launching: in flight
+		}
+		if !old(in.UpdatedAt) {
+			continue
+		}
+		if _, ok := t.instances[in.InstanceID]; in.InstanceID != "" && ok && !instanceDone(in.InstanceID) {
+			continue
+		}
+		cand[id] = true
+	}
+	// An instance goes with its intent: only when every intent that names
+	// it (by InstanceID or as its IntentID) goes too.
+	instGone := map[string]bool{}
+	for id, inst := range t.instances {
+		if !instanceDone(id) {
+			continue
+		}
+		if _, ok := t.intents[inst.IntentID]; ok && !cand[inst.IntentID] {
+			continue
+		}
+		all := true
+		for _, in := range named[id] {
+			all = all && cand[in]
+		}
+		if all {
+			instGone[id] = true
+			p.instances = append(p.instances, id)
+		}
+	}
+	intentKept := map[string]bool{} // instance IDs a remaining intent names
+	for id, in := range t.intents {
+		_, recorded := t.instances[in.InstanceID]
+		if cand[id] && (in.InstanceID == "" || !recorded || instGone[in.InstanceID]) {
+			p.intents = append(p.intents, id)
+		} else if in.InstanceID != "" {
+			intentKept[in.InstanceID] = true
+		}
+	}
+	// A finished termination intent goes once nothing that remains names
+	// its instance: reindexPods reads terminations to know which launch
+	// intents' nominations were released.
+	for id, ti := range t.terminations {
+		if ti.State == TerminationPending || !old(ti.DoneAt) || intentKept[ti.InstanceID] {
+			continue
+		}
+		if _, ok := t.instances[ti.InstanceID]; ok && !instGone[ti.InstanceID] {
+			continue
+		}
+		p.terminations = append(p.terminations, id)
+	}
+	return p
+}
+
+func applyPrune(t *tables, buf []byte, index uint64) any {
+	var c Prune
+	if err := decode(buf, &c); err != nil {
+		return err
+	}
+	if c.Cutoff.IsZero() {
+		return fmt.Errorf("%w: prune without a cutoff", ErrInvalidCommand)
+	}
+	p := planPrune(t, c.Cutoff)
+	if p.stats().Total() == 0 {
+		return nil
+	}
+	for _, id := range p.reports {
+		t.deleteReport(id)
+	}
+	for _, id := range p.intents {
+		for _, pod := range t.intents[id].Pods {
+			if t.podIntent[pod] == id {
+				delete(t.podIntent, pod)
+			}
+		}
+		delete(t.intents, id)
+	}
+	for _, id := range p.instances {
+		delete(t.instances, id)
+	}
+	for _, id := range p.terminations {
+		delete(t.terminations, id)
 	}
 	t.index = index
 	return nil

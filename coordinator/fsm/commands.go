@@ -23,10 +23,54 @@ const (
 	TerminationResultType   MessageType = 10
 	// 11 was AgentUpsert, never committed by any release; do not reuse.
 	TerminationCancelType MessageType = 12
+	// PruneType removes finished records older than a cutoff (Prune). The
+	// leader proposes it with IgnoreUnknownTypeFlag: a replica that predates
+	// it skips it, and the next prune after the upgrade removes the same
+	// records (pruning by cutoff converges).
+	PruneType MessageType = 13
 
 	// IgnoreUnknownTypeFlag marks a command an older replica may skip
-	// rather than panic on (Nomad's convention).
+	// rather than reject (Nomad's convention).
 	IgnoreUnknownTypeFlag MessageType = 128
+)
+
+var typeNames = map[MessageType]string{
+	PlanCommitType: "plan-commit", LaunchAttemptStartType: "launch-attempt-start", LaunchResultType: "launch-result",
+	IntentCancelType: "intent-cancel", InstanceStatusType: "instance-status", InterruptionReportType: "interruption-report",
+	InterruptionHandledType: "interruption-handled", TerminationIntentType: "termination-intent",
+	TerminationResultType: "termination-result", TerminationCancelType: "termination-cancel", PruneType: "prune",
+}
+
+// String names the command type ("type-N" for an unknown one; the
+// IgnoreUnknownTypeFlag is shown as a "+ignorable" suffix).
+func (t MessageType) String() string {
+	suffix := ""
+	if t&IgnoreUnknownTypeFlag != 0 {
+		t, suffix = t&^IgnoreUnknownTypeFlag, "+ignorable"
+	}
+	if n, ok := typeNames[t]; ok {
+		return n + suffix
+	}
+	return fmt.Sprintf("type-%d%s", uint8(t), suffix)
+}
+
+// Bounds on the interruption reports table: whoever can post a report
+// (any agent, or anyone with its credential) must not be able to grow the
+// replicated state without limit.
+const (
+	// MaxReportField is the longest ID, instance ID, node name or kind a
+	// report may carry, in bytes (a node name is at most 253); those fields
+	// are printable ASCII other than " \ < > &, which JSON would escape.
+	MaxReportField = 256
+	// MaxUnhandledReportsPerInstance is how many unhandled reports one
+	// instance ID may have; a new one evicts the instance's oldest
+	// unhandled report (lowest ModifyIndex: receipt order, which a
+	// reporter cannot forge the way it can a notice time).
+	MaxUnhandledReportsPerInstance = 8
+	// MaxReports is how many reports the table holds. At the limit a new
+	// report evicts the oldest handled one (lowest ModifyIndex), and is
+	// refused with ErrTooManyReports when every report is unhandled.
+	MaxReports = 8192
 )
 
 // Sentinel errors returned (as the Apply response) when a command's
@@ -48,7 +92,13 @@ var (
 	ErrNotPending = errors.New("launch intent not pending")
 	// ErrBackwardTransition: InstanceStatus would move an instance backward.
 	ErrBackwardTransition = errors.New("instance status transition backward")
-	ErrInvalidCommand     = errors.New("invalid command")
+	// ErrInvalidCommand: the entry is malformed (empty, unknown type,
+	// undecodable payload, missing or oversized fields). It is rejected,
+	// state unchanged, and counted (FSM.Rejected).
+	ErrInvalidCommand = errors.New("invalid command")
+	// ErrTooManyReports: an InterruptionReport would exceed MaxReports and
+	// no handled report can make room.
+	ErrTooManyReports = errors.New("too many interruption reports")
 	// ErrTerminationNotPending: TerminationCancel of a termination intent
 	// that is already done.
 	ErrTerminationNotPending = errors.New("termination intent not pending")
@@ -157,6 +207,23 @@ type TerminationCancel struct {
 	ID     string    `json:"id"`
 	Reason string    `json:"reason,omitempty"`
 	At     time.Time `json:"at"`
+}
+
+// Prune removes finished records last changed before Cutoff, which the
+// leader chooses (its clock minus the retention period); nothing in flight
+// is ever removed:
+//   - interruption reports handled before Cutoff (never an unhandled one);
+//   - launch intents that failed or were cancelled before Cutoff;
+//   - a launched intent together with its instance, once the instance is
+//     terminated or lost, both last changed before Cutoff and no pending
+//     termination intent names the instance;
+//   - termination intents done or cancelled before Cutoff whose instance
+//     is no longer recorded (or goes in the same prune), so no remaining
+//     launch intent's nominations depend on them.
+//
+// A zero Cutoff is invalid. Prunable reports what a Prune would remove.
+type Prune struct {
+	Cutoff time.Time `json:"cutoff"`
 }
 
 // TerminationResult records that the cloud terminated the instance.

@@ -2,17 +2,21 @@ package fsm
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/raft"
 )
 
 // applyFunc applies one decoded command to the tables. It returns nil or an
-// error value (a violated precondition, state unchanged). It panics on a
-// payload it cannot decode: the log is corrupt or from a newer version.
+// error value: a violated precondition, or a malformed command (wrapping
+// ErrInvalidCommand); either way the tables are unchanged. It never panics
+// on input: a payload it cannot decode is an ErrInvalidCommand too.
 type applyFunc func(t *tables, buf []byte, index uint64) any
 
 var registry = map[MessageType]applyFunc{}
@@ -26,17 +30,38 @@ func registerCommand(t MessageType, fn applyFunc) {
 	registry[t] = fn
 }
 
+// RejectHook is told about every entry the FSM rejects as invalid: its raft
+// index, its type byte (0 for an empty entry) and the error returned.
+type RejectHook func(index uint64, t MessageType, err error)
+
 // FSM is the raft.FSM of the coordinator. Reads (Intents, Instances, ...)
 // return copies and are safe from any goroutine.
 type FSM struct {
 	mu sync.RWMutex
 	t  *tables
+	// onReject is guarded by mu; rejected is not replicated state.
+	onReject RejectHook
+	rejected atomic.Uint64
 }
 
 var _ raft.FSM = (*FSM)(nil)
 
 // New returns an empty FSM.
 func New() *FSM { return &FSM{t: newTables()} }
+
+// OnReject sets the hook told about rejected entries (nil: none). The hook
+// runs on raft's apply goroutine after the entry, outside the FSM's lock;
+// it must not block. The FSM itself logs nothing.
+func (f *FSM) OnReject(h RejectHook) {
+	f.mu.Lock()
+	f.onReject = h
+	f.mu.Unlock()
+}
+
+// Rejected is how many entries this replica has rejected as invalid
+// (ErrInvalidCommand) since it started, replayed ones included. It is a
+// process counter, not replicated state.
+func (f *FSM) Rejected() uint64 { return f.rejected.Load() }
 
 // Apply implements raft.FSM.
 func (f *FSM) Apply(l *raft.Log) any {
@@ -47,32 +72,65 @@ func (f *FSM) Apply(l *raft.Log) any {
 }
 
 // ApplyCommand applies a raw command at a raft index. Exposed so the
-// command table can be tested without raft.
+// command table can be tested without raft. A malformed entry (empty, an
+// unknown type without IgnoreUnknownTypeFlag, an undecodable payload,
+// invalid fields) returns an error wrapping ErrInvalidCommand that names
+// the index and type, leaves the state unchanged and is counted: a poison
+// entry must not stop (or crash-loop) the replicas.
 func (f *FSM) ApplyCommand(data []byte, index uint64) any {
-	if len(data) == 0 {
-		panic("fsm: empty log entry")
-	}
-	t := MessageType(data[0])
-	ignoreUnknown := t&IgnoreUnknownTypeFlag != 0
-	t &^= IgnoreUnknownTypeFlag
-	fn, ok := registry[t]
-	if !ok {
-		if ignoreUnknown {
-			return nil
+	var t MessageType
+	res := func() any {
+		if len(data) == 0 {
+			return fmt.Errorf("%w: empty entry", ErrInvalidCommand)
 		}
-		panic(fmt.Sprintf("fsm: unknown command type %d at index %d", t, index))
+		t = MessageType(data[0])
+		fn, ok := registry[t&^IgnoreUnknownTypeFlag]
+		if !ok {
+			if t&IgnoreUnknownTypeFlag != 0 {
+				return nil
+			}
+			return fmt.Errorf("%w: unknown command type", ErrInvalidCommand)
+		}
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return safeApply(fn, f.t, data[1:], index)
+	}()
+	err, _ := res.(error)
+	if !errors.Is(err, ErrInvalidCommand) {
+		return res
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return fn(f.t, data[1:], index)
+	err = fmt.Errorf("raft entry %d (%s): %w", index, t, err)
+	f.rejected.Add(1)
+	f.mu.RLock()
+	hook := f.onReject
+	f.mu.RUnlock()
+	if hook != nil {
+		hook(index, t, err)
+	}
+	return err
 }
 
-// decode unmarshals a payload or panics: a command that was committed but
-// cannot be decoded means the replicas can no longer agree.
-func decode(buf []byte, v any, index uint64) {
+// errPanicked marks a panic recovered in an apply function or while
+// reading a snapshot. That is a bug (no input should reach one), but a
+// rejection keeps every replica serving, identically, where a panic would
+// crash-loop them all on the same entry.
+var errPanicked = errors.New("panic recovered")
+
+func safeApply(fn applyFunc, t *tables, buf []byte, index uint64) (res any) {
+	defer func() {
+		if p := recover(); p != nil {
+			res = fmt.Errorf("%w: %w: %v", ErrInvalidCommand, errPanicked, p)
+		}
+	}()
+	return fn(t, buf, index)
+}
+
+// decode unmarshals a payload; an error wraps ErrInvalidCommand.
+func decode(buf []byte, v any) error {
 	if err := json.Unmarshal(buf, v); err != nil {
-		panic(fmt.Sprintf("fsm: decoding %T at index %d: %v", v, index, err))
+		return fmt.Errorf("%w: decoding %T: %v", ErrInvalidCommand, v, err)
 	}
+	return nil
 }
 
 // Intent returns one launch intent.
@@ -141,6 +199,13 @@ func (f *FSM) NominatedPods() map[string]string {
 	return out
 }
 
+// Prunable reports what a Prune with this cutoff would remove now.
+func (f *FSM) Prunable(cutoff time.Time) PruneStats {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return planPrune(f.t, cutoff).stats()
+}
+
 // LastIndex is the raft index of the last applied change to any table.
 func (f *FSM) LastIndex() uint64 {
 	f.mu.RLock()
@@ -158,10 +223,11 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 }
 
 // Restore implements raft.FSM: it reads a whole snapshot into new tables and
-// swaps them in.
+// swaps them in. A corrupt snapshot is an error (never a panic) and leaves
+// the current state in place.
 func (f *FSM) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
-	t, err := readSnapshot(rc)
+	t, err := safeRead(rc)
 	if err != nil {
 		return fmt.Errorf("restoring fsm snapshot: %w", err)
 	}
@@ -169,6 +235,17 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	f.t = t
 	f.mu.Unlock()
 	return nil
+}
+
+// safeRead reads a snapshot; a corrupt one is an error, never a panic (the
+// current tables stay in place).
+func safeRead(r io.Reader) (t *tables, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			t, err = nil, fmt.Errorf("%w: %v", errPanicked, p)
+		}
+	}()
+	return readSnapshot(r)
 }
 
 // WriteTo writes the current state in snapshot format (for tests and

@@ -141,6 +141,7 @@ func readSnapshot(r io.Reader) (*tables, error) {
 		return nil, errors.New("trailing data after end of snapshot")
 	}
 	t.reindexPods()
+	t.reindexReports()
 	return t, nil
 }
 

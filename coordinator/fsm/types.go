@@ -5,6 +5,23 @@
 // Apply is pure: it does no I/O, reads no clock and starts no goroutine.
 // Timestamps travel inside commands, stamped by the leader before it
 // proposes them, so every replica computes the same state from the same log.
+//
+// Apply never panics on input. An entry that is empty, of an unknown type
+// (without IgnoreUnknownTypeFlag), undecodable or has invalid fields is
+// rejected: the response is an error wrapping ErrInvalidCommand that names
+// the raft index and type, the state is unchanged, and the rejection is
+// counted (Rejected) and passed to the OnReject hook, which the wiring uses
+// to log. A poison entry therefore cannot crash-loop the replicas. Restore
+// of a corrupt snapshot is an error too.
+//
+// The state is bounded. Prune (proposed by the leader's retention loop
+// with a cutoff of its clock minus the retention period) removes handled
+// interruption reports, finished launch intents with their gone
+// instances, and finished termination intents, never anything in flight.
+// Interruption reports, which agents post, are bounded as they arrive:
+// fields of at most MaxReportField bytes, MaxUnhandledReportsPerInstance
+// unhandled reports per instance (the newest kept) and MaxReports in all
+// (the oldest handled one evicted first, then ErrTooManyReports).
 package fsm
 
 import (

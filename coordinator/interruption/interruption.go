@@ -288,8 +288,10 @@ func deadline(r fsm.InterruptionReport) string {
 	return r.Deadline.UTC().Format(time.RFC3339)
 }
 
-// findClaim finds the report's NodeClaim: by provider ID, else through the
-// instance's launch intent, else by node name.
+// findClaim finds the report's NodeClaim by its instance: by provider ID,
+// else through the instance's launch intent. Never by node name alone: a
+// report's instance ID is what the API checked against the caller's node,
+// and a node name beside a made-up instance must not reach another node.
 func (h *Handler) findClaim(r fsm.InterruptionReport) *karpv1.NodeClaim {
 	claims := h.d.Cache.NodeClaims()
 	for _, nc := range claims {
@@ -300,13 +302,6 @@ func (h *Handler) findClaim(r fsm.InterruptionReport) *karpv1.NodeClaim {
 	if inst, ok := h.d.State.Instance(r.InstanceID); ok {
 		if in, ok := h.d.State.Intent(inst.IntentID); ok {
 			if nc := h.d.Cache.NodeClaim(in.Spec.NodeClaim); nc != nil {
-				return nc
-			}
-		}
-	}
-	if r.NodeName != "" {
-		for _, nc := range claims {
-			if nc.Status.NodeName == r.NodeName {
 				return nc
 			}
 		}

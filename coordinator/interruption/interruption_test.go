@@ -241,6 +241,22 @@ func TestUnknownInstanceIsHandled(t *testing.T) {
 	}
 }
 
+// TestNodeNameAloneReachesNoClaim: a made-up instance ID beside a real
+// node's name (the forged-report attack) deletes nothing.
+func TestNodeNameAloneReachesNoClaim(t *testing.T) {
+	r := newRig(t, false)
+	nc := r.claims.NodeClaim("default-1")
+	nc.Status.NodeName = "ip-10-0-0-1"
+	r.raft.MustPropose(t, fsm.InterruptionReportType, fsm.InterruptionReportCmd{Report: fsm.InterruptionReport{ID: "forged",
+		InstanceID: "i-made-up", NodeName: "ip-10-0-0-1", Kind: KindSpotInterruption, NoticeTime: t0, Deadline: t0.Add(2 * time.Minute), ReceivedAt: t0}})
+	if err := r.h.Reconcile(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if r.claims.NodeClaim("default-1").DeletionTimestamp != nil {
+		t.Fatal("a report naming another instance deleted the node's claim by its node name")
+	}
+}
+
 // A failure leaves the report unhandled; the next pass (or leader) finishes.
 func TestFailureLeavesReportForNextPass(t *testing.T) {
 	r := newRig(t, false)

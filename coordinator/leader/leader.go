@@ -13,6 +13,7 @@
 //	termination              the termination finalizer: drain, terminate
 //	interruption             agent reports -> NodeClaim deletion
 //	disruption               expiration, drift, emptiness, consolidation
+//	retention                prune finished records from the replicated state
 package leader
 
 import (
@@ -35,6 +36,7 @@ import (
 	"github.com/joiner-dev/joiner/coordinator/lifecycle"
 	"github.com/joiner-dev/joiner/coordinator/nodeclass"
 	"github.com/joiner-dev/joiner/coordinator/provisioner"
+	"github.com/joiner-dev/joiner/coordinator/retention"
 	"github.com/joiner-dev/joiner/coordinator/scheduler"
 	"github.com/joiner-dev/joiner/coordinator/termination"
 	"github.com/joiner-dev/joiner/coordinator/view"
@@ -68,6 +70,10 @@ type Deps struct {
 	// MinValuesPolicy is the scheduler's minValues policy (Strict when
 	// empty).
 	MinValuesPolicy scheduler.MinValuesPolicy
+	// StateRetention is how long finished records (handled interruption
+	// reports, finished launch and termination intents) stay in the
+	// replicated state; 0 keeps them forever (--state-retention).
+	StateRetention time.Duration
 
 	Clients *kube.Clients
 	Kube    kubernetes.Interface
@@ -139,6 +145,11 @@ func New(d Deps) (*Leader, error) {
 	if err != nil {
 		return nil, err
 	}
+	ret, err := retention.New(retention.Config{Retention: d.StateRetention}, retention.Deps{State: d.State, Raft: d.Raft,
+		Registerer: d.Registerer, Log: log})
+	if err != nil {
+		return nil, err
+	}
 	return &Leader{d: d, log: log.Named("leader"), runner: r, catalog: catalog,
 		first: []Loop{
 			{"cloud", d.Cloud.Run},
@@ -151,6 +162,7 @@ func New(d Deps) (*Leader, error) {
 			{"termination", term.Run},
 			{"interruption", intr.Run},
 			{"disruption", dis.Run},
+			{"retention", ret.Run},
 		}}, nil
 }
 

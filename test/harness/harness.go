@@ -69,6 +69,10 @@ type Options struct {
 	Kubelet bool
 	// CoordinatorArgs are extra coordinator flags.
 	CoordinatorArgs []string
+	// InsecureDev runs the coordinators with --insecure-dev (plain HTTP,
+	// no TLS, reports from anyone). The default is the chart's: mutual TLS
+	// from a CA Secret, agents authenticated per node.
+	InsecureDev bool
 	// Log receives the harness's own messages (default: none).
 	Log *zap.Logger
 }
@@ -96,7 +100,8 @@ type Harness struct {
 	// Coordinators are the replicas, in start order.
 	Coordinators []*Coordinator
 
-	http *http.Client
+	http   *http.Client
+	caFile string // the coordinators' CA for agents ("" insecure)
 
 	mu     sync.Mutex
 	procs  map[string]*testenv.Process // by name, the current process
@@ -176,6 +181,16 @@ func (h *Harness) start(ctx context.Context) error {
 	}
 	if err := h.startSim(ctx); err != nil {
 		return err
+	}
+	if !h.opts.InsecureDev {
+		if err := h.setupTLS(ctx); err != nil {
+			return err
+		}
+	}
+	if h.opts.Agents {
+		if err := h.setupAgentDaemonSet(ctx); err != nil {
+			return err
+		}
 	}
 	if err := h.startCoordinators(ctx); err != nil {
 		return err
@@ -262,8 +277,12 @@ func (h *Harness) startCoordinators(ctx context.Context) error {
 				join = append(join, net.JoinHostPort(o, gossipPort))
 			}
 		}
+		scheme := "https"
+		if h.caFile == "" || !known["tls-ca-secret"] {
+			scheme = "http"
+		}
 		c := &Coordinator{Name: "coordinator-" + strconv.Itoa(i), IP: ip,
-			RaftAddr: net.JoinHostPort(ip, raftPort), URL: "http://" + net.JoinHostPort(ip, httpPort)}
+			RaftAddr: net.JoinHostPort(ip, raftPort), URL: scheme + "://" + net.JoinHostPort(ip, httpPort)}
 		c.args = []string{"coordinator",
 			"--data-dir", filepath.Join(h.opts.Dir, c.Name),
 			"--bind", c.RaftAddr, "--advertise", c.RaftAddr,
@@ -285,6 +304,12 @@ func (h *Harness) startCoordinators(ctx context.Context) error {
 		}
 		if known["simulated-cloud"] {
 			c.args = append(c.args, "--simulated-cloud")
+		}
+		switch {
+		case scheme == "https":
+			c.args = append(c.args, coordinatorTLSArgs()...)
+		case known["insecure-dev"]:
+			c.args = append(c.args, "--insecure-dev")
 		}
 		c.args = append(c.args, h.opts.CoordinatorArgs...)
 		h.Coordinators = append(h.Coordinators, c)
@@ -531,6 +556,16 @@ func (h *Harness) syncAgents(ctx context.Context) error {
 		h.mu.Unlock()
 		switch {
 		case in.State == "running" && in.NodeName != "" && !has:
+			var token string
+			if h.caFile != "" {
+				var ok bool
+				if token, ok, err = h.agentToken(ctx, in.NodeName); err != nil {
+					return err
+				}
+				if !ok {
+					continue // no agent pod on the node yet: next round
+				}
+			}
 			body, err := h.post(ctx, h.SimURL+"/control/instances/"+in.ID+"/imds")
 			if err != nil {
 				return fmt.Errorf("imds of %s: %w", in.ID, err)
@@ -545,6 +580,9 @@ func (h *Harness) syncAgents(ctx context.Context) error {
 			args := []string{"agent", "--node-name", in.NodeName, "--kubeconfig", h.Env.Kubeconfig,
 				"--imds-endpoint", r.Endpoint, "--metrics-addr", "", "--release-startup-pages=false",
 				"--log-level", "info"}
+			if h.caFile != "" {
+				args = append(args, "--coordinator-token-file", token, "--coordinator-ca-file", h.caFile)
+			}
 			if nc := in.Tags["karpenter.sh/nodeclaim"]; nc != "" {
 				args = append(args, "--node-claim", nc)
 			}

@@ -119,7 +119,18 @@ const (
 	// their AMI family.
 	AnnotationSimInstance = JoinerDomain + "/sim-instance"
 	TagSimFamily          = JoinerDomain + "/sim-family"
+	// AgentTokenAudience is the audience of the projected ServiceAccount
+	// token an agent sends the coordinator (verified by TokenReview).
+	AgentTokenAudience = JoinerDomain
+	// LabelManagedBy / ManagedByJoiner mark the objects Joiner creates for
+	// itself (its CA Secret and ConfigMap).
+	LabelManagedBy  = "app.kubernetes.io/managed-by"
+	ManagedByJoiner = "joiner"
 )
+
+// UserExtraNodeName is the user-info extra key in which the API server
+// names the node of the pod a ServiceAccount token is bound to.
+const UserExtraNodeName = "authentication.kubernetes.io/node-name"
 
 // RestrictedLabelDomains may not be used in NodePool template labels or
 // requirements, except for the well-known labels below and subdomains listed

@@ -45,13 +45,30 @@ app.kubernetes.io/component: agent
 {{- end -}}
 {{- end -}}
 
+{{/*
+The Bottlerocket bootstrap container's image (user data of Bottlerocket
+nodes; it runs `joiner bootstrap` as root before kubelet): settings.bootstrapImage,
+else the chart's own image. Pinned: a fixed tag or a digest, never :latest.
+*/}}
+{{- define "joiner.bootstrapImage" -}}
+{{- $img := .Values.settings.bootstrapImage | default (include "joiner.image" .) -}}
+{{- if or (hasSuffix ":latest" $img) (not (regexMatch "(:[^:/@]+|@sha256:[0-9a-f]{64})$" $img)) -}}
+{{- fail (printf "the bootstrap image %q is not pinned: set settings.bootstrapImage (or image.tag / image.digest) to a fixed tag or an @sha256 digest" $img) -}}
+{{- end -}}
+{{- $img -}}
+{{- end -}}
+
 {{/* The coordinators' stable DNS domain: <pod>.<headless>.<ns>.svc.<domain> */}}
 {{- define "joiner.peerDomain" -}}
 {{ include "joiner.coordinatorHeadless" . }}.{{ .Release.Namespace }}.svc.{{ .Values.settings.clusterDomain }}
 {{- end -}}
 
+{{/* The coordinators' CA: Secret (key and certificate) and ConfigMap
+(certificate only, for agents) of the same name. */}}
+{{- define "joiner.coordinatorCA" -}}{{ include "joiner.coordinator" . }}-ca{{- end -}}
+
 {{- define "joiner.coordinatorURL" -}}
-http://{{ include "joiner.coordinator" . }}.{{ .Release.Namespace }}.svc.{{ .Values.settings.clusterDomain }}:{{ .Values.coordinator.ports.http }}
+https://{{ include "joiner.coordinator" . }}.{{ .Release.Namespace }}.svc.{{ .Values.settings.clusterDomain }}:{{ .Values.coordinator.ports.http }}
 {{- end -}}
 
 {{/*
@@ -70,6 +87,7 @@ POD_NAME and POD_IP come from the downward API (see the StatefulSet).
 - --kube-client-qps={{ .Values.settings.kubeClientQPS }}
 - --kube-client-burst={{ .Values.settings.kubeClientBurst }}
 - --min-values-policy={{ .Values.settings.minValuesPolicy }}
+- --bootstrap-image={{ include "joiner.bootstrapImage" . }}
 - --data-dir=/var/lib/joiner
 - --bind=$(POD_IP):{{ .Values.coordinator.ports.raft }}
 - --advertise=$(POD_NAME).{{ include "joiner.peerDomain" . }}:{{ .Values.coordinator.ports.raft }}
@@ -77,9 +95,6 @@ POD_NAME and POD_IP come from the downward API (see the StatefulSet).
 - --join={{ include "joiner.peerDomain" . }}:{{ .Values.coordinator.ports.gossip }}
 - --bootstrap-expect={{ .Values.coordinator.bootstrapExpect }}
 - --http-addr=$(POD_IP):{{ .Values.coordinator.ports.http }}
-{{- if .Values.agent.coordinatorTokenSecret }}
-- --token-file=/etc/joiner/token/token
-{{- end }}
 {{- if .Values.interruption.queueName }}
 - --interruption-queue={{ .Values.interruption.queueName }}
 {{- end }}
@@ -87,7 +102,13 @@ POD_NAME and POD_IP come from the downward API (see the StatefulSet).
 - --tls-cert-file=/etc/joiner/tls/tls.crt
 - --tls-key-file=/etc/joiner/tls/tls.key
 - --tls-ca-file=/etc/joiner/tls/ca.crt
+{{- else }}
+- --tls-ca-secret={{ include "joiner.coordinatorCA" . }}
+- --tls-san={{ include "joiner.coordinator" . }}.{{ .Release.Namespace }}.svc,{{ include "joiner.coordinator" . }}.{{ .Release.Namespace }}.svc.{{ .Values.settings.clusterDomain }}
 {{- end }}
+- --tls-ca-configmap={{ include "joiner.coordinatorCA" . }}
+- --namespace={{ .Release.Namespace }}
+- --agent-service-account=system:serviceaccount:{{ .Release.Namespace }}:{{ include "joiner.agent" . }}
 {{- if .Values.coordinator.gossipKeyringSecret }}
 - --gossip-keyring-file=/etc/joiner/keyring/keyring
 {{- end }}
@@ -129,9 +150,8 @@ from the downward API; the pod uses the host network (IMDSv2 with hop limit
 {{- else }}
 - --coordinator={{ include "joiner.coordinatorURL" . }}
 {{- end }}
-{{- if .Values.agent.coordinatorTokenSecret }}
-- --coordinator-token-file=/etc/joiner/token/token
-{{- end }}
+- --coordinator-token-file=/var/run/secrets/joiner.io/token
+- --coordinator-ca-file=/etc/joiner/coordinator-ca/ca.crt
 {{- range .Values.agent.extraArgs }}
 - {{ . }}
 {{- end }}

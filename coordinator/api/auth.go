@@ -1,0 +1,80 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+)
+
+// Errors an Authenticator returns that the server answers specially
+// (anything else: 503, retry).
+var (
+	// ErrUnauthenticated: no token, or one that does not authenticate.
+	ErrUnauthenticated = errors.New("unauthenticated")
+	// ErrBusy: too many authentications right now; 429, retry.
+	ErrBusy = errors.New("authentication busy")
+)
+
+// Identity is who sent a request.
+type Identity struct {
+	// User names the caller in logs.
+	User string
+	// Node is the node the caller runs on: an agent reports only about
+	// this node and its instance.
+	Node string
+	// AnyNode lifts that restriction (a development token).
+	AnyNode bool
+}
+
+// Authenticator maps a bearer token ("" when none was sent) to the caller.
+type Authenticator func(ctx context.Context, token string) (Identity, error)
+
+// limiter is a token bucket per key (node): rate per second, burst.
+// Keys are nodes that authenticated, so their number is bounded by the
+// cluster's size; idle buckets are dropped.
+type limiter struct {
+	rate  float64
+	burst float64
+	now   func() time.Time
+
+	mu      sync.Mutex
+	buckets map[string]*bucket
+	swept   time.Time
+}
+
+type bucket struct {
+	tokens float64
+	last   time.Time
+}
+
+func newLimiter(rate float64, burst int, now func() time.Time) *limiter {
+	return &limiter{rate: rate, burst: float64(burst), now: now, buckets: map[string]*bucket{}}
+}
+
+func (l *limiter) allow(key string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.now()
+	if now.Sub(l.swept) > time.Minute {
+		full := time.Duration(l.burst / l.rate * float64(time.Second))
+		for k, b := range l.buckets {
+			if now.Sub(b.last) > full {
+				delete(l.buckets, k)
+			}
+		}
+		l.swept = now
+	}
+	b, ok := l.buckets[key]
+	if !ok {
+		b = &bucket{tokens: l.burst, last: now}
+		l.buckets[key] = b
+	}
+	b.tokens = min(l.burst, b.tokens+now.Sub(b.last).Seconds()*l.rate)
+	b.last = now
+	if b.tokens < 1 {
+		return false
+	}
+	b.tokens--
+	return true
+}

@@ -1,0 +1,169 @@
+package kube
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	authnv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+)
+
+// Errors of TokenReviewer.Review callers branch on.
+var (
+	// ErrTokenRejected: the API server does not authenticate the token
+	// for our audience, or it belongs to another user, or it is not bound
+	// to a pod on a node.
+	ErrTokenRejected = errors.New("token rejected")
+	// ErrReviewBusy: more reviews than the review rate allows; retry.
+	ErrReviewBusy = errors.New("too many token reviews")
+)
+
+// TokenIdentity is who a reviewed token belongs to.
+type TokenIdentity struct {
+	User string
+	// Node is the node of the pod the token is bound to.
+	Node string
+}
+
+// TokenReviewer authenticates agents' bearer tokens with the API server's
+// TokenReview: a projected ServiceAccount token with our audience, of one
+// of Users, bound to a pod; the API server names that pod's node in the
+// user's extra info, and that node is the only one the caller may report
+// about. Answers are cached by token hash (accepted ones for TTL, rejected
+// ones for a tenth of it, bounded in number), and reviews are rate
+// limited, so a flood of forged tokens costs the API server little.
+type TokenReviewer struct {
+	Client   kubernetes.Interface
+	Audience string
+	Users    []string
+	// TTL of a cached answer (default 1 min); MaxCached entries (default
+	// 4096); at most ReviewsPerSecond reviews (default 20, burst twice).
+	TTL              time.Duration
+	MaxCached        int
+	ReviewsPerSecond float64
+	Now              func() time.Time
+
+	mu     sync.Mutex
+	cache  map[[32]byte]reviewed
+	tokens float64
+	last   time.Time
+}
+
+type reviewed struct {
+	id      TokenIdentity
+	err     error
+	expires time.Time
+}
+
+func (r *TokenReviewer) defaults() {
+	if r.TTL <= 0 {
+		r.TTL = time.Minute
+	}
+	if r.MaxCached <= 0 {
+		r.MaxCached = 4096
+	}
+	if r.ReviewsPerSecond <= 0 {
+		r.ReviewsPerSecond = 20
+	}
+	if r.Now == nil {
+		r.Now = time.Now
+	}
+	if r.cache == nil {
+		r.cache = map[[32]byte]reviewed{}
+	}
+}
+
+// Review returns the identity of token or an error wrapping
+// ErrTokenRejected or ErrReviewBusy (anything else: the review failed).
+func (r *TokenReviewer) Review(ctx context.Context, token string) (TokenIdentity, error) {
+	if token == "" {
+		return TokenIdentity{}, fmt.Errorf("%w: no bearer token", ErrTokenRejected)
+	}
+	key := sha256.Sum256([]byte(token))
+	r.mu.Lock()
+	r.defaults()
+	now := r.Now()
+	if c, ok := r.cache[key]; ok && now.Before(c.expires) {
+		r.mu.Unlock()
+		return c.id, c.err
+	}
+	if !r.take(now) {
+		r.mu.Unlock()
+		return TokenIdentity{}, ErrReviewBusy
+	}
+	r.mu.Unlock()
+
+	id, err := r.review(ctx, token)
+	if err != nil && !errors.Is(err, ErrTokenRejected) {
+		return id, err // not an answer about the token: not cached
+	}
+	ttl := r.TTL
+	if err != nil {
+		ttl /= 10
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.cache) >= r.MaxCached {
+		for k, c := range r.cache {
+			if !now.Before(c.expires) {
+				delete(r.cache, k)
+			}
+		}
+		if len(r.cache) >= r.MaxCached {
+			clear(r.cache)
+		}
+	}
+	r.cache[key] = reviewed{id: id, err: err, expires: now.Add(ttl)}
+	return id, err
+}
+
+// take spends one review from the token bucket.
+func (r *TokenReviewer) take(now time.Time) bool {
+	burst := 2 * r.ReviewsPerSecond
+	if r.last.IsZero() {
+		r.tokens = burst
+	} else {
+		r.tokens = min(burst, r.tokens+now.Sub(r.last).Seconds()*r.ReviewsPerSecond)
+	}
+	r.last = now
+	if r.tokens < 1 {
+		return false
+	}
+	r.tokens--
+	return true
+}
+
+func (r *TokenReviewer) review(ctx context.Context, token string) (TokenIdentity, error) {
+	tr := &authnv1.TokenReview{Spec: authnv1.TokenReviewSpec{Token: token, Audiences: []string{r.Audience}}}
+	out, err := r.Client.AuthenticationV1().TokenReviews().Create(ctx, tr, metav1.CreateOptions{})
+	if err != nil {
+		return TokenIdentity{}, fmt.Errorf("token review: %w", err)
+	}
+	st := out.Status
+	switch {
+	case !st.Authenticated:
+		msg := st.Error
+		if msg == "" {
+			msg = "not authenticated"
+		}
+		return TokenIdentity{}, fmt.Errorf("%w: %s", ErrTokenRejected, msg)
+	case !slices.Contains(st.Audiences, r.Audience):
+		return TokenIdentity{}, fmt.Errorf("%w: token audiences %v, want %s", ErrTokenRejected, st.Audiences, r.Audience)
+	case !slices.Contains(r.Users, st.User.Username):
+		return TokenIdentity{}, fmt.Errorf("%w: user %s is not an agent (want one of %v)", ErrTokenRejected, st.User.Username, r.Users)
+	}
+	nodes := st.User.Extra[karpv1.UserExtraNodeName]
+	if len(nodes) != 1 || nodes[0] == "" {
+		return TokenIdentity{}, fmt.Errorf("%w: user %s: token not bound to a pod on a node (extra %s %v)",
+			ErrTokenRejected, st.User.Username, karpv1.UserExtraNodeName, nodes)
+	}
+	return TokenIdentity{User: st.User.Username, Node: nodes[0]}, nil
+}
