@@ -42,6 +42,9 @@ type Options struct {
 	// the bearer token (a projected ServiceAccount token the kubelet
 	// rotates); it takes precedence over Token.
 	TokenFile string
+	// TokenSource, when set (and no TokenFile), is asked for the bearer
+	// token at each attempt (a node's own credential, see the agent).
+	TokenSource func() (string, error)
 	// Timeout per attempt (default 5 s).
 	Timeout time.Duration
 	// RetryBase and RetryMax bound the back-off (defaults 200 ms and 5 s).
@@ -160,12 +163,19 @@ func (c *Client) send(ctx context.Context, ep string, body []byte) (agentv1.Ack,
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", c.opts.UserAgent)
 	token := c.opts.Token
-	if c.opts.TokenFile != "" {
+	switch {
+	case c.opts.TokenFile != "":
 		b, err := os.ReadFile(c.opts.TokenFile)
 		if err != nil {
 			return agentv1.Ack{}, fmt.Errorf("reading the coordinator token: %w", err)
 		}
 		token = strings.TrimSpace(string(b))
+	case c.opts.TokenSource != nil:
+		t, err := c.opts.TokenSource()
+		if err != nil {
+			return agentv1.Ack{}, fmt.Errorf("getting the coordinator token: %w", err)
+		}
+		token = t
 	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)

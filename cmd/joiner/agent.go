@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -163,7 +164,16 @@ func (f *agentFlags) build(cmd *cobra.Command) (agent.Config, kubernetes.Interfa
 		}
 		cfg.Report.HTTPClient = &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: pool}}}
 	}
-	kube, err := kubeClient(f.kubeconfig)
+	rc, err := kubeConfig(f.kubeconfig)
+	if err != nil {
+		return cfg, nil, err
+	}
+	if cfg.Report.TokenFile == "" {
+		// A systemd unit with the kubelet's kubeconfig: the node's own
+		// credential identifies it to the coordinators.
+		cfg.Report.TokenSource = bearerToken(rc)
+	}
+	kube, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return cfg, nil, err
 	}
@@ -180,6 +190,50 @@ func parseKind(s string) (imds.Kind, error) {
 }
 
 func kubeClient(path string) (kubernetes.Interface, error) {
+	rc, err := kubeConfig(path)
+	if err != nil {
+		return nil, err
+	}
+	return kubernetes.NewForConfig(rc)
+}
+
+// bearerToken returns the bearer token rc sends to the API server (a
+// static token, a token file, or an exec plugin's, e.g. EKS's `aws eks
+// get-token` in the kubelet's kubeconfig), taken from the request its
+// transport would send; none for client-certificate credentials.
+func bearerToken(rc *rest.Config) func() (string, error) {
+	return func() (string, error) {
+		var got string
+		rt, err := rest.HTTPWrappersForConfig(rc, roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			if t, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+				got = t
+			}
+			return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody, Request: r}, nil
+		}))
+		if err != nil {
+			return "", fmt.Errorf("kubeconfig credentials: %w", err)
+		}
+		req, err := http.NewRequest(http.MethodGet, rc.Host, nil)
+		if err != nil {
+			return "", err
+		}
+		resp, err := rt.RoundTrip(req)
+		if err != nil {
+			return "", fmt.Errorf("kubeconfig credentials: %w", err)
+		}
+		resp.Body.Close()
+		if got == "" {
+			return "", errors.New("the kubeconfig's credentials carry no bearer token (client certificates cannot identify the node to the coordinators; use --coordinator-token-file)")
+		}
+		return got, nil
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+func kubeConfig(path string) (*rest.Config, error) {
 	var rc *rest.Config
 	var err error
 	if path == "" {
@@ -195,5 +249,5 @@ func kubeClient(path string) (kubernetes.Interface, error) {
 	}
 	rc.QPS, rc.Burst = 20, 40
 	rc.UserAgent = "joiner-agent/" + version
-	return kubernetes.NewForConfig(rc)
+	return rc, nil
 }

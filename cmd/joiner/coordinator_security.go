@@ -32,6 +32,7 @@ type securityFlags struct {
 	sans                   []string
 	agentUsers             []string
 	insecureDev            bool
+	nodeCredentials        bool
 	keyringFile            string
 	deadServerAfter        time.Duration
 	minQuorum              uint
@@ -47,6 +48,7 @@ func (f *securityFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.tlsCA, "tls-ca-file", "", "PEM CA that signs every coordinator's certificate (files are reloaded when they change)")
 	fl.StringSliceVar(&f.agentUsers, "agent-service-account", []string{"system:serviceaccount:kube-system:joiner-agent"},
 		"ServiceAccount user names whose projected tokens (audience "+karpv1.AgentTokenAudience+", bound to a pod) agents send; each may report only about its pod's node")
+	fl.BoolVar(&f.nodeCredentials, "accept-node-credentials", true, "also accept a node's own credential (system:node:<name>, e.g. the kubelet's EKS token a systemd-mode agent sends), for reports about that node only")
 	fl.BoolVar(&f.insecureDev, "insecure-dev", false, "development only: run raft and the HTTP API without TLS and accept reports from anyone")
 	fl.StringVar(&f.keyringFile, "gossip-keyring-file", "", "memberlist keyring: one base64 key (16, 24 or 32 bytes) per line, the primary first; empty: gossip unencrypted")
 	fl.DurationVar(&f.deadServerAfter, "dead-server-cleanup-after", 5*time.Minute, "leader removes a raft server unseen in gossip this long (0: never)")
@@ -147,7 +149,7 @@ func (f *securityFlags) authenticator(s security, kc *kube.Clients) api.Authenti
 	if s.tls == nil {
 		return nil
 	}
-	r := &kube.TokenReviewer{Client: kc.Kube, Audience: karpv1.AgentTokenAudience, Users: f.agentUsers}
+	r := &kube.TokenReviewer{Client: kc.Kube, Audience: karpv1.AgentTokenAudience, Users: f.agentUsers, NodeUsers: f.nodeCredentials}
 	return func(ctx context.Context, token string) (api.Identity, error) {
 		id, err := r.Review(ctx, token)
 		switch {

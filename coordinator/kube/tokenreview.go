@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -44,6 +45,11 @@ type TokenReviewer struct {
 	Client   kubernetes.Interface
 	Audience string
 	Users    []string
+	// NodeUsers also accepts a node's own credential (user system:node:X
+	// in group system:nodes, e.g. the token EKS's authenticator issues to
+	// the kubelet): agents run as systemd units send it. Such tokens carry
+	// no audience of ours, so they are reviewed for the API server's.
+	NodeUsers bool
 	// TTL of a cached answer (default 1 min); MaxCached entries (default
 	// 4096); at most ReviewsPerSecond reviews (default 20, burst twice).
 	TTL              time.Duration
@@ -142,6 +148,38 @@ func (r *TokenReviewer) take(now time.Time) bool {
 }
 
 func (r *TokenReviewer) review(ctx context.Context, token string) (TokenIdentity, error) {
+	id, err := r.reviewAgent(ctx, token)
+	if err == nil || !r.NodeUsers || !errors.Is(err, ErrTokenRejected) {
+		return id, err
+	}
+	if nid, nerr := r.reviewNode(ctx, token); nerr == nil {
+		return nid, nil
+	}
+	return id, err
+}
+
+// reviewNode accepts a node's own credential: user system:node:<name> in
+// group system:nodes.
+func (r *TokenReviewer) reviewNode(ctx context.Context, token string) (TokenIdentity, error) {
+	tr := &authnv1.TokenReview{Spec: authnv1.TokenReviewSpec{Token: token}}
+	out, err := r.Client.AuthenticationV1().TokenReviews().Create(ctx, tr, metav1.CreateOptions{})
+	if err != nil {
+		return TokenIdentity{}, fmt.Errorf("token review: %w", err)
+	}
+	st := out.Status
+	node, isNode := strings.CutPrefix(st.User.Username, nodeUserPrefix)
+	if !st.Authenticated || !isNode || node == "" || !slices.Contains(st.User.Groups, nodesGroup) {
+		return TokenIdentity{}, fmt.Errorf("%w: not a node's credential", ErrTokenRejected)
+	}
+	return TokenIdentity{User: st.User.Username, Node: node}, nil
+}
+
+const (
+	nodeUserPrefix = "system:node:"
+	nodesGroup     = "system:nodes"
+)
+
+func (r *TokenReviewer) reviewAgent(ctx context.Context, token string) (TokenIdentity, error) {
 	tr := &authnv1.TokenReview{Spec: authnv1.TokenReviewSpec{Token: token, Audiences: []string{r.Audience}}}
 	out, err := r.Client.AuthenticationV1().TokenReviews().Create(ctx, tr, metav1.CreateOptions{})
 	if err != nil {

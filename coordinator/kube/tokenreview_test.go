@@ -8,6 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
 	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -100,5 +104,46 @@ func TestTokenReviewNamesTheCallersNode(t *testing.T) {
 	}
 	if busy != 40 {
 		t.Fatalf("%d of 50 forged tokens refused as busy, want 40 (burst 10)", busy)
+	}
+}
+
+// TestTokenReviewNodeCredential: with NodeUsers, a node's own credential
+// (as EKS's authenticator maps the kubelet's token: system:node:<name> in
+// system:nodes) names that node; a user merely named like a node, or any
+// other user, is rejected; without NodeUsers the node's credential is not
+// accepted.
+func TestTokenReviewNodeCredential(t *testing.T) {
+	users := map[string]authnv1.UserInfo{
+		"kubelet-a":  {Username: "system:node:ip-10-0-0-1.ec2.internal", Groups: []string{"system:nodes", "system:authenticated"}},
+		"look-alike": {Username: "system:node:ip-10-0-0-2.ec2.internal", Groups: []string{"system:authenticated"}},
+		"admin":      {Username: "kubernetes-admin", Groups: []string{"system:masters"}},
+	}
+	kc := fake.NewClientset()
+	kc.PrependReactor("create", "tokenreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		tr := a.(k8stesting.CreateAction).GetObject().(*authnv1.TokenReview)
+		u, ok := users[tr.Spec.Token]
+		// Node credentials are not audience-scoped: only a review for the
+		// API server's own audience (none asked) authenticates them.
+		tr.Status = authnv1.TokenReviewStatus{Authenticated: ok && len(tr.Spec.Audiences) == 0, User: u}
+		return true, tr, nil
+	})
+	for _, tc := range []struct {
+		token     string
+		nodeUsers bool
+		wantNode  string
+	}{
+		{"kubelet-a", true, "ip-10-0-0-1.ec2.internal"},
+		{"kubelet-a", false, ""},
+		{"look-alike", true, ""},
+		{"admin", true, ""},
+	} {
+		r := &TokenReviewer{Client: kc, Audience: karpv1.AgentTokenAudience, Users: []string{"system:serviceaccount:kube-system:joiner-agent"}, NodeUsers: tc.nodeUsers}
+		id, err := r.Review(context.Background(), tc.token)
+		switch {
+		case tc.wantNode == "" && !errors.Is(err, ErrTokenRejected):
+			t.Errorf("%s (node users %v): %+v, %v; want rejected", tc.token, tc.nodeUsers, id, err)
+		case tc.wantNode != "" && (err != nil || id.Node != tc.wantNode):
+			t.Errorf("%s: %+v, %v; want node %s", tc.token, id, err, tc.wantNode)
+		}
 	}
 }

@@ -38,6 +38,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -358,6 +359,13 @@ func (e *Env) launch(ctx context.Context, opts Options) error {
 		// this, pods in a fresh namespace race the "default" ServiceAccount.
 		"--disable-admission-plugins=ServiceAccount",
 		"--profiling=false",
+	}
+	// An --authorization-mode in APIServerArgs replaces ours (the flag is
+	// a list, and a mode listed twice is an error); other flags add up.
+	for _, a := range opts.APIServerArgs {
+		if strings.HasPrefix(a, "--authorization-mode=") {
+			apiArgs = slices.DeleteFunc(apiArgs, func(s string) bool { return strings.HasPrefix(s, "--authorization-mode=") })
+		}
 	}
 	api, err := e.run(APIServerBin, append(apiArgs, opts.APIServerArgs...))
 	if err != nil {

@@ -150,6 +150,9 @@ from the downward API; the pod uses the host network (IMDSv2 with hop limit
 {{- else }}
 - --coordinator={{ include "joiner.coordinatorURL" . }}
 {{- end }}
+{{- if not .Values.agent.localDrain }}
+- --coordinator-drains
+{{- end }}
 - --coordinator-token-file=/var/run/secrets/joiner.io/token
 - --coordinator-ca-file=/etc/joiner/coordinator-ca/ca.crt
 {{- range .Values.agent.extraArgs }}
