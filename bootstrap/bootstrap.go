@@ -35,7 +35,7 @@ type Options struct {
 	Log        *zap.Logger
 
 	// Seams for tests; nil means the real thing.
-	Volumes        volumes.Options                                              // Runner, Discoverer, ...
+	Volumes        volumes.Options                                              // Runner, Discoverer, LaunchMapping (default IMDS), ...
 	Setup          func(context.Context, volumes.Options) (volumes.Plan, error) // default volumes.Setup
 	SystemdRunning func() bool                                                  // default volumes.SystemdRunning
 	Connect        func(context.Context) (Systemd, error)                       // default D-Bus
@@ -91,6 +91,12 @@ func Run(ctx context.Context, o Options) error {
 
 	vo := o.Volumes
 	vo.Config, vo.AllowFormat, vo.DryRun, vo.Log = cfg.Volumes, true, o.DryRun, log.Named("volumes")
+	// Bootstrap records the volumes Joiner attached at launch (first boot
+	// only) and formats no other; see volumes.DecideLaunch.
+	vo.RecordLaunch = true
+	if vo.LaunchMapping == nil {
+		vo.LaunchMapping = defaultLaunchMapping
+	}
 	if sd != nil {
 		vo.Systemd = sd
 	}
@@ -130,8 +136,14 @@ func Run(ctx context.Context, o Options) error {
 }
 
 func printPlan(w io.Writer, p volumes.Plan, dry bool) {
+	for _, n := range p.Notes {
+		fmt.Fprintf(w, "launch record: %s\n", n)
+	}
 	for _, v := range p.Volumes {
 		fmt.Fprintf(w, "volume %s: %s %s (%s)\n", v.Target, v.State, v.Device, v.Reason)
+	}
+	for _, v := range p.Ignored {
+		fmt.Fprintf(w, "disk %s: %s (%s)\n", v.Device, v.State, v.Reason)
 	}
 	if !dry {
 		return // the executor logs each action it takes

@@ -77,8 +77,8 @@ func TestRun(t *testing.T) {
 					t.Errorf("output lacks %q:\n%s", w, out.String())
 				}
 			}
-			if !gotOpts.AllowFormat || gotOpts.DryRun != tc.dry {
-				t.Errorf("volumes options: AllowFormat=%v DryRun=%v", gotOpts.AllowFormat, gotOpts.DryRun)
+			if !gotOpts.AllowFormat || gotOpts.DryRun != tc.dry || !gotOpts.RecordLaunch || gotOpts.LaunchMapping == nil {
+				t.Errorf("volumes options: AllowFormat=%v DryRun=%v RecordLaunch=%v LaunchMapping set=%v", gotOpts.AllowFormat, gotOpts.DryRun, gotOpts.RecordLaunch, gotOpts.LaunchMapping != nil)
 			}
 			_, statErr := os.Stat(cfgPath)
 			if (statErr == nil) != tc.wantConfig {

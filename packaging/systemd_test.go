@@ -44,8 +44,9 @@ func TestSystemdUnitsHardened(t *testing.T) {
 		[3]string{boot, "CapabilityBoundingSet", "CAP_SYS_ADMIN CAP_MKNOD"},
 		[3]string{boot, "ProtectSystem", "full"},
 		[3]string{boot, "ReadWriteDirectories", "/etc/joiner /etc/systemd/system"},
-		[3]string{boot, "RestrictAddressFamilies", "AF_UNIX AF_NETLINK"},
+		[3]string{boot, "RestrictAddressFamilies", "AF_UNIX AF_NETLINK AF_INET"},
 		[3]string{boot, "IPAddressDeny", "any"},
+		[3]string{boot, "IPAddressAllow", "169.254.169.254"},
 		[3]string{boot, "SystemCallFilter", "~@clock @cpu-emulation @debug @module @mount @obsolete @raw-io @reboot @resources @swap"},
 	)
 	for _, r := range rows {

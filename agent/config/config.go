@@ -58,14 +58,17 @@ type Volumes struct {
 	InstanceStore InstanceStore `json:"instanceStore"`
 	// UnitDir is where .mount units are written. Default "/etc/systemd/system".
 	UnitDir string `json:"unitDir,omitempty"`
-	// StateDir holds the format journal. Default "/var/lib/joiner".
+	// StateDir holds the format journal and the launch record (the volumes
+	// Joiner attached at launch). Default "/var/lib/joiner".
 	StateDir string `json:"stateDir,omitempty"`
 	// AllowNonZero lets a disk with no signature but non-zero bytes in its
 	// first or last MiB be formatted. Default false: such data is unknown,
 	// hands off.
 	AllowNonZero bool `json:"allowNonZero,omitempty"`
-	// FormatOnAgentStart lets `joiner agent` format blank disks it finds after
-	// first boot. Default false: the agent only reports them.
+	// FormatOnAgentStart lets `joiner agent` format blank disks it finds at
+	// start. Even then only launch volumes in bootstrap's launch record
+	// whose first setup has not completed, and instance-store disks, are
+	// formatted. Default false: the agent only reports them.
 	FormatOnAgentStart bool `json:"formatOnAgentStart,omitempty"`
 	// SkipCrossCheck disables the blkid -p / wipefs -n second opinion.
 	SkipCrossCheck bool `json:"skipCrossCheck,omitempty"`

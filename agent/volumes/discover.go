@@ -100,7 +100,12 @@ type Discoverer struct {
 	NVMeName   func(devPath string) (string, error)                     // EBS mapping name from NVMe identify; default: ioctl
 	Open       func(path string) (*os.File, error)                      // default os.Open
 	CrossCheck func(ctx context.Context, path string) ([]string, error) // blkid -p / wipefs -n; nil: skip
-	Log        *zap.Logger
+	// Identify, when set, is called on every disk once sysfs and the NVMe
+	// identify data are read, and by Serial: it may change Kind, Model,
+	// Serial, VolumeID and MappingName. Tests use it to give loop devices
+	// an EBS volume's identity.
+	Identify func(*Disk)
+	Log      *zap.Logger
 }
 
 func (d *Discoverer) defaults() {
@@ -256,6 +261,9 @@ func (d *Discoverer) disk(ctx context.Context, name string, aliases []string, mo
 	case strings.HasPrefix(name, "md"):
 		disk.Kind = KindRAID
 	}
+	if d.Identify != nil {
+		d.Identify(&disk)
+	}
 	ents, err := os.ReadDir(filepath.Join(d.SysRoot, "block", name))
 	if err != nil {
 		return disk, err
@@ -292,6 +300,24 @@ func (d *Discoverer) disk(ctx context.Context, name string, aliases []string, mo
 	}
 	d.probe(ctx, &disk)
 	return disk, nil
+}
+
+// Serial reads the serial of the disk at path (a /dev path or a link to
+// one) as Discover does: for an EBS volume on Nitro, its volume ID without
+// the dash. A disk without one has "". The executor calls it right before
+// mkfs to check that the path still names the disk that was planned.
+func (d *Discoverer) Serial(path string) (string, error) {
+	d.defaults()
+	name, err := d.kernelName(path)
+	if err != nil {
+		return "", fmt.Errorf("resolving %s: %w", path, err)
+	}
+	disk := Disk{Name: name, Path: filepath.Join(d.DevRoot, name), Serial: strings.TrimSpace(d.read(name, "device/serial")),
+		Model: strings.TrimSpace(d.read(name, "device/model"))}
+	if d.Identify != nil {
+		d.Identify(&disk)
+	}
+	return disk.Serial, nil
 }
 
 func (d *Discoverer) list(name, rel string) []string {

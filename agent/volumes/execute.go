@@ -97,6 +97,10 @@ type Executor struct {
 	// CheckFS verifies, before a direct mount by device path, that the
 	// device holds the filesystem with the given UUID (default: the probe).
 	CheckFS func(path, uuid string) error
+	// Serial reads the serial of the disk at path right before mkfs, so a
+	// format planned for one disk never lands on another that took its path
+	// (default: sysfs, as Discoverer.Serial).
+	Serial func(path string) (string, error)
 	// AllowNonZero is config.Volumes.AllowNonZero, applied by the default Recheck.
 	AllowNonZero bool
 	Log          *zap.Logger
@@ -212,6 +216,19 @@ func (e *Executor) createRAID0(ctx context.Context, a Action) error {
 }
 
 func (e *Executor) format(ctx context.Context, a Action) error {
+	if a.Serial != "" {
+		serial := e.Serial
+		if serial == nil {
+			serial = (&Discoverer{}).Serial
+		}
+		got, err := serial(a.Device)
+		if err != nil {
+			return fmt.Errorf("reading the serial of %s (planned for serial %s) before mkfs: %w", a.Device, a.Serial, err)
+		}
+		if got != a.Serial {
+			return fmt.Errorf("refusing to format %s: it is now the disk with serial %q, not the planned serial %s (%s)", a.Device, got, a.Serial, a.Key)
+		}
+	}
 	why, err := e.recheck(ctx, a.Device)
 	if err != nil {
 		return fmt.Errorf("re-probing %s before mkfs: %w", a.Device, err)

@@ -63,7 +63,8 @@ func TestExecutorRAID0Commands(t *testing.T) {
 func TestExecutorRefusesWhatAppearedSincePlanning(t *testing.T) {
 	root := t.TempDir()
 	cfg := testCfg(func(c *config.Volumes) { c.MountRoot, c.UnitDir = root, filepath.Join(root, "units") })
-	plan := PlanVolumes(PlanInput{Inventory: Inventory{Disks: []Disk{ebs("nvme1n1", "/dev/xvdb"), ebs("nvme2n1", "/dev/xvdc")}}, Config: cfg, AllowFormat: true, NewUUID: seqUUID()})
+	inv := Inventory{Disks: []Disk{ebs("nvme1n1", "/dev/xvdb"), ebs("nvme2n1", "/dev/xvdc")}}
+	plan := PlanVolumes(PlanInput{Inventory: inv, Config: cfg, AllowFormat: true, NewUUID: seqUUID(), Launch: firstBoot(inv, cfg)})
 	r := &fakeRunner{}
 	ex := &Executor{Runner: r, JournalPath: filepath.Join(root, "j.json"), CheckFS: func(string, string) error { return nil },
 		Recheck: func(_ context.Context, p string) (string, error) {
@@ -89,7 +90,8 @@ func TestExecutorRefusesWhatAppearedSincePlanning(t *testing.T) {
 func TestExecutorMkfsFailureLeavesJournalFormatting(t *testing.T) {
 	root := t.TempDir()
 	cfg := testCfg(func(c *config.Volumes) { c.MountRoot, c.UnitDir = root, filepath.Join(root, "units") })
-	plan := PlanVolumes(PlanInput{Inventory: Inventory{Disks: []Disk{ebs("nvme1n1", "/dev/xvdb")}}, Config: cfg, AllowFormat: true, NewUUID: seqUUID()})
+	inv := Inventory{Disks: []Disk{ebs("nvme1n1", "/dev/xvdb")}}
+	plan := PlanVolumes(PlanInput{Inventory: inv, Config: cfg, AllowFormat: true, NewUUID: seqUUID(), Launch: firstBoot(inv, cfg)})
 	r := &fakeRunner{fail: map[string]error{"mkfs.xfs": errors.New("exit status 1")}}
 	ex := &Executor{Runner: r, JournalPath: filepath.Join(root, "j.json"), Recheck: func(context.Context, string) (string, error) { return "", nil }}
 	if err := ex.Apply(context.Background(), plan); err == nil {
@@ -112,7 +114,8 @@ func TestExecutorInterruptedFormatThatDoesNotCheckCleanIsLeftAlone(t *testing.T)
 		d.Probe = ProbeResult{Signatures: []Signature{{Type: "xfs", Usage: UsageFilesystem, UUID: "u1"}}, NonZero: true}
 	})
 	journal := Journal{Entries: []JournalEntry{{Key: "vol-1", FSType: "xfs", UUID: "u1", Phase: PhaseFormatting}}}
-	plan := PlanVolumes(PlanInput{Inventory: Inventory{Disks: []Disk{disk}}, Config: cfg, Journal: journal, AllowFormat: true, NewUUID: seqUUID()})
+	plan := PlanVolumes(PlanInput{Inventory: Inventory{Disks: []Disk{disk}}, Config: cfg, Journal: journal, AllowFormat: true, NewUUID: seqUUID(),
+		Launch: &LaunchRecord{Version: LaunchRecordVersion, Disks: []LaunchDisk{{Key: "vol-1"}}}})
 	r := &fakeRunner{fail: map[string]error{"xfs_repair": errors.New("exit status 1")}}
 	ex := &Executor{Runner: r, JournalPath: filepath.Join(root, "j.json"), Journal: &journal}
 	err := ex.Apply(context.Background(), plan)

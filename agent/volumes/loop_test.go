@@ -158,12 +158,18 @@ func testConfig(t *testing.T, devices ...string) config.Volumes {
 func setup(t *testing.T, cfg config.Volumes, allowFormat bool) (Plan, *countingRunner) {
 	t.Helper()
 	r := &countingRunner{}
-	plan, err := Setup(context.Background(), Options{Config: cfg, AllowFormat: allowFormat, Runner: r, Log: zaptest.NewLogger(t)})
+	plan, err := Setup(context.Background(), Options{Config: cfg, AllowFormat: allowFormat, RecordLaunch: allowFormat, Runner: r, Log: zaptest.NewLogger(t),
+		KubeletCert: noKubelet(t)})
 	if err != nil {
 		t.Fatalf("Setup: %v\nplan: %+v", err, plan.Volumes)
 	}
 	return plan, r
 }
+
+// noKubelet is a kubelet certificate path that does not exist, so a host
+// that runs the tests and is itself a node does not look like a node that
+// joined a cluster before.
+func noKubelet(t *testing.T) string { return filepath.Join(t.TempDir(), "kubelet-client-current.pem") }
 
 func target(cfg config.Volumes, i int) string {
 	return filepath.Join(cfg.MountRoot, fmt.Sprintf("%s%d", cfg.MountPrefix, i))
@@ -271,7 +277,7 @@ func TestLoopBlankDisksFormattedAndMountedInMappingOrder(t *testing.T) {
 	// mounts them again, does not format, and the files are still there.
 	unmountUnder(t, cfg.MountRoot)
 	r = &countingRunner{}
-	rp, err := Recheck(context.Background(), Options{Config: cfg, Runner: r, Log: zaptest.NewLogger(t)}, nil)
+	rp, err := Recheck(context.Background(), Options{Config: cfg, Runner: r, Log: zaptest.NewLogger(t), KubeletCert: noKubelet(t)}, nil)
 	if err != nil {
 		t.Fatalf("Recheck: %v", err)
 	}
@@ -297,7 +303,7 @@ func TestLoopAgentRecheckDoesNotFormatBlankDisks(t *testing.T) {
 	dev := newLoop(t, 320)
 	cfg := testConfig(t, dev)
 	r := &countingRunner{}
-	plan, err := Recheck(context.Background(), Options{Config: cfg, Runner: r, Log: zaptest.NewLogger(t)}, nil)
+	plan, err := Recheck(context.Background(), Options{Config: cfg, Runner: r, Log: zaptest.NewLogger(t), KubeletCert: noKubelet(t)}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -461,7 +467,7 @@ func TestLoopNeverFormatsDisksWithSignatures(t *testing.T) {
 	devs = append(devs, blank)
 	cfg := testConfig(t, devs...)
 	r := &countingRunner{}
-	plan, err := Setup(context.Background(), Options{Config: cfg, AllowFormat: true, Runner: r, Log: zaptest.NewLogger(t)})
+	plan, err := Setup(context.Background(), Options{Config: cfg, AllowFormat: true, RecordLaunch: true, Runner: r, Log: zaptest.NewLogger(t), KubeletCert: noKubelet(t)})
 	if err != nil {
 		t.Fatalf("Setup: %v", err)
 	}
@@ -509,7 +515,7 @@ func TestLoopCrashHelper(t *testing.T) {
 	if err := json.Unmarshal([]byte(raw), &cfg); err != nil {
 		t.Fatal(err)
 	}
-	o := Options{Config: cfg, AllowFormat: true}
+	o := Options{Config: cfg, AllowFormat: true, RecordLaunch: true, KubeletCert: filepath.Join(cfg.StateDir, "no-kubelet-cert")}
 	o.afterFormat = func(Action) { syscall.Kill(os.Getpid(), syscall.SIGKILL) }
 	_, err := Setup(context.Background(), o)
 	t.Fatalf("Setup returned (%v) instead of being killed after mkfs", err)
@@ -598,7 +604,8 @@ func TestUnitFilesPassSystemdAnalyzeVerify(t *testing.T) {
 		{Name: "nvme2n1", Path: "/dev/nvme2n1", Dev: "259:2", Size: 1 << 30, Kind: KindInstanceStore, Serial: "AWS1"},
 		{Name: "nvme3n1", Path: "/dev/nvme3n1", Dev: "259:3", Size: 1 << 30, Kind: KindInstanceStore, Serial: "AWS2"},
 	}}
-	plan := PlanVolumes(PlanInput{Inventory: inv, Config: cfg, AllowFormat: true, NewUUID: func() string { n++; return fmt.Sprintf("00000000-0000-4000-8000-%012d", n) }})
+	plan := PlanVolumes(PlanInput{Inventory: inv, Config: cfg, AllowFormat: true, NewUUID: func() string { n++; return fmt.Sprintf("00000000-0000-4000-8000-%012d", n) },
+		Launch: firstBoot(inv, cfg)})
 	var files []string
 	for _, a := range plan.Actions {
 		if a.Op == OpWriteUnit {

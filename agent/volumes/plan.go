@@ -34,6 +34,7 @@ type Action struct {
 	Key     string   `json:"key,omitempty"`     // journal key of the device
 	FSType  string   `json:"fsType,omitempty"`  //
 	UUID    string   `json:"uuid,omitempty"`    // filesystem UUID (new or existing)
+	Serial  string   `json:"serial,omitempty"`  // format: the disk's serial, checked again right before mkfs
 	Members []string `json:"members,omitempty"` // RAID members
 	Name    string   `json:"name,omitempty"`    // RAID name
 	Unit    *Unit    `json:"unit,omitempty"`    //
@@ -125,6 +126,12 @@ type VolumeStatus struct {
 type Plan struct {
 	Actions []Action       `json:"actions"`
 	Volumes []VolumeStatus `json:"volumes"`
+	// Ignored are EBS volumes that are not Joiner's (not in the launch
+	// record: CSI volumes, volumes attached by hand): no mount point, never
+	// touched. Target is empty.
+	Ignored []VolumeStatus `json:"ignored,omitempty"`
+	// Notes are what Setup noticed about the launch record.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // PlanInput is everything the planner looks at. It is pure data.
@@ -134,12 +141,20 @@ type PlanInput struct {
 	Journal     Journal
 	AllowFormat bool          // bootstrap: true; agent start: Config.FormatOnAgentStart
 	NewUUID     func() string // source of UUIDs for new filesystems
+	// Launch is the instance's launch record (DecideLaunch). Only disks it
+	// lists are formatted, and only while its SetupComplete is false;
+	// instance-store disks are exempt. nil: no disk but instance-store
+	// disks is formatted. With no explicit Devices, data volumes are the
+	// record's, in its order.
+	Launch *LaunchRecord
 }
 
 // PlanVolumes decides, without side effects, what to do with every data and
 // instance-store disk. A disk is formatted only when it and every cross-check
 // saw no signature, it is unused (not root, mounted, partitioned, held, swap
-// or read-only), and, unless AllowNonZero, its head and tail read as zeros.
+// or read-only), unless AllowNonZero its head and tail read as zeros, and it
+// is an instance-store disk or one the launch record lists while the first
+// setup has not completed.
 func PlanVolumes(in PlanInput) Plan {
 	p := &planner{in: in, cfg: in.Config}
 	p.dataVolumes()
@@ -198,36 +213,42 @@ func (p *planner) dataVolumes() {
 		ok   bool
 	}
 	var slots []slot
-	if len(p.cfg.Devices) > 0 {
+	rec := p.in.Launch
+	switch {
+	case len(p.cfg.Devices) > 0:
 		for _, spec := range p.cfg.Devices {
 			d, ok := p.find(spec)
 			slots = append(slots, slot{spec, d, ok})
 		}
-	} else {
-		var ebs []Disk
-		for _, d := range p.in.Inventory.Disks {
-			if d.Kind == KindEBS && !d.Root {
-				ebs = append(ebs, d)
+	case rec != nil:
+		// The record's data volumes keep their mount points, present or
+		// not; any other EBS volume is not Joiner's.
+		for _, ld := range rec.Disks {
+			if ld.InstanceStore {
+				continue
+			}
+			d, ok := p.byKey(ld.Key)
+			spec := fmt.Sprintf("launch volume %s (%s, recorded as %s)", ld.Key, ld.Mapping, ld.Device)
+			if ld.Mapping == "" {
+				spec = fmt.Sprintf("launch volume %s (recorded as %s)", ld.Key, ld.Device)
+			}
+			slots = append(slots, slot{spec, d, ok})
+		}
+		for _, d := range defaultDataDisks(p.in.Inventory) {
+			if !rec.Has(diskKey(d)) {
+				p.plan.Ignored = append(p.plan.Ignored, VolumeStatus{Device: d.Path, State: StateHandsOff,
+					Reason: ident(d) + " was not attached by Joiner at launch of this instance (not in the launch record): left alone"})
 			}
 		}
-		sort.SliceStable(ebs, func(i, j int) bool {
-			a, b := ebs[i], ebs[j]
-			if (a.MappingName == "") != (b.MappingName == "") {
-				return a.MappingName != ""
-			}
-			if a.MappingName != b.MappingName {
-				return mappingKey(a.MappingName) < mappingKey(b.MappingName)
-			}
-			return a.Name < b.Name
-		})
-		for _, d := range ebs {
+	default:
+		for _, d := range defaultDataDisks(p.in.Inventory) {
 			slots = append(slots, slot{d.Path, d, true})
 		}
 	}
 	for i, s := range slots {
 		target := path.Join("/", p.cfg.MountRoot, fmt.Sprintf("%s%d", p.cfg.MountPrefix, i+1))
 		if !s.ok {
-			p.status(target, s.spec, StateMissing, fmt.Sprintf("device %s not found", s.spec))
+			p.status(target, s.spec, StateMissing, fmt.Sprintf("%s not found", s.spec))
 			continue
 		}
 		if p.used[s.disk.Name] {
@@ -235,8 +256,62 @@ func (p *planner) dataVolumes() {
 			continue
 		}
 		p.mark(s.disk.Name)
-		p.volume(s.disk, target, "data volume #"+fmt.Sprint(i+1))
+		p.volume(s.disk, []Disk{s.disk}, target, "data volume #"+fmt.Sprint(i+1))
 	}
+}
+
+// defaultDataDisks are the non-root EBS volumes in mapping-name order (no
+// mapping name last).
+func defaultDataDisks(inv Inventory) []Disk {
+	var ebs []Disk
+	for _, d := range inv.Disks {
+		if d.Kind == KindEBS && !d.Root {
+			ebs = append(ebs, d)
+		}
+	}
+	sort.SliceStable(ebs, func(i, j int) bool {
+		a, b := ebs[i], ebs[j]
+		if (a.MappingName == "") != (b.MappingName == "") {
+			return a.MappingName != ""
+		}
+		if a.MappingName != b.MappingName {
+			return mappingKey(a.MappingName) < mappingKey(b.MappingName)
+		}
+		return a.Name < b.Name
+	})
+	return ebs
+}
+
+// byKey finds the disk whose identity (diskKey) is key.
+func (p *planner) byKey(key string) (Disk, bool) {
+	for _, d := range p.in.Inventory.Disks {
+		if diskKey(d) == key {
+			return d, true
+		}
+	}
+	return Disk{}, false
+}
+
+// mayFormat says, as a state and a reason naming each disk's path and
+// serial, why the disks that make up a volume must not be formatted because
+// of who they are, or "" when they may be. Instance-store disks may always
+// be (EC2 attaches them with the instance; a stop blanks them; no CSI
+// driver attaches one); any other disk only when the launch record lists it
+// and the first setup has not completed.
+func (p *planner) mayFormat(ids []Disk) (state, reason string) {
+	rec := p.in.Launch
+	for _, d := range ids {
+		switch {
+		case d.Kind == KindInstanceStore:
+		case rec == nil:
+			return StateBlank, fmt.Sprintf("%s is blank; there is no launch record for this instance (joiner bootstrap makes it): not formatting", ident(d))
+		case !rec.Has(diskKey(d)):
+			return StateHandsOff, fmt.Sprintf("%s is blank but was not attached by Joiner at launch of this instance (not in the launch record): never formatted", ident(d))
+		case rec.SetupComplete:
+			return StateBlank, fmt.Sprintf("%s is blank; the first setup of this instance has completed and joiner formats only before it: not formatting", ident(d))
+		}
+	}
+	return "", ""
 }
 
 func (p *planner) instanceStore() {
@@ -280,7 +355,7 @@ func (p *planner) instanceStore() {
 			if len(disks) == 1 && is.Layout == config.LayoutRAID0 {
 				target = root(is.MountPath)
 			}
-			p.volume(d, target, "instance-store disk")
+			p.volume(d, []Disk{d}, target, "instance-store disk")
 		}
 		p.binds(root(is.MountPath))
 		return
@@ -307,7 +382,7 @@ func (p *planner) raid0(members []Disk, target string) {
 			same = same && names[s]
 		}
 		if same {
-			p.volume(d, target, "instance-store RAID0 array")
+			p.volume(d, members, target, "instance-store RAID0 array")
 			return
 		}
 	}
@@ -333,6 +408,10 @@ func (p *planner) raid0(members []Disk, target string) {
 			p.status(target, strings.Join(paths, ","), StateHandsOff, reason)
 			return
 		}
+	}
+	if state, why := p.mayFormat(members); state != "" {
+		p.status(target, strings.Join(paths, ","), state, why)
+		return
 	}
 	if !p.in.AllowFormat {
 		p.status(target, strings.Join(paths, ","), StateBlank, "blank instance-store disks; formatting is off now")
@@ -453,8 +532,10 @@ func describe(sigs []Signature) string {
 	return strings.Join(parts, ", ")
 }
 
-// volume plans one disk (or md array) onto one mount point.
-func (p *planner) volume(d Disk, target, what string) {
+// volume plans one disk (or md array) onto one mount point. ids are the
+// disks whose identity decides whether it may be formatted: d itself, or an
+// array's members.
+func (p *planner) volume(d Disk, ids []Disk, target, what string) {
 	key := diskKey(d)
 	j, journaled := p.in.Journal.Get(key)
 	fs, hasFS := d.Probe.Filesystem()
@@ -493,12 +574,16 @@ func (p *planner) volume(d Disk, target, what string) {
 		p.status(target, d.Path, StateHandsOff, d.Path+" "+why)
 		return
 	}
+	if state, why := p.mayFormat(ids); state != "" {
+		p.status(target, d.Path, state, why)
+		return
+	}
 	if !p.in.AllowFormat {
 		p.status(target, d.Path, StateBlank, d.Path+" is blank; formatting is off now")
 		return
 	}
 	uuid := p.in.NewUUID()
-	p.add(Action{Op: OpFormat, Group: target, Device: d.Path, Key: key, FSType: p.cfg.FSType, UUID: uuid, Reason: "blank " + what})
+	p.add(Action{Op: OpFormat, Group: target, Device: d.Path, Key: key, FSType: p.cfg.FSType, UUID: uuid, Serial: d.Serial, Reason: "blank " + what})
 	p.mount(d.Path, target, p.cfg.FSType, uuid)
 	p.status(target, d.Path, StateReady, "blank: to be formatted "+p.cfg.FSType)
 }

@@ -141,6 +141,7 @@ func TestPlanDataVolumes(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := PlanInput{Inventory: Inventory{Disks: tc.disks, Mounts: tc.mounts}, Config: testCfg(tc.cfg), Journal: tc.journal, AllowFormat: !tc.noFormat, NewUUID: seqUUID()}
+			in.Launch = DecideLaunch(LaunchInput{Journal: in.Journal, Inventory: in.Inventory, Config: in.Config, MayRecord: true}).Record
 			p := PlanVolumes(in)
 			var states []string
 			for _, v := range p.Volumes {
@@ -210,7 +211,8 @@ func TestPlanInstanceStore(t *testing.T) {
 }
 
 func TestUnitContent(t *testing.T) {
-	p := PlanVolumes(PlanInput{Inventory: Inventory{Disks: []Disk{ebs("nvme1n1", "/dev/xvdb")}}, Config: testCfg(nil), AllowFormat: true, NewUUID: seqUUID()})
+	inv := Inventory{Disks: []Disk{ebs("nvme1n1", "/dev/xvdb")}}
+	p := PlanVolumes(PlanInput{Inventory: inv, Config: testCfg(nil), AllowFormat: true, NewUUID: seqUUID(), Launch: firstBoot(inv, testCfg(nil))})
 	u := p.Actions[1].Unit
 	want := `# Written by joiner; re-generated on every run, do not edit.
 [Unit]

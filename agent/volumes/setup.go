@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"time"
 
 	"github.com/google/uuid"
 	"go.uber.org/zap"
@@ -22,6 +23,22 @@ type Options struct {
 	Discoverer  *Discoverer
 	NewUUID     func() string
 	Log         *zap.Logger
+
+	// RecordLaunch: this is bootstrap. When the instance has no launch
+	// record, Setup makes one (StateDir/launch.json) before formatting
+	// anything, and marks it when the setup succeeded. Without it (the
+	// agent) no record is made or changed.
+	RecordLaunch bool
+	// LaunchMapping reads the block-device-mapping names of the EBS volumes
+	// the instance was launched with and, if it can, the instance ID (IMDS
+	// meta-data/block-device-mapping/ebsN). It is called only when a launch
+	// record is to be made. nil or an error: unknown.
+	LaunchMapping func(ctx context.Context) (mappings []string, instanceID string, err error)
+	// KubeletCert is the file whose existence shows a kubelet joined a
+	// cluster from this root disk (default DefaultKubeletCert).
+	KubeletCert string
+	// Now is the clock for the record's timestamps (default time.Now).
+	Now func() time.Time
 
 	afterFormat func(Action) // test hook, see Executor.afterFormat
 }
@@ -45,6 +62,12 @@ func (o *Options) defaults() {
 	if o.NewUUID == nil {
 		o.NewUUID = uuid.NewString
 	}
+	if o.KubeletCert == "" {
+		o.KubeletCert = DefaultKubeletCert
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
 }
 
 // JournalPath is the journal's path for cfg.
@@ -52,10 +75,19 @@ func JournalPath(cfg config.Volumes) string { return filepath.Join(cfg.StateDir,
 
 // Setup discovers the disks, plans their layout and, unless DryRun, carries
 // the plan out. It returns the plan (for printing) and every failure joined.
+//
+// With RecordLaunch (bootstrap) and no launch record for this instance, the
+// record DecideLaunch makes is saved before anything is formatted; once the
+// plan was carried out without error it is marked SetupComplete, after
+// which no boot formats anything but instance-store disks.
 func Setup(ctx context.Context, o Options) (Plan, error) {
 	o.defaults()
-	jpath := JournalPath(o.Config)
+	jpath, lpath := JournalPath(o.Config), LaunchPath(o.Config)
 	journal, err := LoadJournal(jpath)
+	if err != nil {
+		return Plan{}, err
+	}
+	rec, err := LoadLaunchRecord(lpath)
 	if err != nil {
 		return Plan{}, err
 	}
@@ -64,19 +96,72 @@ func Setup(ctx context.Context, o Options) (Plan, error) {
 	if err != nil {
 		return Plan{}, fmt.Errorf("discovering block devices: %w", err)
 	}
-	plan := PlanVolumes(PlanInput{Inventory: inv, Config: o.Config, Journal: journal, AllowFormat: o.AllowFormat, NewUUID: o.NewUUID})
+	facts := LocalFacts(o.Discoverer.SysRoot, o.KubeletCert)
+	if o.RecordLaunch && !rec.forInstance(facts.InstanceID) {
+		facts = o.launchFacts(ctx, facts)
+	}
+	dec := DecideLaunch(LaunchInput{Record: rec, Journal: journal, Inventory: inv, Config: o.Config, Facts: facts, MayRecord: o.RecordLaunch})
+	for _, n := range dec.Notes {
+		o.Log.Warn("launch record", zap.String("path", lpath), zap.String("note", n))
+	}
+	if dec.Write && !o.DryRun {
+		r := *dec.Record
+		r.RecordedAt = o.Now().UTC()
+		if err := SaveLaunchRecord(lpath, r); err != nil {
+			return Plan{}, err
+		}
+		o.Log.Info("launch record written", zap.String("path", lpath), zap.String("source", r.Source), zap.Int("disks", len(r.Disks)), zap.Bool("setupComplete", r.SetupComplete))
+		dec.Record = &r
+	}
+	plan := PlanVolumes(PlanInput{Inventory: inv, Config: o.Config, Journal: journal, AllowFormat: o.AllowFormat, NewUUID: o.NewUUID, Launch: dec.Record})
+	plan.Notes = dec.Notes
 	for _, v := range plan.Volumes {
 		o.Log.Info("data volume", zap.String("mount", v.Target), zap.String("device", v.Device), zap.String("state", v.State), zap.String("reason", v.Reason))
+	}
+	for _, v := range plan.Ignored {
+		o.Log.Info("disk not Joiner's", zap.String("device", v.Device), zap.String("reason", v.Reason))
 	}
 	if o.DryRun {
 		return plan, nil
 	}
 	ex := &Executor{Runner: o.Runner, Systemd: o.Systemd, JournalPath: jpath, Journal: &journal, Log: o.Log, afterFormat: o.afterFormat,
-		AllowNonZero: o.Config.AllowNonZero}
+		AllowNonZero: o.Config.AllowNonZero, Serial: o.Discoverer.Serial}
 	if o.Config.SkipCrossCheck {
 		ex.Recheck = pureRecheck(o.Config.AllowNonZero)
 	}
-	return plan, ex.Apply(ctx, plan)
+	if err := ex.Apply(ctx, plan); err != nil {
+		return plan, err
+	}
+	if o.RecordLaunch && dec.Record != nil && !dec.Record.SetupComplete {
+		r := *dec.Record
+		r.SetupComplete, r.CompletedAt = true, o.Now().UTC()
+		if err := SaveLaunchRecord(lpath, r); err != nil {
+			return plan, fmt.Errorf("marking the first setup complete: %w", err)
+		}
+		o.Log.Info("first setup complete: from now on only instance-store disks are ever formatted", zap.String("path", lpath))
+	}
+	return plan, nil
+}
+
+// launchFacts adds the launch block-device mapping to f.
+func (o *Options) launchFacts(ctx context.Context, f LaunchFacts) LaunchFacts {
+	if o.LaunchMapping == nil {
+		f.MappingsErr = "no source of the launch block-device mapping"
+		return f
+	}
+	m, id, err := o.LaunchMapping(ctx)
+	if err != nil {
+		f.MappingsErr = err.Error()
+		return f
+	}
+	if m == nil {
+		m = []string{}
+	}
+	f.Mappings = m
+	if f.InstanceID == "" {
+		f.InstanceID = id
+	}
+	return f
 }
 
 // Recheck is what `joiner agent` calls at start: re-discover, mount what

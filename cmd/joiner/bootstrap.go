@@ -33,7 +33,14 @@ A disk is formatted only when it is blank: no filesystem, RAID, LVM, LUKS,
 swap or partition-table signature (pure-Go probe plus blkid -p and wipefs -n),
 unused, and zero in its first and last MiB. Anything else is left alone and
 reported. Blank EBS volumes mount at /data1..N in block-device-mapping order
-through systemd .mount units by UUID (nofail). Re-running changes nothing.`,
+through systemd .mount units by UUID (nofail). Re-running changes nothing.
+
+Only volumes Joiner attached at launch are formatted, and only before the
+first successful setup. The first run on an instance records them by EBS
+volume ID (NVMe serial) in <state-dir>/launch.json, keeping EBS volumes the
+launch block-device mapping in IMDS lists when IMDS is reachable; later runs
+mount those and format nothing but instance-store disks. Any other EBS
+volume (a CSI volume still attached after a reboot) is never touched.`,
 		Example: `  joiner bootstrap --dry-run
   joiner bootstrap --devices /dev/xvdb,/dev/xvdc --fs-type ext4
   joiner bootstrap --instance-store raid0 --bind-dirs /var/lib/kubelet,/var/lib/containerd`,
