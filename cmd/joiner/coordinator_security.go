@@ -98,9 +98,15 @@ func (f *securityFlags) build(ctx context.Context, kc *kube.Clients, advertise s
 		}
 		out.tls, out.caPEM = t, ca
 	case f.caSecret != "":
-		ca, err := kube.EnsureCA(ctx, kc.Kube, f.namespace, f.caSecret, f.caConfigMap, time.Now())
+		ca, gossip, err := kube.EnsureSecrets(ctx, kc.Kube, f.namespace, f.caSecret, f.caConfigMap, time.Now())
 		if err != nil {
 			return out, fmt.Errorf("--tls-ca-secret %s/%s: %w", f.namespace, f.caSecret, err)
+		}
+		if len(gossip) > 0 && f.keyringFile == "" {
+			// The coordinators' shared gossip key, made with the CA.
+			if out.keyring, err = memberlist.NewKeyring(nil, gossip); err != nil {
+				return out, fmt.Errorf("--tls-ca-secret %s/%s: gossip key: %w", f.namespace, f.caSecret, err)
+			}
 		}
 		host, _, _ := net.SplitHostPort(advertise)
 		names := append([]string{host}, f.sans...)
@@ -114,9 +120,11 @@ func (f *securityFlags) build(ctx context.Context, kc *kube.Clients, advertise s
 	default:
 		return out, errNoTLS
 	}
-	if f.keyringFile == "" {
+	switch {
+	case out.keyring != nil:
+	case f.keyringFile == "":
 		log.Warn("gossip is unencrypted: set --gossip-keyring-file (gossip only discovers peers; raft membership needs a certificate)")
-	} else {
+	default:
 		kr, err := cluster.LoadKeyring(f.keyringFile)
 		if err != nil {
 			return out, fmt.Errorf("--gossip-keyring-file: %w", err)

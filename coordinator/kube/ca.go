@@ -3,6 +3,7 @@ package kube
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"fmt"
 	"time"
 
@@ -19,6 +20,9 @@ import (
 const (
 	CACertKey = "ca.crt"
 	CAKeyKey  = "ca.key"
+	// GossipKeyKey holds the memberlist encryption key (32 random bytes)
+	// the coordinators share when no keyring file is given.
+	GossipKeyKey = "gossip.key"
 )
 
 // EnsureCA returns the coordinators' CA from Secret namespace/secret,
@@ -27,17 +31,24 @@ const (
 // and publishes its certificate, never its key, in ConfigMap
 // namespace/configMap for agents and tools.
 func EnsureCA(ctx context.Context, kc kubernetes.Interface, namespace, secret, configMap string, now time.Time) (*cluster.CA, error) {
-	ca, err := readOrCreateCA(ctx, kc, namespace, secret, now)
+	ca, _, err := EnsureSecrets(ctx, kc, namespace, secret, configMap, now)
+	return ca, err
+}
+
+// EnsureSecrets is EnsureCA that also returns the coordinators' gossip
+// key, created with the CA (nil when the Secret predates it).
+func EnsureSecrets(ctx context.Context, kc kubernetes.Interface, namespace, secret, configMap string, now time.Time) (*cluster.CA, []byte, error) {
+	ca, gossip, err := readOrCreateCA(ctx, kc, namespace, secret, now)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if configMap == "" {
-		return ca, nil
+		return ca, gossip, nil
 	}
 	if err := PublishCA(ctx, kc, namespace, configMap, ca.CertPEM); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return ca, nil
+	return ca, gossip, nil
 }
 
 // PublishCA writes the CA certificate (PEM) into ConfigMap
@@ -68,36 +79,44 @@ func PublishCA(ctx context.Context, kc kubernetes.Interface, namespace, name str
 	return nil
 }
 
-func readOrCreateCA(ctx context.Context, kc kubernetes.Interface, namespace, name string, now time.Time) (*cluster.CA, error) {
+func readOrCreateCA(ctx context.Context, kc kubernetes.Interface, namespace, name string, now time.Time) (*cluster.CA, []byte, error) {
 	secrets := kc.CoreV1().Secrets(namespace)
 	s, err := secrets.Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		ca, gerr := cluster.NewCA("joiner-coordinators", now)
 		if gerr != nil {
-			return nil, gerr
+			return nil, nil, gerr
+		}
+		gossip := make([]byte, 32)
+		if _, gerr := rand.Read(gossip); gerr != nil {
+			return nil, nil, gerr
 		}
 		s = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace,
 			Labels: map[string]string{karpv1.LabelManagedBy: karpv1.ManagedByJoiner}},
 			Type: corev1.SecretTypeOpaque,
-			Data: map[string][]byte{CACertKey: ca.CertPEM, CAKeyKey: ca.KeyPEM}}
+			Data: map[string][]byte{CACertKey: ca.CertPEM, CAKeyKey: ca.KeyPEM, GossipKeyKey: gossip}}
 		if _, err = secrets.Create(ctx, s, metav1.CreateOptions{}); err == nil {
-			return ca, nil
+			return ca, gossip, nil
 		}
 		if !apierrors.IsAlreadyExists(err) {
-			return nil, fmt.Errorf("creating CA secret %s/%s: %w", namespace, name, err)
+			return nil, nil, fmt.Errorf("creating CA secret %s/%s: %w", namespace, name, err)
 		}
 		s, err = secrets.Get(ctx, name, metav1.GetOptions{})
 	}
 	if err != nil {
-		return nil, fmt.Errorf("reading CA secret %s/%s: %w", namespace, name, err)
+		return nil, nil, fmt.Errorf("reading CA secret %s/%s: %w", namespace, name, err)
 	}
 	certPEM, keyPEM := s.Data[CACertKey], s.Data[CAKeyKey]
 	if len(bytes.TrimSpace(certPEM)) == 0 || len(bytes.TrimSpace(keyPEM)) == 0 {
-		return nil, fmt.Errorf("CA secret %s/%s: want keys %s and %s", namespace, name, CACertKey, CAKeyKey)
+		return nil, nil, fmt.Errorf("CA secret %s/%s: want keys %s and %s", namespace, name, CACertKey, CAKeyKey)
 	}
 	ca, err := cluster.ParseCA(certPEM, keyPEM)
 	if err != nil {
-		return nil, fmt.Errorf("CA secret %s/%s: %w", namespace, name, err)
+		return nil, nil, fmt.Errorf("CA secret %s/%s: %w", namespace, name, err)
 	}
-	return ca, nil
+	gossip := s.Data[GossipKeyKey]
+	if n := len(gossip); n != 0 && n != 16 && n != 24 && n != 32 {
+		return nil, nil, fmt.Errorf("CA secret %s/%s: %s is %d bytes, want 16, 24 or 32", namespace, name, GossipKeyKey, n)
+	}
+	return ca, gossip, nil
 }
