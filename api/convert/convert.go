@@ -11,11 +11,16 @@ package convert
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"reflect"
+	"slices"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
@@ -87,7 +92,11 @@ func ConvertInputs(inputs []Input, warn func(string)) ([]Object, error) {
 	c := &converter{warn: warn, kubelets: map[string][]kubeletUse{}, users: map[string][]string{}}
 	for _, in := range inputs {
 		c.input = in.Name
-		for _, d := range splitDocuments(in.Data) {
+		docs := splitDocuments(in.Data)
+		if err := c.checkUTF8(in.Data, docs); err != nil {
+			return nil, err
+		}
+		for _, d := range docs {
 			if err := c.document(d); err != nil {
 				return nil, err
 			}
@@ -112,13 +121,13 @@ func Encode(objs []Object) ([]byte, error) {
 		case o.NodePool != nil:
 			y, err := encodeObject(o.NodePool)
 			if err != nil {
-				return nil, fmt.Errorf("encoding NodePool %s: %w", o.NodePool.Name, err)
+				return nil, fmt.Errorf("%sencoding NodePool %s: %w", sourcePrefix(o), o.NodePool.Name, err)
 			}
 			doc = y
 		case o.EC2NodeClass != nil:
 			y, err := encodeObject(o.EC2NodeClass)
 			if err != nil {
-				return nil, fmt.Errorf("encoding EC2NodeClass %s: %w", o.EC2NodeClass.Name, err)
+				return nil, fmt.Errorf("%sencoding EC2NodeClass %s: %w", sourcePrefix(o), o.EC2NodeClass.Name, err)
 			}
 			doc = y
 		default:
@@ -130,6 +139,14 @@ func Encode(objs []Object) ([]byte, error) {
 		}
 	}
 	return b.Bytes(), nil
+}
+
+// sourcePrefix is "<source>: " for errors about o, or empty.
+func sourcePrefix(o Object) string {
+	if o.Source == "" {
+		return ""
+	}
+	return o.Source + ": "
 }
 
 // encodeObject marshals a v1 object without status, creationTimestamp and an
@@ -161,7 +178,112 @@ func encodeObject(obj any) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return yaml.JSONToYAML(j)
+	return toYAML(j)
+}
+
+// toYAML writes the JSON j as YAML and checks that the YAML reads back (as
+// a document of a converted stream is read) as j: the YAML encoder writes
+// a "<<" key bare, which YAML reads as a merge, and an output that reads
+// back differently would not convert to itself. The error names the first
+// field that does not read back.
+func toYAML(j []byte) ([]byte, error) {
+	var want any
+	if err := json.Unmarshal(j, &want); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrMalformed, err)
+	}
+	if path, found := mergeKey("", want); found {
+		return nil, fmt.Errorf("%w: %s: a key \"<<\" cannot be written as YAML (it reads back as a merge)", ErrMalformed, path)
+	}
+	y, err := yaml.JSONToYAML(j)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrMalformed, err)
+	}
+	back, err := yaml.YAMLToJSONStrict(y)
+	if err != nil {
+		return nil, fmt.Errorf("%w: written as YAML it does not read back: %v", ErrMalformed, err)
+	}
+	var got any
+	if err := json.Unmarshal(back, &got); err != nil {
+		return nil, fmt.Errorf("%w: written as YAML it does not read back: %v", ErrMalformed, err)
+	}
+	if path, differs := firstDiff("", want, got); differs {
+		return nil, fmt.Errorf("%w: %s: written as YAML it reads back differently", ErrMalformed, path)
+	}
+	return y, nil
+}
+
+// mergeKey returns the path of the first "<<" key in v (keys in order).
+func mergeKey(path string, v any) (string, bool) {
+	switch t := v.(type) {
+	case map[string]any:
+		for _, k := range slices.Sorted(maps.Keys(t)) {
+			p := k
+			if path != "" {
+				p = path + "." + k
+			}
+			if k == "<<" {
+				return p, true
+			}
+			if p, ok := mergeKey(p, t[k]); ok {
+				return p, true
+			}
+		}
+	case []any:
+		for i, e := range t {
+			if p, ok := mergeKey(fmt.Sprintf("%s[%d]", path, i), e); ok {
+				return p, true
+			}
+		}
+	}
+	return "", false
+}
+
+// firstDiff returns the path of the first value (keys in order) where a and
+// b differ; "." for the whole value.
+func firstDiff(path string, a, b any) (string, bool) {
+	at := func(k string) string {
+		if path == "" {
+			return k
+		}
+		return path + "." + k
+	}
+	switch av := a.(type) {
+	case map[string]any:
+		bv, ok := b.(map[string]any)
+		if !ok {
+			return cmp.Or(path, "."), true
+		}
+		for _, k := range slices.Sorted(maps.Keys(av)) {
+			e, ok := bv[k]
+			if !ok {
+				return at(k), true
+			}
+			if p, d := firstDiff(at(k), av[k], e); d {
+				return p, true
+			}
+		}
+		for _, k := range slices.Sorted(maps.Keys(bv)) {
+			if _, ok := av[k]; !ok {
+				return at(k), true
+			}
+		}
+		return "", false
+	case []any:
+		bv, ok := b.([]any)
+		if !ok || len(bv) != len(av) {
+			return cmp.Or(path, "."), true
+		}
+		for i := range av {
+			if p, d := firstDiff(fmt.Sprintf("%s[%d]", path, i), av[i], bv[i]); d {
+				return p, true
+			}
+		}
+		return "", false
+	}
+	if !reflect.DeepEqual(a, b) {
+		return cmp.Or(path, "."), true
+	}
+	return "", false
 }
 
 // pruneNulls removes null values (unset durations marshal as null).
@@ -215,11 +337,51 @@ type typeMeta struct {
 	} `json:"metadata"`
 }
 
-func (c *converter) document(d document) error {
-	where := fmt.Sprintf("document %d (line %d)", d.index, d.line)
+// where names document d of the input being read, as errors do.
+func (c *converter) where(d document) string {
+	w := fmt.Sprintf("document %d (line %d)", d.index, d.line)
+	if c.input != "" {
+		w = c.input + ": " + w
+	}
+	return w
+}
+
+// checkUTF8 rejects an input that is not UTF-8 (YAML streams Joiner reads
+// and writes are UTF-8), naming the document, line and column of the first
+// bad byte. Comments are checked too: they pass through byte for byte.
+func (c *converter) checkUTF8(data []byte, docs []document) error {
+	if utf8.Valid(data) {
+		return nil
+	}
+	off := 0
+	for off < len(data) {
+		r, size := utf8.DecodeRune(data[off:])
+		if r == utf8.RuneError && size <= 1 {
+			break
+		}
+		off += size
+	}
+	line := 1 + bytes.Count(data[:off], []byte("\n"))
+	col := off - (bytes.LastIndexByte(data[:off], '\n') + 1) + 1
+	where := fmt.Sprintf("line %d (a document separator)", line)
 	if c.input != "" {
 		where = c.input + ": " + where
 	}
+	for _, d := range docs {
+		lines := bytes.Count(d.raw, []byte("\n"))
+		if !bytes.HasSuffix(d.raw, []byte("\n")) {
+			lines++
+		}
+		if line >= d.line && line < d.line+lines {
+			where = c.where(d)
+			break
+		}
+	}
+	return fmt.Errorf("%s: %w: line %d column %d: byte 0x%02x is not UTF-8", where, ErrMalformed, line, col, data[off])
+}
+
+func (c *converter) document(d document) error {
+	where := c.where(d)
 	if onlyComments(d.raw) {
 		c.out = append(c.out, Object{Raw: d.raw, Source: where})
 		return nil
@@ -240,7 +402,7 @@ func (c *converter) document(d document) error {
 		c.out = append(c.out, Object{Raw: d.raw, Source: where})
 		return nil
 	}
-	if tm.APIVersion == "v1" && tm.Kind == "List" {
+	if isList(tm) {
 		return c.list(d, where, j)
 	}
 	objs, err := c.object(where, tm, j)
@@ -256,37 +418,95 @@ func (c *converter) document(d document) error {
 }
 
 // list handles a `kind: List` (kubectl get -o yaml): when it holds legacy
-// Karpenter items, each item becomes its own document (converted or
-// re-encoded); otherwise the list passes through unchanged.
+// Karpenter items, directly or in a List among its items, each item becomes
+// its own document (converted, split again if it is such a List, or
+// re-encoded); otherwise the list passes through unchanged. So no document
+// of the output is a List holding legacy items, and the output converts to
+// itself.
 func (c *converter) list(d document, where string, j []byte) error {
+	items, ok, tooDeep := listItems(j, 1)
+	if !ok || !holdsLegacy(items) {
+		c.out = append(c.out, Object{Raw: d.raw, Source: where})
+		return nil
+	}
+	if tooDeep {
+		// a List past the depth, once its own document, could be split
+		// on the next conversion
+		return fmt.Errorf("%s: %w: a List nested more than %d Lists deep in a List holding legacy Karpenter objects; flatten it", where, ErrMalformed, maxListDepth)
+	}
+	return c.splitList(where, items)
+}
+
+// maxListDepth bounds how deep Lists nested in a List are looked into.
+const maxListDepth = 8
+
+// listItem is one item of a v1 List.
+type listItem struct {
+	raw json.RawMessage
+	tm  typeMeta
+	// items are the item's own items when it is a List (ok) nested at most
+	// maxListDepth deep.
+	items []listItem
+	ok    bool
+}
+
+// listItems decodes the items of the List j, nested depth deep, and the
+// Lists among them; ok is false when j has no items array. tooDeep reports
+// a List among them nested deeper than maxListDepth (not looked into).
+func listItems(j []byte, depth int) (items []listItem, ok, tooDeep bool) {
+	if depth > maxListDepth {
+		return nil, false, true
+	}
 	var l struct {
 		Items []json.RawMessage `json:"items"`
 	}
 	if err := json.Unmarshal(j, &l); err != nil {
-		c.out = append(c.out, Object{Raw: d.raw, Source: where})
-		return nil
+		return nil, false, false
 	}
-	metas := make([]typeMeta, len(l.Items))
-	legacy := false
+	items = make([]listItem, len(l.Items))
 	for i, it := range l.Items {
-		_ = json.Unmarshal(it, &metas[i])
-		legacy = legacy || isLegacy(metas[i])
+		items[i].raw = it
+		// apiVersion/kind/name of the wrong type leave them empty
+		_ = json.Unmarshal(it, &items[i].tm)
+		if isList(items[i].tm) {
+			var deep bool
+			items[i].items, items[i].ok, deep = listItems(it, depth+1)
+			tooDeep = tooDeep || deep
+		}
 	}
-	if !legacy {
-		c.out = append(c.out, Object{Raw: d.raw, Source: where})
-		return nil
+	return items, true, tooDeep
+}
+
+// holdsLegacy reports whether items, or the items of a List among them,
+// hold a legacy Karpenter object.
+func holdsLegacy(items []listItem) bool {
+	for _, it := range items {
+		if isLegacy(it.tm) || it.ok && holdsLegacy(it.items) {
+			return true
+		}
 	}
+	return false
+}
+
+// splitList makes one document of each item of a List holding legacy items.
+func (c *converter) splitList(where string, items []listItem) error {
 	c.warnf(where, "List split into one document per item")
-	for i, it := range l.Items {
+	for i, it := range items {
 		w := fmt.Sprintf("%s items[%d]", where, i)
-		objs, err := c.object(w, metas[i], it)
+		if it.ok && holdsLegacy(it.items) {
+			if err := c.splitList(w, it.items); err != nil {
+				return err
+			}
+			continue
+		}
+		objs, err := c.object(w, it.tm, it.raw)
 		if err != nil {
 			return err
 		}
 		if objs == nil {
-			y, err := yaml.JSONToYAML(it)
+			y, err := toYAML(it.raw)
 			if err != nil {
-				return fmt.Errorf("%s: %w: %v", w, ErrMalformed, err)
+				return fmt.Errorf("%s: %w", w, err)
 			}
 			objs = []Object{{Raw: y, Source: w}}
 		}
@@ -294,6 +514,9 @@ func (c *converter) list(d document, where string, j []byte) error {
 	}
 	return nil
 }
+
+// isList reports whether tm names a v1 List.
+func isList(tm typeMeta) bool { return tm.APIVersion == "v1" && tm.Kind == "List" }
 
 // isLegacy reports whether tm names a kind this package converts.
 func isLegacy(tm typeMeta) bool {

@@ -5,11 +5,14 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"unicode/utf8"
 )
 
-// FuzzConvert feeds arbitrary streams to Convert: it must not panic; when it
-// succeeds, it is deterministic and idempotent (its output, all v1 or
-// foreign, converts to itself).
+// FuzzConvert feeds arbitrary streams to Convert: it must not panic; it
+// accepts only UTF-8; when it succeeds, it is deterministic and idempotent
+// (its output, all v1 or foreign, converts to itself). Findings are kept
+// in testdata/fuzz/FuzzConvert and as cases of TestBadInput and
+// TestOutputConvertsToItself.
 func FuzzConvert(f *testing.F) {
 	ins, _ := filepath.Glob("testdata/*.in.yaml")
 	for _, in := range ins {
@@ -27,6 +30,9 @@ func FuzzConvert(f *testing.F) {
 		out, err := Convert(in, nil)
 		if err != nil {
 			return
+		}
+		if !utf8.Valid(in) {
+			t.Fatalf("input that is not UTF-8 accepted:\n%q", in)
 		}
 		again, err := Convert(in, nil)
 		if err != nil || !bytes.Equal(out, again) {

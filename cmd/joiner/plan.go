@@ -26,8 +26,9 @@ const (
 func newPlanCmd(*globals) *cobra.Command {
 	var files []string
 	var nodesFile, output string
+	var maxPods int
 	cmd := &cobra.Command{
-		Use:   "plan -f FILE|DIR [-o table|yaml|json] [--nodes FILE]",
+		Use:   "plan -f FILE|DIR [-o table|yaml|json] [--nodes FILE] [--max-pods N]",
 		Short: "Offline: manifests in, the nodes Joiner would launch out (types, zones, price)",
 		Long: `plan reads Kubernetes and Karpenter manifests (multi-document YAML; a directory
 is read like kubectl -f reads one: its *.yaml, *.yml and *.json files in
@@ -45,6 +46,10 @@ arm64, on-demand or spot, instance categories c/m/r of generation 3 or later,
 with an AL2023 EC2NodeClass. Instance types and prices come from the embedded
 catalogue (us-east-1 prices, zones us-east-1a/b/c).
 
+The pods the manifests describe (workloads expanded into their replicas,
+bare and bound Pods) are limited by --max-pods; a workload that would pass
+the limit is an input error naming the field and its value, and adds no pod.
+
 Exit codes: 0 all placed; 1 some input was invalid (the plan of the rest is
 still printed); 2 some pods are unschedulable.`,
 		Example: `  joiner plan -f examples/
@@ -53,6 +58,9 @@ still printed); 2 some pods are unschedulable.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if len(files) == 0 {
 				return errors.New("plan: -f FILE|DIR is required")
+			}
+			if maxPods <= 0 {
+				return fmt.Errorf("plan: --max-pods %d: must be positive", maxPods)
 			}
 			if !slices.Contains(report.Formats, output) {
 				return fmt.Errorf("plan: -o %q: want one of %s", output, strings.Join(report.Formats, ", "))
@@ -65,7 +73,7 @@ still printed); 2 some pods are unschedulable.`,
 			if err != nil {
 				return fmt.Errorf("plan: %w", err)
 			}
-			res, errs := manifests.Load(in)
+			res, errs := manifests.LoadWith(in, manifests.Options{MaxPods: maxPods})
 			stderr := cmd.ErrOrStderr()
 			for _, w := range res.Warnings {
 				fmt.Fprintln(stderr, "warning:", w)
@@ -93,6 +101,7 @@ still printed); 2 some pods are unschedulable.`,
 	cmd.Flags().StringArrayVarP(&files, "filename", "f", nil, "manifest file or directory (repeatable)")
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table, yaml or json")
 	cmd.Flags().StringVar(&nodesFile, "nodes", "", "file with existing Nodes (and Pods bound to them)")
+	cmd.Flags().IntVar(&maxPods, "max-pods", manifests.DefaultMaxPods, "most pods the manifests may describe (workloads expanded into their replicas); a workload past it is an input error")
 	return cmd
 }
 

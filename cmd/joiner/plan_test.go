@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -59,5 +60,88 @@ func TestPlanExitCodes(t *testing.T) {
 	}
 	if _, err := runPlan(t, "-f", bad); !errors.As(err, &ec) || ec.code != planExitInput {
 		t.Fatalf("want exit code %d, got %v", planExitInput, err)
+	}
+}
+
+// TestPlanMaxPods: a workload past --max-pods is an input error naming the
+// field and value, decided before its pods are made; the rest is planned.
+func TestPlanMaxPods(t *testing.T) {
+	deployment := func(name string, replicas int) string {
+		return fmt.Sprintf("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: %s}\nspec:\n  replicas: %d\n  selector: {matchLabels: {app: %[1]s}}\n"+
+			"  template:\n    metadata: {labels: {app: %[1]s}}\n    spec:\n      containers: [{name: c, image: x, resources: {requests: {cpu: 100m}}}]\n", name, replicas)
+	}
+	tests := []struct {
+		name       string
+		manifests  string
+		args       []string
+		wantCode   int    // 0: success
+		wantErr    string // in the error returned
+		wantStderr string
+		wantOut    string
+	}{
+		{
+			name:       "a million replicas",
+			manifests:  deployment("x", 1_000_000) + "---\n" + deployment("small", 1),
+			wantCode:   planExitInput,
+			wantStderr: "Deployment default/x: spec.replicas 1000000: more than the 100000 pods joiner plan simulates (--max-pods)",
+			wantOut:    "default/small-0",
+		},
+		{
+			name:      "Karpenter's benchmark size",
+			manifests: deployment("x", 20_000),
+			wantOut:   "default/x-19999",
+		},
+		{
+			name:       "--max-pods lower",
+			manifests:  deployment("x", 21),
+			args:       []string{"--max-pods", "20"},
+			wantCode:   planExitInput,
+			wantStderr: "Deployment default/x: spec.replicas 21: more than the 20 pods joiner plan simulates (--max-pods)",
+		},
+		{
+			name:      "--max-pods at the count",
+			manifests: deployment("x", 20),
+			args:      []string{"--max-pods", "20"},
+			wantOut:   "default/x-19",
+		},
+		{
+			name:      "--max-pods zero",
+			manifests: deployment("x", 1),
+			args:      []string{"--max-pods", "0"},
+			wantErr:   "plan: --max-pods 0: must be positive",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := filepath.Join(t.TempDir(), "m.yaml")
+			if err := os.WriteFile(f, []byte(tt.manifests), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			root := newRootCmd()
+			var out, errb bytes.Buffer
+			root.SetOut(&out)
+			root.SetErr(&errb)
+			root.SetArgs(append([]string{"plan", "-f", f, "-o", "json"}, tt.args...))
+			err := root.Execute()
+			var ec *errExitCode
+			switch {
+			case tt.wantErr != "":
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error %v, want %q", err, tt.wantErr)
+				}
+			case tt.wantCode != 0:
+				if !errors.As(err, &ec) || ec.code != tt.wantCode {
+					t.Fatalf("want exit code %d, got %v", tt.wantCode, err)
+				}
+			case err != nil:
+				t.Fatalf("plan: %v\n%s", err, errb.String())
+			}
+			if !strings.Contains(errb.String(), tt.wantStderr) {
+				t.Errorf("stderr does not hold %q:\n%s", tt.wantStderr, errb.String())
+			}
+			if !strings.Contains(out.String(), tt.wantOut) {
+				t.Errorf("output does not hold %q", tt.wantOut)
+			}
+		})
 	}
 }

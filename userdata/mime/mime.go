@@ -199,30 +199,46 @@ func Parse(data []byte) ([]Part, error) {
 // first body line. Folded (continuation) lines are joined with a space.
 // A line for which stop returns true ends the headers without being consumed
 // (a boundary written straight after the headers).
+//
+// The pieces of a folded header are collected and joined once the header
+// ends, so the time is linear in the input however many lines a header is
+// folded over (appending to the value line by line was quadratic).
 func readHeaders(lines []string, i int, where string, stop func(string) bool) ([]Header, int, error) {
 	var hs []Header
+	var folded []string // the last header's value: first line, then each continuation
+	unfold := func() {
+		if len(folded) > 1 {
+			hs[len(hs)-1].Value = strings.Join(folded, " ")
+		}
+		folded = folded[:0]
+	}
 	for ; i < len(lines); i++ {
 		l := lines[i]
 		if stop(l) {
+			unfold()
 			return hs, i, nil
 		}
 		if strings.TrimSpace(l) == "" {
+			unfold()
 			return hs, i + 1, nil
 		}
 		if l[0] == ' ' || l[0] == '\t' {
 			if len(hs) == 0 {
 				return nil, 0, fmt.Errorf("%w: %s header line %d %q: continuation without a header", ErrMalformed, where, i+1, clip(l))
 			}
-			hs[len(hs)-1].Value += " " + strings.TrimSpace(l)
+			folded = append(folded, strings.TrimSpace(l))
 			continue
 		}
 		name, value, ok := strings.Cut(l, ":")
 		if !ok || !validHeaderName(name) {
 			return nil, 0, fmt.Errorf("%w: %s header line %d %q is not a \"Name: value\" header", ErrMalformed, where, i+1, clip(l))
 		}
+		unfold()
 		hs = append(hs, Header{Name: name, Value: strings.TrimSpace(value)})
+		folded = append(folded, hs[len(hs)-1].Value)
 	}
 	// Headers ran to the end of the input: an empty body.
+	unfold()
 	return hs, len(lines), nil
 }
 

@@ -95,9 +95,27 @@ var ignoredKinds = map[string]bool{
 	"PriorityClass": true, "StorageClass": true, "PersistentVolumeClaim": true, "CustomResourceDefinition": true,
 }
 
+// DefaultMaxPods is the most pods Load lets the input describe (pending and
+// bound, workloads expanded into their replicas) unless Options say
+// otherwise: five times Karpenter's largest scheduling benchmark (20 000
+// pods) and the 100 000 pods the leader pass is sized for, well under what
+// fits in memory. `replicas: 1000000` is an input error, not an OOM kill.
+const DefaultMaxPods = 100_000
+
+// Options tune Load.
+type Options struct {
+	// MaxPods bounds the pods the input may describe (0: DefaultMaxPods).
+	// A workload or Pod that would pass it is an input error naming the
+	// field and its value, and adds no pod; the check comes before any
+	// allocation proportional to the count.
+	MaxPods int
+}
+
 type loader struct {
 	res     Result
 	errs    []error
+	maxPods int
+	pods    int // pods admitted so far (pending and bound)
 	pools   []*karpv1.NodePool
 	classes map[string]*awsv1.EC2NodeClass
 	nodes   []*corev1.Node
@@ -109,8 +127,11 @@ type loader struct {
 // Load reads the files. It returns the input built from every document it
 // could use and one error per document it could not (each wrapping
 // ErrInput and naming the file, document and field).
-func Load(files []File) (*Result, []error) {
-	l := &loader{classes: map[string]*awsv1.EC2NodeClass{}}
+func Load(files []File) (*Result, []error) { return LoadWith(files, Options{}) }
+
+// LoadWith is Load with options.
+func LoadWith(files []File, opts Options) (*Result, []error) {
+	l := &loader{classes: map[string]*awsv1.EC2NodeClass{}, maxPods: cmp.Or(opts.MaxPods, DefaultMaxPods)}
 	warn := func(s string) { l.res.Warnings = append(l.res.Warnings, s) }
 	inputs := make([]convert.Input, len(files))
 	for i, f := range files {
@@ -186,6 +207,9 @@ func (l *loader) document(raw []byte, src string) error {
 			return err
 		}
 		defaultNS(&p.ObjectMeta)
+		if err := l.admit("Pod", p.ObjectMeta, "", 1); err != nil {
+			return err
+		}
 		if p.Spec.NodeName != "" {
 			l.bound = append(l.bound, &p)
 		} else {
@@ -196,32 +220,34 @@ func (l *loader) document(raw []byte, src string) error {
 		if err := strict(&d); err != nil {
 			return err
 		}
-		l.expand(d.ObjectMeta, &d.Spec.Template, replicas(d.Spec.Replicas))
+		return l.expand(tm.Kind, d.ObjectMeta, &d.Spec.Template, "spec.replicas", replicas(d.Spec.Replicas))
 	case "apps/v1 ReplicaSet":
 		var d appsv1.ReplicaSet
 		if err := strict(&d); err != nil {
 			return err
 		}
-		l.expand(d.ObjectMeta, &d.Spec.Template, replicas(d.Spec.Replicas))
+		return l.expand(tm.Kind, d.ObjectMeta, &d.Spec.Template, "spec.replicas", replicas(d.Spec.Replicas))
 	case "apps/v1 StatefulSet":
 		var d appsv1.StatefulSet
 		if err := strict(&d); err != nil {
 			return err
 		}
-		l.expand(d.ObjectMeta, &d.Spec.Template, replicas(d.Spec.Replicas))
+		return l.expand(tm.Kind, d.ObjectMeta, &d.Spec.Template, "spec.replicas", replicas(d.Spec.Replicas))
 	case "batch/v1 Job":
 		var j batchv1.Job
 		if err := strict(&j); err != nil {
 			return err
 		}
-		l.expand(j.ObjectMeta, &j.Spec.Template, jobPods(&j.Spec))
+		field, n := jobPods(&j.Spec)
+		return l.expand(tm.Kind, j.ObjectMeta, &j.Spec.Template, "spec."+field, n)
 	case "batch/v1 CronJob":
 		var j batchv1.CronJob
 		if err := strict(&j); err != nil {
 			return err
 		}
 		// one run of the job
-		l.expand(j.ObjectMeta, &j.Spec.JobTemplate.Spec.Template, jobPods(&j.Spec.JobTemplate.Spec))
+		field, n := jobPods(&j.Spec.JobTemplate.Spec)
+		return l.expand(tm.Kind, j.ObjectMeta, &j.Spec.JobTemplate.Spec.Template, "spec.jobTemplate.spec."+field, n)
 	case "apps/v1 DaemonSet":
 		var d appsv1.DaemonSet
 		if err := strict(&d); err != nil {
@@ -282,25 +308,53 @@ func replicas(r *int32) int {
 	return int(*r)
 }
 
-func jobPods(s *batchv1.JobSpec) int {
-	n := 1
+// jobPods returns the pods one run of a job starts at once and the field
+// (under the JobSpec) that decides it.
+func jobPods(s *batchv1.JobSpec) (field string, n int) {
+	field, n = "parallelism", 1
 	if s.Parallelism != nil {
 		n = int(*s.Parallelism)
 	}
-	if s.Completions != nil {
-		n = min(n, int(*s.Completions))
+	if s.Completions != nil && int(*s.Completions) < n {
+		field, n = "completions", int(*s.Completions)
 	}
-	return n
+	return field, n
 }
 
-// expand makes n pods named <owner>-<i> from a template.
-func (l *loader) expand(owner metav1.ObjectMeta, t *corev1.PodTemplateSpec, n int) {
+// admit counts n more pods of the object kind/meta, whose count comes from
+// field (empty for a Pod), against the limit: an error, and nothing
+// counted, when they would pass it or n is negative.
+func (l *loader) admit(kind string, meta metav1.ObjectMeta, field string, n int) error {
+	what := fmt.Sprintf("%s %s/%s", kind, cmp.Or(meta.Namespace, "default"), meta.Name)
+	if field != "" {
+		what += fmt.Sprintf(": %s %d", field, n)
+	}
+	switch {
+	case n < 0:
+		return fmt.Errorf("%s: must not be negative", what)
+	case n > l.maxPods:
+		return fmt.Errorf("%s: more than the %d pods joiner plan simulates (--max-pods)", what, l.maxPods)
+	case n > l.maxPods-l.pods:
+		return fmt.Errorf("%s: %d pods with the %d before it, more than the %d pods joiner plan simulates (--max-pods)", what, l.pods+n, l.pods, l.maxPods)
+	}
+	l.pods += n
+	return nil
+}
+
+// expand makes n pods named <owner>-<i> from a template, once admit let
+// them in.
+func (l *loader) expand(kind string, owner metav1.ObjectMeta, t *corev1.PodTemplateSpec, field string, n int) error {
+	if err := l.admit(kind, owner, field, n); err != nil {
+		return err
+	}
 	ns := cmp.Or(owner.Namespace, "default")
+	l.pending = slices.Grow(l.pending, n)
 	for i := range n {
 		p := &corev1.Pod{ObjectMeta: *t.ObjectMeta.DeepCopy(), Spec: t.Spec}
 		p.Name, p.Namespace = owner.Name+"-"+strconv.Itoa(i), ns
 		l.pending = append(l.pending, p)
 	}
+	return nil
 }
 
 type defaulter interface{ SetDefaults() }
