@@ -125,7 +125,11 @@ func (t *TLS) ReloadError() error {
 
 // ServerConfig is the listener side: present our certificate, require a
 // client certificate signed by the CA.
-func (t *TLS) ServerConfig() *tls.Config {
+func (t *TLS) ServerConfig() *tls.Config { return t.serverConfig(tls.RequireAndVerifyClientCert) }
+
+// serverConfig presents the current certificate at each handshake and
+// checks client certificates against the CA as auth says.
+func (t *TLS) serverConfig(auth tls.ClientAuthType) *tls.Config {
 	return &tls.Config{
 		MinVersion: tls.VersionTLS12,
 		GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
@@ -134,7 +138,7 @@ func (t *TLS) ServerConfig() *tls.Config {
 				MinVersion:   tls.VersionTLS12,
 				Certificates: []tls.Certificate{*cert},
 				ClientCAs:    pool,
-				ClientAuth:   tls.RequireAndVerifyClientCert,
+				ClientAuth:   auth,
 			}, nil
 		},
 	}
@@ -155,20 +159,7 @@ func (t *TLS) ClientConfig(serverName string) *tls.Config {
 // HTTPServerConfig is the HTTP API's side: present our certificate and
 // verify a client certificate when one is given (coordinators and `joiner
 // status` present one; agents authenticate with a bearer token instead).
-func (t *TLS) HTTPServerConfig() *tls.Config {
-	return &tls.Config{
-		MinVersion: tls.VersionTLS12,
-		GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
-			cert, pool := t.current()
-			return &tls.Config{
-				MinVersion:   tls.VersionTLS12,
-				Certificates: []tls.Certificate{*cert},
-				ClientCAs:    pool,
-				ClientAuth:   tls.VerifyClientCertIfGiven,
-			}, nil
-		},
-	}
-}
+func (t *TLS) HTTPServerConfig() *tls.Config { return t.serverConfig(tls.VerifyClientCertIfGiven) }
 
 // HTTPClientConfig dials another replica's HTTP API: verify its
 // certificate against the CA (the server name comes from the URL) and

@@ -190,12 +190,7 @@ func (l *Launcher) Pass(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // Drive runs the protocol for one intent from its committed state.

@@ -239,12 +239,7 @@ func (l *Lifecycle) Reconcile(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // inputs gathers what Decide needs for one NodeClaim.
