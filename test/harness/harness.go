@@ -401,6 +401,12 @@ func (h *Harness) Restart(name string) error {
 	return err
 }
 
+// Metrics returns a replica's /metrics page (over the harness's TLS
+// client when the coordinators run TLS).
+func (h *Harness) Metrics(ctx context.Context, c *Coordinator) ([]byte, error) {
+	return h.get(ctx, c.URL+"/metrics")
+}
+
 // IsLeader reports whether a replica says it is the raft leader
 // (joiner_raft_leader 1 on its /metrics).
 func (h *Harness) IsLeader(ctx context.Context, c *Coordinator) bool {

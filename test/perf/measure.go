@@ -2,10 +2,9 @@ package perf
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -53,24 +52,17 @@ func (r *Run) coordStats(ctx context.Context) coordStats {
 				}
 			}
 		}
-		s.apiRequests += metricSum(ctx, c.URL+"/metrics", "joiner_kube_client_requests_total")
+		if page, err := r.H.Metrics(ctx, c); err == nil {
+			s.apiRequests += metricSum(page, "joiner_kube_client_requests_total")
+		}
 	}
 	return s
 }
 
 // metricSum adds the samples of a metric on a /metrics page.
-func metricSum(ctx context.Context, url, name string) float64 {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return 0
-	}
-	resp, err := (&http.Client{Timeout: 20 * time.Second}).Do(req)
-	if err != nil {
-		return 0
-	}
-	defer resp.Body.Close()
+func metricSum(page []byte, name string) float64 {
 	var sum float64
-	sc := bufio.NewScanner(io.LimitReader(resp.Body, 64<<20))
+	sc := bufio.NewScanner(bytes.NewReader(page))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()

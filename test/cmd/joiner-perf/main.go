@@ -53,7 +53,7 @@ func main() {
 	load, _ := os.ReadFile("/proc/loadavg")
 	fmt.Printf("joiner-perf %s: %d CPUs, load average %s", start.UTC().Format(time.RFC3339), runtime.NumCPU(), load)
 	fmt.Printf("settings: sim boot delay %s, sim kube client %.0f qps / %d burst, coordinator kube client 200 qps / 300 burst, "+
-		"3 coordinators, kubelet stand-in (8 workers, every 500ms), no agents\n", *bootDelay, *qps, *burst)
+		"3 coordinators (mutual TLS, the chart's default), kubelet stand-in (8 workers, every 500ms), no agents\n", *bootDelay, *qps, *burst)
 	results, err := perf.RunSuite(ctx, perf.Options{Dir: run, JoinerBin: bin, BootDelay: *bootDelay, SimKubeQPS: float32(*qps),
 		SimKubeBurst: *burst, Out: os.Stdout, Log: zap.NewNop()}, names)
 	load, _ = os.ReadFile("/proc/loadavg")
