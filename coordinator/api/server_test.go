@@ -463,3 +463,44 @@ func TestPortResolver(t *testing.T) {
 		t.Fatal("resolved an address without a port")
 	}
 }
+
+// TestReportFloodThroughRealListeners: one node's agent floods the real
+// TLS listeners of a 3-replica cluster with 1300 distinct forged notices
+// about its own instance: past its burst it is answered 429 (Retry-After),
+// and the replicated state keeps at most fsm.MaxUnhandledReportsPerInstance of
+// them, whatever the count.
+func TestReportFloodThroughRealListeners(t *testing.T) {
+	rs := startCluster(t, 3, true)
+	leader, _ := leaderAndFollower(t, rs)
+	token := tokenOf("ip-i-1")
+	throttled := 0
+	for i := range 1300 {
+		rep := notice("i-1")
+		rep.ID = fmt.Sprintf("i-1/spot-interruption/%d", i)
+		body, _ := json.Marshal(rep)
+		resp, _ := post(t, leader.srv.URL, "Bearer "+token, string(body))
+		switch resp.StatusCode {
+		case http.StatusOK:
+		case http.StatusTooManyRequests:
+			if resp.Header.Get("Retry-After") == "" {
+				t.Fatal("429 without Retry-After")
+			}
+			throttled++
+		case http.StatusServiceUnavailable: // an election under load
+		default:
+			t.Fatalf("report %d: %d", i, resp.StatusCode)
+		}
+	}
+	if throttled == 0 {
+		t.Fatal("1300 reports from one node in a burst of 1000: none throttled")
+	}
+	n := 0
+	for _, r := range leaderFSM(t, rs).Interruptions() {
+		if r.InstanceID == "i-1" && !r.Handled {
+			n++
+		}
+	}
+	if n == 0 || n > fsm.MaxUnhandledReportsPerInstance {
+		t.Fatalf("%d unhandled reports kept for one instance, want 1..%d", n, fsm.MaxUnhandledReportsPerInstance)
+	}
+}
