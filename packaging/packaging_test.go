@@ -384,8 +384,14 @@ func TestHelmTemplateFullValues(t *testing.T) {
 		t.Fatalf("helm template: %v\n%s", err, out)
 	}
 	objs := objects(t, out)
-	if find(objs, "ServiceMonitor", "") == nil {
-		t.Error("no ServiceMonitor with metrics.serviceMonitor.enabled")
+	sm := find(objs, "ServiceMonitor", "")
+	if sm == nil {
+		t.Fatal("no ServiceMonitor with metrics.serviceMonitor.enabled")
+	}
+	// The coordinators serve TLS: scraped over https, checked against their CA.
+	eps, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
+	if len(eps) == 0 || eps[0].(map[string]any)["scheme"] != "https" {
+		t.Errorf("coordinator metrics endpoint %v: want scheme https", eps)
 	}
 	var sa corev1.ServiceAccount
 	into(t, find(objs, "ServiceAccount", "joiner-coordinator"), &sa)
