@@ -27,7 +27,8 @@ import (
 // likes, onto whichever planned node it likes, as the nodes register one by
 // one. The plan holds when every pod runs on a node Joiner planned for
 // some pod, every NodeClaim holds a pod it was planned for, no node is left
-// without a workload pod, and the constraints hold in the bound layout.
+// without a workload pod (but one per pod planned again, see below), and
+// the constraints hold in the bound layout.
 //
 // How many pods kube-scheduler puts elsewhere than planned depends on the
 // order nodes register and pods bind, that is on the machine's load: on
@@ -158,10 +159,20 @@ func TestPlanIsReality(t *testing.T) {
 			t.Errorf("nodeclaim %s holds no planned pod: a second round", c)
 		}
 	}
+	// A node without a workload pod is waste. Only a replan can leave one:
+	// the replanned pod's new node registers after kube-scheduler found the
+	// pod room elsewhere (consolidation removes it later), so at most one
+	// per replanned pod.
+	var empty []string
 	for _, n := range st.Nodes {
 		if n.Pods == 0 {
-			t.Errorf("node %s (%s) has no workload pod", n.Name, n.InstanceType)
+			empty = append(empty, n.Name+" ("+n.InstanceType+")")
 		}
+	}
+	if len(empty) > replanned {
+		t.Errorf("nodes without a workload pod: %v; %d pod(s) planned again", empty, replanned)
+	} else if len(empty) > 0 {
+		t.Logf("nodes without a workload pod, left by a replan: %v", empty)
 	}
 	// The first pass made (nearly) every NodeClaim.
 	rounds := 0
