@@ -2,13 +2,10 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -18,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/joiner-dev/joiner/coordinator/api"
+	"github.com/joiner-dev/joiner/coordinator/cluster"
 )
 
 func init() { addCommand(newStatusCmd) }
@@ -64,25 +62,18 @@ func newStatusCmd(*globals) *cobra.Command {
 	return cmd
 }
 
-// statusClient presents the certificate in dir to an https address.
+// statusClient presents the certificate in dir to an https address (the
+// files the coordinator keeps for tools, see cluster.TLS.WriteFiles).
 func statusClient(addr, dir string) (*http.Client, error) {
 	if !strings.HasPrefix(addr, "https://") {
 		return &http.Client{}, nil
 	}
-	cert, err := tls.LoadX509KeyPair(filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"))
+	t, err := cluster.LoadTLS(cluster.TLSFiles{CertFile: filepath.Join(dir, "tls.crt"), KeyFile: filepath.Join(dir, "tls.key"),
+		CAFile: filepath.Join(dir, "ca.crt")})
 	if err != nil {
 		return nil, fmt.Errorf("--tls-dir %s: %w", dir, err)
 	}
-	caPEM, err := os.ReadFile(filepath.Join(dir, "ca.crt"))
-	if err != nil {
-		return nil, fmt.Errorf("--tls-dir: %w", err)
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(caPEM) {
-		return nil, fmt.Errorf("--tls-dir %s: ca.crt holds no PEM certificate", dir)
-	}
-	return &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{MinVersion: tls.VersionTLS12,
-		RootCAs: pool, Certificates: []tls.Certificate{cert}}}}, nil
+	return &http.Client{Transport: &http.Transport{TLSClientConfig: t.HTTPClientConfig()}}, nil
 }
 
 // renderStatus prints the tables (pure: the same status, the same text).

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"sync"
 	"time"
+
+	"golang.org/x/time/rate"
 )
 
 // Errors an Authenticator returns that the server answers specially
@@ -30,12 +32,12 @@ type Identity struct {
 // Authenticator maps a bearer token ("" when none was sent) to the caller.
 type Authenticator func(ctx context.Context, token string) (Identity, error)
 
-// limiter is a token bucket per key (node): rate per second, burst.
+// limiter is a token bucket (golang.org/x/time/rate) per key (node).
 // Keys are nodes that authenticated, so their number is bounded by the
-// cluster's size; idle buckets are dropped.
+// cluster's size; buckets idle long enough to be full again are dropped.
 type limiter struct {
-	rate  float64
-	burst float64
+	rate  rate.Limit
+	burst int
 	now   func() time.Time
 
 	mu      sync.Mutex
@@ -44,12 +46,12 @@ type limiter struct {
 }
 
 type bucket struct {
-	tokens float64
-	last   time.Time
+	lim  *rate.Limiter
+	last time.Time
 }
 
-func newLimiter(rate float64, burst int, now func() time.Time) *limiter {
-	return &limiter{rate: rate, burst: float64(burst), now: now, buckets: map[string]*bucket{}}
+func newLimiter(perSecond float64, burst int, now func() time.Time) *limiter {
+	return &limiter{rate: rate.Limit(perSecond), burst: burst, now: now, buckets: map[string]*bucket{}}
 }
 
 func (l *limiter) allow(key string) bool {
@@ -57,7 +59,7 @@ func (l *limiter) allow(key string) bool {
 	defer l.mu.Unlock()
 	now := l.now()
 	if now.Sub(l.swept) > time.Minute {
-		full := time.Duration(l.burst / l.rate * float64(time.Second))
+		full := time.Duration(float64(l.burst) / float64(l.rate) * float64(time.Second))
 		for k, b := range l.buckets {
 			if now.Sub(b.last) > full {
 				delete(l.buckets, k)
@@ -67,14 +69,9 @@ func (l *limiter) allow(key string) bool {
 	}
 	b, ok := l.buckets[key]
 	if !ok {
-		b = &bucket{tokens: l.burst, last: now}
+		b = &bucket{lim: rate.NewLimiter(l.rate, l.burst)}
 		l.buckets[key] = b
 	}
-	b.tokens = min(l.burst, b.tokens+now.Sub(b.last).Seconds()*l.rate)
 	b.last = now
-	if b.tokens < 1 {
-		return false
-	}
-	b.tokens--
-	return true
+	return b.lim.AllowN(now, 1)
 }

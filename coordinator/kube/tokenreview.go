@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	authnv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -57,10 +59,9 @@ type TokenReviewer struct {
 	ReviewsPerSecond float64
 	Now              func() time.Time
 
-	mu     sync.Mutex
-	cache  map[[32]byte]reviewed
-	tokens float64
-	last   time.Time
+	mu      sync.Mutex
+	cache   map[[32]byte]reviewed
+	reviews *rate.Limiter
 }
 
 type reviewed struct {
@@ -85,6 +86,9 @@ func (r *TokenReviewer) defaults() {
 	if r.cache == nil {
 		r.cache = map[[32]byte]reviewed{}
 	}
+	if r.reviews == nil {
+		r.reviews = rate.NewLimiter(rate.Limit(r.ReviewsPerSecond), int(2*r.ReviewsPerSecond))
+	}
 }
 
 // Review returns the identity of token or an error wrapping
@@ -101,7 +105,7 @@ func (r *TokenReviewer) Review(ctx context.Context, token string) (TokenIdentity
 		r.mu.Unlock()
 		return c.id, c.err
 	}
-	if !r.take(now) {
+	if !r.reviews.AllowN(now, 1) {
 		r.mu.Unlock()
 		return TokenIdentity{}, ErrReviewBusy
 	}
@@ -129,22 +133,6 @@ func (r *TokenReviewer) Review(ctx context.Context, token string) (TokenIdentity
 	}
 	r.cache[key] = reviewed{id: id, err: err, expires: now.Add(ttl)}
 	return id, err
-}
-
-// take spends one review from the token bucket.
-func (r *TokenReviewer) take(now time.Time) bool {
-	burst := 2 * r.ReviewsPerSecond
-	if r.last.IsZero() {
-		r.tokens = burst
-	} else {
-		r.tokens = min(burst, r.tokens+now.Sub(r.last).Seconds()*r.ReviewsPerSecond)
-	}
-	r.last = now
-	if r.tokens < 1 {
-		return false
-	}
-	r.tokens--
-	return true
 }
 
 func (r *TokenReviewer) review(ctx context.Context, token string) (TokenIdentity, error) {
