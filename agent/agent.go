@@ -25,6 +25,7 @@ import (
 	"github.com/joiner-dev/joiner/agent/imds"
 	"github.com/joiner-dev/joiner/agent/report"
 	"github.com/joiner-dev/joiner/drain"
+	"github.com/joiner-dev/joiner/internal/defaults"
 	"github.com/joiner-dev/joiner/internal/logging"
 )
 
@@ -120,12 +121,8 @@ func New(cfg Config, kube kubernetes.Interface, log *zap.Logger) (*Agent, error)
 	if cfg.NodeName == "" {
 		return nil, errors.New("agent: node name must be set")
 	}
-	if cfg.Interval <= 0 {
-		cfg.Interval = time.Second
-	}
-	if cfg.MinDrainWindow <= 0 {
-		cfg.MinDrainWindow = 30 * time.Second
-	}
+	defaults.Positive(&cfg.Interval, time.Second)
+	defaults.Positive(&cfg.MinDrainWindow, 30*time.Second)
 	pol := DefaultPolicy()
 	for k, v := range cfg.Policy {
 		pol[k] = v

@@ -13,6 +13,7 @@ import (
 
 	"github.com/joiner-dev/joiner/agent/config"
 	"github.com/joiner-dev/joiner/agent/volumes"
+	"github.com/joiner-dev/joiner/internal/defaults"
 )
 
 // DefaultAgentUnit is the agent's systemd unit (shipped in packaging/).
@@ -55,9 +56,7 @@ func (o *Options) defaults() {
 	if o.AgentUnit == "" {
 		o.AgentUnit = DefaultAgentUnit
 	}
-	if o.Log == nil {
-		o.Log = zap.NewNop()
-	}
+	defaults.Zero(&o.Log, zap.NewNop())
 	if o.Setup == nil {
 		o.Setup = volumes.Setup
 	}

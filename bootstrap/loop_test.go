@@ -3,71 +3,19 @@ package bootstrap
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/moby/sys/mountinfo"
-	"golang.org/x/sys/unix"
 
 	"github.com/joiner-dev/joiner/agent/config"
 	"github.com/joiner-dev/joiner/agent/volumes"
+	"github.com/joiner-dev/joiner/test/loopdev"
 )
-
-// requireLoop skips unless loop devices can be made and formatted here.
-func requireLoop(t *testing.T) {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("loop-device test: skipped under -short")
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("loop-device test: needs root (CI runs as root)")
-	}
-	for _, tool := range []string{"losetup", "mount", "umount", "mkfs.xfs", "blkid", "wipefs"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("loop-device test: %s not installed (scripts/install-deps.sh installs it)", tool)
-		}
-	}
-}
-
-// newImage makes a sparse image file of 320 MiB (mkfs.xfs wants 300).
-func newImage(t *testing.T) string {
-	t.Helper()
-	img := filepath.Join(t.TempDir(), "disk.img")
-	if err := os.WriteFile(img, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Truncate(img, 320<<20); err != nil {
-		t.Fatal(err)
-	}
-	return img
-}
-
-// attach attaches img as a loop device, detached at cleanup.
-func attach(t *testing.T, img string) string {
-	t.Helper()
-	out, err := exec.Command("losetup", "-f", "--show", img).CombinedOutput()
-	if err != nil {
-		t.Skipf("loop-device test: losetup: %v %s", err, out)
-	}
-	dev := strings.TrimSpace(string(out))
-	t.Cleanup(func() { exec.Command("losetup", "-d", dev).Run() })
-	return dev
-}
-
-// unmountUnder unmounts everything below root, deepest first.
-func unmountUnder(root string) {
-	infos, _ := mountinfo.GetMounts(mountinfo.PrefixFilter(root))
-	for i := len(infos) - 1; i >= 0; i-- {
-		exec.Command("umount", infos[i].Mountpoint).Run()
-	}
-}
 
 func noIMDS(context.Context) ([]string, string, error) {
 	return nil, "", errors.New("no IMDS in tests")
@@ -76,10 +24,10 @@ func noIMDS(context.Context) ([]string, string, error) {
 // TestRunOnLoopDevice runs the whole first boot (real discovery, probe,
 // mkfs, units, mount, config) on a loop device, twice.
 func TestRunOnLoopDevice(t *testing.T) {
-	requireLoop(t)
-	dev := attach(t, newImage(t))
+	loopdev.Require(t, "mkfs.xfs")
+	dev := loopdev.New(t, 320)
 	root := t.TempDir()
-	t.Cleanup(func() { unmountUnder(root) })
+	t.Cleanup(func() { loopdev.UnmountUnder(t, root) })
 	cfgPath := filepath.Join(root, "etc", "agent.json")
 	opts := Options{
 		Config: config.Config{Volumes: config.Volumes{Devices: []string{dev}, MountRoot: root,
@@ -104,67 +52,6 @@ func TestRunOnLoopDevice(t *testing.T) {
 	}
 }
 
-// countingRunner runs real commands and counts them by name.
-type countingRunner struct {
-	mu    sync.Mutex
-	calls map[string]int
-}
-
-func (r *countingRunner) Run(ctx context.Context, name string, args ...string) ([]byte, error) {
-	r.mu.Lock()
-	if r.calls == nil {
-		r.calls = map[string]int{}
-	}
-	r.calls[name]++
-	r.mu.Unlock()
-	return volumes.ExecRunner{}.Run(ctx, name, args...)
-}
-
-func (r *countingRunner) count(name string) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.calls[name]
-}
-
-// headTail hashes the first and last MiB of dev.
-func headTail(t *testing.T, dev string) [32]byte {
-	t.Helper()
-	f, err := os.Open(dev)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	size, _ := f.Seek(0, 2)
-	buf := make([]byte, 2<<20)
-	f.ReadAt(buf[:1<<20], 0)
-	f.ReadAt(buf[1<<20:], size-1<<20)
-	return sha256.Sum256(buf)
-}
-
-func blkidUUID(t *testing.T, dev string) string {
-	out, _ := exec.Command("blkid", "-p", "-s", "UUID", "-o", "value", dev).Output()
-	return strings.TrimSpace(string(out))
-}
-
-// mountedDev says whether dev (or anything with its major:minor) is mounted.
-func mountedDev(t *testing.T, dev string) []string {
-	var st unix.Stat_t
-	if err := unix.Stat(dev, &st); err != nil {
-		t.Fatal(err)
-	}
-	infos, err := mountinfo.GetMounts(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var at []string
-	for _, i := range infos {
-		if uint32(i.Major) == unix.Major(st.Rdev) && uint32(i.Minor) == unix.Minor(st.Rdev) {
-			at = append(at, i.Mountpoint)
-		}
-	}
-	return at
-}
-
 // TestRunLeavesForeignDiskAloneAcrossReboot is issue 17's data case on real
 // loop devices posing as Nitro EBS volumes (NVMe serial = volume ID): the
 // first boot records and formats the launch volume; then a blank volume is
@@ -173,11 +60,11 @@ func mountedDev(t *testing.T, dev string) []string {
 // volume and blank, yet stays untouched; the launch volume is mounted again,
 // not reformatted, its file intact.
 func TestRunLeavesForeignDiskAloneAcrossReboot(t *testing.T) {
-	requireLoop(t)
+	loopdev.Require(t, "mkfs.xfs")
 	root := t.TempDir()
-	t.Cleanup(func() { unmountUnder(root) })
-	launch := attach(t, newImage(t))
-	foreignImg := newImage(t)
+	t.Cleanup(func() { loopdev.UnmountUnder(t, root) })
+	launch := loopdev.New(t, 320)
+	foreignImg := loopdev.Image(t, 320)
 	// The foreign volume is listed from the start through a link that
 	// exists only once it is attached, as /dev/xvdba would; the test never
 	// lets bootstrap pick disks by itself (it would see the host's).
@@ -195,9 +82,9 @@ func TestRunLeavesForeignDiskAloneAcrossReboot(t *testing.T) {
 	imdsCalls := 0
 	mappings := []string{"sdb"}
 	cfgPath := filepath.Join(root, "etc", "agent.json")
-	boot := func(n int) (*countingRunner, string) {
+	boot := func(n int) (*loopdev.CountingRunner, string) {
 		t.Helper()
-		r := &countingRunner{}
+		r := &loopdev.CountingRunner{}
 		var out bytes.Buffer
 		err := Run(context.Background(), Options{
 			Config: config.Config{Volumes: config.Volumes{Devices: []string{launch, foreignLink}, MountRoot: root,
@@ -216,10 +103,10 @@ func TestRunLeavesForeignDiskAloneAcrossReboot(t *testing.T) {
 	statePath := filepath.Join(root, "state", volumes.LaunchFile)
 
 	// Boot 1: only the launch volume is there.
-	if r, _ := boot(1); r.count("mkfs.xfs") != 1 {
-		t.Fatalf("boot 1 ran mkfs.xfs %d times, want 1", r.count("mkfs.xfs"))
+	if r, _ := boot(1); r.Count("mkfs.xfs") != 1 {
+		t.Fatalf("boot 1 ran mkfs.xfs %d times, want 1", r.Count("mkfs.xfs"))
 	}
-	uuid := blkidUUID(t, launch)
+	uuid := loopdev.UUID(launch)
 	if err := os.WriteFile(filepath.Join(data1, "keep"), []byte("launch data"), 0o644); err != nil {
 		t.Fatalf("data1 not usable: %v", err)
 	}
@@ -230,30 +117,30 @@ func TestRunLeavesForeignDiskAloneAcrossReboot(t *testing.T) {
 	recBytes, _ := os.ReadFile(statePath)
 
 	// A CSI volume gets attached; after a stop/start IMDS would list it too.
-	foreign := attach(t, foreignImg)
+	foreign := loopdev.Attach(t, foreignImg)
 	ids[filepath.Base(foreign)] = identity{"vol02222222222222222", "/dev/xvdba"}
 	if err := os.Symlink(foreign, foreignLink); err != nil {
 		t.Fatal(err)
 	}
 	mappings = []string{"sdb", "xvdba"}
-	foreignSum := headTail(t, foreign)
+	foreignSum := loopdev.HeadTailSum(t, foreign)
 
 	// Reboot: every mount is gone; bootstrap runs again.
-	unmountUnder(root)
+	loopdev.UnmountUnder(t, root)
 	r, out := boot(2)
-	if n := r.count("mkfs.xfs") + r.count("mkfs.ext4") + r.count("mdadm"); n != 0 {
-		t.Errorf("boot 2 ran mkfs/mdadm %d times (%v), want 0", n, r.calls)
+	if n := r.Count("mkfs.xfs") + r.Count("mkfs.ext4") + r.Count("mdadm"); n != 0 {
+		t.Errorf("boot 2 ran mkfs/mdadm %d times (%v), want 0", n, r)
 	}
 	if want := fmt.Sprintf("%s (volume vol-02222222222222222, serial vol02222222222222222, mapping /dev/xvdba) is blank but was not attached by Joiner at launch", foreign); !strings.Contains(out, want) {
 		t.Errorf("boot 2 output does not say %q", want)
 	}
-	if headTail(t, foreign) != foreignSum || blkidUUID(t, foreign) != "" {
-		t.Errorf("the foreign volume was written to (blkid UUID %q)", blkidUUID(t, foreign))
+	if loopdev.HeadTailSum(t, foreign) != foreignSum || loopdev.UUID(foreign) != "" {
+		t.Errorf("the foreign volume was written to (blkid UUID %q)", loopdev.UUID(foreign))
 	}
-	if at := mountedDev(t, foreign); len(at) != 0 {
+	if at := loopdev.MountedAt(t, foreign); len(at) != 0 {
 		t.Errorf("the foreign volume is mounted at %v", at)
 	}
-	if got := blkidUUID(t, launch); got != uuid {
+	if got := loopdev.UUID(launch); got != uuid {
 		t.Errorf("launch volume UUID %s -> %s: reformatted", uuid, got)
 	}
 	if b, err := os.ReadFile(filepath.Join(data1, "keep")); err != nil || string(b) != "launch data" {

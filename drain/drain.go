@@ -34,6 +34,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	corekarp "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/internal/defaults"
 	"github.com/joiner-dev/joiner/internal/logging"
 )
 
@@ -109,21 +110,11 @@ type Drainer struct {
 
 // New builds a Drainer.
 func New(kube kubernetes.Interface, log *zap.Logger, o Options) *Drainer {
-	if o.RetryBase <= 0 {
-		o.RetryBase = 500 * time.Millisecond
-	}
-	if o.RetryMax <= 0 {
-		o.RetryMax = 5 * time.Second
-	}
-	if o.PollInterval <= 0 {
-		o.PollInterval = 500 * time.Millisecond
-	}
-	if o.Parallelism <= 0 {
-		o.Parallelism = 32
-	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
+	defaults.Positive(&o.RetryBase, 500*time.Millisecond)
+	defaults.Positive(&o.RetryMax, 5*time.Second)
+	defaults.Positive(&o.PollInterval, 500*time.Millisecond)
+	defaults.Positive(&o.Parallelism, 32)
+	defaults.Clock(&o.Now)
 	return &Drainer{kube: kube, log: log, opts: o}
 }
 

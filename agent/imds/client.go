@@ -12,6 +12,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	sdkimds "github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
+
+	"github.com/joiner-dev/joiner/internal/defaults"
 )
 
 // Metadata paths (relative to /latest/meta-data/).
@@ -55,9 +57,7 @@ func NewClient(o ClientOptions) (*Client, error) {
 	if o.TokenTTL < time.Second || o.TokenTTL > 6*time.Hour {
 		return nil, fmt.Errorf("imds token TTL %s: must be between 1s and 6h", o.TokenTTL)
 	}
-	if o.Timeout <= 0 {
-		o.Timeout = 2 * time.Second
-	}
+	defaults.Positive(&o.Timeout, 2*time.Second)
 	base := http.DefaultTransport
 	if o.HTTPClient != nil && o.HTTPClient.Transport != nil {
 		base = o.HTTPClient.Transport

@@ -11,6 +11,8 @@ package imds
 import (
 	"fmt"
 	"time"
+
+	"github.com/joiner-dev/joiner/internal/defaults"
 )
 
 // Kind is the kind of interruption notice.
@@ -66,11 +68,7 @@ type Deadlines struct {
 }
 
 func (d Deadlines) withDefaults() Deadlines {
-	if d.Rebalance <= 0 {
-		d.Rebalance = 2 * time.Minute
-	}
-	if d.ASGTerminate <= 0 {
-		d.ASGTerminate = 2 * time.Minute
-	}
+	defaults.Positive(&d.Rebalance, 2*time.Minute)
+	defaults.Positive(&d.ASGTerminate, 2*time.Minute)
 	return d
 }

@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/joiner-dev/joiner/internal/defaults"
 	"github.com/joiner-dev/joiner/internal/logging"
 )
 
@@ -62,18 +63,12 @@ type pathState struct {
 
 // NewWatcher builds a Watcher.
 func NewWatcher(get Getter, log *zap.Logger, o WatcherOptions) *Watcher {
-	if o.Interval <= 0 {
-		o.Interval = time.Second
-	}
+	defaults.Positive(&o.Interval, time.Second)
 	if len(o.Kinds) == 0 {
 		o.Kinds = Kinds
 	}
-	if o.MaxBackoff <= 0 {
-		o.MaxBackoff = 30 * time.Second
-	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
+	defaults.Positive(&o.MaxBackoff, 30*time.Second)
+	defaults.Clock(&o.Now)
 	o.Deadlines = o.Deadlines.withDefaults()
 	w := &Watcher{get: get, log: log, opts: o, seen: map[string]Notice{}}
 	for _, k := range o.Kinds {

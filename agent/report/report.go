@@ -23,6 +23,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/joiner-dev/joiner/internal/defaults"
 	"github.com/joiner-dev/joiner/internal/logging"
 )
 
@@ -73,15 +74,9 @@ func NewClient(log *zap.Logger, o Options) (*Client, error) {
 		}
 		o.Endpoints[i] = strings.TrimRight(e, "/")
 	}
-	if o.Timeout <= 0 {
-		o.Timeout = 5 * time.Second
-	}
-	if o.RetryBase <= 0 {
-		o.RetryBase = 200 * time.Millisecond
-	}
-	if o.RetryMax <= 0 {
-		o.RetryMax = 5 * time.Second
-	}
+	defaults.Positive(&o.Timeout, 5*time.Second)
+	defaults.Positive(&o.RetryBase, 200*time.Millisecond)
+	defaults.Positive(&o.RetryMax, 5*time.Second)
 	if o.UserAgent == "" {
 		o.UserAgent = "joiner-agent"
 	}

@@ -11,6 +11,8 @@ import (
 
 	"github.com/moby/sys/mountinfo"
 	"go.uber.org/zap"
+
+	"github.com/joiner-dev/joiner/internal/defaults"
 )
 
 // Kind tells EBS volumes from instance-store disks.
@@ -127,9 +129,7 @@ func (d *Discoverer) defaults() {
 	if d.Open == nil {
 		d.Open = os.Open
 	}
-	if d.Log == nil {
-		d.Log = zap.NewNop()
-	}
+	defaults.Zero(&d.Log, zap.NewNop())
 }
 
 // virtualPrefixes are kernel names skipped unless a device is listed explicitly.

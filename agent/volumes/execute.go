@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/joiner-dev/joiner/internal/atomicfile"
+	"github.com/joiner-dev/joiner/internal/defaults"
 )
 
 // Runner runs an external command (mkfs, mdadm, mount, blkid, ...).
@@ -130,9 +131,7 @@ func (e *Executor) recheck(ctx context.Context, path string) (string, error) {
 // Apply runs the plan's actions. A failed action skips the rest of its group
 // and the others go on; the error joins every failure.
 func (e *Executor) Apply(ctx context.Context, p Plan) error {
-	if e.Log == nil {
-		e.Log = zap.NewNop()
-	}
+	defaults.Zero(&e.Log, zap.NewNop())
 	if e.Journal == nil {
 		e.Journal = &Journal{}
 	}

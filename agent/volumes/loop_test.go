@@ -3,149 +3,31 @@ package volumes
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 
 	"github.com/moby/sys/mountinfo"
 	"go.uber.org/zap/zaptest"
-	"golang.org/x/sys/unix"
 
 	"github.com/joiner-dev/joiner/agent/config"
+	"github.com/joiner-dev/joiner/test/loopdev"
 )
 
 // These tests format and mount real loop devices. They need root and the
 // tools from scripts/install-deps.sh; they skip with a message otherwise.
 // Everything mounts under a temp dir; the real /data* is never touched.
 
-func requireLoop(t *testing.T, tools ...string) {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("loop-device test: skipped under -short")
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("loop-device test: needs root (CI runs as root)")
-	}
-	for _, tool := range append([]string{"losetup", "mount", "umount", "blkid", "wipefs"}, tools...) {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("loop-device test: %s not installed (scripts/install-deps.sh installs it)", tool)
-		}
-	}
-	if _, err := os.Stat("/dev/loop-control"); err != nil {
-		t.Skip("loop-device test: no /dev/loop-control in this environment")
-	}
-}
-
-func run(t *testing.T, name string, args ...string) string {
-	t.Helper()
-	out, err := exec.Command(name, args...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
-	}
-	return string(out)
-}
-
-// newLoop attaches a sparse file of sizeMiB as a loop device. Cleanup
-// unmounts anything on it, stops md arrays holding it, then detaches it.
-func newLoop(t *testing.T, sizeMiB int64) string {
-	t.Helper()
-	img := filepath.Join(t.TempDir(), "disk.img")
-	f, err := os.Create(img)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Truncate(sizeMiB << 20); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	dev := strings.TrimSpace(run(t, "losetup", "-f", "--show", img))
-	t.Cleanup(func() { releaseDevice(t, dev) })
-	return dev
-}
-
-func devNum(path string) (string, error) {
-	var st unix.Stat_t
-	if err := unix.Stat(path, &st); err != nil {
-		return "", err
-	}
-	return fmt.Sprintf("%d:%d", unix.Major(st.Rdev), unix.Minor(st.Rdev)), nil
-}
-
-func releaseDevice(t *testing.T, dev string) {
-	name := filepath.Base(dev)
-	holders, _ := os.ReadDir(filepath.Join("/sys/block", name, "holders"))
-	for _, h := range holders {
-		hdev := "/dev/" + h.Name()
-		unmountDev(t, hdev)
-		if out, err := exec.Command("mdadm", "--stop", hdev).CombinedOutput(); err != nil {
-			t.Logf("cleanup: mdadm --stop %s: %v %s", hdev, err, out)
-		}
-	}
-	unmountDev(t, dev)
-	if out, err := exec.Command("losetup", "-d", dev).CombinedOutput(); err != nil {
-		t.Logf("cleanup: losetup -d %s: %v %s", dev, err, out)
-	}
-}
-
-func unmountDev(t *testing.T, dev string) {
-	num, err := devNum(dev)
-	if err != nil {
-		return
-	}
-	infos, _ := mountinfo.GetMounts(nil)
-	for i := len(infos) - 1; i >= 0; i-- {
-		if fmt.Sprintf("%d:%d", infos[i].Major, infos[i].Minor) == num {
-			if out, err := exec.Command("umount", infos[i].Mountpoint).CombinedOutput(); err != nil {
-				t.Logf("cleanup: umount %s: %v %s", infos[i].Mountpoint, err, out)
-			}
-		}
-	}
-}
-
-// unmountUnder unmounts everything below root, deepest first.
-func unmountUnder(t *testing.T, root string) {
-	infos, _ := mountinfo.GetMounts(mountinfo.PrefixFilter(root))
-	for i := len(infos) - 1; i >= 0; i-- {
-		if out, err := exec.Command("umount", infos[i].Mountpoint).CombinedOutput(); err != nil {
-			t.Logf("cleanup: umount %s: %v %s", infos[i].Mountpoint, err, out)
-		}
-	}
-}
-
-// countingRunner runs real commands and counts them by name.
-type countingRunner struct {
-	mu    sync.Mutex
-	calls map[string]int
-}
-
-func (r *countingRunner) Run(ctx context.Context, name string, args ...string) ([]byte, error) {
-	r.mu.Lock()
-	if r.calls == nil {
-		r.calls = map[string]int{}
-	}
-	r.calls[name]++
-	r.mu.Unlock()
-	return ExecRunner{}.Run(ctx, name, args...)
-}
-
-func (r *countingRunner) count(name string) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.calls[name]
-}
-
 // testConfig returns a config whose mounts, units and journal all live in a
 // temp dir, unmounted at cleanup.
 func testConfig(t *testing.T, devices ...string) config.Volumes {
 	root := t.TempDir()
-	t.Cleanup(func() { unmountUnder(t, root) })
+	t.Cleanup(func() { loopdev.UnmountUnder(t, root) })
 	c := config.Config{Volumes: config.Volumes{
 		Devices:   devices,
 		MountRoot: root,
@@ -155,9 +37,9 @@ func testConfig(t *testing.T, devices ...string) config.Volumes {
 	return c.Volumes
 }
 
-func setup(t *testing.T, cfg config.Volumes, allowFormat bool) (Plan, *countingRunner) {
+func setup(t *testing.T, cfg config.Volumes, allowFormat bool) (Plan, *loopdev.CountingRunner) {
 	t.Helper()
-	r := &countingRunner{}
+	r := &loopdev.CountingRunner{}
 	plan, err := Setup(context.Background(), Options{Config: cfg, AllowFormat: allowFormat, RecordLaunch: allowFormat, Runner: r, Log: zaptest.NewLogger(t),
 		KubeletCert: noKubelet(t)})
 	if err != nil {
@@ -218,22 +100,28 @@ func unitFiles(t *testing.T, dir string) map[string]fileState {
 	return out
 }
 
+// blkidUUID is the filesystem UUID on dev; t fails when there is none.
 func blkidUUID(t *testing.T, dev string) string {
-	return strings.TrimSpace(run(t, "blkid", "-p", "-s", "UUID", "-o", "value", dev))
+	t.Helper()
+	u := loopdev.UUID(dev)
+	if u == "" {
+		t.Fatalf("no filesystem UUID on %s", dev)
+	}
+	return u
 }
 
 func TestLoopBlankDisksFormattedAndMountedInMappingOrder(t *testing.T) {
-	requireLoop(t, "mkfs.xfs", "xfs_repair")
-	l := []string{newLoop(t, 320), newLoop(t, 320), newLoop(t, 320)}
+	loopdev.Require(t, "mkfs.xfs", "xfs_repair")
+	l := []string{loopdev.New(t, 320), loopdev.New(t, 320), loopdev.New(t, 320)}
 	// Mapping order deliberately differs from attach order.
 	order := []string{l[2], l[0], l[1]}
 	cfg := testConfig(t, order...)
 	plan, r := setup(t, cfg, true)
-	if got := r.count("mkfs.xfs"); got != 3 {
+	if got := r.Count("mkfs.xfs"); got != 3 {
 		t.Fatalf("mkfs.xfs ran %d times, want 3; plan %+v", got, plan.Volumes)
 	}
 	for i, dev := range order {
-		num, _ := devNum(dev)
+		num, _ := loopdev.Num(dev)
 		tgt := target(cfg, i+1)
 		if got := mountDev(t, tgt); got != num {
 			t.Errorf("%s: mounted device %q, want %s (%s)", tgt, got, num, dev)
@@ -263,8 +151,8 @@ func TestLoopBlankDisksFormattedAndMountedInMappingOrder(t *testing.T) {
 	// Run again: nothing changes.
 	units, mounts := unitFiles(t, cfg.UnitDir), mountsUnder(t, cfg.MountRoot)
 	_, r = setup(t, cfg, true)
-	if n := r.count("mkfs.xfs") + r.count("mount") + r.count("mdadm"); n != 0 {
-		t.Errorf("second run ran mkfs/mount/mdadm %d times, want 0 (%v)", n, r.calls)
+	if n := r.Count("mkfs.xfs") + r.Count("mount") + r.Count("mdadm"); n != 0 {
+		t.Errorf("second run ran mkfs/mount/mdadm %d times, want 0 (%v)", n, r)
 	}
 	if got := unitFiles(t, cfg.UnitDir); fmt.Sprint(got) != fmt.Sprint(units) {
 		t.Errorf("unit files changed on re-run:\n%v\n%v", units, got)
@@ -275,13 +163,13 @@ func TestLoopBlankDisksFormattedAndMountedInMappingOrder(t *testing.T) {
 
 	// "Reboot": unmount everything; the agent's re-check (formatting off)
 	// mounts them again, does not format, and the files are still there.
-	unmountUnder(t, cfg.MountRoot)
-	r = &countingRunner{}
+	loopdev.UnmountUnder(t, cfg.MountRoot)
+	r = &loopdev.CountingRunner{}
 	rp, err := Recheck(context.Background(), Options{Config: cfg, Runner: r, Log: zaptest.NewLogger(t), KubeletCert: noKubelet(t)}, nil)
 	if err != nil {
 		t.Fatalf("Recheck: %v", err)
 	}
-	if r.count("mkfs.xfs") != 0 {
+	if r.Count("mkfs.xfs") != 0 {
 		t.Errorf("re-check formatted")
 	}
 	for i, dev := range order {
@@ -299,16 +187,16 @@ func TestLoopBlankDisksFormattedAndMountedInMappingOrder(t *testing.T) {
 }
 
 func TestLoopAgentRecheckDoesNotFormatBlankDisks(t *testing.T) {
-	requireLoop(t, "mkfs.xfs")
-	dev := newLoop(t, 320)
+	loopdev.Require(t, "mkfs.xfs")
+	dev := loopdev.New(t, 320)
 	cfg := testConfig(t, dev)
-	r := &countingRunner{}
+	r := &loopdev.CountingRunner{}
 	plan, err := Recheck(context.Background(), Options{Config: cfg, Runner: r, Log: zaptest.NewLogger(t), KubeletCert: noKubelet(t)}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.count("mkfs.xfs") != 0 || len(plan.Volumes) != 1 || plan.Volumes[0].State != StateBlank {
-		t.Errorf("re-check: mkfs %d, volumes %+v; want no format and state blank", r.count("mkfs.xfs"), plan.Volumes)
+	if r.Count("mkfs.xfs") != 0 || len(plan.Volumes) != 1 || plan.Volumes[0].State != StateBlank {
+		t.Errorf("re-check: mkfs %d, volumes %+v; want no format and state blank", r.Count("mkfs.xfs"), plan.Volumes)
 	}
 }
 
@@ -336,31 +224,21 @@ func writeAt(t *testing.T, dev string, off int64, data []byte) {
 	}
 }
 
-func deviceSize(t *testing.T, dev string) int64 {
-	f, err := os.Open(dev)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	n, _ := f.Seek(0, 2)
-	return n
-}
-
 var preparers = []preparer{
 	{"ext4 with a file", []string{"mkfs.ext4"}, func(t *testing.T, dev string) bool {
-		run(t, "mkfs.ext4", "-q", "-F", dev)
+		loopdev.Run(t, "mkfs.ext4", "-q", "-F", dev)
 		mnt := t.TempDir()
-		run(t, "mount", dev, mnt)
+		loopdev.Run(t, "mount", dev, mnt)
 		if err := os.WriteFile(filepath.Join(mnt, "precious"), []byte("do not lose me"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		run(t, "umount", mnt)
+		loopdev.Run(t, "umount", mnt)
 		return true
 	}},
-	{"xfs", []string{"mkfs.xfs"}, func(t *testing.T, dev string) bool { run(t, "mkfs.xfs", "-q", "-f", dev); return true }},
-	{"gpt", []string{"sgdisk"}, func(t *testing.T, dev string) bool { run(t, "sgdisk", "-o", dev); return true }},
+	{"xfs", []string{"mkfs.xfs"}, func(t *testing.T, dev string) bool { loopdev.Run(t, "mkfs.xfs", "-q", "-f", dev); return true }},
+	{"gpt", []string{"sgdisk"}, func(t *testing.T, dev string) bool { loopdev.Run(t, "sgdisk", "-o", dev); return true }},
 	{"gpt backup header only", []string{"sgdisk"}, func(t *testing.T, dev string) bool {
-		run(t, "sgdisk", "-o", dev)
+		loopdev.Run(t, "sgdisk", "-o", dev)
 		writeAt(t, dev, 0, make([]byte, 34*512)) // wipe the protective MBR and the primary header
 		return true
 	}},
@@ -373,7 +251,7 @@ var preparers = []preparer{
 		return true
 	}},
 	{"LVM PV", []string{"pvcreate"}, func(t *testing.T, dev string) bool {
-		run(t, "pvcreate", "-ff", "-y", "--devices", dev, dev)
+		loopdev.Run(t, "pvcreate", "-ff", "-y", "--devices", dev, dev)
 		return true
 	}},
 	{"mdraid member", nil, func(t *testing.T, dev string) bool {
@@ -382,7 +260,7 @@ var preparers = []preparer{
 				// A real RAID1 member superblock; --stop right away.
 				out, err := exec.Command("mdadm", "--create", "/dev/md/joiner-test-member", "--run", "--level=1", "--raid-devices=2", dev, "missing").CombinedOutput()
 				if err == nil {
-					run(t, "mdadm", "--stop", "/dev/md/joiner-test-member")
+					loopdev.Run(t, "mdadm", "--stop", "/dev/md/joiner-test-member")
 					return true
 				}
 				t.Logf("mdadm --create failed (%v %s); planting the superblock magic instead", err, out)
@@ -392,7 +270,7 @@ var preparers = []preparer{
 		writeAt(t, dev, 4096, le32(mdMagic))
 		return false
 	}},
-	{"swap", []string{"mkswap"}, func(t *testing.T, dev string) bool { run(t, "mkswap", dev); return true }},
+	{"swap", []string{"mkswap"}, func(t *testing.T, dev string) bool { loopdev.Run(t, "mkswap", dev); return true }},
 	{"LUKS", nil, func(t *testing.T, dev string) bool {
 		if _, err := exec.LookPath("cryptsetup"); err == nil {
 			key := filepath.Join(t.TempDir(), "key")
@@ -412,21 +290,8 @@ var preparers = []preparer{
 	}},
 }
 
-func headTailSum(t *testing.T, dev string) [32]byte {
-	size := deviceSize(t, dev)
-	f, err := os.Open(dev)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	buf := make([]byte, 2<<20)
-	f.ReadAt(buf[:1<<20], 0)
-	f.ReadAt(buf[1<<20:], size-1<<20)
-	return sha256.Sum256(buf)
-}
-
 func TestLoopNeverFormatsDisksWithSignatures(t *testing.T) {
-	requireLoop(t, "mkfs.xfs")
+	loopdev.Require(t, "mkfs.xfs")
 	var devs []string
 	sums := map[string][32]byte{}
 	names := map[string]string{}
@@ -441,7 +306,7 @@ func TestLoopNeverFormatsDisksWithSignatures(t *testing.T) {
 			t.Logf("%s: %s not installed; case skipped", p.name, missing)
 			continue
 		}
-		dev := newLoop(t, 320)
+		dev := loopdev.New(t, 320)
 		real := p.prep(t, dev)
 		settle(t, dev)
 		// Both layers see it on their own (the zero rule covers "unknown data").
@@ -449,7 +314,7 @@ func TestLoopNeverFormatsDisksWithSignatures(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := Probe(f, deviceSize(t, dev))
+		res, err := Probe(f, loopdev.Size(t, dev))
 		f.Close()
 		if err != nil || (res.Blank() && p.name != "unknown data") || !res.NonZero {
 			t.Errorf("%s: pure probe: %+v, %v", p.name, res, err)
@@ -460,19 +325,19 @@ func TestLoopNeverFormatsDisksWithSignatures(t *testing.T) {
 		}
 		t.Logf("%s: blkid/wipefs: %v", p.name, ext)
 		devs = append(devs, dev)
-		sums[dev] = headTailSum(t, dev)
+		sums[dev] = loopdev.HeadTailSum(t, dev)
 		names[dev] = p.name
 	}
-	blank := newLoop(t, 320)
+	blank := loopdev.New(t, 320)
 	devs = append(devs, blank)
 	cfg := testConfig(t, devs...)
-	r := &countingRunner{}
+	r := &loopdev.CountingRunner{}
 	plan, err := Setup(context.Background(), Options{Config: cfg, AllowFormat: true, RecordLaunch: true, Runner: r, Log: zaptest.NewLogger(t), KubeletCert: noKubelet(t)})
 	if err != nil {
 		t.Fatalf("Setup: %v", err)
 	}
-	if r.count("mkfs.xfs") != 1 {
-		t.Errorf("mkfs.xfs ran %d times, want 1 (only the blank disk)", r.count("mkfs.xfs"))
+	if r.Count("mkfs.xfs") != 1 {
+		t.Errorf("mkfs.xfs ran %d times, want 1 (only the blank disk)", r.Count("mkfs.xfs"))
 	}
 	for i, dev := range devs {
 		v := plan.Volumes[i]
@@ -488,15 +353,15 @@ func TestLoopNeverFormatsDisksWithSignatures(t *testing.T) {
 		if mountDev(t, target(cfg, i+1)) != "" {
 			t.Errorf("%s: mounted", names[dev])
 		}
-		if headTailSum(t, dev) != sums[dev] {
+		if loopdev.HeadTailSum(t, dev) != sums[dev] {
 			t.Errorf("%s (%s): first/last MiB changed", names[dev], dev)
 		}
 		t.Logf("%s: %s", names[dev], v.Reason)
 	}
 	// The ext4 disk's file is still there.
 	mnt := t.TempDir()
-	run(t, "mount", "-o", "ro", devs[0], mnt)
-	defer run(t, "umount", mnt)
+	loopdev.Run(t, "mount", "-o", "ro", devs[0], mnt)
+	defer loopdev.Run(t, "umount", mnt)
 	if b, err := os.ReadFile(filepath.Join(mnt, "precious")); err != nil || string(b) != "do not lose me" {
 		t.Errorf("ext4 file: %q, %v", b, err)
 	}
@@ -522,8 +387,8 @@ func TestLoopCrashHelper(t *testing.T) {
 }
 
 func TestLoopCrashAfterMkfsRecovers(t *testing.T) {
-	requireLoop(t, "mkfs.xfs", "xfs_repair")
-	dev := newLoop(t, 320)
+	loopdev.Require(t, "mkfs.xfs", "xfs_repair")
+	dev := loopdev.New(t, 320)
 	cfg := testConfig(t, dev)
 	raw, _ := json.Marshal(cfg)
 	cmd := exec.Command(os.Args[0], "-test.run=^TestLoopCrashHelper$", "-test.count=1")
@@ -545,10 +410,10 @@ func TestLoopCrashAfterMkfsRecovers(t *testing.T) {
 		t.Fatal("mounted after the crash; the crash came too late")
 	}
 	plan, r := setup(t, cfg, true)
-	if r.count("mkfs.xfs") != 0 || r.count("xfs_repair") != 1 {
-		t.Errorf("recovery ran mkfs.xfs %d times, xfs_repair %d times; want 0 and 1", r.count("mkfs.xfs"), r.count("xfs_repair"))
+	if r.Count("mkfs.xfs") != 0 || r.Count("xfs_repair") != 1 {
+		t.Errorf("recovery ran mkfs.xfs %d times, xfs_repair %d times; want 0 and 1", r.Count("mkfs.xfs"), r.Count("xfs_repair"))
 	}
-	num, _ := devNum(dev)
+	num, _ := loopdev.Num(dev)
 	if mountDev(t, target(cfg, 1)) != num {
 		t.Errorf("not mounted after recovery: %+v", plan.Volumes)
 	}
@@ -561,21 +426,21 @@ func TestLoopCrashAfterMkfsRecovers(t *testing.T) {
 }
 
 func TestLoopRAID0WithBindMounts(t *testing.T) {
-	requireLoop(t, "mdadm", "mkfs.xfs")
+	loopdev.Require(t, "mdadm", "mkfs.xfs")
 	if _, err := os.Stat("/proc/mdstat"); err != nil {
 		_ = exec.Command("modprobe", "md_mod").Run() // CI kernels ship md as a module
 	}
 	if _, err := os.Stat("/proc/mdstat"); err != nil {
 		t.Skip("RAID0 test: the md driver is not available in this kernel (no /proc/mdstat)")
 	}
-	a, b := newLoop(t, 200), newLoop(t, 200)
+	a, b := loopdev.New(t, 200), loopdev.New(t, 200)
 	cfg := testConfig(t)
 	cfg.InstanceStore = config.InstanceStore{Layout: config.LayoutRAID0, MountPath: "/mnt/instance-store",
 		RAIDName: "joiner-test-raid0", Devices: []string{a, b}, BindDirs: []string{"/var/lib/kubelet"}}
 	t.Cleanup(func() { exec.Command("mdadm", "--stop", "/dev/md/joiner-test-raid0").Run() })
 	plan, r := setup(t, cfg, true)
-	if r.count("mdadm") != 1 || r.count("mkfs.xfs") != 1 {
-		t.Errorf("mdadm %d, mkfs.xfs %d; want 1 and 1", r.count("mdadm"), r.count("mkfs.xfs"))
+	if r.Count("mdadm") != 1 || r.Count("mkfs.xfs") != 1 {
+		t.Errorf("mdadm %d, mkfs.xfs %d; want 1 and 1", r.Count("mdadm"), r.Count("mkfs.xfs"))
 	}
 	mp := filepath.Join(cfg.MountRoot, "/mnt/instance-store")
 	if mountDev(t, mp) == "" {
@@ -587,8 +452,8 @@ func TestLoopRAID0WithBindMounts(t *testing.T) {
 		t.Errorf("bind mount does not land on the instance store: %v", err)
 	}
 	_, r = setup(t, cfg, true)
-	if r.count("mdadm")+r.count("mkfs.xfs")+r.count("mount") != 0 {
-		t.Errorf("second run: %v", r.calls)
+	if r.Count("mdadm")+r.Count("mkfs.xfs")+r.Count("mount") != 0 {
+		t.Errorf("second run: %v", r)
 	}
 }
 
@@ -663,16 +528,16 @@ func settle(t *testing.T, dev string) {
 }
 
 func TestLoopFstabPersistence(t *testing.T) {
-	requireLoop(t, "mkfs.ext4")
-	dev := newLoop(t, 64)
+	loopdev.Require(t, "mkfs.ext4")
+	dev := loopdev.New(t, 64)
 	cfg := testConfig(t, dev)
 	cfg.Persist, cfg.FstabPath, cfg.FSType = config.PersistFstab, filepath.Join(cfg.MountRoot, "fstab"), "ext4"
 	os.WriteFile(cfg.FstabPath, []byte("UUID=keep / ext4 defaults 0 1\n"), 0o644)
 	_, r := setup(t, cfg, true)
-	if r.count("mkfs.ext4") != 1 {
-		t.Fatalf("mkfs.ext4 ran %d times", r.count("mkfs.ext4"))
+	if r.Count("mkfs.ext4") != 1 {
+		t.Fatalf("mkfs.ext4 ran %d times", r.Count("mkfs.ext4"))
 	}
-	num, _ := devNum(dev)
+	num, _ := loopdev.Num(dev)
 	if mountDev(t, target(cfg, 1)) != num {
 		t.Fatal("not mounted")
 	}
@@ -685,7 +550,7 @@ func TestLoopFstabPersistence(t *testing.T) {
 		t.Errorf("units written in fstab mode: %v", ents)
 	}
 	_, r = setup(t, cfg, true)
-	if after, _ := os.ReadFile(cfg.FstabPath); string(after) != string(b) || r.count("mkfs.ext4")+r.count("mount") != 0 {
-		t.Errorf("second run changed something: %v\n%s", r.calls, after)
+	if after, _ := os.ReadFile(cfg.FstabPath); string(after) != string(b) || r.Count("mkfs.ext4")+r.Count("mount") != 0 {
+		t.Errorf("second run changed something: %v\n%s", r, after)
 	}
 }

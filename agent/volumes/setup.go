@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/joiner-dev/joiner/agent/config"
+	"github.com/joiner-dev/joiner/internal/defaults"
 )
 
 // Options wire Setup and Recheck to the machine. Zero values mean the real
@@ -53,9 +54,7 @@ func (o *Options) defaults() {
 	if o.Discoverer.CrossCheck == nil && !o.Config.SkipCrossCheck {
 		o.Discoverer.CrossCheck = CrossCheck(o.Runner)
 	}
-	if o.Log == nil {
-		o.Log = zap.NewNop()
-	}
+	defaults.Zero(&o.Log, zap.NewNop())
 	if o.Discoverer.Log == nil {
 		o.Discoverer.Log = o.Log
 	}
@@ -65,9 +64,7 @@ func (o *Options) defaults() {
 	if o.KubeletCert == "" {
 		o.KubeletCert = DefaultKubeletCert
 	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
+	defaults.Clock(&o.Now)
 }
 
 // JournalPath is the journal's path for cfg.

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/internal/defaults"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -121,12 +122,8 @@ func New(opts Options) (*Provider, error) {
 	if opts.KubernetesVersion == "" {
 		opts.KubernetesVersion = "1.32"
 	}
-	if opts.Logger == nil {
-		opts.Logger = zap.NewNop()
-	}
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
+	defaults.Zero(&opts.Logger, zap.NewNop())
+	defaults.Clock(&opts.Now)
 	if opts.UnavailableTTL == 0 {
 		opts.UnavailableTTL = 3 * time.Minute
 	}

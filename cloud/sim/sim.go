@@ -36,6 +36,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/joiner-dev/joiner/cloud/catalog"
+	"github.com/joiner-dev/joiner/internal/defaults"
 )
 
 // Options configure a Sim.
@@ -101,12 +102,8 @@ type fleetResult struct {
 
 // New returns a sim for opts.
 func New(opts Options) *Sim {
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
-	if opts.Logger == nil {
-		opts.Logger = zap.NewNop()
-	}
+	defaults.Clock(&opts.Now)
+	defaults.Zero(&opts.Logger, zap.NewNop())
 	s := &Sim{
 		cfg: opts.Config, kube: opts.Kube, log: opts.Logger.Named("sim"), now: opts.Now,
 		instances: map[string]*instance{}, templates: map[string]*launchTemplate{},

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	agentv1 "github.com/joiner-dev/joiner/api/agent/v1"
+	"github.com/joiner-dev/joiner/internal/defaults"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -100,18 +101,10 @@ func New(cfg Config, log *zap.Logger) *Server {
 	if cfg.Client == nil {
 		cfg.Client = &http.Client{Timeout: 10 * time.Second}
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	if cfg.RetryAfter <= 0 {
-		cfg.RetryAfter = time.Second
-	}
-	if cfg.ReportsPerSecond <= 0 {
-		cfg.ReportsPerSecond = 1
-	}
-	if cfg.ReportBurst <= 0 {
-		cfg.ReportBurst = 10
-	}
+	defaults.Clock(&cfg.Now)
+	defaults.Positive(&cfg.RetryAfter, time.Second)
+	defaults.Positive(&cfg.ReportsPerSecond, 1)
+	defaults.Positive(&cfg.ReportBurst, 10)
 	s := &Server{cfg: cfg, log: log.Named("api"), mux: http.NewServeMux(),
 		limits: newLimiter(cfg.ReportsPerSecond, cfg.ReportBurst, cfg.Now)}
 	s.mux.HandleFunc("POST "+agentv1.Path, s.interruption)

@@ -9,6 +9,8 @@ import (
 	"github.com/hashicorp/raft"
 	autopilot "github.com/hashicorp/raft-autopilot"
 	"go.uber.org/zap"
+
+	"github.com/joiner-dev/joiner/internal/defaults"
 )
 
 // Members is the gossip view autopilot needs (Discovery implements it):
@@ -70,9 +72,7 @@ type Autopilot struct {
 
 // Run runs autopilot until ctx ends (leadership lost or shutdown).
 func (a *Autopilot) Run(ctx context.Context) error {
-	if a.Config.Now == nil {
-		a.Config.Now = time.Now
-	}
+	defaults.Clock(&a.Config.Now)
 	// Absences are timed per term: one noticed in an earlier term may have
 	// ended while this server was a follower.
 	a.mu.Lock()
@@ -88,9 +88,7 @@ func (a *Autopilot) Run(ctx context.Context) error {
 	ap := autopilot.New(a.Raft, a, opts...)
 	ap.Start(ctx)
 	every := a.Config.ReconcileInterval
-	if every <= 0 {
-		every = autopilot.DefaultReconcileInterval
-	}
+	defaults.Positive(&every, autopilot.DefaultReconcileInterval)
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for {
@@ -169,15 +167,11 @@ func (a *Autopilot) AutopilotConfig() *autopilot.Config {
 		MinQuorum:               a.Config.MinQuorum,
 		ServerStabilizationTime: a.Config.ServerStabilizationTime,
 	}
-	if c.LastContactThreshold <= 0 {
-		c.LastContactThreshold = 5 * time.Second
-	}
+	defaults.Positive(&c.LastContactThreshold, 5*time.Second)
 	if c.MaxTrailingLogs == 0 {
 		c.MaxTrailingLogs = 250
 	}
-	if c.ServerStabilizationTime <= 0 {
-		c.ServerStabilizationTime = 10 * time.Second
-	}
+	defaults.Positive(&c.ServerStabilizationTime, 10*time.Second)
 	return c
 }
 

@@ -11,7 +11,6 @@ import (
 	autopilot "github.com/hashicorp/raft-autopilot"
 	"go.uber.org/zap"
 
-	"github.com/joiner-dev/joiner/cloud"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
 )
 
@@ -219,7 +218,7 @@ func TestAutopilotRemovesDeadServerAndAddsReplacement(t *testing.T) {
 		return l != nil && servers(l.node.Raft)[fresh.node.ID] == raft.Voter
 	})
 	// It replicates like any voter.
-	cmd := fsm.PlanCommit{Intents: []fsm.NewIntent{{ID: "i1", Pods: []string{"p1"}, Spec: fsm.LaunchSpec{LaunchSpec: cloud.LaunchSpec{NodePool: "default"}}}}}
+	cmd := testPlan("i1")
 	commitOnLeader(t, func() []*raft.Raft {
 		mu.Lock()
 		defer mu.Unlock()

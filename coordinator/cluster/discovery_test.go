@@ -10,7 +10,6 @@ import (
 	"github.com/hashicorp/raft"
 	"go.uber.org/zap"
 
-	"github.com/joiner-dev/joiner/cloud"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
 )
 
@@ -118,7 +117,7 @@ func TestBootstrapExpectOverMemberlist(t *testing.T) {
 	if err := cfg.Error(); err != nil || len(cfg.Configuration().Servers) != 3 {
 		t.Fatalf("configuration %v, %v", cfg.Configuration(), err)
 	}
-	cmd := fsm.PlanCommit{Intents: []fsm.NewIntent{{ID: "i1", Pods: []string{"p1"}, Spec: fsm.LaunchSpec{LaunchSpec: cloud.LaunchSpec{NodePool: "default"}}}}}
+	cmd := testPlan("i1")
 	commitOnLeader(t, func() []*raft.Raft {
 		var out []*raft.Raft
 		for _, s := range servers {

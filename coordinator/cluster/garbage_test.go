@@ -2,17 +2,14 @@ package cluster
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/hashicorp/raft"
 	"go.uber.org/zap"
 
-	"github.com/joiner-dev/joiner/cloud"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
 )
 
@@ -63,35 +60,6 @@ func plainRafts(nodes []*plainNode) []*raft.Raft {
 	return out
 }
 
-// proposeRaw commits cmd through whichever node leads, retrying while
-// leadership moves, and returns the FSM's response.
-func proposeRaw(t *testing.T, nodes []*plainNode, cmd []byte) any {
-	t.Helper()
-	deadline := time.Now().Add(testWait)
-	for {
-		var err error
-		for _, r := range plainRafts(nodes) {
-			if r.State() != raft.Leader {
-				continue
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			var resp any
-			resp, err = RaftProposer{Raft: r}.Propose(ctx, cmd)
-			cancel()
-			if err == nil {
-				return resp
-			}
-			if !errors.Is(err, ErrNotLeader) && !errors.Is(err, context.DeadlineExceeded) {
-				t.Fatalf("committing: %v", err)
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no leader committed the entry in %s (last: %v)", testWait, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // garbageEntries are poison entries a forged AppendEntries (or a bug)
 // could commit: empty, unknown types, bad JSON for every known type, a
 // valid type with a huge or odd payload.
@@ -136,18 +104,17 @@ func TestGarbageEntriesKeepEveryReplicaServing(t *testing.T) {
 	})
 	garbage := garbageEntries()
 	for name, e := range garbage {
-		resp := proposeRaw(t, nodes, e)
+		resp := proposeOnLeader(t, func() []*raft.Raft { return plainRafts(nodes) }, e)
 		if err, _ := resp.(error); !errors.Is(err, fsm.ErrInvalidCommand) {
 			t.Fatalf("%s: response %v, want an error wrapping ErrInvalidCommand", name, resp)
 		}
 	}
 	// Ignorable unknown commands are skipped, not rejected.
-	if resp := proposeRaw(t, nodes, []byte{byte(99 | fsm.IgnoreUnknownTypeFlag), '{', '}'}); resp != nil {
+	if resp := proposeOnLeader(t, func() []*raft.Raft { return plainRafts(nodes) }, []byte{byte(99 | fsm.IgnoreUnknownTypeFlag), '{', '}'}); resp != nil {
 		t.Fatalf("ignorable unknown command: %v", resp)
 	}
 
-	valid := fsm.PlanCommit{Intents: []fsm.NewIntent{{ID: "after-garbage", Pods: []string{"p1"},
-		Spec: fsm.LaunchSpec{LaunchSpec: cloud.LaunchSpec{NodePool: "default"}}}}}
+	valid := testPlan("after-garbage")
 	commitOnLeader(t, func() []*raft.Raft { return plainRafts(nodes) }, fsm.MustEncode(fsm.PlanCommitType, valid))
 	for i, p := range nodes {
 		eventually(t, fmt.Sprintf("the valid command on replica %d", i), func() bool { _, ok := p.fsm.Intent("after-garbage"); return ok })

@@ -7,7 +7,21 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/joiner-dev/joiner/cloud"
+	"github.com/joiner-dev/joiner/coordinator/fsm"
 )
+
+// testPlan is a PlanCommit of one intent per ID, each for the pod
+// "pod-<id>" of NodePool default.
+func testPlan(ids ...string) fsm.PlanCommit {
+	var p fsm.PlanCommit
+	for _, id := range ids {
+		p.Intents = append(p.Intents, fsm.NewIntent{ID: id, Pods: []string{"pod-" + id},
+			Spec: fsm.LaunchSpec{LaunchSpec: cloud.LaunchSpec{NodePool: "default"}}})
+	}
+	return p
+}
 
 // Timings of multi-node test clusters. CI is a shared 2-core machine at
 // load ~15: raft's production defaults are 1 s; the tests keep them (a
@@ -33,11 +47,21 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// commitOnLeader commits cmd on whichever of rafts leads, retrying while
-// leadership moves (an election under load is not what the tests check).
-// Only commands that are no-ops when applied twice may be passed: a lost
-// answer of a committed entry is retried.
+// commitOnLeader commits cmd on whichever of rafts leads (see
+// proposeOnLeader) and fails t when the FSM refuses it.
 func commitOnLeader(t *testing.T, rafts func() []*raft.Raft, cmd []byte) {
+	t.Helper()
+	if rerr, ok := proposeOnLeader(t, rafts, cmd).(error); ok {
+		t.Fatalf("command refused: %v", rerr)
+	}
+}
+
+// proposeOnLeader commits cmd on whichever of rafts leads, retrying while
+// leadership moves (an election under load is not what the tests check),
+// and returns the FSM's response. Only commands that are no-ops when
+// applied twice may be passed: a lost answer of a committed entry is
+// retried.
+func proposeOnLeader(t *testing.T, rafts func() []*raft.Raft, cmd []byte) any {
 	t.Helper()
 	deadline := time.Now().Add(testWait)
 	for {
@@ -51,10 +75,7 @@ func commitOnLeader(t *testing.T, rafts func() []*raft.Raft, cmd []byte) {
 			resp, err = RaftProposer{Raft: r}.Propose(ctx, cmd)
 			cancel()
 			if err == nil {
-				if rerr, ok := resp.(error); ok {
-					t.Fatalf("command refused: %v", rerr)
-				}
-				return
+				return resp
 			}
 			if !errors.Is(err, ErrNotLeader) && !errors.Is(err, context.DeadlineExceeded) {
 				t.Fatalf("committing: %v", err)

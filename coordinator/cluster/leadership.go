@@ -13,6 +13,8 @@ import (
 
 	"github.com/hashicorp/raft"
 	"go.uber.org/zap"
+
+	"github.com/joiner-dev/joiner/internal/defaults"
 )
 
 // LeaderFunc runs the leader-only loops. It must return soon after ctx is
@@ -100,9 +102,7 @@ func (p RaftProposer) Commit(ctx context.Context, cmd []byte) (uint64, any, erro
 		return 0, nil, err
 	}
 	timeout := p.Timeout
-	if timeout <= 0 {
-		timeout = 30 * time.Second
-	}
+	defaults.Positive(&timeout, 30*time.Second)
 	f := p.Raft.Apply(cmd, timeout)
 	done := make(chan error, 1)
 	go func() { done <- f.Error() }()

@@ -11,7 +11,6 @@ import (
 	"github.com/hashicorp/raft"
 	"go.uber.org/zap"
 
-	"github.com/joiner-dev/joiner/cloud"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
 )
 
@@ -51,7 +50,7 @@ func TestOpenPersistsAndAdvertisesDNS(t *testing.T) {
 	if addr, _ := n.Raft.LeaderWithID(); addr != raft.ServerAddress(cfg.Advertise) {
 		t.Fatalf("leader address %q, want the DNS name %q", addr, cfg.Advertise)
 	}
-	cmd := fsm.PlanCommit{Intents: []fsm.NewIntent{{ID: "i1", Pods: []string{"p1"}, Spec: fsm.LaunchSpec{LaunchSpec: cloud.LaunchSpec{NodePool: "default"}}}}}
+	cmd := testPlan("i1")
 	if _, err := (RaftProposer{Raft: n.Raft}).Propose(context.Background(), fsm.MustEncode(fsm.PlanCommitType, cmd)); err != nil {
 		t.Fatal(err)
 	}

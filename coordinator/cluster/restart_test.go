@@ -9,7 +9,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
-	"github.com/joiner-dev/joiner/cloud"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
 )
 
@@ -118,7 +117,7 @@ func TestFollowerRestartFromSnapshot(t *testing.T) {
 	apply := func(from, to int) {
 		for i := from; i < to; i++ {
 			id := fmt.Sprintf("intent-%03d", i)
-			cmd := fsm.PlanCommit{Intents: []fsm.NewIntent{{ID: id, Pods: []string{"pod-" + id}, Spec: fsm.LaunchSpec{LaunchSpec: cloud.LaunchSpec{NodePool: "default"}}}}}
+			cmd := testPlan(id)
 			commitOnLeader(t, live, fsm.MustEncode(fsm.PlanCommitType, cmd))
 		}
 	}

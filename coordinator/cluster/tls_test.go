@@ -21,7 +21,6 @@ import (
 	"github.com/hashicorp/raft"
 	"go.uber.org/zap"
 
-	"github.com/joiner-dev/joiner/cloud"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
 )
 
@@ -148,7 +147,7 @@ func TestTLSClusterFormsAndReplicates(t *testing.T) {
 	}
 	nodes, fsms := openCluster(t, tlss)
 	eventually(t, "a leader", func() bool { return leaderOf(nodes) != nil })
-	cmd := fsm.PlanCommit{Intents: []fsm.NewIntent{{ID: "i1", Pods: []string{"p1"}, Spec: fsm.LaunchSpec{LaunchSpec: cloud.LaunchSpec{NodePool: "default"}}}}}
+	cmd := testPlan("i1")
 	commitOnLeader(t, func() []*raft.Raft { return rafts(nodes) }, fsm.MustEncode(fsm.PlanCommitType, cmd))
 	for i, f := range fsms {
 		eventually(t, fmt.Sprintf("intent on node %d", i), func() bool { _, ok := f.Intent("i1"); return ok })
@@ -169,20 +168,7 @@ func TestTLSRejectsForeignCA(t *testing.T) {
 	defer srv.Close()
 	addr := raft.ServerAddress(srv.Listener.Addr().String())
 	accepted := make(chan error, 4)
-	go func() {
-		for {
-			c, err := srv.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				// The handshake runs on the first read.
-				_, err := c.Read(make([]byte, 1))
-				c.Close()
-				accepted <- err
-			}()
-		}
-	}()
+	go readEach(srv, accepted)
 
 	// A member of the same CA gets through.
 	friend := &dnsStream{tls: loadTLS(t, good.issue(t, dir, "friend"))}
@@ -289,6 +275,26 @@ func TestLoadTLSErrorsNameTheFile(t *testing.T) {
 	}
 }
 
+// readEach accepts connections on srv until it closes, as raft's
+// transport does: one goroutine per connection reads a byte (the TLS
+// handshake runs on the first read), closes it and sends the read's error
+// to done (when not nil).
+func readEach(srv *dnsStream, done chan<- error) {
+	for {
+		c, err := srv.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			_, err := c.Read(make([]byte, 1))
+			c.Close()
+			if done != nil {
+				done <- err
+			}
+		}()
+	}
+}
+
 func rafts(nodes []*Node) []*raft.Raft {
 	out := make([]*raft.Raft, len(nodes))
 	for i, n := range nodes {
@@ -312,18 +318,7 @@ func TestRaftListenerBoundsConnections(t *testing.T) {
 		}
 		t.Cleanup(func() { srv.Close() })
 		srv.slots, srv.handshake = make(chan struct{}, slots), handshake
-		go func() {
-			for {
-				c, err := srv.Accept()
-				if err != nil {
-					return
-				}
-				go func() {
-					_, _ = c.Read(make([]byte, 1))
-					c.Close()
-				}()
-			}
-		}()
+		go readEach(srv, nil)
 		return srv
 	}
 	dial := func(srv *dnsStream) net.Conn {

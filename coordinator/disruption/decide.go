@@ -13,6 +13,7 @@ import (
 	"github.com/joiner-dev/joiner/api/requirements"
 	"github.com/joiner-dev/joiner/cloud/catalog"
 	"github.com/joiner-dev/joiner/coordinator/scheduler"
+	"github.com/joiner-dev/joiner/internal/defaults"
 )
 
 // methodConsolidation tags candidate-filter skips shared by emptiness and
@@ -351,9 +352,7 @@ func (d *decider) singleNode() (*Decision, error) {
 		return nil, err
 	}
 	limit := d.in.MaxSimulations
-	if limit <= 0 {
-		limit = DefaultMaxSimulations
-	}
+	defaults.Positive(&limit, DefaultMaxSimulations)
 	start := d.in.SingleNodeOffset % len(cands)
 	if start < 0 {
 		start = 0

@@ -20,20 +20,9 @@ import (
 	"github.com/joiner-dev/joiner/coordinator/kube"
 	"github.com/joiner-dev/joiner/coordinator/termination"
 	"github.com/joiner-dev/joiner/test/kubetest"
+	"github.com/joiner-dev/joiner/test/observe"
 	"github.com/joiner-dev/joiner/test/testenv"
 )
-
-type recordingCloud struct {
-	mu    sync.Mutex
-	calls []string
-}
-
-func (c *recordingCloud) Terminate(_ context.Context, id string) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.calls = append(c.calls, id)
-	return nil
-}
 
 // A spot interruption report committed to the FSM, on a real API server:
 // the handler commits the termination and deletes the NodeClaim, the
@@ -105,7 +94,7 @@ func TestInterruptionRealAPIServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cloud := &recordingCloud{}
+	cloud := &observe.Terminations{}
 	ctrl, err := termination.New(termination.Config{Resync: 200 * time.Millisecond}, termination.Deps{Cache: cache, Claims: clients,
 		Kube: clients.Kube, State: state, Raft: raft, Cloud: cloud, Registerer: reg, Recorder: rec, Log: log})
 	if err != nil {
@@ -131,11 +120,9 @@ func TestInterruptionRealAPIServer(t *testing.T) {
 	if len(terms) != 1 || terms[0].ID != "term-i-spot" || terms[0].Reason != interruption.Reason || terms[0].State != fsm.TerminationDone {
 		t.Errorf("terminations %+v: want term-i-spot interrupted done", terms)
 	}
-	cloud.mu.Lock()
-	if len(cloud.calls) != 1 || cloud.calls[0] != "i-spot" {
-		t.Errorf("terminate calls %v, want [i-spot]", cloud.calls)
+	if got := cloud.IDs(); len(got) != 1 || got[0] != "i-spot" {
+		t.Errorf("terminate calls %v, want [i-spot]", got)
 	}
-	cloud.mu.Unlock()
 	rebal, err := clients.GetNodeClaim(ctx, "rebal-claim")
 	if err != nil {
 		t.Fatal(err)

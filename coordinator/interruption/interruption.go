@@ -29,7 +29,9 @@ import (
 
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
+	"github.com/joiner-dev/joiner/coordinator/loop"
 	"github.com/joiner-dev/joiner/coordinator/termination"
+	"github.com/joiner-dev/joiner/internal/defaults"
 	"github.com/joiner-dev/joiner/internal/logging"
 )
 
@@ -124,54 +126,27 @@ type Handler struct {
 	d       Deps
 	log     *zap.Logger
 	metrics *metrics
-	wake    chan struct{}
+	wake    loop.Waker
 }
 
 // New builds a Handler.
 func New(cfg Config, d Deps) (*Handler, error) {
-	if cfg.Interval <= 0 {
-		cfg.Interval = time.Second
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	if d.Recorder == nil {
-		d.Recorder = &record.FakeRecorder{}
-	}
-	if d.Log == nil {
-		d.Log = zap.NewNop()
-	}
+	defaults.Positive(&cfg.Interval, time.Second)
+	loop.Defaults(&cfg.Now, &d.Recorder, &d.Log)
 	m, err := newMetrics(d.Registerer)
 	if err != nil {
 		return nil, err
 	}
-	return &Handler{cfg: cfg, d: d, log: d.Log.Named("interruption"), metrics: m, wake: make(chan struct{}, 1)}, nil
+	return &Handler{cfg: cfg, d: d, log: d.Log.Named("interruption"), metrics: m, wake: loop.NewWaker()}, nil
 }
 
 // Wake asks for a pass now (after a report commits). It never blocks.
-func (h *Handler) Wake() {
-	select {
-	case h.wake <- struct{}{}:
-	default:
-	}
-}
+func (h *Handler) Wake() { h.wake.Wake() }
 
 // Run handles reports until ctx ends: a pass every Interval and after each
 // Wake (call it when a report commits).
 func (h *Handler) Run(ctx context.Context) error {
-	tick := time.NewTicker(h.cfg.Interval)
-	defer tick.Stop()
-	for {
-		if err := h.Reconcile(ctx); err != nil && ctx.Err() == nil {
-			h.log.Warn("interruption pass incomplete", zap.Error(err))
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-tick.C:
-		case <-h.wake:
-		}
-	}
+	return loop.Run(ctx, loop.Spec{Name: "interruption", Log: h.log, Pass: h.Reconcile, Every: h.cfg.Interval, Wake: h.wake})
 }
 
 // Reconcile handles every report not yet handled. It returns the first

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	"go.uber.org/zap/zaptest"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,6 +21,7 @@ import (
 	"github.com/joiner-dev/joiner/cloud"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
 	"github.com/joiner-dev/joiner/coordinator/fsm/fsmtest"
+	"github.com/joiner-dev/joiner/test/observe"
 )
 
 var t0 = time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC)
@@ -122,27 +122,6 @@ func (r *rig) report(t *testing.T, id, instance, kind string) {
 		Kind: kind, NoticeTime: t0, Deadline: t0.Add(2 * time.Minute), ReceivedAt: t0}})
 }
 
-func (r *rig) events() string {
-	var out []string
-	for {
-		select {
-		case e := <-r.rec.Events:
-			out = append(out, e)
-		default:
-			return strings.Join(out, "\n")
-		}
-	}
-}
-
-func count(t *testing.T, c prometheus.Counter) float64 {
-	t.Helper()
-	var m dto.Metric
-	if err := c.Write(&m); err != nil {
-		t.Fatal(err)
-	}
-	return m.GetCounter().GetValue()
-}
-
 func TestActionFor(t *testing.T) {
 	for kind, want := range map[string]Action{
 		KindSpotInterruption: ActionDelete, KindScheduledEvent: ActionDelete, KindInstanceStopping: ActionDelete,
@@ -180,20 +159,20 @@ func TestTerminationNoticesDeleteTheNodeClaim(t *testing.T) {
 			if rep, _ := r.state.Interruption(id); !rep.Handled {
 				t.Error("report not handled")
 			}
-			if got := count(t, r.h.metrics.received.WithLabelValues(tc.kind)); got != 1 {
+			if got := observe.Count(t, r.h.metrics.received.WithLabelValues(tc.kind)); got != 1 {
 				t.Errorf("received{%s} = %v, want 1", tc.kind, got)
 			}
-			if got := count(t, r.h.metrics.actions.WithLabelValues("delete")); got != 1 {
+			if got := observe.Count(t, r.h.metrics.actions.WithLabelValues("delete")); got != 1 {
 				t.Errorf("actions{delete} = %v, want 1", got)
 			}
-			if ev := r.events(); !strings.Contains(ev, "TerminatingOnInterruption") || !strings.Contains(ev, tc.kind) {
+			if ev := observe.EventsText(r.rec); !strings.Contains(ev, "TerminatingOnInterruption") || !strings.Contains(ev, tc.kind) {
 				t.Errorf("events %q: want TerminatingOnInterruption naming %s", ev, tc.kind)
 			}
 			// A second pass does nothing more.
 			if err := r.h.Reconcile(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-			if got := count(t, r.h.metrics.actions.WithLabelValues("delete")); got != 1 {
+			if got := observe.Count(t, r.h.metrics.actions.WithLabelValues("delete")); got != 1 {
 				t.Errorf("after a second pass actions{delete} = %v, want 1", got)
 			}
 		})
@@ -216,10 +195,10 @@ func TestRebalanceOnlyRecords(t *testing.T) {
 	if rep, _ := r.state.Interruption("rb"); !rep.Handled {
 		t.Error("report not handled")
 	}
-	if ev := r.events(); !strings.Contains(ev, "RebalanceRecommendation") {
+	if ev := observe.EventsText(r.rec); !strings.Contains(ev, "RebalanceRecommendation") {
 		t.Errorf("events %q: want RebalanceRecommendation", ev)
 	}
-	if got := count(t, r.h.metrics.actions.WithLabelValues("event")); got != 1 {
+	if got := observe.Count(t, r.h.metrics.actions.WithLabelValues("event")); got != 1 {
 		t.Errorf("actions{event} = %v, want 1", got)
 	}
 }
@@ -236,7 +215,7 @@ func TestUnknownInstanceIsHandled(t *testing.T) {
 	if r.claims.NodeClaim("default-1").DeletionTimestamp != nil {
 		t.Error("another nodeclaim was deleted")
 	}
-	if got := count(t, r.h.metrics.actions.WithLabelValues("unknown-instance")); got != 1 {
+	if got := observe.Count(t, r.h.metrics.actions.WithLabelValues("unknown-instance")); got != 1 {
 		t.Errorf("actions{unknown-instance} = %v, want 1", got)
 	}
 }

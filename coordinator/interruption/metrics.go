@@ -1,9 +1,9 @@
 package interruption
 
 import (
-	"fmt"
-
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/joiner-dev/joiner/internal/telemetry"
 )
 
 type metrics struct {
@@ -20,13 +20,5 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "What interruption reports led to: delete (the NodeClaim), event (recorded only), unknown-instance."},
 			[]string{"action"}),
 	}
-	if reg == nil {
-		return m, nil
-	}
-	for _, c := range []prometheus.Collector{m.received, m.actions} {
-		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("registering interruption metrics: %w", err)
-		}
-	}
-	return m, nil
+	return m, telemetry.Register(reg, "interruption", m.received, m.actions)
 }

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/internal/defaults"
 )
 
 // Errors of TokenReviewer.Review callers branch on.
@@ -71,18 +72,10 @@ type reviewed struct {
 }
 
 func (r *TokenReviewer) defaults() {
-	if r.TTL <= 0 {
-		r.TTL = time.Minute
-	}
-	if r.MaxCached <= 0 {
-		r.MaxCached = 4096
-	}
-	if r.ReviewsPerSecond <= 0 {
-		r.ReviewsPerSecond = 20
-	}
-	if r.Now == nil {
-		r.Now = time.Now
-	}
+	defaults.Positive(&r.TTL, time.Minute)
+	defaults.Positive(&r.MaxCached, 4096)
+	defaults.Positive(&r.ReviewsPerSecond, 20)
+	defaults.Clock(&r.Now)
 	if r.cache == nil {
 		r.cache = map[[32]byte]reviewed{}
 	}

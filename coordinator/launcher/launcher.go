@@ -10,12 +10,15 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/internal/defaults"
+	"github.com/joiner-dev/joiner/internal/telemetry"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/joiner-dev/joiner/cloud"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
+	"github.com/joiner-dev/joiner/coordinator/loop"
 )
 
 // State is the read side of the FSM the launcher needs.
@@ -98,80 +101,44 @@ type Launcher struct {
 	raft  fsm.Proposer
 	state State
 	log   *zap.Logger
-	wake  chan struct{}
+	wake  loop.Waker
 	// errors counts failed cloud calls by reason.
 	errors *prometheus.CounterVec
 }
 
 // New builds a Launcher.
 func New(cfg Config, d Deps) *Launcher {
-	if cfg.Interval <= 0 {
-		cfg.Interval = time.Second
-	}
-	if cfg.Concurrency <= 0 {
-		cfg.Concurrency = 32
-	}
-	if cfg.GCInterval == 0 {
-		cfg.GCInterval = 2 * time.Minute
-	}
-	if cfg.GCGrace <= 0 {
-		cfg.GCGrace = 2 * time.Minute
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
+	defaults.Positive(&cfg.Interval, time.Second)
+	defaults.Positive(&cfg.Concurrency, 32)
+	defaults.Zero(&cfg.GCInterval, 2*time.Minute) // negative: no collection
+	defaults.Positive(&cfg.GCGrace, 2*time.Minute)
+	defaults.Clock(&cfg.Now)
 	if cfg.OnCapacityError == nil {
 		cfg.OnCapacityError = func() {}
 	}
-	if d.Log == nil {
-		d.Log = zap.NewNop()
-	}
-	l := &Launcher{cfg: cfg, cloud: d.Cloud, raft: d.Raft, state: d.State, log: d.Log.Named("launcher"), wake: make(chan struct{}, 1),
+	defaults.Zero(&d.Log, zap.NewNop())
+	l := &Launcher{cfg: cfg, cloud: d.Cloud, raft: d.Raft, state: d.State, log: d.Log.Named("launcher"), wake: loop.NewWaker(),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "joiner_launch_errors_total",
 			Help: "Failed launch calls, by reason (insufficient-capacity, token-instance-terminated, invalid, unknown)."}, []string{"reason"})}
-	if d.Registerer != nil {
-		if err := d.Registerer.Register(l.errors); err != nil {
-			l.log.Warn("registering launcher metrics", zap.Error(err))
-		}
+	if err := telemetry.Register(d.Registerer, "launcher", l.errors); err != nil {
+		l.log.Warn("metrics not exported", zap.Error(err))
 	}
 	return l
 }
 
 // Wake asks for a pass now (after a PlanCommit, say). It never blocks.
-func (l *Launcher) Wake() {
-	select {
-	case l.wake <- struct{}{}:
-	default:
-	}
-}
+func (l *Launcher) Wake() { l.wake.Wake() }
 
 // Run passes over the intents until ctx ends. The first pass is the
 // failover recovery: launching intents are adopted by tag or retried with
 // their token.
 func (l *Launcher) Run(ctx context.Context) error {
-	tick := time.NewTicker(l.cfg.Interval)
-	defer tick.Stop()
-	var gc <-chan time.Time
-	if l.cfg.GCInterval > 0 {
-		t := time.NewTicker(l.cfg.GCInterval)
-		defer t.Stop()
-		gc = t.C
-	}
-	for {
-		if err := l.Pass(ctx); err != nil && ctx.Err() == nil {
-			l.log.Warn("launch pass incomplete", zap.Error(err))
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-tick.C:
-		case <-l.wake:
-		case <-gc:
+	return loop.Run(ctx, loop.Spec{Name: "launch", Log: l.log, Pass: l.Pass, Every: l.cfg.Interval, Wake: l.wake,
+		Side: &loop.Side{Every: l.cfg.GCInterval, Do: func(ctx context.Context) {
 			if _, err := l.CollectOrphans(ctx); err != nil && ctx.Err() == nil {
 				l.log.Warn("collecting orphan instances", zap.Error(err))
 			}
-		}
-	}
+		}}})
 }
 
 // Pass takes every pending or launching intent one step toward launched,

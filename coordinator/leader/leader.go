@@ -40,6 +40,7 @@ import (
 	"github.com/joiner-dev/joiner/coordinator/scheduler"
 	"github.com/joiner-dev/joiner/coordinator/termination"
 	"github.com/joiner-dev/joiner/coordinator/view"
+	"github.com/joiner-dev/joiner/internal/defaults"
 	"github.com/joiner-dev/joiner/userdata"
 )
 
@@ -102,9 +103,7 @@ type Leader struct {
 
 // New builds every leader loop.
 func New(d Deps) (*Leader, error) {
-	if d.Log == nil {
-		d.Log = zap.NewNop()
-	}
+	defaults.Zero(&d.Log, zap.NewNop())
 	log := d.Log
 	r, err := newRunner(d.Registerer, log.Named("leader"))
 	if err != nil {

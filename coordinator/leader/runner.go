@@ -8,6 +8,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/joiner-dev/joiner/internal/telemetry"
 )
 
 // Loop is one duty of the leader: Run works until ctx (the leadership
@@ -36,12 +38,8 @@ func newRunner(reg prometheus.Registerer, log *zap.Logger) (*runner, error) {
 			Help: "1 while a leader loop runs on this replica, by loop."}, []string{"loop"}),
 		backoff: wait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.1, Steps: 1 << 30, Cap: time.Minute},
 	}
-	if reg != nil {
-		for _, c := range []prometheus.Collector{r.restarts, r.running} {
-			if err := reg.Register(c); err != nil {
-				return nil, err
-			}
-		}
+	if err := telemetry.Register(reg, "leader", r.restarts, r.running); err != nil {
+		return nil, err
 	}
 	return r, nil
 }

@@ -38,7 +38,9 @@ import (
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 	"github.com/joiner-dev/joiner/cloud"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
+	"github.com/joiner-dev/joiner/coordinator/loop"
 	"github.com/joiner-dev/joiner/coordinator/view"
+	"github.com/joiner-dev/joiner/internal/defaults"
 	"github.com/joiner-dev/joiner/internal/logging"
 )
 
@@ -147,33 +149,13 @@ type Lifecycle struct {
 
 // New builds a Lifecycle.
 func New(cfg Config, d Deps) (*Lifecycle, error) {
-	if cfg.LaunchTimeout <= 0 {
-		cfg.LaunchTimeout = 5 * time.Minute
-	}
-	if cfg.RegistrationTimeout <= 0 {
-		cfg.RegistrationTimeout = 15 * time.Minute
-	}
-	if cfg.Resync <= 0 {
-		cfg.Resync = 10 * time.Second
-	}
-	if cfg.Concurrency <= 0 {
-		cfg.Concurrency = 16
-	}
-	if cfg.GCInterval == 0 {
-		cfg.GCInterval = 30 * time.Second
-	}
-	if cfg.GCGrace <= 0 {
-		cfg.GCGrace = time.Minute
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	if d.Recorder == nil {
-		d.Recorder = &record.FakeRecorder{}
-	}
-	if d.Log == nil {
-		d.Log = zap.NewNop()
-	}
+	defaults.Positive(&cfg.LaunchTimeout, 5*time.Minute)
+	defaults.Positive(&cfg.RegistrationTimeout, 15*time.Minute)
+	defaults.Positive(&cfg.Resync, 10*time.Second)
+	defaults.Positive(&cfg.Concurrency, 16)
+	defaults.Zero(&cfg.GCInterval, 30*time.Second) // negative: no collection
+	defaults.Positive(&cfg.GCGrace, time.Minute)
+	loop.Defaults(&cfg.Now, &d.Recorder, &d.Log)
 	m, err := newMetrics(d.Registerer)
 	if err != nil {
 		return nil, err
@@ -186,30 +168,9 @@ func New(cfg Config, d Deps) (*Lifecycle, error) {
 func (l *Lifecycle) Run(ctx context.Context) error {
 	changes, stop := l.d.Cache.Changes()
 	defer stop()
-	tick := time.NewTicker(l.cfg.Resync)
-	defer tick.Stop()
-	var gc <-chan time.Time
-	if l.cfg.GCInterval > 0 {
-		t := time.NewTicker(l.cfg.GCInterval)
-		defer t.Stop()
-		gc = t.C
-	}
-	for first := true; ; first = false {
-		if err := l.Reconcile(ctx); err != nil && ctx.Err() == nil {
-			l.log.Warn("lifecycle pass incomplete", zap.Error(err))
-		}
-		if first && gc != nil {
-			l.gc(ctx) // a new leader catches up on instances lost during failover
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-tick.C:
-		case <-changes:
-		case <-gc:
-			l.gc(ctx)
-		}
-	}
+	return loop.Run(ctx, loop.Spec{Name: "lifecycle", Log: l.log, Pass: l.Reconcile,
+		Every: l.cfg.Resync, Changes: changes,
+		Side: &loop.Side{Every: l.cfg.GCInterval, AtStart: l.cfg.GCInterval > 0, Do: l.gc}})
 }
 
 func (l *Lifecycle) gc(ctx context.Context) {

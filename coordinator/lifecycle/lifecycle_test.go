@@ -23,6 +23,7 @@ import (
 	"github.com/joiner-dev/joiner/coordinator/fsm"
 	"github.com/joiner-dev/joiner/coordinator/fsm/fsmtest"
 	"github.com/joiner-dev/joiner/coordinator/view"
+	"github.com/joiner-dev/joiner/test/observe"
 )
 
 // fakeKube is the cache and the NodeClaim writer at once (an informer that
@@ -329,16 +330,7 @@ func counter(t *testing.T, reg *prometheus.Registry, name string) float64 {
 
 func wantEvents(t *testing.T, rec *record.FakeRecorder, reasons ...string) {
 	t.Helper()
-	var got []string
-	for {
-		select {
-		case e := <-rec.Events:
-			got = append(got, e)
-			continue
-		default:
-		}
-		break
-	}
+	got := observe.Events(rec)
 	if len(got) != len(reasons) {
 		t.Fatalf("events %q, want reasons %v", got, reasons)
 	}

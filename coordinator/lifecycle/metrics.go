@@ -1,9 +1,9 @@
 package lifecycle
 
 import (
-	"fmt"
-
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/joiner-dev/joiner/internal/telemetry"
 )
 
 type metrics struct {
@@ -30,13 +30,5 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help:    "Time from NodeClaim creation to Initialized.",
 			Buckets: []float64{5, 10, 20, 30, 45, 60, 90, 120, 180, 240, 300, 450, 600, 900}}),
 	}
-	if reg == nil {
-		return m, nil
-	}
-	for _, c := range []prometheus.Collector{m.launched, m.registered, m.initialized, m.deleted, m.instancesGone, m.initDuration} {
-		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("registering lifecycle metrics: %w", err)
-		}
-	}
-	return m, nil
+	return m, telemetry.Register(reg, "lifecycle", m.launched, m.registered, m.initialized, m.deleted, m.instancesGone, m.initDuration)
 }

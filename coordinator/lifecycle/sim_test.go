@@ -1,4 +1,4 @@
-package lifecycle
+package lifecycle_test
 
 import (
 	"context"
@@ -7,19 +7,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap/zaptest"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
-	"github.com/joiner-dev/joiner/coordinator/fsm/fsmtest"
-	"github.com/joiner-dev/joiner/coordinator/kube"
-	"github.com/joiner-dev/joiner/coordinator/launcher"
-	"github.com/joiner-dev/joiner/coordinator/provisioner"
 	"github.com/joiner-dev/joiner/test/simstack"
+	"github.com/joiner-dev/joiner/test/simstack/provisioning"
 	"github.com/joiner-dev/joiner/test/testenv"
-	"github.com/joiner-dev/joiner/userdata"
 )
 
 // TestLifecycleWithSim runs provisioner, launcher and lifecycle against a
@@ -40,58 +35,27 @@ func TestLifecycleWithSim(t *testing.T) {
 	r := simstack.NewRunner(context.Background())
 	defer r.Stop()
 	ctx := r.Ctx
-
-	const cluster = "lc"
-	prov := simstack.Cloud(t, r, env.Client, 300*time.Millisecond, cluster, log)
-	clients, cache := simstack.Kube(t, r, env.Config, log)
-	state := fsm.New()
-	raft := fsmtest.New(state)
-	reg := prometheus.NewRegistry()
-	rec := kube.NewRecorder(ctx, clients.Kube, "joiner")
-	catalog, views := simstack.Classes(t, r, clients, cache, prov, state, log)
-	launch := launcher.New(launcher.Config{Cluster: cluster, Interval: 200 * time.Millisecond},
-		launcher.Deps{Cloud: prov, Raft: raft, State: state, Log: log})
-	p, err := provisioner.New(provisioner.Config{
-		Cluster:   userdata.Cluster{Name: cluster, Endpoint: env.Config.Host, ServiceCIDR: "10.100.0.0/16"},
-		BatchIdle: 300 * time.Millisecond, BatchMax: 2 * time.Second, Resync: time.Second, Wake: launch.Wake,
-	}, provisioner.Deps{Cache: cache, Kube: clients, State: state, Raft: raft, Cloud: prov, Views: views, Classes: catalog,
-		Registerer: reg, Recorder: rec, Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lc, err := New(Config{RemoveStartupTaints: true, Resync: time.Second}, Deps{Cache: cache, Claims: clients, Nodes: clients.Kube,
-		State: state, Raft: raft, Cloud: prov, Classes: catalog, Registerer: reg, Recorder: rec, Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.Go(launch.Run)
-	r.Go(p.Run)
-	r.Go(lc.Run)
+	stack := provisioning.Start(t, r, env.Client, env.Config, "lc", 300*time.Millisecond, log)
+	clients, cache, state := stack.Clients, stack.Cache, stack.State
 
 	simstack.ApplyManifests(t, ctx, clients, "testdata/pool.yaml")
 	replicas := int32(6)
 	simstack.CreateInflate(t, ctx, clients.Kube, replicas, "3")
 
 	simstack.Eventually(t, 2*time.Minute, "every pod bound and every nodeclaim ready", func() (bool, string) {
-		pods, err := clients.Kube.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=inflate"})
+		all, bound, _, err := provisioning.Pods(ctx, clients.Kube, "app=inflate")
 		if err != nil {
 			t.Fatal(err)
-		}
-		bound := 0
-		for _, p := range pods.Items {
-			if p.Spec.NodeName != "" {
-				bound++
-			}
 		}
 		claims := cache.NodeClaims()
 		ready := 0
 		for _, nc := range claims {
-			if isTrue(nc.Status.Conditions, karpv1.ConditionReady) {
+			if meta.IsStatusConditionTrue(nc.Status.Conditions, karpv1.ConditionReady) {
 				ready++
 			}
 		}
 		return bound == int(replicas) && ready == len(claims) && ready > 0,
-			fmt.Sprintf("pods %d bound %d nodeclaims %d ready %d nodes %d", len(pods.Items), bound, len(claims), ready, len(cache.Nodes()))
+			fmt.Sprintf("pods %d bound %d nodeclaims %d ready %d nodes %d", all, bound, len(claims), ready, len(cache.Nodes()))
 	})
 
 	for _, nc := range cache.NodeClaims() {

@@ -28,7 +28,9 @@ import (
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 	"github.com/joiner-dev/joiner/cloud"
 	"github.com/joiner-dev/joiner/cloud/catalog"
+	"github.com/joiner-dev/joiner/coordinator/loop"
 	"github.com/joiner-dev/joiner/coordinator/view"
+	"github.com/joiner-dev/joiner/internal/defaults"
 )
 
 // Cache is the informer cache the loop reads (kube.Cache).
@@ -93,7 +95,7 @@ type Loop struct {
 	cfg  Config
 	d    Deps
 	log  *zap.Logger
-	wake chan struct{}
+	wake loop.Waker
 
 	// Leader memory, rebuilt by every new leader: last resolutions and the
 	// last thing said about each object (so Events are not repeated).
@@ -105,64 +107,29 @@ type Loop struct {
 
 // New builds a Loop.
 func New(cfg Config, d Deps) *Loop {
-	if cfg.Refresh <= 0 {
-		cfg.Refresh = 5 * time.Minute
-	}
-	if cfg.Retry <= 0 {
-		cfg.Retry = 30 * time.Second
-	}
-	if cfg.TypesRefresh <= 0 {
-		cfg.TypesRefresh = time.Minute
-	}
-	if cfg.MinInterval <= 0 {
-		cfg.MinInterval = time.Second
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	if d.Recorder == nil {
-		d.Recorder = &record.FakeRecorder{}
-	}
-	if d.Log == nil {
-		d.Log = zap.NewNop()
-	}
-	return &Loop{cfg: cfg, d: d, log: d.Log.Named("nodeclass"), wake: make(chan struct{}, 1),
+	defaults.Positive(&cfg.Refresh, 5*time.Minute)
+	defaults.Positive(&cfg.Retry, 30*time.Second)
+	defaults.Positive(&cfg.TypesRefresh, time.Minute)
+	defaults.Positive(&cfg.MinInterval, time.Second)
+	loop.Defaults(&cfg.Now, &d.Recorder, &d.Log)
+	return &Loop{cfg: cfg, d: d, log: d.Log.Named("nodeclass"), wake: loop.NewWaker(),
 		resolved: map[string]*resolution{}, said: map[string]string{}}
 }
 
 // Wake asks for a pass that re-lists every class's instance types (after a
 // capacity error marked offerings unavailable). It never blocks.
-func (l *Loop) Wake() {
-	select {
-	case l.wake <- struct{}{}:
-	default:
-	}
-}
+func (l *Loop) Wake() { l.wake.Wake() }
 
 // Run reconciles until ctx ends: at start, after cache events (at most one
-// pass per MinInterval), when woken, and every TypesRefresh.
+// pass per MinInterval), when woken, and every TypesRefresh (or Retry,
+// when sooner).
 func (l *Loop) Run(ctx context.Context) error {
 	changes, stop := l.d.Cache.Changes()
 	defer stop()
-	tick := time.NewTicker(min(l.cfg.TypesRefresh, l.cfg.Retry))
-	defer tick.Stop()
-	for {
-		l.Reconcile(ctx)
-		last := time.Now()
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-tick.C:
-		case <-l.wake:
-			l.typesStale = true
-		case <-changes:
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(time.Until(last.Add(l.cfg.MinInterval))):
-			}
-		}
-	}
+	return loop.Run(ctx, loop.Spec{Name: "nodeclass", Log: l.log,
+		Pass:  func(ctx context.Context) error { l.Reconcile(ctx); return nil },
+		Every: min(l.cfg.TypesRefresh, l.cfg.Retry), Changes: changes, MinInterval: l.cfg.MinInterval,
+		Wake: l.wake, OnWake: func() { l.typesStale = true }})
 }
 
 // Reconcile validates every NodePool and EC2NodeClass, resolves the

@@ -17,6 +17,7 @@ import (
 	"github.com/joiner-dev/joiner/cloud"
 	"github.com/joiner-dev/joiner/cloud/catalog"
 	"github.com/joiner-dev/joiner/coordinator/view"
+	"github.com/joiner-dev/joiner/test/observe"
 )
 
 type fakeCache struct {
@@ -124,7 +125,7 @@ func TestInvalidObjectsAreReportedAndLeftOut(t *testing.T) {
 	if cond == nil || cond.Status != metav1.ConditionFalse || !strings.Contains(cond.Message, "kubernetes.io/hostname") {
 		t.Fatalf("condition = %+v, want ValidationSucceeded=False naming the field", cond)
 	}
-	events := strings.Join(drain(r.rec), "\n")
+	events := strings.Join(observe.Events(r.rec), "\n")
 	if !strings.Contains(events, "InvalidNodePool") || !strings.Contains(events, "InvalidEC2NodeClass") {
 		t.Fatalf("events %q, want one for the invalid pool and one for the invalid class", events)
 	}
@@ -139,7 +140,7 @@ func TestInvalidObjectsAreReportedAndLeftOut(t *testing.T) {
 	writes := len(r.kube.pools) + len(r.kube.classes)
 	r.cache.pools[0].Status = badPool.Status
 	r.l.Reconcile(context.Background())
-	if n := len(drain(r.rec)); n != 0 {
+	if n := len(observe.Events(r.rec)); n != 0 {
 		t.Fatalf("%d events repeated", n)
 	}
 	if n := len(r.kube.pools); n > writes {
@@ -208,17 +209,5 @@ func TestResolutionSchedule(t *testing.T) {
 	step(30 * time.Second)
 	if r.cloud.resolves != before+1 || len(r.catalog.Classes()) != 1 {
 		t.Fatalf("after Retry: %d resolves (want %d), %d classes published", r.cloud.resolves, before+1, len(r.catalog.Classes()))
-	}
-}
-
-func drain(rec *record.FakeRecorder) []string {
-	var out []string
-	for {
-		select {
-		case e := <-rec.Events:
-			out = append(out, e)
-		default:
-			return out
-		}
 	}
 }

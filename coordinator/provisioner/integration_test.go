@@ -8,20 +8,14 @@ import (
 
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap/zaptest"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/joiner-dev/joiner/coordinator/fsm"
-	"github.com/joiner-dev/joiner/coordinator/fsm/fsmtest"
-	"github.com/joiner-dev/joiner/coordinator/kube"
-	"github.com/joiner-dev/joiner/coordinator/launcher"
-	"github.com/joiner-dev/joiner/coordinator/lifecycle"
-	"github.com/joiner-dev/joiner/coordinator/provisioner"
 	"github.com/joiner-dev/joiner/test/simstack"
+	"github.com/joiner-dev/joiner/test/simstack/provisioning"
 	"github.com/joiner-dev/joiner/test/testenv"
-	"github.com/joiner-dev/joiner/userdata"
 )
 
 const clusterName = "it"
@@ -43,52 +37,24 @@ func TestProvisionDeployment(t *testing.T) {
 	r := simstack.NewRunner(context.Background())
 	defer r.Stop()
 	ctx := r.Ctx
-	prov := simstack.Cloud(t, r, env.Client, 500*time.Millisecond, clusterName, log)
-	clients, cache := simstack.Kube(t, r, env.Config, log)
-	state := fsm.New()
-	raft := fsmtest.New(state)
-	catalog, views := simstack.Classes(t, r, clients, cache, prov, state, log)
-	launch := launcher.New(launcher.Config{Cluster: clusterName, Interval: 200 * time.Millisecond},
-		launcher.Deps{Cloud: prov, Raft: raft, State: state, Log: log})
-	p, err := provisioner.New(provisioner.Config{
-		Cluster:   userdata.Cluster{Name: clusterName, Endpoint: env.Config.Host, ServiceCIDR: "10.100.0.0/16"},
-		BatchIdle: 300 * time.Millisecond, BatchMax: 2 * time.Second, Resync: time.Second, Wake: launch.Wake,
-	}, provisioner.Deps{Cache: cache, Kube: clients, State: state, Raft: raft, Cloud: prov, Views: views, Classes: catalog,
-		Registerer: prometheus.NewRegistry(), Recorder: kube.NewRecorder(ctx, clients.Kube, "joiner"), Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lc, err := lifecycle.New(lifecycle.Config{RemoveStartupTaints: true, Resync: time.Second}, lifecycle.Deps{Cache: cache,
-		Claims: clients, Nodes: clients.Kube, State: state, Raft: raft, Cloud: prov, Classes: catalog,
-		Registerer: prometheus.NewRegistry(), Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.Go(launch.Run)
-	r.Go(p.Run)
-	r.Go(lc.Run)
+	stack := provisioning.Start(t, r, env.Client, env.Config, clusterName, 500*time.Millisecond, log)
+	prov, clients, cache, state := stack.Cloud, stack.Clients, stack.Cache, stack.State
 
 	simstack.ApplyManifests(t, ctx, clients, "testdata/pool.yaml")
 	replicas := int32(12)
 	simstack.CreateInflate(t, ctx, clients.Kube, replicas, "1")
 
 	simstack.Eventually(t, 2*time.Minute, "every pod bound", func() (bool, string) {
-		pods, err := clients.Kube.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=inflate"})
+		all, bound, _, err := provisioning.Pods(ctx, clients.Kube, "app=inflate")
 		if err != nil {
 			return false, err.Error()
-		}
-		bound := 0
-		for _, p := range pods.Items {
-			if p.Spec.NodeName != "" {
-				bound++
-			}
 		}
 		nodes := ""
 		for _, n := range cache.Nodes() {
 			nodes += fmt.Sprintf(" [%s taints=%v alloc=%v ready=%v]", n.Name, n.Spec.Taints, n.Status.Allocatable.Cpu(), n.Status.Conditions)
 		}
-		return len(pods.Items) == int(replicas) && bound == int(replicas),
-			"pods " + itoa(len(pods.Items)) + " bound " + itoa(bound) + " nodeclaims " + itoa(len(cache.NodeClaims())) + " nodes" + nodes
+		return all == int(replicas) && bound == int(replicas),
+			"pods " + itoa(all) + " bound " + itoa(bound) + " nodeclaims " + itoa(len(cache.NodeClaims())) + " nodes" + nodes
 	})
 
 	// One instance per launch intent, one NodeClaim per intent.
@@ -144,15 +110,9 @@ func TestProvisionDeployment(t *testing.T) {
 	}
 	// Without a kubelet, deleted pods stay Terminating: wait for that.
 	simstack.Eventually(t, time.Minute, "pods terminating", func() (bool, string) {
-		pods, err := clients.Kube.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=inflate"})
+		_, _, live, err := provisioning.Pods(ctx, clients.Kube, "app=inflate")
 		if err != nil {
 			return false, err.Error()
-		}
-		live := 0
-		for _, p := range pods.Items {
-			if p.DeletionTimestamp == nil {
-				live++
-			}
 		}
 		return live == 0, "live pods " + itoa(live)
 	})

@@ -1,9 +1,9 @@
 package provisioner
 
 import (
-	"fmt"
-
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/joiner-dev/joiner/internal/telemetry"
 )
 
 type metrics struct {
@@ -25,13 +25,5 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		launchErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "joiner_provisioning_errors_total",
 			Help: "Planned NodeClaims that could not be committed, by stage (prepare, commit)."}, []string{"stage"}),
 	}
-	if reg == nil {
-		return m, nil
-	}
-	for _, c := range []prometheus.Collector{m.pending, m.schedulingDuration, m.nodeClaimsCreated, m.launchErrors} {
-		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("registering provisioner metrics: %w", err)
-		}
-	}
-	return m, nil
+	return m, telemetry.Register(reg, "provisioner", m.pending, m.schedulingDuration, m.nodeClaimsCreated, m.launchErrors)
 }

@@ -21,8 +21,10 @@ import (
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 	"github.com/joiner-dev/joiner/cloud"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
+	"github.com/joiner-dev/joiner/coordinator/loop"
 	"github.com/joiner-dev/joiner/coordinator/scheduler"
 	"github.com/joiner-dev/joiner/coordinator/view"
+	"github.com/joiner-dev/joiner/internal/defaults"
 	"github.com/joiner-dev/joiner/userdata"
 )
 
@@ -117,33 +119,17 @@ type Provisioner struct {
 
 // New builds a Provisioner.
 func New(cfg Config, d Deps) (*Provisioner, error) {
-	if cfg.BatchIdle <= 0 {
-		cfg.BatchIdle = time.Second
-	}
-	if cfg.BatchMax <= 0 {
-		cfg.BatchMax = 10 * time.Second
-	}
-	if cfg.Resync <= 0 {
-		cfg.Resync = 10 * time.Second
-	}
-	if cfg.NominationGrace <= 0 {
-		cfg.NominationGrace = time.Minute
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
+	defaults.Positive(&cfg.BatchIdle, time.Second)
+	defaults.Positive(&cfg.BatchMax, 10*time.Second)
+	defaults.Positive(&cfg.Resync, 10*time.Second)
+	defaults.Positive(&cfg.NominationGrace, time.Minute)
 	if cfg.Wake == nil {
 		cfg.Wake = func() {}
 	}
 	if cfg.NewID == nil {
 		cfg.NewID = randomID
 	}
-	if d.Recorder == nil {
-		d.Recorder = &record.FakeRecorder{}
-	}
-	if d.Log == nil {
-		d.Log = zap.NewNop()
-	}
+	loop.Defaults(&cfg.Now, &d.Recorder, &d.Log)
 	m, err := newMetrics(d.Registerer)
 	if err != nil {
 		return nil, err
@@ -157,46 +143,8 @@ func New(cfg Config, d Deps) (*Provisioner, error) {
 func (p *Provisioner) Run(ctx context.Context) error {
 	changes, stop := p.d.Cache.Changes()
 	defer stop()
-	tick := time.NewTicker(p.cfg.Resync)
-	defer tick.Stop()
-	for {
-		if err := p.Reconcile(ctx); err != nil && ctx.Err() == nil {
-			p.log.Warn("provisioning pass incomplete", zap.Error(err))
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-tick.C:
-		case <-changes:
-			if !p.batch(ctx, changes) {
-				return ctx.Err()
-			}
-		}
-	}
-}
-
-// batch waits until events stop for BatchIdle or BatchMax has passed since
-// the first; false when ctx ended.
-func (p *Provisioner) batch(ctx context.Context, changes <-chan struct{}) bool {
-	max := time.NewTimer(p.cfg.BatchMax)
-	defer max.Stop()
-	idle := time.NewTimer(p.cfg.BatchIdle)
-	defer idle.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return false
-		case <-max.C:
-			return true
-		case <-idle.C:
-			return true
-		case <-changes:
-			if !idle.Stop() {
-				<-idle.C
-			}
-			idle.Reset(p.cfg.BatchIdle)
-		}
-	}
+	return loop.Run(ctx, loop.Spec{Name: "provisioning", Log: p.log, Pass: p.Reconcile,
+		Every: p.cfg.Resync, Changes: changes, BatchIdle: p.cfg.BatchIdle, BatchMax: p.cfg.BatchMax})
 }
 
 // PlannedSince reports whether a provisioning pass that started after t

@@ -21,6 +21,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/joiner-dev/joiner/coordinator/fsm"
+	"github.com/joiner-dev/joiner/internal/defaults"
+	"github.com/joiner-dev/joiner/internal/telemetry"
 )
 
 // DefaultRetention is how long finished records are kept by default.
@@ -67,15 +69,9 @@ func New(cfg Config, d Deps) (*Pruner, error) {
 	if cfg.Retention < 0 {
 		return nil, fmt.Errorf("state retention %s: want >= 0 (0 keeps finished records forever)", cfg.Retention)
 	}
-	if cfg.Interval <= 0 {
-		cfg.Interval = min(max(cfg.Retention/4, time.Second), 5*time.Minute)
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	if d.Log == nil {
-		d.Log = zap.NewNop()
-	}
+	defaults.Positive(&cfg.Interval, min(max(cfg.Retention/4, time.Second), 5*time.Minute))
+	defaults.Clock(&cfg.Now)
+	defaults.Zero(&d.Log, zap.NewNop())
 	if d.State == nil || d.Raft == nil {
 		return nil, errors.New("retention: State and Raft are required")
 	}
@@ -86,12 +82,8 @@ func New(cfg Config, d Deps) (*Pruner, error) {
 	rejected := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "joiner_fsm_rejected_entries_total",
 		Help: "Raft entries this replica's FSM rejected as invalid (empty, unknown type, undecodable, invalid fields) since it started."},
 		func() float64 { return float64(d.State.Rejected()) })
-	if d.Registerer != nil {
-		for _, c := range []prometheus.Collector{p.pruned, rejected} {
-			if err := d.Registerer.Register(c); err != nil {
-				return nil, fmt.Errorf("registering retention metrics: %w", err)
-			}
-		}
+	if err := telemetry.Register(d.Registerer, "retention", p.pruned, rejected); err != nil {
+		return nil, err
 	}
 	return p, nil
 }

@@ -20,7 +20,9 @@ import (
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 	"github.com/joiner-dev/joiner/cloud"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
+	"github.com/joiner-dev/joiner/coordinator/loop"
 	"github.com/joiner-dev/joiner/drain"
+	"github.com/joiner-dev/joiner/internal/defaults"
 	"github.com/joiner-dev/joiner/internal/logging"
 )
 
@@ -117,44 +119,26 @@ type Controller struct {
 	// drains is the current term's drain set (set by Run).
 	mu     sync.Mutex
 	drains *drains
-	wake   chan struct{}
+	wake   loop.Waker
 }
 
 // New builds a Controller.
 func New(cfg Config, d Deps) (*Controller, error) {
-	if cfg.Resync <= 0 {
-		cfg.Resync = 5 * time.Second
-	}
-	if cfg.ReplacementWait <= 0 {
-		cfg.ReplacementWait = 30 * time.Second
-	}
-	if cfg.MinInterval <= 0 {
-		cfg.MinInterval = 200 * time.Millisecond
-	}
-	if cfg.MaxConcurrentDrains <= 0 {
-		cfg.MaxConcurrentDrains = 10
-	}
-	if cfg.DrainTimeout <= 0 {
-		cfg.DrainTimeout = time.Hour
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	if d.Log == nil {
-		d.Log = zap.NewNop()
-	}
+	defaults.Positive(&cfg.Resync, 5*time.Second)
+	defaults.Positive(&cfg.ReplacementWait, 30*time.Second)
+	defaults.Positive(&cfg.MinInterval, 200*time.Millisecond)
+	defaults.Positive(&cfg.MaxConcurrentDrains, 10)
+	defaults.Positive(&cfg.DrainTimeout, time.Hour)
+	loop.Defaults(&cfg.Now, &d.Recorder, &d.Log)
 	log := d.Log.Named("termination")
 	if d.Drainer == nil {
 		d.Drainer = drain.New(d.Kube, log.Named("drain"), drain.Options{Now: cfg.Now})
-	}
-	if d.Recorder == nil {
-		d.Recorder = &record.FakeRecorder{}
 	}
 	m, err := newMetrics(d.Registerer)
 	if err != nil {
 		return nil, err
 	}
-	return &Controller{cfg: cfg, d: d, log: log, metrics: m, wake: make(chan struct{}, 1)}, nil
+	return &Controller{cfg: cfg, d: d, log: log, metrics: m, wake: loop.NewWaker()}, nil
 }
 
 // Run terminates deleted NodeClaims and Nodes until ctx ends (the leader's
@@ -162,7 +146,7 @@ func New(cfg Config, d Deps) (*Controller, error) {
 // objects' state.
 func (c *Controller) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
-	d := newDrains(c.cfg.MaxConcurrentDrains, c.poke)
+	d := newDrains(c.cfg.MaxConcurrentDrains, c.wake.Wake)
 	c.mu.Lock()
 	c.drains = d
 	c.mu.Unlock()
@@ -175,32 +159,8 @@ func (c *Controller) Run(ctx context.Context) error {
 	}()
 	changes, stop := c.d.Cache.Changes()
 	defer stop()
-	tick := time.NewTicker(c.cfg.Resync)
-	defer tick.Stop()
-	for {
-		if err := c.Reconcile(ctx); err != nil && ctx.Err() == nil {
-			c.log.Warn("termination pass incomplete", zap.Error(err))
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-tick.C:
-		case <-c.wake:
-		case <-changes:
-			select { // let a burst of events settle
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(c.cfg.MinInterval):
-			}
-		}
-	}
-}
-
-func (c *Controller) poke() {
-	select {
-	case c.wake <- struct{}{}:
-	default:
-	}
+	return loop.Run(ctx, loop.Spec{Name: "termination", Log: c.log, Pass: c.Reconcile,
+		Every: c.cfg.Resync, Changes: changes, MinInterval: c.cfg.MinInterval, Wake: c.wake})
 }
 
 // Reconcile makes one pass: every deleting NodeClaim and Node with the

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	"go.uber.org/zap/zaptest"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,6 +20,7 @@ import (
 	"github.com/joiner-dev/joiner/coordinator/fsm"
 	"github.com/joiner-dev/joiner/coordinator/fsm/fsmtest"
 	"github.com/joiner-dev/joiner/drain"
+	"github.com/joiner-dev/joiner/test/observe"
 )
 
 type rig struct {
@@ -60,7 +60,7 @@ func newRigWith(t *testing.T, cfg Config, replacements Replacements, claims []*k
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.drains = newDrains(c.cfg.MaxConcurrentDrains, c.poke)
+	c.drains = newDrains(c.cfg.MaxConcurrentDrains, c.wake.Wake)
 	r.c = c
 	return r
 }
@@ -118,39 +118,6 @@ func (r *rig) node(t *testing.T, name string) *corev1.Node {
 	return n
 }
 
-func (r *rig) events() string {
-	var out []string
-	for {
-		select {
-		case e := <-r.rec.Events:
-			out = append(out, e)
-		default:
-			return strings.Join(out, "\n")
-		}
-	}
-}
-
-func counter(t *testing.T, c prometheus.Collector) float64 {
-	t.Helper()
-	ch := make(chan prometheus.Metric, 10)
-	c.Collect(ch)
-	close(ch)
-	total := 0.0
-	for m := range ch {
-		var d dto.Metric
-		if err := m.Write(&d); err != nil {
-			t.Fatal(err)
-		}
-		switch {
-		case d.Counter != nil:
-			total += d.Counter.GetValue()
-		case d.Histogram != nil:
-			total += float64(d.Histogram.GetSampleCount())
-		}
-	}
-	return total
-}
-
 // The whole path: commit the termination, taint, drain, terminate, delete
 // the Node, release the NodeClaim; raft records the intent and the result.
 func TestTerminateNodeClaim(t *testing.T) {
@@ -183,19 +150,19 @@ func TestTerminateNodeClaim(t *testing.T) {
 	if inst, _ := r.state.Instance("i-0123"); inst.State != fsm.InstanceTerminated {
 		t.Errorf("instance state %s, want terminated", inst.State)
 	}
-	ev := r.events()
+	ev := observe.EventsText(r.rec)
 	for _, want := range []string{"Disrupting", "Draining", "Terminating"} {
 		if !strings.Contains(ev, want) {
 			t.Errorf("events %q: missing %s", ev, want)
 		}
 	}
-	if got := counter(t, r.c.metrics.terminated.WithLabelValues("Drifted")); got != 1 {
+	if got := observe.Count(t, r.c.metrics.terminated.WithLabelValues("Drifted")); got != 1 {
 		t.Errorf("terminated{Drifted} = %v, want 1", got)
 	}
-	if got := counter(t, r.c.metrics.drained); got != 1 {
+	if got := observe.Count(t, r.c.metrics.drained); got != 1 {
 		t.Errorf("nodes drained = %v, want 1", got)
 	}
-	if got := counter(t, r.c.metrics.duration); got != 1 {
+	if got := observe.Count(t, r.c.metrics.duration); got != 1 {
 		t.Errorf("termination duration samples = %v, want 1", got)
 	}
 }
@@ -222,7 +189,7 @@ func TestResumeAfterFailures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c2.drains = newDrains(10, c2.poke)
+	c2.drains = newDrains(10, c2.wake.Wake)
 	r.claims.failOn = "update" // the finalizer removal fails once
 	r.c = c2
 	r.settle(t, 3)

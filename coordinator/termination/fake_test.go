@@ -59,9 +59,23 @@ func (f *fakeClaims) GetNodeClaim(_ context.Context, name string) (*karpv1.NodeC
 }
 
 func (f *fakeClaims) UpdateNodeClaim(_ context.Context, nc *karpv1.NodeClaim) (*karpv1.NodeClaim, error) {
+	return f.update("update", nc, func(cur, next *karpv1.NodeClaim) {
+		next.ObjectMeta = *nc.ObjectMeta.DeepCopy()
+		next.DeletionTimestamp = cur.DeletionTimestamp
+	})
+}
+
+func (f *fakeClaims) UpdateNodeClaimStatus(_ context.Context, nc *karpv1.NodeClaim) (*karpv1.NodeClaim, error) {
+	return f.update("status", nc, func(_, next *karpv1.NodeClaim) { next.Status = *nc.Status.DeepCopy() })
+}
+
+// update applies change to a copy of the stored claim, as the API server
+// does: NotFound, Conflict on a stale resourceVersion, a new version, and
+// removal when a deleting object loses its last finalizer.
+func (f *fakeClaims) update(verb string, nc *karpv1.NodeClaim, change func(cur, next *karpv1.NodeClaim)) (*karpv1.NodeClaim, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.fail("update"); err != nil {
+	if err := f.fail(verb); err != nil {
 		return nil, err
 	}
 	cur, ok := f.items[nc.Name]
@@ -72,35 +86,13 @@ func (f *fakeClaims) UpdateNodeClaim(_ context.Context, nc *karpv1.NodeClaim) (*
 		return nil, apierrors.NewConflict(claimsGR, nc.Name, fmt.Errorf("stale"))
 	}
 	next := cur.DeepCopy()
-	next.ObjectMeta = *nc.ObjectMeta.DeepCopy()
-	next.DeletionTimestamp = cur.DeletionTimestamp
+	change(cur, next)
 	f.rv++
 	next.ResourceVersion = strconv.Itoa(f.rv)
 	if next.DeletionTimestamp != nil && len(next.Finalizers) == 0 {
 		delete(f.items, nc.Name)
 		return next, nil
 	}
-	f.items[nc.Name] = next
-	return next.DeepCopy(), nil
-}
-
-func (f *fakeClaims) UpdateNodeClaimStatus(_ context.Context, nc *karpv1.NodeClaim) (*karpv1.NodeClaim, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if err := f.fail("status"); err != nil {
-		return nil, err
-	}
-	cur, ok := f.items[nc.Name]
-	if !ok {
-		return nil, apierrors.NewNotFound(claimsGR, nc.Name)
-	}
-	if cur.ResourceVersion != nc.ResourceVersion {
-		return nil, apierrors.NewConflict(claimsGR, nc.Name, fmt.Errorf("stale"))
-	}
-	next := cur.DeepCopy()
-	next.Status = *nc.Status.DeepCopy()
-	f.rv++
-	next.ResourceVersion = strconv.Itoa(f.rv)
 	f.items[nc.Name] = next
 	return next.DeepCopy(), nil
 }

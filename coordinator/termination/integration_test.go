@@ -25,28 +25,11 @@ import (
 	"github.com/joiner-dev/joiner/coordinator/kube"
 	"github.com/joiner-dev/joiner/coordinator/termination"
 	"github.com/joiner-dev/joiner/test/kubetest"
+	"github.com/joiner-dev/joiner/test/observe"
 	"github.com/joiner-dev/joiner/test/testenv"
 )
 
 func ptr[T any](v T) *T { return &v }
-
-type recordingCloud struct {
-	mu    sync.Mutex
-	calls []string
-}
-
-func (c *recordingCloud) Terminate(_ context.Context, id string) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.calls = append(c.calls, id)
-	return nil
-}
-
-func (c *recordingCloud) terminated() []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return append([]string(nil), c.calls...)
-}
 
 // Deleting a NodeClaim on a real control plane: its Node (running two
 // replicas of a Deployment under a PDB that allows one disruption) is
@@ -180,7 +163,7 @@ func TestDeleteNodeClaimRealControlPlane(t *testing.T) {
 	if err := cache.WaitForSync(ctx); err != nil {
 		t.Fatal(err)
 	}
-	cloud := &recordingCloud{}
+	cloud := &observe.Terminations{}
 	reg := prometheus.NewRegistry()
 	ctrl, err := termination.New(termination.Config{Resync: 500 * time.Millisecond}, termination.Deps{Cache: cache, Claims: clients,
 		Kube: c, State: state, Raft: raft, Cloud: cloud, Registerer: reg, Recorder: kube.NewRecorder(ctx, c, "joiner"), Log: log})
@@ -200,7 +183,7 @@ func TestDeleteNodeClaimRealControlPlane(t *testing.T) {
 	if _, err := c.CoreV1().Nodes().Get(ctx, target, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("target node: %v, want not found", err)
 	}
-	if got := cloud.terminated(); len(got) == 0 || got[0] != instance {
+	if got := cloud.IDs(); len(got) == 0 || got[0] != instance {
 		t.Errorf("terminate calls %v, want %s", got, instance)
 	}
 	terms := state.Terminations()

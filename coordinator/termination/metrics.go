@@ -1,9 +1,9 @@
 package termination
 
 import (
-	"fmt"
-
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/joiner-dev/joiner/internal/telemetry"
 )
 
 type metrics struct {
@@ -22,13 +22,5 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		drained: prometheus.NewCounter(prometheus.CounterOpts{Name: "joiner_nodes_drained_total",
 			Help: "Nodes the termination controller drained."}),
 	}
-	if reg == nil {
-		return m, nil
-	}
-	for _, c := range []prometheus.Collector{m.terminated, m.duration, m.drained} {
-		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("registering termination metrics: %w", err)
-		}
-	}
-	return m, nil
+	return m, telemetry.Register(reg, "termination", m.terminated, m.duration, m.drained)
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/joiner-dev/joiner/cloud/catalog"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
 	"github.com/joiner-dev/joiner/coordinator/scheduler"
+	"github.com/joiner-dev/joiner/internal/defaults"
 )
 
 // Cache is the informer cache the view reads (kube.Cache).
@@ -143,9 +144,7 @@ func (v *View) NodePool(name string) *karpv1.NodePool {
 // Build builds the view at now.
 func (b *Builder) Build(now time.Time) *View {
 	grace := b.NominationGrace
-	if grace <= 0 {
-		grace = time.Minute
-	}
+	defaults.Positive(&grace, time.Minute)
 	v := &View{
 		Now: now, NodeClasses: map[string]*awsv1.EC2NodeClass{}, Resolved: map[string]cloud.Resolved{},
 		InstanceTypes: map[string][]*catalog.InstanceType{}, PodsByNode: map[string][]*corev1.Pod{},

@@ -33,6 +33,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/joiner-dev/joiner/cloud/sim"
+	"github.com/joiner-dev/joiner/internal/defaults"
 	"github.com/joiner-dev/joiner/test/testenv"
 )
 
@@ -116,27 +117,15 @@ type Harness struct {
 // Start runs everything. On error the processes already started are
 // stopped. A missing tool binary is reported with testenv.ErrToolsMissing.
 func Start(ctx context.Context, opts Options) (*Harness, error) {
-	if opts.Coordinators <= 0 {
-		opts.Coordinators = 3
-	}
+	defaults.Positive(&opts.Coordinators, 3)
 	if opts.ClusterName == "" {
 		opts.ClusterName = "demo"
 	}
-	if opts.BootDelay <= 0 {
-		opts.BootDelay = 2 * time.Second
-	}
-	if opts.SimKubeQPS <= 0 {
-		opts.SimKubeQPS = 500
-	}
-	if opts.SimKubeBurst <= 0 {
-		opts.SimKubeBurst = 1000
-	}
-	if opts.InterruptionNotice <= 0 {
-		opts.InterruptionNotice = 2 * time.Minute
-	}
-	if opts.Log == nil {
-		opts.Log = zap.NewNop()
-	}
+	defaults.Positive(&opts.BootDelay, 2*time.Second)
+	defaults.Positive(&opts.SimKubeQPS, 500)
+	defaults.Positive(&opts.SimKubeBurst, 1000)
+	defaults.Positive(&opts.InterruptionNotice, 2*time.Minute)
+	defaults.Zero(&opts.Log, zap.NewNop())
 	if opts.JoinerBin == "" {
 		return nil, errors.New("harness: Options.JoinerBin: required (see BuildJoiner)")
 	}

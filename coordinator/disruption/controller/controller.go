@@ -39,8 +39,10 @@ import (
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 	"github.com/joiner-dev/joiner/coordinator/disruption"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
+	"github.com/joiner-dev/joiner/coordinator/loop"
 	"github.com/joiner-dev/joiner/coordinator/scheduler"
 	"github.com/joiner-dev/joiner/coordinator/view"
+	"github.com/joiner-dev/joiner/internal/defaults"
 )
 
 // karpv1.AnnotationDisruptionReason on a NodeClaim says why disruption deleted it
@@ -161,30 +163,12 @@ type validation struct {
 
 // New builds a Controller.
 func New(cfg Config, d Deps) (*Controller, error) {
-	if cfg.Interval <= 0 {
-		cfg.Interval = 10 * time.Second
-	}
-	if cfg.MinInterval <= 0 {
-		cfg.MinInterval = 2 * time.Second
-	}
-	if cfg.ReplacementTimeout <= 0 {
-		cfg.ReplacementTimeout = 10 * time.Minute
-	}
-	if cfg.CoolDown <= 0 {
-		cfg.CoolDown = 5 * time.Minute
-	}
-	if cfg.ValidationDelay == 0 {
-		cfg.ValidationDelay = 15 * time.Second
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	if d.Recorder == nil {
-		d.Recorder = &record.FakeRecorder{}
-	}
-	if d.Log == nil {
-		d.Log = zap.NewNop()
-	}
+	defaults.Positive(&cfg.Interval, 10*time.Second)
+	defaults.Positive(&cfg.MinInterval, 2*time.Second)
+	defaults.Positive(&cfg.ReplacementTimeout, 10*time.Minute)
+	defaults.Positive(&cfg.CoolDown, 5*time.Minute)
+	defaults.Zero(&cfg.ValidationDelay, 15*time.Second)
+	loop.Defaults(&cfg.Now, &d.Recorder, &d.Log)
 	m, err := newMetrics(d.Registerer)
 	if err != nil {
 		return nil, err
@@ -199,49 +183,17 @@ func New(cfg Config, d Deps) (*Controller, error) {
 func (c *Controller) Run(ctx context.Context) error {
 	changes, stop := c.d.Cache.Changes()
 	defer stop()
-	tick := time.NewTicker(c.cfg.Interval)
-	defer tick.Stop()
-	for {
-		last := time.Now()
-		if err := c.Reconcile(ctx); err != nil && ctx.Err() == nil {
-			c.log.Warn("disruption pass incomplete", zap.Error(err))
-		}
-		if !c.wait(ctx, tick.C, changes, last) {
-			return ctx.Err()
-		}
-	}
+	return loop.Run(ctx, loop.Spec{Name: "disruption", Log: c.log, Pass: c.Reconcile,
+		Every: c.cfg.Interval, Changes: changes, MinInterval: c.cfg.MinInterval, Due: c.validationDue})
 }
 
-// wait blocks until the next pass is due; false when ctx ended.
-func (c *Controller) wait(ctx context.Context, tick <-chan time.Time, changes <-chan struct{}, last time.Time) bool {
-	var validated <-chan time.Time
-	if v := c.validating; v != nil {
-		t := time.NewTimer(max(time.Millisecond, v.since.Add(c.cfg.ValidationDelay).Sub(c.cfg.Now())))
-		defer t.Stop()
-		validated = t.C
+// validationDue is when the decision being validated is due a second look.
+func (c *Controller) validationDue() (time.Duration, bool) {
+	v := c.validating
+	if v == nil {
+		return 0, false
 	}
-	select {
-	case <-ctx.Done():
-		return false
-	case <-tick:
-	case <-validated:
-	case <-changes:
-		if wait := c.cfg.MinInterval - time.Since(last); wait > 0 {
-			t := time.NewTimer(wait)
-			defer t.Stop()
-			select {
-			case <-ctx.Done():
-				return false
-			case <-t.C:
-			}
-		}
-		// Events during the wait are covered by the next pass.
-		select {
-		case <-changes:
-		default:
-		}
-	}
-	return true
+	return v.since.Add(c.cfg.ValidationDelay).Sub(c.cfg.Now()), true
 }
 
 // Reconcile runs one pass: advance the commands in flight (and adopt the

@@ -17,6 +17,7 @@ import (
 
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
+	"github.com/joiner-dev/joiner/test/observe"
 )
 
 // index is the position of op in ops, failing when absent.
@@ -164,7 +165,7 @@ func TestReplacementFailureRollsBackAndCoolsDown(t *testing.T) {
 			if inst, _ := c.fsm.Instance("i-old"); inst.State != fsm.InstanceReady {
 				t.Fatalf("instance state %s, want ready again", inst.State)
 			}
-			if !drained(rec, "DisruptionRolledBack") {
+			if !strings.Contains(observe.EventsText(rec), "DisruptionRolledBack") {
 				t.Fatal("no DisruptionRolledBack event")
 			}
 			// Cooling down: no new attempt for 5 minutes.
@@ -179,18 +180,6 @@ func TestReplacementFailureRollsBackAndCoolsDown(t *testing.T) {
 				t.Fatalf("after the cool-down ops = %q, want a new attempt", ops)
 			}
 		})
-	}
-}
-
-func drained(rec *record.FakeRecorder, reason string) bool {
-	found := false
-	for {
-		select {
-		case e := <-rec.Events:
-			found = found || strings.Contains(e, reason)
-		default:
-			return found
-		}
 	}
 }
 

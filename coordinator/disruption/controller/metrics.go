@@ -1,9 +1,9 @@
 package controller
 
 import (
-	"fmt"
-
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/joiner-dev/joiner/internal/telemetry"
 )
 
 type metrics struct {
@@ -25,13 +25,5 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		rollbacks: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "joiner_disruption_rollbacks_total",
 			Help: "Disruptions rolled back (replacement failed or timed out, or a step failed), by method."}, []string{"method"}),
 	}
-	if reg == nil {
-		return m, nil
-	}
-	for _, c := range []prometheus.Collector{m.decisions, m.budget, m.eligible, m.rollbacks} {
-		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("registering disruption metrics: %w", err)
-		}
-	}
-	return m, nil
+	return m, telemetry.Register(reg, "disruption", m.decisions, m.budget, m.eligible, m.rollbacks)
 }

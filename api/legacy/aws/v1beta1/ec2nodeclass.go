@@ -3,8 +3,9 @@
 package v1beta1
 
 import (
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/joiner-dev/joiner/api/legacy/aws/v1alpha1"
 )
 
 // APIVersion and Kind of the v1beta1 EC2NodeClass.
@@ -59,13 +60,8 @@ type AMISelectorTerm struct {
 	Owner string            `json:"owner,omitempty"`
 }
 
-// MetadataOptions are the IMDS settings.
-type MetadataOptions struct {
-	HTTPEndpoint            *string `json:"httpEndpoint,omitempty"`
-	HTTPProtocolIPv6        *string `json:"httpProtocolIPv6,omitempty"`
-	HTTPPutResponseHopLimit *int64  `json:"httpPutResponseHopLimit,omitempty"`
-	HTTPTokens              *string `json:"httpTokens,omitempty"`
-}
+// MetadataOptions are the IMDS settings, unchanged since v1alpha1.
+type MetadataOptions = v1alpha1.MetadataOptions
 
 // BlockDeviceMapping is one EBS volume; rootVolume marks the root disk.
 type BlockDeviceMapping struct {
@@ -74,14 +70,5 @@ type BlockDeviceMapping struct {
 	RootVolume bool         `json:"rootVolume,omitempty"`
 }
 
-// BlockDevice is the EBS volume of a mapping.
-type BlockDevice struct {
-	DeleteOnTermination *bool              `json:"deleteOnTermination,omitempty"`
-	Encrypted           *bool              `json:"encrypted,omitempty"`
-	IOPS                *int64             `json:"iops,omitempty"`
-	KMSKeyID            *string            `json:"kmsKeyID,omitempty"`
-	SnapshotID          *string            `json:"snapshotID,omitempty"`
-	Throughput          *int64             `json:"throughput,omitempty"`
-	VolumeSize          *resource.Quantity `json:"volumeSize,omitempty"`
-	VolumeType          *string            `json:"volumeType,omitempty"`
-}
+// BlockDevice is the EBS volume of a mapping, unchanged since v1alpha1.
+type BlockDevice = v1alpha1.BlockDevice

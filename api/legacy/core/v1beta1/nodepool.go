@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/api/legacy/core/v1alpha5"
 )
 
 // APIVersion and kinds of the v1beta1 core API.
@@ -89,12 +90,9 @@ type ResourceRequirements struct {
 	Requests corev1.ResourceList `json:"requests,omitempty"`
 }
 
-// NodeClassReference is the v1beta1 reference: apiVersion, kind, name.
-type NodeClassReference struct {
-	Kind       string `json:"kind,omitempty"`
-	Name       string `json:"name"`
-	APIVersion string `json:"apiVersion,omitempty"`
-}
+// NodeClassReference is the v1beta1 reference (apiVersion, kind, name),
+// the shape of the v1alpha5 providerRef.
+type NodeClassReference = v1alpha5.MachineTemplateRef
 
 // Kubelet is the v1beta1 kubelet block (v1 moved it to the EC2NodeClass).
 type Kubelet struct {

@@ -1,0 +1,81 @@
+// Package observe reads what the code under test recorded: the Events a
+// record.FakeRecorder holds and the values of Prometheus collectors. Test
+// code only.
+package observe
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"k8s.io/client-go/tools/record"
+)
+
+// Events takes every Event rec holds now, oldest first.
+func Events(rec *record.FakeRecorder) []string {
+	var out []string
+	for {
+		select {
+		case e := <-rec.Events:
+			out = append(out, e)
+		default:
+			return out
+		}
+	}
+}
+
+// EventsText is Events joined by newlines.
+func EventsText(rec *record.FakeRecorder) string {
+	return strings.Join(Events(rec), "\n")
+}
+
+// Count sums what c collects: counter values and histogram sample counts.
+func Count(t testing.TB, c prometheus.Collector) float64 {
+	t.Helper()
+	ch := make(chan prometheus.Metric, 64)
+	go func() {
+		c.Collect(ch)
+		close(ch)
+	}()
+	total := 0.0
+	for m := range ch {
+		var d dto.Metric
+		if err := m.Write(&d); err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case d.Counter != nil:
+			total += d.Counter.GetValue()
+		case d.Histogram != nil:
+			total += float64(d.Histogram.GetSampleCount())
+		case d.Gauge != nil:
+			total += d.Gauge.GetValue()
+		}
+	}
+	return total
+}
+
+// Terminations is a cloud that only records the instances it is asked to
+// terminate (the Terminate method the termination controller calls).
+type Terminations struct {
+	mu    sync.Mutex
+	calls []string
+}
+
+// Terminate records id.
+func (c *Terminations) Terminate(_ context.Context, id string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.calls = append(c.calls, id)
+	return nil
+}
+
+// IDs lists the terminated instances in call order.
+func (c *Terminations) IDs() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.calls...)
+}
