@@ -134,6 +134,8 @@ type Instance struct {
 	CapacityType string
 	ImageID      string
 	SubnetID     string
+	// SecurityGroupIDs are the security groups of its primary interface.
+	SecurityGroupIDs []string
 	// State is EC2's state name: pending, running, shutting-down,
 	// terminated, stopping, stopped.
 	State      string

@@ -22,9 +22,11 @@ func nestedList(n int, item string) string {
 	return item
 }
 
-// TestBadInput: input that is not UTF-8, or that could not be written back
-// so that it reads the same, is refused with an error naming the input,
-// document, and line and column or field (FuzzConvert findings).
+// TestBadInput: input that is not UTF-8 is refused whole, with an error
+// naming the input, the byte, its offset, line, column and document; a
+// document that could not be written back so that it reads the same is
+// refused with an error naming the input, document and field (FuzzConvert
+// findings).
 func TestBadInput(t *testing.T) {
 	tests := []struct {
 		name string
@@ -34,32 +36,32 @@ func TestBadInput(t *testing.T) {
 		{
 			name: "not UTF-8 in a comment-only document",
 			in:   "# \xff\n",
-			want: "f.yaml: document 1 (line 1): malformed manifest: line 1 column 3: byte 0xff is not UTF-8",
+			want: "f.yaml: malformed manifest: byte 0xff at offset 2 (line 1, column 3, in document 1 (line 1)) is not UTF-8; nothing of this input is converted",
 		},
 		{
 			name: "not UTF-8 in a separator's comment",
 			in:   "a: 1\n--- # caf\xe9\nb: 2\n",
-			want: "f.yaml: line 2 (a document separator): malformed manifest: line 2 column 10: byte 0xe9 is not UTF-8",
+			want: "f.yaml: malformed manifest: byte 0xe9 at offset 14 (line 2, column 10, in a document separator) is not UTF-8",
 		},
 		{
 			name: "not UTF-8 in a comment of a legacy document",
 			in:   "a: 1\n---\n" + provisioner("p", "  providerRef: {name: default}\n") + "# \xc3\n---\nb: 2\n",
-			want: "f.yaml: document 2 (line 3): malformed manifest: line 9 column 3: byte 0xc3 is not UTF-8",
+			want: "f.yaml: malformed manifest: byte 0xc3 at offset 120 (line 9, column 3, in document 2 (line 3)) is not UTF-8",
 		},
 		{
 			name: "not UTF-8 in a value, last document without a line break",
 			in:   "a: 1\n---\nb: x\xfey",
-			want: "f.yaml: document 2 (line 3): malformed manifest: line 3 column 5: byte 0xfe is not UTF-8",
+			want: "f.yaml: malformed manifest: byte 0xfe at offset 13 (line 3, column 5, in document 2 (line 3)) is not UTF-8",
 		},
 		{
 			name: "UTF-16",
 			in:   "\xff\xfea\x00:\x00 \x001\x00\n\x00",
-			want: "f.yaml: document 1 (line 1): malformed manifest: line 1 column 1: byte 0xff is not UTF-8",
+			want: "f.yaml: malformed manifest: byte 0xff at offset 0 (line 1, column 1, in document 1 (line 1)) is not UTF-8",
 		},
 		{
 			name: "merge key in a converted label",
 			in:   "apiVersion: karpenter.sh/v1alpha5\nkind: Provisioner\nmetadata: {name: x, labels: {\"<<\": a}}\nspec: {provider: {}}\n",
-			want: `f.yaml: document 1 (line 1) (Provisioner x): encoding NodePool x: malformed manifest: metadata.labels.<<: a key "<<" cannot be written as YAML (it reads back as a merge)`,
+			want: `f.yaml: document 1 (line 1): Provisioner x: encoding NodePool x: malformed manifest: metadata.labels.<<: a key "<<" cannot be written as YAML (it reads back as a merge)`,
 		},
 		{
 			name: "merge key in converted tags",
@@ -79,7 +81,7 @@ func TestBadInput(t *testing.T) {
 		{
 			name: "List nested too deep in a List holding legacy items",
 			in:   listOf(nestedList(maxListDepth, "{a: 1}")),
-			want: "f.yaml: document 1 (line 1): malformed manifest: a List nested more than 8 Lists deep in a List holding legacy Karpenter objects; flatten it",
+			want: "f.yaml: document 1 (line 1): List: malformed manifest: a List nested more than 8 Lists deep in a List holding legacy Karpenter objects; flatten it",
 		},
 	}
 	for _, tt := range tests {

@@ -1,7 +1,6 @@
 package convert
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 
@@ -125,41 +124,3 @@ func nodeClassRef(apiVersion, kind, name string) *karpv1.NodeClassReference {
 	}
 	return &karpv1.NodeClassReference{Group: group, Kind: kind, Name: name}
 }
-
-// amiAlias returns the v1 alias for a family's latest AMI, if it has one.
-func amiAlias(family string) (string, bool) {
-	switch family {
-	case awsv1.AMIFamilyAL2, awsv1.AMIFamilyAL2023, awsv1.AMIFamilyBottlerocket,
-		awsv1.AMIFamilyWindows2019, awsv1.AMIFamilyWindows2022, awsv1.AMIFamilyWindows2025:
-		return strings.ToLower(family) + "@latest", true
-	}
-	return "", false
-}
-
-// amiFamily settles the v1 amiFamily and AMI selector terms. selectorPath
-// explains where AMIs would have been selected, for errors. For Ubuntu, which v1 no
-// longer supports as a family, it follows Karpenter's v1 upgrade guide:
-// amiFamily AL2 with the user's Ubuntu AMI selector terms.
-func (c *converter) amiFamily(what, path string, family *string, terms []awsv1.AMISelectorTerm, selectorPath string) (*string, []awsv1.AMISelectorTerm, error) {
-	f := awsv1.AMIFamilyAL2
-	if family != nil && *family != "" {
-		f = *family
-	}
-	if f == awsv1.AMIFamilyUbuntu {
-		if len(terms) == 0 {
-			return nil, nil, fmt.Errorf("%s: amiFamily Ubuntu has no v1 equivalent and no AMIs are selected (%s); select your Ubuntu AMIs and convert again (it becomes amiFamily AL2 with those AMIs)", path, selectorPath)
-		}
-		c.warnf(what, "%s Ubuntu has no v1 equivalent; written as AL2 with the selected AMIs (Ubuntu's root device is /dev/sda1: check blockDeviceMappings)", path)
-		f = awsv1.AMIFamilyAL2
-	}
-	if len(terms) > 0 {
-		return &f, terms, nil
-	}
-	alias, ok := amiAlias(f)
-	if !ok {
-		return nil, nil, fmt.Errorf("%s: amiFamily %s requires AMI selector terms (%s)", path, f, selectorPath)
-	}
-	return nil, []awsv1.AMISelectorTerm{{Alias: alias}}, nil
-}
-
-func stringPtr(s string) *string { return &s }

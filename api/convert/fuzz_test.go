@@ -26,6 +26,9 @@ func FuzzConvert(f *testing.F) {
 	f.Add([]byte(nodePoolV1beta1("a", "s", "{maxPods: 1}") + "---\n" + nodePoolV1beta1("b", "s", "{maxPods: 2}")))
 	f.Add([]byte("apiVersion: v1\nkind: List\nitems: [{apiVersion: karpenter.sh/v1alpha5, kind: Provisioner, metadata: {name: x}, spec: {provider: {}}}]\n"))
 	f.Add([]byte("--- # c\n...\n---\na: &x [*x]\n"))
+	f.Add([]byte("apiVersion: karpenter.sh/v1beta1\nkind: NodeClaim\nmetadata: {name: c, labels: {karpenter.sh/nodepool: p}}\nspec: {nodeClassRef: {name: x}}\n---\n" + nodePoolV1beta1("p", "x", "")))
+	f.Add([]byte("apiVersion: karpenter.k8s.aws/v1beta1\nkind: EC2NodeClass\nmetadata: {name: u}\nspec: {amiFamily: Ubuntu, subnetSelectorTerms: [{id: subnet-1}], securityGroupSelectorTerms: [{id: sg-1}]}\n"))
+	f.Add([]byte(provisioner("p", "  providerRef: {name: x}\n  weight: ten\n  kubeletConfiguration: {evictionMaxPodGracePeriod: 3m, kubeReserved: {cpu: 1}}\n")))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		out, err := Convert(in, nil)
 		if err != nil {

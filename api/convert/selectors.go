@@ -58,21 +58,28 @@ func parseSelector(path string, m map[string]string, allowAMIKeys bool) (parsedS
 	if len(tags) > 0 {
 		p.tagTerms = []map[string]string{{}}
 		for _, k := range slices.Sorted(maps.Keys(tags)) {
-			var next []map[string]string
-			for _, t := range p.tagTerms {
-				for _, v := range tags[k] {
-					n := copyMap(t)
-					n[k] = v
-					next = append(next, n)
-				}
-			}
-			p.tagTerms = next
+			p.tagTerms = crossTags(p.tagTerms, k, tags[k])
 			if len(p.tagTerms) > maxTerms {
 				return p, fmt.Errorf("%s: comma-separated tag values expand to more than %d selector terms", path, maxTerms)
 			}
 		}
 	}
 	return p, nil
+}
+
+// crossTags adds key k to the tag terms, one term per value and term, in
+// karpenter-convert's order: the values outside, the terms so far inside
+// (a: "1,2" then b: "x,y" give {a:1 b:x} {a:2 b:x} {a:1 b:y} {a:2 b:y}).
+func crossTags(terms []map[string]string, k string, values []string) []map[string]string {
+	var next []map[string]string
+	for _, v := range values {
+		for _, t := range terms {
+			n := copyMap(t)
+			n[k] = v
+			next = append(next, n)
+		}
+	}
+	return next
 }
 
 // idsWin warns that tag filters next to aws::ids are dropped: the ids name
@@ -128,7 +135,8 @@ func (c *converter) securityGroupTerms(what, path string, m map[string]string) (
 }
 
 // amiTerms converts an amiSelector: ids become one term each; otherwise one
-// term per (name, owner, tag combination).
+// term per owner, name and tag combination, in karpenter-convert's order
+// (owners outside, tags inside).
 func (c *converter) amiTerms(what, path string, m map[string]string) ([]awsv1.AMISelectorTerm, error) {
 	if len(m) == 0 {
 		return nil, nil
@@ -155,8 +163,8 @@ func (c *converter) amiTerms(what, path string, m map[string]string) ([]awsv1.AM
 	if len(tags) == 0 {
 		tags = []map[string]string{nil}
 	}
-	for _, n := range names {
-		for _, o := range owners {
+	for _, o := range owners {
+		for _, n := range names {
 			for _, t := range tags {
 				if n == "" && len(t) == 0 {
 					// An owner alone selects nothing in v1: every term needs

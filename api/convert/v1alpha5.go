@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
@@ -14,8 +15,9 @@ import (
 )
 
 // provisioner converts a v1alpha5 Provisioner to a NodePool and, when it
-// carries an inline provider block, an EC2NodeClass of the same name.
-func (c *converter) provisioner(what string, p *v1alpha5.Provisioner) (*karpv1.NodePool, *awsv1.EC2NodeClass, error) {
+// carries an inline provider block, an EC2NodeClass of the same name, as
+// karpenter-convert (v0.32) and then Karpenter v1.0's conversion do.
+func (c *converter) provisioner(what string, p *v1alpha5.Provisioner) ([]Object, error) {
 	s := p.Spec
 	np := &karpv1.NodePool{
 		TypeMeta:   metav1.TypeMeta{APIVersion: karpv1.SchemeGroupVersion.String(), Kind: "NodePool"},
@@ -26,60 +28,90 @@ func (c *converter) provisioner(what string, p *v1alpha5.Provisioner) (*karpv1.N
 	t.ObjectMeta.Annotations = copyMap(s.Annotations)
 	t.Spec.Taints = copyTaints(s.Taints)
 	t.Spec.StartupTaints = copyTaints(s.StartupTaints)
+	t.Spec.Requirements = c.provisionerRequirements(what, s.Requirements)
 
-	// Requirements, with the defaults the v1alpha5 AWS webhook persisted on
-	// create (os linux, arch amd64, capacity type on-demand, and categories
-	// c/m/r of generation > 2 unless instance types are constrained), so the
-	// nodes launched do not change.
-	t.Spec.Requirements = []karpv1.NodeSelectorRequirementWithMinValues{}
+	nc, err := c.provisionerClass(what, p, &t.Spec)
+	if err != nil {
+		return nil, err
+	}
+	pool := Object{NodePool: np}
+	if s.KubeletConfiguration != nil {
+		const path = "spec.kubeletConfiguration"
+		k, err := c.kubeletV1alpha5(what, path, s.KubeletConfiguration)
+		if err != nil {
+			return nil, err
+		}
+		pool.kubelet, pool.kubeletPath = k, path
+	}
+	if err := c.provisionerDisruption(what, s, np); err != nil {
+		return nil, err
+	}
+	if s.Limits != nil && len(s.Limits.Resources) > 0 {
+		np.Spec.Limits = karpv1.Limits(s.Limits.Resources.DeepCopy())
+	}
+	if s.Weight != nil {
+		w := *s.Weight
+		np.Spec.Weight = &w
+	}
+	if nc == nil {
+		return []Object{pool}, nil
+	}
+	return []Object{pool, {EC2NodeClass: nc}}, nil
+}
+
+// provisionerRequirements copies the requirements and adds those the
+// v1alpha5 AWS defaulting webhook persisted on create (os linux, arch
+// amd64, capacity type on-demand, and categories c/m/r of generation > 2
+// unless instance types are constrained), so the nodes launched do not
+// change; karpenter-convert adds them too unless --ignore-defaults.
+func (c *converter) provisionerRequirements(what string, in []corev1.NodeSelectorRequirement) []karpv1.NodeSelectorRequirementWithMinValues {
+	out := []karpv1.NodeSelectorRequirementWithMinValues{}
 	has := map[string]bool{}
-	for i, r := range s.Requirements {
+	for i, r := range in {
 		req := c.requirement(what, fmt.Sprintf("spec.requirements[%d]", i), r.Key, string(r.Operator), r.Values, nil)
 		has[req.Key] = true
-		t.Spec.Requirements = append(t.Spec.Requirements, req)
+		out = append(out, req)
 	}
-	t.Spec.Requirements = append(t.Spec.Requirements, v1alpha5Defaults(has)...)
+	if c.opts.IgnoreDefaults {
+		return out
+	}
+	return append(out, v1alpha5Defaults(has)...)
+}
 
-	// Node class.
-	var nc *awsv1.EC2NodeClass
+// provisionerClass sets the template's nodeClassRef and returns the
+// EC2NodeClass of an inline provider block (nil for a providerRef).
+func (c *converter) provisionerClass(what string, p *v1alpha5.Provisioner, t *karpv1.NodeClaimTemplateSpec) (*awsv1.EC2NodeClass, error) {
+	s := p.Spec
 	switch {
 	case s.Provider != nil && s.ProviderRef != nil:
-		return nil, nil, fmt.Errorf("spec.provider and spec.providerRef are both set; v1alpha5 allowed only one")
+		return nil, fmt.Errorf("spec.provider and spec.providerRef are both set; v1alpha5 allowed only one")
 	case s.ProviderRef != nil:
 		if s.ProviderRef.Name == "" {
-			return nil, nil, fmt.Errorf("spec.providerRef.name is empty")
+			return nil, fmt.Errorf("spec.providerRef.name is required")
 		}
-		t.Spec.NodeClassRef = nodeClassRef(s.ProviderRef.APIVersion, s.ProviderRef.Kind, s.ProviderRef.Name)
+		t.NodeClassRef = nodeClassRef(s.ProviderRef.APIVersion, s.ProviderRef.Kind, s.ProviderRef.Name)
+		return nil, nil
 	case s.Provider != nil:
-		spec, err := c.provider(what, "spec.provider.", s.Provider, providerExtras{})
-		if err != nil {
-			return nil, nil, err
-		}
-		nc = &awsv1.EC2NodeClass{
+		nc := &awsv1.EC2NodeClass{
 			TypeMeta:   metav1.TypeMeta{APIVersion: awsv1.SchemeGroupVersion.String(), Kind: "EC2NodeClass"},
 			ObjectMeta: metav1.ObjectMeta{Name: p.Name},
-			Spec:       spec,
+		}
+		if err := c.provider(what, "spec.provider.", s.Provider, providerExtras{}, nc); err != nil {
+			return nil, err
 		}
 		c.warnf(what, "spec.provider written as EC2NodeClass %s", p.Name)
-		t.Spec.NodeClassRef = nodeClassRef(awsv1.SchemeGroupVersion.String(), "EC2NodeClass", p.Name)
-	default:
-		return nil, nil, fmt.Errorf("neither spec.provider nor spec.providerRef is set; v1 requires spec.template.spec.nodeClassRef")
+		t.NodeClassRef = nodeClassRef(awsv1.SchemeGroupVersion.String(), "EC2NodeClass", p.Name)
+		return nc, nil
 	}
-	c.users[t.Spec.NodeClassRef.Name] = append(c.users[t.Spec.NodeClassRef.Name], what)
+	return nil, fmt.Errorf("neither spec.provider nor spec.providerRef is set; v1 requires spec.template.spec.nodeClassRef")
+}
 
-	if s.KubeletConfiguration != nil {
-		k, err := c.kubeletV1alpha5(what, "spec.kubeletConfiguration", s.KubeletConfiguration)
-		if err != nil {
-			return nil, nil, err
-		}
-		if k != nil {
-			c.kubelets[t.Spec.NodeClassRef.Name] = append(c.kubelets[t.Spec.NodeClassRef.Name],
-				kubeletUse{from: what, path: "spec.kubeletConfiguration", kubelet: k})
-		}
-	}
-
-	// Disruption: v1alpha5 either consolidated (consolidation.enabled),
-	// deleted empty nodes after a TTL, or neither.
+// provisionerDisruption maps the TTLs and consolidation as karpenter-convert
+// does (consolidation wins over ttlSecondsAfterEmpty; neither leaves the
+// policy to v1beta1's default WhenUnderutilized), then v1's conversion
+// (WhenUnderutilized is WhenEmptyOrUnderutilized after 0s). Without
+// ttlSecondsUntilExpired nodes never expire.
+func (c *converter) provisionerDisruption(what string, s v1alpha5.ProvisionerSpec, np *karpv1.NodePool) error {
 	d := &np.Spec.Disruption
 	consolidate := s.Consolidation != nil && s.Consolidation.Enabled != nil && *s.Consolidation.Enabled
 	switch {
@@ -91,46 +123,38 @@ func (c *converter) provisioner(what string, p *v1alpha5.Provisioner) (*karpv1.N
 		}
 	case s.TTLSecondsAfterEmpty != nil:
 		if *s.TTLSecondsAfterEmpty < 0 {
-			return nil, nil, fmt.Errorf("spec.ttlSecondsAfterEmpty: must be >= 0, got %d", *s.TTLSecondsAfterEmpty)
+			return fmt.Errorf("spec.ttlSecondsAfterEmpty: %d: must be >= 0", *s.TTLSecondsAfterEmpty)
 		}
 		d.ConsolidationPolicy = karpv1.ConsolidationPolicyWhenEmpty
 		d.ConsolidateAfter = seconds(*s.TTLSecondsAfterEmpty)
 	default:
-		d.ConsolidationPolicy = karpv1.ConsolidationPolicyWhenEmpty
-		d.ConsolidateAfter = karpv1.NeverDuration()
+		d.ConsolidationPolicy = karpv1.ConsolidationPolicyWhenEmptyOrUnderutilized
+		d.ConsolidateAfter = seconds(0)
+		c.warnf(what, "neither spec.consolidation.enabled nor spec.ttlSecondsAfterEmpty is set: written as consolidationPolicy WhenEmptyOrUnderutilized after 0s, as Karpenter's conversion does (v1beta1's default policy); v1alpha5 did not remove these nodes, which consolidationPolicy WhenEmpty with consolidateAfter Never would keep")
 	}
-	// Expiry: without a TTL v1alpha5 nodes never expired.
-	if s.TTLSecondsUntilExpired != nil {
-		if *s.TTLSecondsUntilExpired < 0 {
-			return nil, nil, fmt.Errorf("spec.ttlSecondsUntilExpired: must be >= 0, got %d", *s.TTLSecondsUntilExpired)
-		}
-		t.Spec.ExpireAfter = seconds(*s.TTLSecondsUntilExpired)
-	} else {
-		t.Spec.ExpireAfter = karpv1.NeverDuration()
+	if s.TTLSecondsUntilExpired == nil {
+		np.Spec.Template.Spec.ExpireAfter = karpv1.NeverDuration()
+		return nil
 	}
-
-	if s.Limits != nil && len(s.Limits.Resources) > 0 {
-		np.Spec.Limits = karpv1.Limits(s.Limits.Resources.DeepCopy())
+	if *s.TTLSecondsUntilExpired < 0 {
+		return fmt.Errorf("spec.ttlSecondsUntilExpired: %d: must be >= 0", *s.TTLSecondsUntilExpired)
 	}
-	if s.Weight != nil {
-		w := *s.Weight
-		np.Spec.Weight = &w
-	}
-	return np, nc, nil
+	np.Spec.Template.Spec.ExpireAfter = seconds(*s.TTLSecondsUntilExpired)
+	return nil
 }
 
 // kubeletV1alpha5 converts a Provisioner's kubeletConfiguration to the v1
-// EC2NodeClass kubelet block; containerRuntime has no v1 home.
+// EC2NodeClass kubelet block; containerRuntime has no v1 home. Nil when
+// nothing is left.
 func (c *converter) kubeletV1alpha5(what, path string, k *v1alpha5.KubeletConfiguration) (*awsv1.KubeletConfiguration, error) {
 	if k.ContainerRuntime != nil {
 		c.warnf(what, "%s.containerRuntime has no v1 equivalent (containerd is the only runtime); dropped", path)
 	}
 	out := &awsv1.KubeletConfiguration{
-		ClusterDNS:                  append([]string(nil), k.ClusterDNS...),
 		MaxPods:                     k.MaxPods,
 		PodsPerCore:                 k.PodsPerCore,
-		SystemReserved:              copyMap(k.SystemReserved),
-		KubeReserved:                copyMap(k.KubeReserved),
+		SystemReserved:              amounts(k.SystemReserved),
+		KubeReserved:                amounts(k.KubeReserved),
 		EvictionHard:                copyMap(k.EvictionHard),
 		EvictionSoft:                copyMap(k.EvictionSoft),
 		EvictionMaxPodGracePeriod:   k.EvictionMaxPodGracePeriod,
@@ -138,13 +162,14 @@ func (c *converter) kubeletV1alpha5(what, path string, k *v1alpha5.KubeletConfig
 		ImageGCLowThresholdPercent:  k.ImageGCLowThresholdPercent,
 		CPUCFSQuota:                 k.CPUCFSQuota,
 	}
-	if len(out.ClusterDNS) == 0 {
-		out.ClusterDNS = nil
+	if len(k.ClusterDNS) > 0 {
+		out.ClusterDNS = append([]string(nil), k.ClusterDNS...)
 	}
 	for _, key := range slices.Sorted(maps.Keys(k.EvictionSoftGracePeriod)) {
-		d, err := karpv1.ParseDuration(k.EvictionSoftGracePeriod[key])
+		v := k.EvictionSoftGracePeriod[key]
+		d, err := karpv1.ParseDuration(v)
 		if err != nil || d.IsNever() {
-			return nil, fmt.Errorf("%s.evictionSoftGracePeriod[%s]: %q is not a duration", path, key, k.EvictionSoftGracePeriod[key])
+			return nil, fmt.Errorf("%s.evictionSoftGracePeriod[%s]: %q: expected a duration such as 90s, 5m or 1h30m", path, key, v)
 		}
 		if out.EvictionSoftGracePeriod == nil {
 			out.EvictionSoftGracePeriod = map[string]karpv1.Duration{}
@@ -157,6 +182,18 @@ func (c *converter) kubeletV1alpha5(what, path string, k *v1alpha5.KubeletConfig
 	return out, nil
 }
 
+// amounts writes kubelet reservations as v1's strings.
+func amounts(m map[string]v1alpha5.Amount) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = string(v)
+	}
+	return out
+}
+
 // providerExtras are the AWSNodeTemplate fields an inline provider lacks.
 type providerExtras struct {
 	userData           *string
@@ -165,77 +202,64 @@ type providerExtras struct {
 }
 
 // provider converts a v1alpha1 AWS provider block (inline in a Provisioner
-// or the body of an AWSNodeTemplate) to an EC2NodeClass spec. prefix is the
-// field path of the block ("spec.provider." or "spec.").
-func (c *converter) provider(what, prefix string, p *awsv1alpha1.Provider, x providerExtras) (awsv1.EC2NodeClassSpec, error) {
-	var spec awsv1.EC2NodeClassSpec
+// or the body of an AWSNodeTemplate) into nc, as karpenter-convert
+// (pkg/utils/nodeclass New) and then Karpenter v1.0's conversion do. prefix
+// is the field path of the block ("spec.provider." or "spec.").
+func (c *converter) provider(what, prefix string, p *awsv1alpha1.Provider, x providerExtras, nc *awsv1.EC2NodeClass) error {
+	if p.LaunchTemplateName != nil {
+		// karpenter-convert: cannot convert with "spec.launchTemplate"
+		return fmt.Errorf("%slaunchTemplate: %q: %w: v1 builds its own launch template from the EC2NodeClass; move the template's settings (AMI, user data, block devices, metadata options, security groups) into the class, remove launchTemplate and convert again",
+			prefix, *p.LaunchTemplateName, ErrUnsupported)
+	}
+	spec := &nc.Spec
 	var err error
 	if spec.SubnetSelectorTerms, err = c.subnetTerms(what, prefix+"subnetSelector", p.SubnetSelector); err != nil {
-		return spec, err
+		return err
 	}
 	if spec.SecurityGroupSelectorTerms, err = c.securityGroupTerms(what, prefix+"securityGroupSelector", p.SecurityGroupSelector); err != nil {
-		return spec, err
+		return err
 	}
 	amiTerms, err := c.amiTerms(what, "spec.amiSelector", x.amiSelector)
 	if err != nil {
-		return spec, err
+		return err
 	}
 	selectorPath := "spec.amiSelector is empty"
 	if prefix != "spec." {
 		selectorPath = "an inline provider cannot select AMIs: use an AWSNodeTemplate with spec.amiSelector"
 	}
-	spec.AMIFamily, spec.AMISelectorTerms, err = c.amiFamily(what, prefix+"amiFamily", p.AMIFamily, amiTerms, selectorPath)
+	for i, b := range p.BlockDeviceMappings {
+		if b == nil {
+			return fmt.Errorf("%sblockDeviceMappings[%d]: null: expected a block device mapping", prefix, i)
+		}
+		spec.BlockDeviceMappings = append(spec.BlockDeviceMappings, &awsv1.BlockDeviceMapping{DeviceName: b.DeviceName, EBS: blockDevice(b.EBS)})
+	}
+	sel, err := c.selectAMIs(what, prefix+"amiFamily", p.AMIFamily, amiTerms, len(spec.BlockDeviceMappings), "latest", selectorPath)
 	if err != nil {
-		return spec, err
+		return err
 	}
-	if p.InstanceProfile != nil && *p.InstanceProfile != "" {
-		spec.InstanceProfile = stringPtr(*p.InstanceProfile)
-	} else {
-		c.warnf(what, "%sinstanceProfile is unset: v1alpha1 fell back to the aws.defaultInstanceProfile setting, v1 requires spec.role or spec.instanceProfile; set one", prefix)
-	}
-	if p.LaunchTemplateName != nil {
-		c.warnf(what, "%slaunchTemplate has no v1 equivalent (v1 always builds its own launch template from the EC2NodeClass); dropped", prefix)
-	}
+	sel.apply(spec, &nc.ObjectMeta)
+	c.identity(what, spec, "", p.InstanceProfile, prefix+"instanceProfile is unset (v1alpha1 then used the aws.defaultInstanceProfile setting)")
 	spec.Context = p.Context
 	spec.Tags = copyMap(p.Tags)
 	spec.UserData = x.userData
 	spec.DetailedMonitoring = x.detailedMonitoring
-	if m := p.MetadataOptions; m != nil {
-		spec.MetadataOptions = &awsv1.MetadataOptions{
-			HTTPEndpoint: m.HTTPEndpoint, HTTPProtocolIPv6: m.HTTPProtocolIPv6,
-			HTTPPutResponseHopLimit: m.HTTPPutResponseHopLimit, HTTPTokens: m.HTTPTokens,
-		}
-	}
-	for i, b := range p.BlockDeviceMappings {
-		if b == nil {
-			return spec, fmt.Errorf("%sblockDeviceMappings[%d]: empty mapping", prefix, i)
-		}
-		m := &awsv1.BlockDeviceMapping{DeviceName: b.DeviceName}
-		if e := b.EBS; e != nil {
-			m.EBS = &awsv1.BlockDevice{
-				DeleteOnTermination: e.DeleteOnTermination, Encrypted: e.Encrypted, IOPS: e.IOPS,
-				KMSKeyID: e.KMSKeyID, SnapshotID: e.SnapshotID, Throughput: e.Throughput,
-				VolumeSize: e.VolumeSize, VolumeType: e.VolumeType,
-			}
-		}
-		spec.BlockDeviceMappings = append(spec.BlockDeviceMappings, m)
-	}
-	return spec, nil
+	spec.MetadataOptions = metadataOptions(p.MetadataOptions)
+	return nil
 }
 
 // awsNodeTemplate converts a v1alpha1 AWSNodeTemplate to an EC2NodeClass.
 func (c *converter) awsNodeTemplate(what string, t *awsv1alpha1.AWSNodeTemplate) (*awsv1.EC2NodeClass, error) {
-	spec, err := c.provider(what, "spec.", &t.Spec.Provider, providerExtras{
+	nc := &awsv1.EC2NodeClass{
+		TypeMeta:   metav1.TypeMeta{APIVersion: awsv1.SchemeGroupVersion.String(), Kind: "EC2NodeClass"},
+		ObjectMeta: objectMeta(t.ObjectMeta),
+	}
+	err := c.provider(what, "spec.", &t.Spec.Provider, providerExtras{
 		userData: t.Spec.UserData, amiSelector: t.Spec.AMISelector, detailedMonitoring: t.Spec.DetailedMonitoring,
-	})
+	}, nc)
 	if err != nil {
 		return nil, err
 	}
-	return &awsv1.EC2NodeClass{
-		TypeMeta:   metav1.TypeMeta{APIVersion: awsv1.SchemeGroupVersion.String(), Kind: "EC2NodeClass"},
-		ObjectMeta: objectMeta(t.ObjectMeta),
-		Spec:       spec,
-	}, nil
+	return nc, nil
 }
 
 // v1alpha5Defaults returns the requirements the v1alpha5 AWS defaulting

@@ -8,9 +8,10 @@ import (
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 )
 
-// ValidateObject defaults a copy of a converted v1 object (*karpv1.NodePool
-// or *awsv1.EC2NodeClass), as the API server would on create, and validates
-// it. It returns one error per invalid field, each naming the field path.
+// ValidateObject defaults a copy of a converted v1 object (*karpv1.NodePool,
+// *awsv1.EC2NodeClass or *karpv1.NodeClaim), as the API server would on
+// create, and validates it. It returns one error per invalid field, each
+// naming the field path.
 func ValidateObject(obj any) []error {
 	var err error
 	switch o := obj.(type) {
@@ -19,6 +20,10 @@ func ValidateObject(obj any) []error {
 		cp.SetDefaults()
 		err = cp.Validate()
 	case *awsv1.EC2NodeClass:
+		cp := o.DeepCopy()
+		cp.SetDefaults()
+		err = cp.Validate()
+	case *karpv1.NodeClaim:
 		cp := o.DeepCopy()
 		cp.SetDefaults()
 		err = cp.Validate()
@@ -44,19 +49,51 @@ func ValidateObject(obj any) []error {
 func Validate(objs []Object) []error {
 	var errs []error
 	for _, o := range objs {
-		var obj any
-		var what string
-		switch {
-		case o.NodePool != nil:
-			obj, what = o.NodePool, "NodePool "+o.NodePool.Name
-		case o.EC2NodeClass != nil:
-			obj, what = o.EC2NodeClass, "EC2NodeClass "+o.EC2NodeClass.Name
-		default:
+		obj, kind, name := o.converted()
+		if obj == nil {
 			continue
 		}
 		for _, err := range ValidateObject(obj) {
-			errs = append(errs, fmt.Errorf("%s from %s: %w", what, o.Source, err))
+			errs = append(errs, fmt.Errorf("%s %s from %s: %w", kind, name, o.Source, err))
 		}
 	}
 	return errs
 }
+
+// ValidateAll validates every converted object of objs. It returns the
+// objects of the documents whose converted objects are all valid, and one
+// *DocumentError per invalid field (errors.Is karpv1.ErrInvalid), naming the
+// document, the converted object and the field.
+func ValidateAll(objs []Object) ([]Object, []error) {
+	failed := map[string]bool{}
+	var errs []error
+	for _, o := range objs {
+		obj, kind, name := o.converted()
+		if obj == nil {
+			continue
+		}
+		for _, err := range ValidateObject(obj) {
+			errs = append(errs, o.fail(&invalidError{what: "converted " + kind + " " + name, err: err}))
+			failed[o.Source] = true
+		}
+	}
+	var valid []Object
+	for _, o := range objs {
+		if !failed[o.Source] {
+			valid = append(valid, o)
+		}
+	}
+	return valid, errs
+}
+
+// invalidError is a field of a converted object that v1 rejects.
+type invalidError struct {
+	what string // "converted EC2NodeClass default"
+	err  error
+}
+
+func (e *invalidError) Error() string { return e.what + ": " + e.err.Error() }
+
+func (e *invalidError) Unwrap() error { return e.err }
+
+func (e *invalidError) Is(target error) bool { return target == karpv1.ErrInvalid }

@@ -249,5 +249,8 @@ func instanceFrom(in ec2types.Instance) cloud.Instance {
 	for _, t := range in.Tags {
 		out.Tags[aws.ToString(t.Key)] = aws.ToString(t.Value)
 	}
+	for _, g := range in.SecurityGroups {
+		out.SecurityGroupIDs = append(out.SecurityGroupIDs, aws.ToString(g.GroupId))
+	}
 	return out
 }

@@ -2,8 +2,10 @@ package sim
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"net/http"
+	"regexp"
 	"strings"
 	"time"
 )
@@ -46,6 +48,15 @@ func (s *Sim) serveControl(w http.ResponseWriter, r *http.Request) {
 		}
 		s.InjectCapacityError(ce.InstanceType, ce.Zone, ce.CapacityType, ce.Code)
 		_ = json.NewEncoder(w).Encode(ce)
+	case p == "images/release" && r.Method == http.MethodPost:
+		var req struct {
+			Family string `json:"family"`
+		}
+		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16)).Decode(&req); err != nil || req.Family == "" {
+			http.Error(w, `{"error":"a JSON body with family (AL2023, AL2, Bottlerocket) is required"}`, http.StatusBadRequest)
+			return
+		}
+		_ = json.NewEncoder(w).Encode(s.ReleaseImages(req.Family))
 	case p == "instances" && r.Method == http.MethodGet:
 		_ = json.NewEncoder(w).Encode(s.Instances())
 	case strings.HasPrefix(p, "instances/") && strings.HasSuffix(p, "/interrupt") && r.Method == http.MethodPost:
@@ -87,4 +98,36 @@ func (s *Sim) Instances() []InstanceInfo {
 			State: in.State, NodeName: in.NodeName, Tags: maps.Clone(in.Tags), IMDS: "/imds/" + in.ID})
 	}
 	return out
+}
+
+var (
+	releaseSuffix = regexp.MustCompile(`v[0-9]+$`)
+	releaseName   = regexp.MustCompile(`-r[0-9]+$`)
+)
+
+// ReleaseImages publishes a new release of every image of family that an
+// SSM parameter points to (as AWS does for the EKS optimized AMIs): a new
+// AMI, named with the next release date, and the parameter moved to it.
+// Classes that select by alias resolve to the new images; nodes running
+// the old ones drift. It returns the parameters moved, old ID -> new ID.
+func (s *Sim) ReleaseImages(family string) map[string]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.releases++
+	moved := map[string]string{}
+	for param, id := range s.cfg.Parameters {
+		old, ok := s.image(id)
+		if !ok || old.Family != family {
+			continue
+		}
+		im := old
+		im.ID = fmt.Sprintf("%sv%d", releaseSuffix.ReplaceAllString(old.ID, ""), s.releases)
+		im.Name = fmt.Sprintf("%s-r%d", releaseName.ReplaceAllString(old.Name, ""), s.releases)
+		im.CreationDate = s.now().UTC().Format("2006-01-02T15:04:05.000Z")
+		im.Tags = maps.Clone(old.Tags)
+		s.cfg.Images = append(s.cfg.Images, im)
+		s.cfg.Parameters[param] = im.ID
+		moved[old.ID] = im.ID
+	}
+	return moved
 }

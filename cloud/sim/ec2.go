@@ -460,7 +460,7 @@ func (s *Sim) launch(fo fleetOverride, capType, token string, tags map[string]st
 	in := &instance{
 		ID: s.nextID("i"), Type: fo.itype, Zone: fo.zone, SubnetID: fo.subnet, ImageID: fo.image,
 		State: "pending", ClientToken: token, PrivateIP: ip, Arch: arch, LaunchTime: s.now().UTC().Truncate(time.Second),
-		BootAt: s.now().Add(s.cfg.BootDelay.Duration), Tags: maps.Clone(tags), UserData: fo.lt.UserData,
+		BootAt: s.now().Add(s.cfg.BootDelay.Duration), Tags: maps.Clone(tags), UserData: fo.lt.UserData, SGs: slices.Clone(fo.lt.SGs),
 		NodeName: "ip-" + strings.ReplaceAll(ip, ".", "-") + ".ec2.internal",
 	}
 	if capType == "spot" {
@@ -475,13 +475,29 @@ func (s *Sim) launch(fo fleetOverride, capType, token string, tags map[string]st
 
 var stateCodes = map[string]int{"pending": 0, "running": 16, "shutting-down": 32, "terminated": 48, "stopping": 64, "stopped": 80}
 
-func (in *instance) x() xInstance {
+func (s *Sim) x(in *instance) xInstance {
 	return xInstance{
 		InstanceID: in.ID, ImageID: in.ImageID, State: xState{Code: stateCodes[in.State], Name: in.State},
 		PrivateDNSName: in.NodeName, InstanceType: in.Type, LaunchTime: in.LaunchTime.Format(time.RFC3339),
 		AvailabilityZone: in.Zone, SubnetID: in.SubnetID, PrivateIP: in.PrivateIP, Architecture: in.Arch,
-		ClientToken: in.ClientToken, Lifecycle: in.Lifecycle, Tags: tagSet(in.Tags),
+		ClientToken: in.ClientToken, Lifecycle: in.Lifecycle, Tags: tagSet(in.Tags), Groups: s.groupSet(in.SGs),
 	}
+}
+
+// groupSet is an instance's security groups as DescribeInstances lists
+// them (id and name).
+func (s *Sim) groupSet(ids []string) []xGroup {
+	out := make([]xGroup, 0, len(ids))
+	for _, id := range ids {
+		g := xGroup{GroupID: id}
+		for _, sg := range s.cfg.SecurityGroups {
+			if sg.ID == id {
+				g.GroupName = sg.Name
+			}
+		}
+		out = append(out, g)
+	}
+	return out
 }
 
 type describeInstancesResponse struct {
@@ -519,7 +535,7 @@ func (s *Sim) describeInstances(r Request) (response, *apiError) {
 		}) {
 			continue
 		}
-		out.Reservations = append(out.Reservations, xReservation{ReservationID: "r-" + in.ID[2:], OwnerID: ownerID, Instances: []xInstance{in.x()}})
+		out.Reservations = append(out.Reservations, xReservation{ReservationID: "r-" + in.ID[2:], OwnerID: ownerID, Instances: []xInstance{s.x(in)}})
 	}
 	return out, nil
 }

@@ -69,6 +69,7 @@ type Sim struct {
 	last      map[string]Request
 	tokens    map[string]time.Time // IMDSv2 tokens -> expiry
 	runCtx    context.Context      // set while Run runs; owns IMDS listeners
+	releases  int                  // image releases published (ReleaseImages)
 }
 
 type offeringKey struct{ instanceType, zone, capacityType string }
@@ -78,6 +79,7 @@ type instance struct {
 	LaunchTime                                                                        time.Time
 	BootAt                                                                            time.Time
 	Tags                                                                              map[string]string
+	SGs                                                                               []string
 	UserData                                                                          []byte
 	Interrupted                                                                       *time.Time // spot instance-action time
 	NodeName                                                                          string

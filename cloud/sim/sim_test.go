@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"errors"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -299,5 +300,30 @@ func TestRegistrationRetriesStatusConflict(t *testing.T) {
 	n := nodes.Items[0]
 	if len(n.Status.Conditions) == 0 || n.Status.Allocatable.Cpu().IsZero() {
 		t.Fatalf("node %s registered without its status: %+v", n.Name, n.Status)
+	}
+}
+
+// TestReleaseImages: a release moves the family's SSM parameters to new
+// images (each architecture), leaves other families alone, and the old
+// images stay describable (running instances keep them).
+func TestReleaseImages(t *testing.T) {
+	s := New(Options{Config: DefaultConfig()})
+	before := maps.Clone(s.cfg.Parameters)
+	moved := s.ReleaseImages("AL2023")
+	if len(moved) != 2 || moved["ami-0sim2023x86"] != "ami-0sim2023x86v1" || moved["ami-0sim2023arm"] != "ami-0sim2023armv1" {
+		t.Fatalf("moved %v", moved)
+	}
+	again := s.ReleaseImages("AL2023")
+	if again["ami-0sim2023x86v1"] != "ami-0sim2023x86v2" {
+		t.Fatalf("second release moved %v", again)
+	}
+	for p, id := range before {
+		im, _ := s.image(id)
+		if im.Family != "AL2023" && s.cfg.Parameters[p] != id {
+			t.Errorf("parameter %s of family %s moved", p, im.Family)
+		}
+		if _, ok := s.image(id); !ok {
+			t.Errorf("old image %s is gone", id)
+		}
 	}
 }

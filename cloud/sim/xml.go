@@ -97,19 +97,25 @@ type xState struct {
 }
 
 type xInstance struct {
-	InstanceID       string `xml:"instanceId"`
-	ImageID          string `xml:"imageId"`
-	State            xState `xml:"instanceState"`
-	PrivateDNSName   string `xml:"privateDnsName"`
-	InstanceType     string `xml:"instanceType"`
-	LaunchTime       string `xml:"launchTime"`
-	AvailabilityZone string `xml:"placement>availabilityZone"`
-	SubnetID         string `xml:"subnetId"`
-	PrivateIP        string `xml:"privateIpAddress"`
-	Architecture     string `xml:"architecture"`
-	ClientToken      string `xml:"clientToken,omitempty"`
-	Lifecycle        string `xml:"instanceLifecycle,omitempty"`
-	Tags             []xTag `xml:"tagSet>item"`
+	InstanceID       string   `xml:"instanceId"`
+	ImageID          string   `xml:"imageId"`
+	State            xState   `xml:"instanceState"`
+	PrivateDNSName   string   `xml:"privateDnsName"`
+	InstanceType     string   `xml:"instanceType"`
+	LaunchTime       string   `xml:"launchTime"`
+	AvailabilityZone string   `xml:"placement>availabilityZone"`
+	SubnetID         string   `xml:"subnetId"`
+	PrivateIP        string   `xml:"privateIpAddress"`
+	Architecture     string   `xml:"architecture"`
+	ClientToken      string   `xml:"clientToken,omitempty"`
+	Lifecycle        string   `xml:"instanceLifecycle,omitempty"`
+	Tags             []xTag   `xml:"tagSet>item"`
+	Groups           []xGroup `xml:"groupSet>item"`
+}
+
+type xGroup struct {
+	GroupID   string `xml:"groupId"`
+	GroupName string `xml:"groupName,omitempty"`
 }
 
 type xReservation struct {

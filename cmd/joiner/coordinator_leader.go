@@ -39,6 +39,7 @@ type leaderFlags struct {
 	simulated      bool
 	minValues      string
 	stateRetention time.Duration
+	classRefresh   time.Duration
 }
 
 func (f *leaderFlags) register(fl *pflag.FlagSet) {
@@ -55,6 +56,8 @@ func (f *leaderFlags) register(fl *pflag.FlagSet) {
 		"Strict: a NodePool's minValues is never relaxed (pods wait); BestEffort: relaxed when nothing can keep it, and the NodeClaim says so (Karpenter's MIN_VALUES_POLICY)")
 	fl.DurationVar(&f.stateRetention, "state-retention", time.Hour,
 		"how long handled interruption reports and finished launch/termination intents stay in the replicated state (0: forever)")
+	fl.DurationVar(&f.classRefresh, "nodeclass-refresh", 5*time.Minute,
+		"how often ready EC2NodeClasses are resolved again (new AMIs behind an alias, subnets and security groups that come and go: dynamic drift)")
 	fl.BoolVar(&f.simulated, "simulated-cloud", false, "the cloud is joiner sim: nobody else removes startup taints, so the coordinator does")
 }
 
@@ -154,7 +157,7 @@ func buildLeader(ctx context.Context, f *coordinatorFlags, clients *kube.Clients
 		Cluster: f.clusterName, UserData: uc, BootstrapImage: lf.bootstrapImage, RemoveStartupTaints: lf.simulated,
 		MinValuesPolicy: policy,
 		Clients:         clients, Kube: clients.Kube, Cache: cache, Cloud: provider, State: state,
-		Raft: cluster.RaftProposer{Raft: node.Raft}, Membership: membership, StateRetention: lf.stateRetention,
+		Raft: cluster.RaftProposer{Raft: node.Raft}, Membership: membership, StateRetention: lf.stateRetention, NodeClassRefresh: lf.classRefresh,
 		Recorder: kube.NewRecorder(ctx, clients.Kube, "joiner"), Registerer: reg, Log: log,
 	})
 	if err != nil {

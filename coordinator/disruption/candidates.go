@@ -86,10 +86,10 @@ func reschedulablePods(n *Node) []*corev1.Pod {
 	return out
 }
 
-// podDoNotDisrupt says whether a pod's karpenter.sh/do-not-disrupt
+// PodDoNotDisrupt says whether a pod's karpenter.sh/do-not-disrupt
 // annotation protects it at now: "true", or a duration (e.g. "5m") that has
 // not yet elapsed since the pod started. An unparsable value protects.
-func podDoNotDisrupt(p *corev1.Pod, now time.Time) bool {
+func PodDoNotDisrupt(p *corev1.Pod, now time.Time) bool {
 	v, ok := p.Annotations[karpv1.AnnotationDoNotDisrupt]
 	if !ok {
 		return false
@@ -134,7 +134,7 @@ func (d *decider) gracefulBlocker(n *Node, eventual bool) string {
 		if !Reschedulable(p) {
 			continue
 		}
-		if podDoNotDisrupt(p, d.in.Now) {
+		if PodDoNotDisrupt(p, d.in.Now) {
 			return fmt.Sprintf("pod %s/%s has annotation %s", p.Namespace, p.Name, karpv1.AnnotationDoNotDisrupt)
 		}
 		if r := d.pdbs.blocking(p); r != "" {
@@ -161,9 +161,9 @@ func consolidatableAt(n *Node, pool *karpv1.NodePool) (time.Time, bool) {
 	return last.Add(*ca.Duration), true
 }
 
-// evictionCost is Karpenter's per-pod eviction cost: 1 plus deletion cost
+// EvictionCost is Karpenter's per-pod eviction cost: 1 plus deletion cost
 // / 2^27 plus priority / 2^25, clamped to [-10, 10].
-func evictionCost(p *corev1.Pod) float64 {
+func EvictionCost(p *corev1.Pod) float64 {
 	c := 1.0
 	if v, ok := p.Annotations[podDeletionCost]; ok {
 		if f, err := strconv.ParseFloat(v, 64); err == nil {
@@ -174,22 +174,6 @@ func evictionCost(p *corev1.Pod) float64 {
 		c += float64(*p.Spec.Priority) / math.Pow(2, 25)
 	}
 	return math.Max(-10, math.Min(10, c))
-}
-
-// disruptionCost ranks candidates (cheapest to disrupt first): Σ eviction
-// cost of the reschedulable pods scaled by the fraction of expireAfter left.
-func (d *decider) disruptionCost(n *Node) float64 {
-	c := 0.0
-	for _, p := range n.Node.Pods {
-		if Reschedulable(p) {
-			c += evictionCost(p)
-		}
-	}
-	if exp, ok := d.expireAfter(n); ok && exp > 0 {
-		left := n.NodeClaim.CreationTimestamp.Add(exp).Sub(d.in.Now)
-		c *= math.Max(0, math.Min(1, float64(left)/float64(exp)))
-	}
-	return c
 }
 
 // expireAfter is the NodeClaim's expireAfter (else its pool's), false when

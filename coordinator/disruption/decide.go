@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 	"github.com/joiner-dev/joiner/api/requirements"
 	"github.com/joiner-dev/joiner/cloud/catalog"
@@ -35,6 +36,8 @@ type decider struct {
 	// simulations counts scheduler runs; nextOffset is where single-node
 	// consolidation stopped.
 	simulations, nextOffset int
+	// totals are the Balanced score's denominators (poolTotals).
+	totals map[string]PoolTotals
 }
 
 // Decide picks at most one disruption action for this pass. The error is
@@ -77,7 +80,7 @@ func Decide(in *Input) (*Result, error) {
 		}
 	}
 	res := &Result{}
-	for _, m := range []func() (*Decision, error){d.expiration, d.emptiness, d.drift, d.multiNode, d.singleNode} {
+	for _, m := range []func() (*Decision, error){d.expiration, d.emptiness, d.staticDrift, d.drift, d.multiNode, d.singleNode} {
 		dec, err := m()
 		if err != nil {
 			return nil, err
@@ -132,8 +135,9 @@ func (d *decider) expiration() (*Decision, error) {
 }
 
 // consolidationCandidates are the nodes emptiness and consolidation may
-// consider, cheapest to disrupt first; needUnderutilized also requires the
-// WhenEmptyOrUnderutilized (or Balanced) policy. Skips are recorded once.
+// consider, highest price per unit of disruption first (Karpenter v1.14.1's
+// sortCandidates: a batch of the first N holds the moves worth most). Nodes
+// of static pools are never consolidated. Skips are recorded when record.
 func (d *decider) consolidationCandidates(record bool) []*Node {
 	var out []*Node
 	for _, n := range d.in.Nodes {
@@ -144,6 +148,12 @@ func (d *decider) consolidationCandidates(record bool) []*Node {
 		if pool == nil {
 			if record {
 				d.skip(n, methodConsolidation, "not consolidatable: nodepool %q not found", poolName(n))
+			}
+			continue
+		}
+		if isStatic(pool) {
+			if record {
+				d.skip(n, methodConsolidation, "not consolidatable: nodepool %s is static (spec.replicas)", pool.Name)
 			}
 			continue
 		}
@@ -168,16 +178,19 @@ func (d *decider) consolidationCandidates(record bool) []*Node {
 		}
 		out = append(out, n)
 	}
-	costs := make(map[*Node]float64, len(out))
+	ratio := make(map[*Node]float64, len(out))
 	for _, n := range out {
-		costs[n] = d.disruptionCost(n)
+		ratio[n] = savingsRatio(n)
 	}
-	sort.SliceStable(out, func(i, j int) bool { return costs[out[i]] < costs[out[j]] })
+	sort.SliceStable(out, func(i, j int) bool { return ratio[out[i]] > ratio[out[j]] })
 	return out
 }
 
-// emptiness deletes every consolidatable node without reschedulable pods,
-// up to each pool's Empty budget.
+// isStatic: the pool keeps a fixed number of nodes (spec.replicas).
+func isStatic(p *karpv1.NodePool) bool { return p.Spec.Replicas != nil }
+
+// emptiness deletes every consolidatable empty node (no pod that costs
+// anything to reschedule, see isEmpty), up to each pool's Empty budget.
 func (d *decider) emptiness() (*Decision, error) {
 	budget, err := d.budgets(karpv1.DisruptionReasonEmpty)
 	if err != nil {
@@ -185,7 +198,7 @@ func (d *decider) emptiness() (*Decision, error) {
 	}
 	var out []*Node
 	for _, n := range d.consolidationCandidates(true) {
-		if len(reschedulablePods(n)) > 0 {
+		if !isEmpty(n) {
 			continue
 		}
 		pn := poolName(n)
@@ -202,44 +215,139 @@ func (d *decider) emptiness() (*Decision, error) {
 	return &Decision{Method: MethodEmptiness, Reason: karpv1.DisruptionReasonEmpty, Candidates: out, Savings: totalPrice(out), Message: fmt.Sprintf("%d empty node(s)", len(out))}, nil
 }
 
-// drifted says why a NodeClaim is drifted, or "".
-func (d *decider) drifted(n *Node) string {
+// Drift reasons, Karpenter's (the Drifted condition's reason).
+const (
+	DriftNodePool            = "NodePoolDrifted"
+	DriftRequirements        = "RequirementsDrifted"
+	DriftInstanceTypeMissing = "InstanceTypeNotFound"
+	DriftNodeClass           = "NodeClassDrift"
+	DriftAMI                 = "AMIDrift"
+	DriftSecurityGroup       = "SecurityGroupDrift"
+	DriftSubnet              = "SubnetDrift"
+)
+
+// instanceTypeGrace is how old a NodeClaim must be before a missing
+// instance type drifts it (Karpenter's hour: a new type may be missing
+// from a stale catalogue for a while).
+const instanceTypeGrace = time.Hour
+
+// drifted says why a launched NodeClaim is drifted, in Karpenter's order:
+// the NodePool's hash, its requirements, the instance type, then the
+// EC2NodeClass's hash, its AMIs, security groups and subnets. It returns
+// the reason (Karpenter's name, "" when not drifted) and a message. What
+// is not known (no hash of the current version, no resolved AMIs, an
+// instance the cloud has not listed) drifts nothing.
+func (d *decider) drifted(n *Node) (reason, message string) {
+	nc := n.NodeClaim
+	if nc.Status.ProviderID == "" {
+		return "", "" // not launched
+	}
 	pn := poolName(n)
-	if want, ok := d.in.NodePoolHashes[pn]; ok {
-		// A NodeClaim without the annotation is not judged (Karpenter).
-		if got, found := n.NodeClaim.Annotations[karpv1.AnnotationNodePoolHash]; found && got != "" && got != want {
-			return fmt.Sprintf("nodepool %s changed (hash %q, want %q)", pn, got, want)
+	if want, ok := d.in.NodePoolHashes[pn]; ok && nc.Annotations[karpv1.AnnotationNodePoolHashVersion] == karpv1.NodePoolHashVersion {
+		if got, found := nc.Annotations[karpv1.AnnotationNodePoolHash]; found && got != want {
+			return DriftNodePool, fmt.Sprintf("nodepool %s changed (hash %s, now %s)", pn, got, want)
 		}
 	}
 	if pool := d.pools[pn]; pool != nil {
-		// RequirementsDrifted: a label the NodeClaim carries no longer
-		// satisfies the pool's requirements (absent labels are not judged).
+		// A label the NodeClaim carries no longer satisfies the pool's
+		// requirements (absent labels are not judged).
 		for _, pr := range pool.Spec.Template.Spec.Requirements {
-			v, present := n.NodeClaim.Labels[pr.Key]
+			v, present := nc.Labels[pr.Key]
 			if !present {
 				continue
 			}
 			r, err := requirements.New(pr.Key, string(pr.Operator), pr.Values...)
 			if err == nil && !r.Matches(v, true) {
-				return fmt.Sprintf("label %s=%s no longer satisfies nodepool %s requirement %s", pr.Key, v, pn, r)
+				return DriftRequirements, fmt.Sprintf("label %s=%s no longer satisfies nodepool %s requirement %s", pr.Key, v, pn, r)
 			}
 		}
 	}
-	if ref := n.NodeClaim.Spec.NodeClassRef; ref != nil {
-		// InstanceTypeNotFound: the class's catalogue no longer offers the
-		// node's type (judged only when the class has a catalogue at all).
-		if its, ok := d.in.InstanceTypes[ref.Name]; ok && len(its) > 0 {
-			if it := n.Node.Labels[karpv1.LabelInstanceType]; it != "" && !slices.ContainsFunc(its, func(t *catalog.InstanceType) bool { return t.Name == it }) {
-				return fmt.Sprintf("instance type %s is no longer offered for ec2nodeclass %s", it, ref.Name)
-			}
-		}
-		if want, ok := d.in.NodeClassHashes[ref.Name]; ok {
-			if got, found := n.NodeClaim.Annotations[karpv1.AnnotationEC2NodeClassHash]; found && got != "" && got != want {
-				return fmt.Sprintf("ec2nodeclass %s changed (hash %q, want %q)", ref.Name, got, want)
-			}
+	ref := nc.Spec.NodeClassRef
+	if ref == nil {
+		return "", ""
+	}
+	// The class's catalogue no longer offers the node's type (judged only
+	// when the class has a catalogue, an hour after creation).
+	if its, ok := d.in.InstanceTypes[ref.Name]; ok && len(its) > 0 && d.in.Now.Sub(nc.CreationTimestamp.Time) > instanceTypeGrace {
+		if it := n.Node.Labels[karpv1.LabelInstanceType]; it != "" && !slices.ContainsFunc(its, func(t *catalog.InstanceType) bool { return t.Name == it }) {
+			return DriftInstanceTypeMissing, fmt.Sprintf("instance type %s is no longer offered for ec2nodeclass %s", it, ref.Name)
 		}
 	}
-	return ""
+	if want, ok := d.in.NodeClassHashes[ref.Name]; ok && nc.Annotations[karpv1.AnnotationEC2NodeClassHashVersion] == awsv1.EC2NodeClassHashVersion {
+		if got, found := nc.Annotations[karpv1.AnnotationEC2NodeClassHash]; found && got != want {
+			return DriftNodeClass, fmt.Sprintf("ec2nodeclass %s changed (hash %s, now %s)", ref.Name, got, want)
+		}
+	}
+	class := d.in.NodeClasses[ref.Name]
+	if class == nil {
+		return "", ""
+	}
+	if r, m := amiDrifted(n, class); r != "" {
+		return r, m
+	}
+	return placementDrifted(n, class)
+}
+
+// amiDrifted: the node's image is not among the class's resolved AMIs
+// that suit its instance type (by their requirements, e.g. architecture).
+func amiDrifted(n *Node, class *awsv1.EC2NodeClass) (reason, message string) {
+	image := n.NodeClaim.Status.ImageID
+	if image == "" || len(class.Status.AMIs) == 0 {
+		return "", ""
+	}
+	labels := n.Node.Labels
+	for _, ami := range class.Status.AMIs {
+		if ami.ID == image && amiSuits(ami, labels) {
+			return "", ""
+		}
+	}
+	var suited []string
+	for _, ami := range class.Status.AMIs {
+		if amiSuits(ami, labels) {
+			suited = append(suited, ami.ID)
+		}
+	}
+	return DriftAMI, fmt.Sprintf("image %s is not among the AMIs ec2nodeclass %s resolves to for this node (%s)", image, class.Name, strings.Join(suited, ", "))
+}
+
+func amiSuits(ami awsv1.AMI, labels map[string]string) bool {
+	for _, r := range ami.Requirements {
+		req, err := requirements.New(r.Key, string(r.Operator), r.Values...)
+		if err != nil {
+			return false
+		}
+		v, present := labels[r.Key]
+		if !req.Matches(v, present) {
+			return false
+		}
+	}
+	return true
+}
+
+// placementDrifted: the node's security groups differ from the class's
+// resolved ones, or its subnet is no longer selected (judged when the
+// cloud has listed the instance and the class has resolved them).
+func placementDrifted(n *Node, class *awsv1.EC2NodeClass) (reason, message string) {
+	if n.Listed == nil {
+		return "", ""
+	}
+	if len(class.Status.SecurityGroups) > 0 && len(n.Listed.SecurityGroupIDs) > 0 {
+		want := make([]string, 0, len(class.Status.SecurityGroups))
+		for _, g := range class.Status.SecurityGroups {
+			want = append(want, g.ID)
+		}
+		have := slices.Clone(n.Listed.SecurityGroupIDs)
+		slices.Sort(want)
+		slices.Sort(have)
+		if !slices.Equal(slices.Compact(want), slices.Compact(have)) {
+			return DriftSecurityGroup, fmt.Sprintf("security groups %s, ec2nodeclass %s selects %s", strings.Join(have, ","), class.Name, strings.Join(want, ","))
+		}
+	}
+	if len(class.Status.Subnets) > 0 && n.Listed.SubnetID != "" &&
+		!slices.ContainsFunc(class.Status.Subnets, func(s awsv1.Subnet) bool { return s.ID == n.Listed.SubnetID }) {
+		return DriftSubnet, fmt.Sprintf("subnet %s is no longer selected by ec2nodeclass %s", n.Listed.SubnetID, class.Name)
+	}
+	return "", ""
 }
 
 // drift replaces the oldest drifted node whose pool's Drifted budget allows
@@ -255,7 +363,10 @@ func (d *decider) drift() (*Decision, error) {
 		if n.NodeClaim == nil || n.MarkedForDeletion {
 			continue
 		}
-		r := d.drifted(n)
+		if p := d.pools[poolName(n)]; p != nil && isStatic(p) {
+			continue // static drift's
+		}
+		_, r := d.drifted(n)
 		if r == "" {
 			continue
 		}
@@ -297,6 +408,9 @@ func (d *decider) underutilized(take bool) ([]*Node, error) {
 	}
 	var out []*Node
 	for _, n := range d.consolidationCandidates(false) {
+		if isEmpty(n) {
+			continue // emptiness's (reason Empty, its budget)
+		}
 		pool := d.pools[poolName(n)]
 		if pool.Spec.Disruption.ConsolidationPolicy == karpv1.ConsolidationPolicyWhenEmpty {
 			d.skip(n, methodConsolidation, "not consolidatable: nodepool %s has consolidationPolicy WhenEmpty", pool.Name)
@@ -367,6 +481,13 @@ func (d *decider) singleNode() (*Decision, error) {
 			}
 			return nil, nil
 		}
+		if ok, s := d.canPassThreshold(n); !ok {
+			// Not even deleting it would pass its Balanced pool's score:
+			// no need to simulate.
+			d.skip(n, MethodSingleNode, "not consolidatable: nodepool %s (Balanced) would score even its deletion %s, below %.2f: it is %.1f%% of the pool's cost and %.1f%% of its disruption cost",
+				poolName(n), formatScore(s.Value()), s.Threshold(), 100*s.SavingsFraction, 100*s.DisruptionFraction)
+			continue
+		}
 		dec, why := d.consolidate(MethodSingleNode, []*Node{n})
 		if dec != nil {
 			return dec, nil
@@ -377,8 +498,20 @@ func (d *decider) singleNode() (*Decision, error) {
 }
 
 // consolidate simulates removing cands: a decision when their pods fit on
-// the remaining nodes plus at most one new node that is cheaper than them.
+// the remaining nodes plus at most one new node that is cheaper than them,
+// and every Balanced pool among them approves the move.
 func (d *decider) consolidate(m Method, cands []*Node) (*Decision, string) {
+	dec, why := d.consolidation(m, cands)
+	if dec == nil {
+		return nil, why
+	}
+	if ok, why := d.approveBalanced(dec); !ok {
+		return nil, why
+	}
+	return dec, ""
+}
+
+func (d *decider) consolidation(m Method, cands []*Node) (*Decision, string) {
 	if d.bound == nil {
 		d.bound = d.buildBound()
 	}

@@ -385,7 +385,11 @@ func TestInstanceTypeNotFoundDrift(t *testing.T) {
 	n := testNode("n", "default", od, 40, testPod("a", "1")) // the catalogue stops at t-32
 	pool.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "1", Reasons: []karpv1.DisruptionReason{karpv1.DisruptionReasonDrifted}},
 		{Nodes: "0", Reasons: []karpv1.DisruptionReason{karpv1.DisruptionReasonUnderutilized, karpv1.DisruptionReasonEmpty}}}
-	d := wantDecision(t, decide(t, testInput(t0.Add(time.Hour), []*karpv1.NodePool{pool}, n)), MethodDrift, "n")
+	// Karpenter judges a missing type only an hour after creation.
+	if r := decide(t, testInput(t0.Add(time.Hour), []*karpv1.NodePool{pool}, n)); r.Decision != nil {
+		t.Fatalf("decision %s within the first hour", r.Decision.Method)
+	}
+	d := wantDecision(t, decide(t, testInput(t0.Add(61*time.Minute), []*karpv1.NodePool{pool}, n)), MethodDrift, "n")
 	if !strings.Contains(d.Message, "instance type t-40 is no longer offered") {
 		t.Errorf("message %q", d.Message)
 	}

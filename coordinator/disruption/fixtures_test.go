@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 	"github.com/joiner-dev/joiner/cloud/catalog"
 	"github.com/joiner-dev/joiner/coordinator/scheduler"
@@ -90,7 +91,12 @@ func testNode(name, pool, ct string, cpu int64, pods ...*corev1.Pod) *Node {
 	for _, p := range pods {
 		p.Spec.NodeName = name
 	}
-	nc := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: lbl, Annotations: map[string]string{}, CreationTimestamp: metav1.NewTime(t0)}}
+	// Launched, with hashes of the current versions (as Joiner and
+	// Karpenter v1.14 write them).
+	nc := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: lbl, CreationTimestamp: metav1.NewTime(t0),
+		Annotations: map[string]string{karpv1.AnnotationNodePoolHashVersion: karpv1.NodePoolHashVersion,
+			karpv1.AnnotationEC2NodeClassHashVersion: awsv1.EC2NodeClassHashVersion}}}
+	nc.Status.ProviderID = "aws:///us-east-1a/i-" + name
 	nc.Spec.NodeClassRef = &karpv1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"}
 	return &Node{
 		Node:      &scheduler.Node{Name: name, Labels: lbl, Capacity: alloc, Allocatable: alloc, Pods: pods},

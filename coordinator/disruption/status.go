@@ -14,10 +14,15 @@ type NodeStatus struct {
 	Node *Node
 	// Expired: past expireAfter (forceful).
 	Expired bool
-	// Drifted says why the node is drifted ("" when it is not).
-	Drifted string
-	// Empty: no reschedulable pods.
+	// Drifted says why the node is drifted ("" when it is not);
+	// DriftReason is Karpenter's name for it (NodePoolDrifted, AMIDrift, ...).
+	Drifted, DriftReason string
+	// Empty: no pod that costs anything to reschedule (none, or only pods
+	// with a negative eviction cost: Karpenter v1.14.1's emptiness).
 	Empty bool
+	// Static: the node's pool is static (spec.replicas): never empty or
+	// consolidatable, only drifted or expired.
+	Static bool
 	// Consolidatable: consolidateAfter has passed since the last pod event
 	// (or initialization); ConsolidatableAt is when (zero with Never).
 	Consolidatable   bool
@@ -40,10 +45,12 @@ func (s *NodeStatus) Eligible(m Method) bool {
 		return s.Expired
 	case MethodDrift:
 		return s.Drifted != "" && s.DriftBlocker == ""
+	case MethodStaticDrift:
+		return s.Static && s.Drifted != "" && s.DriftBlocker == ""
 	case MethodEmptiness:
-		return s.Empty && s.Consolidatable && s.Blocker == ""
+		return !s.Static && s.Empty && s.Consolidatable && s.Blocker == ""
 	case MethodSingleNode, MethodMultiNode, methodConsolidation:
-		return s.Consolidatable && s.Blocker == "" && s.Underutilized
+		return !s.Static && s.Consolidatable && s.Blocker == "" && s.Underutilized && !s.Empty
 	}
 	return false
 }
@@ -67,7 +74,7 @@ func Status(in *Input) []NodeStatus {
 		if n.NodeClaim == nil || n.MarkedForDeletion {
 			continue
 		}
-		s := NodeStatus{Node: n, Empty: len(reschedulablePods(n)) == 0}
+		s := NodeStatus{Node: n, Empty: isEmpty(n)}
 		if exp, ok := d.expireAfter(n); ok {
 			s.Expired = !in.Now.Before(n.NodeClaim.CreationTimestamp.Add(exp))
 		}
@@ -78,11 +85,17 @@ func Status(in *Input) []NodeStatus {
 			out = append(out, s)
 			continue
 		}
-		s.Drifted = d.drifted(n)
+		s.DriftReason, s.Drifted = d.drifted(n)
 		if pdbErr != nil {
 			s.Blocker, s.DriftBlocker = pdbErr.Error(), pdbErr.Error()
 		} else {
 			s.Blocker, s.DriftBlocker = d.gracefulBlocker(n, false), d.gracefulBlocker(n, true)
+		}
+		if isStatic(pool) {
+			// consolidateAfter and consolidationPolicy do not apply.
+			s.Static = true
+			out = append(out, s)
+			continue
 		}
 		if at, ok := consolidatableAt(n, pool); ok {
 			s.ConsolidatableAt = at

@@ -7,15 +7,26 @@
 //     blocked by do-not-disrupt or PDBs; those only slow the drain).
 //  2. Emptiness (reason Empty): consolidatable nodes without reschedulable
 //     pods, every policy; all of them up to each pool's budget at once.
-//  3. Drift (reason Drifted): the NodeClaim's karpenter.sh/nodepool-hash or
+//  3. Static drift (reason Drifted): drifted nodes of static pools
+//     (spec.replicas), replaced one for one by a node of the pool, as many
+//     as the pool's budget and limits.nodes allow, unless the pool is being
+//     scaled down.
+//  4. Drift (reason Drifted): the NodeClaim's karpenter.sh/nodepool-hash or
 //     karpenter.k8s.aws/ec2nodeclass-hash differs from the current one
 //     (passed in); oldest first, one at a time with its replacement.
-//  4. Multi-node consolidation (Underutilized): binary search over the first
-//     100 candidates, cheapest to disrupt first, for the largest prefix whose
-//     pods fit on the remaining nodes plus at most one cheaper new node.
-//  5. Single-node consolidation (Underutilized): the first candidate that can
+//  5. Multi-node consolidation (Underutilized): binary search over the first
+//     100 candidates, highest price per unit of disruption first, for the
+//     largest prefix whose pods fit on the remaining nodes plus at most one
+//     cheaper new node.
+//  6. Single-node consolidation (Underutilized): the first candidate that can
 //     be deleted, or replaced by one cheaper node (spot to spot only when at
 //     least 15 cheaper instance types remain).
+//
+// Emptiness and consolidation leave static pools alone. A pool with
+// consolidationPolicy Balanced consolidates only moves whose savings, as a
+// fraction of the pool's cost, are at least half their disruption, as a
+// fraction of the pool's disruption cost (Karpenter v1.14.1's score with
+// k = 2, see balanced.go).
 //
 // Every graceful action is simulated first with coordinator/scheduler on the
 // remaining capacity (candidates and nodes already being disrupted removed)
@@ -35,6 +46,7 @@ import (
 
 	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/cloud"
 	"github.com/joiner-dev/joiner/cloud/catalog"
 	"github.com/joiner-dev/joiner/coordinator/scheduler"
 )
@@ -46,6 +58,7 @@ type Method string
 const (
 	MethodExpiration      Method = "Expiration"
 	MethodEmptiness       Method = "Emptiness"
+	MethodStaticDrift     Method = "StaticDrift"
 	MethodDrift           Method = "Drift"
 	MethodMultiNode       Method = "MultiNodeConsolidation"
 	MethodSingleNode      Method = "SingleNodeConsolidation"
@@ -73,6 +86,10 @@ type Input struct {
 	Nodes []*Node
 	// PDBs with their current status.disruptionsAllowed.
 	PDBs []*policyv1.PodDisruptionBudget
+	// StaticCounts are the NodeClaims of static pools (spec.replicas) by
+	// state, as Karpenter's NodePoolState counts them; static drift reads
+	// them. A static pool without an entry counts its nodes in Nodes.
+	StaticCounts map[string]StaticCount
 	// NodePoolHashes and NodeClassHashes are the current drift hashes by
 	// pool / class name; a NodeClaim whose annotation differs is drifted.
 	// A missing entry means "not known": no drift is inferred.
@@ -87,6 +104,14 @@ type Input struct {
 	// disrupt first) so a pass starts where the previous one stopped; pass
 	// the previous Result.NextSingleNodeOffset.
 	SingleNodeOffset int
+}
+
+// StaticCount is a static pool's NodeClaims by state (Karpenter's
+// NodePoolState): Active are launched or launching and not going away,
+// Deleting are being deleted, PendingDisruption are being disrupted but not
+// deleted yet (their replacements are on the way).
+type StaticCount struct {
+	Active, Deleting, PendingDisruption int
 }
 
 // DefaultMaxSimulations keeps a pass under a second at 1000 nodes / 10000
@@ -121,6 +146,10 @@ type Node struct {
 	// why (for example a cool-down after a failed replacement); expiration
 	// is not blocked.
 	Blocked string
+	// Listed is the node's instance as the cloud last listed it (subnet,
+	// security groups); nil when not listed yet, and then it drifts by
+	// neither.
+	Listed *cloud.Instance
 }
 
 // Name is the node's name.

@@ -9,6 +9,7 @@ package kube
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -165,4 +167,36 @@ func (c *Clients) UpdateEC2NodeClassStatus(ctx context.Context, nc *awsv1.EC2Nod
 		return nil, fmt.Errorf("updating status of ec2nodeclass %s: %w", nc.Name, err)
 	}
 	return fromUnstructured[awsv1.EC2NodeClass](out)
+}
+
+// Annotate merges annotations into the metadata of the cluster-scoped
+// object name of gvr with a JSON merge patch: nothing else is written, so
+// fields Joiner's types do not know are never dropped.
+func (c *Clients) Annotate(ctx context.Context, gvr schema.GroupVersionResource, name string, annotations map[string]string) error {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": annotations}})
+	if err != nil {
+		return fmt.Errorf("annotating %s %s: %w", gvr.Resource, name, err)
+	}
+	if _, err := c.Dynamic.Resource(gvr).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("annotating %s %s: %w", gvr.Resource, name, err)
+	}
+	return nil
+}
+
+// List reads every object of a cluster-scoped gvr from the API server (not
+// the cache), decoded as T.
+func List[T any](ctx context.Context, c *Clients, gvr schema.GroupVersionResource) ([]*T, error) {
+	l, err := c.Dynamic.Resource(gvr).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing %s: %w", gvr.Resource, err)
+	}
+	out := make([]*T, 0, len(l.Items))
+	for i := range l.Items {
+		v, err := fromUnstructured[T](&l.Items[i])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
 }

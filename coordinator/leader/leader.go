@@ -75,6 +75,9 @@ type Deps struct {
 	// reports, finished launch and termination intents) stay in the
 	// replicated state; 0 keeps them forever (--state-retention).
 	StateRetention time.Duration
+	// NodeClassRefresh is how often ready EC2NodeClasses are resolved
+	// again (0: the nodeclass loop's default, 5 min).
+	NodeClassRefresh time.Duration
 
 	Clients *kube.Clients
 	Kube    kubernetes.Interface
@@ -110,9 +113,10 @@ func New(d Deps) (*Leader, error) {
 		return nil, fmt.Errorf("registering leader metrics: %w", err)
 	}
 	catalog := view.NewCatalog()
-	views := &view.Builder{Cache: d.Cache, State: d.State, Classes: catalog, MinValuesPolicy: d.MinValuesPolicy}
+	fleet := view.NewFleet()
+	views := &view.Builder{Cache: d.Cache, State: d.State, Classes: catalog, Fleet: fleet, MinValuesPolicy: d.MinValuesPolicy}
 
-	classes := nodeclass.New(nodeclass.Config{}, nodeclass.Deps{Cache: d.Cache, Kube: d.Clients, Cloud: d.Cloud,
+	classes := nodeclass.New(nodeclass.Config{CABundle: d.UserData.CABundle, Refresh: d.NodeClassRefresh}, nodeclass.Deps{Cache: d.Cache, Kube: d.Clients, Cloud: d.Cloud,
 		Catalog: catalog, Recorder: d.Recorder, Log: log})
 	launch := launcher.New(launcher.Config{Cluster: d.Cluster, OnCapacityError: classes.Wake},
 		launcher.Deps{Cloud: d.Cloud, Raft: d.Raft, State: d.State, Registerer: d.Registerer, Log: log})
@@ -124,7 +128,7 @@ func New(d Deps) (*Leader, error) {
 	}
 	lc, err := lifecycle.New(lifecycle.Config{RemoveStartupTaints: d.RemoveStartupTaints},
 		lifecycle.Deps{Cache: d.Cache, Claims: d.Clients, Nodes: d.Kube, State: d.State, Raft: d.Raft, Cloud: d.Cloud,
-			Classes: catalog, Registerer: d.Registerer, Recorder: d.Recorder, Log: log})
+			Classes: catalog, Fleet: fleet, Registerer: d.Registerer, Recorder: d.Recorder, Log: log})
 	if err != nil {
 		return nil, err
 	}

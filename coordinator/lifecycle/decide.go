@@ -84,12 +84,20 @@ type Inputs struct {
 	Timeouts            Timeouts
 }
 
-// Decide picks the next step of one Joiner NodeClaim (one that carries a
-// launch-id annotation and is not being deleted), with a short reason for
-// logs and tests.
+// Decide picks the next step of one NodeClaim that is not being deleted,
+// with a short reason for logs and tests. A NodeClaim without a launch-id
+// annotation was launched by Karpenter before the switch (adopted): Joiner
+// cannot launch it, so until it is Launched only the launch timeout
+// applies; once Launched it follows the same steps as Joiner's own.
 func Decide(in Inputs) (Action, string) {
 	nc := in.Claim
 	conds := nc.Status.Conditions
+	if !isTrue(conds, karpv1.ConditionLaunched) && nc.Annotations[karpv1.AnnotationLaunchID] == "" {
+		if age := in.Now.Sub(nc.CreationTimestamp.Time); age > in.Timeouts.Launch {
+			return DeleteLaunchTimeout, fmt.Sprintf("adopted, and not launched %s after creation", age.Round(time.Second))
+		}
+		return None, "adopted, waiting for its launch"
+	}
 	if !isTrue(conds, karpv1.ConditionLaunched) {
 		if !in.HasIntent {
 			return DeleteOrphan, "launch intent " + nc.Annotations[karpv1.AnnotationLaunchID] + " does not exist"

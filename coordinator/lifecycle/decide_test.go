@@ -331,3 +331,29 @@ func TestDecideGC(t *testing.T) {
 		})
 	}
 }
+
+// TestDecideAdopted: NodeClaims Karpenter launched before the switch (no
+// launch-id annotation) are taken over: registered, initialized and timed
+// out like Joiner's own, never deleted as orphans.
+func TestDecideAdopted(t *testing.T) {
+	adopted := func(nc *karpv1.NodeClaim) { nc.Annotations = map[string]string{karpv1.AnnotationNodePoolHash: "1"} }
+	to := Timeouts{Launch: 5 * time.Minute, Registration: 15 * time.Minute}
+	for _, tc := range []struct {
+		name string
+		in   Inputs
+		want Action
+	}{
+		{"not launched yet", Inputs{Claim: claim(adopted), Now: t0.Add(time.Minute), Timeouts: to}, None},
+		{"never launched", Inputs{Claim: claim(adopted), Now: t0.Add(6 * time.Minute), Timeouts: to}, DeleteLaunchTimeout},
+		{"launched, node joins", Inputs{Claim: claim(adopted, launchedClaim(t0)), Node: node(), Now: t0.Add(time.Minute), Timeouts: to}, Register},
+		{"launched, no node for too long", Inputs{Claim: claim(adopted, launchedClaim(t0)), Now: t0.Add(16 * time.Minute), Timeouts: to}, DeleteRegistrationTimeout},
+		{"initialized", Inputs{Claim: claim(adopted, launchedClaim(t0), withCond(karpv1.ConditionRegistered, metav1.ConditionTrue, t0),
+			withCond(karpv1.ConditionInitialized, metav1.ConditionTrue, t0)), Node: node(), Now: t0.Add(time.Hour), Timeouts: to}, None},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got, why := Decide(tc.in); got != tc.want {
+				t.Fatalf("Decide = %s (%s), want %s", got, why, tc.want)
+			}
+		})
+	}
+}

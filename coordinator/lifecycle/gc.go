@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 
+	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 	"github.com/joiner-dev/joiner/cloud"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
 	"github.com/joiner-dev/joiner/internal/logging"
@@ -29,6 +30,9 @@ func (l *Lifecycle) CollectGarbage(ctx context.Context) ([]string, error) {
 	insts, err := l.d.Cloud.List(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("listing cluster instances: %w", err)
+	}
+	if l.d.Fleet != nil {
+		l.d.Fleet.Publish(insts)
 	}
 	listed := make(map[string]bool, len(insts))
 	for _, ci := range insts {
@@ -69,6 +73,50 @@ func (l *Lifecycle) CollectGarbage(ctx context.Context) ([]string, error) {
 			continue
 		}
 		gone = append(gone, inst.ID)
+	}
+	adopted, err := l.collectAdopted(ctx, listed)
+	gone = append(gone, adopted...)
+	if first == nil {
+		first = err
+	}
+	return gone, first
+}
+
+// collectAdopted deletes launched NodeClaims Karpenter made (no launch
+// intent in raft) whose instance the cloud no longer has, as Karpenter's
+// garbage collection does: an instance missing from the listing is looked
+// up once more, and only one not found or terminated counts.
+func (l *Lifecycle) collectAdopted(ctx context.Context, listed map[string]bool) ([]string, error) {
+	var gone []string
+	var first error
+	for _, nc := range l.d.Cache.NodeClaims() {
+		id := cloud.InstanceID(nc.Status.ProviderID)
+		if nc.Annotations[karpv1.AnnotationLaunchID] != "" || id == "" || listed[id] || l.beingDeleted(nc) ||
+			!isTrue(nc.Status.Conditions, karpv1.ConditionLaunched) || l.cfg.Now().Sub(launchedAt(nc)) < l.cfg.GCGrace {
+			continue
+		}
+		ci, err := l.d.Cloud.Get(ctx, id)
+		switch {
+		case errors.Is(err, cloud.ErrNotFound):
+		case err != nil:
+			if first == nil {
+				first = fmt.Errorf("getting instance %s of nodeclaim %s: %w", id, nc.Name, err)
+			}
+			continue
+		case ci.State != "terminated":
+			continue
+		}
+		nc = nc.DeepCopy()
+		log := l.log.With(zap.String(logging.KeyInstance, id), logging.NodeClaim(nc.Name))
+		l.d.Recorder.Eventf(nc, corev1.EventTypeWarning, "InstanceGone", "Instance %s is gone", id)
+		log.Info("garbage collecting adopted nodeclaim with no cloudprovider representation")
+		if err := l.delete(ctx, log, nc, ReasonInstanceGone, "instance "+id+" is gone"); err != nil {
+			if first == nil {
+				first = err
+			}
+			continue
+		}
+		gone = append(gone, id)
 	}
 	return gone, first
 }

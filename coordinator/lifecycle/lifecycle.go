@@ -99,10 +99,18 @@ type Deps struct {
 	Raft    fsm.Proposer
 	Cloud   Cloud
 	Classes Classes
+	// Fleet, when set, receives every instance listing garbage collection
+	// makes (drift reads it).
+	Fleet Fleet
 	// Registerer may be nil (no metrics); Recorder may be nil (no Events).
 	Registerer prometheus.Registerer
 	Recorder   record.EventRecorder
 	Log        *zap.Logger
+}
+
+// Fleet keeps the last instance listing (*view.Fleet).
+type Fleet interface {
+	Publish(insts []cloud.Instance)
 }
 
 // Config configures a Lifecycle. Zero values take the defaults.
@@ -235,8 +243,8 @@ func (l *Lifecycle) beingDeleted(nc *karpv1.NodeClaim) bool {
 }
 
 func (l *Lifecycle) reconcileClaim(ctx context.Context, cached *karpv1.NodeClaim) error {
-	if l.beingDeleted(cached) || cached.Annotations[karpv1.AnnotationLaunchID] == "" {
-		return nil // termination owns it, or it is not Joiner's
+	if l.beingDeleted(cached) {
+		return nil // termination owns it
 	}
 	in := l.inputs(cached)
 	action, why := Decide(in)

@@ -14,6 +14,7 @@ package nodeclass
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"go.uber.org/zap"
@@ -21,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 
@@ -37,13 +39,17 @@ import (
 type Cache interface {
 	NodePools() []*karpv1.NodePool
 	NodeClasses() []*awsv1.EC2NodeClass
+	NodeClass(name string) *awsv1.EC2NodeClass
+	NodeClaims() []*karpv1.NodeClaim
+	NodeByProviderID(id string) *corev1.Node
 	Changes() (<-chan struct{}, func())
 }
 
-// Writer writes status (kube.Clients).
+// Writer writes status and drift-hash annotations (kube.Clients).
 type Writer interface {
 	UpdateNodePoolStatus(ctx context.Context, np *karpv1.NodePool) (*karpv1.NodePool, error)
 	UpdateEC2NodeClassStatus(ctx context.Context, nc *awsv1.EC2NodeClass) (*awsv1.EC2NodeClass, error)
+	Annotate(ctx context.Context, gvr schema.GroupVersionResource, name string, annotations map[string]string) error
 }
 
 // Cloud resolves classes and lists their instance types (cloud.Provider).
@@ -76,6 +82,9 @@ type Config struct {
 	TypesRefresh time.Duration
 	// MinInterval spaces passes triggered by cache events (default 1 s).
 	MinInterval time.Duration
+	// CABundle is the cluster CA bundle new nodes are given (base64 PEM):
+	// part of the EC2NodeClass drift hash, as in Karpenter.
+	CABundle string
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 }
@@ -83,7 +92,7 @@ type Config struct {
 // resolution is what the loop remembers of a class's last resolution.
 type resolution struct {
 	uid     types.UID
-	hash    string
+	spec    string // the spec it resolved, as JSON
 	at      time.Time
 	err     error
 	class   *view.Class
@@ -137,9 +146,11 @@ func (l *Loop) Run(ctx context.Context) error {
 // ready classes.
 func (l *Loop) Reconcile(ctx context.Context) {
 	now := l.cfg.Now()
+	claims := l.d.Cache.NodeClaims()
 	for _, np := range l.d.Cache.NodePools() {
 		if np.DeletionTimestamp == nil {
-			l.reportPool(ctx, np, now)
+			l.reportPool(ctx, np, claims, now)
+			l.stampPool(ctx, np, claims)
 		}
 	}
 	ready := map[string]*view.Class{}
@@ -151,6 +162,7 @@ func (l *Loop) Reconcile(ctx context.Context) {
 		seen[cached.Name] = true
 		if c := l.class(ctx, cached, now); c != nil {
 			ready[cached.Name] = c
+			l.stampClass(ctx, cached, c.Hash, claims)
 		}
 		if ctx.Err() != nil {
 			return // leadership lost: publish nothing half done
@@ -176,15 +188,15 @@ func (l *Loop) class(ctx context.Context, cached *awsv1.EC2NodeClass, now time.T
 		return nil
 	}
 	r := l.resolved[nc.Name]
-	hash := nc.Hash()
-	due := r == nil || r.uid != nc.UID || r.hash != hash || now.Sub(r.at) >= l.cfg.Refresh ||
+	spec := specKey(nc)
+	due := r == nil || r.uid != nc.UID || r.spec != spec || now.Sub(r.at) >= l.cfg.Refresh ||
 		(r.err != nil && now.Sub(r.at) >= l.cfg.Retry)
 	if due {
 		res, err := l.d.Cloud.Resolve(ctx, nc)
 		if ctx.Err() != nil {
 			return nil
 		}
-		r = &resolution{uid: nc.UID, hash: hash, at: now, err: err}
+		r = &resolution{uid: nc.UID, spec: spec, at: now, err: err}
 		l.resolved[nc.Name] = r
 		l.updateClassStatus(ctx, cached, res, err, now)
 		if err != nil {
@@ -192,7 +204,7 @@ func (l *Loop) class(ctx context.Context, cached *awsv1.EC2NodeClass, now time.T
 			return nil
 		}
 		cloud.ApplyStatus(nc, res, nil, metav1.NewTime(now))
-		r.class = &view.Class{NodeClass: nc, Resolved: res, Hash: hash}
+		r.class = &view.Class{NodeClass: nc, Resolved: res, Hash: nc.Hash(l.cfg.CABundle)}
 	}
 	if r.err != nil {
 		return nil
@@ -223,32 +235,6 @@ func (l *Loop) changed(key, msg string) bool {
 	}
 	l.said[key] = msg
 	return true
-}
-
-// reportPool sets the pool's ValidationSucceeded condition and, when it
-// fails, says so in an Event and the log.
-func (l *Loop) reportPool(ctx context.Context, cached *karpv1.NodePool, now time.Time) {
-	np := cached.DeepCopy()
-	np.SetDefaults()
-	err := np.Validate()
-	cond := metav1.Condition{Type: awsv1.ConditionValidationSucceeded, Status: metav1.ConditionTrue, Reason: awsv1.ConditionValidationSucceeded,
-		ObservedGeneration: cached.Generation, LastTransitionTime: metav1.NewTime(now)}
-	if err != nil {
-		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, "ValidationFailed", err.Error()
-	}
-	if l.changed("nodepool/"+cached.Name, cond.Message) && err != nil {
-		l.log.Warn("ignoring invalid nodepool", zap.String("nodepool", cached.Name), zap.Error(err))
-		l.d.Recorder.Eventf(cached, corev1.EventTypeWarning, "InvalidNodePool", "NodePool %s is invalid and is not used: %v", cached.Name, err)
-	}
-	if c := meta.FindStatusCondition(cached.Status.Conditions, cond.Type); c != nil && c.Status == cond.Status && c.Message == cond.Message &&
-		c.ObservedGeneration == cond.ObservedGeneration {
-		return
-	}
-	out := cached.DeepCopy()
-	meta.SetStatusCondition(&out.Status.Conditions, cond)
-	if _, uerr := l.d.Kube.UpdateNodePoolStatus(ctx, out); uerr != nil && ctx.Err() == nil {
-		l.log.Warn("updating nodepool status", zap.String("nodepool", out.Name), zap.Error(uerr))
-	}
 }
 
 // reportInvalidClass marks an EC2NodeClass that fails validation not ready.
@@ -291,4 +277,14 @@ func (l *Loop) writeClassStatus(ctx context.Context, cached, nc *awsv1.EC2NodeCl
 	if _, err := l.d.Kube.UpdateEC2NodeClassStatus(ctx, nc); err != nil && ctx.Err() == nil {
 		l.log.Warn("updating ec2nodeclass status", zap.String("ec2nodeclass", nc.Name), zap.Error(err))
 	}
+}
+
+// specKey identifies what a class's resolution depends on: its whole spec
+// (selector terms included, unlike the drift hash).
+func specKey(nc *awsv1.EC2NodeClass) string {
+	b, err := json.Marshal(nc.Spec)
+	if err != nil { // a spec of plain data always marshals
+		return ""
+	}
+	return string(b)
 }

@@ -3,13 +3,16 @@ package nodeclass
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/record"
 
 	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
@@ -23,16 +26,38 @@ import (
 type fakeCache struct {
 	pools   []*karpv1.NodePool
 	classes []*awsv1.EC2NodeClass
+	claims  []*karpv1.NodeClaim
+	nodes   []*corev1.Node
 }
 
 func (c *fakeCache) NodePools() []*karpv1.NodePool      { return c.pools }
 func (c *fakeCache) NodeClasses() []*awsv1.EC2NodeClass { return c.classes }
+func (c *fakeCache) NodeClaims() []*karpv1.NodeClaim    { return c.claims }
 func (c *fakeCache) Changes() (<-chan struct{}, func()) { return make(chan struct{}), func() {} }
 
+func (c *fakeCache) NodeClass(name string) *awsv1.EC2NodeClass {
+	for _, nc := range c.classes {
+		if nc.Name == name {
+			return nc
+		}
+	}
+	return nil
+}
+
+func (c *fakeCache) NodeByProviderID(id string) *corev1.Node {
+	for _, n := range c.nodes {
+		if n.Spec.ProviderID == id {
+			return n
+		}
+	}
+	return nil
+}
+
 type fakeWriter struct {
-	mu      sync.Mutex
-	pools   []*karpv1.NodePool
-	classes []*awsv1.EC2NodeClass
+	mu        sync.Mutex
+	pools     []*karpv1.NodePool
+	classes   []*awsv1.EC2NodeClass
+	annotated []string
 }
 
 func (w *fakeWriter) UpdateNodePoolStatus(_ context.Context, np *karpv1.NodePool) (*karpv1.NodePool, error) {
@@ -40,6 +65,13 @@ func (w *fakeWriter) UpdateNodePoolStatus(_ context.Context, np *karpv1.NodePool
 	defer w.mu.Unlock()
 	w.pools = append(w.pools, np)
 	return np, nil
+}
+
+func (w *fakeWriter) Annotate(_ context.Context, gvr schema.GroupVersionResource, name string, a map[string]string) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.annotated = append(w.annotated, fmt.Sprintf("%s/%s %v", gvr.Resource, name, a))
+	return nil
 }
 
 func (w *fakeWriter) UpdateEC2NodeClassStatus(_ context.Context, nc *awsv1.EC2NodeClass) (*awsv1.EC2NodeClass, error) {

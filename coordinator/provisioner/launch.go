@@ -298,6 +298,7 @@ func newNodeClaim(pool *karpv1.NodePool, class *awsv1.EC2NodeClass, name, intent
 	}
 	annotations[karpv1.AnnotationLaunchID] = intentID
 	annotations[karpv1.AnnotationNodePoolHashVersion] = karpv1.NodePoolHashVersion
+	annotations[karpv1.AnnotationEC2NodeClassHashVersion] = awsv1.EC2NodeClassHashVersion
 	yes := true
 	nc := &karpv1.NodeClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels, Annotations: annotations,

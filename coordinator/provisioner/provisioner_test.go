@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	k8stypes "k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 
@@ -55,6 +56,17 @@ func (c *fakeCache) Changes() (<-chan struct{}, func())      { return make(chan 
 func (c *fakeCache) NodePool(name string) *karpv1.NodePool   { return find(c.pools, name) }
 func (c *fakeCache) NodeClaim(name string) *karpv1.NodeClaim { return find(c.claims, name) }
 
+func (c *fakeCache) NodeClass(name string) *awsv1.EC2NodeClass { return find(c.classes, name) }
+
+func (c *fakeCache) NodeByProviderID(id string) *corev1.Node {
+	for _, n := range c.nodes {
+		if n.Spec.ProviderID == id {
+			return n
+		}
+	}
+	return nil
+}
+
 func find[T interface{ GetName() string }](list []T, name string) T {
 	var zero T
 	for _, o := range list {
@@ -80,6 +92,10 @@ func (w *fakeWriter) CreateNodeClaim(_ context.Context, nc *karpv1.NodeClaim) (*
 	w.created = append(w.created, nc)
 	w.cache.claims = append(w.cache.claims, nc)
 	return nc, nil
+}
+
+func (w *fakeWriter) Annotate(context.Context, schema.GroupVersionResource, string, map[string]string) error {
+	return nil
 }
 
 func (w *fakeWriter) UpdateNodePoolStatus(_ context.Context, np *karpv1.NodePool) (*karpv1.NodePool, error) {
@@ -249,7 +265,7 @@ func TestReconcileCommitsFrozenIntentsAndCreatesNodeClaims(t *testing.T) {
 	}
 	defaulted := class()
 	defaulted.SetDefaults()
-	if nc.Annotations[karpv1.AnnotationNodePoolHash] == "" || nc.Annotations[karpv1.AnnotationEC2NodeClassHash] != defaulted.Hash() {
+	if nc.Annotations[karpv1.AnnotationNodePoolHash] == "" || nc.Annotations[karpv1.AnnotationEC2NodeClassHash] != defaulted.Hash("") {
 		t.Fatalf("drift hashes missing: %v", nc.Annotations)
 	}
 	var types []string

@@ -44,75 +44,14 @@ type typeInfo struct {
 }
 
 func (s *solver) buildPools(in *Input) {
-	for i, np := range in.NodePools {
-		p := &pool{idx: i, name: np.Name, limNodes: -1}
-		p.expl.NodePool = np.Name
-		if np.Spec.Weight != nil {
-			p.weight = *np.Spec.Weight
+	for _, np := range in.NodePools {
+		// A static pool (spec.replicas) keeps its own node count and never
+		// provisions for pods (Karpenter's NewScheduler leaves it out); its
+		// existing nodes still take pods.
+		if np.Spec.Replicas != nil {
+			continue
 		}
-		if ref := np.Spec.Template.Spec.NodeClassRef; ref != nil {
-			p.nodeClass = ref.Name
-		}
-		p.taints = np.Spec.Template.Spec.Taints
-		reqs, err := requirements.FromNodePool(np.Spec.Template.Spec.Requirements)
-		if err != nil {
-			p.err = fmt.Errorf("nodepool %s: spec.template.spec.%w", np.Name, err)
-		}
-		reqs = reqs.Intersect(requirements.FromLabels(np.Spec.Template.ObjectMeta.Labels))
-		reqs = reqs.Add(requirements.MustNew(karpv1.LabelNodePool, requirements.OpIn, np.Name))
-		p.reqs = reqs
-		for _, r := range reqs.All() {
-			if r.MinValues != nil {
-				p.minValues = true
-			}
-		}
-		if p.err == nil {
-			if err := reqs.Satisfiable(); err != nil {
-				p.err = fmt.Errorf("nodepool %s: %w", np.Name, err)
-			}
-		}
-		for i := range p.limit {
-			p.limit[i] = math.MaxInt64
-		}
-		for n, q := range np.Spec.Limits {
-			if n == "nodes" {
-				p.limNodes = q.Value()
-				p.limited = true
-				continue
-			}
-			if slot, ok := s.ri.slot[n]; ok && slot < maxResources {
-				p.limit[slot] = quantity(slot, q)
-				p.limited = true
-			}
-		}
-		// DaemonSet overhead on this pool's nodes.
-		for _, d := range in.DaemonSetPods {
-			if _, ok := tolerates(d.Spec.Tolerations, p.taints); !ok {
-				continue
-			}
-			if dr, err := nodeRequirements(d, 0); err == nil && dr.Compatible(p.reqs) != nil {
-				continue
-			}
-			r, _ := s.ri.podRequests(d)
-			p.daemon = p.daemon.add(r)
-		}
-		// existing usage
-		for _, n := range in.Nodes {
-			if n.Labels[karpv1.LabelNodePool] != p.name {
-				continue
-			}
-			c := n.Capacity
-			if c == nil {
-				c = n.Allocatable
-			}
-			p.committed = p.committed.add(s.ri.toVec(c, nil))
-			p.nodes++
-		}
-		s.prepareTypes(p, in.InstanceTypes[p.nodeClass])
-		if p.err == nil && in.InstanceTypes[p.nodeClass] == nil {
-			p.err = fmt.Errorf("nodepool %s: no instance types for node class %q", p.name, p.nodeClass)
-		}
-		s.pools = append(s.pools, p)
+		s.pools = append(s.pools, s.buildPool(len(s.pools), np, in))
 	}
 	// higher weight first, then name
 	s.poolOrder = slices.Clone(s.pools)
@@ -122,6 +61,78 @@ func (s *solver) buildPools(in *Input) {
 		}
 		return cmp.Compare(a.name, b.name)
 	})
+}
+
+// buildPool prepares one pool (index i among the solver's pools).
+func (s *solver) buildPool(i int, np *karpv1.NodePool, in *Input) *pool {
+	p := &pool{idx: i, name: np.Name, limNodes: -1}
+	p.expl.NodePool = np.Name
+	if np.Spec.Weight != nil {
+		p.weight = *np.Spec.Weight
+	}
+	if ref := np.Spec.Template.Spec.NodeClassRef; ref != nil {
+		p.nodeClass = ref.Name
+	}
+	p.taints = np.Spec.Template.Spec.Taints
+	reqs, err := requirements.FromNodePool(np.Spec.Template.Spec.Requirements)
+	if err != nil {
+		p.err = fmt.Errorf("nodepool %s: spec.template.spec.%w", np.Name, err)
+	}
+	reqs = reqs.Intersect(requirements.FromLabels(np.Spec.Template.ObjectMeta.Labels))
+	reqs = reqs.Add(requirements.MustNew(karpv1.LabelNodePool, requirements.OpIn, np.Name))
+	p.reqs = reqs
+	for _, r := range reqs.All() {
+		if r.MinValues != nil {
+			p.minValues = true
+		}
+	}
+	if p.err == nil {
+		if err := reqs.Satisfiable(); err != nil {
+			p.err = fmt.Errorf("nodepool %s: %w", np.Name, err)
+		}
+	}
+	for i := range p.limit {
+		p.limit[i] = math.MaxInt64
+	}
+	for n, q := range np.Spec.Limits {
+		if n == "nodes" {
+			p.limNodes = q.Value()
+			p.limited = true
+			continue
+		}
+		if slot, ok := s.ri.slot[n]; ok && slot < maxResources {
+			p.limit[slot] = quantity(slot, q)
+			p.limited = true
+		}
+	}
+	// DaemonSet overhead on this pool's nodes.
+	for _, d := range in.DaemonSetPods {
+		if _, ok := tolerates(d.Spec.Tolerations, p.taints); !ok {
+			continue
+		}
+		if dr, err := nodeRequirements(d, 0); err == nil && dr.Compatible(p.reqs) != nil {
+			continue
+		}
+		r, _ := s.ri.podRequests(d)
+		p.daemon = p.daemon.add(r)
+	}
+	// existing usage
+	for _, n := range in.Nodes {
+		if n.Labels[karpv1.LabelNodePool] != p.name {
+			continue
+		}
+		c := n.Capacity
+		if c == nil {
+			c = n.Allocatable
+		}
+		p.committed = p.committed.add(s.ri.toVec(c, nil))
+		p.nodes++
+	}
+	s.prepareTypes(p, in.InstanceTypes[p.nodeClass])
+	if p.err == nil && in.InstanceTypes[p.nodeClass] == nil {
+		p.err = fmt.Errorf("nodepool %s: no instance types for node class %q", p.name, p.nodeClass)
+	}
+	return p
 }
 
 func (s *solver) prepareTypes(p *pool, its []*catalog.InstanceType) {

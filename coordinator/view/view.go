@@ -54,6 +54,8 @@ type Builder struct {
 	Cache   Cache
 	State   State
 	Classes Classes
+	// Fleet is the cloud's last instance listing (optional).
+	Fleet *Fleet
 	// MinValuesPolicy is the scheduler's minValues policy (Strict when
 	// empty).
 	MinValuesPolicy scheduler.MinValuesPolicy
@@ -93,6 +95,9 @@ type View struct {
 	NodeClaims map[string]*karpv1.NodeClaim
 	// Instances by node name (from raft).
 	Instances map[string]fsm.Instance
+	// Listed are the nodes' instances as the cloud last listed them, by
+	// node name (absent: not listed yet).
+	Listed map[string]cloud.Instance
 	// Disrupting names the nodes being disrupted (see Nodes).
 	Disrupting map[string]bool
 	// PDBs as the cache has them.
@@ -148,7 +153,7 @@ func (b *Builder) Build(now time.Time) *View {
 	v := &View{
 		Now: now, NodeClasses: map[string]*awsv1.EC2NodeClass{}, Resolved: map[string]cloud.Resolved{},
 		InstanceTypes: map[string][]*catalog.InstanceType{}, PodsByNode: map[string][]*corev1.Pod{},
-		NodeClaims: map[string]*karpv1.NodeClaim{}, Instances: map[string]fsm.Instance{}, Disrupting: map[string]bool{},
+		NodeClaims: map[string]*karpv1.NodeClaim{}, Instances: map[string]fsm.Instance{}, Listed: map[string]cloud.Instance{}, Disrupting: map[string]bool{},
 		NodePoolHashes: map[string]string{}, NodeClassHashes: map[string]string{}, Nominated: map[string]string{},
 		Released: map[string]string{}, PDBs: b.Cache.PDBs(), Volumes: map[string]scheduler.PodVolumes{},
 		Namespaces: map[string]map[string]string{}, MinValuesPolicy: b.MinValuesPolicy,
@@ -213,6 +218,9 @@ func (b *Builder) Build(now time.Time) *View {
 			v.NodeClaims[node.Name] = nc
 		}
 		id := cloud.InstanceID(node.Spec.ProviderID)
+		if listed, ok := b.Fleet.Instance(id); ok {
+			v.Listed[node.Name] = listed
+		}
 		inst, haveInst := instByID[id]
 		if haveInst {
 			v.Instances[node.Name] = inst

@@ -78,9 +78,8 @@ func TestPrinterColumns(t *testing.T) {
 	}{
 		{"karpenter.sh_nodepools.yaml", []string{
 			"NODECLASS=.spec.template.spec.nodeClassRef.name",
-			"NODES=.status.resources.nodes",
+			"NODES=.status.nodes",
 			`READY=.status.conditions[?(@.type=="Ready")].status`,
-			"WEIGHT=.spec.weight",
 			"AGE=.metadata.creationTimestamp",
 		}},
 		{"karpenter.sh_nodeclaims.yaml", []string{

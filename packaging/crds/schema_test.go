@@ -130,13 +130,13 @@ func TestCRDAndGoAgree(t *testing.T) {
 	cases := []struct {
 		kind, name, from, to string
 	}{
-		{"NodePool", "restricted label", "billing-team: my-team", "kubernetes.io/team: my-team"},
+		{"NodePool", "restricted label", "billing-team: my-team", "karpenter.sh/team: my-team"},
 		{"NodePool", "nodepool label", "billing-team: my-team", "karpenter.sh/nodepool: x"},
 		{"NodePool", "label value", "billing-team: my-team", "billing-team: -bad-"},
 		{"NodePool", "requirement key restricted", "key: example.com/forbidden", "key: karpenter.sh/forbidden"},
 		{"NodePool", "Gt two values", "operator: Gt\n        values:\n        - \"2\"", "operator: Gt\n        values: [a, b]"},
 		{"NodePool", "Gte not an integer", "- \"2048\"", "- x2048"},
-		{"NodePool", "Exists with values", "operator: DoesNotExist", "operator: DoesNotExist\n        values: [x]"},
+		{"NodePool", "Gt hex value", "- \"2\"\n", "- \"0x2\"\n"},
 		{"NodePool", "In without values", "operator: NotIn\n        values:\n        - arm64", "operator: In\n        values: []"},
 		{"NodePool", "minValues above values", "minValues: 2", "minValues: 4"},
 		{"NodePool", "minValues range", "minValues: 10", "minValues: 51"},
@@ -165,9 +165,9 @@ func TestCRDAndGoAgree(t *testing.T) {
 		{"EC2NodeClass", "ami id pattern", "id: ami-123", "id: image-123"},
 		{"EC2NodeClass", "ami id with name", "- id: ami-123", "- id: ami-123\n    name: x"},
 		{"EC2NodeClass", "subnet id pattern", "id: subnet-09fa4a0a8f233a921", "id: net-1"},
-		{"EC2NodeClass", "subnet id with tags", "- id: subnet-09fa4a0a8f233a921", "- id: subnet-09fa4a0a8f233a921\n    tags: {a: b}"},
+		{"EC2NodeClass", "subnet id with tags", "subnetSelectorTerms:\n  - tags:\n      karpenter.sh/discovery: my-cluster\n      environment: test\n  - id: subnet-09fa4a0a8f233a921", "subnetSelectorTerms:\n  - id: subnet-09fa4a0a8f233a921\n    tags: {a: b}"},
 		{"EC2NodeClass", "empty selector tag value", "environment: test\n  - id: subnet", "environment: \"\"\n  - id: subnet"},
-		{"EC2NodeClass", "security group name with id", "- name: my-security-group", "- name: my-security-group\n    id: sg-1"},
+		{"EC2NodeClass", "security group name with id", "securityGroupSelectorTerms:\n  - tags:\n      karpenter.sh/discovery: my-cluster\n  - name: my-security-group\n  - id: sg-063d7acfb4b06c82c", "securityGroupSelectorTerms:\n  - name: my-security-group\n    id: sg-1"},
 		{"EC2NodeClass", "restricted tag", "team: team-a", "kubernetes.io/cluster/c: owned"},
 		{"EC2NodeClass", "joiner tag", "team: team-a", "joiner.io/launch-id: x"},
 		{"EC2NodeClass", "reserved key", "pid: \"100\"", "gpu: \"1\""},

@@ -14,6 +14,7 @@
 package harness
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -70,6 +71,11 @@ type Options struct {
 	Kubelet bool
 	// CoordinatorArgs are extra coordinator flags.
 	CoordinatorArgs []string
+	// DeferCoordinators starts no coordinator until StartCoordinators is
+	// called, so a test can first seed the cluster (as Karpenter left it,
+	// say) with the control plane, the sim and the kubelet stand-in
+	// running.
+	DeferCoordinators bool
 	// InsecureDev runs the coordinators with --insecure-dev (plain HTTP,
 	// no TLS, reports from anyone). The default is the chart's: mutual TLS
 	// from a CA Secret, agents authenticated per node.
@@ -181,8 +187,10 @@ func (h *Harness) start(ctx context.Context) error {
 			return err
 		}
 	}
-	if err := h.startCoordinators(ctx); err != nil {
-		return err
+	if !h.opts.DeferCoordinators {
+		if err := h.startCoordinators(ctx); err != nil {
+			return err
+		}
 	}
 	lctx, cancel := context.WithCancel(context.Background())
 	h.stopLoops = cancel
@@ -232,6 +240,15 @@ func (h *Harness) startSim(ctx context.Context) error {
 	}
 	h.opts.Log.Info("sim ready", zap.String("endpoint", h.SimURL))
 	return nil
+}
+
+// StartCoordinators starts the coordinators of a harness started with
+// DeferCoordinators.
+func (h *Harness) StartCoordinators(ctx context.Context) error {
+	if !h.opts.DeferCoordinators || len(h.Coordinators) > 0 {
+		return errors.New("harness: the coordinators are started already")
+	}
+	return h.startCoordinators(ctx)
 }
 
 // startCoordinators runs the replicas on 127.0.0.<i+1> with common ports.
@@ -521,6 +538,21 @@ func (h *Harness) Interrupt(ctx context.Context, instanceID string) (time.Time, 
 	return r.Time, nil
 }
 
+// ReleaseImages publishes a new release of the sim's images of family
+// (AL2023, AL2, Bottlerocket) behind their SSM parameters and returns the
+// old -> new image IDs.
+func (h *Harness) ReleaseImages(ctx context.Context, family string) (map[string]string, error) {
+	body, err := h.postJSON(ctx, h.SimURL+"/control/images/release", map[string]string{"family": family})
+	if err != nil {
+		return nil, err
+	}
+	var moved map[string]string
+	if err := json.Unmarshal(body, &moved); err != nil {
+		return nil, fmt.Errorf("decoding image release answer: %w", err)
+	}
+	return moved, nil
+}
+
 // runAgents starts an agent for every running instance with a Node name
 // and stops the agents of terminated instances, until ctx ends.
 func (h *Harness) runAgents(ctx context.Context) {
@@ -668,15 +700,27 @@ func (h *Harness) Stop() {
 }
 
 func (h *Harness) get(ctx context.Context, url string) ([]byte, error) {
-	return h.do(ctx, http.MethodGet, url)
+	return h.do(ctx, http.MethodGet, url, nil)
 }
 
 func (h *Harness) post(ctx context.Context, url string) ([]byte, error) {
-	return h.do(ctx, http.MethodPost, url)
+	return h.do(ctx, http.MethodPost, url, nil)
 }
 
-func (h *Harness) do(ctx context.Context, method, url string) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, method, url, nil)
+func (h *Harness) postJSON(ctx context.Context, url string, body any) ([]byte, error) {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	return h.do(ctx, http.MethodPost, url, b)
+}
+
+func (h *Harness) do(ctx context.Context, method, url string, body []byte) ([]byte, error) {
+	var r io.Reader
+	if body != nil {
+		r = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, r)
 	if err != nil {
 		return nil, err
 	}
@@ -685,14 +729,14 @@ func (h *Harness) do(ctx context.Context, method, url string) ([]byte, error) {
 		return nil, err
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: reading body: %w", method, url, err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return body, fmt.Errorf("%s %s: %s: %s", method, url, resp.Status, strings.TrimSpace(string(body)))
+		return answer, fmt.Errorf("%s %s: %s: %s", method, url, resp.Status, strings.TrimSpace(string(answer)))
 	}
-	return body, nil
+	return answer, nil
 }
 
 // waitHTTP polls url until it answers 200, p exits or ctx ends.

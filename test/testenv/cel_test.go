@@ -17,6 +17,7 @@ type invalidCase struct {
 
 // celCases are NodePools that break Karpenter's CEL validation rules, each
 // used when the NodePool CRD in packaging/crds carries the rule's message.
+// (packaging/crds ports Karpenter's own CEL test suites, case by case.)
 func celCases() []invalidCase {
 	crd, _ := os.ReadFile(filepath.Join("..", "..", "packaging", "crds", "karpenter.sh_nodepools.yaml"))
 	all := []invalidCase{
@@ -37,9 +38,24 @@ func celCases() []invalidCase {
 		{
 			name: "restricted label domain",
 			mutate: func(p *corev1k.NodePool) {
-				p.Spec.Template.Spec.Requirements[0].Key = "kubernetes.io/custom"
+				p.Spec.Template.Spec.Requirements[0].Key = "karpenter.sh/custom"
 			},
-			want: []string{`label domain "kubernetes.io" is restricted`},
+			want: []string{`label domain "karpenter.sh" is restricted`},
+		},
+		{
+			name: "nodepool label in requirements",
+			mutate: func(p *corev1k.NodePool) {
+				p.Spec.Template.Spec.Requirements[0].Key = "karpenter.sh/nodepool"
+			},
+			want: []string{`label "karpenter.sh/nodepool" is restricted`},
+		},
+		{
+			name: "static pool with weight",
+			mutate: func(p *corev1k.NodePool) {
+				p.Spec.Replicas = new(int64(2))
+				p.Spec.Limits = nil
+			},
+			want: []string{`'weight' is not supported on static NodePools`},
 		},
 	}
 	messages := map[string]bool{}

@@ -41,6 +41,7 @@ type EC2NodeClass struct {
 	// +kubebuilder:validation:XValidation:message="if set, amiFamily must be 'Windows2022' or 'Custom' when using a Windows2022 alias",rule="!has(self.amiFamily) || (self.amiSelectorTerms.exists(x, has(x.alias) && x.alias.find('^[^@]+') == 'windows2022') ? (self.amiFamily == 'Custom' || self.amiFamily == 'Windows2022') : true)"
 	// +kubebuilder:validation:XValidation:message="if set, amiFamily must be 'Windows2025' or 'Custom' when using a Windows2025 alias",rule="!has(self.amiFamily) || (self.amiSelectorTerms.exists(x, has(x.alias) && x.alias.find('^[^@]+') == 'windows2025') ? (self.amiFamily == 'Custom' || self.amiFamily == 'Windows2025') : true)"
 	// +kubebuilder:validation:XValidation:message="must specify amiFamily if amiSelectorTerms does not contain an alias",rule="self.amiSelectorTerms.exists(x, has(x.alias)) ? true : has(self.amiFamily)"
+	// +optional
 	Spec   EC2NodeClassSpec   `json:"spec"`
 	Status EC2NodeClassStatus `json:"status,omitempty"`
 }
@@ -55,25 +56,41 @@ type EC2NodeClassList struct {
 }
 
 // EC2NodeClassSpec is the desired configuration of EC2 instances.
+//
+// The selector-term rules are Karpenter's, word for word. Its "mutually
+// exclusive" rules on subnet, security group and capacity reservation terms
+// are !self.all(...): they reject a list only when every term breaks them
+// (and an empty capacityReservationSelectorTerms list).
 type EC2NodeClassSpec struct {
 	// +kubebuilder:validation:XValidation:message="subnetSelectorTerms cannot be empty",rule="self.size() != 0"
 	// +kubebuilder:validation:XValidation:message="expected at least one, got none, ['tags', 'id']",rule="self.all(x, has(x.tags) || has(x.id))"
-	// +kubebuilder:validation:XValidation:message="'id' is mutually exclusive, cannot be set with a combination of other fields in a subnet selector term",rule="!self.exists(x, has(x.id) && has(x.tags))"
+	// +kubebuilder:validation:XValidation:message="'id' is mutually exclusive, cannot be set with a combination of other fields in a subnet selector term",rule="!self.all(x, has(x.id) && has(x.tags))"
 	// +kubebuilder:validation:MaxItems:=30
 	SubnetSelectorTerms []SubnetSelectorTerm `json:"subnetSelectorTerms"`
 	// +kubebuilder:validation:XValidation:message="securityGroupSelectorTerms cannot be empty",rule="self.size() != 0"
 	// +kubebuilder:validation:XValidation:message="expected at least one, got none, ['tags', 'id', 'name']",rule="self.all(x, has(x.tags) || has(x.id) || has(x.name))"
-	// +kubebuilder:validation:XValidation:message="'id' is mutually exclusive, cannot be set with a combination of other fields in a security group selector term",rule="!self.exists(x, has(x.id) && (has(x.tags) || has(x.name)))"
-	// +kubebuilder:validation:XValidation:message="'name' is mutually exclusive, cannot be set with a combination of other fields in a security group selector term",rule="!self.exists(x, has(x.name) && (has(x.tags) || has(x.id)))"
+	// +kubebuilder:validation:XValidation:message="'id' is mutually exclusive, cannot be set with a combination of other fields in a security group selector term",rule="!self.all(x, has(x.id) && (has(x.tags) || has(x.name)))"
+	// +kubebuilder:validation:XValidation:message="'name' is mutually exclusive, cannot be set with a combination of other fields in a security group selector term",rule="!self.all(x, has(x.name) && (has(x.tags) || has(x.id)))"
 	// +kubebuilder:validation:MaxItems:=30
 	SecurityGroupSelectorTerms []SecurityGroupSelectorTerm `json:"securityGroupSelectorTerms"`
 	// +kubebuilder:validation:XValidation:message="expected at least one, got none, ['tags', 'id', 'instanceMatchCriteria']",rule="self.all(x, has(x.tags) || has(x.id) || has(x.instanceMatchCriteria))"
-	// +kubebuilder:validation:XValidation:message="'id' is mutually exclusive, cannot be set along with other fields in a capacity reservation selector term",rule="!self.exists(x, has(x.id) && (has(x.tags) || has(x.ownerID) || has(x.instanceMatchCriteria)))"
+	// +kubebuilder:validation:XValidation:message="'id' is mutually exclusive, cannot be set along with other fields in a capacity reservation selector term",rule="!self.all(x, has(x.id) && (has(x.tags) || has(x.ownerID) || has(x.instanceMatchCriteria)))"
 	// +kubebuilder:validation:MaxItems:=30
 	// +optional
 	CapacityReservationSelectorTerms []CapacityReservationSelectorTerm `json:"capacityReservationSelectorTerms,omitempty"`
+	// PlacementGroupSelector names the placement group (by name or id)
+	// instances launch into.
+	// +kubebuilder:validation:XValidation:message="expected at least one, got none, ['name', 'id']",rule="has(self.name) || has(self.id)"
+	// +kubebuilder:validation:XValidation:message="'name' and 'id' are mutually exclusive",rule="!(has(self.name) && has(self.id))"
+	// +optional
+	PlacementGroupSelector *PlacementGroupSelector `json:"placementGroupSelector,omitempty"`
 	// +optional
 	AssociatePublicIPAddress *bool `json:"associatePublicIPAddress,omitempty"`
+	// IPPrefixCount is the number of IPv4 prefixes assigned to the primary
+	// network interface.
+	// +kubebuilder:validation:Minimum:=0
+	// +optional
+	IPPrefixCount *int32 `json:"ipPrefixCount,omitempty"`
 	// +kubebuilder:validation:XValidation:message="expected at least one, got none, ['tags', 'id', 'name', 'alias', 'ssmParameter']",rule="self.all(x, has(x.tags) || has(x.id) || has(x.name) || has(x.alias) || has(x.ssmParameter))"
 	// +kubebuilder:validation:XValidation:message="'id' is mutually exclusive, cannot be set with a combination of other fields in amiSelectorTerms",rule="!self.exists(x, has(x.id) && (has(x.alias) || has(x.tags) || has(x.name) || has(x.owner)))"
 	// +kubebuilder:validation:XValidation:message="'alias' is mutually exclusive, cannot be set with a combination of other fields in amiSelectorTerms",rule="!self.exists(x, has(x.alias) && (has(x.id) || has(x.tags) || has(x.name) || has(x.owner)))"
@@ -104,8 +121,8 @@ type EC2NodeClassSpec struct {
 	// +optional
 	Tags map[string]string `json:"tags,omitempty"`
 	// +kubebuilder:validation:XValidation:message="imageGCHighThresholdPercent must be greater than imageGCLowThresholdPercent",rule="has(self.imageGCHighThresholdPercent) && has(self.imageGCLowThresholdPercent) ?  self.imageGCHighThresholdPercent > self.imageGCLowThresholdPercent  : true"
-	// +kubebuilder:validation:XValidation:message="evictionSoft OwnerKey does not have a matching evictionSoftGracePeriod",rule="has(self.evictionSoft) ? self.evictionSoft.all(e, has(self.evictionSoftGracePeriod) && (e in self.evictionSoftGracePeriod)):true"
-	// +kubebuilder:validation:XValidation:message="evictionSoftGracePeriod OwnerKey does not have a matching evictionSoft",rule="has(self.evictionSoftGracePeriod) ? self.evictionSoftGracePeriod.all(e, has(self.evictionSoft) && (e in self.evictionSoft)):true"
+	// +kubebuilder:validation:XValidation:message="evictionSoft OwnerKey does not have a matching evictionSoftGracePeriod",rule="has(self.evictionSoft) ? self.evictionSoft.all(e, (e in self.evictionSoftGracePeriod)):true"
+	// +kubebuilder:validation:XValidation:message="evictionSoftGracePeriod OwnerKey does not have a matching evictionSoft",rule="has(self.evictionSoftGracePeriod) ? self.evictionSoftGracePeriod.all(e, (e in self.evictionSoft)):true"
 	// +optional
 	Kubelet *KubeletConfiguration `json:"kubelet,omitempty"`
 	// +kubebuilder:validation:XValidation:message="must have only one blockDeviceMappings with rootVolume",rule="self.filter(x, has(x.rootVolume)?x.rootVolume==true:false).size() <= 1"
@@ -114,16 +131,83 @@ type EC2NodeClassSpec struct {
 	BlockDeviceMappings []*BlockDeviceMapping `json:"blockDeviceMappings,omitempty"`
 	// +optional
 	InstanceStorePolicy *InstanceStorePolicy `json:"instanceStorePolicy,omitempty"`
+	// NetworkInterfaces are the interfaces attached at launch (EFA); empty
+	// means one ENA interface.
+	// +kubebuilder:validation:XValidation:message="networkInterfaces must include a primary interface with interfaceType='interface'",rule="self.size() == 0 || self.exists(x, x.deviceIndex == 0 && x.networkCardIndex == 0 && x.interfaceType == 'interface')"
+	// +kubebuilder:validation:XValidation:message="networkInterfaces must not have duplicate networkCardIndex and deviceIndex pairs, and can have at most one efa device per network card",rule="self.all(x, self.filter(y, x.networkCardIndex == y.networkCardIndex && x.deviceIndex == y.deviceIndex).size() == 1 && (x.interfaceType != 'efa-only' || self.filter(y, x.networkCardIndex == y.networkCardIndex && y.interfaceType == 'efa-only').size() == 1))"
+	// +kubebuilder:validation:MaxItems:=150
+	// +optional
+	NetworkInterfaces []*NetworkInterface `json:"networkInterfaces,omitempty"`
 	// +optional
 	DetailedMonitoring *bool `json:"detailedMonitoring,omitempty"`
 	// +kubebuilder:default={"httpEndpoint":"enabled","httpProtocolIPv6":"disabled","httpPutResponseHopLimit":1,"httpTokens":"required"}
 	// +optional
 	MetadataOptions *MetadataOptions `json:"metadataOptions,omitempty"`
+	// ConnectionTracking sets the idle connection-tracking timeouts of the
+	// interfaces of the launch template (EFA-only ones excluded).
+	// +optional
+	ConnectionTracking *ConnectionTracking `json:"connectionTracking,omitempty"`
 	// +optional
 	Context *string `json:"context,omitempty"`
-	// +kubebuilder:validation:Minimum:=0
+	// CPUOptions are the instances' CPU options.
 	// +optional
-	IPPrefixCount *int32 `json:"ipPrefixCount,omitempty"`
+	CPUOptions *CPUOptions `json:"cpuOptions,omitempty"`
+}
+
+// PlacementGroupSelector selects a placement group by name or id.
+type PlacementGroupSelector struct {
+	// +kubebuilder:validation:MinLength:=1
+	// +optional
+	Name *string `json:"name,omitempty"`
+	// +kubebuilder:validation:Pattern:="^pg-[0-9a-z]+$"
+	// +optional
+	ID *string `json:"id,omitempty"`
+}
+
+// CPUOptions are the CPU options of an instance.
+type CPUOptions struct {
+	// NestedVirtualization: only types that support it are launched when
+	// enabled.
+	// +kubebuilder:validation:Enum:={enabled,disabled}
+	// +optional
+	NestedVirtualization *string `json:"nestedVirtualization,omitempty"`
+}
+
+// ConnectionTracking holds idle connection-tracking timeouts, in seconds
+// (Nitro instances).
+// +kubebuilder:validation:XValidation:message="at least one of tcpEstablishedTimeout, udpStreamTimeout, or udpTimeout must be set",rule="has(self.tcpEstablishedTimeout) || has(self.udpStreamTimeout) || has(self.udpTimeout)"
+type ConnectionTracking struct {
+	// +kubebuilder:validation:Minimum:=60
+	// +kubebuilder:validation:Maximum:=432000
+	// +optional
+	TCPEstablishedTimeout *int32 `json:"tcpEstablishedTimeout,omitempty"`
+	// +kubebuilder:validation:Minimum:=60
+	// +kubebuilder:validation:Maximum:=180
+	// +optional
+	UDPStreamTimeout *int32 `json:"udpStreamTimeout,omitempty"`
+	// +kubebuilder:validation:Minimum:=30
+	// +kubebuilder:validation:Maximum:=60
+	// +optional
+	UDPTimeout *int32 `json:"udpTimeout,omitempty"`
+}
+
+// InterfaceType is a network interface's type.
+type InterfaceType string
+
+// Interface types: a standard ENA interface, or an EFA-only one.
+const (
+	InterfaceTypeInterface InterfaceType = "interface"
+	InterfaceTypeEFAOnly   InterfaceType = "efa-only"
+)
+
+// NetworkInterface is one interface attached at launch.
+type NetworkInterface struct {
+	// +kubebuilder:validation:Minimum:=0
+	NetworkCardIndex int32 `json:"networkCardIndex"`
+	// +kubebuilder:validation:Minimum:=0
+	DeviceIndex int32 `json:"deviceIndex"`
+	// +kubebuilder:validation:Enum:={interface,efa-only}
+	InterfaceType InterfaceType `json:"interfaceType"`
 }
 
 // SubnetSelectorTerm selects subnets by tags or id.
@@ -132,7 +216,7 @@ type SubnetSelectorTerm struct {
 	// +kubebuilder:validation:MaxProperties:=20
 	// +optional
 	Tags map[string]string `json:"tags,omitempty"`
-	// +kubebuilder:validation:Pattern="^subnet-[0-9a-z]+$"
+	// +kubebuilder:validation:Pattern="subnet-[0-9a-z]+"
 	// +optional
 	ID string `json:"id,omitempty"`
 }
@@ -143,7 +227,7 @@ type SecurityGroupSelectorTerm struct {
 	// +kubebuilder:validation:MaxProperties:=20
 	// +optional
 	Tags map[string]string `json:"tags,omitempty"`
-	// +kubebuilder:validation:Pattern:="^sg-[0-9a-z]+$"
+	// +kubebuilder:validation:Pattern:="sg-[0-9a-z]+"
 	// +optional
 	ID string `json:"id,omitempty"`
 	// +optional
@@ -181,7 +265,7 @@ type AMISelectorTerm struct {
 	// +kubebuilder:validation:MaxProperties:=20
 	// +optional
 	Tags map[string]string `json:"tags,omitempty"`
-	// +kubebuilder:validation:Pattern:="^ami-[0-9a-z]+$"
+	// +kubebuilder:validation:Pattern:="ami-[0-9a-z]+"
 	// +optional
 	ID string `json:"id,omitempty"`
 	// +optional
@@ -263,8 +347,11 @@ type BlockDevice struct {
 	// +kubebuilder:validation:Maximum:=300
 	// +optional
 	VolumeInitializationRate *int32 `json:"volumeInitializationRate,omitempty"`
-	// VolumeSize in Gi, G, Ti or T (1-59000Gi, 1-64000G, 1-58Ti, 1-64T).
-	// +kubebuilder:validation:Pattern:=`^((?:[1-9][0-9]{0,3}|[1-4][0-9]{4}|5[0-8][0-9]{3}|59000)Gi|(?:[1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-3][0-9]{3}|64000)G|(?:[1-9]|[1-4][0-9]|5[0-8])Ti|(?:[1-9]|[1-5][0-9]|6[0-4])T)$`
+	// VolumeSize in Gi, G, Ti or T (1-59000Gi, 1-64000G, 1-58Ti, 1-64T). The
+	// pattern is Karpenter's as written: its Ti and T alternatives have an
+	// empty branch and skip some numbers (it admits "Ti" and "T", and
+	// rejects 18Ti or 19Ti).
+	// +kubebuilder:validation:Pattern:=`^((?:[1-9][0-9]{0,3}|[1-4][0-9]{4}|[5][0-8][0-9]{3}|59000)Gi|(?:[1-9][0-9]{0,3}|[1-5][0-9]{4}|[6][0-3][0-9]{3}|64000)G|([1-9]||[1-5][0-7]|58)Ti|([1-9]||[1-5][0-9]|6[0-3]|64)T)$`
 	// +kubebuilder:validation:Schemaless
 	// +kubebuilder:validation:Type:=string
 	// +optional
@@ -334,19 +421,56 @@ type SecurityGroup struct {
 
 // CapacityReservation is a resolved capacity reservation.
 type CapacityReservation struct {
-	AvailabilityZone      string       `json:"availabilityZone"`
-	EndTime               *metav1.Time `json:"endTime,omitempty"`
-	ID                    string       `json:"id"`
-	InstanceMatchCriteria string       `json:"instanceMatchCriteria,omitempty"`
-	InstanceType          string       `json:"instanceType"`
-	OwnerID               string       `json:"ownerID"`
+	AvailabilityZone string `json:"availabilityZone"`
+	// EndTime is when the reservation expires and its capacity is released.
+	// +optional
+	EndTime *metav1.Time `json:"endTime,omitempty"`
+	// +kubebuilder:validation:Pattern:="^cr-[0-9a-z]+$"
+	ID string `json:"id"`
+	// InstanceMatchCriteria: open or targeted.
+	// +kubebuilder:validation:Enum:={open,targeted}
+	InstanceMatchCriteria string `json:"instanceMatchCriteria"`
+	InstanceType          string `json:"instanceType"`
+	// +kubebuilder:validation:Pattern:="^[0-9]{12}$"
+	OwnerID string `json:"ownerID"`
+	// ReservationType: default or capacity-block.
+	// +kubebuilder:validation:Enum:={default,capacity-block}
+	// +kubebuilder:default=default
+	// +optional
+	ReservationType CapacityReservationType `json:"reservationType,omitempty"`
+	// Interruptible says whether the reservation's capacity may be
+	// reclaimed.
+	// +optional
+	Interruptible bool `json:"interruptible"`
+	// State: active, or expiring (a capacity block in EC2's reclaim window).
+	// +kubebuilder:validation:Enum:={active,expiring}
+	// +kubebuilder:default=active
+	// +optional
+	State CapacityReservationState `json:"state,omitempty"`
 }
+
+// CapacityReservationType is the kind of a capacity reservation.
+type CapacityReservationType string
+
+// Capacity reservation types.
+const (
+	CapacityReservationTypeDefault       CapacityReservationType = "default"
+	CapacityReservationTypeCapacityBlock CapacityReservationType = "capacity-block"
+)
+
+// CapacityReservationState is the state of a capacity reservation.
+type CapacityReservationState string
+
+// Capacity reservation states.
+const (
+	CapacityReservationStateActive   CapacityReservationState = "active"
+	CapacityReservationStateExpiring CapacityReservationState = "expiring"
+)
 
 // AMI is a resolved image with the requirements it serves (e.g. arch).
 type AMI struct {
-	ID   string `json:"id"`
-	Name string `json:"name,omitempty"`
-	// +optional
+	ID           string                           `json:"id"`
+	Name         string                           `json:"name,omitempty"`
 	Requirements []corev1.NodeSelectorRequirement `json:"requirements"`
 	// +optional
 	Deprecated bool `json:"deprecated,omitempty"`

@@ -1,39 +1,36 @@
 package v1
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
-	"fmt"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	corev1 "k8s.io/api/core/v1"
+	"github.com/joiner-dev/joiner/api/internal/khash"
 )
 
 // NodePoolHashVersion is the version of Hash's input, written beside the
-// hash (karpenter.sh/nodepool-hash-version).
+// hash (karpenter.sh/nodepool-hash-version): Karpenter v1's.
 const NodePoolHashVersion = "v3"
 
-// Hash hashes what a NodePool's template stamps on a node beyond its
-// requirements (labels, annotations, taints, startup taints, node class,
-// expiry, termination grace period); a NodeClaim launched under another
-// hash has drifted.
+// Hash is Karpenter v1's hash of the NodePool's template: labels,
+// annotations, taints, startup taints, node class, expireAfter and
+// terminationGracePeriod (not the requirements, which drift by their own
+// check). A NodeClaim launched under another hash of the same version has
+// drifted. The number equals Karpenter's, so NodeClaims Karpenter launched
+// keep their verdict.
 func (np *NodePool) Hash() string {
 	t := np.Spec.Template
-	grace := ""
-	if d := t.Spec.TerminationGracePeriod; d != nil {
-		grace = d.String()
+	spec := khash.NodeClaimTemplateSpec{
+		Taints:        t.Spec.Taints,
+		StartupTaints: t.Spec.StartupTaints,
+		ExpireAfter:   khash.NillableDuration{Duration: t.Spec.ExpireAfter.Duration},
 	}
-	b, err := json.Marshal(struct {
-		Labels, Annotations    map[string]string
-		Taints, StartupTaints  []corev1.Taint
-		NodeClassRef           *NodeClassReference
-		ExpireAfter            string
-		TerminationGracePeriod string
-	}{t.ObjectMeta.Labels, t.ObjectMeta.Annotations, t.Spec.Taints, t.Spec.StartupTaints, t.Spec.NodeClassRef,
-		t.Spec.ExpireAfter.String(), grace})
-	if err != nil { // plain data always marshals
-		panic(fmt.Sprintf("hashing nodepool %s: %v", np.Name, err))
+	if r := t.Spec.NodeClassRef; r != nil {
+		spec.NodeClassRef = &khash.NodeClassReference{Kind: r.Kind, Name: r.Name, Group: r.Group}
 	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:8])
+	if g := t.Spec.TerminationGracePeriod; g != nil && g.Duration != nil {
+		spec.TerminationGracePeriod = &metav1.Duration{Duration: *g.Duration}
+	}
+	return khash.NodePool(khash.NodeClaimTemplate{
+		ObjectMeta: khash.ObjectMeta{Labels: t.ObjectMeta.Labels, Annotations: t.ObjectMeta.Annotations},
+		Spec:       spec,
+	})
 }

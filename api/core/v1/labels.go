@@ -59,12 +59,14 @@ const (
 	LabelInstanceHypervisor                   = AWSGroup + "/instance-hypervisor"
 	LabelInstanceEncryptionInTransitSupported = AWSGroup + "/instance-encryption-in-transit-supported"
 	LabelInstanceCategory                     = AWSGroup + "/instance-category"
+	LabelInstanceCapabilityFlex               = AWSGroup + "/instance-capability-flex"
 	LabelInstanceFamily                       = AWSGroup + "/instance-family"
 	LabelInstanceGeneration                   = AWSGroup + "/instance-generation"
 	LabelInstanceLocalNVME                    = AWSGroup + "/instance-local-nvme"
 	LabelInstanceSize                         = AWSGroup + "/instance-size"
 	LabelInstanceCPU                          = AWSGroup + "/instance-cpu"
 	LabelInstanceCPUManufacturer              = AWSGroup + "/instance-cpu-manufacturer"
+	LabelInstanceCPUSustainedClockSpeedMhz    = AWSGroup + "/instance-cpu-sustained-clock-speed-mhz"
 	LabelInstanceMemory                       = AWSGroup + "/instance-memory"
 	LabelInstanceEBSBandwidth                 = AWSGroup + "/instance-ebs-bandwidth"
 	LabelInstanceNetworkBandwidth             = AWSGroup + "/instance-network-bandwidth"
@@ -73,11 +75,22 @@ const (
 	LabelInstanceGPUCount                     = AWSGroup + "/instance-gpu-count"
 	LabelInstanceGPUMemory                    = AWSGroup + "/instance-gpu-memory"
 	LabelInstanceAcceleratorName              = AWSGroup + "/instance-accelerator-name"
+	LabelInstanceAcceleratorManufacturer      = AWSGroup + "/instance-accelerator-manufacturer"
 	LabelInstanceAcceleratorCount             = AWSGroup + "/instance-accelerator-count"
+	LabelInstanceTenancy                      = AWSGroup + "/instance-tenancy"
+	LabelCapacityReservationID                = AWSGroup + "/capacity-reservation-id"
+	LabelCapacityReservationType              = AWSGroup + "/capacity-reservation-type"
+	LabelCapacityReservationInterruptible     = AWSGroup + "/capacity-reservation-interruptible"
+	LabelPlacementGroupID                     = AWSGroup + "/placement-group-id"
+	LabelPlacementGroupPartition              = AWSGroup + "/placement-group-partition"
 	LabelNodeClass                            = AWSGroup + "/ec2nodeclass"
 	LabelTopologyZoneID                       = "topology.k8s.aws/zone-id"
 	AnnotationEC2NodeClassHash                = AWSGroup + "/ec2nodeclass-hash"
 	AnnotationEC2NodeClassHashVersion         = AWSGroup + "/ec2nodeclass-hash-version"
+
+	// Instance tenancies (karpenter.k8s.aws/instance-tenancy values).
+	TenancyDefault   = "default"
+	TenancyDedicated = "dedicated"
 )
 
 // Tags Karpenter and Joiner set on the EC2 resources they create.
@@ -132,44 +145,42 @@ const (
 // names the node of the pod a ServiceAccount token is bound to.
 const UserExtraNodeName = "authentication.kubernetes.io/node-name"
 
-// RestrictedLabelDomains may not be used in NodePool template labels or
-// requirements, except for the well-known labels below and subdomains listed
-// in LabelDomainExceptions.
-var RestrictedLabelDomains = []string{
-	"kubernetes.io",
-	"k8s.io",
-	"karpenter.sh",
-	"karpenter.k8s.aws",
-}
+// RestrictedLabelDomains are the label domains (and their subdomains) a
+// NodePool may use only through WellKnownLabels (Karpenter's and the AWS
+// provider's runtime validation). Since Karpenter v1.9 the kubernetes.io and
+// k8s.io domains are not restricted.
+var RestrictedLabelDomains = []string{Group, AWSGroup}
 
-// LabelDomainExceptions are allowed although under a restricted domain.
-var LabelDomainExceptions = []string{
-	"kops.k8s.io",
-	"node.kubernetes.io",
-	"node-restriction.kubernetes.io",
-}
+// RestrictedLabels may not be used by a NodePool at all.
+var RestrictedLabels = []string{LabelHostname}
 
-// WellKnownLabels may appear in requirements although their domain is
-// restricted (Karpenter's and the AWS provider's).
+// WellKnownLabels are the labels Karpenter (with the AWS provider) knows:
+// a NodePool's template labels and requirement keys may use them although
+// their domain is restricted. karpenter.k8s.aws/ec2nodeclass is not one of
+// them (Karpenter sets it itself).
 var WellKnownLabels = map[string]bool{
-	LabelNodePool:              true,
-	LabelCapacityType:          true,
-	LabelInstanceType:          true,
-	LabelArch:                  true,
-	LabelOS:                    true,
-	LabelZone:                  true,
-	LabelRegion:                true,
-	LabelWindowsBuild:          true,
-	"topology.k8s.aws/zone-id": true,
-	LabelInstanceHypervisor:    true,
+	LabelNodePool:                         true,
+	LabelZone:                             true,
+	LabelRegion:                           true,
+	LabelInstanceType:                     true,
+	LabelArch:                             true,
+	LabelOS:                               true,
+	LabelCapacityType:                     true,
+	LabelWindowsBuild:                     true,
+	LabelCapacityReservationID:            true,
+	LabelCapacityReservationType:          true,
+	LabelCapacityReservationInterruptible: true,
+	LabelInstanceHypervisor:               true,
 	LabelInstanceEncryptionInTransitSupported: true,
 	LabelInstanceCategory:                     true,
+	LabelInstanceCapabilityFlex:               true,
 	LabelInstanceFamily:                       true,
 	LabelInstanceGeneration:                   true,
-	LabelInstanceLocalNVME:                    true,
 	LabelInstanceSize:                         true,
+	LabelInstanceLocalNVME:                    true,
 	LabelInstanceCPU:                          true,
 	LabelInstanceCPUManufacturer:              true,
+	LabelInstanceCPUSustainedClockSpeedMhz:    true,
 	LabelInstanceMemory:                       true,
 	LabelInstanceEBSBandwidth:                 true,
 	LabelInstanceNetworkBandwidth:             true,
@@ -178,7 +189,54 @@ var WellKnownLabels = map[string]bool{
 	LabelInstanceGPUCount:                     true,
 	LabelInstanceGPUMemory:                    true,
 	LabelInstanceAcceleratorName:              true,
+	LabelInstanceAcceleratorManufacturer:      true,
 	LabelInstanceAcceleratorCount:             true,
+	LabelTopologyZoneID:                       true,
+	LabelInstanceTenancy:                      true,
+	LabelPlacementGroupID:                     true,
+	LabelPlacementGroupPartition:              true,
+}
+
+// AWSProviderLabels are the karpenter.k8s.aws labels the CRDs let template
+// labels and requirement keys use (the AWS provider's hack/validation
+// lists): the provider's well-known labels and the node class label.
+var AWSProviderLabels = map[string]bool{
+	LabelInstanceTenancy:                      true,
+	LabelCapacityReservationType:              true,
+	LabelCapacityReservationID:                true,
+	LabelCapacityReservationInterruptible:     true,
+	LabelNodeClass:                            true,
+	LabelInstanceEncryptionInTransitSupported: true,
+	LabelInstanceCategory:                     true,
+	LabelInstanceHypervisor:                   true,
+	LabelInstanceFamily:                       true,
+	LabelInstanceGeneration:                   true,
+	LabelInstanceLocalNVME:                    true,
+	LabelInstanceSize:                         true,
+	LabelInstanceCPU:                          true,
+	LabelInstanceCPUManufacturer:              true,
+	LabelInstanceCPUSustainedClockSpeedMhz:    true,
+	LabelInstanceMemory:                       true,
+	LabelInstanceEBSBandwidth:                 true,
+	LabelInstanceNetworkBandwidth:             true,
+	LabelInstanceGPUName:                      true,
+	LabelInstanceGPUManufacturer:              true,
+	LabelInstanceGPUCount:                     true,
+	LabelInstanceGPUMemory:                    true,
+	LabelInstanceAcceleratorName:              true,
+	LabelInstanceAcceleratorManufacturer:      true,
+	LabelInstanceAcceleratorCount:             true,
+	LabelInstanceCapabilityFlex:               true,
+	LabelPlacementGroupID:                     true,
+	LabelPlacementGroupPartition:              true,
+}
+
+// WellKnownValues are the values Karpenter knows for some well-known labels:
+// a NodePool requirement "In" on such a label needs at least one of them
+// (and at least minValues of them).
+var WellKnownValues = map[string][]string{
+	LabelCapacityType:    {CapacityTypeOnDemand, CapacityTypeSpot, CapacityTypeReserved},
+	LabelInstanceTenancy: {TenancyDedicated, TenancyDefault},
 }
 
 // NormalizedLabels maps legacy label names to the ones Joiner uses.

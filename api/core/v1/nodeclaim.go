@@ -17,9 +17,11 @@ import (
 // +kubebuilder:printcolumn:name="Node",type="string",JSONPath=".status.nodeName",description=""
 // +kubebuilder:printcolumn:name="Ready",type="string",JSONPath=".status.conditions[?(@.type==\"Ready\")].status",description=""
 // +kubebuilder:printcolumn:name="Age",type="date",JSONPath=".metadata.creationTimestamp",description=""
+// +kubebuilder:printcolumn:name="ImageID",type="string",JSONPath=".status.imageID",priority=1,description=""
 // +kubebuilder:printcolumn:name="ID",type="string",JSONPath=".status.providerID",priority=1,description=""
 // +kubebuilder:printcolumn:name="NodePool",type="string",JSONPath=".metadata.labels.karpenter\\.sh/nodepool",priority=1,description=""
 // +kubebuilder:printcolumn:name="NodeClass",type="string",JSONPath=".spec.nodeClassRef.name",priority=1,description=""
+// +kubebuilder:printcolumn:name="Drifted",type="string",JSONPath=".status.conditions[?(@.type==\"Drifted\")].status",priority=1,description=""
 type NodeClaim struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -40,15 +42,18 @@ type NodeClaimList struct {
 
 // NodeClaimSpec is what a NodeClaim asks the cloud for.
 type NodeClaimSpec struct {
+	// +listType=atomic
 	// +optional
 	Taints []corev1.Taint `json:"taints,omitempty"`
+	// +listType=atomic
 	// +optional
 	StartupTaints []corev1.Taint `json:"startupTaints,omitempty"`
-	// +kubebuilder:validation:XValidation:message="requirements with operator 'In' must have a value defined",rule="self.all(x, x.operator == 'In' ? (has(x.values) && x.values.size() != 0) : true)"
-	// +kubebuilder:validation:XValidation:message="requirements with operator 'Gt', 'Lt', 'Gte' or 'Lte' must have a single non-negative integer value",rule="self.all(x, x.operator in ['Gt', 'Lt', 'Gte', 'Lte'] ? (has(x.values) && x.values.size() == 1 && x.values[0].matches('^[0-9]+$') && int(x.values[0]) >= 0) : true)"
-	// +kubebuilder:validation:XValidation:message="requirements with operator 'Exists' or 'DoesNotExist' must not have values",rule="self.all(x, x.operator in ['Exists', 'DoesNotExist'] ? (!has(x.values) || x.values.size() == 0) : true)"
-	// +kubebuilder:validation:XValidation:message="requirements with 'minValues' must have at least that many values specified in the 'values' field",rule="self.all(x, (x.operator == 'In' && has(x.minValues)) ? (has(x.values) && x.values.size() >= x.minValues) : true)"
+	// Requirements: the same rules as a NodePool template's.
+	// +kubebuilder:validation:XValidation:message="requirements with operator 'In' must have a value defined",rule="self.all(x, x.operator == 'In' ? x.values.size() != 0 : true)"
+	// +kubebuilder:validation:XValidation:message="requirements operator 'Gt', 'Lt', 'Gte', or 'Lte' must have a single positive integer value",rule="self.all(x, (x.operator == 'Gt' || x.operator == 'Lt' || x.operator == 'Gte' || x.operator == 'Lte') ? (x.values.size() == 1 && int(x.values[0]) >= 0) : true)"
+	// +kubebuilder:validation:XValidation:message="requirements with 'minValues' must have at least that many values specified in the 'values' field",rule="self.all(x, (x.operator == 'In' && has(x.minValues)) ? x.values.size() >= x.minValues : true)"
 	// +kubebuilder:validation:MaxItems:=100
+	// +listType=atomic
 	Requirements []NodeSelectorRequirementWithMinValues `json:"requirements"`
 	// +optional
 	Resources    ResourceRequirements `json:"resources,omitempty"`
@@ -82,6 +87,10 @@ type NodeClaimStatus struct {
 	Capacity corev1.ResourceList `json:"capacity,omitempty"`
 	// +optional
 	Allocatable corev1.ResourceList `json:"allocatable,omitempty"`
+	// Conditions: the CRD accepts an empty reason and message here (crdpatch,
+	// as Karpenter's hack/validation/status.sh), for older writers.
+	// +listType=map
+	// +listMapKey=type
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 	// +optional

@@ -18,12 +18,13 @@ import (
 // +kubebuilder:storageversion
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="NodeClass",type="string",JSONPath=".spec.template.spec.nodeClassRef.name",description=""
-// +kubebuilder:printcolumn:name="Nodes",type="string",JSONPath=".status.resources.nodes",description=""
+// +kubebuilder:printcolumn:name="Nodes",type="string",JSONPath=".status.nodes",description=""
 // +kubebuilder:printcolumn:name="Ready",type="string",JSONPath=".status.conditions[?(@.type==\"Ready\")].status",description=""
-// +kubebuilder:printcolumn:name="Weight",type="integer",JSONPath=".spec.weight",description=""
 // +kubebuilder:printcolumn:name="Age",type="date",JSONPath=".metadata.creationTimestamp",description=""
+// +kubebuilder:printcolumn:name="Weight",type="integer",JSONPath=".spec.weight",priority=1,description=""
 // +kubebuilder:printcolumn:name="CPU",type="string",JSONPath=".status.resources.cpu",priority=1,description=""
 // +kubebuilder:printcolumn:name="Memory",type="string",JSONPath=".status.resources.memory",priority=1,description=""
+// +kubebuilder:subresource:scale:specpath=.spec.replicas,statuspath=.status.nodes
 type NodePool struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -41,9 +42,13 @@ type NodePoolList struct {
 	Items           []NodePool `json:"items"`
 }
 
-// NodePoolSpec is the desired state of a NodePool.
+// NodePoolSpec is the desired state of a NodePool. A static pool (replicas
+// set) stays static and a dynamic one dynamic; a static pool may limit only
+// nodes and has no weight.
 //
-// +kubebuilder:validation:XValidation:message="'weight' is not supported on a static NodePool (replicas set)",rule="!has(self.replicas) || !has(self.weight)"
+// +kubebuilder:validation:XValidation:rule="has(self.replicas) == has(oldSelf.replicas)",message="Cannot transition NodePool between static (replicas set) and dynamic (replicas unset) provisioning modes"
+// +kubebuilder:validation:XValidation:rule="!has(self.replicas) || (!has(self.limits) || size(self.limits) == 0 || (size(self.limits) == 1 && 'nodes' in self.limits))",message="only 'limits.nodes' is supported on static NodePools"
+// +kubebuilder:validation:XValidation:rule="!has(self.replicas) || !has(self.weight)",message="'weight' is not supported on static NodePools"
 type NodePoolSpec struct {
 	// Template is the NodeClaim template new nodes are made from.
 	Template NodeClaimTemplate `json:"template"`
@@ -95,11 +100,11 @@ const (
 // Disruption configures consolidation and its budgets.
 type Disruption struct {
 	// ConsolidateAfter is how long a node must be consolidatable before it is
-	// consolidated; "Never" disables it.
-	// +kubebuilder:default:="0s"
+	// consolidated; "Never" disables it. Required in a disruption block (the
+	// block's own default, when it is left out, is {consolidateAfter: 0s}).
 	// +kubebuilder:validation:Pattern=`^(([0-9]+(s|m|h))+|Never)$`
 	// +kubebuilder:validation:Type=string
-	// +optional
+	// +required
 	ConsolidateAfter Duration `json:"consolidateAfter,omitempty"`
 	// ConsolidationPolicy: WhenEmpty or WhenEmptyOrUnderutilized (default).
 	// +kubebuilder:default:=WhenEmptyOrUnderutilized
@@ -109,21 +114,28 @@ type Disruption struct {
 	// +kubebuilder:validation:XValidation:message="'schedule' must be set with 'duration'",rule="self.all(x, has(x.schedule) == has(x.duration))"
 	// +kubebuilder:default:={{nodes: "10%"}}
 	// +kubebuilder:validation:MaxItems=50
+	// +listType=atomic
 	// +optional
 	Budgets []Budget `json:"budgets,omitempty"`
 }
 
 // Budget limits disruptions, optionally in a schedule window and for reasons.
 type Budget struct {
-	// Reasons this budget applies to; empty means all.
+	// Reasons this budget applies to; empty means all. No duplicates.
+	// +kubebuilder:validation:MaxItems=50
+	// +listType=set
 	// +optional
 	Reasons []DisruptionReason `json:"reasons,omitempty"`
 	// Nodes is a count ("5") or a percentage ("10%").
 	// +kubebuilder:validation:Pattern:="^((100|[0-9]{1,2})%|[0-9]+)$"
 	// +kubebuilder:default:="10%"
 	Nodes string `json:"nodes"`
-	// Schedule is a cron expression (UTC) or macro (@daily) opening the window.
-	// +kubebuilder:validation:Pattern:=`^(@(annually|yearly|monthly|weekly|daily|midnight|hourly)|\S+\s+\S+\s+\S+\s+\S+\s+\S+)$`
+	// Schedule is a cron expression (UTC) or macro (@daily) opening the
+	// window. The pattern is Karpenter's: its second alternative is not
+	// anchored at the start, so it admits any text ending in five
+	// space-separated parts; a schedule that does not parse fails at run
+	// time (no disruption for the pool), as in Karpenter.
+	// +kubebuilder:validation:Pattern:=`^(@(annually|yearly|monthly|weekly|daily|midnight|hourly))|((.+)\s(.+)\s(.+)\s(.+)\s(.+))$`
 	// +optional
 	Schedule *string `json:"schedule,omitempty"`
 	// Duration of the window opened by Schedule.
@@ -142,36 +154,39 @@ type NodeClaimTemplate struct {
 
 // ObjectMeta is the subset of metadata a template may set.
 type ObjectMeta struct {
-	// Labels are copied onto NodeClaims and Nodes; restricted domains are
-	// rejected.
-	// +kubebuilder:validation:XValidation:message="label domain \"kubernetes.io\" is restricted",rule="self.all(x, x in [\"beta.kubernetes.io/instance-type\", \"failure-domain.beta.kubernetes.io/region\", \"beta.kubernetes.io/os\", \"beta.kubernetes.io/arch\", \"failure-domain.beta.kubernetes.io/zone\", \"topology.kubernetes.io/zone\", \"topology.kubernetes.io/region\", \"kubernetes.io/arch\", \"kubernetes.io/os\", \"node.kubernetes.io/windows-build\"] || x.find(\"^([^/]+)\").endsWith(\"node.kubernetes.io\") || x.find(\"^([^/]+)\").endsWith(\"node-restriction.kubernetes.io\") || !x.find(\"^([^/]+)\").endsWith(\"kubernetes.io\"))"
-	// +kubebuilder:validation:XValidation:message="label domain \"k8s.io\" is restricted",rule="self.all(x, x.find(\"^([^/]+)\").endsWith(\"kops.k8s.io\") || !x.find(\"^([^/]+)\").endsWith(\"k8s.io\"))"
-	// +kubebuilder:validation:XValidation:message="label domain \"karpenter.sh\" is restricted",rule="self.all(x, x in [\"karpenter.sh/capacity-type\", \"karpenter.sh/nodepool\"] || !x.find(\"^([^/]+)\").endsWith(\"karpenter.sh\"))"
-	// +kubebuilder:validation:XValidation:message="label \"karpenter.sh/nodepool\" is restricted",rule="self.all(x, x != \"karpenter.sh/nodepool\")"
-	// +kubebuilder:validation:XValidation:message="label \"kubernetes.io/hostname\" is restricted",rule="self.all(x, x != \"kubernetes.io/hostname\")"
-	// +kubebuilder:validation:XValidation:message="label domain \"karpenter.k8s.aws\" is restricted",rule="self.all(x, x in [\"karpenter.k8s.aws/ec2nodeclass\", \"karpenter.k8s.aws/instance-encryption-in-transit-supported\", \"karpenter.k8s.aws/instance-category\", \"karpenter.k8s.aws/instance-hypervisor\", \"karpenter.k8s.aws/instance-family\", \"karpenter.k8s.aws/instance-generation\", \"karpenter.k8s.aws/instance-local-nvme\", \"karpenter.k8s.aws/instance-size\", \"karpenter.k8s.aws/instance-cpu\", \"karpenter.k8s.aws/instance-cpu-manufacturer\", \"karpenter.k8s.aws/instance-cpu-sustained-clock-speed-mhz\", \"karpenter.k8s.aws/instance-memory\", \"karpenter.k8s.aws/instance-ebs-bandwidth\", \"karpenter.k8s.aws/instance-network-bandwidth\", \"karpenter.k8s.aws/instance-gpu-name\", \"karpenter.k8s.aws/instance-gpu-manufacturer\", \"karpenter.k8s.aws/instance-gpu-count\", \"karpenter.k8s.aws/instance-gpu-memory\", \"karpenter.k8s.aws/instance-accelerator-name\", \"karpenter.k8s.aws/instance-accelerator-manufacturer\", \"karpenter.k8s.aws/instance-accelerator-count\"] || !x.find(\"^([^/]+)\").endsWith(\"karpenter.k8s.aws\"))"
-	// +kubebuilder:validation:XValidation:message="label keys must be qualified names",rule="self.all(x, x.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'))"
+	// Labels are copied onto NodeClaims and Nodes. The karpenter.sh and
+	// karpenter.k8s.aws domains are restricted (crdpatch adds the rules, as
+	// Karpenter's hack/validation scripts do), and so are
+	// karpenter.sh/nodepool and kubernetes.io/hostname.
 	// +kubebuilder:validation:MaxProperties=100
+	// +mapType=atomic
 	// +optional
 	Labels map[string]string `json:"labels,omitempty"`
+	// +mapType=granular
 	// +optional
 	Annotations map[string]string `json:"annotations,omitempty"`
 }
 
 // NodeClaimTemplateSpec is NodeClaimSpec without resources.
 type NodeClaimTemplateSpec struct {
+	// +listType=atomic
 	// +optional
 	Taints []corev1.Taint `json:"taints,omitempty"`
+	// +listType=atomic
 	// +optional
 	StartupTaints []corev1.Taint `json:"startupTaints,omitempty"`
 	// Requirements constrain the instance types, zones, capacity types...
-	// +kubebuilder:validation:XValidation:message="requirements with operator 'In' must have a value defined",rule="self.all(x, x.operator == 'In' ? (has(x.values) && x.values.size() != 0) : true)"
-	// +kubebuilder:validation:XValidation:message="requirements with operator 'Gt', 'Lt', 'Gte' or 'Lte' must have a single non-negative integer value",rule="self.all(x, x.operator in ['Gt', 'Lt', 'Gte', 'Lte'] ? (has(x.values) && x.values.size() == 1 && x.values[0].matches('^[0-9]+$') && int(x.values[0]) >= 0) : true)"
-	// +kubebuilder:validation:XValidation:message="requirements with operator 'Exists' or 'DoesNotExist' must not have values",rule="self.all(x, x.operator in ['Exists', 'DoesNotExist'] ? (!has(x.values) || x.values.size() == 0) : true)"
-	// +kubebuilder:validation:XValidation:message="requirements with 'minValues' must have at least that many values specified in the 'values' field",rule="self.all(x, (x.operator == 'In' && has(x.minValues)) ? (has(x.values) && x.values.size() >= x.minValues) : true)"
+	// The rules are Karpenter's, word for word: an In or Gt/Lt/Gte/Lte
+	// without values fails evaluation and is rejected too.
+	// +kubebuilder:validation:XValidation:message="requirements with operator 'In' must have a value defined",rule="self.all(x, x.operator == 'In' ? x.values.size() != 0 : true)"
+	// +kubebuilder:validation:XValidation:message="requirements operator 'Gt', 'Lt', 'Gte', or 'Lte' must have a single positive integer value",rule="self.all(x, (x.operator == 'Gt' || x.operator == 'Lt' || x.operator == 'Gte' || x.operator == 'Lte') ? (x.values.size() == 1 && int(x.values[0]) >= 0) : true)"
+	// +kubebuilder:validation:XValidation:message="requirements with 'minValues' must have at least that many values specified in the 'values' field",rule="self.all(x, (x.operator == 'In' && has(x.minValues)) ? x.values.size() >= x.minValues : true)"
 	// +kubebuilder:validation:MaxItems:=100
+	// +listType=atomic
 	Requirements []NodeSelectorRequirementWithMinValues `json:"requirements"`
-	// NodeClassRef names the EC2NodeClass.
+	// NodeClassRef names the EC2NodeClass; its group and kind cannot change.
+	// +kubebuilder:validation:XValidation:rule="self.group == oldSelf.group",message="nodeClassRef.group is immutable"
+	// +kubebuilder:validation:XValidation:rule="self.kind == oldSelf.kind",message="nodeClassRef.kind is immutable"
 	NodeClassRef *NodeClassReference `json:"nodeClassRef"`
 	// TerminationGracePeriod bounds how long draining may take.
 	// +kubebuilder:validation:Pattern=`^([0-9]+(s|m|h))+$`
@@ -187,8 +202,8 @@ type NodeClaimTemplateSpec struct {
 }
 
 // NodeSelectorOperator is a requirement operator. Besides the Kubernetes
-// ones, Karpenter v1 adds Gte and Lte.
-// +kubebuilder:validation:Enum:={In,NotIn,Exists,DoesNotExist,Gt,Lt,Gte,Lte}
+// ones, Karpenter v1 adds Gte and Lte (listed first, as in Karpenter's CRD).
+// +kubebuilder:validation:Enum:={Gte,Lte,In,NotIn,Exists,DoesNotExist,Gt,Lt}
 type NodeSelectorOperator string
 
 // Requirement operators.
@@ -206,20 +221,19 @@ const (
 // NodeSelectorRequirementWithMinValues is a node selector requirement with
 // an optional minimum number of distinct values to keep (flexibility).
 type NodeSelectorRequirementWithMinValues struct {
-	// Key is a label key; restricted label domains are rejected.
+	// Key is a label key. The karpenter.sh and karpenter.k8s.aws domains are
+	// restricted but for their well-known labels, and so is
+	// kubernetes.io/hostname (crdpatch adds the rules, and in NodePools
+	// forbids karpenter.sh/nodepool, as Karpenter's scripts do).
 	// +kubebuilder:validation:MaxLength=316
 	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*(\/))?([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$`
-	// +kubebuilder:validation:XValidation:message="label domain \"kubernetes.io\" is restricted",rule="self in [\"beta.kubernetes.io/instance-type\", \"failure-domain.beta.kubernetes.io/region\", \"beta.kubernetes.io/os\", \"beta.kubernetes.io/arch\", \"failure-domain.beta.kubernetes.io/zone\", \"topology.kubernetes.io/zone\", \"topology.kubernetes.io/region\", \"node.kubernetes.io/instance-type\", \"kubernetes.io/arch\", \"kubernetes.io/os\", \"node.kubernetes.io/windows-build\"] || self.find(\"^([^/]+)\").endsWith(\"node.kubernetes.io\") || self.find(\"^([^/]+)\").endsWith(\"node-restriction.kubernetes.io\") || !self.find(\"^([^/]+)\").endsWith(\"kubernetes.io\")"
-	// +kubebuilder:validation:XValidation:message="label domain \"k8s.io\" is restricted",rule="self.find(\"^([^/]+)\").endsWith(\"kops.k8s.io\") || !self.find(\"^([^/]+)\").endsWith(\"k8s.io\")"
-	// +kubebuilder:validation:XValidation:message="label domain \"karpenter.sh\" is restricted",rule="self in [\"karpenter.sh/capacity-type\", \"karpenter.sh/nodepool\"] || !self.find(\"^([^/]+)\").endsWith(\"karpenter.sh\")"
-	// +kubebuilder:validation:XValidation:message="label \"kubernetes.io/hostname\" is restricted",rule="self != \"kubernetes.io/hostname\""
-	// +kubebuilder:validation:XValidation:message="label domain \"karpenter.k8s.aws\" is restricted",rule="self in [\"karpenter.k8s.aws/ec2nodeclass\", \"karpenter.k8s.aws/instance-encryption-in-transit-supported\", \"karpenter.k8s.aws/instance-category\", \"karpenter.k8s.aws/instance-hypervisor\", \"karpenter.k8s.aws/instance-family\", \"karpenter.k8s.aws/instance-generation\", \"karpenter.k8s.aws/instance-local-nvme\", \"karpenter.k8s.aws/instance-size\", \"karpenter.k8s.aws/instance-cpu\", \"karpenter.k8s.aws/instance-cpu-manufacturer\", \"karpenter.k8s.aws/instance-cpu-sustained-clock-speed-mhz\", \"karpenter.k8s.aws/instance-memory\", \"karpenter.k8s.aws/instance-ebs-bandwidth\", \"karpenter.k8s.aws/instance-network-bandwidth\", \"karpenter.k8s.aws/instance-gpu-name\", \"karpenter.k8s.aws/instance-gpu-manufacturer\", \"karpenter.k8s.aws/instance-gpu-count\", \"karpenter.k8s.aws/instance-gpu-memory\", \"karpenter.k8s.aws/instance-accelerator-name\", \"karpenter.k8s.aws/instance-accelerator-manufacturer\", \"karpenter.k8s.aws/instance-accelerator-count\"] || !self.find(\"^([^/]+)\").endsWith(\"karpenter.k8s.aws\")"
 	Key      string               `json:"key"`
 	Operator NodeSelectorOperator `json:"operator"`
 	// Values are label values; In needs at least one, Gt/Lt/Gte/Lte exactly
-	// one non-negative integer, Exists/DoesNotExist none.
-	// +kubebuilder:validation:items:MaxLength=63
-	// +kubebuilder:validation:items:Pattern=`^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`
+	// one non-negative integer. (Karpenter's CRD puts the label-value
+	// pattern on the list, where the API server does not apply it; crdpatch
+	// does the same. A NodePool's values are checked by Validate, as by
+	// Karpenter's runtime validation.)
 	// +listType=atomic
 	// +optional
 	Values []string `json:"values,omitempty"`
@@ -231,9 +245,6 @@ type NodeSelectorRequirementWithMinValues struct {
 }
 
 // NodeClassReference points at a node class.
-//
-// +kubebuilder:validation:XValidation:message="nodeClassRef.group is immutable",rule="self.group == oldSelf.group"
-// +kubebuilder:validation:XValidation:message="nodeClassRef.kind is immutable",rule="self.kind == oldSelf.kind"
 type NodeClassReference struct {
 	// +kubebuilder:validation:XValidation:rule="self != ''",message="kind may not be empty"
 	Kind string `json:"kind"`
@@ -250,8 +261,13 @@ type NodePoolStatus struct {
 	Resources corev1.ResourceList `json:"resources,omitempty"`
 	// +optional
 	NodeClassObservedGeneration int64 `json:"nodeClassObservedGeneration,omitempty"`
+	// Nodes is the number of nodes of the pool (the scale subresource's
+	// status replicas).
+	// +kubebuilder:default:=0
 	// +optional
 	Nodes *int64 `json:"nodes,omitempty"`
+	// +listType=map
+	// +listMapKey=type
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }

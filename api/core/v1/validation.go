@@ -1,14 +1,13 @@
 package v1
 
 import (
-	"fmt"
+	"encoding/json"
 	"maps"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 
-	"github.com/robfig/cron/v3"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
@@ -17,25 +16,40 @@ import (
 const (
 	MaxRequirements   = 100
 	MaxBudgets        = 50
+	MaxBudgetReasons  = 50
 	MaxTemplateLabels = 100
+	MaxRequirementKey = 316
 	MinMinValues      = 1
 	MaxMinValues      = 50
 	MinWeight         = 1
 	MaxWeight         = 100
 )
 
-// Patterns of the duration fields (also in the CRD schema).
-var (
-	durationOrNeverRE = regexp.MustCompile(`^(([0-9]+(s|m|h))+|Never)$`)
-	durationRE        = regexp.MustCompile(`^([0-9]+(s|m|h))+$`)
-	budgetDurationRE  = regexp.MustCompile(`^((([0-9]+(h|m))|([0-9]+h[0-9]+m))(0s)?)$`)
-	budgetNodesRE     = regexp.MustCompile(`^((100|[0-9]{1,2})%|[0-9]+)$`)
-	groupRE           = regexp.MustCompile(`^[^/]*$`)
-	digitsRE          = regexp.MustCompile(`^[0-9]+$`)
+// The patterns of Karpenter's CRDs, as written there (an OpenAPI pattern
+// matches anywhere in the value, as Go's MatchString does, so the same text
+// gives the same verdict).
+const (
+	DurationOrNeverPattern = `^(([0-9]+(s|m|h))+|Never)$`
+	DurationPattern        = `^([0-9]+(s|m|h))+$`
+	BudgetDurationPattern  = `^((([0-9]+(h|m))|([0-9]+h[0-9]+m))(0s)?)$`
+	BudgetNodesPattern     = `^((100|[0-9]{1,2})%|[0-9]+)$`
+	SchedulePattern        = `^(@(annually|yearly|monthly|weekly|daily|midnight|hourly))|((.+)\s(.+)\s(.+)\s(.+)\s(.+))$`
+	GroupPattern           = `^[^/]*$`
+	QualifiedNamePattern   = `^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*(\/))?([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$`
+	LabelValuePattern      = `^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`
+	MaxLabelValue          = 63
 )
 
-// ScheduleMacros are the cron descriptors a budget schedule may use.
-var ScheduleMacros = []string{"@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly"}
+var (
+	durationOrNeverRE = regexp.MustCompile(DurationOrNeverPattern)
+	durationRE        = regexp.MustCompile(DurationPattern)
+	budgetDurationRE  = regexp.MustCompile(BudgetDurationPattern)
+	budgetNodesRE     = regexp.MustCompile(BudgetNodesPattern)
+	scheduleRE        = regexp.MustCompile(SchedulePattern)
+	groupRE           = regexp.MustCompile(GroupPattern)
+	qualifiedNameRE   = regexp.MustCompile(QualifiedNamePattern)
+	labelValueRE      = regexp.MustCompile(LabelValuePattern)
+)
 
 // Operators lists the requirement operators Karpenter v1 accepts.
 var Operators = []NodeSelectorOperator{OpIn, OpNotIn, OpExists, OpDoesNotExist, OpGt, OpLt, OpGte, OpLte}
@@ -49,104 +63,92 @@ var DisruptionReasons = []DisruptionReason{DisruptionReasonUnderutilized, Disrup
 // TaintEffects lists the accepted taint effects.
 var TaintEffects = []corev1.TaintEffect{corev1.TaintEffectNoSchedule, corev1.TaintEffectPreferNoSchedule, corev1.TaintEffectNoExecute}
 
-// Labels under kubernetes.io that templates and requirements may use.
-var allowedKubernetesIOLabels = map[string]bool{
-	"beta.kubernetes.io/instance-type":         true,
-	"failure-domain.beta.kubernetes.io/region": true,
-	"beta.kubernetes.io/os":                    true,
-	"beta.kubernetes.io/arch":                  true,
-	"failure-domain.beta.kubernetes.io/zone":   true,
-	LabelZone:                                  true,
-	LabelRegion:                                true,
-	LabelArch:                                  true,
-	LabelOS:                                    true,
-	LabelWindowsBuild:                          true,
-	LabelInstanceType:                          true,
-}
-
-// AWSProviderLabels are the karpenter.k8s.aws labels templates and
-// requirements may use (the AWS provider's well-known labels and the node
-// class label). Joiner serves the AWS provider only, so core validation knows
-// them; api/aws/v1 keeps the named constants.
-var AWSProviderLabels = map[string]bool{
-	"karpenter.k8s.aws/ec2nodeclass":                             true,
-	"karpenter.k8s.aws/instance-encryption-in-transit-supported": true,
-	"karpenter.k8s.aws/instance-category":                        true,
-	"karpenter.k8s.aws/instance-hypervisor":                      true,
-	"karpenter.k8s.aws/instance-family":                          true,
-	"karpenter.k8s.aws/instance-generation":                      true,
-	"karpenter.k8s.aws/instance-local-nvme":                      true,
-	"karpenter.k8s.aws/instance-size":                            true,
-	"karpenter.k8s.aws/instance-cpu":                             true,
-	"karpenter.k8s.aws/instance-cpu-manufacturer":                true,
-	"karpenter.k8s.aws/instance-cpu-sustained-clock-speed-mhz":   true,
-	"karpenter.k8s.aws/instance-memory":                          true,
-	"karpenter.k8s.aws/instance-ebs-bandwidth":                   true,
-	"karpenter.k8s.aws/instance-network-bandwidth":               true,
-	"karpenter.k8s.aws/instance-gpu-name":                        true,
-	"karpenter.k8s.aws/instance-gpu-manufacturer":                true,
-	"karpenter.k8s.aws/instance-gpu-count":                       true,
-	"karpenter.k8s.aws/instance-gpu-memory":                      true,
-	"karpenter.k8s.aws/instance-accelerator-name":                true,
-	"karpenter.k8s.aws/instance-accelerator-manufacturer":        true,
-	"karpenter.k8s.aws/instance-accelerator-count":               true,
-}
-
-// labelDomain is the part of key before the first "/" (all of it if none),
-// as Karpenter's CEL rules compute it.
-func labelDomain(key string) string {
+// crdDomain is the label domain as Karpenter's CEL rules compute it,
+// key.find("^([^/]+)"): the text before the first "/", all of the key
+// without one, "" when the key starts with "/".
+func crdDomain(key string) string {
 	if i := strings.IndexByte(key, '/'); i >= 0 {
 		return key[:i]
 	}
 	return key
 }
 
-// RestrictedLabel returns why key may not be used as a NodePool template
-// label (requirement=false) or requirement key (requirement=true), or "" when
-// it may. The rules are Karpenter's: the kubernetes.io, k8s.io, karpenter.sh
-// and karpenter.k8s.aws domains are restricted except for well-known labels,
-// node.kubernetes.io, node-restriction.kubernetes.io and kops.k8s.io.
-func RestrictedLabel(key string, requirement bool) string {
-	d := labelDomain(key)
+// CRDLabelRestriction returns the message of the first restricted-label
+// rule of Karpenter's CRDs that key breaks, or "". The rules are those on
+// NodePool template labels and requirement keys (nodePool) or on NodeClaim
+// requirement keys: the karpenter.sh domain but for capacity-type and
+// nodepool, karpenter.sh/nodepool (NodePools only), kubernetes.io/hostname,
+// and the karpenter.k8s.aws domain but for AWSProviderLabels.
+func CRDLabelRestriction(key string, nodePool bool) string {
+	d := crdDomain(key)
 	switch {
+	case key != LabelCapacityType && key != LabelNodePool && strings.HasSuffix(d, Group):
+		return `label domain "karpenter.sh" is restricted`
+	case nodePool && key == LabelNodePool:
+		return `label "karpenter.sh/nodepool" is restricted`
 	case key == LabelHostname:
 		return `label "kubernetes.io/hostname" is restricted`
-	case key == LabelNodePool && !requirement:
-		return `label "karpenter.sh/nodepool" is restricted`
-	case strings.HasSuffix(d, "kubernetes.io"):
-		if allowedKubernetesIOLabels[key] && (requirement || key != LabelInstanceType) ||
-			strings.HasSuffix(d, "node.kubernetes.io") || strings.HasSuffix(d, "node-restriction.kubernetes.io") {
-			return ""
-		}
-		return `label domain "kubernetes.io" is restricted`
-	case strings.HasSuffix(d, "k8s.io"):
-		if strings.HasSuffix(d, "kops.k8s.io") {
-			return ""
-		}
-		return `label domain "k8s.io" is restricted`
-	case strings.HasSuffix(d, "karpenter.sh"):
-		if key == LabelCapacityType || key == LabelNodePool {
-			return ""
-		}
-		return `label domain "karpenter.sh" is restricted`
-	case strings.HasSuffix(d, "karpenter.k8s.aws"):
-		if AWSProviderLabels[key] {
-			return ""
-		}
+	case !AWSProviderLabels[key] && strings.HasSuffix(d, AWSGroup):
 		return `label domain "karpenter.k8s.aws" is restricted`
 	}
 	return ""
 }
 
-// Validate checks the NodePool the way Karpenter's CRD schema and CEL rules
-// do. It returns a *ValidationError (errors.Is(err, ErrInvalid)) listing
-// every problem, one per line, each naming the field path and the value.
+// labelDomain is the domain Karpenter's runtime validation uses: the text
+// before the first "/", or "" when there is none.
+func labelDomain(key string) string {
+	if d, _, ok := strings.Cut(key, "/"); ok {
+		return d
+	}
+	return ""
+}
+
+// RuntimeLabelRestriction returns why Karpenter's runtime validation of a
+// NodePool (IsRestrictedLabel) rejects key, or "": keys of a
+// RestrictedLabelDomains domain or subdomain that are not WellKnownLabels,
+// and RestrictedLabels.
+func RuntimeLabelRestriction(key string) string {
+	if WellKnownLabels[key] {
+		return ""
+	}
+	d := labelDomain(key)
+	for _, r := range RestrictedLabelDomains {
+		if d == r || strings.HasSuffix(d, "."+r) {
+			return "label domain " + strconv.Quote(r) + " is restricted to its well-known labels"
+		}
+	}
+	if slices.Contains(RestrictedLabels, key) {
+		return "label " + strconv.Quote(key) + " is restricted"
+	}
+	return ""
+}
+
+// RestrictedLabel returns why a NodePool may not use key as a template
+// label or requirement key (the CRD's rules, then the runtime ones), or "".
+func RestrictedLabel(key string) string {
+	if why := CRDLabelRestriction(key, true); why != "" {
+		return why
+	}
+	return RuntimeLabelRestriction(key)
+}
+
+// Validate checks the NodePool as Karpenter v1.14 does: the rules of its
+// CRD, which the API server applies on create (Joiner's CRD is the same),
+// and those of its runtime validation, which marks a NodePool the API
+// server admitted not ready (label and requirement keys must be qualified
+// names of an allowed domain, label and requirement values valid label
+// values, taint keys and values qualified names without a duplicate key and
+// effect, an In on capacity-type or instance-tenancy must name a known
+// value). Update-only rules are in ValidateUpdate. It returns a
+// *ValidationError (errors.Is(err, ErrInvalid)) listing every problem, one
+// per line, each naming the field path and the value.
 func (in *NodePool) Validate() error {
 	errs := &ValidationError{}
 	s := &in.Spec
 	validateTemplateMetadata("spec.template.metadata", &s.Template.ObjectMeta, errs)
 	t := &s.Template.Spec
-	validateClaimFields("spec.template.spec", t.Taints, t.StartupTaints, t.Requirements, t.NodeClassRef, t.TerminationGracePeriod, t.ExpireAfter, errs)
+	fields := claimFields{t.Taints, t.StartupTaints, t.Requirements, t.NodeClassRef, t.TerminationGracePeriod, t.ExpireAfter}
+	fields.validate("spec.template.spec", true, errs)
 	validateDisruption("spec.disruption", &s.Disruption, errs)
 	if s.Weight != nil && (*s.Weight < MinWeight || *s.Weight > MaxWeight) {
 		errs.Add("spec.weight", "must be between %d and %d, got %d", MinWeight, MaxWeight, *s.Weight)
@@ -156,27 +158,64 @@ func (in *NodePool) Validate() error {
 			errs.Add("spec.replicas", "must be non-negative, got %d", *s.Replicas)
 		}
 		if s.Weight != nil {
-			errs.Add("spec.weight", "not supported on a static NodePool (spec.replicas is set), got %d", *s.Weight)
+			errs.Add("spec.weight", "'weight' is not supported on static NodePools (spec.replicas is set), got %d", *s.Weight)
 		}
 		for _, k := range slices.Sorted(maps.Keys(s.Limits)) {
 			if k != "nodes" {
-				errs.Add(Key("spec.limits", string(k)), "only nodes may be limited on a static NodePool (spec.replicas is set), got %s", Quote(string(k)))
+				errs.Add(Key("spec.limits", string(k)), "only 'limits.nodes' is supported on static NodePools (spec.replicas is set), got %s", Quote(string(k)))
 			}
 		}
 	}
 	return errs.OrNil()
 }
 
-// Validate checks the NodeClaim spec the way Karpenter's CRD schema and CEL
-// rules do; see NodePool.Validate for the error shape.
+// ValidateUpdate checks an update of old to the NodePool: Validate, and the
+// CRD's update rules: a pool cannot switch between static (replicas set)
+// and dynamic, nor change its nodeClassRef's group or kind.
+func (in *NodePool) ValidateUpdate(old *NodePool) error {
+	errs := &ValidationError{}
+	errs.Merge("spec", in.Validate())
+	if (in.Spec.Replicas == nil) != (old.Spec.Replicas == nil) {
+		errs.Add("spec.replicas", "Cannot transition NodePool between static (replicas set) and dynamic (replicas unset) provisioning modes, got %s after %s", quotePtr(in.Spec.Replicas), quotePtr(old.Spec.Replicas))
+	}
+	if r, o := in.Spec.Template.Spec.NodeClassRef, old.Spec.Template.Spec.NodeClassRef; r != nil && o != nil {
+		if r.Group != o.Group {
+			errs.Add("spec.template.spec.nodeClassRef.group", "nodeClassRef.group is immutable, got %s after %s", Quote(r.Group), Quote(o.Group))
+		}
+		if r.Kind != o.Kind {
+			errs.Add("spec.template.spec.nodeClassRef.kind", "nodeClassRef.kind is immutable, got %s after %s", Quote(r.Kind), Quote(o.Kind))
+		}
+	}
+	return errs.OrNil()
+}
+
+func quotePtr(v *int64) string {
+	if v == nil {
+		return "unset"
+	}
+	return strconv.FormatInt(*v, 10)
+}
+
+// Validate checks the NodeClaim spec against the rules of Karpenter's CRD
+// (Karpenter has no runtime validation of NodeClaims: it writes them
+// itself); see NodePool.Validate for the error shape.
 func (in *NodeClaim) Validate() error {
 	errs := &ValidationError{}
 	s := &in.Spec
-	validateClaimFields("spec", s.Taints, s.StartupTaints, s.Requirements, s.NodeClassRef, s.TerminationGracePeriod, s.ExpireAfter, errs)
-	for _, k := range slices.Sorted(maps.Keys(s.Resources.Requests)) {
-		if q := s.Resources.Requests[k]; q.Sign() < 0 {
-			errs.Add(Key("spec.resources.requests", string(k)), "must be non-negative, got %s", Quote(q.String()))
-		}
+	fields := claimFields{s.Taints, s.StartupTaints, s.Requirements, s.NodeClassRef, s.TerminationGracePeriod, s.ExpireAfter}
+	fields.validate("spec", false, errs)
+	return errs.OrNil()
+}
+
+// ValidateUpdate checks an update of old to the NodeClaim: Validate, and
+// the CRD's rule that the spec is immutable.
+func (in *NodeClaim) ValidateUpdate(old *NodeClaim) error {
+	errs := &ValidationError{}
+	errs.Merge("spec", in.Validate())
+	a, errA := json.Marshal(&in.Spec)
+	b, errB := json.Marshal(&old.Spec)
+	if errA != nil || errB != nil || string(a) != string(b) {
+		errs.Add("spec", "spec is immutable, got %s after %s", a, b)
 	}
 	return errs.OrNil()
 }
@@ -189,31 +228,41 @@ func validateTemplateMetadata(path string, m *ObjectMeta, errs *ValidationError)
 		p := Key(path+".labels", k)
 		if msgs := validation.IsQualifiedName(k); len(msgs) > 0 {
 			errs.Add(p, "invalid label key %s: %s", Quote(k), strings.Join(msgs, "; "))
-		} else if why := RestrictedLabel(k, false); why != "" {
+		}
+		if why := RestrictedLabel(k); why != "" {
 			errs.Add(p, "%s, got %s", why, Quote(k))
 		}
-		if msgs := validation.IsValidLabelValue(m.Labels[k]); len(msgs) > 0 {
-			errs.Add(p, "invalid label value %s: %s", Quote(m.Labels[k]), strings.Join(msgs, "; "))
-		}
-	}
-	for _, k := range slices.Sorted(maps.Keys(m.Annotations)) {
-		if msgs := validation.IsQualifiedName(strings.ToLower(k)); len(msgs) > 0 {
-			errs.Add(Key(path+".annotations", k), "invalid annotation key %s: %s", Quote(k), strings.Join(msgs, "; "))
+		if v := m.Labels[k]; len(v) > MaxLabelValue || !labelValueRE.MatchString(v) {
+			errs.Add(p, "invalid label value %s: %s", Quote(v), strings.Join(validation.IsValidLabelValue(v), "; "))
 		}
 	}
 }
 
-func validateClaimFields(path string, taints, startupTaints []corev1.Taint, reqs []NodeSelectorRequirementWithMinValues,
-	ref *NodeClassReference, tgp *Duration, expireAfter Duration, errs *ValidationError) {
-	ValidateTaints(path+".taints", taints, errs)
-	ValidateTaints(path+".startupTaints", startupTaints, errs)
-	ValidateRequirements(path+".requirements", reqs, errs)
-	validateNodeClassRef(path+".nodeClassRef", ref, errs)
-	if tgp != nil && !tgp.IsZero() && !durationRE.MatchString(tgp.String()) {
-		errs.Add(path+".terminationGracePeriod", "must be a duration of hours, minutes and seconds such as \"48h\" (\"Never\" is not allowed), got %s", Quote(tgp.String()))
+// claimFields are the fields a NodeClaim spec and a NodePool's template
+// spec share.
+type claimFields struct {
+	taints, startupTaints []corev1.Taint
+	requirements          []NodeSelectorRequirementWithMinValues
+	ref                   *NodeClassReference
+	tgp                   *Duration
+	expireAfter           Duration
+}
+
+// validate checks the fields; nodePool adds the NodePool rules (the CRD's
+// and the runtime validation's).
+func (f claimFields) validate(path string, nodePool bool, errs *ValidationError) {
+	validateTaints(path+".taints", f.taints, nodePool, errs)
+	validateTaints(path+".startupTaints", f.startupTaints, nodePool, errs)
+	if nodePool {
+		validateTaintDuplicates(path, f.taints, f.startupTaints, errs)
 	}
-	if !expireAfter.IsZero() && !durationOrNeverRE.MatchString(expireAfter.String()) {
-		errs.Add(path+".expireAfter", "must be a duration of hours, minutes and seconds such as \"720h\" or \"Never\", got %s", Quote(expireAfter.String()))
+	ValidateRequirements(path+".requirements", f.requirements, nodePool, errs)
+	validateNodeClassRef(path+".nodeClassRef", f.ref, errs)
+	if f.tgp != nil && !f.tgp.IsZero() && !durationRE.MatchString(f.tgp.String()) {
+		errs.Add(path+".terminationGracePeriod", "must be a duration of hours, minutes and seconds such as \"48h\" (\"Never\" is not allowed), got %s", Quote(f.tgp.String()))
+	}
+	if !f.expireAfter.IsZero() && !durationOrNeverRE.MatchString(f.expireAfter.String()) {
+		errs.Add(path+".expireAfter", "must be a duration of hours, minutes and seconds such as \"720h\" or \"Never\", got %s", Quote(f.expireAfter.String()))
 	}
 }
 
@@ -232,72 +281,98 @@ func validateNodeClassRef(path string, ref *NodeClassReference, errs *Validation
 	}
 }
 
-// ValidateTaints checks taint keys, values and effects.
-func ValidateTaints(path string, taints []corev1.Taint, errs *ValidationError) {
+// validateTaints checks taint keys, values and effects: with the CRD's
+// patterns, and for a NodePool also as Kubernetes qualified names (which
+// bounds their length).
+func validateTaints(path string, taints []corev1.Taint, nodePool bool, errs *ValidationError) {
 	for i, t := range taints {
 		p := Index(path, i)
-		if t.Key == "" {
+		switch {
+		case t.Key == "":
 			errs.Add(p+".key", "required, got \"\"")
-		} else if msgs := validation.IsQualifiedName(t.Key); len(msgs) > 0 {
-			errs.Add(p+".key", "invalid taint key %s: %s", Quote(t.Key), strings.Join(msgs, "; "))
+		case !qualifiedNameRE.MatchString(t.Key):
+			errs.Add(p+".key", "invalid taint key %s: must be a qualified name (an optional DNS subdomain prefix and \"/\", then alphanumerics, '-', '_' or '.')", Quote(t.Key))
+		case nodePool && len(validation.IsQualifiedName(t.Key)) > 0:
+			errs.Add(p+".key", "invalid taint key %s: %s", Quote(t.Key), strings.Join(validation.IsQualifiedName(t.Key), "; "))
 		}
-		if msgs := validation.IsValidLabelValue(t.Value); len(msgs) > 0 {
-			errs.Add(p+".value", "invalid taint value %s: %s", Quote(t.Value), strings.Join(msgs, "; "))
+		if t.Value != "" {
+			if !qualifiedNameRE.MatchString(t.Value) {
+				errs.Add(p+".value", "invalid taint value %s: must be a qualified name (alphanumerics, '-', '_' or '.', with an optional DNS subdomain prefix and \"/\")", Quote(t.Value))
+			} else if msgs := validation.IsQualifiedName(t.Value); nodePool && len(msgs) > 0 {
+				errs.Add(p+".value", "invalid taint value %s: %s", Quote(t.Value), strings.Join(msgs, "; "))
+			}
 		}
-		if !contains(TaintEffects, t.Effect) {
+		if !slices.Contains(TaintEffects, t.Effect) {
 			errs.Add(p+".effect", "must be one of NoSchedule, PreferNoSchedule, NoExecute, got %s", Quote(string(t.Effect)))
 		}
 	}
 }
 
-// ValidateRequirements checks requirements the way Karpenter's CRD does:
-// known operators, In has values, Gt/Lt/Gte/Lte have exactly one
-// non-negative integer, Exists/DoesNotExist have none, minValues 1..50 and
-// not more than the values of an In, keys and values well formed and not in
-// a restricted label domain, at most 100 requirements.
-func ValidateRequirements(path string, reqs []NodeSelectorRequirementWithMinValues, errs *ValidationError) {
+// validateTaintDuplicates rejects a key and effect that appear twice among
+// a NodePool's taints and startup taints (Karpenter's runtime validation).
+func validateTaintDuplicates(path string, taints, startupTaints []corev1.Taint, errs *ValidationError) {
+	seen := map[[2]string]bool{}
+	for _, list := range []struct {
+		field  string
+		taints []corev1.Taint
+	}{{"taints", taints}, {"startupTaints", startupTaints}} {
+		for i, t := range list.taints {
+			k := [2]string{t.Key, string(t.Effect)}
+			if seen[k] {
+				errs.Add(Index(path+"."+list.field, i), "duplicate taint key and effect %s", Quote(t.Key+":"+string(t.Effect)))
+			}
+			seen[k] = true
+		}
+	}
+}
+
+// celInt is CEL's int(string): a base-10 int64 with an optional sign.
+func celInt(s string) (int64, bool) {
+	n, err := strconv.ParseInt(s, 10, 64)
+	return n, err == nil
+}
+
+// ValidateRequirements checks requirements the way Karpenter's CRD does
+// (at most 100; keys qualified names of at most 316 characters outside the
+// restricted domains; In with at least one value, and at least minValues;
+// Gt, Lt, Gte and Lte with one non-negative integer; minValues 1..50), and
+// for a NodePool also as its runtime validation does (keys not
+// karpenter.sh/nodepool nor restricted, values valid label values, an In on
+// a label with WellKnownValues naming enough of them).
+func ValidateRequirements(path string, reqs []NodeSelectorRequirementWithMinValues, nodePool bool, errs *ValidationError) {
 	if len(reqs) > MaxRequirements {
 		errs.Add(path, "at most %d requirements, got %d", MaxRequirements, len(reqs))
 	}
 	for i, r := range reqs {
 		p := Index(path, i)
-		switch {
-		case r.Key == "":
-			errs.Add(p+".key", "required, got \"\"")
-		case len(validation.IsQualifiedName(r.Key)) > 0:
-			errs.Add(p+".key", "invalid label key %s: %s", Quote(r.Key), strings.Join(validation.IsQualifiedName(r.Key), "; "))
-		default:
-			if why := RestrictedLabel(r.Key, true); why != "" {
-				errs.Add(p+".key", "%s, got %s", why, Quote(r.Key))
-			}
-		}
-		for j, v := range r.Values {
-			if msgs := validation.IsValidLabelValue(v); len(msgs) > 0 {
-				errs.Add(Index(p+".values", j), "invalid label value %s: %s", Quote(v), strings.Join(msgs, "; "))
-			}
-		}
+		validateRequirementKey(p+".key", r.Key, nodePool, errs)
 		vals := r.Values
 		if vals == nil {
 			vals = []string{}
 		}
+		if nodePool {
+			for j, v := range r.Values {
+				if msgs := validation.IsValidLabelValue(v); len(msgs) > 0 {
+					errs.Add(Index(p+".values", j), "invalid label value %s: %s", Quote(v), strings.Join(msgs, "; "))
+				}
+			}
+		}
 		switch r.Operator {
 		case OpIn:
 			if len(r.Values) == 0 {
-				errs.Add(p+".values", "In requires at least one value, got []")
+				errs.Add(p+".values", "requirements with operator 'In' must have a value defined, got []")
+			} else if nodePool {
+				validateWellKnownValues(p, r, errs)
 			}
-		case OpNotIn:
-		case OpExists, OpDoesNotExist:
-			if len(r.Values) != 0 {
-				errs.Add(p+".values", "%s takes no values, got %s", r.Operator, Quote(vals))
-			}
+		case OpNotIn, OpExists, OpDoesNotExist:
 		case OpGt, OpLt, OpGte, OpLte:
 			ok := len(r.Values) == 1
 			if ok {
-				n, err := strconv.ParseInt(r.Values[0], 10, 64)
-				ok = err == nil && n >= 0 && digitsRE.MatchString(r.Values[0])
+				n, isInt := celInt(r.Values[0])
+				ok = isInt && n >= 0
 			}
 			if !ok {
-				errs.Add(p+".values", "%s requires exactly one non-negative integer, got %s", r.Operator, Quote(vals))
+				errs.Add(p+".values", "requirements operator %s must have a single non-negative integer value, got %s", r.Operator, Quote(vals))
 			}
 		default:
 			errs.Add(p+".operator", "must be one of In, NotIn, Exists, DoesNotExist, Gt, Lt, Gte, Lte, got %s", Quote(string(r.Operator)))
@@ -307,10 +382,64 @@ func ValidateRequirements(path string, reqs []NodeSelectorRequirementWithMinValu
 			switch {
 			case mv < MinMinValues || mv > MaxMinValues:
 				errs.Add(p+".minValues", "must be between %d and %d, got %d", MinMinValues, MaxMinValues, mv)
-			case r.Operator == OpIn && len(r.Values) < mv:
-				errs.Add(p+".minValues", "requires at least %d values with operator In, got %d: %s", mv, len(r.Values), Quote(vals))
+			case r.Operator == OpIn && len(r.Values) != 0 && len(r.Values) < mv:
+				errs.Add(p+".minValues", "requirements with 'minValues' must have at least that many values specified in the 'values' field: %d, got %d: %s", mv, len(r.Values), Quote(vals))
 			}
 		}
+	}
+}
+
+func validateRequirementKey(path, key string, nodePool bool, errs *ValidationError) {
+	switch {
+	case key == "":
+		errs.Add(path, "required, got \"\"")
+		return
+	case len(key) > MaxRequirementKey:
+		errs.Add(path, "at most %d characters, got %d: %s", MaxRequirementKey, len(key), Quote(key))
+	case !qualifiedNameRE.MatchString(key):
+		errs.Add(path, "invalid label key %s: must be a qualified name (an optional DNS subdomain prefix and \"/\", then alphanumerics, '-', '_' or '.')", Quote(key))
+		return
+	}
+	if why := CRDLabelRestriction(key, nodePool); why != "" {
+		errs.Add(path, "%s, got %s", why, Quote(key))
+		return
+	}
+	if !nodePool {
+		return
+	}
+	if msgs := validation.IsQualifiedName(key); len(msgs) > 0 {
+		errs.Add(path, "invalid label key %s: %s", Quote(key), strings.Join(msgs, "; "))
+	}
+	if n, ok := NormalizedLabels[key]; ok {
+		key = n
+	}
+	if why := RuntimeLabelRestriction(key); why != "" {
+		errs.Add(path, "%s, got %s", why, Quote(key))
+	}
+}
+
+// validateWellKnownValues: an In on a label with WellKnownValues must name
+// at least one of them, and at least minValues of them.
+func validateWellKnownValues(path string, r NodeSelectorRequirementWithMinValues, errs *ValidationError) {
+	key := r.Key
+	if n, ok := NormalizedLabels[key]; ok {
+		key = n
+	}
+	known, ok := WellKnownValues[key]
+	if !ok {
+		return
+	}
+	valid := 0
+	for _, v := range r.Values {
+		if slices.Contains(known, v) {
+			valid++
+		}
+	}
+	switch {
+	case valid == 0:
+		errs.Add(path+".values", "no valid values for %s, expected one of %s, got %s", key, strings.Join(known, ", "), Quote(r.Values))
+	case r.MinValues != nil && valid < *r.MinValues:
+		errs.Add(path+".values", "not enough valid values for %s: minValues is %d, expected values from %s, got %s", key, *r.MinValues, strings.Join(known, ", "), Quote(r.Values))
 	}
 }
 
@@ -318,7 +447,7 @@ func validateDisruption(path string, d *Disruption, errs *ValidationError) {
 	if !d.ConsolidateAfter.IsZero() && !durationOrNeverRE.MatchString(d.ConsolidateAfter.String()) {
 		errs.Add(path+".consolidateAfter", "must be a duration of hours, minutes and seconds such as \"30s\" or \"Never\", got %s", Quote(d.ConsolidateAfter.String()))
 	}
-	if d.ConsolidationPolicy != "" && !contains(ConsolidationPolicies, d.ConsolidationPolicy) {
+	if d.ConsolidationPolicy != "" && !slices.Contains(ConsolidationPolicies, d.ConsolidationPolicy) {
 		errs.Add(path+".consolidationPolicy", "must be one of WhenEmpty, WhenEmptyOrUnderutilized, Balanced, got %s", Quote(string(d.ConsolidationPolicy)))
 	}
 	if len(d.Budgets) > MaxBudgets {
@@ -326,64 +455,32 @@ func validateDisruption(path string, d *Disruption, errs *ValidationError) {
 	}
 	for i, b := range d.Budgets {
 		p := Index(path+".budgets", i)
-		if b.Nodes == "" {
-			errs.Add(p+".nodes", "required: a count such as \"5\" or a percentage such as \"10%%\", got \"\"")
-		} else if !budgetNodesRE.MatchString(b.Nodes) {
+		if !budgetNodesRE.MatchString(b.Nodes) {
 			errs.Add(p+".nodes", "must be a count such as \"5\" or a percentage from 0%% to 100%%, got %s", Quote(b.Nodes))
 		}
+		if len(b.Reasons) > MaxBudgetReasons {
+			errs.Add(p+".reasons", "at most %d reasons, got %d", MaxBudgetReasons, len(b.Reasons))
+		}
 		for j, r := range b.Reasons {
-			if !contains(DisruptionReasons, r) {
+			if !slices.Contains(DisruptionReasons, r) {
 				errs.Add(Index(p+".reasons", j), "must be one of Underutilized, Empty, Drifted, got %s", Quote(string(r)))
+			} else if slices.Contains(b.Reasons[:j], r) {
+				errs.Add(Index(p+".reasons", j), "duplicate reason %s", Quote(string(r)))
 			}
 		}
 		hasSchedule, hasDuration := b.Schedule != nil, b.Duration != nil
 		if hasSchedule != hasDuration {
 			if hasSchedule {
-				errs.Add(p+".duration", "required when schedule is set (schedule %s)", Quote(*b.Schedule))
+				errs.Add(p+".duration", "'schedule' must be set with 'duration': required when schedule is set (schedule %s)", Quote(*b.Schedule))
 			} else {
-				errs.Add(p+".schedule", "required when duration is set (duration %s)", Quote(b.Duration.String()))
+				errs.Add(p+".schedule", "'schedule' must be set with 'duration': required when duration is set (duration %s)", Quote(b.Duration.String()))
 			}
 		}
-		if hasSchedule {
-			if err := ValidateSchedule(*b.Schedule); err != nil {
-				errs.Add(p+".schedule", "%v, got %s", err, Quote(*b.Schedule))
-			}
+		if hasSchedule && !scheduleRE.MatchString(*b.Schedule) {
+			errs.Add(p+".schedule", "must be a macro such as @daily or a cron expression of 5 fields (minute hour day-of-month month day-of-week), got %s", Quote(*b.Schedule))
 		}
 		if hasDuration && !budgetDurationRE.MatchString(b.Duration.String()) {
 			errs.Add(p+".duration", "must be hours and/or minutes such as \"8h\" or \"1h30m\", got %s", Quote(b.Duration.String()))
 		}
 	}
-}
-
-var cronParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
-
-// ValidateSchedule checks a budget schedule: five cron fields (minute hour
-// day-of-month month day-of-week, UTC) or one of ScheduleMacros. Time zones
-// and @every are not accepted, as in Karpenter.
-func ValidateSchedule(s string) error {
-	if strings.HasPrefix(s, "@") {
-		if !contains(ScheduleMacros, s) {
-			return fmt.Errorf("must be a 5-field cron expression or one of %s", strings.Join(ScheduleMacros, ", "))
-		}
-		return nil
-	}
-	if f := strings.Fields(s); len(f) != 5 {
-		return fmt.Errorf("must be a 5-field cron expression (minute hour day-of-month month day-of-week) or a macro such as @daily, found %d fields", len(f))
-	}
-	if strings.Contains(s, "TZ=") {
-		return fmt.Errorf("time zones are not supported")
-	}
-	if _, err := cronParser.Parse(s); err != nil {
-		return fmt.Errorf("invalid cron expression: %v", err)
-	}
-	return nil
-}
-
-func contains[T comparable](list []T, v T) bool {
-	for _, x := range list {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }

@@ -221,6 +221,7 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	}
 	c.singleNodeOffset = res.NextSingleNodeOffset
 	c.events(v, res)
+	c.metrics.passes.Inc()
 	dec := res.Decision
 	if dec == nil {
 		c.validating = nil

@@ -178,7 +178,8 @@ func (c *cluster) addNode(name, pool string, cpu int64, pods ...*corev1.Pod) *co
 		Status: corev1.NodeStatus{Capacity: alloc, Allocatable: alloc, Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
 	c.nodes[name] = node
 	nc := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: lbl, CreationTimestamp: metav1.NewTime(c.now),
-		Annotations: map[string]string{karpv1.AnnotationNodePoolHash: c.hashes[pool], AnnotationLaunchID: intentID}}}
+		Annotations: map[string]string{karpv1.AnnotationNodePoolHash: c.hashes[pool], karpv1.AnnotationNodePoolHashVersion: karpv1.NodePoolHashVersion,
+			AnnotationLaunchID: intentID}}}
 	nc.Spec.NodeClassRef = &karpv1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"}
 	nc.Status.ProviderID = providerID
 	nc.Status.NodeName = name
@@ -298,7 +299,7 @@ func (c *cluster) initialize(name string) {
 		Status: corev1.NodeStatus{Capacity: alloc, Allocatable: alloc, Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
 	nc = nc.DeepCopy()
 	nc.Labels = lbl
-	nc.Annotations = map[string]string{karpv1.AnnotationNodePoolHash: c.hashes[pool]}
+	nc.Annotations = map[string]string{karpv1.AnnotationNodePoolHash: c.hashes[pool], karpv1.AnnotationNodePoolHashVersion: karpv1.NodePoolHashVersion}
 	nc.Spec.NodeClassRef = &karpv1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"}
 	nc.Status.ProviderID = providerID
 	nc.Status.NodeName = name

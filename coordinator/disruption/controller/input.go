@@ -110,6 +110,9 @@ func (c *Controller) input(v *pass) *disruption.Input {
 				Capacity: node.Status.Capacity, Allocatable: node.Status.Allocatable, Pods: s.PodsByNode[node.Name]}
 		}
 		n := &disruption.Node{Node: sn, NodeClaim: s.NodeClaims[node.Name], Annotations: node.Annotations, Ready: nodeReady(node)}
+		if listed, ok := s.Listed[node.Name]; ok {
+			n.Listed = &listed
+		}
 		if n.NodeClaim != nil {
 			n.Initialized, n.InitializedAt = initialized(n.NodeClaim)
 			id := v.instanceOf(node.Name)

@@ -11,6 +11,7 @@ type metrics struct {
 	budget    *prometheus.GaugeVec
 	eligible  *prometheus.GaugeVec
 	rollbacks *prometheus.CounterVec
+	passes    prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -24,6 +25,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Nodes a disruption method may act on at the last pass, before budgets and simulation, by method."}, []string{"method"}),
 		rollbacks: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "joiner_disruption_rollbacks_total",
 			Help: "Disruptions rolled back (replacement failed or timed out, or a step failed), by method."}, []string{"method"}),
+		passes: prometheus.NewCounter(prometheus.CounterOpts{Name: "joiner_disruption_passes_total",
+			Help: "Disruption passes that judged every node (conditions written, a decision made or none), on this replica while it led."}),
 	}
-	return m, telemetry.Register(reg, "disruption", m.decisions, m.budget, m.eligible, m.rollbacks)
+	return m, telemetry.Register(reg, "disruption", m.decisions, m.budget, m.eligible, m.rollbacks, m.passes)
 }

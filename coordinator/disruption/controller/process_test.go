@@ -23,7 +23,9 @@ func startHarness(t *testing.T) *harness.Harness { return startHarnessN(t, 1) }
 
 func startHarnessN(t *testing.T, coordinators int) *harness.Harness {
 	t.Helper()
-	h := harness.StartTest(t, harness.Options{Coordinators: coordinators})
+	// Classes are resolved again every 5 s, so an image release drifts
+	// nodes within seconds (the default is 5 minutes).
+	h := harness.StartTest(t, harness.Options{Coordinators: coordinators, CoordinatorArgs: []string{"--nodeclass-refresh=5s"}})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	if _, err := h.WaitLeader(ctx); err != nil {
@@ -33,6 +35,15 @@ func startHarnessN(t *testing.T, coordinators int) *harness.Harness {
 		t.Fatal(err)
 	}
 	return h
+}
+
+// releaseImages publishes a new AL2023 release in the sim.
+func releaseImages(t *testing.T, h *harness.Harness) {
+	t.Helper()
+	moved, err := h.ReleaseImages(t.Context(), "AL2023")
+	if err != nil || len(moved) == 0 {
+		t.Fatalf("releasing AL2023 images: %v (moved %v)", err, moved)
+	}
 }
 
 // apply applies YAML documents.
@@ -237,8 +248,8 @@ func TestProcessConsolidation(t *testing.T) {
 		len(big.Nodes), len(end.Nodes), big.Cost(), end.Cost(), end.Types())
 }
 
-// TestProcessDriftOneBudgetAtATime: changing the EC2NodeClass AMI selector
-// drifts every node; they are replaced with at most the budget (1) being
+// TestProcessDriftOneBudgetAtATime: a new image release behind the
+// class's al2023@latest alias drifts every node (AMIDrift); they are replaced with at most the budget (1) being
 // disrupted at once, and no pod stays Pending longer than a replacement
 // takes (bounded here by 60 s).
 func TestProcessDriftOneBudgetAtATime(t *testing.T) {
@@ -253,8 +264,9 @@ func TestProcessDriftOneBudgetAtATime(t *testing.T) {
 	for _, nc := range before.NodeClaims {
 		old[nc.Name] = true
 	}
-	// The same images, selected by ID: a new AMI selector, so a new hash.
-	apply(t, h, strings.Replace(nodeClass, "    - alias: al2023@latest", "    - id: ami-0sim2023x86\n  amiFamily: AL2023", 1))
+	// A new AL2023 release behind al2023@latest: every node runs an image
+	// the class no longer resolves to (AMIDrift).
+	releaseImages(t, h)
 	pendingSince := map[string]time.Time{}
 	maxPending, maxDisrupted := time.Duration(0), 0
 	deadline := time.Now().Add(8 * time.Minute)
@@ -320,7 +332,7 @@ func TestProcessDriftOneBudgetAtATime(t *testing.T) {
 			for _, e := range events.Items {
 				if e.InvolvedObject.Kind == "NodeClaim" && e.Reason == "DisruptionStarted" && old[e.InvolvedObject.Name] {
 					started++
-					if !strings.Contains(e.Message, "Drift: drifted: ec2nodeclass default changed") {
+					if !strings.Contains(e.Message, "Drift: drifted: image ami-0sim2023") {
 						t.Errorf("event message %q", e.Message)
 					}
 				}
@@ -404,7 +416,7 @@ func TestProcessDriftSurvivesLeaderKill(t *testing.T) {
 	for _, nc := range before.NodeClaims {
 		old[nc.Name] = true
 	}
-	apply(t, h, strings.Replace(nodeClass, "    - alias: al2023@latest", "    - id: ami-0sim2023x86\n  amiFamily: AL2023", 1))
+	releaseImages(t, h)
 	// Kill the leader as soon as a replacement is in flight.
 	waitFor(t, 2*time.Minute, "a replacement in flight", get, func(s *harness.State) bool {
 		for _, nc := range s.NodeClaims {

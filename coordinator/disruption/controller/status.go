@@ -63,7 +63,7 @@ func (c *Controller) writeConditions(ctx context.Context, s *disruption.NodeStat
 	}
 	changed := false
 	if s.Drifted != "" {
-		changed = set(karpv1.ConditionDrifted, true, "Drifted", s.Drifted, "", "") || changed
+		changed = set(karpv1.ConditionDrifted, true, s.DriftReason, s.Drifted, "", "") || changed
 	} else {
 		changed = meta.RemoveStatusCondition(&nc.Status.Conditions, karpv1.ConditionDrifted) || changed
 	}

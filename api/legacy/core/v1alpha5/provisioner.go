@@ -3,6 +3,9 @@
 package v1alpha5
 
 import (
+	"encoding/json"
+	"errors"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -63,8 +66,8 @@ type KubeletConfiguration struct {
 	ContainerRuntime            *string           `json:"containerRuntime,omitempty"`
 	MaxPods                     *int32            `json:"maxPods,omitempty"`
 	PodsPerCore                 *int32            `json:"podsPerCore,omitempty"`
-	SystemReserved              map[string]string `json:"systemReserved,omitempty"`
-	KubeReserved                map[string]string `json:"kubeReserved,omitempty"`
+	SystemReserved              map[string]Amount `json:"systemReserved,omitempty"`
+	KubeReserved                map[string]Amount `json:"kubeReserved,omitempty"`
 	EvictionHard                map[string]string `json:"evictionHard,omitempty"`
 	EvictionSoft                map[string]string `json:"evictionSoft,omitempty"`
 	EvictionSoftGracePeriod     map[string]string `json:"evictionSoftGracePeriod,omitempty"`
@@ -72,4 +75,28 @@ type KubeletConfiguration struct {
 	ImageGCHighThresholdPercent *int32            `json:"imageGCHighThresholdPercent,omitempty"`
 	ImageGCLowThresholdPercent  *int32            `json:"imageGCLowThresholdPercent,omitempty"`
 	CPUCFSQuota                 *bool             `json:"cpuCFSQuota,omitempty"`
+}
+
+// Amount is a kubelet reservation as written. v1alpha5 (and v1beta1 before
+// v0.36) typed systemReserved and kubeReserved as a ResourceList, which takes
+// a number (cpu: 1) as well as a string (memory: 100Mi); v1 takes strings, so
+// a number is kept as its text.
+type Amount string
+
+// errAmount is what a value that is neither a string nor a number gets.
+var errAmount = errors.New("expected a resource amount such as 100Mi or 1 (a string or a number)")
+
+// UnmarshalJSON reads a string or a number.
+func (a *Amount) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		*a = Amount(s)
+		return nil
+	}
+	var n json.Number
+	if err := json.Unmarshal(b, &n); err != nil {
+		return errAmount
+	}
+	*a = Amount(n.String())
+	return nil
 }

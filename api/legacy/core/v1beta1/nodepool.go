@@ -51,8 +51,7 @@ type Budget struct {
 	Nodes    string           `json:"nodes"`
 	Schedule *string          `json:"schedule,omitempty"`
 	Duration *karpv1.Duration `json:"duration,omitempty"`
-	// Reasons arrived in late v1beta1 releases.
-	Reasons []string `json:"reasons,omitempty"`
+	// No reasons: they arrived with v1 (no v1beta1 release had them).
 }
 
 // NodeClaimTemplate is the template of a v1beta1 NodePool.
@@ -95,12 +94,13 @@ type ResourceRequirements struct {
 type NodeClassReference = v1alpha5.MachineTemplateRef
 
 // Kubelet is the v1beta1 kubelet block (v1 moved it to the EC2NodeClass).
+// Reservations are ResourceLists before v0.36 and strings after: both read.
 type Kubelet struct {
 	ClusterDNS                  []string                   `json:"clusterDNS,omitempty"`
 	MaxPods                     *int32                     `json:"maxPods,omitempty"`
 	PodsPerCore                 *int32                     `json:"podsPerCore,omitempty"`
-	SystemReserved              map[string]string          `json:"systemReserved,omitempty"`
-	KubeReserved                map[string]string          `json:"kubeReserved,omitempty"`
+	SystemReserved              map[string]v1alpha5.Amount `json:"systemReserved,omitempty"`
+	KubeReserved                map[string]v1alpha5.Amount `json:"kubeReserved,omitempty"`
 	EvictionHard                map[string]string          `json:"evictionHard,omitempty"`
 	EvictionSoft                map[string]string          `json:"evictionSoft,omitempty"`
 	EvictionSoftGracePeriod     map[string]karpv1.Duration `json:"evictionSoftGracePeriod,omitempty"`

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+
+	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
+	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/coordinator/kube"
+	"github.com/joiner-dev/joiner/coordinator/migrate"
+)
+
+func init() { addCommand(newMigrateCmd) }
+
+// newMigrateCmd is `joiner migrate`: checks for a switch from Karpenter.
+func newMigrateCmd(*globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "migrate", Short: "Check a cluster running Karpenter before switching it to Joiner"}
+	cmd.AddCommand(newMigrateCheckCmd())
+	return cmd
+}
+
+func newMigrateCheckCmd() *cobra.Command {
+	var kubeconfig, kubeContext, caFile, output string
+	cmd := &cobra.Command{
+		Use:   "check",
+		Short: "Say what Joiner will do with every NodePool, EC2NodeClass and NodeClaim: adopt, reject or replace as drifted",
+		Long: `check reads the NodePools, EC2NodeClasses, NodeClaims and Nodes of a live cluster (read-only)
+and judges each with the validation and drift code the coordinator runs:
+
+  Adopt   Joiner takes it over as it is (NodeClaims: no drift, no relaunch)
+  Reject  Joiner marks it invalid and does not use it (REASON and DETAIL say why)
+  Drift   Joiner replaces the NodeClaim, paced by its NodePool's budgets
+  Ignore  not Joiner's to manage
+
+Subnet and security-group drift need the EC2 instances and are judged only by the running
+coordinator. The exit code is 0 when nothing is rejected and 3 when something is.`,
+		Example: `  # before installing Joiner, against the cluster Karpenter runs on
+  joiner migrate check --kubeconfig ~/.kube/config
+  joiner migrate check --context prod -o json | jq '.[] | select(.action != "Adopt")'`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if output != "table" && output != "json" {
+				return fmt.Errorf("migrate check: -o %q: want table or json", output)
+			}
+			rules := clientcmd.NewDefaultClientConfigLoadingRules()
+			rules.ExplicitPath = kubeconfig
+			cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: kubeContext})
+			rc, err := cc.ClientConfig()
+			if err != nil {
+				return fmt.Errorf("migrate check: loading kubeconfig: %w", err)
+			}
+			clients, err := kube.NewClients(rc)
+			if err != nil {
+				return fmt.Errorf("migrate check: %w", err)
+			}
+			ctx := cmd.Context()
+			in := migrate.Input{Now: time.Now()}
+			if in.NodePools, err = kube.List[karpv1.NodePool](ctx, clients, kube.NodePoolsGVR); err != nil {
+				return fmt.Errorf("migrate check: %w", err)
+			}
+			if in.NodeClasses, err = kube.List[awsv1.EC2NodeClass](ctx, clients, kube.EC2NodeClassesGVR); err != nil {
+				return fmt.Errorf("migrate check: %w", err)
+			}
+			if in.NodeClaims, err = kube.List[karpv1.NodeClaim](ctx, clients, kube.NodeClaimsGVR); err != nil {
+				return fmt.Errorf("migrate check: %w", err)
+			}
+			nodes, err := clients.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return fmt.Errorf("migrate check: listing nodes: %w", err)
+			}
+			for i := range nodes.Items {
+				in.Nodes = append(in.Nodes, &nodes.Items[i])
+			}
+			ca := rc.CAData
+			if caFile != "" {
+				if ca, err = os.ReadFile(caFile); err != nil {
+					return fmt.Errorf("migrate check: --cluster-ca-file: %w", err)
+				}
+			}
+			in.CABundle = caBundle(ca)
+			findings := migrate.Check(in)
+			if err := printFindings(cmd.OutOrStdout(), findings, output); err != nil {
+				return err
+			}
+			for _, f := range findings {
+				if f.Action == migrate.Reject {
+					return &errExitCode{code: 3, err: errors.New("migrate check: some objects would be rejected")}
+				}
+			}
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig (empty: $KUBECONFIG or ~/.kube/config)")
+	fl.StringVar(&kubeContext, "context", "", "kubeconfig context (empty: the current one)")
+	fl.StringVar(&caFile, "cluster-ca-file", "", "cluster CA bundle nodes are given (empty: the kubeconfig's, as Karpenter takes it)")
+	fl.StringVarP(&output, "output", "o", "table", "output format: table or json")
+	return cmd
+}
+
+func printFindings(w io.Writer, fs []migrate.Finding, output string) error {
+	if output == "json" {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(fs)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "KIND\tNAME\tACTION\tREASON\tDETAIL")
+	for _, f := range fs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", f.Kind, f.Name, f.Action, dash(f.Reason), dash(f.Detail))
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,193 @@
+package nodeclass
+
+import (
+	"context"
+	"time"
+
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
+	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/coordinator/kube"
+)
+
+// NodePool condition types and reasons, Karpenter's.
+const (
+	ConditionNodeClassReady = "NodeClassReady"
+	reasonUnhealthy         = "UnhealthyDependents"
+)
+
+// PoolStatus is a NodePool's status as Karpenter v1.14 writes it, from its
+// validation result, its EC2NodeClass (nil when not found) and the
+// NodeClaims: conditions ValidationSucceeded, NodeClassReady and Ready
+// (true when both are), status.resources (the capacity of the pool's
+// nodes, with "nodes" their count; registered nodes count their Node's
+// capacity, the others their NodeClaim's) and status.nodes. Transition
+// times move only when a condition's status does.
+func PoolStatus(np *karpv1.NodePool, invalid error, class *awsv1.EC2NodeClass, claims []*karpv1.NodeClaim,
+	nodeOf func(providerID string) *corev1.Node, now metav1.Time) karpv1.NodePoolStatus {
+	st := *np.Status.DeepCopy()
+	set := func(typ string, ok bool, reason, msg string) {
+		c := metav1.Condition{Type: typ, Status: metav1.ConditionTrue, Reason: typ, ObservedGeneration: np.Generation, LastTransitionTime: now}
+		if !ok {
+			c.Status, c.Reason, c.Message = metav1.ConditionFalse, reason, msg
+		}
+		meta.SetStatusCondition(&st.Conditions, c)
+	}
+	if invalid != nil {
+		set(awsv1.ConditionValidationSucceeded, false, "ValidationFailed", invalid.Error())
+	} else {
+		set(awsv1.ConditionValidationSucceeded, true, "", "")
+	}
+	switch ready := classReady(class); {
+	case class == nil:
+		set(ConditionNodeClassReady, false, "NodeClassNotFound", "NodeClass not found on cluster")
+	case class.DeletionTimestamp != nil:
+		set(ConditionNodeClassReady, false, "NodeClassTerminating", "NodeClass is Terminating")
+	case ready == nil || ready.Status == metav1.ConditionUnknown:
+		set(ConditionNodeClassReady, false, "NodeClassReadinessUnknown", "Node Class Readiness Unknown")
+	case ready.Status == metav1.ConditionFalse:
+		set(ConditionNodeClassReady, false, ready.Reason, ready.Message)
+	default:
+		set(ConditionNodeClassReady, true, "", "")
+	}
+	var unhealthy []string
+	for _, typ := range []string{awsv1.ConditionValidationSucceeded, ConditionNodeClassReady} {
+		if c := meta.FindStatusCondition(st.Conditions, typ); c.Status != metav1.ConditionTrue {
+			unhealthy = append(unhealthy, typ+"="+string(c.Status))
+		}
+	}
+	set(awsv1.ConditionReady, len(unhealthy) == 0, reasonUnhealthy, joinComma(unhealthy))
+
+	res := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("0"), corev1.ResourceMemory: resource.MustParse("0"),
+		corev1.ResourcePods: resource.MustParse("0"), corev1.ResourceEphemeralStorage: resource.MustParse("0")}
+	var nodes int64
+	for _, nc := range claims {
+		if nc.Labels[karpv1.LabelNodePool] != np.Name {
+			continue
+		}
+		capacity := nc.Status.Capacity
+		if n := nodeOf(nc.Status.ProviderID); nc.Status.ProviderID != "" && n != nil {
+			capacity = n.Status.Capacity
+		}
+		for name, q := range capacity {
+			sum := res[name]
+			sum.Add(q)
+			res[name] = sum
+		}
+		nodes++
+	}
+	res[karpv1.ResourceNodes] = *resource.NewQuantity(nodes, resource.DecimalSI)
+	st.Resources = res
+	st.Nodes = &nodes
+	return st
+}
+
+func classReady(class *awsv1.EC2NodeClass) *metav1.Condition {
+	if class == nil {
+		return nil
+	}
+	return meta.FindStatusCondition(class.Status.Conditions, awsv1.ConditionReady)
+}
+
+func joinComma(s []string) string {
+	out := ""
+	for i, v := range s {
+		if i > 0 {
+			out += ", "
+		}
+		out += v
+	}
+	return out
+}
+
+// reportPool writes the pool's status when it changed and, when the pool
+// is invalid, says so in an Event and the log.
+func (l *Loop) reportPool(ctx context.Context, cached *karpv1.NodePool, claims []*karpv1.NodeClaim, now time.Time) {
+	np := cached.DeepCopy()
+	np.SetDefaults()
+	err := np.Validate()
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+	}
+	if l.changed("nodepool/"+cached.Name, msg) && err != nil {
+		l.log.Warn("ignoring invalid nodepool", zap.String("nodepool", cached.Name), zap.Error(err))
+		l.d.Recorder.Eventf(cached, corev1.EventTypeWarning, "InvalidNodePool", "NodePool %s is invalid and is not used: %v", cached.Name, err)
+	}
+	var class *awsv1.EC2NodeClass
+	if ref := cached.Spec.Template.Spec.NodeClassRef; ref != nil {
+		class = l.d.Cache.NodeClass(ref.Name)
+	}
+	st := PoolStatus(cached, err, class, claims, l.d.Cache.NodeByProviderID, metav1.NewTime(now))
+	if equality.Semantic.DeepEqual(st, cached.Status) {
+		return
+	}
+	out := cached.DeepCopy()
+	out.Status = st
+	if _, uerr := l.d.Kube.UpdateNodePoolStatus(ctx, out); uerr != nil && ctx.Err() == nil {
+		l.log.Warn("updating nodepool status", zap.String("nodepool", out.Name), zap.Error(uerr))
+	}
+}
+
+// stampPool keeps the pool's karpenter.sh/nodepool-hash annotations
+// current, as Karpenter's hash controller does. When the pool's recorded
+// hash version is not the current one (a hash written by another Karpenter
+// version), its NodeClaims get the current version and, unless already
+// drifted, the current hash: a change of hashing alone drifts nothing.
+func (l *Loop) stampPool(ctx context.Context, np *karpv1.NodePool, claims []*karpv1.NodeClaim) {
+	want := np.Hash()
+	version := np.Annotations[karpv1.AnnotationNodePoolHashVersion]
+	if version != karpv1.NodePoolHashVersion {
+		l.restamp(ctx, claims, func(nc *karpv1.NodeClaim) bool { return nc.Labels[karpv1.LabelNodePool] == np.Name },
+			karpv1.AnnotationNodePoolHash, karpv1.AnnotationNodePoolHashVersion, want, karpv1.NodePoolHashVersion)
+	}
+	if np.Annotations[karpv1.AnnotationNodePoolHash] == want && version == karpv1.NodePoolHashVersion {
+		return
+	}
+	if err := l.d.Kube.Annotate(ctx, kube.NodePoolsGVR, np.Name, map[string]string{
+		karpv1.AnnotationNodePoolHash: want, karpv1.AnnotationNodePoolHashVersion: karpv1.NodePoolHashVersion}); err != nil && ctx.Err() == nil {
+		l.log.Warn("writing nodepool hash", zap.String("nodepool", np.Name), zap.Error(err))
+	}
+}
+
+// stampClass is stampPool for an EC2NodeClass
+// (karpenter.k8s.aws/ec2nodeclass-hash).
+func (l *Loop) stampClass(ctx context.Context, nc *awsv1.EC2NodeClass, want string, claims []*karpv1.NodeClaim) {
+	version := nc.Annotations[karpv1.AnnotationEC2NodeClassHashVersion]
+	if version != awsv1.EC2NodeClassHashVersion {
+		l.restamp(ctx, claims, func(c *karpv1.NodeClaim) bool {
+			return c.Spec.NodeClassRef != nil && c.Spec.NodeClassRef.Name == nc.Name
+		}, karpv1.AnnotationEC2NodeClassHash, karpv1.AnnotationEC2NodeClassHashVersion, want, awsv1.EC2NodeClassHashVersion)
+	}
+	if nc.Annotations[karpv1.AnnotationEC2NodeClassHash] == want && version == awsv1.EC2NodeClassHashVersion {
+		return
+	}
+	if err := l.d.Kube.Annotate(ctx, kube.EC2NodeClassesGVR, nc.Name, map[string]string{
+		karpv1.AnnotationEC2NodeClassHash: want, karpv1.AnnotationEC2NodeClassHashVersion: awsv1.EC2NodeClassHashVersion}); err != nil && ctx.Err() == nil {
+		l.log.Warn("writing ec2nodeclass hash", zap.String("ec2nodeclass", nc.Name), zap.Error(err))
+	}
+}
+
+// restamp gives the matching NodeClaims whose hash version is not current
+// the current version and, when they are not drifted, the current hash.
+func (l *Loop) restamp(ctx context.Context, claims []*karpv1.NodeClaim, match func(*karpv1.NodeClaim) bool,
+	hashKey, versionKey, hash, version string) {
+	for _, nc := range claims {
+		if !match(nc) || nc.DeletionTimestamp != nil || nc.Annotations[versionKey] == version {
+			continue
+		}
+		set := map[string]string{versionKey: version}
+		if meta.FindStatusCondition(nc.Status.Conditions, karpv1.ConditionDrifted) == nil {
+			set[hashKey] = hash
+		}
+		if err := l.d.Kube.Annotate(ctx, kube.NodeClaimsGVR, nc.Name, set); err != nil && ctx.Err() == nil {
+			l.log.Warn("updating nodeclaim hash version", zap.String("nodeclaim", nc.Name), zap.Error(err))
+		}
+	}
+}
