@@ -35,6 +35,14 @@ var (
 	ErrNoAMIs           = errors.New("no AMI matches amiSelectorTerms")
 	ErrUnknownAlias     = errors.New("unknown AMI alias")
 	ErrNoRole           = errors.New("neither role nor instanceProfile is set")
+	// ErrNoPlacementGroup: no available placement group has the
+	// placementGroupSelector's name or id.
+	ErrNoPlacementGroup = errors.New("no available placement group matches placementGroupSelector")
+	// ErrCapacityReservationsNotSupported: the class selects capacity
+	// reservations, which Joiner cannot launch into yet. The class is not
+	// ready rather than launching on-demand or spot capacity in their place.
+	ErrCapacityReservationsNotSupported = errors.New("capacityReservationSelectorTerms are not supported yet: Joiner does not " +
+		"launch into capacity reservations (reserved capacity type); remove the terms to launch spot and on-demand capacity")
 )
 
 // InsufficientCapacityError lists the offerings that failed with a capacity
@@ -72,11 +80,17 @@ func IsRetryable(err error) bool {
 // ResolveError collects what failed to resolve, per part.
 type ResolveError struct {
 	Subnets, SecurityGroups, AMIs, InstanceProfile error
+	// PlacementGroup: the placementGroupSelector matched no available
+	// placement group, or it could not be described.
+	PlacementGroup error
+	// CapacityReservations: capacityReservationSelectorTerms are set, which
+	// Joiner does not support yet (ErrCapacityReservationsNotSupported).
+	CapacityReservations error
 }
 
 func (e *ResolveError) parts() []error {
 	var out []error
-	for _, err := range []error{e.Subnets, e.SecurityGroups, e.AMIs, e.InstanceProfile} {
+	for _, err := range []error{e.Subnets, e.SecurityGroups, e.AMIs, e.InstanceProfile, e.PlacementGroup, e.CapacityReservations} {
 		if err != nil {
 			out = append(out, err)
 		}

@@ -78,6 +78,30 @@ type LaunchSpec struct {
 	// Tags are the NodeClass's tags; Joiner's own keys are added at launch
 	// and restricted keys are rejected (awsv1.RestrictedTag).
 	Tags map[string]string `json:"tags,omitempty"`
+
+	// The fields below came after the first records were committed: each is
+	// omitempty, and absent means what it meant before (one interface with
+	// the subnet's defaults, no placement group, no fleet context).
+
+	// AssociatePublicIPAddress, IPPrefixCount, NetworkInterfaces,
+	// ConnectionTracking and CPUOptions are the EC2NodeClass's, copied.
+	AssociatePublicIPAddress *bool                     `json:"associatePublicIPAddress,omitempty"`
+	IPPrefixCount            *int32                    `json:"ipPrefixCount,omitempty"`
+	NetworkInterfaces        []*awsv1.NetworkInterface `json:"networkInterfaces,omitempty"`
+	ConnectionTracking       *awsv1.ConnectionTracking `json:"connectionTracking,omitempty"`
+	CPUOptions               *awsv1.CPUOptions         `json:"cpuOptions,omitempty"`
+	// ClusterIPv6: the cluster's DNS service address is IPv6, so
+	// interfaces get a primary IPv6 address and ipPrefixCount counts IPv6
+	// prefixes (Karpenter's cluster IP family).
+	ClusterIPv6 bool `json:"clusterIPv6,omitempty"`
+	// Context is the EC2NodeClass's context, sent with CreateFleet ("" when
+	// unset, or when the claim's minValues were relaxed, as in Karpenter).
+	Context string `json:"context,omitempty"`
+	// PlacementGroupID is the placement group the class resolved to, and
+	// PlacementGroupPartition the partition to launch into (partition
+	// placement groups only; 0 lets EC2 choose).
+	PlacementGroupID        string `json:"placementGroupID,omitempty"`
+	PlacementGroupPartition int32  `json:"placementGroupPartition,omitempty"`
 }
 
 // LaunchRequest is one attempt of a launch intent: its frozen spec, the
@@ -108,6 +132,10 @@ type Candidate struct {
 	CapacityType string  `json:"capacityType"`
 	Price        float64 `json:"price"`
 	ImageID      string  `json:"imageID,omitempty"`
+	// EFACount is the number of EFA interfaces to attach: the type's
+	// vpc.amazonaws.com/efa capacity when the claim requests EFA and the
+	// class names no network interfaces, else 0 (Karpenter's EFA count).
+	EFACount int32 `json:"efaCount,omitempty"`
 }
 
 // Key is the candidate's offering.

@@ -26,12 +26,41 @@ type AMI struct {
 	CreationDate string
 }
 
+// PlacementGroup is a resolved placement group.
+type PlacementGroup struct {
+	ID   string
+	Name string
+	// Strategy: cluster, partition or spread.
+	Strategy string
+	// PartitionCount is the number of partitions (partition strategy).
+	PartitionCount int32
+	// SpreadLevel: host or rack (spread strategy).
+	SpreadLevel string
+}
+
+// Placement group strategies.
+const (
+	PlacementStrategyCluster   = "cluster"
+	PlacementStrategyPartition = "partition"
+	PlacementStrategySpread    = "spread"
+)
+
+// EC2NodeClass condition types Karpenter v1.14 sets that the API package
+// does not name.
+const (
+	ConditionPlacementGroupReady       = "PlacementGroupReady"
+	ConditionCapacityReservationsReady = "CapacityReservationsReady"
+)
+
 // Resolved is an EC2NodeClass's selector terms resolved against EC2.
 type Resolved struct {
 	Subnets         []Subnet
 	SecurityGroups  []awsv1.SecurityGroup
 	AMIs            []AMI
 	InstanceProfile string
+	// PlacementGroup is the placementGroupSelector's group (nil when the
+	// class has no selector).
+	PlacementGroup *PlacementGroup
 }
 
 // ImageFor returns the AMI for an architecture ("" when none).
@@ -99,7 +128,7 @@ func ApplyStatus(nc *awsv1.EC2NodeClass, r Resolved, err error, now metav1.Time)
 	if !errors.As(err, &rerr) {
 		rerr = &ResolveError{}
 		if err != nil { // not a resolution error: every part is unknown
-			rerr = &ResolveError{Subnets: err, SecurityGroups: err, AMIs: err, InstanceProfile: err}
+			rerr = &ResolveError{Subnets: err, SecurityGroups: err, AMIs: err, InstanceProfile: err, PlacementGroup: err}
 		}
 	}
 	nc.Status.Subnets = r.StatusSubnets()
@@ -114,6 +143,13 @@ func ApplyStatus(nc *awsv1.EC2NodeClass, r Resolved, err error, now metav1.Time)
 		{awsv1.ConditionSecurityGroupsReady, "SecurityGroupsNotFound", rerr.SecurityGroups},
 		{awsv1.ConditionAMIsReady, "AMINotFound", rerr.AMIs},
 		{awsv1.ConditionInstanceProfileReady, "InstanceProfileNotFound", rerr.InstanceProfile},
+		// Karpenter sets PlacementGroupReady on every class: True without a
+		// selector.
+		{ConditionPlacementGroupReady, placementGroupReason(rerr.PlacementGroup), rerr.PlacementGroup},
+		// CapacityReservationsReady is a condition of Karpenter's
+		// reservedCapacity feature gate (on by default): False while the
+		// class selects reservations, which Joiner cannot launch into yet.
+		{ConditionCapacityReservationsReady, "CapacityReservationsNotSupported", rerr.CapacityReservations},
 	}
 	ready := metav1.ConditionTrue
 	readyMsg, readyReason := "", "Ready"
@@ -131,4 +167,14 @@ func ApplyStatus(nc *awsv1.EC2NodeClass, r Resolved, err error, now metav1.Time)
 	}
 	meta.SetStatusCondition(&nc.Status.Conditions, metav1.Condition{Type: awsv1.ConditionReady, Status: ready, Reason: readyReason,
 		Message: readyMsg, ObservedGeneration: nc.Generation, LastTransitionTime: now})
+}
+
+// placementGroupReason is Karpenter's reason for a False PlacementGroupReady:
+// PlacementGroupNotFound when nothing matched, else
+// PlacementGroupResolutionFailed.
+func placementGroupReason(err error) string {
+	if err == nil || errors.Is(err, ErrNoPlacementGroup) {
+		return "PlacementGroupNotFound"
+	}
+	return "PlacementGroupResolutionFailed"
 }

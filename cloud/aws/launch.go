@@ -270,18 +270,24 @@ func ec2Tags(tags map[string]string) []ec2types.Tag {
 func (p *Provider) createFleet(ctx context.Context, req cloud.LaunchRequest, token, capType string,
 	overrides []cloud.Candidate) (*cloud.Instance, []fleetError, error) {
 	spec := req.Spec
-	// One launch template per image; overrides keep the price order.
-	var images []string
-	byImage := map[string][]cloud.Candidate{}
+	// One launch template per image and EFA count (Karpenter groups types
+	// by the EFA interfaces they get); overrides keep the price order.
+	type ltKey struct {
+		image string
+		efa   int32
+	}
+	var keys []ltKey
+	byKey := map[ltKey][]cloud.Candidate{}
 	for _, c := range overrides {
-		if _, ok := byImage[c.ImageID]; !ok {
-			images = append(images, c.ImageID)
+		k := ltKey{c.ImageID, c.EFACount}
+		if _, ok := byKey[k]; !ok {
+			keys = append(keys, k)
 		}
-		byImage[c.ImageID] = append(byImage[c.ImageID], c)
+		byKey[k] = append(byKey[k], c)
 	}
 	var configs []ec2types.FleetLaunchTemplateConfigRequest
-	for _, image := range images {
-		lt, err := p.ensureLaunchTemplate(ctx, spec, image)
+	for _, k := range keys {
+		lt, err := p.ensureLaunchTemplate(ctx, spec, k.image, k.efa)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -289,7 +295,7 @@ func (p *Provider) createFleet(ctx context.Context, req cloud.LaunchRequest, tok
 			LaunchTemplateSpecification: &ec2types.FleetLaunchTemplateSpecificationRequest{
 				LaunchTemplateName: aws.String(lt), Version: aws.String("$Latest")},
 		}
-		for _, c := range byImage[image] {
+		for _, c := range byKey[k] {
 			cfg.Overrides = append(cfg.Overrides, ec2types.FleetLaunchTemplateOverridesRequest{
 				InstanceType: ec2types.InstanceType(c.InstanceType), SubnetId: aws.String(spec.Subnets[c.Zone]),
 				AvailabilityZone: aws.String(c.Zone), ImageId: aws.String(c.ImageID), Priority: aws.Float64(c.Price),
@@ -309,6 +315,9 @@ func (p *Provider) createFleet(ctx context.Context, req cloud.LaunchRequest, tok
 			{ResourceType: ec2types.ResourceTypeVolume, Tags: tags},
 			{ResourceType: ec2types.ResourceTypeFleet, Tags: tags},
 		},
+	}
+	if spec.Context != "" {
+		in.Context = aws.String(spec.Context)
 	}
 	if capType == "spot" {
 		in.SpotOptions = &ec2types.SpotOptionsRequest{AllocationStrategy: ec2types.SpotAllocationStrategyPriceCapacityOptimized}
@@ -355,29 +364,51 @@ func (p *Provider) createFleet(ctx context.Context, req cloud.LaunchRequest, tok
 	return nil, errs, nil
 }
 
+// launchTemplateRendering numbers the way launch template data is written
+// from its inputs; it is part of the name, so a change of rendering makes
+// new templates instead of reusing ones written the old way. 2: interfaces
+// always in NetworkInterfaces (security groups there, as Karpenter writes
+// them), capacity reservation preference none, placement, CPU options,
+// metadata IPv6.
+const launchTemplateRendering = 2
+
 // launchTemplateInput is what a launch template is made of; its hash names
 // the template, so equal inputs share one.
 type launchTemplateInput struct {
-	Cluster            string                      `json:"cluster"`
-	NodeClass          string                      `json:"nodeClass"`
-	ImageID            string                      `json:"imageID"`
-	UserData           []byte                      `json:"userData"`
-	SecurityGroupIDs   []string                    `json:"securityGroupIDs"`
-	BlockDevices       []*awsv1.BlockDeviceMapping `json:"blockDevices"`
-	MetadataOptions    *awsv1.MetadataOptions      `json:"metadataOptions"`
-	InstanceProfile    string                      `json:"instanceProfile"`
-	DetailedMonitoring bool                        `json:"detailedMonitoring"`
-	Tags               map[string]string           `json:"tags"`
+	Rendering                int                         `json:"rendering,omitempty"`
+	Cluster                  string                      `json:"cluster"`
+	NodeClass                string                      `json:"nodeClass"`
+	ImageID                  string                      `json:"imageID"`
+	UserData                 []byte                      `json:"userData"`
+	SecurityGroupIDs         []string                    `json:"securityGroupIDs"`
+	BlockDevices             []*awsv1.BlockDeviceMapping `json:"blockDevices"`
+	MetadataOptions          *awsv1.MetadataOptions      `json:"metadataOptions"`
+	InstanceProfile          string                      `json:"instanceProfile"`
+	DetailedMonitoring       bool                        `json:"detailedMonitoring"`
+	Tags                     map[string]string           `json:"tags"`
+	AssociatePublicIPAddress *bool                       `json:"associatePublicIPAddress,omitempty"`
+	IPPrefixCount            *int32                      `json:"ipPrefixCount,omitempty"`
+	NetworkInterfaces        []*awsv1.NetworkInterface   `json:"networkInterfaces,omitempty"`
+	ConnectionTracking       *awsv1.ConnectionTracking   `json:"connectionTracking,omitempty"`
+	CPUOptions               *awsv1.CPUOptions           `json:"cpuOptions,omitempty"`
+	ClusterIPv6              bool                        `json:"clusterIPv6,omitempty"`
+	PlacementGroupID         string                      `json:"placementGroupID,omitempty"`
+	PlacementGroupPartition  int32                       `json:"placementGroupPartition,omitempty"`
+	EFACount                 int32                       `json:"efaCount,omitempty"`
 }
 
-// LaunchTemplateName is the name of cluster's launch template for spec and
-// image.
-func LaunchTemplateName(cluster string, spec cloud.LaunchSpec, image string) string {
+// LaunchTemplateName is the name of cluster's launch template for spec,
+// image and EFA interface count.
+func LaunchTemplateName(cluster string, spec cloud.LaunchSpec, image string, efa int32) string {
 	sgs := slices.Sorted(slices.Values(spec.SecurityGroupIDs))
-	b, _ := json.Marshal(launchTemplateInput{Cluster: cluster, NodeClass: spec.NodeClass, ImageID: image,
-		UserData: spec.UserData, SecurityGroupIDs: sgs, BlockDevices: spec.BlockDevices,
+	b, _ := json.Marshal(launchTemplateInput{Rendering: launchTemplateRendering, Cluster: cluster, NodeClass: spec.NodeClass,
+		ImageID: image, UserData: spec.UserData, SecurityGroupIDs: sgs, BlockDevices: spec.BlockDevices,
 		MetadataOptions: spec.MetadataOptions, InstanceProfile: spec.InstanceProfile,
-		DetailedMonitoring: spec.DetailedMonitoring, Tags: spec.Tags})
+		DetailedMonitoring: spec.DetailedMonitoring, Tags: spec.Tags,
+		AssociatePublicIPAddress: spec.AssociatePublicIPAddress, IPPrefixCount: spec.IPPrefixCount,
+		NetworkInterfaces: spec.NetworkInterfaces, ConnectionTracking: spec.ConnectionTracking, CPUOptions: spec.CPUOptions,
+		ClusterIPv6: spec.ClusterIPv6, PlacementGroupID: spec.PlacementGroupID, PlacementGroupPartition: spec.PlacementGroupPartition,
+		EFACount: efa})
 	sum := sha256.Sum256(b)
 	return karpv1.LaunchTemplateNamePrefix + hex.EncodeToString(sum[:12])
 }
@@ -390,8 +421,8 @@ func (p *Provider) forgetLaunchTemplates() {
 
 // ensureLaunchTemplate returns the name of the launch template for spec
 // and image: from the cache, else found by name in EC2, else created.
-func (p *Provider) ensureLaunchTemplate(ctx context.Context, spec cloud.LaunchSpec, image string) (string, error) {
-	name := LaunchTemplateName(p.cluster, spec, image)
+func (p *Provider) ensureLaunchTemplate(ctx context.Context, spec cloud.LaunchSpec, image string, efa int32) (string, error) {
+	name := LaunchTemplateName(p.cluster, spec, image, efa)
 	p.ltMu.Lock()
 	defer p.ltMu.Unlock()
 	p.mu.Lock()
@@ -408,7 +439,7 @@ func (p *Provider) ensureLaunchTemplate(ctx context.Context, spec cloud.LaunchSp
 		return "", err
 	}
 	if errors.Is(err, cloud.ErrNotFound) {
-		if id, err = p.createLaunchTemplate(ctx, spec, name, image); err != nil {
+		if id, err = p.createLaunchTemplate(ctx, spec, name, image, efa); err != nil {
 			return "", err
 		}
 	}
@@ -431,46 +462,10 @@ func (p *Provider) findLaunchTemplate(ctx context.Context, name string) (string,
 	return "", fmt.Errorf("launch template %s: %w", name, cloud.ErrNotFound)
 }
 
-func (p *Provider) createLaunchTemplate(ctx context.Context, spec cloud.LaunchSpec, name, image string) (string, error) {
-	data := &ec2types.RequestLaunchTemplateData{
-		ImageId:          aws.String(image),
-		SecurityGroupIds: spec.SecurityGroupIDs,
-		Monitoring:       &ec2types.LaunchTemplatesMonitoringRequest{Enabled: aws.Bool(spec.DetailedMonitoring)},
-		MetadataOptions:  metadataOptions(spec.MetadataOptions),
-		TagSpecifications: []ec2types.LaunchTemplateTagSpecificationRequest{
-			{ResourceType: ec2types.ResourceTypeNetworkInterface, Tags: ec2Tags(p.templateTags(spec))},
-		},
-	}
-	if len(spec.UserData) > 0 {
-		data.UserData = aws.String(base64.StdEncoding.EncodeToString(spec.UserData))
-	}
-	if spec.InstanceProfile != "" {
-		data.IamInstanceProfile = &ec2types.LaunchTemplateIamInstanceProfileSpecificationRequest{Name: aws.String(spec.InstanceProfile)}
-	}
-	for _, m := range spec.BlockDevices {
-		if m == nil {
-			continue
-		}
-		bd := ec2types.LaunchTemplateBlockDeviceMappingRequest{DeviceName: m.DeviceName}
-		if e := m.EBS; e != nil {
-			ebs := &ec2types.LaunchTemplateEbsBlockDeviceRequest{DeleteOnTermination: e.DeleteOnTermination,
-				Encrypted: e.Encrypted, KmsKeyId: e.KMSKeyID, SnapshotId: e.SnapshotID}
-			if e.IOPS != nil {
-				ebs.Iops = aws.Int32(int32(*e.IOPS))
-			}
-			if e.Throughput != nil {
-				ebs.Throughput = aws.Int32(int32(*e.Throughput))
-			}
-			if e.VolumeSize != nil {
-				gib := (e.VolumeSize.Value() + (1<<30 - 1)) >> 30
-				ebs.VolumeSize = aws.Int32(int32(gib))
-			}
-			if e.VolumeType != nil {
-				ebs.VolumeType = ec2types.VolumeType(*e.VolumeType)
-			}
-			bd.Ebs = ebs
-		}
-		data.BlockDeviceMappings = append(data.BlockDeviceMappings, bd)
+func (p *Provider) createLaunchTemplate(ctx context.Context, spec cloud.LaunchSpec, name, image string, efa int32) (string, error) {
+	data := LaunchTemplateData(spec, image, efa, p.region)
+	data.TagSpecifications = []ec2types.LaunchTemplateTagSpecificationRequest{
+		{ResourceType: ec2types.ResourceTypeNetworkInterface, Tags: ec2Tags(p.templateTags(spec))},
 	}
 	ltTags := p.templateTags(spec)
 	ltTags[karpv1.TagLaunchTemplateCluster] = p.cluster
@@ -489,9 +484,151 @@ func (p *Provider) createLaunchTemplate(ctx context.Context, spec cloud.LaunchSp
 	return aws.ToString(out.LaunchTemplate.LaunchTemplateId), nil
 }
 
-// metadataOptions: the NodeClass's, defaulted as the CRD does, and
-// instance metadata tags always disabled.
-func metadataOptions(m *awsv1.MetadataOptions) *ec2types.LaunchTemplateInstanceMetadataOptionsRequest {
+// LaunchTemplateData is the launch template data of spec for one image and
+// EFA interface count in region, written as Karpenter v1.14 writes it
+// (pkg/providers/launchtemplate): the interfaces in NetworkInterfaces with
+// the security groups on them (never SecurityGroupIds beside them, which
+// EC2 refuses), the capacity reservation preference none (Karpenter's
+// reservedCapacity gate, on by default, keeps spot and on-demand launches
+// out of open reservations), the placement group, CPU options and metadata
+// options. Tag specifications are the caller's.
+func LaunchTemplateData(spec cloud.LaunchSpec, image string, efa int32, region string) *ec2types.RequestLaunchTemplateData {
+	data := &ec2types.RequestLaunchTemplateData{
+		ImageId:           aws.String(image),
+		NetworkInterfaces: networkInterfaces(spec, efa),
+		Monitoring:        &ec2types.LaunchTemplatesMonitoringRequest{Enabled: aws.Bool(spec.DetailedMonitoring)},
+		MetadataOptions:   metadataOptions(spec.MetadataOptions, region),
+		CpuOptions:        cpuOptions(spec.CPUOptions),
+		Placement:         &ec2types.LaunchTemplatePlacementRequest{Tenancy: ec2types.TenancyDefault},
+		CapacityReservationSpecification: &ec2types.LaunchTemplateCapacityReservationSpecificationRequest{
+			CapacityReservationPreference: ec2types.CapacityReservationPreferenceNone},
+	}
+	if spec.PlacementGroupID != "" {
+		data.Placement.GroupId = aws.String(spec.PlacementGroupID)
+		if spec.PlacementGroupPartition != 0 {
+			data.Placement.PartitionNumber = aws.Int32(spec.PlacementGroupPartition)
+		}
+	}
+	if len(spec.UserData) > 0 {
+		data.UserData = aws.String(base64.StdEncoding.EncodeToString(spec.UserData))
+	}
+	if spec.InstanceProfile != "" {
+		data.IamInstanceProfile = &ec2types.LaunchTemplateIamInstanceProfileSpecificationRequest{Name: aws.String(spec.InstanceProfile)}
+	}
+	for _, m := range spec.BlockDevices {
+		if m == nil {
+			continue
+		}
+		bd := ec2types.LaunchTemplateBlockDeviceMappingRequest{DeviceName: m.DeviceName}
+		if e := m.EBS; e != nil {
+			ebs := &ec2types.LaunchTemplateEbsBlockDeviceRequest{DeleteOnTermination: e.DeleteOnTermination,
+				Encrypted: e.Encrypted, KmsKeyId: e.KMSKeyID, SnapshotId: e.SnapshotID, VolumeInitializationRate: e.VolumeInitializationRate}
+			if e.IOPS != nil {
+				ebs.Iops = aws.Int32(int32(*e.IOPS))
+			}
+			if e.Throughput != nil {
+				ebs.Throughput = aws.Int32(int32(*e.Throughput))
+			}
+			if e.VolumeSize != nil {
+				gib := (e.VolumeSize.Value() + (1<<30 - 1)) >> 30
+				ebs.VolumeSize = aws.Int32(int32(gib))
+			}
+			if e.VolumeType != nil {
+				ebs.VolumeType = ec2types.VolumeType(*e.VolumeType)
+			}
+			bd.Ebs = ebs
+		}
+		data.BlockDeviceMappings = append(data.BlockDeviceMappings, bd)
+	}
+	return data
+}
+
+// networkInterfaces are Karpenter's interfaces of a launch: the class's
+// networkInterfaces when set (EFA-only ones without prefixes, public IP,
+// primary IPv6 or connection tracking, which EC2 refuses on them), else
+// efa EFA interfaces (card i, device 0 on card 0 and 1 elsewhere), else
+// one primary interface. Every interface carries the class's security
+// groups; ipPrefixCount counts IPv4 prefixes, or IPv6 ones in an IPv6
+// cluster, whose interfaces also get a primary IPv6 address.
+func networkInterfaces(spec cloud.LaunchSpec, efa int32) []ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest {
+	ct := connectionTracking(spec.ConnectionTracking)
+	v4Prefixes, v6Prefixes := spec.IPPrefixCount, (*int32)(nil)
+	var primaryV6 *bool
+	var v6Addresses *int32
+	if spec.ClusterIPv6 {
+		v4Prefixes, v6Prefixes = nil, spec.IPPrefixCount
+		primaryV6, v6Addresses = aws.Bool(true), aws.Int32(1)
+	}
+	groups := func() []string { return slices.Clone(spec.SecurityGroupIDs) }
+	var out []ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest
+	switch {
+	case len(spec.NetworkInterfaces) > 0:
+		for _, ni := range spec.NetworkInterfaces {
+			if ni == nil {
+				continue
+			}
+			o := ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest{
+				NetworkCardIndex: aws.Int32(ni.NetworkCardIndex), DeviceIndex: aws.Int32(ni.DeviceIndex),
+				InterfaceType: aws.String(string(ni.InterfaceType)), Groups: groups(),
+			}
+			if ni.InterfaceType != awsv1.InterfaceTypeEFAOnly {
+				o.Ipv4PrefixCount, o.Ipv6PrefixCount = v4Prefixes, v6Prefixes
+				o.AssociatePublicIpAddress = spec.AssociatePublicIPAddress
+				o.PrimaryIpv6, o.Ipv6AddressCount = primaryV6, v6Addresses
+				o.ConnectionTrackingSpecification = ct
+			}
+			out = append(out, o)
+		}
+	case efa > 0:
+		for i := int32(0); i < efa; i++ {
+			device := int32(1)
+			if i == 0 {
+				device = 0
+			}
+			out = append(out, ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest{
+				NetworkCardIndex: aws.Int32(i), DeviceIndex: aws.Int32(device), InterfaceType: aws.String(string(ec2types.NetworkInterfaceTypeEfa)),
+				Ipv4PrefixCount: v4Prefixes, Ipv6PrefixCount: v6Prefixes, Groups: groups(),
+				AssociatePublicIpAddress: spec.AssociatePublicIPAddress, PrimaryIpv6: primaryV6, Ipv6AddressCount: v6Addresses,
+				ConnectionTrackingSpecification: ct,
+			})
+		}
+	default:
+		out = append(out, ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest{
+			DeviceIndex: aws.Int32(0), AssociatePublicIpAddress: spec.AssociatePublicIPAddress,
+			Ipv4PrefixCount: v4Prefixes, Ipv6PrefixCount: v6Prefixes, Groups: groups(),
+			PrimaryIpv6: primaryV6, Ipv6AddressCount: v6Addresses, ConnectionTrackingSpecification: ct,
+		})
+	}
+	return out
+}
+
+// connectionTracking is the class's connection tracking, nil when it sets
+// no timeout.
+func connectionTracking(c *awsv1.ConnectionTracking) *ec2types.ConnectionTrackingSpecificationRequest {
+	if c == nil || (c.TCPEstablishedTimeout == nil && c.UDPStreamTimeout == nil && c.UDPTimeout == nil) {
+		return nil
+	}
+	return &ec2types.ConnectionTrackingSpecificationRequest{TcpEstablishedTimeout: c.TCPEstablishedTimeout,
+		UdpStreamTimeout: c.UDPStreamTimeout, UdpTimeout: c.UDPTimeout}
+}
+
+// cpuOptions sets nested virtualization when the class says enabled or
+// disabled, else nothing.
+func cpuOptions(c *awsv1.CPUOptions) *ec2types.LaunchTemplateCpuOptionsRequest {
+	if c == nil || c.NestedVirtualization == nil {
+		return nil
+	}
+	return &ec2types.LaunchTemplateCpuOptionsRequest{NestedVirtualization: ec2types.NestedVirtualizationSpecification(*c.NestedVirtualization)}
+}
+
+// noIMDSIPv6Regions are the regions whose IMDS has no IPv6 endpoint:
+// Karpenter leaves httpProtocolIPv6 out of the launch template there.
+var noIMDSIPv6Regions = []string{"us-iso-east-1", "us-iso-west-1", "us-isob-east-1", "us-isob-west-1", "us-isof-south-1", "us-isof-east-1"}
+
+// metadataOptions: the NodeClass's, defaulted as the CRD does (IPv6
+// endpoint only when the class sets it, and never in regions without one),
+// and instance metadata tags always disabled.
+func metadataOptions(m *awsv1.MetadataOptions, region string) *ec2types.LaunchTemplateInstanceMetadataOptionsRequest {
 	out := &ec2types.LaunchTemplateInstanceMetadataOptionsRequest{
 		HttpEndpoint: ec2types.LaunchTemplateInstanceMetadataEndpointStateEnabled, HttpPutResponseHopLimit: aws.Int32(1),
 		HttpTokens: ec2types.LaunchTemplateHttpTokensStateRequired, InstanceMetadataTags: ec2types.LaunchTemplateInstanceMetadataTagsStateDisabled,
@@ -507,6 +644,9 @@ func metadataOptions(m *awsv1.MetadataOptions) *ec2types.LaunchTemplateInstanceM
 	}
 	if m.HTTPTokens != nil {
 		out.HttpTokens = ec2types.LaunchTemplateHttpTokensState(*m.HTTPTokens)
+	}
+	if m.HTTPProtocolIPv6 != nil && !slices.Contains(noIMDSIPv6Regions, region) {
+		out.HttpProtocolIpv6 = ec2types.LaunchTemplateInstanceMetadataProtocolIpv6(*m.HTTPProtocolIPv6)
 	}
 	return out
 }

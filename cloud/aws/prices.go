@@ -3,14 +3,19 @@ package aws
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"go.uber.org/zap"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
+	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 	"github.com/joiner-dev/joiner/cloud"
 	"github.com/joiner-dev/joiner/cloud/catalog"
 )
@@ -52,26 +57,72 @@ func (p *Provider) RefreshSpotPrices(ctx context.Context) error {
 	return nil
 }
 
+// typeInfo is what DescribeInstanceTypes says of a type that the
+// catalogue does not hold: what decides whether the type can launch a
+// class's network interfaces, connection tracking, nested virtualization
+// and placement group, and its EFA interfaces.
+type typeInfo struct {
+	hypervisor     string
+	enaUnsupported bool
+	// cards maps a network card index to its maximum network interfaces;
+	// nil when EC2 lists no network cards.
+	cards map[int32]int32
+	// efaMax is MaximumEfaInterfaces (nil when the type has no EFA).
+	efaMax *int32
+	// nestedVirt: ProcessorInfo.SupportedFeatures has
+	// nested-virtualization.
+	nestedVirt bool
+	// strategies are the placement group strategies it supports.
+	strategies []string
+}
+
+func typeInfoFrom(it ec2types.InstanceTypeInfo) typeInfo {
+	ti := typeInfo{hypervisor: string(it.Hypervisor)}
+	if n := it.NetworkInfo; n != nil {
+		ti.enaUnsupported = n.EnaSupport == ec2types.EnaSupportUnsupported
+		for _, c := range n.NetworkCards {
+			if ti.cards == nil {
+				ti.cards = map[int32]int32{}
+			}
+			ti.cards[aws.ToInt32(c.NetworkCardIndex)] = aws.ToInt32(c.MaximumNetworkInterfaces)
+		}
+		if n.EfaInfo != nil && n.EfaInfo.MaximumEfaInterfaces != nil {
+			ti.efaMax = aws.Int32(*n.EfaInfo.MaximumEfaInterfaces)
+		}
+	}
+	if pi := it.ProcessorInfo; pi != nil {
+		for _, f := range pi.SupportedFeatures {
+			ti.nestedVirt = ti.nestedVirt || f == ec2types.SupportedAdditionalProcessorFeatureNestedVirtualization
+		}
+	}
+	if pg := it.PlacementGroupInfo; pg != nil {
+		for _, st := range pg.SupportedStrategies {
+			ti.strategies = append(ti.strategies, string(st))
+		}
+	}
+	return ti
+}
+
 // offeredZones returns the zones each instance type the region describes
 // (DescribeInstanceTypes) is offered in (DescribeInstanceTypeOfferings),
-// cached for CacheTTL.
-func (p *Provider) offeredZones(ctx context.Context) (map[string][]string, error) {
+// and what DescribeInstanceTypes says of each type, cached for CacheTTL.
+func (p *Provider) offeredZones(ctx context.Context) (map[string][]string, map[string]typeInfo, error) {
 	p.mu.Lock()
 	if p.offered != nil && p.now().Sub(p.offeredAt) < p.opts.CacheTTL {
-		o := p.offered
+		o, info := p.offered, p.typeInfo
 		p.mu.Unlock()
-		return o, nil
+		return o, info, nil
 	}
 	p.mu.Unlock()
-	described := map[string]bool{}
+	described := map[string]typeInfo{}
 	typePages := ec2.NewDescribeInstanceTypesPaginator(p.ec2, &ec2.DescribeInstanceTypesInput{})
 	for typePages.HasMorePages() {
 		page, err := typePages.NextPage(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("describing instance types: %w", classify(err))
+			return nil, nil, fmt.Errorf("describing instance types: %w", classify(err))
 		}
 		for _, it := range page.InstanceTypes {
-			described[string(it.InstanceType)] = true
+			described[string(it.InstanceType)] = typeInfoFrom(it)
 		}
 	}
 	offered := map[string][]string{}
@@ -81,28 +132,109 @@ func (p *Provider) offeredZones(ctx context.Context) (map[string][]string, error
 	for pages.HasMorePages() {
 		page, err := pages.NextPage(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("describing instance type offerings: %w", classify(err))
+			return nil, nil, fmt.Errorf("describing instance type offerings: %w", classify(err))
 		}
 		for _, o := range page.InstanceTypeOfferings {
-			if t := string(o.InstanceType); described[t] {
+			if t := string(o.InstanceType); hasType(described, t) {
 				offered[t] = append(offered[t], aws.ToString(o.Location))
 			}
 		}
 	}
 	p.mu.Lock()
-	p.offered, p.offeredAt = offered, p.now()
+	p.offered, p.typeInfo, p.offeredAt = offered, described, p.now()
 	p.mu.Unlock()
-	return offered, nil
+	return offered, described, nil
+}
+
+func hasType(m map[string]typeInfo, t string) bool {
+	_, ok := m[t]
+	return ok
+}
+
+// compatible is Karpenter's check of an instance type against a class
+// (its instancetype/compatibility): the class's network interfaces fit the
+// type's network cards and EFA interfaces on an ENA type, nested
+// virtualization (when enabled) is a supported processor feature,
+// connection tracking needs a Nitro type, the placement group's strategy
+// is supported, and AL2023 does not boot a1 types.
+func compatible(name string, ti typeInfo, nc *awsv1.EC2NodeClass, pg *cloud.PlacementGroup) bool {
+	if nc == nil {
+		return true
+	}
+	if nis := nc.Spec.NetworkInterfaces; nis != nil {
+		if len(ti.cards) == 0 || ti.enaUnsupported {
+			return false
+		}
+		efaOnly := 0
+		for _, ni := range nis {
+			if ni == nil {
+				continue
+			}
+			if int(ni.NetworkCardIndex) >= len(ti.cards) {
+				return false
+			}
+			if maxENIs, ok := ti.cards[ni.NetworkCardIndex]; !ok || maxENIs <= ni.DeviceIndex {
+				return false
+			}
+			if ni.InterfaceType == awsv1.InterfaceTypeEFAOnly {
+				efaOnly++
+			}
+		}
+		if efaOnly > 0 && (ti.efaMax == nil || efaOnly > int(*ti.efaMax)) {
+			return false
+		}
+	}
+	if c := nc.Spec.CPUOptions; c != nil && aws.ToString(c.NestedVirtualization) == "enabled" && !ti.nestedVirt {
+		return false
+	}
+	if pg != nil && !slices.Contains(ti.strategies, pg.Strategy) {
+		return false
+	}
+	if nc.Spec.ConnectionTracking != nil && ti.hypervisor != "nitro" {
+		return false
+	}
+	if catalog.AMIFamily(nc) == awsv1.AMIFamilyAL2023 && strings.HasPrefix(name, "a1.") {
+		return false
+	}
+	return true
+}
+
+// efaCapacity is a type's vpc.amazonaws.com/efa capacity for a class: the
+// class's efa-only interfaces when it names network interfaces, else the
+// type's maximum EFA interfaces (Karpenter's).
+func efaCapacity(ti typeInfo, nc *awsv1.EC2NodeClass) int64 {
+	if nc != nil && nc.Spec.NetworkInterfaces != nil {
+		n := 0
+		for _, ni := range nc.Spec.NetworkInterfaces {
+			if ni != nil && ni.InterfaceType == awsv1.InterfaceTypeEFAOnly {
+				n++
+			}
+		}
+		return int64(n)
+	}
+	if ti.efaMax == nil {
+		return 0
+	}
+	return int64(*ti.efaMax)
 }
 
 // InstanceTypes returns the catalogue's instance types for nc with the
 // region's offerings: zones from nc's resolved subnets (status) or the
 // region's default zones, live spot prices when known, and Available=false
-// for offerings not offered in a zone or in the capacity-error cache.
+// for offerings not offered in a zone or in the capacity-error cache. Types
+// that cannot launch the class (compatible) are left out; EFA types get
+// their vpc.amazonaws.com/efa capacity, and with a placement group every
+// type carries its karpenter.k8s.aws/placement-group-id label.
 func (p *Provider) InstanceTypes(ctx context.Context, nc *awsv1.EC2NodeClass) ([]*catalog.InstanceType, error) {
-	offered, err := p.offeredZones(ctx)
+	offered, info, err := p.offeredZones(ctx)
 	if err != nil {
 		return nil, err
+	}
+	var pg *cloud.PlacementGroup
+	if nc != nil && nc.Spec.PlacementGroupSelector != nil {
+		if pg, err = p.resolvePlacementGroup(ctx, nc.Spec.PlacementGroupSelector); err != nil {
+			return nil, fmt.Errorf("instance types of ec2nodeclass %s: %w", nc.Name, err)
+		}
 	}
 	var zones []string
 	seen := map[string]bool{}
@@ -121,7 +253,7 @@ func (p *Provider) InstanceTypes(ctx context.Context, nc *awsv1.EC2NodeClass) ([
 	out := make([]*catalog.InstanceType, 0, len(base))
 	for _, it := range base {
 		zs, ok := offered[it.Name]
-		if !ok {
+		if !ok || !compatible(it.Name, info[it.Name], nc, pg) {
 			continue
 		}
 		inZone := map[string]bool{}
@@ -129,6 +261,14 @@ func (p *Provider) InstanceTypes(ctx context.Context, nc *awsv1.EC2NodeClass) ([
 			inZone[z] = true
 		}
 		c := *it
+		if n := efaCapacity(info[it.Name], nc); n > 0 {
+			c.Capacity = maps.Clone(it.Capacity)
+			c.Capacity[awsv1.ResourceEFA] = *resource.NewQuantity(n, resource.DecimalSI)
+		}
+		if pg != nil {
+			c.Labels = maps.Clone(it.Labels)
+			c.Labels[karpv1.LabelPlacementGroupID] = pg.ID
+		}
 		c.Offerings = make([]catalog.Offering, len(it.Offerings))
 		for i, o := range it.Offerings {
 			if o.CapacityType == "spot" {

@@ -43,6 +43,7 @@ type EC2API interface {
 	DescribeInstances(context.Context, *ec2.DescribeInstancesInput, ...func(*ec2.Options)) (*ec2.DescribeInstancesOutput, error)
 	TerminateInstances(context.Context, *ec2.TerminateInstancesInput, ...func(*ec2.Options)) (*ec2.TerminateInstancesOutput, error)
 	DescribeSpotPriceHistory(context.Context, *ec2.DescribeSpotPriceHistoryInput, ...func(*ec2.Options)) (*ec2.DescribeSpotPriceHistoryOutput, error)
+	DescribePlacementGroups(context.Context, *ec2.DescribePlacementGroupsInput, ...func(*ec2.Options)) (*ec2.DescribePlacementGroupsOutput, error)
 }
 
 // SSMAPI is the part of SSM the provider calls (AMI aliases and
@@ -93,6 +94,7 @@ type Provider struct {
 	mu        sync.Mutex
 	resolved  map[string]cacheEntry // selector resolution cache
 	offered   map[string][]string   // instance type -> zones offered
+	typeInfo  map[string]typeInfo   // instance type -> DescribeInstanceTypes facts
 	offeredAt time.Time
 	spot      map[spotKey]float64
 	templates map[string]*ltEntry // launch templates by name

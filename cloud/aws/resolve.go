@@ -19,8 +19,8 @@ import (
 	"github.com/joiner-dev/joiner/cloud"
 )
 
-// Resolve resolves the NodeClass's subnets, security groups, AMIs and
-// instance profile. On failure it returns what it could resolve and a
+// Resolve resolves the NodeClass's subnets, security groups, AMIs,
+// instance profile and placement group. On failure it returns what it could resolve and a
 // *cloud.ResolveError naming each failed part.
 func (p *Provider) Resolve(ctx context.Context, nc *awsv1.EC2NodeClass) (cloud.Resolved, error) {
 	var r cloud.Resolved
@@ -45,7 +45,16 @@ func (p *Provider) Resolve(ctx context.Context, nc *awsv1.EC2NodeClass) (cloud.R
 	default:
 		rerr.InstanceProfile = fmt.Errorf("spec.role, spec.instanceProfile: %w", cloud.ErrNoRole)
 	}
-	if rerr.Subnets != nil || rerr.SecurityGroups != nil || rerr.AMIs != nil || rerr.InstanceProfile != nil {
+	if sel := nc.Spec.PlacementGroupSelector; sel != nil {
+		if r.PlacementGroup, err = p.resolvePlacementGroup(ctx, sel); err != nil {
+			rerr.PlacementGroup = err
+		}
+	}
+	if len(nc.Spec.CapacityReservationSelectorTerms) > 0 {
+		rerr.CapacityReservations = fmt.Errorf("spec.capacityReservationSelectorTerms: %w", cloud.ErrCapacityReservationsNotSupported)
+	}
+	if rerr.Subnets != nil || rerr.SecurityGroups != nil || rerr.AMIs != nil || rerr.InstanceProfile != nil ||
+		rerr.PlacementGroup != nil || rerr.CapacityReservations != nil {
 		return r, &rerr
 	}
 	return r, nil
@@ -301,5 +310,35 @@ func (p *Provider) resolveAMIs(ctx context.Context, terms []awsv1.AMISelectorTer
 		}
 		sort.Slice(out, func(i, j int) bool { return out[i].Arch < out[j].Arch })
 		return out, nil
+	})
+}
+
+// resolvePlacementGroup finds the selector's placement group among the
+// available ones (DescribePlacementGroups by id or name with the filter
+// state=available, as Karpenter asks).
+func (p *Provider) resolvePlacementGroup(ctx context.Context, sel *awsv1.PlacementGroupSelector) (*cloud.PlacementGroup, error) {
+	return cached(p, cacheKey("placementgroup", sel), func() (*cloud.PlacementGroup, error) {
+		in := &ec2.DescribePlacementGroupsInput{Filters: []ec2types.Filter{
+			{Name: aws.String("state"), Values: []string{string(ec2types.PlacementGroupStateAvailable)}},
+		}}
+		what := ""
+		switch {
+		case aws.ToString(sel.ID) != "":
+			in.GroupIds, what = []string{*sel.ID}, "id "+*sel.ID
+		case aws.ToString(sel.Name) != "":
+			in.GroupNames, what = []string{*sel.Name}, "name "+*sel.Name
+		default:
+			return nil, fmt.Errorf("placementGroupSelector: name or id is required: %w", cloud.ErrNoPlacementGroup)
+		}
+		out, err := p.ec2.DescribePlacementGroups(ctx, in)
+		if err != nil { // e.g. InvalidPlacementGroup.Unknown for a name EC2 does not know
+			return nil, fmt.Errorf("placementGroupSelector %s: describing placement groups: %w", what, classify(err))
+		}
+		if len(out.PlacementGroups) == 0 {
+			return nil, fmt.Errorf("placementGroupSelector %s: %w", what, cloud.ErrNoPlacementGroup)
+		}
+		g := out.PlacementGroups[0]
+		return &cloud.PlacementGroup{ID: aws.ToString(g.GroupId), Name: aws.ToString(g.GroupName), Strategy: string(g.Strategy),
+			PartitionCount: aws.ToInt32(g.PartitionCount), SpreadLevel: string(g.SpreadLevel)}, nil
 	})
 }

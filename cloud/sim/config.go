@@ -15,12 +15,14 @@ import (
 // security groups, images and SSM parameters that selector terms resolve
 // against.
 type Config struct {
-	Region         string            `json:"region"`
-	Zones          []string          `json:"zones"`
-	Subnets        []Subnet          `json:"subnets"`
-	SecurityGroups []SecGroup        `json:"securityGroups"`
-	Images         []Image           `json:"images"`
-	Parameters     map[string]string `json:"parameters"`
+	Region         string     `json:"region"`
+	Zones          []string   `json:"zones"`
+	Subnets        []Subnet   `json:"subnets"`
+	SecurityGroups []SecGroup `json:"securityGroups"`
+	Images         []Image    `json:"images"`
+	// PlacementGroups are the region's placement groups.
+	PlacementGroups []PlacementGroup  `json:"placementGroups,omitempty"`
+	Parameters      map[string]string `json:"parameters"`
 	// BootDelay is how long an instance stays pending before it runs and
 	// registers its Node.
 	BootDelay Duration `json:"bootDelay"`
@@ -42,6 +44,20 @@ type SecGroup struct {
 	ID   string            `json:"id"`
 	Name string            `json:"name"`
 	Tags map[string]string `json:"tags"`
+}
+
+// PlacementGroup is a simulated placement group.
+type PlacementGroup struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	// Strategy: cluster, partition or spread.
+	Strategy       string `json:"strategy"`
+	PartitionCount int    `json:"partitionCount,omitempty"`
+	// SpreadLevel: rack or host (spread).
+	SpreadLevel string `json:"spreadLevel,omitempty"`
+	// State: pending, available, deleting or deleted.
+	State string            `json:"state"`
+	Tags  map[string]string `json:"tags,omitempty"`
 }
 
 // Image is a simulated AMI; Family tells the sim how to read the user data
@@ -82,8 +98,9 @@ const DiscoveryTag = "karpenter.sh/discovery"
 // DefaultKubernetesVersion is the version the default SSM parameters are for.
 const DefaultKubernetesVersion = "1.32"
 
-// DefaultConfig: us-east-1 with zones a-c, one subnet per zone and one
-// security group tagged karpenter.sh/discovery=sim, AL2, AL2023 and
+// DefaultConfig: us-east-1 with zones a-c, one subnet per zone, one
+// security group tagged karpenter.sh/discovery=sim, a cluster, a partition
+// (3 partitions) and a spread placement group, AL2, AL2023 and
 // Bottlerocket images for x86_64 and arm64, and the EKS SSM parameters of
 // those images for DefaultKubernetesVersion.
 func DefaultConfig() Config {
@@ -103,6 +120,11 @@ func DefaultConfig() Config {
 		})
 	}
 	cfg.SecurityGroups = []SecGroup{{ID: "sg-0sim0001", Name: "sim-nodes", Tags: map[string]string{DiscoveryTag: "sim"}}}
+	cfg.PlacementGroups = []PlacementGroup{
+		{ID: "pg-0sim0001", Name: "sim-cluster", Strategy: "cluster", State: "available"},
+		{ID: "pg-0sim0002", Name: "sim-partition", Strategy: "partition", PartitionCount: 3, State: "available"},
+		{ID: "pg-0sim0003", Name: "sim-spread", Strategy: "spread", SpreadLevel: "rack", State: "available"},
+	}
 	v := DefaultKubernetesVersion
 	type img struct{ id, name, family, arch, param string }
 	for _, im := range []img{

@@ -36,6 +36,7 @@ func init() {
 		"TerminateInstances":            (*Sim).terminateInstances,
 		"CreateTags":                    (*Sim).createTags,
 		"DescribeSpotPriceHistory":      (*Sim).describeSpotPriceHistory,
+		"DescribePlacementGroups":       (*Sim).describePlacementGroups,
 	}
 }
 
@@ -270,17 +271,17 @@ func (s *Sim) createLaunchTemplate(r Request) (response, *apiError) {
 	}
 	sgs := data.Strings("SecurityGroupId")
 	for _, sg := range sgs {
-		found := false
-		for _, g := range s.cfg.SecurityGroups {
-			found = found || g.ID == sg
-		}
-		if !found {
+		if !s.hasSecurityGroup(sg) {
 			return nil, badParam("InvalidGroup.NotFound", "The security group '%s' does not exist", sg)
 		}
 	}
+	extra, aerr := s.parseLaunchData(data)
+	if aerr != nil {
+		return nil, aerr
+	}
 	lt := &launchTemplate{
 		ID: s.nextID("lt"), Name: name, Created: s.now(), Tags: r.TagSpecs("TagSpecification")["launch-template"],
-		ImageID: imageID, UserData: ud, SGs: sgs, Data: data,
+		ImageID: imageID, UserData: ud, SGs: sgs, Data: data, Extra: extra,
 	}
 	if lt.Tags == nil {
 		lt.Tags = map[string]string{}
@@ -434,12 +435,17 @@ func (s *Sim) createFleet(r Request) (response, *apiError) {
 				Message: "no image id in the launch template or the override"})
 			continue
 		}
+		if code, msg := s.launchCheck(fo.lt, s.types[fo.itype], fo.zone); code != "" {
+			out.Errors = append(out.Errors, xFleetError{LTAndOverrides: lo, Lifecycle: lifecycle, Code: code, Message: msg})
+			continue
+		}
 		if code, ok := s.capErrors[offeringKey{fo.itype, fo.zone, capType}]; ok {
 			out.Errors = append(out.Errors, xFleetError{LTAndOverrides: lo, Lifecycle: lifecycle, Code: code,
 				Message: fmt.Sprintf("There is no %s capacity available that matches your request (%s in %s).", capType, fo.itype, fo.zone)})
 			continue
 		}
 		in := s.launch(fo, capType, token, r.TagSpecs("TagSpecification")["instance"])
+		in.FleetContext = r.Get("Context")
 		out.Instances = append(out.Instances, xFleetInstance{LTAndOverrides: lo, Lifecycle: lifecycle,
 			InstanceIDs: []string{in.ID}, InstanceType: in.Type})
 		break
@@ -460,9 +466,10 @@ func (s *Sim) launch(fo fleetOverride, capType, token string, tags map[string]st
 	in := &instance{
 		ID: s.nextID("i"), Type: fo.itype, Zone: fo.zone, SubnetID: fo.subnet, ImageID: fo.image,
 		State: "pending", ClientToken: token, PrivateIP: ip, Arch: arch, LaunchTime: s.now().UTC().Truncate(time.Second),
-		BootAt: s.now().Add(s.cfg.BootDelay.Duration), Tags: maps.Clone(tags), UserData: fo.lt.UserData, SGs: slices.Clone(fo.lt.SGs),
+		BootAt: s.now().Add(s.cfg.BootDelay.Duration), Tags: maps.Clone(tags), UserData: fo.lt.UserData,
 		NodeName: "ip-" + strings.ReplaceAll(ip, ".", "-") + ".ec2.internal",
 	}
+	s.place(in, fo.lt)
 	if capType == "spot" {
 		in.Lifecycle = "spot"
 	}
@@ -479,9 +486,38 @@ func (s *Sim) x(in *instance) xInstance {
 	return xInstance{
 		InstanceID: in.ID, ImageID: in.ImageID, State: xState{Code: stateCodes[in.State], Name: in.State},
 		PrivateDNSName: in.NodeName, InstanceType: in.Type, LaunchTime: in.LaunchTime.Format(time.RFC3339),
-		AvailabilityZone: in.Zone, SubnetID: in.SubnetID, PrivateIP: in.PrivateIP, Architecture: in.Arch,
+		Placement: xPlacement{AvailabilityZone: in.Zone, GroupName: in.PlacementGroupName, GroupID: in.PlacementGroup,
+			PartitionNumber: in.Partition, Tenancy: "default"},
+		SubnetID: in.SubnetID, PrivateIP: in.PrivateIP, Architecture: in.Arch,
 		ClientToken: in.ClientToken, Lifecycle: in.Lifecycle, Tags: tagSet(in.Tags), Groups: s.groupSet(in.SGs),
+		PublicIP: in.PublicIP, NetworkIfaces: s.netIfaces(in), NestedVirt: in.NestedVirt,
 	}
+}
+
+// netIfaces is an instance's networkInterfaceSet: its launch template's
+// interfaces, or the one default interface.
+func (s *Sim) netIfaces(in *instance) []xNetIf {
+	nis := in.NIs
+	if len(nis) == 0 {
+		nis = []netIface{{SGs: in.SGs, V4Prefixes: -1}}
+	}
+	out := make([]xNetIf, 0, len(nis))
+	for i, ni := range nis {
+		typ := ni.Type
+		if typ == "" {
+			typ = "interface"
+		}
+		x := xNetIf{ID: fmt.Sprintf("eni-%s%02d", in.ID[2:], i), SubnetID: in.SubnetID, InterfaceType: typ,
+			DeviceIndex: max(ni.DeviceIndex, 0), CardIndex: ni.CardIndex, Groups: s.groupSet(ni.SGs)}
+		for p := 0; p < ni.V4Prefixes; p++ {
+			x.V4Prefixes = append(x.V4Prefixes, xIPv4Prefix{Prefix: fmt.Sprintf("10.1.%d.%d/28", len(s.order)%250, 16*p)})
+		}
+		if c := ni.ConnTrack; c != nil {
+			x.ConnTrack = &xConnTrack{TCPEstablished: c.TCPEstablished, UDPStream: c.UDPStream, UDP: c.UDP}
+		}
+		out = append(out, x)
+	}
+	return out
 }
 
 // groupSet is an instance's security groups as DescribeInstances lists
@@ -644,9 +680,21 @@ func (s *Sim) describeInstanceTypes(r Request) (response, *apiError) {
 		if e.Arch == "arm64" {
 			arch = "arm64"
 		}
-		out.Types = append(out.Types, xInstanceType{InstanceType: name, CurrentGeneration: true, Hypervisor: e.Hypervisor,
+		f := factsOf(e)
+		x := xInstanceType{InstanceType: name, CurrentGeneration: true, Hypervisor: e.Hypervisor,
 			BareMetal: e.Hypervisor == "", Architectures: []string{arch}, VCPUs: e.VCPU, MemoryMiB: e.MemoryMiB,
-			MaxENIs: e.ENIs, IPv4PerENI: e.IPv4PerENI})
+			Network:    xNetInfo{MaxENIs: e.ENIs, IPv4PerENI: e.IPv4PerENI, ENASupport: f.ena, EFASupported: f.efaMax > 0, MaxCards: f.cards},
+			Strategies: f.strategies}
+		if f.efaMax > 0 {
+			x.Network.MaxEFA = &f.efaMax
+		}
+		for c := 0; c < f.cards; c++ {
+			x.Network.Cards = append(x.Network.Cards, xNetCard{Index: c, MaxInterfaces: f.interfacesPerCard})
+		}
+		if f.nestedVirt {
+			x.Features = []string{"nested-virtualization"}
+		}
+		out.Types = append(out.Types, x)
 	}
 	return out, nil
 }

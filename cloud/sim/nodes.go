@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 	"github.com/joiner-dev/joiner/cloud/catalog"
 	"github.com/joiner-dev/joiner/userdata"
@@ -63,6 +64,18 @@ func (s *Sim) nodeFor(in instance) (*corev1.Node, error) {
 		capacity[k] = v.DeepCopy()
 	}
 	alloc := it.Allocatable()
+	// The EFA device plugin registers one vpc.amazonaws.com/efa per EFA
+	// interface the instance was launched with.
+	efa := 0
+	for _, ni := range in.NIs {
+		if ni.Type == "efa" || ni.Type == "efa-only" {
+			efa++
+		}
+	}
+	if efa > 0 {
+		capacity[awsv1.ResourceEFA] = *resource.NewQuantity(int64(efa), resource.DecimalSI)
+		alloc[awsv1.ResourceEFA] = *resource.NewQuantity(int64(efa), resource.DecimalSI)
+	}
 	if facts.MaxPods > 0 {
 		capacity[corev1.ResourcePods] = *resource.NewQuantity(int64(facts.MaxPods), resource.DecimalSI)
 		alloc[corev1.ResourcePods] = *resource.NewQuantity(int64(facts.MaxPods), resource.DecimalSI)

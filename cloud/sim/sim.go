@@ -81,10 +81,22 @@ type instance struct {
 	Tags                                                                              map[string]string
 	SGs                                                                               []string
 	UserData                                                                          []byte
-	Interrupted                                                                       *time.Time // spot instance-action time
-	NodeName                                                                          string
-	Registered                                                                        bool
-	LastBeat                                                                          time.Time
+	// PublicIP is set when the primary interface asked for one.
+	PublicIP string
+	// NIs are the launch template's network interfaces (none: EC2's one
+	// default interface).
+	NIs []netIface
+	// PlacementGroup (id), PlacementGroupName and Partition are where the
+	// instance was placed.
+	PlacementGroup, PlacementGroupName string
+	Partition                          int
+	NestedVirt                         string
+	// FleetContext is the CreateFleet Context it was launched with.
+	FleetContext string
+	Interrupted  *time.Time // spot instance-action time
+	NodeName     string
+	Registered   bool
+	LastBeat     time.Time
 }
 
 type launchTemplate struct {
@@ -95,6 +107,7 @@ type launchTemplate struct {
 	UserData []byte
 	SGs      []string
 	Data     Request
+	Extra    ltExtra
 }
 
 type fleetResult struct {

@@ -97,20 +97,63 @@ type xState struct {
 }
 
 type xInstance struct {
-	InstanceID       string   `xml:"instanceId"`
-	ImageID          string   `xml:"imageId"`
-	State            xState   `xml:"instanceState"`
-	PrivateDNSName   string   `xml:"privateDnsName"`
-	InstanceType     string   `xml:"instanceType"`
-	LaunchTime       string   `xml:"launchTime"`
-	AvailabilityZone string   `xml:"placement>availabilityZone"`
-	SubnetID         string   `xml:"subnetId"`
-	PrivateIP        string   `xml:"privateIpAddress"`
-	Architecture     string   `xml:"architecture"`
-	ClientToken      string   `xml:"clientToken,omitempty"`
-	Lifecycle        string   `xml:"instanceLifecycle,omitempty"`
-	Tags             []xTag   `xml:"tagSet>item"`
-	Groups           []xGroup `xml:"groupSet>item"`
+	InstanceID     string     `xml:"instanceId"`
+	ImageID        string     `xml:"imageId"`
+	State          xState     `xml:"instanceState"`
+	PrivateDNSName string     `xml:"privateDnsName"`
+	InstanceType   string     `xml:"instanceType"`
+	LaunchTime     string     `xml:"launchTime"`
+	Placement      xPlacement `xml:"placement"`
+	SubnetID       string     `xml:"subnetId"`
+	PrivateIP      string     `xml:"privateIpAddress"`
+	Architecture   string     `xml:"architecture"`
+	ClientToken    string     `xml:"clientToken,omitempty"`
+	Lifecycle      string     `xml:"instanceLifecycle,omitempty"`
+	Tags           []xTag     `xml:"tagSet>item"`
+	Groups         []xGroup   `xml:"groupSet>item"`
+	PublicIP       string     `xml:"ipAddress,omitempty"`
+	NetworkIfaces  []xNetIf   `xml:"networkInterfaceSet>item"`
+	NestedVirt     string     `xml:"cpuOptions>nestedVirtualization,omitempty"`
+}
+
+type xPlacement struct {
+	AvailabilityZone string `xml:"availabilityZone"`
+	GroupName        string `xml:"groupName,omitempty"`
+	GroupID          string `xml:"groupId,omitempty"`
+	PartitionNumber  int    `xml:"partitionNumber,omitempty"`
+	Tenancy          string `xml:"tenancy"`
+}
+
+type xNetIf struct {
+	ID            string        `xml:"networkInterfaceId"`
+	SubnetID      string        `xml:"subnetId"`
+	InterfaceType string        `xml:"interfaceType"`
+	DeviceIndex   int           `xml:"attachment>deviceIndex"`
+	CardIndex     int           `xml:"attachment>networkCardIndex"`
+	Groups        []xGroup      `xml:"groupSet>item"`
+	V4Prefixes    []xIPv4Prefix `xml:"ipv4PrefixSet>item"`
+	ConnTrack     *xConnTrack   `xml:"connectionTrackingConfiguration,omitempty"`
+}
+
+type xIPv4Prefix struct {
+	Prefix string `xml:"ipv4Prefix"`
+}
+
+type xConnTrack struct {
+	TCPEstablished int `xml:"tcpEstablishedTimeout,omitempty"`
+	UDPStream      int `xml:"udpStreamTimeout,omitempty"`
+	UDP            int `xml:"udpTimeout,omitempty"`
+}
+
+type xPlacementGroup struct {
+	GroupName      string `xml:"groupName"`
+	GroupID        string `xml:"groupId"`
+	GroupArn       string `xml:"groupArn"`
+	State          string `xml:"state"`
+	Strategy       string `xml:"strategy"`
+	PartitionCount int    `xml:"partitionCount,omitempty"`
+	SpreadLevel    string `xml:"spreadLevel,omitempty"`
+	Tags           []xTag `xml:"tagSet>item"`
 }
 
 type xGroup struct {
@@ -144,10 +187,26 @@ type xInstanceType struct {
 	Hypervisor        string   `xml:"hypervisor,omitempty"`
 	BareMetal         bool     `xml:"bareMetal"`
 	Architectures     []string `xml:"processorInfo>supportedArchitectures>item"`
+	Features          []string `xml:"processorInfo>supportedFeatures>item"`
 	VCPUs             int      `xml:"vCpuInfo>defaultVCpus"`
 	MemoryMiB         int64    `xml:"memoryInfo>sizeInMiB"`
-	MaxENIs           int      `xml:"networkInfo>maximumNetworkInterfaces"`
-	IPv4PerENI        int      `xml:"networkInfo>ipv4AddressesPerInterface"`
+	Network           xNetInfo `xml:"networkInfo"`
+	Strategies        []string `xml:"placementGroupInfo>supportedStrategies>item"`
+}
+
+type xNetInfo struct {
+	MaxENIs      int        `xml:"maximumNetworkInterfaces"`
+	IPv4PerENI   int        `xml:"ipv4AddressesPerInterface"`
+	ENASupport   string     `xml:"enaSupport"`
+	EFASupported bool       `xml:"efaSupported"`
+	MaxEFA       *int       `xml:"efaInfo>maximumEfaInterfaces,omitempty"`
+	MaxCards     int        `xml:"maximumNetworkCards"`
+	Cards        []xNetCard `xml:"networkCards>item"`
+}
+
+type xNetCard struct {
+	Index         int `xml:"networkCardIndex"`
+	MaxInterfaces int `xml:"maximumNetworkInterfaces"`
 }
 
 type xTypeOffering struct {

@@ -22,6 +22,7 @@ import (
 	"github.com/joiner-dev/joiner/coordinator/kube"
 	"github.com/joiner-dev/joiner/coordinator/leader"
 	"github.com/joiner-dev/joiner/coordinator/scheduler"
+	"github.com/joiner-dev/joiner/internal/featuregates"
 	"github.com/joiner-dev/joiner/userdata"
 )
 
@@ -40,6 +41,7 @@ type leaderFlags struct {
 	minValues      string
 	stateRetention time.Duration
 	classRefresh   time.Duration
+	featureGates   string
 }
 
 func (f *leaderFlags) register(fl *pflag.FlagSet) {
@@ -58,6 +60,8 @@ func (f *leaderFlags) register(fl *pflag.FlagSet) {
 		"how long handled interruption reports and finished launch/termination intents stay in the replicated state (0: forever)")
 	fl.DurationVar(&f.classRefresh, "nodeclass-refresh", 5*time.Minute,
 		"how often ready EC2NodeClasses are resolved again (new AMIs behind an alias, subnets and security groups that come and go: dynamic drift)")
+	fl.StringVar(&f.featureGates, "feature-gates", featuregates.Default,
+		"Karpenter's feature gates, Name=bool,... (its names and defaults; Joiner acts on StaticCapacity: NodePools with spec.replicas keep that many nodes)")
 	fl.BoolVar(&f.simulated, "simulated-cloud", false, "the cloud is joiner sim: nobody else removes startup taints, so the coordinator does")
 }
 
@@ -124,13 +128,22 @@ func buildLeader(ctx context.Context, f *coordinatorFlags, clients *kube.Clients
 	if policy != scheduler.MinValuesStrict && policy != scheduler.MinValuesBestEffort {
 		return nil, nil, fmt.Errorf("--min-values-policy %q: want %s or %s", lf.minValues, scheduler.MinValuesStrict, scheduler.MinValuesBestEffort)
 	}
+	gates, unknown, err := featuregates.Parse(lf.featureGates)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--feature-gates: %w", err)
+	}
+	if len(unknown) > 0 {
+		log.Warn("ignoring unknown feature gates", zap.Strings("gate", unknown), zap.Strings("known", featuregates.Names))
+	}
 	awsCfg, err := lf.awsConfig(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
 	ec2c, ssmc := joineraws.NewClients(awsCfg, lf.awsEndpoint)
+	// Selector resolutions are cached no longer than a class refresh, so a
+	// refresh sees what EC2 and SSM say now (a new AMI release).
 	provider, err := joineraws.New(joineraws.Options{EC2: ec2c, SSM: ssmc, Cluster: f.clusterName, Region: awsCfg.Region,
-		KubernetesVersion: lf.k8sVersion, Logger: log})
+		KubernetesVersion: lf.k8sVersion, Logger: log, CacheTTL: min(lf.classRefresh, 5*time.Minute)})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -138,25 +151,14 @@ func buildLeader(ctx context.Context, f *coordinatorFlags, clients *kube.Clients
 	if uc.Endpoint == "" {
 		uc.Endpoint = rc.Host
 	}
-	switch {
-	case lf.caFile != "":
-		b, err := os.ReadFile(lf.caFile)
-		if err != nil {
-			return nil, nil, fmt.Errorf("--cluster-ca-file: %w", err)
-		}
-		uc.CABundle = caBundle(b)
-	case len(rc.CAData) > 0:
-		uc.CABundle = caBundle(rc.CAData)
-	case rc.CAFile != "":
-		if b, err := os.ReadFile(rc.CAFile); err == nil {
-			uc.CABundle = caBundle(b)
-		}
+	if uc.CABundle, err = clusterCABundle(rc, lf.caFile); err != nil {
+		return nil, nil, err
 	}
 	cache := kube.NewCache(clients, log)
 	lead, err := leader.New(leader.Deps{
 		Cluster: f.clusterName, UserData: uc, BootstrapImage: lf.bootstrapImage, RemoveStartupTaints: lf.simulated,
-		MinValuesPolicy: policy,
-		Clients:         clients, Kube: clients.Kube, Cache: cache, Cloud: provider, State: state,
+		MinValuesPolicy: policy, FeatureGates: gates,
+		Clients: clients, Kube: clients.Kube, Cache: cache, Cloud: provider, State: state,
 		Raft: cluster.RaftProposer{Raft: node.Raft}, Membership: membership, StateRetention: lf.stateRetention, NodeClassRefresh: lf.classRefresh,
 		Recorder: kube.NewRecorder(ctx, clients.Kube, "joiner"), Registerer: reg, Log: log,
 	})

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"text/tabwriter"
 	"time"
 
@@ -80,13 +79,9 @@ coordinator. The exit code is 0 when nothing is rejected and 3 when something is
 			for i := range nodes.Items {
 				in.Nodes = append(in.Nodes, &nodes.Items[i])
 			}
-			ca := rc.CAData
-			if caFile != "" {
-				if ca, err = os.ReadFile(caFile); err != nil {
-					return fmt.Errorf("migrate check: --cluster-ca-file: %w", err)
-				}
+			if in.CABundle, err = clusterCABundle(rc, caFile); err != nil {
+				return fmt.Errorf("migrate check: %w", err)
 			}
-			in.CABundle = caBundle(ca)
 			findings := migrate.Check(in)
 			if err := printFindings(cmd.OutOrStdout(), findings, output); err != nil {
 				return err

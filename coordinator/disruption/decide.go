@@ -152,10 +152,7 @@ func (d *decider) consolidationCandidates(record bool) []*Node {
 			continue
 		}
 		if isStatic(pool) {
-			if record {
-				d.skip(n, methodConsolidation, "not consolidatable: nodepool %s is static (spec.replicas)", pool.Name)
-			}
-			continue
+			continue // never consolidated (Karpenter says nothing either)
 		}
 		if r := d.gracefulBlocker(n, false); r != "" {
 			if record {

@@ -74,7 +74,7 @@ func (d *decider) staticDrift() (*Decision, error) {
 		c := d.staticCount(pn)
 		replicas := *pool.Spec.Replicas
 		if int64(c.Active+c.PendingDisruption) > replicas {
-			skipAll("static nodepool %s has %d nodeclaims for %d replicas: it scales down first", pn, c.Active+c.PendingDisruption, replicas)
+			skipAll("static nodepool %s has %d nodeclaims for %d replicas: a scale-down or a replacement is under way", pn, c.Active+c.PendingDisruption, replicas)
 			continue
 		}
 		n := min(int64(budget[pn]), int64(len(cands)), StaticHeadroom(pool, c))

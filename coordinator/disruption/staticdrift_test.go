@@ -78,8 +78,8 @@ func TestStaticDrift(t *testing.T) {
 		{name: "no limits.nodes: the budget decides", pools: []*karpv1.NodePool{staticTestPool("s", 3)}, nodes: staticNodes("s", 3),
 			want: []string{"s-0", "s-1", "s-2"}},
 		{name: "over its replicas: scale down first", pools: []*karpv1.NodePool{staticTestPool("s", 2)}, nodes: staticNodes("s", 3),
-			skip: "has 3 nodeclaims for 2 replicas: it scales down first"},
-		{name: "zero replicas", pools: []*karpv1.NodePool{staticTestPool("s", 0)}, nodes: staticNodes("s", 1), skip: "scales down first"},
+			skip: "has 3 nodeclaims for 2 replicas: a scale-down or a replacement is under way"},
+		{name: "zero replicas", pools: []*karpv1.NodePool{staticTestPool("s", 0)}, nodes: staticNodes("s", 1), skip: "a scale-down or a replacement is under way"},
 		{name: "pending disruption counts toward the replicas", pools: []*karpv1.NodePool{staticTestPool("s", 3)}, nodes: staticNodes("s", 3),
 			counts: map[string]StaticCount{"s": {Active: 3, PendingDisruption: 1}}, skip: "has 4 nodeclaims for 3 replicas"},
 	}
@@ -131,7 +131,9 @@ func TestStaticPoolMethods(t *testing.T) {
 		if r.Decision != nil {
 			t.Fatalf("decision %s of %v", r.Decision.Method, names(r.Decision.Candidates))
 		}
-		wantSkip(t, r, "empty", "nodepool s is static (spec.replicas)")
+		if len(r.Skipped) != 0 {
+			t.Fatalf("skips %+v: static nodes are not emptiness or consolidation candidates at all", r.Skipped)
+		}
 		st := Status(testInput(now, []*karpv1.NodePool{pool}, empty, under))
 		for _, s := range st {
 			if !s.Static || s.Consolidatable || s.Eligible(MethodEmptiness) || s.Eligible(MethodConsolidation) {

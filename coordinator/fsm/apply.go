@@ -205,7 +205,9 @@ func applyPlanCommit(t *tables, buf []byte, index uint64) any {
 	ids := map[string]bool{}
 	var fresh []NewIntent
 	for _, ni := range c.Intents {
-		if ni.ID == "" || len(ni.Pods) == 0 {
+		// An intent without pods is a static pool's launch (spec.replicas):
+		// it must still name its pool and NodeClaim.
+		if ni.ID == "" || len(ni.Pods) == 0 && (ni.Spec.NodePool == "" || ni.Spec.NodeClaim == "") {
 			return fmt.Errorf("%w: intent %q with %d pods", ErrInvalidCommand, ni.ID, len(ni.Pods))
 		}
 		if ids[ni.ID] {
@@ -472,21 +474,27 @@ func applyTerminationIntent(t *tables, buf []byte, index uint64) any {
 	if prev, ok := t.terminations[c.ID]; ok && prev.State != TerminationCancelled {
 		return nil
 	}
-	inst, ok := t.instances[c.InstanceID]
-	if !ok {
-		return fmt.Errorf("%w: %s", ErrUnknownInstance, c.InstanceID)
+	if c.InstanceID == "" {
+		return fmt.Errorf("%w: termination intent %s without instanceID", ErrInvalidCommand, c.ID)
 	}
 	ti := TerminationIntent{
 		ID: c.ID, InstanceID: c.InstanceID, Reason: c.Reason, State: TerminationPending,
 		CreatedAt: c.At, ModifyIndex: index,
 	}
-	if !inst.State.Terminal() && inst.State != InstanceTerminating {
-		ti.PriorState = inst.State
-		inst.State, inst.UpdatedAt, inst.ModifyIndex = InstanceTerminating, c.At, index
-		t.instances[inst.ID] = inst
+	// An instance without a record is one Joiner did not launch: a node
+	// Karpenter launched, adopted with its NodeClaim. Its termination is
+	// recorded all the same (disruption, interruption and termination
+	// commit one before acting, and a new leader resumes from it); there
+	// is no instance state to move and no nomination to release.
+	if inst, ok := t.instances[c.InstanceID]; ok {
+		if !inst.State.Terminal() && inst.State != InstanceTerminating {
+			ti.PriorState = inst.State
+			inst.State, inst.UpdatedAt, inst.ModifyIndex = InstanceTerminating, c.At, index
+			t.instances[inst.ID] = inst
+		}
+		t.releasePods(inst)
 	}
 	t.terminations[c.ID] = ti
-	t.releasePods(inst)
 	t.index = index
 	return nil
 }

@@ -104,7 +104,9 @@ var (
 	ErrTerminationNotPending = errors.New("termination intent not pending")
 )
 
-// NewIntent is one intent in a PlanCommit.
+// NewIntent is one intent in a PlanCommit. Pods are the pods nominated to
+// it; a static pool's launch has none (and must name its pool and
+// NodeClaim).
 type NewIntent struct {
 	ID   string     `json:"id"`
 	Spec LaunchSpec `json:"spec"`
@@ -187,8 +189,9 @@ type InterruptionHandled struct {
 
 // TerminationIntentCmd records a decision to terminate an instance, moves
 // the instance to terminating and releases the pods its launch intent
-// nominated (they need a new home). Idempotent by ID, except that it
-// re-opens a cancelled intent.
+// nominated (they need a new home). An instance the FSM has no record of
+// (one Karpenter launched, adopted with its NodeClaim) gets the intent
+// alone. Idempotent by ID, except that it re-opens a cancelled intent.
 type TerminationIntentCmd struct {
 	ID         string    `json:"id"`
 	InstanceID string    `json:"instanceID"`

@@ -124,7 +124,8 @@ func TestCommands(t *testing.T) {
 				{PlanCommitType, plan("i1", "p1", "p2"), nil},
 				{PlanCommitType, plan("i1", "p1", "p2"), nil}, // same decision again
 				{PlanCommitType, PlanCommit{Intents: []NewIntent{{ID: "i4", Spec: spec(), Pods: []string{"p5"}}, {ID: "i5", Spec: spec(), Pods: []string{"p5"}}}}, ErrPodNominated},
-				{PlanCommitType, PlanCommit{Intents: []NewIntent{{ID: "i6", Spec: spec()}}}, ErrInvalidCommand},
+				// Without pods an intent must be a static pool's launch (a pool and a nodeclaim).
+				{PlanCommitType, PlanCommit{Intents: []NewIntent{{ID: "i6"}}}, ErrInvalidCommand},
 				// p2's nomination went stale: it is planned again, with p3.
 				{PlanCommitType, PlanCommit{Intents: []NewIntent{{ID: "i2", Spec: spec(), Pods: []string{"p3"}}, {ID: "i3", Spec: spec(), Pods: []string{"p2"}}}}, nil},
 				// p1 too: i1 is left with no pod while pending, and is cancelled.
@@ -264,6 +265,38 @@ func TestCommands(t *testing.T) {
 				}
 				if got := f.NominatedPods(); got["p1"] != "r1" || got["p2"] != "r2" || len(got) != 2 {
 					t.Fatalf("nominations after cancel = %v, want p1 kept by the replacement r1", got)
+				}
+			},
+		},
+		{
+			// A node Karpenter launched and Joiner adopted has no instance
+			// record: its disruption (drift, say) must still commit its
+			// termination intent before acting, or it can never be
+			// replaced (every attempt rolled back on ErrUnknownInstance).
+			name: "termination of an adopted instance (no record)",
+			steps: []step{
+				{PlanCommitType, plan("i1", "p1"), nil},
+				{TerminationIntentType, TerminationIntentCmd{ID: "term-i-karp", InstanceID: "i-karp", Reason: "Drift", At: t0}, nil},
+				{TerminationIntentType, TerminationIntentCmd{ID: "term-i-karp", InstanceID: "i-karp", Reason: "Drift", At: t0}, nil},
+				{TerminationCancelType, TerminationCancel{ID: "term-i-karp", Reason: "replacement failed"}, nil},
+				{TerminationIntentType, TerminationIntentCmd{ID: "term-i-karp", InstanceID: "i-karp", Reason: "Drift", At: t0}, nil},
+				{TerminationResultType, TerminationResult{ID: "term-i-karp", At: t0}, nil},
+				{TerminationIntentType, TerminationIntentCmd{ID: "term-x", Reason: "Drift"}, ErrInvalidCommand},
+			},
+			check: func(t *testing.T, f *FSM) {
+				ts := f.Terminations()
+				if len(ts) != 1 || ts[0].InstanceID != "i-karp" || ts[0].State != TerminationDone || ts[0].PriorState != "" {
+					t.Fatalf("terminations = %+v", ts)
+				}
+				if _, ok := f.Instance("i-karp"); ok || len(f.Instances()) != 0 {
+					t.Fatalf("an instance record appeared: %+v", f.Instances())
+				}
+				if got := f.NominatedPods(); got["p1"] != "i1" || len(got) != 1 {
+					t.Fatalf("nominations = %v, want p1 still nominated to i1", got)
+				}
+				// Pruned like any finished termination once old.
+				if st := f.Prunable(t0.Add(time.Hour)); st.Terminations != 1 {
+					t.Fatalf("prune plan = %+v, want the finished termination", st)
 				}
 			},
 		},

@@ -70,7 +70,7 @@ func TestMalformedEntriesAreRejected(t *testing.T) {
 		{"array for object", append([]byte{byte(InstanceStatusType)}, `[1,2]`...), "decoding"},
 		{"deep nesting", append([]byte{byte(PlanCommitType)}, strings.Repeat("[", 20000)...), "decoding"},
 		{"flagged but undecodable", []byte{byte(InterruptionReportType | IgnoreUnknownTypeFlag), '{'}, "(interruption-report+ignorable)"},
-		{"plan commit: intent without pods", MustEncode(PlanCommitType, PlanCommit{Intents: []NewIntent{{ID: "x"}}}), "with 0 pods"},
+		{"plan commit: intent without pods, pool or nodeclaim", MustEncode(PlanCommitType, PlanCommit{Intents: []NewIntent{{ID: "x"}}}), "with 0 pods"},
 		{"plan commit: one intent ID twice", MustEncode(PlanCommitType, PlanCommit{Intents: []NewIntent{
 			{ID: "x", Pods: []string{"q1"}}, {ID: "x", Pods: []string{"q2"}}}}), "twice"},
 		{"launch result: both halves", MustEncode(LaunchResultType, LaunchResult{IntentID: "i2", Attempt: 1,

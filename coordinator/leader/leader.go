@@ -13,6 +13,7 @@
 //	termination              the termination finalizer: drain, terminate
 //	interruption             agent reports -> NodeClaim deletion
 //	disruption               expiration, drift, emptiness, consolidation
+//	static                   static NodePools at their replicas (feature gate StaticCapacity)
 //	retention                prune finished records from the replicated state
 package leader
 
@@ -38,9 +39,11 @@ import (
 	"github.com/joiner-dev/joiner/coordinator/provisioner"
 	"github.com/joiner-dev/joiner/coordinator/retention"
 	"github.com/joiner-dev/joiner/coordinator/scheduler"
+	"github.com/joiner-dev/joiner/coordinator/static"
 	"github.com/joiner-dev/joiner/coordinator/termination"
 	"github.com/joiner-dev/joiner/coordinator/view"
 	"github.com/joiner-dev/joiner/internal/defaults"
+	"github.com/joiner-dev/joiner/internal/featuregates"
 	"github.com/joiner-dev/joiner/userdata"
 )
 
@@ -53,6 +56,7 @@ type Cache interface {
 	interruption.Cache
 	disruptionctl.Cache
 	nodeclass.Cache
+	static.Cache
 	Synced() bool
 }
 
@@ -78,6 +82,9 @@ type Deps struct {
 	// NodeClassRefresh is how often ready EC2NodeClasses are resolved
 	// again (0: the nodeclass loop's default, 5 min).
 	NodeClassRefresh time.Duration
+	// FeatureGates are Karpenter's (--feature-gates); StaticCapacity starts
+	// the static loop.
+	FeatureGates featuregates.Gates
 
 	Clients *kube.Clients
 	Kube    kubernetes.Interface
@@ -142,8 +149,11 @@ func New(d Deps) (*Leader, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Static pools' NodeClaims are counted for static drift whether or not
+	// the static loop runs (Karpenter's StaticDrift is not gated either).
+	counter := &static.Counter{Cache: d.Cache, State: d.State}
 	dis, err := disruptionctl.New(disruptionctl.Config{}, disruptionctl.Deps{Views: views, Launcher: prov, Cache: d.Cache,
-		State: d.State, Raft: d.Raft, Kube: d.Clients, Nodes: disruptionctl.NodeClient(d.Kube),
+		State: d.State, Raft: d.Raft, Kube: d.Clients, Nodes: disruptionctl.NodeClient(d.Kube), Static: counter,
 		Registerer: d.Registerer, Recorder: d.Recorder, Log: log})
 	if err != nil {
 		return nil, err
@@ -153,7 +163,7 @@ func New(d Deps) (*Leader, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Leader{d: d, log: log.Named("leader"), runner: r, catalog: catalog,
+	l := &Leader{d: d, log: log.Named("leader"), runner: r, catalog: catalog,
 		first: []Loop{
 			{"cloud", d.Cloud.Run},
 			{"nodeclass", classes.Run},
@@ -166,7 +176,13 @@ func New(d Deps) (*Leader, error) {
 			{"interruption", intr.Run},
 			{"disruption", dis.Run},
 			{"retention", ret.Run},
-		}}, nil
+		}}
+	if d.FeatureGates.StaticCapacity {
+		st := static.New(static.Config{}, static.Deps{Cache: d.Cache, Views: views, Counter: counter, Launcher: prov, Kube: d.Clients,
+			Recorder: d.Recorder, Log: log})
+		l.after = append(l.after, Loop{"static", st.Run})
+	}
+	return l, nil
 }
 
 // Run is one leadership term: membership upkeep at once; once the informer

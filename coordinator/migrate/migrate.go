@@ -78,35 +78,34 @@ func sorted[T interface{ GetName() string }](s []T) []T {
 }
 
 func checkPool(np *karpv1.NodePool) Finding {
-	f := Finding{Kind: "NodePool", Name: np.Name, Action: Adopt}
 	c := np.DeepCopy()
 	c.SetDefaults()
-	if err := c.Validate(); err != nil {
-		f.Action, f.Reason, f.Detail = Reject, "ValidationFailed", err.Error()
-		return f
-	}
-	if got, ok := np.Annotations[karpv1.AnnotationNodePoolHash]; ok && np.Annotations[karpv1.AnnotationNodePoolHashVersion] == karpv1.NodePoolHashVersion {
-		if want := np.Hash(); got != want {
-			f.Reason = "HashChanged"
-			f.Detail = fmt.Sprintf("the template changed since Karpenter hashed it (%s, now %s): its NodeClaims launched before the change drift", got, want)
-		}
-	}
-	return f
+	return judge("NodePool", np.Name, c.Validate(), np.Annotations, karpv1.AnnotationNodePoolHash, karpv1.AnnotationNodePoolHashVersion,
+		karpv1.NodePoolHashVersion, np.Hash(), "the template changed since Karpenter hashed it")
 }
 
 func checkClass(nc *awsv1.EC2NodeClass, caBundle string) Finding {
-	f := Finding{Kind: "EC2NodeClass", Name: nc.Name, Action: Adopt}
 	c := nc.DeepCopy()
 	c.SetDefaults()
-	if err := c.Validate(); err != nil {
-		f.Action, f.Reason, f.Detail = Reject, "ValidationFailed", err.Error()
+	return judge("EC2NodeClass", nc.Name, c.Validate(), nc.Annotations, karpv1.AnnotationEC2NodeClassHash, karpv1.AnnotationEC2NodeClassHashVersion,
+		awsv1.EC2NodeClassHashVersion, nc.Hash(caBundle), "the class (or the cluster CA bundle) changed since Karpenter hashed it")
+}
+
+// judge is the verdict on a pool or class: rejected when invalid, else
+// adopted, saying so when the hash Karpenter recorded (of the current
+// version) is not the one Joiner computes now: its NodeClaims launched
+// before then drift.
+func judge(kind, name string, invalid error, annotations map[string]string, hashKey, versionKey, version, want, changed string) Finding {
+	f := Finding{Kind: kind, Name: name, Action: Adopt}
+	if invalid != nil {
+		f.Action, f.Reason, f.Detail = Reject, "ValidationFailed", invalid.Error()
 		return f
 	}
-	if got, ok := nc.Annotations[karpv1.AnnotationEC2NodeClassHash]; ok && nc.Annotations[karpv1.AnnotationEC2NodeClassHashVersion] == awsv1.EC2NodeClassHashVersion {
-		if want := nc.Hash(caBundle); got != want {
-			f.Reason = "HashChanged"
-			f.Detail = fmt.Sprintf("the class (or the cluster CA bundle) changed since Karpenter hashed it (%s, now %s): its NodeClaims drift; "+
-				"if the class did not change, give the CA bundle Karpenter used (--cluster-ca-file)", got, want)
+	if got, ok := annotations[hashKey]; ok && annotations[versionKey] == version && got != want {
+		f.Reason = "HashChanged"
+		f.Detail = fmt.Sprintf("%s (%s, now %s): its NodeClaims drift", changed, got, want)
+		if kind == "EC2NodeClass" {
+			f.Detail += "; if the class did not change, give the CA bundle Karpenter used (--cluster-ca-file)"
 		}
 	}
 	return f

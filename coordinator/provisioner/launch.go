@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/netip"
 	"slices"
 	"sort"
 	"strconv"
@@ -15,6 +16,7 @@ import (
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
@@ -31,22 +33,125 @@ import (
 // karpv1.AnnotationLaunchID carries a NodeClaim's launch intent ID.
 
 // freeze is the cloud.LaunchSpec of a launch: the candidates, the subnet
-// per zone chosen now, and the EC2NodeClass inputs (security groups and
-// instance profile as resolved, block devices, metadata options, detailed
-// monitoring, tags) with the rendered user data. Everything is copied, so
-// later changes to the class do not reach the spec committed to raft, and
-// a new leader retrying the same token sends the same request.
+// per zone chosen now, and the EC2NodeClass inputs (security groups,
+// instance profile and placement group as resolved, block devices,
+// metadata options, detailed monitoring, tags, network interfaces, public
+// IP, IP prefixes, connection tracking, CPU options, context) with the
+// rendered user data. Everything is copied, so later changes to the class
+// do not reach the spec committed to raft, and a new leader retrying the
+// same token sends the same request.
 func freeze(pool, claim string, cands []cloud.Candidate, nc *awsv1.EC2NodeClass, r cloud.Resolved,
 	subnets map[string]string, userData []byte) cloud.LaunchSpec {
 	spec := cloud.LaunchSpec{NodePool: pool, NodeClass: nc.Name, NodeClaim: claim, Candidates: cands,
 		Subnets: maps.Clone(subnets), SecurityGroupIDs: slices.Sorted(slices.Values(r.SecurityGroupIDs())),
 		InstanceProfile: r.InstanceProfile, UserData: slices.Clone(userData),
 		MetadataOptions: nc.Spec.MetadataOptions.DeepCopy(), Tags: maps.Clone(nc.Spec.Tags),
-		DetailedMonitoring: nc.Spec.DetailedMonitoring != nil && *nc.Spec.DetailedMonitoring}
+		DetailedMonitoring:       nc.Spec.DetailedMonitoring != nil && *nc.Spec.DetailedMonitoring,
+		AssociatePublicIPAddress: clonePtr(nc.Spec.AssociatePublicIPAddress), IPPrefixCount: clonePtr(nc.Spec.IPPrefixCount),
+		ConnectionTracking: nc.Spec.ConnectionTracking.DeepCopy(), CPUOptions: nc.Spec.CPUOptions.DeepCopy()}
 	for _, m := range nc.Spec.BlockDeviceMappings {
 		spec.BlockDevices = append(spec.BlockDevices, m.DeepCopy())
 	}
+	if len(nc.Spec.BlockDeviceMappings) == 0 {
+		spec.BlockDevices = defaultBlockDevices(catalog.AMIFamily(nc))
+	}
+	for _, ni := range nc.Spec.NetworkInterfaces {
+		spec.NetworkInterfaces = append(spec.NetworkInterfaces, ni.DeepCopy())
+	}
+	if nc.Spec.Context != nil {
+		spec.Context = *nc.Spec.Context
+	}
+	if r.PlacementGroup != nil {
+		spec.PlacementGroupID = r.PlacementGroup.ID
+	}
 	return spec
+}
+
+// defaultBlockDevices are Karpenter's volumes for a class without
+// blockDeviceMappings: encrypted gp3, 20Gi on /dev/xvda (AL2, AL2023),
+// 4Gi /dev/xvda and 20Gi /dev/xvdb (Bottlerocket), 50Gi /dev/sda1
+// (Windows), none for Custom (the AMI's own). The catalogue's
+// ephemeral-storage assumes the same sizes.
+func defaultBlockDevices(family string) []*awsv1.BlockDeviceMapping {
+	yes, gp3 := true, "gp3"
+	volume := func(device, size string) *awsv1.BlockDeviceMapping {
+		q := resource.MustParse(size)
+		return &awsv1.BlockDeviceMapping{DeviceName: &device, EBS: &awsv1.BlockDevice{
+			Encrypted: clonePtr(&yes), VolumeType: clonePtr(&gp3), VolumeSize: &q}}
+	}
+	switch family {
+	case awsv1.AMIFamilyCustom:
+		return nil
+	case awsv1.AMIFamilyBottlerocket:
+		return []*awsv1.BlockDeviceMapping{volume("/dev/xvda", "4Gi"), volume("/dev/xvdb", "20Gi")}
+	case awsv1.AMIFamilyWindows2019, awsv1.AMIFamilyWindows2022, awsv1.AMIFamilyWindows2025:
+		return []*awsv1.BlockDeviceMapping{volume("/dev/sda1", "50Gi")}
+	}
+	return []*awsv1.BlockDeviceMapping{volume("/dev/xvda", "20Gi")}
+}
+
+func clonePtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}
+
+// launchPlacement is what Karpenter writes of a claim's placement group:
+// the karpenter.k8s.aws/placement-group-id label and, for a partition
+// group whose partition the claim's requirements name, the lowest of those
+// partitions (in string order, as Karpenter sorts them) as the partition to
+// launch into and its label. Without such a requirement EC2 picks the
+// partition.
+func launchPlacement(pg *cloud.PlacementGroup, reqs []karpv1.NodeSelectorRequirementWithMinValues) (labels map[string]string, partition int32) {
+	if pg == nil {
+		return nil, 0
+	}
+	labels = map[string]string{karpv1.LabelPlacementGroupID: pg.ID}
+	if pg.Strategy != cloud.PlacementStrategyPartition {
+		return labels, 0
+	}
+	for _, r := range reqs {
+		if r.Key != karpv1.LabelPlacementGroupPartition || r.Operator != karpv1.OpIn || len(r.Values) == 0 {
+			continue
+		}
+		values := slices.Sorted(slices.Values(r.Values))
+		if n, err := strconv.ParseInt(values[0], 10, 32); err == nil {
+			labels[karpv1.LabelPlacementGroupPartition] = values[0]
+			return labels, int32(n)
+		}
+	}
+	return labels, 0
+}
+
+// efaCounts sets each candidate's EFA interface count when the claim
+// requests vpc.amazonaws.com/efa and the class names no network
+// interfaces: the type's EFA capacity (Karpenter's EFA count).
+func efaCounts(cands []cloud.Candidate, requests corev1.ResourceList, nc *awsv1.EC2NodeClass, catalogue []*catalog.InstanceType) {
+	if _, ok := requests[awsv1.ResourceEFA]; !ok || len(nc.Spec.NetworkInterfaces) > 0 {
+		return
+	}
+	for i, c := range cands {
+		if it := view.FindType(catalogue, c.InstanceType); it != nil {
+			q := it.Capacity[awsv1.ResourceEFA]
+			cands[i].EFACount = int32(q.Value())
+		}
+	}
+}
+
+// clusterIPv6 reports whether the cluster's DNS service address is IPv6
+// (Karpenter's cluster IP family): the configured DNS address, else the
+// 10th address of the service CIDR, else the configured IP family.
+func clusterIPv6(c userdata.Cluster) bool {
+	dns := c.DNSIP
+	if dns == "" && c.ServiceCIDR != "" {
+		dns, _ = userdata.ClusterDNSIP(c.ServiceCIDR)
+	}
+	if a, err := netip.ParseAddr(dns); err == nil {
+		return a.Is6() && !a.Is4In6()
+	}
+	return c.IPFamily == "ipv6"
 }
 
 // planned is one NodeClaim ready to commit.
@@ -138,7 +243,16 @@ func (p *Provisioner) prepare(s *view.View, c scheduler.NodeClaim) (planned, err
 	if err != nil {
 		return planned{}, fmt.Errorf("rendering user data of nodeclaim %s (ec2nodeclass %s): %w", name, class.Name, err)
 	}
-	spec := fsm.LaunchSpec{LaunchSpec: freeze(pool.Name, name, cands, class, resolved, subnets, ud),
+	frozen := freeze(pool.Name, name, cands, class, resolved, subnets, ud)
+	efaCounts(frozen.Candidates, c.Requests, class, s.InstanceTypes[class.Name])
+	pgLabels, partition := launchPlacement(resolved.PlacementGroup, claim.Spec.Requirements)
+	maps.Copy(claim.Labels, pgLabels)
+	frozen.PlacementGroupPartition = partition
+	frozen.ClusterIPv6 = clusterIPv6(p.cfg.Cluster)
+	if c.MinValuesRelaxed { // Karpenter sends no fleet context for a claim whose minValues were relaxed
+		frozen.Context = ""
+	}
+	spec := fsm.LaunchSpec{LaunchSpec: frozen,
 		Labels: maps.Clone(claim.Labels), Requirements: claim.Spec.Requirements, Requests: claim.Spec.Resources.Requests,
 		ClaimAnnotations: maps.Clone(claim.Annotations)}
 	pods := slices.Clone(c.Pods)
@@ -384,6 +498,11 @@ func (p *Provisioner) recoveredNodeClaim(cached *karpv1.NodePool, in fsm.LaunchI
 		reqs = claimRequirements(pool, sel, in.Spec.Candidates)
 	}
 	nc := newNodeClaim(pool, class, in.Spec.NodeClaim, in.ID, reqs, in.Spec.Requests)
+	for _, k := range []string{karpv1.LabelPlacementGroupID, karpv1.LabelPlacementGroupPartition} {
+		if v, ok := in.Spec.Labels[k]; ok {
+			nc.Labels[k] = v
+		}
+	}
 	if len(in.Spec.ClaimAnnotations) > 0 {
 		maps.Copy(nc.Annotations, in.Spec.ClaimAnnotations)
 		return nc

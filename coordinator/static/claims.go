@@ -34,13 +34,14 @@ import (
 	"github.com/joiner-dev/joiner/coordinator/fsm"
 )
 
-// State is a NodeClaim's state as Karpenter's NodePoolState counts it.
-type State int
+// ClaimState is a NodeClaim's state as Karpenter's NodePoolState counts
+// it.
+type ClaimState int
 
 // NodeClaim states.
 const (
 	// Active: launched or launching, not going away.
-	Active State = iota
+	Active ClaimState = iota
 	// PendingDisruption: being disrupted (a disruption termination intent
 	// is pending), not deleted yet: its replacements are on the way.
 	PendingDisruption
@@ -52,7 +53,7 @@ const (
 // not created yet).
 type Claim struct {
 	Name, Pool string
-	State      State
+	State      ClaimState
 	// Object: the NodeClaim object exists (it can be deleted).
 	Object bool
 	// Resolved: launched (the NodeClaim has a provider ID).

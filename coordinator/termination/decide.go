@@ -107,8 +107,11 @@ type ClaimInput struct {
 	Intent *fsm.LaunchIntent
 	// InstanceID is the instance to terminate ("" when nothing launched).
 	InstanceID string
-	// Instance reports whether the FSM has a record of InstanceID (a
-	// TerminationIntent can only be committed for one it has).
+	// Instance reports whether the FSM has a record of InstanceID: the
+	// termination commits a TerminationIntent only for one it has (an
+	// adopted NodeClaim's instance, which Karpenter launched, is tracked by
+	// the InstanceTerminating condition, unless a disruption committed an
+	// intent for it first).
 	Instance bool
 	// Termination is the instance's TerminationIntent, nil when none.
 	Termination *fsm.TerminationIntent

@@ -182,6 +182,9 @@ func TestAdoptKarpenterCluster(t *testing.T) {
 			t.Fatalf("node %s holds %d workload pods, want 1", n.Name, n.Pods)
 		}
 	}
+	if err := karpenterstate.RecordPodEvents(ctx, karpenterstate.Clients{Dynamic: h.Env.Dynamic()}, seeded, time.Now()); err != nil {
+		t.Fatal(err)
+	}
 	seededIDs := map[string]string{} // nodeclaim -> instance
 	latest := map[string]bool{}      // nodeclaims of class "latest"
 	for name, nc := range seeded.NodeClaims {
@@ -217,13 +220,6 @@ func TestAdoptKarpenterCluster(t *testing.T) {
 			t.Fatalf("adoption churned:\n  %s\n%s", strings.Join(v, "\n  "), s.Line())
 		}
 		if d := w.messages(); len(d) > 0 {
-			nps, _ := kube.List[karpv1.NodePool](ctx, clients, kube.NodePoolsGVR)
-			for _, np := range nps {
-				b, _ := json.Marshal(np)
-				c := np.DeepCopy()
-				c.SetDefaults()
-				t.Logf("DEBUG %s hash %s defaulted %s: %s", np.Name, np.Hash(), c.Hash(), b)
-			}
 			t.Fatalf("nodeclaims drifted on adoption: %v", d)
 		}
 	}
@@ -287,6 +283,9 @@ func TestAdoptKarpenterCluster(t *testing.T) {
 		if v := driftViolations(s, seeded, seededIDs, latest, maxDisrupted); len(v) > 0 {
 			t.Fatalf("drift replacement:\n  %s\n%s", strings.Join(v, "\n  "), s.Line())
 		}
+		if v := metric(ctx, t, h, leader, "joiner_disruption_rollbacks_total", ""); v > 0 {
+			t.Fatalf("%v disruption(s) rolled back during the drift replacement: %s", v, s.Line())
+		}
 		if s.Pods != len(claims) || s.Running != len(claims) || s.Pending != 0 {
 			return false
 		}
@@ -330,8 +329,11 @@ func TestAdoptKarpenterCluster(t *testing.T) {
 				nc.Name, nc.Annotations[karpv1.AnnotationLaunchID], nc.Status.ImageID, newImages)
 		}
 	}
-	if v := metric(ctx, t, h, leader, "joiner_disruption_decisions_total", `method="Drift"`); v != float64(len(latest)) {
-		t.Errorf("joiner_disruption_decisions_total{method=Drift} = %v, want %d", v, len(latest))
+	if live := st.LiveInstances(); live != len(claims) {
+		t.Errorf("%d live instances after the replacement, want %d", live, len(claims))
+	}
+	if v := metric(ctx, t, h, leader, "joiner_disruption_decisions_total", `action="replace",method="Drift"`); v != float64(len(latest)) {
+		t.Errorf("joiner_disruption_decisions_total{action=replace,method=Drift} = %v, want %d", v, len(latest))
 	}
 	if v := metric(ctx, t, h, leader, "joiner_disruption_decisions_total", ""); v != float64(len(latest)) {
 		t.Errorf("joiner_disruption_decisions_total = %v, want %d (drift only)", v, len(latest))

@@ -147,6 +147,28 @@ func Seed(ctx context.Context, c Clients, cl Cluster, spec Spec) (*Seeded, error
 	return s.out, nil
 }
 
+// RecordPodEvents sets status.lastPodEventTime on every seeded NodeClaim,
+// as Karpenter's pod events controller does when a pod is bound to its
+// node (call it once the workloads run).
+func RecordPodEvents(ctx context.Context, c Clients, s *Seeded, at time.Time) error {
+	for _, name := range s.ClaimNames() {
+		u, err := c.Dynamic.Resource(NodeClaimsGVR).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("getting nodeclaim %s: %w", name, err)
+		}
+		nc, err := fromUnstructured[karpv1.NodeClaim](u)
+		if err != nil {
+			return err
+		}
+		nc.Status.LastPodEventTime = metav1.NewTime(at.UTC().Truncate(time.Second))
+		if nc, err = updateStatus(ctx, c.Dynamic, NodeClaimsGVR, nc); err != nil {
+			return err
+		}
+		s.NodeClaims[name] = nc
+	}
+	return nil
+}
+
 type seeder struct {
 	c         Clients
 	cl        Cluster
@@ -632,6 +654,11 @@ func Create[T any](ctx context.Context, dyn dynamic.Interface, gvr schema.GroupV
 	return create[T](ctx, dyn, gvr, obj)
 }
 
+// Update writes a typed object (not its status) and returns it as stored.
+func Update[T any](ctx context.Context, dyn dynamic.Interface, gvr schema.GroupVersionResource, obj *T) (*T, error) {
+	return update(ctx, dyn, gvr, obj)
+}
+
 // UpdateStatus writes a typed object's status and returns it as stored.
 func UpdateStatus[T any](ctx context.Context, dyn dynamic.Interface, gvr schema.GroupVersionResource, obj *T) (*T, error) {
 	return updateStatus(ctx, dyn, gvr, obj)
@@ -671,6 +698,12 @@ func updateStatus[T any](ctx context.Context, dyn dynamic.Interface, gvr schema.
 		return nil, fmt.Errorf("updating %s %s status: %w", gvr.Resource, u.GetName(), err)
 	}
 	return fromUnstructured[T](out)
+}
+
+// Annotate merges annotations into a typed object's metadata (a JSON
+// merge patch) and returns it as stored.
+func Annotate[T any](ctx context.Context, dyn dynamic.Interface, gvr schema.GroupVersionResource, name string, annotations map[string]string) (*T, error) {
+	return annotate[T](ctx, dyn, gvr, name, annotations)
 }
 
 // annotate merges annotations into an object's metadata.

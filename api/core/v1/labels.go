@@ -1,6 +1,10 @@
 package v1
 
-import "k8s.io/apimachinery/pkg/runtime/schema"
+import (
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
 
 // Group is the API group of NodePool and NodeClaim.
 const Group = "karpenter.sh"
@@ -200,35 +204,16 @@ var WellKnownLabels = map[string]bool{
 // AWSProviderLabels are the karpenter.k8s.aws labels the CRDs let template
 // labels and requirement keys use (the AWS provider's hack/validation
 // lists): the provider's well-known labels and the node class label.
-var AWSProviderLabels = map[string]bool{
-	LabelInstanceTenancy:                      true,
-	LabelCapacityReservationType:              true,
-	LabelCapacityReservationID:                true,
-	LabelCapacityReservationInterruptible:     true,
-	LabelNodeClass:                            true,
-	LabelInstanceEncryptionInTransitSupported: true,
-	LabelInstanceCategory:                     true,
-	LabelInstanceHypervisor:                   true,
-	LabelInstanceFamily:                       true,
-	LabelInstanceGeneration:                   true,
-	LabelInstanceLocalNVME:                    true,
-	LabelInstanceSize:                         true,
-	LabelInstanceCPU:                          true,
-	LabelInstanceCPUManufacturer:              true,
-	LabelInstanceCPUSustainedClockSpeedMhz:    true,
-	LabelInstanceMemory:                       true,
-	LabelInstanceEBSBandwidth:                 true,
-	LabelInstanceNetworkBandwidth:             true,
-	LabelInstanceGPUName:                      true,
-	LabelInstanceGPUManufacturer:              true,
-	LabelInstanceGPUCount:                     true,
-	LabelInstanceGPUMemory:                    true,
-	LabelInstanceAcceleratorName:              true,
-	LabelInstanceAcceleratorManufacturer:      true,
-	LabelInstanceAcceleratorCount:             true,
-	LabelInstanceCapabilityFlex:               true,
-	LabelPlacementGroupID:                     true,
-	LabelPlacementGroupPartition:              true,
+var AWSProviderLabels = awsProviderLabels()
+
+func awsProviderLabels() map[string]bool {
+	out := map[string]bool{LabelNodeClass: true}
+	for k := range WellKnownLabels {
+		if strings.HasPrefix(k, AWSGroup+"/") {
+			out[k] = true
+		}
+	}
+	return out
 }
 
 // WellKnownValues are the values Karpenter knows for some well-known labels:

@@ -29,6 +29,7 @@ import (
 	"context"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -66,6 +67,14 @@ type Cache interface {
 	Changes() (<-chan struct{}, func())
 }
 
+// StaticCounter counts static pools' NodeClaims by state and holds the
+// lock under which launches that count against their limits.nodes are
+// made (*static.Counter).
+type StaticCounter interface {
+	Counts(now time.Time) map[string]disruption.StaticCount
+	sync.Locker
+}
+
 // State is the raft state the controller reads (*fsm.FSM).
 type State interface {
 	Intents() []fsm.LaunchIntent
@@ -96,6 +105,9 @@ type Deps struct {
 	Raft     fsm.Proposer
 	Kube     Writer
 	Nodes    Nodes
+	// Static counts static pools' NodeClaims for static drift; nil: the
+	// core counts the nodes it is given, and nothing is serialised.
+	Static StaticCounter
 	// Registerer may be nil (no metrics); Recorder may be nil (no Events).
 	Registerer prometheus.Registerer
 	Recorder   record.EventRecorder
@@ -237,7 +249,7 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 // expiration, else once the same decision (method and candidates) has been
 // made for ValidationDelay.
 func (c *Controller) validated(dec *disruption.Decision, now time.Time) bool {
-	if dec.Method == disruption.MethodDrift || dec.Method == disruption.MethodExpiration || c.cfg.ValidationDelay < 0 {
+	if dec.Method == disruption.MethodDrift || dec.Method == disruption.MethodStaticDrift || dec.Method == disruption.MethodExpiration || c.cfg.ValidationDelay < 0 {
 		return true
 	}
 	names := make([]string, len(dec.Candidates))

@@ -50,8 +50,8 @@ func termID(instanceID string) string { return "term-" + instanceID }
 var methods = map[string]disruption.Method{}
 
 func init() {
-	for _, m := range []disruption.Method{disruption.MethodExpiration, disruption.MethodEmptiness, disruption.MethodDrift,
-		disruption.MethodMultiNode, disruption.MethodSingleNode} {
+	for _, m := range []disruption.Method{disruption.MethodExpiration, disruption.MethodEmptiness, disruption.MethodStaticDrift,
+		disruption.MethodDrift, disruption.MethodMultiNode, disruption.MethodSingleNode} {
 		methods[string(m)] = m
 	}
 }
@@ -63,7 +63,7 @@ func methodReason(m disruption.Method) string {
 		return "Expired"
 	case disruption.MethodEmptiness:
 		return string(karpv1.DisruptionReasonEmpty)
-	case disruption.MethodDrift:
+	case disruption.MethodDrift, disruption.MethodStaticDrift:
 		return string(karpv1.DisruptionReasonDrifted)
 	}
 	return string(karpv1.DisruptionReasonUnderutilized)
@@ -72,6 +72,16 @@ func methodReason(m disruption.Method) string {
 // start executes a fresh decision: commit, launch replacements, taint, and
 // (without replacements) delete.
 func (c *Controller) start(ctx context.Context, v *pass, dec *disruption.Decision) error {
+	if dec.Method == disruption.MethodStaticDrift && c.d.Static != nil {
+		// Count and launch under the static pools' lock, so the static
+		// loop and static drift never both take the last of a pool's
+		// limits.nodes.
+		c.d.Static.Lock()
+		defer c.d.Static.Unlock()
+		if dec = c.recountStatic(v, dec); dec == nil {
+			return nil
+		}
+	}
 	cmd := &command{method: dec.Method, reason: methodReason(dec.Method), message: dec.Message, started: v.now}
 	for _, n := range dec.Candidates {
 		id := v.instanceOf(n.Name())
@@ -114,7 +124,17 @@ func (c *Controller) start(ctx context.Context, v *pass, dec *disruption.Decisio
 	// 2. Replacements first: the provisioner plans capacity for the pods of
 	// tainted nodes, so the replacements hold their nominations before the
 	// taint goes on.
-	if len(dec.Replacements) > 0 {
+	if len(dec.Replacements) > 0 && dec.Method == disruption.MethodStaticDrift {
+		// One empty node of the pool per candidate; the candidates' pods
+		// are the provisioner's to place (the replacements are capacity).
+		names, err := c.d.Launcher.LaunchClaims(ctx, dec.Replacements, nil, "disruption/"+strings.ToLower(string(cmd.method)))
+		if len(names) < len(dec.Replacements) {
+			c.beginRollback(cmd, fmt.Sprintf("only %d of %d replacement(s) could be launched: %v", len(names), len(dec.Replacements), err))
+			return c.rollbackCommand(ctx, cmd)
+		}
+		cmd.replacements = names
+		c.log.Info("launched replacement nodeclaim(s)", zap.String("method", string(cmd.method)), zap.Strings("nodeclaim", cmd.replacements))
+	} else if len(dec.Replacements) > 0 {
 		pods := candidatePods(dec.Candidates)
 		claims := c.claimsFor(dec.Replacements, pods)
 		if len(claims) > 0 {

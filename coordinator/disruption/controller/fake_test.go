@@ -169,6 +169,25 @@ func (c *cluster) addNode(name, pool string, cpu int64, pods ...*corev1.Pod) *co
 	c.mustPropose(fsm.LaunchResultType, fsm.LaunchResult{IntentID: intentID, Attempt: 1, At: c.now, Launched: &fsm.Launched{InstanceID: inst, InstanceType: typ,
 		Zone: "zone-a", CapacityType: karpv1.CapacityTypeOnDemand, Price: pricePerCPU * float64(cpu), LaunchedAt: c.now}})
 	c.mustPropose(fsm.InstanceStatusType, fsm.InstanceStatus{InstanceID: inst, State: fsm.InstanceReady, NodeName: name, At: c.now})
+	return c.putNode(name, pool, cpu, inst, intentID)
+}
+
+// addAdoptedNode adds a Ready, initialized node of pool that Karpenter
+// launched: no launch intent, no instance in the FSM, no launch-id
+// annotation.
+func (c *cluster) addAdoptedNode(name, pool string, cpu int64, pods ...*corev1.Pod) *corev1.Node {
+	c.seq++
+	for _, p := range pods {
+		p.Spec.NodeName = name
+		c.pods = append(c.pods, p)
+	}
+	return c.putNode(name, pool, cpu, "i-"+name, "")
+}
+
+// putNode stores the Node and NodeClaim of an instance (launchID "": an
+// adopted NodeClaim).
+func (c *cluster) putNode(name, pool string, cpu int64, inst, launchID string) *corev1.Node {
+	typ := "t-" + strconv.FormatInt(cpu, 10)
 	lbl := map[string]string{karpv1.LabelNodePool: pool, karpv1.LabelCapacityType: karpv1.CapacityTypeOnDemand, karpv1.LabelInstanceType: typ,
 		karpv1.LabelZone: "zone-a", karpv1.LabelHostname: name, karpv1.LabelArch: "amd64", karpv1.LabelOS: "linux"}
 	alloc := c.types[cpu-1].Capacity
@@ -178,8 +197,10 @@ func (c *cluster) addNode(name, pool string, cpu int64, pods ...*corev1.Pod) *co
 		Status: corev1.NodeStatus{Capacity: alloc, Allocatable: alloc, Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
 	c.nodes[name] = node
 	nc := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: lbl, CreationTimestamp: metav1.NewTime(c.now),
-		Annotations: map[string]string{karpv1.AnnotationNodePoolHash: c.hashes[pool], karpv1.AnnotationNodePoolHashVersion: karpv1.NodePoolHashVersion,
-			AnnotationLaunchID: intentID}}}
+		Annotations: map[string]string{karpv1.AnnotationNodePoolHash: c.hashes[pool], karpv1.AnnotationNodePoolHashVersion: karpv1.NodePoolHashVersion}}}
+	if launchID != "" {
+		nc.Annotations[AnnotationLaunchID] = launchID
+	}
 	nc.Spec.NodeClassRef = &karpv1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"}
 	nc.Status.ProviderID = providerID
 	nc.Status.NodeName = name

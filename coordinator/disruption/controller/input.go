@@ -26,7 +26,8 @@ type pass struct {
 	intentByClaim map[string]fsm.LaunchIntent
 	// nominated: pod key -> live intent ID.
 	nominated map[string]string
-	// nodeOfInstance: instance ID -> node name.
+	// nodeOfInstance: instance ID -> node name (raft's instances, and the
+	// provider IDs of adopted NodeClaims).
 	nodeOfInstance map[string]string
 	// podNode: bound pod key -> node name.
 	podNode map[string]string
@@ -52,6 +53,13 @@ func (c *Controller) pass(s *view.View, now time.Time) *pass {
 	}
 	for node, inst := range s.Instances {
 		v.nodeOfInstance[inst.ID] = node
+	}
+	// Nodes Karpenter launched (adopted) have no instance in raft: their
+	// NodeClaim's provider ID names it.
+	for node, nc := range s.NodeClaims {
+		if id := cloud.InstanceID(nc.Status.ProviderID); id != "" && v.nodeOfInstance[id] == "" {
+			v.nodeOfInstance[id] = node
+		}
 	}
 	for node, pods := range s.PodsByNode {
 		for _, p := range pods {
@@ -92,6 +100,9 @@ func (c *Controller) input(v *pass) *disruption.Input {
 		DaemonSetPods: s.DaemonSetPods, Volumes: s.Volumes, Namespaces: s.Namespaces, MinValuesPolicy: s.MinValuesPolicy,
 		PDBs: s.PDBs, NodePoolHashes: s.NodePoolHashes, NodeClassHashes: s.NodeClassHashes,
 		MaxSimulations: c.cfg.MaxSimulations, SingleNodeOffset: c.singleNodeOffset,
+	}
+	if c.d.Static != nil {
+		in.StaticCounts = c.d.Static.Counts(v.now)
 	}
 	schedNodes := map[string]*scheduler.Node{}
 	for _, sn := range s.Nodes {

@@ -67,13 +67,19 @@ func (c *Controller) writeConditions(ctx context.Context, s *disruption.NodeStat
 	} else {
 		changed = meta.RemoveStatusCondition(&nc.Status.Conditions, karpv1.ConditionDrifted) || changed
 	}
-	changed = set(karpv1.ConditionEmpty, s.Empty, "Empty", "no reschedulable pods", "NotEmpty", "has reschedulable pods") || changed
+	changed = set(karpv1.ConditionEmpty, s.Empty, "Empty", "no pod with a positive eviction cost to reschedule", "NotEmpty", "has pods to reschedule") || changed
 	notReason, notMsg := "ConsolidateAfterNotPassed", "consolidatable at "+s.ConsolidatableAt.UTC().Format(time.RFC3339)
 	if s.ConsolidatableAt.IsZero() {
 		notReason, notMsg = "ConsolidateAfterNever", "the nodepool's consolidateAfter is Never"
 	}
-	changed = set(karpv1.ConditionConsolidatable, s.Consolidatable, "Consolidatable", "consolidateAfter has passed since the last pod event",
-		notReason, notMsg) || changed
+	if s.Static {
+		// Static pools are never consolidated: Karpenter does not set
+		// the condition on their NodeClaims.
+		changed = meta.RemoveStatusCondition(&nc.Status.Conditions, karpv1.ConditionConsolidatable) || changed
+	} else {
+		changed = set(karpv1.ConditionConsolidatable, s.Consolidatable, "Consolidatable", "consolidateAfter has passed since the last pod event",
+			notReason, notMsg) || changed
+	}
 	if !changed {
 		return
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/joiner-dev/joiner/coordinator/launcher"
 	"github.com/joiner-dev/joiner/coordinator/lifecycle"
 	"github.com/joiner-dev/joiner/coordinator/provisioner"
+	"github.com/joiner-dev/joiner/coordinator/view"
 	"github.com/joiner-dev/joiner/test/simstack"
 	"github.com/joiner-dev/joiner/userdata"
 )
@@ -34,7 +35,11 @@ type Stack struct {
 	Clients  *kube.Clients
 	Cache    *kube.Cache
 	State    *fsm.FSM
+	Raft     *fsmtest.Direct
 	Registry *prometheus.Registry
+	// Provisioner and Views serve loops a test adds (launches, the view).
+	Provisioner *provisioner.Provisioner
+	Views       *view.Builder
 }
 
 // Start starts a Stack for cluster on r: the sim boots an
@@ -46,8 +51,10 @@ func Start(t testing.TB, r *simstack.Runner, kc kubernetes.Interface, cfg *rest.
 	s := &Stack{Cloud: simstack.Cloud(t, r, kc, bootDelay, cluster, log), State: fsm.New(), Registry: prometheus.NewRegistry()}
 	s.Clients, s.Cache = simstack.Kube(t, r, cfg, log)
 	raft := fsmtest.New(s.State)
+	s.Raft = raft
 	rec := kube.NewRecorder(r.Ctx, s.Clients.Kube, "joiner")
 	catalog, views := simstack.Classes(t, r, s.Clients, s.Cache, s.Cloud, s.State, log)
+	s.Views = views
 	launch := launcher.New(launcher.Config{Cluster: cluster, Interval: 200 * time.Millisecond},
 		launcher.Deps{Cloud: s.Cloud, Raft: raft, State: s.State, Log: log})
 	p, err := provisioner.New(provisioner.Config{
@@ -58,6 +65,7 @@ func Start(t testing.TB, r *simstack.Runner, kc kubernetes.Interface, cfg *rest.
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.Provisioner = p
 	lc, err := lifecycle.New(lifecycle.Config{RemoveStartupTaints: true, Resync: time.Second}, lifecycle.Deps{Cache: s.Cache,
 		Claims: s.Clients, Nodes: s.Clients.Kube, State: s.State, Raft: raft, Cloud: s.Cloud, Classes: catalog,
 		Registerer: s.Registry, Recorder: rec, Log: log})

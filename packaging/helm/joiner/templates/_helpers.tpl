@@ -87,6 +87,9 @@ POD_NAME and POD_IP come from the downward API (see the StatefulSet).
 - --kube-client-qps={{ .Values.settings.kubeClientQPS }}
 - --kube-client-burst={{ .Values.settings.kubeClientBurst }}
 - --min-values-policy={{ .Values.settings.minValuesPolicy }}
+{{- with .Values.settings.featureGates }}
+- --feature-gates=ReservedCapacity={{ .reservedCapacity }},SpotToSpotConsolidation={{ .spotToSpotConsolidation }},NodeRepair={{ .nodeRepair }},NodeOverlay={{ .nodeOverlay }},StaticCapacity={{ .staticCapacity }},CapacityBuffer={{ .capacityBuffer }}
+{{- end }}
 - --bootstrap-image={{ include "joiner.bootstrapImage" . }}
 - --data-dir=/var/lib/joiner
 - --bind=$(POD_IP):{{ .Values.coordinator.ports.raft }}

@@ -1,0 +1,77 @@
+// Package featuregates reads Karpenter's --feature-gates (its
+// FEATURE_GATES): the same gate names, defaults and syntax
+// (Name=bool,Name=bool; unknown names are ignored, as in Karpenter).
+package featuregates
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Gates are Karpenter v1.14's feature gates. Joiner acts on StaticCapacity;
+// the others are accepted so a Karpenter setting carries over.
+type Gates struct {
+	NodeRepair              bool
+	ReservedCapacity        bool
+	SpotToSpotConsolidation bool
+	NodeOverlay             bool
+	// StaticCapacity runs the static capacity loop: NodePools with
+	// spec.replicas keep that many nodes (alpha, off by default).
+	StaticCapacity bool
+	CapacityBuffer bool
+}
+
+// Default is Karpenter's default --feature-gates value.
+const Default = "NodeRepair=false,ReservedCapacity=true,SpotToSpotConsolidation=false,NodeOverlay=false,StaticCapacity=false,CapacityBuffer=false"
+
+// Names are the gates Karpenter knows.
+var Names = []string{"NodeRepair", "ReservedCapacity", "SpotToSpotConsolidation", "NodeOverlay", "StaticCapacity", "CapacityBuffer"}
+
+// Defaults are the gates when none is set.
+func Defaults() Gates {
+	return Gates{ReservedCapacity: true}
+}
+
+// Parse reads "Name=bool,..." over the defaults. It also returns the names
+// it does not know (ignored, as Karpenter does); a pair without "=" or a
+// value that is not a bool is an error.
+func Parse(s string) (Gates, []string, error) {
+	g := Defaults()
+	var unknown []string
+	for _, pair := range strings.Split(s, ",") {
+		pair = strings.TrimSpace(pair)
+		if pair == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(pair, "=")
+		if !ok {
+			return g, nil, fmt.Errorf("malformed pair %q, expect Name=bool", pair)
+		}
+		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return g, nil, fmt.Errorf("invalid value of %s: %s, err: %w", k, v, err)
+		}
+		switch k {
+		case "NodeRepair":
+			g.NodeRepair = b
+		case "ReservedCapacity":
+			g.ReservedCapacity = b
+		case "SpotToSpotConsolidation":
+			g.SpotToSpotConsolidation = b
+		case "NodeOverlay":
+			g.NodeOverlay = b
+		case "StaticCapacity":
+			g.StaticCapacity = b
+		case "CapacityBuffer":
+			g.CapacityBuffer = b
+		default:
+			if !slices.Contains(unknown, k) {
+				unknown = append(unknown, k)
+			}
+		}
+	}
+	return g, unknown, nil
+}
