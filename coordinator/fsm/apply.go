@@ -483,9 +483,9 @@ func applyTerminationIntent(t *tables, buf []byte, index uint64) any {
 	}
 	// An instance without a record is one Joiner did not launch: a node
 	// Karpenter launched, adopted with its NodeClaim. Its termination is
-	// recorded all the same (disruption, interruption and termination
-	// commit one before acting, and a new leader resumes from it); there
-	// is no instance state to move and no nomination to release.
+	// recorded all the same (disruption commits one before it acts on any
+	// node, and a new leader resumes from it); there is no instance state
+	// to move and no nomination to release.
 	if inst, ok := t.instances[c.InstanceID]; ok {
 		if !inst.State.Terminal() && inst.State != InstanceTerminating {
 			ti.PriorState = inst.State
