@@ -61,7 +61,7 @@ func (f *leaderFlags) register(fl *pflag.FlagSet) {
 	fl.DurationVar(&f.classRefresh, "nodeclass-refresh", 5*time.Minute,
 		"how often ready EC2NodeClasses are resolved again (new AMIs behind an alias, subnets and security groups that come and go: dynamic drift)")
 	fl.StringVar(&f.featureGates, "feature-gates", featuregates.Default,
-		"Karpenter's feature gates, Name=bool,... (its names and defaults; Joiner acts on StaticCapacity: NodePools with spec.replicas keep that many nodes)")
+		"Karpenter's feature gates, Name=bool,... (its names and defaults; Joiner acts on StaticCapacity: NodePools with spec.replicas keep that many nodes, and SpotToSpotConsolidation: consolidation may replace spot nodes by cheaper spot nodes)")
 	fl.BoolVar(&f.simulated, "simulated-cloud", false, "the cloud is joiner sim: nobody else removes startup taints, so the coordinator does")
 }
 

@@ -117,15 +117,6 @@ func stateDisruptionCost(n *Node) float64 {
 	return c
 }
 
-func ownedByDaemonSet(p *corev1.Pod) bool {
-	for _, o := range p.OwnerReferences {
-		if o.Kind == "DaemonSet" {
-			return true
-		}
-	}
-	return false
-}
-
 // poolTotals are the score's denominators for every pool that has a
 // graceful candidate (Karpenter computes them per pass over all nodes of
 // the pools its candidates belong to): cost is the price of every node of

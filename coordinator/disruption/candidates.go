@@ -7,8 +7,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 )
@@ -24,6 +26,12 @@ type pdbEntry struct {
 	name     string
 	selector labels.Selector
 	allowed  int32
+	// fullyBlocking: the PDB never allows an eviction (maxUnavailable 0
+	// or "0%", minAvailable "100%"), whatever its status says.
+	fullyBlocking bool
+	// evictUnhealthy: unhealthyPodEvictionPolicy AlwaysAllow, so a pod
+	// that is not Ready may always be evicted.
+	evictUnhealthy bool
 }
 
 func buildPDBIndex(in *Input) (pdbIndex, error) {
@@ -36,13 +44,28 @@ func buildPDBIndex(in *Input) (pdbIndex, error) {
 		if p.Spec.Selector == nil {
 			sel = labels.Nothing()
 		}
-		idx[p.Namespace] = append(idx[p.Namespace], pdbEntry{name: p.Namespace + "/" + p.Name, selector: sel, allowed: p.Status.DisruptionsAllowed})
+		mu, ma := p.Spec.MaxUnavailable, p.Spec.MinAvailable
+		idx[p.Namespace] = append(idx[p.Namespace], pdbEntry{
+			name: p.Namespace + "/" + p.Name, selector: sel, allowed: p.Status.DisruptionsAllowed,
+			fullyBlocking: mu != nil && (mu.Type == intstr.Int && mu.IntVal == 0 || mu.Type == intstr.String && mu.StrVal == "0%") ||
+				ma != nil && ma.Type == intstr.String && ma.StrVal == "100%",
+			evictUnhealthy: p.Spec.UnhealthyPodEvictionPolicy != nil && *p.Spec.UnhealthyPodEvictionPolicy == policyv1.AlwaysAllow,
+		})
 	}
 	return idx, nil
 }
 
-// blocking returns why the PDBs forbid evicting p, or "".
-func (idx pdbIndex) blocking(p *corev1.Pod) string {
+// blocking returns why the PDBs keep p from being evicted at now, or "" (Karpenter's
+// pdb.Limits isEvictable). A pod Joiner would not evict (see evictable) is
+// never held. One selected by several PDBs always is (the eviction API
+// refuses it); one selected by a single PDB is held when that PDB allows
+// no disruption now, or with fully only when it never allows any (a fully
+// blocking PDB) — unless the PDB lets unhealthy pods go and the pod is
+// not Ready.
+func (idx pdbIndex) blocking(p *corev1.Pod, now time.Time, fully bool) string {
+	if len(idx[p.Namespace]) == 0 || !evictable(p, now) {
+		return ""
+	}
 	var found []pdbEntry
 	set := labels.Set(p.Labels)
 	for _, e := range idx[p.Namespace] {
@@ -53,27 +76,74 @@ func (idx pdbIndex) blocking(p *corev1.Pod) string {
 	switch {
 	case len(found) > 1:
 		return fmt.Sprintf("pod %s/%s is selected by multiple pdbs (%s, %s)", p.Namespace, p.Name, found[0].name, found[1].name)
-	case len(found) == 1 && found[0].allowed <= 0:
-		return fmt.Sprintf("pdb %s prevents eviction", found[0].name)
+	case len(found) == 0:
+		return ""
+	}
+	e := found[0]
+	if e.evictUnhealthy && notReady(p) {
+		return ""
+	}
+	if fully {
+		if e.fullyBlocking {
+			return fmt.Sprintf("pdb %s never allows an eviction", e.name)
+		}
+		return ""
+	}
+	if e.allowed <= 0 {
+		return fmt.Sprintf("pdb %s prevents eviction", e.name)
 	}
 	return ""
 }
 
-// Reschedulable says whether a pod must find a new home when its node goes:
-// not terminal, not terminating, not a DaemonSet or mirror (static) pod.
-func Reschedulable(p *corev1.Pod) bool {
-	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed || p.DeletionTimestamp != nil {
-		return false
-	}
-	if _, ok := p.Annotations[corev1.MirrorPodAnnotationKey]; ok {
-		return false
-	}
-	for _, o := range p.OwnerReferences {
-		if o.Kind == "DaemonSet" || o.Kind == "Node" {
-			return false
+func notReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady && c.Status == corev1.ConditionFalse {
+			return true
 		}
 	}
-	return true
+	return false
+}
+
+// Pod classification, Karpenter v1.14.1's pkg/utils/pod: owners are
+// matched by API version and kind, as Karpenter does.
+
+func ownerIs(p *corev1.Pod, apiVersion, kind string) bool {
+	for _, o := range p.OwnerReferences {
+		if o.APIVersion == apiVersion && o.Kind == kind {
+			return true
+		}
+	}
+	return false
+}
+
+func ownedByDaemonSet(p *corev1.Pod) bool   { return ownerIs(p, "apps/v1", "DaemonSet") }
+func ownedByStatefulSet(p *corev1.Pod) bool { return ownerIs(p, "apps/v1", "StatefulSet") }
+
+// static says whether p is a static (mirror) pod: owned by its Node, or
+// carrying the kubelet's mirror annotation. The API cannot evict it.
+func static(p *corev1.Pod) bool {
+	if ownerIs(p, "v1", "Node") {
+		return true
+	}
+	_, ok := p.Annotations[corev1.MirrorPodAnnotationKey]
+	return ok
+}
+
+func terminal(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+}
+
+func terminating(p *corev1.Pod) bool { return p.DeletionTimestamp != nil }
+
+// active: neither finished nor being deleted.
+func active(p *corev1.Pod) bool { return !terminal(p) && !terminating(p) }
+
+// Reschedulable says whether a pod must find a new home when its node goes
+// (Karpenter's IsReschedulable): active, or a terminating StatefulSet pod
+// (its replacement can only start once it is gone, so its room is needed),
+// and neither a DaemonSet nor a static pod.
+func Reschedulable(p *corev1.Pod) bool {
+	return (active(p) || ownedByStatefulSet(p) && terminating(p)) && !ownedByDaemonSet(p) && !static(p)
 }
 
 func reschedulablePods(n *Node) []*corev1.Pod {
@@ -87,8 +157,10 @@ func reschedulablePods(n *Node) []*corev1.Pod {
 }
 
 // PodDoNotDisrupt says whether a pod's karpenter.sh/do-not-disrupt
-// annotation protects it at now: "true", or a duration (e.g. "5m") that has
-// not yet elapsed since the pod started. An unparsable value protects.
+// annotation protects it at now (Karpenter's IsDoNotDisruptActive):
+// "true", or a positive duration (e.g. "5m") not yet elapsed since the pod
+// started (a pod without a start time is protected). Any other value is
+// ignored, as if the annotation were not there.
 func PodDoNotDisrupt(p *corev1.Pod, now time.Time) bool {
 	v, ok := p.Annotations[karpv1.AnnotationDoNotDisrupt]
 	if !ok {
@@ -98,25 +170,63 @@ func PodDoNotDisrupt(p *corev1.Pod, now time.Time) bool {
 		return true
 	}
 	d, err := time.ParseDuration(v)
-	if err != nil {
+	if err != nil || d <= 0 {
+		return false
+	}
+	if p.Status.StartTime == nil {
 		return true
 	}
-	start := p.CreationTimestamp.Time
-	if p.Status.StartTime != nil {
-		start = p.Status.StartTime.Time
+	return now.Sub(p.Status.StartTime.Time) < d
+}
+
+// disruptable: the pod does not keep its node (Karpenter's IsDisruptable):
+// it is not active, or no do-not-disrupt protects it. DaemonSet and static
+// pods can keep their node this way too.
+func disruptable(p *corev1.Pod, now time.Time) bool { return !active(p) || !PodDoNotDisrupt(p, now) }
+
+// evictable: draining the node evicts the pod (Karpenter's IsEvictable):
+// active, not tolerating the karpenter.sh/disrupted:NoSchedule taint, not
+// static, not protected by do-not-disrupt.
+func evictable(p *corev1.Pod, now time.Time) bool {
+	return active(p) && !toleratesDisrupted(p) && !static(p) && !PodDoNotDisrupt(p, now)
+}
+
+// toleratesDisrupted: the pod tolerates karpenter.sh/disrupted:NoSchedule
+// (Karpenter then neither evicts it nor waits for it).
+func toleratesDisrupted(p *corev1.Pod) bool {
+	for _, t := range p.Spec.Tolerations {
+		if t.Effect != "" && t.Effect != corev1.TaintEffectNoSchedule {
+			continue
+		}
+		switch {
+		case t.Key == "" && t.Operator == corev1.TolerationOpExists:
+			return true
+		case t.Key != karpv1.TaintDisruptedKey:
+		case t.Operator == corev1.TolerationOpExists, t.Value == "" && (t.Operator == "" || t.Operator == corev1.TolerationOpEqual):
+			return true
+		}
 	}
-	return now.Before(start.Add(d))
+	return false
+}
+
+// currentlyReschedulable: a reschedulable pod that would move now
+// (Karpenter's IsCurrentlyReschedulable): not protected by do-not-disrupt
+// and not held by a fully blocking PDB. A simulation places only these:
+// capacity for a pod that will not be evicted would go to waste.
+func (d *decider) currentlyReschedulable(p *corev1.Pod) bool {
+	return Reschedulable(p) && disruptable(p, d.in.Now) && d.pdbs.blocking(p, d.in.Now, true) == ""
 }
 
 // gracefulBlocker is why a node may not be disrupted gracefully (emptiness,
-// drift, consolidation), or "". eventual is true for drift: with a
+// drift, consolidation), or "" (Karpenter's ValidateNodeDisruptable and
+// ValidatePodsDisruptable). eventual is true for drift: with a
 // terminationGracePeriod on the NodeClaim, pod-level do-not-disrupt and PDBs
 // do not block it (Karpenter's "eventual" disruption class).
 func (d *decider) gracefulBlocker(n *Node, eventual bool) string {
 	switch {
 	case !n.Initialized:
 		return "node is not initialized"
-	case n.MarkedForDeletion:
+	case d.deleting(n):
 		return "node is already being disrupted"
 	case n.Nominated:
 		return "node is nominated for a pending pod"
@@ -131,17 +241,34 @@ func (d *decider) gracefulBlocker(n *Node, eventual bool) string {
 		return ""
 	}
 	for _, p := range n.Node.Pods {
-		if !Reschedulable(p) {
-			continue
-		}
-		if PodDoNotDisrupt(p, d.in.Now) {
+		if !disruptable(p, d.in.Now) {
 			return fmt.Sprintf("pod %s/%s has annotation %s", p.Namespace, p.Name, karpv1.AnnotationDoNotDisrupt)
 		}
-		if r := d.pdbs.blocking(p); r != "" {
+	}
+	for _, p := range n.Node.Pods {
+		if r := d.pdbs.blocking(p, d.in.Now, false); r != "" {
 			return r
 		}
 	}
 	return ""
+}
+
+// deleting: the node is going away (a termination intent, the NodeClaim
+// being deleted, or its instance terminating: Karpenter's
+// MarkedForDeletion).
+func (d *decider) deleting(n *Node) bool {
+	return n.MarkedForDeletion || n.NodeClaim != nil && (n.NodeClaim.DeletionTimestamp != nil || instanceTerminating(n.NodeClaim))
+}
+
+// instanceTerminating: the NodeClaim's InstanceTerminating condition is
+// True (drained, and the instance's termination requested).
+func instanceTerminating(nc *karpv1.NodeClaim) bool {
+	for _, c := range nc.Status.Conditions {
+		if c.Type == karpv1.ConditionInstanceTerminating {
+			return c.Status == metav1.ConditionTrue
+		}
+	}
+	return false
 }
 
 // consolidatableAt is when a node becomes consolidatable: consolidateAfter

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
@@ -26,11 +27,10 @@ type decider struct {
 	pools map[string]*karpv1.NodePool
 	pdbs  pdbIndex
 	// poolNodes / disrupting count initialized managed nodes per pool and
-	// those being disrupted (marked or NotReady), as Karpenter does.
+	// those being disrupted (deleting or NotReady), as Karpenter does.
 	poolNodes, disrupting map[string]int
-	// price is each instance type's cheapest available price per
-	// capacity type.
-	price   map[string]map[string]float64
+	// types indexes each class's catalogue by instance type name.
+	types   map[string]map[string]*catalog.InstanceType
 	skipped []Skip
 	bound   *capacityBound
 	// simulations counts scheduler runs; nextOffset is where single-node
@@ -38,46 +38,41 @@ type decider struct {
 	simulations, nextOffset int
 	// totals are the Balanced score's denominators (poolTotals).
 	totals map[string]PoolTotals
+	// settling are the simulation copies of the nodes under their
+	// consolidateAfter (destination).
+	settling map[*Node]*scheduler.Node
+}
+
+func newDecider(in *Input) *decider {
+	d := &decider{in: in, pools: map[string]*karpv1.NodePool{}, poolNodes: map[string]int{}, disrupting: map[string]int{}}
+	for _, p := range in.NodePools {
+		d.pools[p.Name] = p
+	}
+	for _, n := range in.Nodes {
+		// Karpenter's BuildDisruptionBudgetMapping: managed, initialized
+		// nodes count, except those whose instance is already terminating
+		// (drained, their termination requested); deleting or NotReady
+		// ones use up the budget.
+		if n.NodeClaim == nil || !n.Initialized || instanceTerminating(n.NodeClaim) {
+			continue
+		}
+		pn := poolName(n)
+		d.poolNodes[pn]++
+		if d.deleting(n) || !n.Ready {
+			d.disrupting[pn]++
+		}
+	}
+	return d
 }
 
 // Decide picks at most one disruption action for this pass. The error is
 // for input it cannot trust (a bad PDB selector or budget); a budget error
 // names the pool and field and fails closed.
 func Decide(in *Input) (*Result, error) {
-	d := &decider{in: in, pools: map[string]*karpv1.NodePool{}, poolNodes: map[string]int{}, disrupting: map[string]int{}, price: map[string]map[string]float64{}}
-	for _, p := range in.NodePools {
-		d.pools[p.Name] = p
-	}
+	d := newDecider(in)
 	var err error
 	if d.pdbs, err = buildPDBIndex(in); err != nil {
 		return nil, err
-	}
-	for _, n := range in.Nodes {
-		if n.NodeClaim == nil || !n.Initialized {
-			continue
-		}
-		pn := poolName(n)
-		d.poolNodes[pn]++
-		if n.MarkedForDeletion || !n.Ready {
-			d.disrupting[pn]++
-		}
-	}
-	for _, its := range in.InstanceTypes {
-		for _, it := range its {
-			for _, o := range it.Offerings {
-				if !o.Available {
-					continue
-				}
-				m := d.price[it.Name]
-				if m == nil {
-					m = map[string]float64{}
-					d.price[it.Name] = m
-				}
-				if p, ok := m[o.CapacityType]; !ok || o.Price < p {
-					m[o.CapacityType] = o.Price
-				}
-			}
-		}
 	}
 	res := &Result{}
 	for _, m := range []func() (*Decision, error){d.expiration, d.emptiness, d.staticDrift, d.drift, d.multiNode, d.singleNode} {
@@ -95,8 +90,20 @@ func Decide(in *Input) (*Result, error) {
 	return res, nil
 }
 
-func (d *decider) skip(n *Node, m Method, format string, args ...any) {
-	d.skipped = append(d.skipped, Skip{Node: n.Name(), Method: m, Reason: fmt.Sprintf(format, args...)})
+// blocked records that n was left alone by m for a reason that keeps it
+// from disruption altogether (Karpenter's DisruptionBlocked Event).
+func (d *decider) blocked(n *Node, m Method, format string, args ...any) {
+	d.skipAs(n, m, EventDisruptionBlocked, format, args...)
+}
+
+// unconsolidatable records that consolidation left n alone (Karpenter's
+// Unconsolidatable Event).
+func (d *decider) unconsolidatable(n *Node, m Method, format string, args ...any) {
+	d.skipAs(n, m, EventUnconsolidatable, format, args...)
+}
+
+func (d *decider) skipAs(n *Node, m Method, event, format string, args ...any) {
+	d.skipped = append(d.skipped, Skip{Node: n.Name(), Method: m, Reason: fmt.Sprintf(format, args...), Event: event})
 }
 
 // budgets is the remaining allowance per pool for reason.
@@ -117,7 +124,7 @@ func (d *decider) budgets(reason karpv1.DisruptionReason) (map[string]int, error
 func (d *decider) expiration() (*Decision, error) {
 	var out []*Node
 	for _, n := range d.in.Nodes {
-		if n.NodeClaim == nil || n.MarkedForDeletion {
+		if n.NodeClaim == nil || d.deleting(n) {
 			continue
 		}
 		exp, ok := d.expireAfter(n)
@@ -147,7 +154,7 @@ func (d *decider) consolidationCandidates(record bool) []*Node {
 		pool := d.pools[poolName(n)]
 		if pool == nil {
 			if record {
-				d.skip(n, methodConsolidation, "not consolidatable: nodepool %q not found", poolName(n))
+				d.blocked(n, methodConsolidation, "not consolidatable: nodepool %q not found", poolName(n))
 			}
 			continue
 		}
@@ -156,20 +163,20 @@ func (d *decider) consolidationCandidates(record bool) []*Node {
 		}
 		if r := d.gracefulBlocker(n, false); r != "" {
 			if record {
-				d.skip(n, methodConsolidation, "not consolidatable: %s", r)
+				d.blocked(n, methodConsolidation, "not consolidatable: %s", r)
 			}
 			continue
 		}
 		at, ok := consolidatableAt(n, pool)
 		if !ok {
 			if record {
-				d.skip(n, methodConsolidation, "not consolidatable: nodepool %s has consolidateAfter Never", pool.Name)
+				d.unconsolidatable(n, methodConsolidation, "not consolidatable: nodepool %s has consolidateAfter Never", pool.Name)
 			}
 			continue
 		}
 		if d.in.Now.Before(at) {
 			if record {
-				d.skip(n, methodConsolidation, "not consolidatable until %s (consolidateAfter %s)", at.UTC().Format(time.RFC3339), pool.Spec.Disruption.ConsolidateAfter)
+				d.unconsolidatable(n, methodConsolidation, "not consolidatable until %s (consolidateAfter %s)", at.UTC().Format(time.RFC3339), pool.Spec.Disruption.ConsolidateAfter)
 			}
 			continue
 		}
@@ -200,7 +207,7 @@ func (d *decider) emptiness() (*Decision, error) {
 		}
 		pn := poolName(n)
 		if budget[pn] <= 0 {
-			d.skip(n, MethodEmptiness, "empty, but the disruption budget of nodepool %s for reason Empty allows no more disruptions", pn)
+			d.blocked(n, MethodEmptiness, "empty, but the disruption budget of nodepool %s for reason Empty allows no more disruptions", pn)
 			continue
 		}
 		budget[pn]--
@@ -347,8 +354,12 @@ func placementDrifted(n *Node, class *awsv1.EC2NodeClass) (reason, message strin
 	return "", ""
 }
 
-// drift replaces the oldest drifted node whose pool's Drifted budget allows
-// it, once its pods are shown to fit on the remaining nodes plus new ones.
+// drift replaces one drifted node whose pool's Drifted budget allows it,
+// once its pods are shown to fit on the remaining nodes plus new ones.
+// Candidates go as Karpenter's drift takes them: those without pods to
+// reschedule first (their removal moves nothing), then the longest drifted
+// (the Drifted condition's transition time; one not recorded yet counts as
+// drifted now), then the oldest.
 func (d *decider) drift() (*Decision, error) {
 	budget, err := d.budgets(karpv1.DisruptionReasonDrifted)
 	if err != nil {
@@ -356,8 +367,10 @@ func (d *decider) drift() (*Decision, error) {
 	}
 	var cands []*Node
 	why := map[*Node]string{}
+	since := map[*Node]time.Time{}
+	empty := map[*Node]bool{}
 	for _, n := range d.in.Nodes {
-		if n.NodeClaim == nil || n.MarkedForDeletion {
+		if n.NodeClaim == nil || d.deleting(n) {
 			continue
 		}
 		if p := d.pools[poolName(n)]; p != nil && isStatic(p) {
@@ -368,24 +381,32 @@ func (d *decider) drift() (*Decision, error) {
 			continue
 		}
 		if b := d.gracefulBlocker(n, true); b != "" {
-			d.skip(n, MethodDrift, "drifted (%s) but not disruptable: %s", r, b)
+			d.blocked(n, MethodDrift, "drifted (%s) but not disruptable: %s", r, b)
 			continue
 		}
-		why[n] = r
+		why[n], since[n] = r, driftedAt(n, d.in.Now)
+		empty[n] = len(reschedulablePods(n)) == 0
 		cands = append(cands, n)
 	}
 	sort.SliceStable(cands, func(i, j int) bool {
-		return cands[i].NodeClaim.CreationTimestamp.Before(&cands[j].NodeClaim.CreationTimestamp)
+		a, b := cands[i], cands[j]
+		if empty[a] != empty[b] {
+			return empty[a]
+		}
+		if !since[a].Equal(since[b]) {
+			return since[a].Before(since[b])
+		}
+		return a.NodeClaim.CreationTimestamp.Before(&b.NodeClaim.CreationTimestamp)
 	})
 	for _, n := range cands {
 		pn := poolName(n)
 		if budget[pn] <= 0 {
-			d.skip(n, MethodDrift, "drifted (%s) but the disruption budget of nodepool %s for reason Drifted allows no more disruptions", why[n], pn)
+			d.blocked(n, MethodDrift, "drifted (%s) but the disruption budget of nodepool %s for reason Drifted allows no more disruptions", why[n], pn)
 			continue
 		}
-		plan, r := d.simulate([]*Node{n})
+		plan, r := d.simulate([]*Node{n}, false)
 		if r != "" {
-			d.skip(n, MethodDrift, "drifted (%s) but %s", why[n], r)
+			d.blocked(n, MethodDrift, "drifted (%s) but %s", why[n], r)
 			continue
 		}
 		return &Decision{Method: MethodDrift, Reason: karpv1.DisruptionReasonDrifted, Candidates: []*Node{n}, Replacements: plan.NodeClaims,
@@ -394,10 +415,22 @@ func (d *decider) drift() (*Decision, error) {
 	return nil, nil
 }
 
-// underutilized filters consolidation candidates by policy and budget, in
-// cost order. With take (multi-node) at most the pool's Underutilized
-// allowance is taken from each pool; without (single-node, which disrupts one
-// node) every candidate of a pool with any allowance left qualifies.
+// driftedAt is when the NodeClaim's Drifted condition turned True, now
+// when it has not been recorded yet.
+func driftedAt(n *Node, now time.Time) time.Time {
+	for _, c := range n.NodeClaim.Status.Conditions {
+		if c.Type == karpv1.ConditionDrifted && c.Status == metav1.ConditionTrue && !c.LastTransitionTime.IsZero() {
+			return c.LastTransitionTime.Time
+		}
+	}
+	return now
+}
+
+// underutilized filters consolidation candidates by what consolidation
+// needs to know of them, policy and budget, in cost order. With take
+// (multi-node) at most the pool's Underutilized allowance is taken from each
+// pool; without (single-node, which disrupts one node) every candidate of a
+// pool with any allowance left qualifies.
 func (d *decider) underutilized(take bool) ([]*Node, error) {
 	budget, err := d.budgets(karpv1.DisruptionReasonUnderutilized)
 	if err != nil {
@@ -409,12 +442,16 @@ func (d *decider) underutilized(take bool) ([]*Node, error) {
 			continue // emptiness's (reason Empty, its budget)
 		}
 		pool := d.pools[poolName(n)]
+		if why := d.unpriceable(n, pool); why != "" {
+			d.unconsolidatable(n, methodConsolidation, "not consolidatable: %s", why)
+			continue
+		}
 		if pool.Spec.Disruption.ConsolidationPolicy == karpv1.ConsolidationPolicyWhenEmpty {
-			d.skip(n, methodConsolidation, "not consolidatable: nodepool %s has consolidationPolicy WhenEmpty", pool.Name)
+			d.unconsolidatable(n, methodConsolidation, "not consolidatable: nodepool %s has consolidationPolicy WhenEmpty", pool.Name)
 			continue
 		}
 		if budget[pool.Name] <= 0 {
-			d.skip(n, methodConsolidation, "not consolidatable: the disruption budget of nodepool %s for reason Underutilized allows no more disruptions", pool.Name)
+			d.blocked(n, methodConsolidation, "not consolidatable: the disruption budget of nodepool %s for reason Underutilized allows no more disruptions", pool.Name)
 			continue
 		}
 		if take {
@@ -423,6 +460,52 @@ func (d *decider) underutilized(take bool) ([]*Node, error) {
 		out = append(out, n)
 	}
 	return out, nil
+}
+
+// unpriceable says why consolidation cannot compare n's price with a
+// replacement's, or "": it needs the node's instance type in its pool's
+// catalogue, and its capacity-type and zone labels (Karpenter's
+// consolidation ShouldDisrupt).
+func (d *decider) unpriceable(n *Node, pool *karpv1.NodePool) string {
+	it, _ := nodeLabel(n, karpv1.LabelInstanceType)
+	if ref := pool.Spec.Template.Spec.NodeClassRef; ref == nil || d.instanceType(ref.Name, it) == nil {
+		return fmt.Sprintf("instance type %q not found in the catalogue of nodepool %s", it, pool.Name)
+	}
+	for _, key := range []string{karpv1.LabelCapacityType, karpv1.LabelZone} {
+		if _, ok := nodeLabel(n, key); !ok {
+			return fmt.Sprintf("node does not have label %q", key)
+		}
+	}
+	return ""
+}
+
+// nodeLabel is a label of the Node, else of its NodeClaim.
+func nodeLabel(n *Node, key string) (string, bool) {
+	if v, ok := n.Node.Labels[key]; ok {
+		return v, true
+	}
+	if n.NodeClaim != nil {
+		v, ok := n.NodeClaim.Labels[key]
+		return v, ok
+	}
+	return "", false
+}
+
+// instanceType is the catalogue entry of type name for class, nil when
+// absent.
+func (d *decider) instanceType(class, name string) *catalog.InstanceType {
+	if d.types == nil {
+		d.types = map[string]map[string]*catalog.InstanceType{}
+	}
+	m, ok := d.types[class]
+	if !ok {
+		m = map[string]*catalog.InstanceType{}
+		for _, it := range d.in.InstanceTypes[class] {
+			m[it.Name] = it
+		}
+		d.types[class] = m
+	}
+	return m[name]
 }
 
 // multiNode binary-searches the largest prefix (at least two nodes) of the
@@ -474,14 +557,15 @@ func (d *decider) singleNode() (*Decision, error) {
 		if d.simulations >= limit {
 			d.nextOffset = (start + i) % len(cands)
 			for j := i; j < len(cands); j++ {
-				d.skip(cands[(start+j)%len(cands)], MethodSingleNode, "not evaluated this pass: the limit of %d simulations was reached", limit)
+				// Nothing for the user to act on: no Event.
+				d.skipAs(cands[(start+j)%len(cands)], MethodSingleNode, "", "not evaluated this pass: the limit of %d simulations was reached", limit)
 			}
 			return nil, nil
 		}
 		if ok, s := d.canPassThreshold(n); !ok {
 			// Not even deleting it would pass its Balanced pool's score:
 			// no need to simulate.
-			d.skip(n, MethodSingleNode, "not consolidatable: nodepool %s (Balanced) would score even its deletion %s, below %.2f: it is %.1f%% of the pool's cost and %.1f%% of its disruption cost",
+			d.unconsolidatable(n, MethodSingleNode, "not consolidatable: nodepool %s (Balanced) would score even its deletion %s, below %.2f: it is %.1f%% of the pool's cost and %.1f%% of its disruption cost",
 				poolName(n), formatScore(s.Value()), s.Threshold(), 100*s.SavingsFraction, 100*s.DisruptionFraction)
 			continue
 		}
@@ -489,7 +573,7 @@ func (d *decider) singleNode() (*Decision, error) {
 		if dec != nil {
 			return dec, nil
 		}
-		d.skip(n, MethodSingleNode, "not consolidatable: %s", why)
+		d.unconsolidatable(n, MethodSingleNode, "not consolidatable: %s", why)
 	}
 	return nil, nil
 }
@@ -515,7 +599,7 @@ func (d *decider) consolidation(m Method, cands []*Node) (*Decision, string) {
 	if why := d.bound.impossible(cands); why != "" {
 		return nil, why
 	}
-	plan, why := d.simulate(cands)
+	plan, why := d.simulate(cands, true)
 	if why != "" {
 		return nil, why
 	}
@@ -530,37 +614,10 @@ func (d *decider) consolidation(m Method, cands []*Node) (*Decision, string) {
 	default:
 		return nil, fmt.Sprintf("its pods need %d new nodes", len(plan.NodeClaims))
 	}
-	rep := plan.NodeClaims[0]
-	if rep.Price >= cur {
-		return nil, fmt.Sprintf("the cheapest replacement %s (%s, %.4f/h) is not cheaper than %.4f/h", rep.InstanceType, rep.CapacityType, rep.Price, cur)
+	rep, why := d.replacement(plan.NodeClaims[0], cands)
+	if why != "" {
+		return nil, why
 	}
-	if rep.CapacityType == karpv1.CapacityTypeSpot && allSpot(cands) {
-		if len(cands) > 1 {
-			return nil, "spot-to-spot replacement is only done by single-node consolidation"
-		}
-	}
-	// The replacement may only launch types cheaper than what it replaces
-	// (Karpenter filters the options the same way), so the launch cannot
-	// land on a pricier type than the simulation promised.
-	limit := cur
-	if len(cands) > 1 {
-		// Karpenter's filterOutSameType: replacing several nodes by one of
-		// a type among them must also undercut the cheapest candidate of
-		// that type, else deleting fewer nodes is the better move.
-		for _, c := range cands {
-			if it := c.Node.Labels[karpv1.LabelInstanceType]; slices.Contains(rep.InstanceTypes, it) {
-				limit = min(limit, c.Price)
-			}
-		}
-	}
-	rep.InstanceTypes = d.cheaperTypes(rep, limit)
-	if len(rep.InstanceTypes) == 0 {
-		return nil, fmt.Sprintf("no replacement type is cheaper than %.4f/h (the candidates' price, or a candidate of the same type)", limit)
-	}
-	if rep.CapacityType == karpv1.CapacityTypeSpot && allSpot(cands) && len(rep.InstanceTypes) < MinSpotToSpotTypes {
-		return nil, fmt.Sprintf("spot-to-spot replacement needs at least %d cheaper instance types, found %d", MinSpotToSpotTypes, len(rep.InstanceTypes))
-	}
-	rep.Requirements = restrictTypes(rep.Requirements, rep.InstanceTypes)
 	dec.Replacements = []scheduler.NodeClaim{rep}
 	dec.Savings = cur - rep.Price
 	dec.Message = fmt.Sprintf("replace %d node(s) (%.4f/h) with %s %s (%.4f/h)", len(cands), cur, rep.CapacityType, rep.InstanceType, rep.Price)
@@ -568,56 +625,126 @@ func (d *decider) consolidation(m Method, cands []*Node) (*Decision, string) {
 }
 
 // simulate runs the scheduler on the nodes that remain when cands (and
-// nodes already being disrupted) are gone, with the candidates' and the
-// disrupted nodes' reschedulable pods pending (as Karpenter does, so a
-// consolidation never takes the room a draining node's pods need). It fails
-// when any of those pods fits nowhere, or would land on a node that is not
-// initialized yet (its pods could not move there right away).
-func (d *decider) simulate(cands []*Node) (*scheduler.Plan, string) {
+// nodes already being disrupted) are gone, placing the cluster's pending
+// pods, the candidates' pods and the disrupted nodes' pods that would move
+// now (currentlyReschedulable), as Karpenter's SimulateScheduling does, so
+// a disruption never takes the room a pending pod or a draining node's pods
+// need. Initialized nodes are tried first. In a consolidation simulation
+// the candidates' pods do not go to a node still inside its
+// consolidateAfter window. It fails when a pod that is not pending fits
+// nowhere, or when a candidate's pod would land on a node that is not
+// initialized yet (it could not move there right away).
+func (d *decider) simulate(cands []*Node, consolidation bool) (*scheduler.Plan, string) {
 	gone := make(map[*Node]bool, len(cands))
+	moved := map[string]bool{}
 	var pods []*corev1.Pod
 	for _, n := range cands {
 		gone[n] = true
-		pods = append(pods, reschedulablePods(n)...)
+		for _, p := range n.Node.Pods {
+			if d.currentlyReschedulable(p) {
+				pods = append(pods, p)
+				moved[podKey(p)] = true
+			}
+		}
 	}
 	if len(pods) == 0 {
 		return &scheduler.Plan{}, ""
 	}
-	nodes := make([]*scheduler.Node, 0, len(d.in.Nodes))
+	pending := map[string]bool{}
+	for _, p := range d.in.PendingPods {
+		pending[podKey(p)] = true
+	}
+	pods = append(pods, d.in.PendingPods...)
+	var ready, unready []*scheduler.Node
 	uninitialized := map[string]bool{}
 	for _, n := range d.in.Nodes {
 		switch {
 		case gone[n]:
-		case n.MarkedForDeletion:
-			pods = append(pods, reschedulablePods(n)...)
-		default:
-			nodes = append(nodes, n.Node)
-			if n.NodeClaim != nil && !n.Initialized || n.Node.InFlight {
-				uninitialized[n.Name()] = true
+		case d.deleting(n):
+			for _, p := range n.Node.Pods {
+				if d.currentlyReschedulable(p) {
+					pods = append(pods, p)
+				}
 			}
+		case n.NodeClaim != nil && !n.Initialized || n.Node.InFlight:
+			uninitialized[n.Name()] = true
+			unready = append(unready, n.Node)
+		default:
+			sn := n.Node
+			if consolidation {
+				sn = d.destination(n)
+			}
+			ready = append(ready, sn)
 		}
 	}
 	d.simulations++
+	var sm map[string]bool
+	if consolidation {
+		sm = moved
+	}
 	plan := scheduler.Solve(&scheduler.Input{
 		Pods: pods, NodePools: d.in.NodePools, NodeClasses: d.in.NodeClasses,
-		InstanceTypes: d.in.InstanceTypes, Nodes: nodes, DaemonSetPods: d.in.DaemonSetPods,
-		Volumes: d.in.Volumes, Namespaces: d.in.Namespaces, MinValuesPolicy: d.in.MinValuesPolicy,
+		InstanceTypes: d.in.InstanceTypes, Nodes: append(ready, unready...), DaemonSetPods: d.in.DaemonSetPods,
+		Volumes: d.in.Volumes, Namespaces: d.in.Namespaces, MinValuesPolicy: d.in.MinValuesPolicy, Moved: sm,
 	})
-	if len(plan.Unschedulable) > 0 {
-		u := plan.Unschedulable[0]
-		more := ""
-		if len(plan.Unschedulable) > 1 {
-			more = fmt.Sprintf(" (and %d more)", len(plan.Unschedulable)-1)
+	var stuck []scheduler.Unschedulable
+	for _, u := range plan.Unschedulable {
+		if !pending[u.Pod] {
+			stuck = append(stuck, u)
 		}
-		return nil, fmt.Sprintf("pod %s cannot be rescheduled: %s%s", u.Pod, strings.TrimSpace(u.Reason), more)
+	}
+	if len(stuck) > 0 {
+		more := ""
+		if len(stuck) > 1 {
+			more = fmt.Sprintf(" (and %d more)", len(stuck)-1)
+		}
+		return nil, fmt.Sprintf("pod %s cannot be rescheduled: %s%s", stuck[0].Pod, strings.TrimSpace(stuck[0].Reason), more)
 	}
 	for _, nm := range plan.Nominations {
-		if uninitialized[nm.Node] {
+		if uninitialized[nm.Node] && moved[nm.Pod] {
 			return nil, fmt.Sprintf("pod %s would move to node %s, which is not initialized yet", nm.Pod, nm.Node)
 		}
 	}
 	return plan, ""
 }
+
+// destination is n as a consolidation simulation sees it: a copy that
+// takes no moved pods while it is under its consolidateAfter (computed
+// once per Decide).
+func (d *decider) destination(n *Node) *scheduler.Node {
+	if d.settling == nil {
+		d.settling = map[*Node]*scheduler.Node{}
+		for _, m := range d.in.Nodes {
+			if d.underConsolidateAfter(m) {
+				cp := *m.Node
+				cp.NoMovedPods = true
+				d.settling[m] = &cp
+			}
+		}
+	}
+	if sn, ok := d.settling[n]; ok {
+		return sn
+	}
+	return n.Node
+}
+
+// underConsolidateAfter: a managed, initialized node whose pool's
+// consolidateAfter (neither Never nor 0) has not passed since its last pod
+// event (Karpenter's IsUnderConsolidateAfter).
+func (d *decider) underConsolidateAfter(n *Node) bool {
+	pool := d.pools[poolName(n)]
+	if pool == nil || n.NodeClaim == nil || !n.Initialized {
+		return false
+	}
+	ca := pool.Spec.Disruption.ConsolidateAfter.Duration
+	if ca == nil || *ca == 0 {
+		return false
+	}
+	at, _ := consolidatableAt(n, pool)
+	return d.in.Now.Before(at)
+}
+
+func podKey(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
 
 func totalPrice(ns []*Node) float64 {
 	s := 0.0
@@ -634,33 +761,4 @@ func allSpot(ns []*Node) bool {
 		}
 	}
 	return true
-}
-
-// cheaperTypes keeps the replacement's instance types whose price for its
-// capacity type is below cur, in the plan's (cheapest first) order.
-func (d *decider) cheaperTypes(rep scheduler.NodeClaim, cur float64) []string {
-	var out []string
-	for _, t := range rep.InstanceTypes {
-		if p, ok := d.price[t][rep.CapacityType]; ok && p < cur {
-			out = append(out, t)
-		}
-	}
-	return out
-}
-
-// restrictTypes narrows the instance-type requirement to types (copying).
-func restrictTypes(reqs []corev1.NodeSelectorRequirement, types []string) []corev1.NodeSelectorRequirement {
-	out := make([]corev1.NodeSelectorRequirement, 0, len(reqs)+1)
-	found := false
-	for _, r := range reqs {
-		if r.Key == karpv1.LabelInstanceType && r.Operator == corev1.NodeSelectorOpIn {
-			r = corev1.NodeSelectorRequirement{Key: r.Key, Operator: r.Operator, Values: types}
-			found = true
-		}
-		out = append(out, r)
-	}
-	if !found {
-		out = append(out, corev1.NodeSelectorRequirement{Key: karpv1.LabelInstanceType, Operator: corev1.NodeSelectorOpIn, Values: types})
-	}
-	return out
 }

@@ -46,9 +46,12 @@ func wantSkip(t *testing.T, r *Result, node, substr string) {
 	t.Fatalf("node %s: no skip containing %q; got %q", node, substr, skipsOf(r, node))
 }
 
+// dsPod is a DaemonSet's pod. Its owner reference carries the API version
+// as the API server's do: DaemonSet ownership is matched by group,
+// version and kind, as Karpenter matches it.
 func dsPod(name string) *corev1.Pod {
 	p := testPod(name, "100m")
-	p.OwnerReferences = []metav1.OwnerReference{{Kind: "DaemonSet", Name: "ds"}}
+	p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "ds"}}
 	return p
 }
 
@@ -142,19 +145,35 @@ func TestSingleNodeReplaceCheaper(t *testing.T) {
 	if r.Decision != nil {
 		t.Fatalf("unexpected decision %+v", r.Decision)
 	}
-	wantSkip(t, r, "snug", "is not cheaper than")
+	wantSkip(t, r, "snug", "can't replace with a cheaper node")
 }
 
+// Spot-to-spot consolidation is Karpenter's SpotToSpotConsolidation
+// feature gate, off by default: without it a spot node is never replaced
+// by spot; with it a single node needs 15 cheaper types.
 func TestSpotToSpotNeedsFifteenCheaperTypes(t *testing.T) {
 	pool := testPool("default", spot)
+	huge := testNode("huge", "default", spot, 32, testPod("a", "1"))
+	in := testInput(t0.Add(time.Hour), []*karpv1.NodePool{pool}, huge)
+	r := decide(t, in)
+	if r.Decision != nil {
+		t.Fatalf("spot-to-spot without the gate decided %+v", r.Decision)
+	}
+	wantSkip(t, r, "huge", "SpotToSpotConsolidation is disabled")
+	in.FeatureGates.SpotToSpotConsolidation = true
+	d := wantDecision(t, decide(t, in), MethodSingleNode, "huge")
+	if rep := d.Replacements[0]; rep.CapacityType != spot || len(rep.InstanceTypes) != MinSpotToSpotTypes {
+		t.Fatalf("replacement %s %v, want spot of the %d cheapest types", rep.CapacityType, rep.InstanceTypes, MinSpotToSpotTypes)
+	}
+
 	mid := testNode("mid", "default", spot, 8, testPod("a", "1"))
-	r := decide(t, testInput(t0.Add(time.Hour), []*karpv1.NodePool{pool}, mid))
+	in = testInput(t0.Add(time.Hour), []*karpv1.NodePool{pool}, mid)
+	in.FeatureGates.SpotToSpotConsolidation = true
+	r = decide(t, in)
 	if r.Decision != nil {
 		t.Fatalf("spot-to-spot with 7 cheaper types decided %+v", r.Decision)
 	}
 	wantSkip(t, r, "mid", "at least 15 cheaper instance types, found 7")
-	huge := testNode("huge", "default", spot, 32, testPod("a", "1"))
-	wantDecision(t, decide(t, testInput(t0.Add(time.Hour), []*karpv1.NodePool{pool}, huge)), MethodSingleNode, "huge")
 }
 
 func TestMultiNodeConsolidation(t *testing.T) {

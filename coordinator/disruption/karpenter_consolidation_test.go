@@ -18,7 +18,7 @@ import (
 // consolidation: replace, delete, multi-NodeClaim merges, budgets, the
 // consolidateAfter of destinations) with the spot-to-spot feature gate at
 // its default, off. The cases that need the gate on, or pending pods, are
-// in karpenter_pending_test.go.
+// in karpenter_gates_test.go.
 func TestKarpenterConsolidation(t *testing.T) {
 	const file = "pkg/controllers/disruption/consolidation_test.go"
 	pool := func(opts ...func(*karpv1.NodePool)) []*karpv1.NodePool { return kPools(kPool("default", opts...)) }
@@ -133,7 +133,6 @@ func TestKarpenterConsolidation(t *testing.T) {
 			want: allOf(decides(MethodSingleNode, "n"), replacing(1), replacementExcludes("t-8", "t-9", "t-32")),
 		},
 		{
-			// Known difference: spot-to-spot is always on in Joiner.
 			name: "spot-to-spot is off by default: a spot node is not replaced by spot",
 			from: file + ` Consolidation/Replace "cannot replace spot with spot if the spotToSpotConsolidation is disabled" (the SpotToSpotConsolidation feature gate defaults to false)`,
 			in: func() *Input {
@@ -142,7 +141,6 @@ func TestKarpenterConsolidation(t *testing.T) {
 			want: decidesNothing(),
 		},
 		{
-			// Known difference: Joiner compares the cheapest offering.
 			name: "a replacement whose worst-case spot launch price is not cheaper is refused",
 			from: file + ` Consolidation/Replace "won't replace node if any spot replacement is more expensive" (nodeclaim.go RemoveInstanceTypeOptionsByPriceAndMinValues, WorstLaunchPrice)`,
 			in: func() *Input {
@@ -172,8 +170,6 @@ func TestKarpenterConsolidation(t *testing.T) {
 			want: decidesNothing(),
 		},
 		{
-			// Not in the issue's list: Joiner ignores the PDB's
-			// unhealthyPodEvictionPolicy.
 			name: "a PDB with unhealthyPodEvictionPolicy AlwaysAllow does not hold unready pods",
 			from: file + ` Consolidation/Replace "can replace nodes, considers PDB policy" (pkg/utils/pdb isEvictable)`,
 			in: func() *Input {
@@ -216,8 +212,6 @@ func TestKarpenterConsolidation(t *testing.T) {
 			want: decidesNothing(),
 		},
 		{
-			// Not in the issue's list: Joiner does not re-check minValues
-			// after dropping the types that are not cheaper.
 			name: "a replacement left with fewer instance types than minValues by the price filter is refused",
 			from: file + ` Consolidation/Replace "Consolidation should fail if filterByPrice breaks the minimum requirement from the NodePools." (if the candidate is on-demand node)`,
 			in: func() *Input {
@@ -318,8 +312,6 @@ func TestKarpenterConsolidation(t *testing.T) {
 			want: allOf(decidesNothing(), afterwards(clockAt(kNow.Add(3*time.Minute)), decides(MethodSingleNode, "b"))),
 		},
 		{
-			// Known difference: Joiner pins a node whose pod's value does
-			// not parse.
 			name: "an invalid do-not-disrupt value does not block consolidation",
 			from: file + ` Consolidation/Delete "can delete nodes, considers invalid do-not-disrupt annotation format as not blocking"`,
 			in:   func() *Input { return pairIn(nil, withDoNotDisrupt(rsPod("b-0", "250m"), "invalid-format")) },
@@ -341,8 +333,6 @@ func TestKarpenterConsolidation(t *testing.T) {
 			want: decidesNothing(),
 		},
 		{
-			// Known difference: Joiner moves pods onto nodes inside their
-			// consolidateAfter window.
 			name: "pods are not moved onto a node still inside its consolidateAfter window",
 			from: file + ` Consolidation/Delete "should not consolidate pods onto a destination node that is under its consolidateAfter window" (scheduler.go IsConsolidationSimulation, utils/disruption IsUnderConsolidateAfter)`,
 			in: func() *Input {

@@ -125,8 +125,6 @@ func TestKarpenterDrift(t *testing.T) {
 			want: allOf(decidesNothing(), skipsWith("n", "do-not-disrupt")),
 		},
 		{
-			// Known difference: Joiner simulates the PDB-blocked pod as
-			// moving and launches a replacement it cannot use.
 			name: "with a terminationGracePeriod a drifted node with a fully PDB-blocked pod goes without a replacement",
 			from: file + ` Drift/Drift "should not create replacements for drifted nodes that have pods with the blocking PDBs when the NodePool's TerminationGracePeriod is not nil" (helpers.go SimulateScheduling leaves fully blocked pods out)`,
 			in: func() *Input {
@@ -137,7 +135,6 @@ func TestKarpenterDrift(t *testing.T) {
 			want: allOf(decides(MethodDrift, "n"), replacing(0)),
 		},
 		{
-			// Known difference, as above, for the annotation.
 			name: "with a terminationGracePeriod a drifted node with a do-not-disrupt pod goes without a replacement",
 			from: `pkg/controllers/disruption/suite_test.go Candidate Filtering "should consider candidates that have do-not-disrupt pods scheduled with a terminationGracePeriod set for eventual disruption" with ` + file + ` "should not create replacements for drifted nodes that have pods with the karpenter.sh/do-not-disrupt annotation set to true" (helpers.go SimulateScheduling: IsCurrentlyReschedulable)`,
 			in: func() *Input {
@@ -164,8 +161,6 @@ func TestKarpenterDrift(t *testing.T) {
 			want: allOf(decidesNothing(), afterwards(clockAt(kNow.Add(3*time.Minute)), decides(MethodDrift, "n"))),
 		},
 		{
-			// Known difference: Joiner treats a value it cannot parse as
-			// "protect".
 			name: "an invalid do-not-disrupt value does not block drift",
 			from: file + ` Drift/Drift "should drift nodes with pods that have an invalid do-not-disrupt annotation format"`,
 			in: func() *Input {
@@ -203,8 +198,6 @@ func TestKarpenterDrift(t *testing.T) {
 			want: allOf(decides(MethodDrift, "n"), replacing(0)),
 		},
 		{
-			// Known difference: Joiner takes drifted nodes oldest first,
-			// empty or not.
 			name: "empty drifted nodes go before non-empty ones",
 			from: file + ` Drift/Drift "should drift empty nodes before non-empty nodes" (drift.go ComputeCommands)`,
 			in: func() *Input {
@@ -236,8 +229,6 @@ func TestKarpenterDrift(t *testing.T) {
 			want: allOf(decides(MethodDrift, "n"), replacing(3)),
 		},
 		{
-			// Known difference: Joiner orders drifted nodes by creation,
-			// not by when they drifted.
 			name: "drifted nodes go one at a time, the longest drifted first",
 			from: file + ` Drift/Drift "should drift one non-empty node at a time, starting with the earliest drift" (drift.go sorts by the Drifted condition's transition time)`,
 			in: func() *Input {

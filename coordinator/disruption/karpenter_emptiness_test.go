@@ -113,7 +113,6 @@ func TestKarpenterEmptiness(t *testing.T) {
 			want: decides(MethodEmptiness, "n"),
 		},
 		{
-			// Known difference: Joiner counts every terminating pod as gone.
 			name: "a terminating StatefulSet pod keeps its node from being empty",
 			from: file + ` Emptiness "will not consider a node with a terminating StatefulSet pod as empty" (pkg/utils/pod IsReschedulable)`,
 			in: func() *Input {

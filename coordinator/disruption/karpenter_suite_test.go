@@ -42,15 +42,12 @@ func TestKarpenterCandidateFiltering(t *testing.T) {
 			want: blockers("n", "do-not-disrupt", "*"),
 		},
 		{
-			// Not in the issue's list (its DaemonSet sibling is): Joiner
-			// skips static pods when looking for do-not-disrupt.
 			name: "a do-not-disrupt mirror pod blocks graceful disruption",
 			from: file + ` "should not consider candidates that have do-not-disrupt mirror pods scheduled" (utils/pod IsDisruptable: only inactive pods are exempt)`,
 			in:   one(node(dnd(mirrorPod("static", "n")))),
 			want: blockers("n", "*", "*"),
 		},
 		{
-			// Known difference: Joiner skips DaemonSet pods.
 			name: "a do-not-disrupt DaemonSet pod blocks graceful disruption",
 			from: file + ` "should not consider candidates that have do-not-disrupt daemonset pods scheduled"`,
 			in:   one(node(dnd(daemonPod("ds-n")))),
@@ -123,22 +120,18 @@ func TestKarpenterCandidateFiltering(t *testing.T) {
 			want: blockers("n", "pdb default/test", "pdb default/test"),
 		},
 		{
-			// Known difference: Joiner skips DaemonSet pods.
 			name: "a fully blocking PDB on a DaemonSet pod blocks",
 			from: file + ` "should not consider candidates that have fully blocking PDBs on daemonset pods"`,
 			in:   withPDBs(node(labelled(daemonPod("ds-n"))), "test"),
 			want: blockers("n", "pdb default/test", "pdb default/test"),
 		},
 		{
-			// Known difference, seen through Decide: the DaemonSet pod's
-			// annotation does not keep an otherwise empty node.
 			name: "an empty node whose DaemonSet pod is do-not-disrupt is kept",
 			from: file + ` "should not consider candidates that have do-not-disrupt daemonset pods scheduled", with pkg/controllers/disruption/emptiness_test.go "will consider a node with a DaemonSet pod as empty"`,
 			in:   one(node(dnd(daemonPod("ds-n")))),
 			want: decidesNothing(),
 		},
 		{
-			// Known difference, seen through Decide.
 			name: "an empty node whose DaemonSet pod is held by a fully blocking PDB is kept",
 			from: file + ` "should not consider candidates that have fully blocking PDBs on daemonset pods", with pkg/controllers/disruption/emptiness_test.go "will consider a node with a DaemonSet pod as empty"`,
 			in:   withPDBs(node(labelled(daemonPod("ds-n"))), "test"),
@@ -275,7 +268,6 @@ func TestKarpenterBudgetMapping(t *testing.T) {
 			want: allowedForAllReasons("default", 10),
 		},
 		{
-			// Not in the issue's list: Joiner counts such a node.
 			name: "nodes whose instance is terminating are not counted",
 			from: file + ` "should not consider nodes that have the terminating status condition as part of disruption count"`,
 			in: func() *Input {

@@ -54,7 +54,7 @@ type typeCap struct {
 func (d *decider) buildBound() *capacityBound {
 	b := &capacityBound{free: map[*Node]res{}}
 	for _, n := range d.in.Nodes {
-		if n.MarkedForDeletion {
+		if d.deleting(n) {
 			continue
 		}
 		f := listRes(n.Node.Allocatable)

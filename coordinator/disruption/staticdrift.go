@@ -22,7 +22,7 @@ func (d *decider) staticDrift() (*Decision, error) {
 	var byPool map[string][]*Node
 	why := map[*Node]string{}
 	for _, n := range d.in.Nodes {
-		if n.NodeClaim == nil || n.MarkedForDeletion {
+		if n.NodeClaim == nil || d.deleting(n) {
 			continue
 		}
 		pool := d.pools[poolName(n)]
@@ -34,7 +34,7 @@ func (d *decider) staticDrift() (*Decision, error) {
 			continue
 		}
 		if b := d.gracefulBlocker(n, true); b != "" {
-			d.skip(n, MethodStaticDrift, "drifted (%s) but not disruptable: %s", r, b)
+			d.blocked(n, MethodStaticDrift, "drifted (%s) but not disruptable: %s", r, b)
 			continue
 		}
 		if byPool == nil {
@@ -64,7 +64,7 @@ func (d *decider) staticDrift() (*Decision, error) {
 		})
 		skipAll := func(format string, args ...any) {
 			for _, n := range cands {
-				d.skip(n, MethodStaticDrift, "drifted (%s) but %s", why[n], fmt.Sprintf(format, args...))
+				d.blocked(n, MethodStaticDrift, "drifted (%s) but %s", why[n], fmt.Sprintf(format, args...))
 			}
 		}
 		if budget[pn] <= 0 {
@@ -90,7 +90,7 @@ func (d *decider) staticDrift() (*Decision, error) {
 		}
 		for i, cand := range cands {
 			if int64(i) >= n {
-				d.skip(cand, MethodStaticDrift, "drifted (%s) but static nodepool %s replaces only %d node(s) at a time now (budget, limits.nodes)", why[cand], pn, n)
+				d.blocked(cand, MethodStaticDrift, "drifted (%s) but static nodepool %s replaces only %d node(s) at a time now (budget, limits.nodes)", why[cand], pn, n)
 				continue
 			}
 			dec.Candidates = append(dec.Candidates, cand)
@@ -117,7 +117,7 @@ func (d *decider) staticCount(pool string) StaticCount {
 		if n.NodeClaim == nil || poolName(n) != pool {
 			continue
 		}
-		if n.MarkedForDeletion {
+		if d.deleting(n) {
 			c.Deleting++
 		} else {
 			c.Active++

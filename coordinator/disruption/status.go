@@ -61,17 +61,14 @@ const MethodConsolidation = methodConsolidation
 // Status reports every managed node that is not marked for deletion, in
 // input order. Like Decide it does no I/O and reads no clock.
 func Status(in *Input) []NodeStatus {
-	d := &decider{in: in, pools: map[string]*karpv1.NodePool{}}
-	for _, p := range in.NodePools {
-		d.pools[p.Name] = p
-	}
+	d := newDecider(in)
 	// A PDB index that fails to build blocks everything, like Decide's
 	// error does.
 	pdbs, pdbErr := buildPDBIndex(in)
 	d.pdbs = pdbs
 	var out []NodeStatus
 	for _, n := range in.Nodes {
-		if n.NodeClaim == nil || n.MarkedForDeletion {
+		if n.NodeClaim == nil || d.deleting(n) {
 			continue
 		}
 		s := NodeStatus{Node: n, Empty: isEmpty(n)}
@@ -108,22 +105,41 @@ func Status(in *Input) []NodeStatus {
 }
 
 // AllowedByPool is AllowedDisruptions for every pool of in for reason,
-// counting the pool's initialized nodes and those being disrupted (marked
-// for deletion or NotReady) as Decide does.
+// counting the pool's initialized nodes and those being disrupted (deleting
+// or NotReady) as Decide does; NodeClaims whose instance is terminating
+// count for neither.
 func AllowedByPool(in *Input, reason karpv1.DisruptionReason) (map[string]int, error) {
-	d := &decider{in: in, pools: map[string]*karpv1.NodePool{}, poolNodes: map[string]int{}, disrupting: map[string]int{}}
-	for _, p := range in.NodePools {
-		d.pools[p.Name] = p
-	}
-	for _, n := range in.Nodes {
-		if n.NodeClaim == nil || !n.Initialized {
-			continue
+	return newDecider(in).budgets(reason)
+}
+
+// PoolBudget is one pool's disruption budget for one reason at Input.Now.
+type PoolBudget struct {
+	// Nodes are the pool's nodes the budget's percentages scale
+	// (initialized, managed, instance not terminating); Disrupting those
+	// of them being disrupted (deleting or NotReady).
+	Nodes, Disrupting int
+	// Budget is what the pool's active budgets allow of Nodes; Allowed is
+	// Budget less Disrupting, never below 0 (AllowedByPool's).
+	Budget, Allowed int
+}
+
+// Blocking: the pool has nodes and its budgets allow none of them to be
+// disrupted for the reason (Karpenter then leaves a DisruptionBlocked
+// Event on the NodePool).
+func (b PoolBudget) Blocking() bool { return b.Nodes > 0 && b.Budget == 0 }
+
+// PoolBudgets is PoolBudget for every pool of in for reason.
+func PoolBudgets(in *Input, reason karpv1.DisruptionReason) (map[string]PoolBudget, error) {
+	d := newDecider(in)
+	out := make(map[string]PoolBudget, len(d.pools))
+	for name, p := range d.pools {
+		b := PoolBudget{Nodes: d.poolNodes[name], Disrupting: d.disrupting[name]}
+		var err error
+		if b.Budget, err = AllowedDisruptions(p, reason, b.Nodes, 0, in.Now); err != nil {
+			return nil, err
 		}
-		pn := poolName(n)
-		d.poolNodes[pn]++
-		if n.MarkedForDeletion || !n.Ready {
-			d.disrupting[pn]++
-		}
+		b.Allowed = max(0, b.Budget-b.Disrupting)
+		out[name] = b
 	}
-	return d.budgets(reason)
+	return out, nil
 }

@@ -13,14 +13,17 @@
 //     scaled down.
 //  4. Drift (reason Drifted): the NodeClaim's karpenter.sh/nodepool-hash or
 //     karpenter.k8s.aws/ec2nodeclass-hash differs from the current one
-//     (passed in); oldest first, one at a time with its replacement.
+//     (passed in), or another of Karpenter's drift reasons holds; nodes
+//     without pods to reschedule first, then the longest drifted, one at a
+//     time with its replacement.
 //  5. Multi-node consolidation (Underutilized): binary search over the first
 //     100 candidates, highest price per unit of disruption first, for the
 //     largest prefix whose pods fit on the remaining nodes plus at most one
 //     cheaper new node.
 //  6. Single-node consolidation (Underutilized): the first candidate that can
-//     be deleted, or replaced by one cheaper node (spot to spot only when at
-//     least 15 cheaper instance types remain).
+//     be deleted, or replaced by one cheaper node (spot to spot only behind
+//     the SpotToSpotConsolidation gate, and when at least 15 cheaper
+//     instance types remain).
 //
 // Emptiness and consolidation leave static pools alone. A pool with
 // consolidationPolicy Balanced consolidates only moves whose savings, as a
@@ -29,9 +32,10 @@
 // k = 2, see balanced.go).
 //
 // Every graceful action is simulated first with coordinator/scheduler on the
-// remaining capacity (candidates and nodes already being disrupted removed)
-// plus the proposed replacement: it proceeds only if every displaced pod
-// fits, and for consolidation only if the price drops.
+// remaining capacity (candidates and nodes already being disrupted removed,
+// pending pods placed too) plus the proposed replacement: it proceeds only
+// if every displaced pod fits, and for consolidation only if the
+// replacement's worst-case launch price is below the candidates'.
 //
 // Decide does no I/O, reads no clock (Input.Now) and starts no goroutine;
 // the leader loop commits the Decision as a TerminationIntent and executes
@@ -104,6 +108,23 @@ type Input struct {
 	// disrupt first) so a pass starts where the previous one stopped; pass
 	// the previous Result.NextSingleNodeOffset.
 	SingleNodeOffset int
+	// FeatureGates are Karpenter's feature gates that change decisions.
+	FeatureGates FeatureGates
+	// PendingPods are the cluster's pending pods that need capacity
+	// (unschedulable, not bound, not held by in-flight capacity). Every
+	// simulation places them too, as Karpenter's SimulateScheduling does,
+	// so a disruption never takes the room they need; one that fits
+	// nowhere does not stop a disruption.
+	PendingPods []*corev1.Pod
+}
+
+// FeatureGates are the Karpenter feature gates (--feature-gates) Decide
+// reads; the zero value is Karpenter's default.
+type FeatureGates struct {
+	// SpotToSpotConsolidation lets consolidation replace spot nodes by
+	// spot nodes (Karpenter's gate, off by default): a single node only
+	// when at least MinSpotToSpotTypes cheaper types remain.
+	SpotToSpotConsolidation bool
 }
 
 // StaticCount is a static pool's NodeClaims by state (Karpenter's
@@ -138,7 +159,9 @@ type Node struct {
 	Ready bool
 	// MarkedForDeletion: a termination intent exists or the NodeClaim is
 	// being deleted. Such nodes are not candidates, count against budgets
-	// and give no capacity to the simulation.
+	// and give no capacity to the simulation. A NodeClaim with a deletion
+	// timestamp or a True InstanceTerminating condition is treated so
+	// too; the latter counts for no budget at all (Karpenter's).
 	MarkedForDeletion bool
 	// Nominated: a pending pod was nominated onto this node.
 	Nominated bool
@@ -174,7 +197,20 @@ type Skip struct {
 	Node   string
 	Method Method
 	Reason string
+	// Event is the reason of the Event Karpenter leaves on the Node and
+	// NodeClaim for it: EventDisruptionBlocked (the node may not be
+	// disrupted: do-not-disrupt, a PDB, a budget, its pods fit nowhere),
+	// EventUnconsolidatable (consolidation in particular leaves it:
+	// consolidateAfter, policy, no cheaper replacement), or "" (nothing to
+	// act on, e.g. not evaluated this pass).
+	Event string
 }
+
+// Event reasons of skips, Karpenter's (pkg/controllers/disruption/events).
+const (
+	EventDisruptionBlocked = "DisruptionBlocked"
+	EventUnconsolidatable  = "Unconsolidatable"
+)
 
 // Result is Decide's answer: at most one decision plus, for each node that
 // was looked at and left alone, why.

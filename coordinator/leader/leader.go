@@ -29,6 +29,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/joiner-dev/joiner/cloud"
+	"github.com/joiner-dev/joiner/coordinator/disruption"
 	disruptionctl "github.com/joiner-dev/joiner/coordinator/disruption/controller"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
 	"github.com/joiner-dev/joiner/coordinator/interruption"
@@ -55,6 +56,7 @@ type Cache interface {
 	termination.Cache
 	interruption.Cache
 	disruptionctl.Cache
+	disruptionctl.PodEventsCache
 	nodeclass.Cache
 	static.Cache
 	Synced() bool
@@ -83,7 +85,8 @@ type Deps struct {
 	// again (0: the nodeclass loop's default, 5 min).
 	NodeClassRefresh time.Duration
 	// FeatureGates are Karpenter's (--feature-gates); StaticCapacity starts
-	// the static loop.
+	// the static loop, SpotToSpotConsolidation lets consolidation replace
+	// spot nodes by spot nodes.
 	FeatureGates featuregates.Gates
 
 	Clients *kube.Clients
@@ -152,12 +155,14 @@ func New(d Deps) (*Leader, error) {
 	// Static pools' NodeClaims are counted for static drift whether or not
 	// the static loop runs (Karpenter's StaticDrift is not gated either).
 	counter := &static.Counter{Cache: d.Cache, State: d.State}
-	dis, err := disruptionctl.New(disruptionctl.Config{}, disruptionctl.Deps{Views: views, Launcher: prov, Cache: d.Cache,
-		State: d.State, Raft: d.Raft, Kube: d.Clients, Nodes: disruptionctl.NodeClient(d.Kube), Static: counter,
-		Registerer: d.Registerer, Recorder: d.Recorder, Log: log})
+	dis, err := disruptionctl.New(disruptionctl.Config{FeatureGates: disruption.FeatureGates{SpotToSpotConsolidation: d.FeatureGates.SpotToSpotConsolidation}},
+		disruptionctl.Deps{Views: views, Launcher: prov, Cache: d.Cache,
+			State: d.State, Raft: d.Raft, Kube: d.Clients, Nodes: disruptionctl.NodeClient(d.Kube), Static: counter,
+			Registerer: d.Registerer, Recorder: d.Recorder, Log: log})
 	if err != nil {
 		return nil, err
 	}
+	podEvents := disruptionctl.NewPodEvents(disruptionctl.PodEventsConfig{}, d.Cache, d.Clients, log)
 	ret, err := retention.New(retention.Config{Retention: d.StateRetention}, retention.Deps{State: d.State, Raft: d.Raft,
 		Registerer: d.Registerer, Log: log})
 	if err != nil {
@@ -175,6 +180,7 @@ func New(d Deps) (*Leader, error) {
 			{"termination", term.Run},
 			{"interruption", intr.Run},
 			{"disruption", dis.Run},
+			{"podevents", podEvents.Run},
 			{"retention", ret.Run},
 		}}
 	if d.FeatureGates.StaticCapacity {

@@ -24,6 +24,7 @@ type class struct {
 	noMore   bool       // no further relaxation possible
 	memberOf []*group   // topology groups whose selector matches these pods
 	ports    []hostPort // host ports every pod of the class binds
+	moved    bool       // Input.Moved: kept off NoMovedPods nodes
 }
 
 // hostPort is a port a pod binds on its node's network. Two pods conflict

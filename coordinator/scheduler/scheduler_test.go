@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -656,5 +657,23 @@ func TestRandomProperties(t *testing.T) {
 		if !bytes.Equal(first, again) {
 			t.Fatalf("seed %d: two runs differ", seed)
 		}
+	}
+}
+
+// A node with NoMovedPods takes no pod of Input.Moved (a consolidation's
+// destination inside its consolidateAfter window), other pods still.
+func TestNoMovedPods(t *testing.T) {
+	alloc := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("8Gi"), corev1.ResourcePods: resource.MustParse("20")}
+	node := &Node{Name: "settling", Allocatable: alloc, Capacity: alloc, NoMovedPods: true,
+		Labels: map[string]string{karpv1.LabelZone: "test-zone-1", karpv1.LabelArch: "amd64", karpv1.LabelHostname: "settling"}}
+	moved, pending := pod("moved", nil, "1", "1Gi"), pod("pending", nil, "1", "1Gi")
+	plan := Solve(&Input{Pods: []*corev1.Pod{moved, pending}, NodePools: []*karpv1.NodePool{nodePool("default")},
+		InstanceTypes: map[string][]*catalog.InstanceType{"default": fakeTypes(4)}, Nodes: []*Node{node},
+		Moved: map[string]bool{"default/moved": true}})
+	if len(plan.Nominations) != 1 || plan.Nominations[0].Pod != "default/pending" {
+		t.Fatalf("nominations %+v, want only the pending pod on the node", plan.Nominations)
+	}
+	if len(plan.NodeClaims) != 1 || !slices.Equal(plan.NodeClaims[0].Pods, []string{"default/moved"}) {
+		t.Fatalf("claims %+v, want one for the moved pod", plan.NodeClaims)
 	}
 }

@@ -68,7 +68,7 @@ func Solve(in *Input) *Plan {
 	s.existing = in.Nodes
 	s.buildPools(in)
 	s.memPerMilli = memoryPerMilliCPU(s.pools)
-	s.buildClasses(in.Pods)
+	s.buildClasses(in.Pods, in.Moved)
 	s.buildExisting(in)
 
 	for _, c := range s.classes {
@@ -120,15 +120,19 @@ func (s *solver) buildExisting(in *Input) {
 	}
 }
 
-func (s *solver) buildClasses(pods []*corev1.Pod) {
+func (s *solver) buildClasses(pods []*corev1.Pod, moved map[string]bool) {
 	byKey := map[string]*class{}
 	var w keyWriter
 	for _, p := range pods {
 		req, ok := s.ri.podRequests(p)
 		key := w.classKey(p, req, s.vols[podName(p)])
+		mv := moved[podName(p)]
+		if mv {
+			key += "\x00moved"
+		}
 		c := byKey[key]
 		if c == nil {
-			c = &class{key: key, rep: p, req: req, reqOK: ok, ports: hostPorts(p)}
+			c = &class{key: key, rep: p, req: req, reqOK: ok, ports: hostPorts(p), moved: mv}
 			byKey[key] = c
 			s.classes = append(s.classes, c)
 		}
@@ -708,7 +712,7 @@ func (s *solver) checkExisting(cl *claim, v *variant, rules []domainRule, used v
 		ok = tol && v.reqs.Matches(n.Labels)
 		v.nodeOK[cl.nodeIdx] = ok
 	}
-	if !ok || !used.fits(cl.free) {
+	if !ok || !used.fits(cl.free) || (n.NoMovedPods && v.c.moved) {
 		return verdict{monotone: true}
 	}
 	if !s.hostnameOK(n.Name, v) {

@@ -70,6 +70,9 @@ type Input struct {
 	// pool's minValues does not take the pod) or BestEffort (when nothing
 	// can, minValues is relaxed and the claim says so).
 	MinValuesPolicy MinValuesPolicy
+	// Moved are the pods (namespace/name) a consolidation moves off their
+	// nodes: they are not placed on a node with NoMovedPods.
+	Moved map[string]bool
 }
 
 // MinValuesPolicy is Karpenter's --min-values-policy.
@@ -119,6 +122,11 @@ type Node struct {
 	Pods []*corev1.Pod
 	// InFlight marks a NodeClaim that has not registered yet.
 	InFlight bool
+	// NoMovedPods keeps the pods of Input.Moved off the node (a
+	// consolidation destination still inside its consolidateAfter window,
+	// as Karpenter's consolidation simulation leaves it); other pods may
+	// still go there.
+	NoMovedPods bool
 }
 
 // Plan is Solve's answer.

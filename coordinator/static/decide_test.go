@@ -119,10 +119,14 @@ func dsPod(name string) *corev1.Pod {
 	return p
 }
 
+// dndPod is a pod started at t0 with a do-not-disrupt annotation (a
+// duration counts from the pod's start; a pod that has not started is
+// protected, as in Karpenter).
 func dndPod(name, value string) *corev1.Pod {
 	p := pods(name)[0]
 	p.Annotations = map[string]string{karpv1.AnnotationDoNotDisrupt: value}
 	p.CreationTimestamp = metav1.NewTime(t0)
+	p.Status.StartTime = &metav1.Time{Time: t0}
 	return p
 }
 

@@ -10,11 +10,14 @@ import (
 	"strings"
 )
 
-// Gates are Karpenter v1.14's feature gates. Joiner acts on StaticCapacity;
-// the others are accepted so a Karpenter setting carries over.
+// Gates are Karpenter v1.14's feature gates. Joiner acts on StaticCapacity
+// and SpotToSpotConsolidation; the others are accepted so a Karpenter
+// setting carries over.
 type Gates struct {
-	NodeRepair              bool
-	ReservedCapacity        bool
+	NodeRepair       bool
+	ReservedCapacity bool
+	// SpotToSpotConsolidation lets consolidation replace spot nodes by
+	// cheaper spot nodes (off by default).
 	SpotToSpotConsolidation bool
 	NodeOverlay             bool
 	// StaticCapacity runs the static capacity loop: NodePools with

@@ -21,8 +21,12 @@
 // live launch intents hold the node's pods (its replacements), and rolled
 // back otherwise (the next pass decides afresh).
 //
-// It also writes the Drifted, Empty and Consolidatable NodeClaim conditions
-// and an Event whenever the reason a node is left alone changes.
+// It also writes the Drifted, Empty and Consolidatable NodeClaim conditions,
+// and Karpenter's Events whenever the reason a node is left alone changes
+// (DisruptionBlocked or Unconsolidatable on its NodeClaim and Node,
+// DisruptionBlocked on a NodePool whose budget allows nothing). PodEvents,
+// a loop of its own, writes the NodeClaims' lastPodEventTime that
+// consolidateAfter counts from.
 package controller
 
 import (
@@ -136,6 +140,9 @@ type Config struct {
 	// MaxSimulations is disruption.Input.MaxSimulations (0: the core's
 	// default).
 	MaxSimulations int
+	// FeatureGates are the Karpenter feature gates decisions read
+	// (--feature-gates; the zero value is Karpenter's default).
+	FeatureGates disruption.FeatureGates
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 }
@@ -156,6 +163,8 @@ type Controller struct {
 	coolDown map[string]time.Time
 	// lastSkip: "node/method" -> last reason reported in an Event.
 	lastSkip map[string]string
+	// lastBudgetBlock: "pool/reason" keys whose budget blocked last pass.
+	lastBudgetBlock map[string]bool
 	// finished: termination intent IDs whose NodeClaim this leader deleted
 	// (the cache may not show the deletion yet: never adopt them).
 	finished map[string]bool

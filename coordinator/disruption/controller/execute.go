@@ -134,8 +134,10 @@ func (c *Controller) start(ctx context.Context, v *pass, dec *disruption.Decisio
 		}
 		cmd.replacements = names
 		c.log.Info("launched replacement nodeclaim(s)", zap.String("method", string(cmd.method)), zap.Strings("nodeclaim", cmd.replacements))
-	} else if len(dec.Replacements) > 0 {
-		pods := candidatePods(dec.Candidates)
+	} else if pods := candidatePods(dec.Candidates); carries(dec.Replacements, pods) {
+		// (Planned NodeClaims that carry only the cluster's pending pods
+		// are the provisioner's to launch: without one for the candidates'
+		// pods, the decision is a deletion.)
 		claims := c.claimsFor(dec.Replacements, pods)
 		if len(claims) > 0 {
 			names, err := c.d.Launcher.LaunchClaims(ctx, claims, nil, "disruption/"+strings.ToLower(string(cmd.method)))
@@ -191,6 +193,16 @@ func candidatePods(ns []*disruption.Node) map[string]bool {
 		}
 	}
 	return out
+}
+
+// carries says whether a planned NodeClaim carries one of pods.
+func carries(planned []scheduler.NodeClaim, pods map[string]bool) bool {
+	for _, cl := range planned {
+		if slices.ContainsFunc(cl.Pods, func(k string) bool { return pods[k] }) {
+			return true
+		}
+	}
+	return false
 }
 
 // claimsFor keeps, on each planned replacement, only the candidates' pods

@@ -52,10 +52,12 @@ type cluster struct {
 	nodes  map[string]*corev1.Node
 	claims map[string]*karpv1.NodeClaim // by NodeClaim name
 	pods   []*corev1.Pod
-	pdbs   []*policyv1.PodDisruptionBudget
-	hashes map[string]string
-	ops    []string
-	seq    int
+	// pending are the view's pending pods.
+	pending []*corev1.Pod
+	pdbs    []*policyv1.PodDisruptionBudget
+	hashes  map[string]string
+	ops     []string
+	seq     int
 	// failures to inject
 	launchErr   error
 	proposeErr  map[fsm.MessageType]error
@@ -219,7 +221,7 @@ func (c *cluster) Build(time.Time) *view.View {
 		NodeClasses:   map[string]*awsv1.EC2NodeClass{"default": {ObjectMeta: metav1.ObjectMeta{Name: "default"}}},
 		InstanceTypes: map[string][]*catalog.InstanceType{"default": c.types}, PodsByNode: map[string][]*corev1.Pod{},
 		NodeClaims: map[string]*karpv1.NodeClaim{}, Instances: map[string]fsm.Instance{}, Disrupting: map[string]bool{},
-		PDBs: c.pdbs, NodePoolHashes: c.hashes, NodeClassHashes: map[string]string{}, Nominated: map[string]string{}}
+		PDBs: c.pdbs, NodePoolHashes: c.hashes, NodeClassHashes: map[string]string{}, Nominated: map[string]string{}, Pending: c.pending}
 	terminating := map[string]bool{}
 	for _, t := range c.fsm.Terminations() {
 		if t.State == fsm.TerminationPending {

@@ -99,7 +99,15 @@ func (c *Controller) input(v *pass) *disruption.Input {
 		Now: v.now, NodePools: s.NodePools, NodeClasses: s.NodeClasses, InstanceTypes: s.InstanceTypes,
 		DaemonSetPods: s.DaemonSetPods, Volumes: s.Volumes, Namespaces: s.Namespaces, MinValuesPolicy: s.MinValuesPolicy,
 		PDBs: s.PDBs, NodePoolHashes: s.NodePoolHashes, NodeClassHashes: s.NodeClassHashes,
-		MaxSimulations: c.cfg.MaxSimulations, SingleNodeOffset: c.singleNodeOffset,
+		MaxSimulations: c.cfg.MaxSimulations, SingleNodeOffset: c.singleNodeOffset, FeatureGates: c.cfg.FeatureGates,
+	}
+	// The pods that need capacity: the view's pending pods less the copies
+	// of disrupted nodes' pods it adds for the provisioner (the core moves
+	// those itself).
+	for _, p := range s.Pending {
+		if view.Provisionable(p) {
+			in.PendingPods = append(in.PendingPods, p)
+		}
 	}
 	if c.d.Static != nil {
 		in.StaticCounts = c.d.Static.Counts(v.now)

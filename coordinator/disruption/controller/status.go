@@ -30,16 +30,21 @@ func (c *Controller) report(ctx context.Context, v *pass, in *disruption.Input) 
 		c.metrics.eligible.WithLabelValues(string(m)).Set(float64(n))
 	}
 	c.metrics.budget.Reset()
+	blocking := map[string]bool{}
 	for _, r := range karpv1.DisruptionReasons {
-		allowed, err := disruption.AllowedByPool(in, r)
+		budgets, err := disruption.PoolBudgets(in, r)
 		if err != nil {
 			c.log.Warn("disruption budget", zap.Error(err))
 			continue
 		}
-		for pool, n := range allowed {
-			c.metrics.budget.WithLabelValues(pool, string(r)).Set(float64(n))
+		for pool, b := range budgets {
+			c.metrics.budget.WithLabelValues(pool, string(r)).Set(float64(b.Allowed))
+			if b.Blocking() {
+				blocking[pool+"/"+string(r)] = true
+			}
 		}
 	}
+	c.budgetEvents(in, blocking)
 	for i := range statuses {
 		c.writeConditions(ctx, &statuses[i], v.now)
 	}
@@ -88,18 +93,28 @@ func (c *Controller) writeConditions(ctx context.Context, s *disruption.NodeStat
 	}
 }
 
-// events reports, once per change, why each node was left alone.
+// events reports, once per change, why each node was left alone, as
+// Karpenter's Events on the NodeClaim and its Node: DisruptionBlocked (a
+// PDB, do-not-disrupt, a budget, pods that fit nowhere) or Unconsolidatable
+// (consolidateAfter, policy, no cheaper replacement, ...). Skips with
+// nothing to act on leave none.
 func (c *Controller) events(v *pass, res *disruption.Result) {
 	seen := map[string]bool{}
 	for _, s := range res.Skipped {
-		k := s.Node + "/" + string(s.Method)
-		seen[k] = true
-		if c.lastSkip[k] == s.Reason {
+		if s.Event == "" {
 			continue
 		}
-		c.lastSkip[k] = s.Reason
+		k := s.Node + "/" + string(s.Method)
+		seen[k] = true
+		if c.lastSkip[k] == s.Event+": "+s.Reason {
+			continue
+		}
+		c.lastSkip[k] = s.Event + ": " + s.Reason
 		if nc := v.snap.NodeClaims[s.Node]; nc != nil {
-			c.d.Recorder.Event(nc, corev1.EventTypeNormal, "DisruptionBlocked", s.Reason)
+			c.d.Recorder.Event(nc, corev1.EventTypeNormal, s.Event, s.Reason)
+		}
+		if node := c.d.Cache.Node(s.Node); node != nil {
+			c.d.Recorder.Event(node, corev1.EventTypeNormal, s.Event, s.Reason)
 		}
 	}
 	for k := range c.lastSkip {
@@ -107,4 +122,20 @@ func (c *Controller) events(v *pass, res *disruption.Result) {
 			delete(c.lastSkip, k)
 		}
 	}
+}
+
+// budgetEvents leaves Karpenter's DisruptionBlocked Event on a NodePool
+// when its budgets start to allow no disruption for a reason while it has
+// nodes (blocking holds "pool/reason" keys).
+func (c *Controller) budgetEvents(in *disruption.Input, blocking map[string]bool) {
+	for _, p := range in.NodePools {
+		for _, r := range karpv1.DisruptionReasons {
+			k := p.Name + "/" + string(r)
+			if blocking[k] && !c.lastBudgetBlock[k] {
+				c.d.Recorder.Eventf(p, corev1.EventTypeNormal, disruption.EventDisruptionBlocked,
+					"No allowed disruptions for disruption reason %s due to blocking budget", r)
+			}
+		}
+	}
+	c.lastBudgetBlock = blocking
 }

@@ -1,22 +1,7 @@
-//go:build karpenterport_pending
-
 package disruption
 
-// Ports of Karpenter v1.14.1 scenarios that Input cannot express yet. They
-// assume two small Input fields (not in types.go today, hence the build
-// tag; run with -tags karpenterport_pending once they exist):
-//
-//	// FeatureGates are Karpenter's feature gates that change decisions.
-//	FeatureGates FeatureGates
-//	type FeatureGates struct {
-//		// SpotToSpotConsolidation lets consolidation replace spot nodes by
-//		// spot nodes (Karpenter's gate of that name, false by default).
-//		SpotToSpotConsolidation bool
-//	}
-//
-//	// PendingPods are the cluster's pending (unschedulable) pods; every
-//	// simulation places them too, as Karpenter's SimulateScheduling does.
-//	PendingPods []*corev1.Pod
+// Ports of the Karpenter v1.14.1 scenarios that need Input.FeatureGates
+// (the SpotToSpotConsolidation gate on) or Input.PendingPods.
 
 import (
 	"fmt"
@@ -89,7 +74,6 @@ func TestKarpenterSpotToSpot(t *testing.T) {
 			want: decidesNothing(),
 		},
 		{
-			// Known difference: Joiner launches every cheaper type.
 			name: "with the gate on the spot replacement launches only the 15 cheapest types",
 			from: file + ` Consolidation/Replace "spot to spot consolidation should order the instance types by price before enforcing minimum flexibility." (truncation)`,
 			in:   func() *Input { return gate(true, kIn(spotPool(), spotNode("n", 32))) },
@@ -126,7 +110,6 @@ func TestKarpenterSpotToSpot(t *testing.T) {
 			want: replacementTypes(typesUpTo(15)...),
 		},
 		{
-			// Known difference: Joiner refuses multi-node spot-to-spot.
 			name: "with the gate on three spot nodes are merged into one spot node",
 			from: file + ` Consolidation/Multi-NodeClaim "can merge 3 nodes into 1" (if the candidate is spot node)`,
 			in: func() *Input {
@@ -135,7 +118,6 @@ func TestKarpenterSpotToSpot(t *testing.T) {
 			want: allOf(decides(MethodMultiNode, "x", "y", "z"), replacing(1), replacementCapacityType(spot)),
 		},
 		{
-			// Known difference, as above.
 			name: "with the gate on a multi-node spot merge needs no 15 cheaper types",
 			from: `pkg/controllers/disruption/consolidation.go computeSpotToSpotConsolidation ("For multi-node consolidation ... exit early"), with ` + file + ` "can merge 3 nodes into 1" (spot)`,
 			in: func() *Input {

@@ -1,0 +1,180 @@
+package controller
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/coordinator/disruption"
+)
+
+// events records Events with the kind and name of the object they are on.
+type events struct{ got []string }
+
+func (e *events) Event(obj runtime.Object, _, reason, message string) {
+	kind := strings.TrimPrefix(fmt.Sprintf("%T", obj), "*v1.")
+	name := ""
+	if o, err := meta.Accessor(obj); err == nil {
+		name = o.GetName()
+	}
+	e.got = append(e.got, fmt.Sprintf("%s/%s %s: %s", kind, name, reason, message))
+}
+
+func (e *events) Eventf(obj runtime.Object, typ, reason, format string, args ...any) {
+	e.Event(obj, typ, reason, fmt.Sprintf(format, args...))
+}
+
+func (e *events) AnnotatedEventf(obj runtime.Object, _ map[string]string, typ, reason, format string, args ...any) {
+	e.Eventf(obj, typ, reason, format, args...)
+}
+
+// has says whether an Event on kind/name has reason and a message
+// containing substr.
+func (e *events) has(kind, name, reason, substr string) bool {
+	prefix := kind + "/" + name + " " + reason + ": "
+	return slices.ContainsFunc(e.got, func(s string) bool { return strings.HasPrefix(s, prefix) && strings.Contains(s, substr) })
+}
+
+func (e *events) take() []string {
+	out := e.got
+	e.got = nil
+	return out
+}
+
+// Every node left alone for a reason the user can act on gets Karpenter's
+// Event on its NodeClaim and its Node: DisruptionBlocked for a PDB or a
+// budget, Unconsolidatable for consolidateAfter or no cheaper replacement;
+// a NodePool whose budget allows nothing gets DisruptionBlocked. Events are
+// not repeated while the reason stays.
+func TestEventsSayWhyNodesAreLeftAlone(t *testing.T) {
+	c := newCluster(t)
+	frozen := testPool("frozen")
+	frozen.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "0"}}
+	settling := testPool("settling")
+	settling.Spec.Disruption.ConsolidateAfter = karpv1.NewDuration(10 * time.Minute)
+	c.pools = []*karpv1.NodePool{testPool("default"), frozen, settling}
+	c.addNode("held", "default", 2, testPod("web", "1500m"))
+	c.addNode("snug", "default", 1, testPod("db", "900m"))
+	c.addNode("cold", "frozen", 4, testPod("batch", "3500m"))
+	// fresh has room for db, but is inside its consolidateAfter window.
+	c.addNode("fresh", "settling", 4, testPod("api", "1"))
+	c.pdbs = []*policyv1.PodDisruptionBudget{pdb("web", 0)}
+	rec := &events{}
+	ctl := c.controller(rec)
+	c.reconcile(ctl)
+	if ops := c.takeOps(); len(ops) != 0 {
+		t.Fatalf("acted: %q", ops)
+	}
+	for _, want := range []struct{ kind, name, reason, msg string }{
+		{"NodeClaim", "held", disruption.EventDisruptionBlocked, "pdb default/web prevents eviction"},
+		{"Node", "held", disruption.EventDisruptionBlocked, "pdb default/web prevents eviction"},
+		{"NodeClaim", "snug", disruption.EventUnconsolidatable, "can't replace with a cheaper node"},
+		{"Node", "snug", disruption.EventUnconsolidatable, "can't replace with a cheaper node"},
+		{"NodeClaim", "cold", disruption.EventDisruptionBlocked, "budget of nodepool frozen for reason Underutilized"},
+		{"NodePool", "frozen", disruption.EventDisruptionBlocked, "No allowed disruptions for disruption reason Underutilized due to blocking budget"},
+		{"NodePool", "frozen", disruption.EventDisruptionBlocked, "No allowed disruptions for disruption reason Drifted due to blocking budget"},
+		{"NodeClaim", "fresh", disruption.EventUnconsolidatable, "not consolidatable until"},
+		{"Node", "fresh", disruption.EventUnconsolidatable, "consolidateAfter 10m"},
+	} {
+		if !rec.has(want.kind, want.name, want.reason, want.msg) {
+			t.Errorf("no %s Event on %s/%s saying %q in:\n%s", want.reason, want.kind, want.name, want.msg, strings.Join(rec.got, "\n"))
+		}
+	}
+	if rec.has("NodePool", "default", disruption.EventDisruptionBlocked, "") {
+		t.Errorf("budget Event on a pool whose budget allows disruptions: %q", rec.got)
+	}
+	rec.take()
+	c.now = c.now.Add(time.Minute)
+	c.reconcile(ctl)
+	if got := rec.take(); len(got) != 0 {
+		t.Fatalf("Events repeated: %q", got)
+	}
+	// The budget opens, then blocks again: the pool's Event comes again.
+	frozen.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "100%"}}
+	c.reconcile(ctl)
+	if ops := c.takeOps(); len(ops) != 0 {
+		t.Fatalf("acted: %q", ops)
+	}
+	if rec.has("NodePool", "frozen", disruption.EventDisruptionBlocked, "") {
+		t.Fatalf("budget Event after the budget opened: %q", rec.got)
+	}
+	frozen.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "0"}}
+	c.reconcile(ctl)
+	if !rec.has("NodePool", "frozen", disruption.EventDisruptionBlocked, "reason Empty due to blocking budget") {
+		t.Fatalf("no budget Event once the budget blocks again: %q", rec.got)
+	}
+}
+
+// The SpotToSpotConsolidation gate reaches the decision: off (Karpenter's
+// default) a spot node is left alone with an Unconsolidatable Event; on, it
+// is replaced by a cheaper spot node.
+func TestSpotToSpotGate(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		t.Run(fmt.Sprint("gate=", on), func(t *testing.T) {
+			c := newCluster(t)
+			c.types = testTypes(16)
+			for _, it := range c.types {
+				it.Offerings = append(it.Offerings, it.Offerings[0])
+				it.Offerings[1].CapacityType = karpv1.CapacityTypeSpot
+				it.Offerings[1].Price /= 2
+			}
+			pool := testPool("default")
+			pool.Spec.Template.Spec.Requirements[0].Values = []string{karpv1.CapacityTypeSpot}
+			c.pools = []*karpv1.NodePool{pool}
+			c.addNode("big", "default", 16, testPod("web", "500m"))
+			for _, obj := range []map[string]string{c.nodes["big"].Labels, c.claims["big"].Labels} {
+				obj[karpv1.LabelCapacityType] = karpv1.CapacityTypeSpot
+			}
+			rec := &events{}
+			ctl := c.controllerWith(Config{ValidationDelay: -1, FeatureGates: disruption.FeatureGates{SpotToSpotConsolidation: on}}, rec)
+			c.reconcile(ctl)
+			ops := c.takeOps()
+			launched := slices.ContainsFunc(ops, func(op string) bool { return strings.HasPrefix(op, "launch ") })
+			if launched != on {
+				t.Fatalf("ops %q (replacement launched: %v, want %v)", ops, launched, on)
+			}
+			if !on && !rec.has("NodeClaim", "big", disruption.EventUnconsolidatable, "SpotToSpotConsolidation is disabled") {
+				t.Fatalf("no Unconsolidatable Event in %q", rec.got)
+			}
+		})
+	}
+}
+
+// The view's pending pods join the simulation (Input.PendingPods): a node
+// whose room a pending pod needs is not replaced by a smaller one, and the
+// copies of disrupted nodes' pods the view also lists are not counted
+// twice.
+func TestPendingPodsJoinTheSimulation(t *testing.T) {
+	for _, withPending := range []bool{false, true} {
+		t.Run(fmt.Sprint("pending=", withPending), func(t *testing.T) {
+			c := newCluster(t)
+			c.pools = []*karpv1.NodePool{testPool("default")}
+			c.addNode("n", "default", 4, testPod("web", "1"))
+			if withPending {
+				p := testPod("big", "2500m")
+				p.Status.Phase = corev1.PodPending
+				p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}}
+				c.pending = append(c.pending, p)
+			}
+			// A running pod of a disrupted node, as the view lists it for
+			// the provisioner: not a pending pod for disruption.
+			moving := testPod("moving", "3")
+			moving.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}}
+			c.pending = append(c.pending, moving)
+			ctl := c.controller(nil)
+			c.reconcile(ctl)
+			launched := slices.ContainsFunc(c.takeOps(), func(op string) bool { return strings.HasPrefix(op, "launch ") })
+			if launched == withPending {
+				t.Fatalf("replacement launched: %v, want %v", launched, !withPending)
+			}
+		})
+	}
+}

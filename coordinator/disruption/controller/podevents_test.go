@@ -1,0 +1,135 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+)
+
+// podCache is the informer cache as PodEvents reads it, and the status
+// writer it writes through.
+type podCache struct {
+	now    time.Time
+	pods   []*corev1.Pod
+	claims map[string]*karpv1.NodeClaim
+	writes int
+	err    error
+}
+
+func (c *podCache) Pods() []*corev1.Pod { return c.pods }
+func (c *podCache) NodeClaims() []*karpv1.NodeClaim {
+	var out []*karpv1.NodeClaim
+	for _, nc := range c.claims {
+		out = append(out, nc)
+	}
+	return out
+}
+func (c *podCache) Changes() (<-chan struct{}, func()) { return nil, func() {} }
+
+func (c *podCache) UpdateNodeClaimStatus(_ context.Context, nc *karpv1.NodeClaim) (*karpv1.NodeClaim, error) {
+	if c.err != nil {
+		return nil, c.err
+	}
+	c.writes++
+	c.claims[nc.Name] = nc
+	return nc, nil
+}
+
+func (c *podCache) bind(name, node string, uid types.UID, mutate ...func(*corev1.Pod)) *corev1.Pod {
+	p := testPod(name, "100m")
+	p.UID, p.Spec.NodeName = uid, node
+	for _, m := range mutate {
+		m(p)
+	}
+	c.pods = append(c.pods, p)
+	return p
+}
+
+func (c *podCache) last(claim string) time.Time { return c.claims[claim].Status.LastPodEventTime.Time }
+
+// PodEvents writes lastPodEventTime as Karpenter's podevents controller
+// does: a pod bound to the node, finishing or terminating is an event
+// (DaemonSet pods are not), events within 10 s of the recorded one are not
+// written, and the first pass only takes stock.
+func TestLastPodEventTimeFollowsPodEvents(t *testing.T) {
+	c := &podCache{now: t0, claims: map[string]*karpv1.NodeClaim{}}
+	for _, n := range []string{"a", "b"} {
+		nc := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "nc-" + n}}
+		nc.Status.NodeName = n
+		c.claims[nc.Name] = nc
+	}
+	web := c.bind("web", "a", "u1")
+	pe := NewPodEvents(PodEventsConfig{Now: func() time.Time { return c.now }}, c, c, nil)
+	pass := func() {
+		t.Helper()
+		if err := pe.Reconcile(context.Background()); err != nil {
+			t.Fatalf("pass: %v", err)
+		}
+	}
+	pass()
+	if c.writes != 0 {
+		t.Fatalf("first pass wrote %d times", c.writes)
+	}
+
+	// A pod bound to b.
+	c.now = t0.Add(time.Minute)
+	c.bind("api", "b", "u2")
+	pass()
+	if !c.last("nc-b").Equal(c.now) || !c.last("nc-a").IsZero() || c.writes != 1 {
+		t.Fatalf("after a bind: a %v, b %v, %d writes", c.last("nc-a"), c.last("nc-b"), c.writes)
+	}
+
+	// Another within 10 s: not written (Karpenter's dedupe).
+	c.now = c.now.Add(5 * time.Second)
+	c.bind("api-2", "b", "u3")
+	pass()
+	if c.writes != 1 {
+		t.Fatalf("event within the dedupe window written")
+	}
+
+	// A DaemonSet pod is no event; a pod going terminal is.
+	c.now = c.now.Add(time.Minute)
+	c.bind("ds-a", "a", "u4", func(p *corev1.Pod) {
+		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "ds"}}
+	})
+	pass()
+	if c.writes != 1 {
+		t.Fatalf("DaemonSet pod wrote an event")
+	}
+	web.Status.Phase = corev1.PodSucceeded
+	pass()
+	if !c.last("nc-a").Equal(c.now) {
+		t.Fatalf("terminal pod: a %v, want %v", c.last("nc-a"), c.now)
+	}
+
+	// A terminating pod is an event; a failed write is retried.
+	c.now = c.now.Add(time.Minute)
+	c.pods[1].DeletionTimestamp = &metav1.Time{Time: c.now}
+	c.err = errors.New("conflict")
+	if err := pe.Reconcile(context.Background()); err == nil {
+		t.Fatal("failed write not reported")
+	}
+	c.err = nil
+	at := c.now
+	c.now = c.now.Add(time.Second)
+	pass()
+	if !c.last("nc-b").Equal(at) {
+		t.Fatalf("terminating pod: b %v, want %v (the event's time, written on retry)", c.last("nc-b"), at)
+	}
+
+	// A StatefulSet pod recreated under its name on the same node is an
+	// event (a new UID).
+	c.now = c.now.Add(time.Minute)
+	c.pods[2].UID = "u3-again"
+	pass()
+	if !c.last("nc-b").Equal(c.now) {
+		t.Fatalf("recreated pod: b %v, want %v", c.last("nc-b"), c.now)
+	}
+}
