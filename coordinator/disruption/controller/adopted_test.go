@@ -1,10 +1,8 @@
 package controller
 
 import (
-	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
@@ -39,32 +37,12 @@ func TestAdoptedDriftedNodeIsReplaced(t *testing.T) {
 		t.Fatalf("terminations = %+v", terms)
 	}
 	// Leadership moves while the replacement boots.
-	ctl := c.controller(nil)
-	c.now = c.now.Add(time.Minute)
-	c.reconcile(ctl)
-	if ops := c.takeOps(); len(ops) != 0 || c.launchCalls != 1 {
-		t.Fatalf("new leader acted before the replacement initialized: %q (%d launches)", ops, c.launchCalls)
-	}
-	c.initialize(repl)
-	c.reconcile(ctl)
-	if ops := c.takeOps(); !slices.Equal(ops, []string{"annotate karp Drifted", "delete karp"}) {
-		t.Fatalf("ops = %q, want the adopted claim annotated and deleted", ops)
-	}
+	resumeAfterLeaderChange(t, c, repl, "karp")
 }
 
 // A new leader that finds an adopted node's disruption committed without
 // a replacement rolls it back (before, the intent was never matched to its
 // node: the node stayed marked for deletion and held the budget forever).
 func TestNewLeaderRollsBackAdoptedDisruptionWithoutReplacement(t *testing.T) {
-	c := adoptedDriftCluster(t)
-	c.mustPropose(fsm.TerminationIntentType, fsm.TerminationIntentCmd{ID: "term-i-karp", InstanceID: "i-karp", Reason: "Drift", At: c.now})
-	ctl := c.controller(nil)
-	c.reconcile(ctl)
-	ops := c.takeOps()
-	if len(ops) < 1 || ops[0] != "cancel term-i-karp" {
-		t.Fatalf("ops = %q, want the orphan cancelled first", ops)
-	}
-	if slices.Contains(ops, "delete karp") {
-		t.Fatalf("deleted a node whose pods had no replacement: %q", ops)
-	}
+	rollBackWithoutReplacement(t, adoptedDriftCluster(t), "karp", "i-karp")
 }

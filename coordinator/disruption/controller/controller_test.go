@@ -214,7 +214,14 @@ func TestNewLeaderResumesWaitingDisruption(t *testing.T) {
 	old := c.controller(nil)
 	c.reconcile(old)
 	repl := strings.TrimPrefix(c.takeOps()[1], "launch ")
-	// Leadership moves: a fresh controller with empty memory.
+	resumeAfterLeaderChange(t, c, repl, "old")
+}
+
+// resumeAfterLeaderChange: a fresh controller (a new leader with empty
+// memory) waits for the replacement repl the old one launched, then
+// finishes the disruption of node.
+func resumeAfterLeaderChange(t *testing.T, c *cluster, repl, node string) {
+	t.Helper()
 	ctl := c.controller(nil)
 	c.now = c.now.Add(time.Minute)
 	c.reconcile(ctl)
@@ -223,22 +230,28 @@ func TestNewLeaderResumesWaitingDisruption(t *testing.T) {
 	}
 	c.initialize(repl)
 	c.reconcile(ctl)
-	if ops := c.takeOps(); !slices.Equal(ops, []string{"annotate old Drifted", "delete old"}) {
-		t.Fatalf("ops = %q", ops)
+	if ops := c.takeOps(); !slices.Equal(ops, []string{"annotate " + node + " Drifted", "delete " + node}) {
+		t.Fatalf("ops = %q, want %s annotated and deleted", ops, node)
 	}
 }
 
 func TestNewLeaderRollsBackDisruptionWithoutReplacement(t *testing.T) {
-	c := driftCluster(t)
-	// The old leader committed and died before launching.
-	c.mustPropose(fsm.TerminationIntentType, fsm.TerminationIntentCmd{ID: "term-i-old", InstanceID: "i-old", Reason: "Drift", At: c.now})
+	rollBackWithoutReplacement(t, driftCluster(t), "old", "i-old")
+}
+
+// rollBackWithoutReplacement: the old leader committed the disruption of
+// node (instance) and died before launching; the new leader cancels the
+// orphan intent and never deletes the node.
+func rollBackWithoutReplacement(t *testing.T, c *cluster, node, instance string) {
+	t.Helper()
+	c.mustPropose(fsm.TerminationIntentType, fsm.TerminationIntentCmd{ID: "term-" + instance, InstanceID: instance, Reason: "Drift", At: c.now})
 	ctl := c.controller(nil)
 	c.reconcile(ctl)
 	ops := c.takeOps()
-	if len(ops) < 1 || ops[0] != "cancel term-i-old" {
+	if len(ops) < 1 || ops[0] != "cancel term-"+instance {
 		t.Fatalf("ops = %q, want the orphan cancelled first", ops)
 	}
-	if slices.Contains(ops, "delete old") {
+	if slices.Contains(ops, "delete "+node) {
 		t.Fatalf("deleted a node whose pods had no replacement: %q", ops)
 	}
 }
