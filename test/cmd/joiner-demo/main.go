@@ -102,8 +102,10 @@ func run(ctx context.Context, c config, out, errOut io.Writer) int {
 		}
 	}
 	d.say("starting etcd, kube-apiserver, kube-controller-manager, kube-scheduler, joiner sim, 3 coordinators")
+	// The demo's nodes are spot: consolidating one into a cheaper spot node
+	// needs Karpenter's SpotToSpotConsolidation gate, off by default.
 	d.h, err = harness.Start(ctx, harness.Options{Dir: dir, JoinerBin: d.c.joiner, Agents: true, Kubelet: true,
-		InterruptionNotice: c.notice})
+		InterruptionNotice: c.notice, CoordinatorArgs: []string{"--feature-gates=SpotToSpotConsolidation=true"}})
 	if err != nil {
 		fmt.Fprintf(errOut, "demo: %v\n", err)
 		if errors.Is(err, testenv.ErrToolsMissing) {
