@@ -85,6 +85,9 @@ type NodeClaimInfo struct {
 	// DisruptionReason is joiner.io/disruption-reason ("" when none).
 	DisruptionReason                            string
 	Launched, Registered, Initialized, Deleting bool
+	// InstanceTerminating: its instance is being terminated; as in
+	// Karpenter, it no longer counts against its pool's budgets.
+	InstanceTerminating bool
 	// Created is the object's creation time (the API server's clock).
 	Created time.Time
 }
@@ -156,6 +159,8 @@ func (h *Harness) State(ctx context.Context, namespace, selector string) (*State
 				ni.Registered = true
 			case "Initialized":
 				ni.Initialized = true
+			case karpv1.ConditionInstanceTerminating:
+				ni.InstanceTerminating = true
 			}
 		}
 		s.NodeClaims = append(s.NodeClaims, ni)

@@ -411,7 +411,10 @@ func driftViolations(s *harness.State, seeded *karpenterstate.Seeded, ids map[st
 		case !old && !nc.Initialized:
 			inFlight[nc.NodePool]++
 		}
-		if nc.Deleting {
+		// Karpenter's budgets count a deleting NodeClaim until its
+		// instance is terminating (InstanceTerminating): then the next
+		// one may start.
+		if nc.Deleting && !nc.InstanceTerminating {
 			disrupted[nc.NodePool]++
 		}
 	}
