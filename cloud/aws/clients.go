@@ -3,22 +3,44 @@ package aws
 import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/eks"
+	"github.com/aws/aws-sdk-go-v2/service/iam"
+	"github.com/aws/aws-sdk-go-v2/service/pricing"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 )
 
-// NewClients builds the EC2 and SSM clients the provider needs from an SDK
-// config; a non-empty endpoint (e.g. `joiner sim`'s http://127.0.0.1:PORT)
-// replaces the AWS endpoints of both.
-func NewClients(cfg aws.Config, endpoint string) (*ec2.Client, *ssm.Client) {
-	e := ec2.NewFromConfig(cfg, func(o *ec2.Options) {
-		if endpoint != "" {
-			o.BaseEndpoint = aws.String(endpoint)
-		}
-	})
-	s := ssm.NewFromConfig(cfg, func(o *ssm.Options) {
-		if endpoint != "" {
-			o.BaseEndpoint = aws.String(endpoint)
-		}
-	})
-	return e, s
+// Clients are the AWS service clients Joiner calls.
+type Clients struct {
+	EC2     *ec2.Client
+	SSM     *ssm.Client
+	EKS     *eks.Client
+	IAM     *iam.Client
+	SQS     *sqs.Client
+	Pricing *pricing.Client
+}
+
+// NewClients builds the service clients from an SDK config; a non-empty
+// endpoint (e.g. `joiner sim`'s http://127.0.0.1:PORT) replaces the AWS
+// endpoints of all of them. The Pricing API is served from us-east-1 (and
+// a few other regions) only, so its client keeps the SDK's endpoint for
+// us-east-1 unless endpoint is set.
+func NewClients(cfg aws.Config, endpoint string) Clients {
+	var base *string
+	if endpoint != "" {
+		base = aws.String(endpoint)
+	}
+	return Clients{
+		EC2: ec2.NewFromConfig(cfg, func(o *ec2.Options) { o.BaseEndpoint = base }),
+		SSM: ssm.NewFromConfig(cfg, func(o *ssm.Options) { o.BaseEndpoint = base }),
+		EKS: eks.NewFromConfig(cfg, func(o *eks.Options) { o.BaseEndpoint = base }),
+		IAM: iam.NewFromConfig(cfg, func(o *iam.Options) { o.BaseEndpoint = base }),
+		SQS: sqs.NewFromConfig(cfg, func(o *sqs.Options) { o.BaseEndpoint = base }),
+		Pricing: pricing.NewFromConfig(cfg, func(o *pricing.Options) {
+			o.BaseEndpoint = base
+			if base == nil {
+				o.Region = "us-east-1"
+			}
+		}),
+	}
 }

@@ -217,7 +217,7 @@ func TestLaunchTemplateDataAsKarpenterWritesIt(t *testing.T) {
 
 func describe(t *testing.T, e *env, id string) ec2types.Instance {
 	t.Helper()
-	c, _ := joineraws.NewClients(aws.Config{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("AKIDSIM", "secret", "")}, e.endpoint)
+	c := joineraws.NewClients(aws.Config{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("AKIDSIM", "secret", "")}, e.endpoint).EC2
 	out, err := c.DescribeInstances(context.Background(), &ec2.DescribeInstancesInput{InstanceIds: []string{id}})
 	if err != nil || len(out.Reservations) != 1 || len(out.Reservations[0].Instances) != 1 {
 		t.Fatalf("DescribeInstances %s: %v", id, err)

@@ -58,10 +58,10 @@ func newEnv(t *testing.T) *env {
 	s := sim.New(sim.Options{Config: sim.DefaultConfig()})
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)
-	ec2c, ssmc := joineraws.NewClients(aws.Config{Region: "us-east-1",
+	ac := joineraws.NewClients(aws.Config{Region: "us-east-1",
 		Credentials: credentials.NewStaticCredentialsProvider("AKIDSIM", "secret", "")}, srv.URL)
 	clock := &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	p, err := joineraws.New(joineraws.Options{EC2: ec2c, SSM: ssmc, Cluster: "test", Region: "us-east-1",
+	p, err := joineraws.New(joineraws.Options{EC2: ac.EC2, SSM: ac.SSM, Cluster: "test", Region: "us-east-1",
 		KubernetesVersion: sim.DefaultKubernetesVersion, Now: clock.Now})
 	if err != nil {
 		t.Fatal(err)
@@ -595,10 +595,10 @@ func TestSubnetOutOfAddresses(t *testing.T) {
 	s := sim.New(sim.Options{Config: cfg})
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)
-	ec2c, ssmc := joineraws.NewClients(aws.Config{Region: "us-east-1",
+	ac := joineraws.NewClients(aws.Config{Region: "us-east-1",
 		Credentials: credentials.NewStaticCredentialsProvider("AKIDSIM", "secret", "")}, srv.URL)
 	clock := &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	p, err := joineraws.New(joineraws.Options{EC2: ec2c, SSM: ssmc, Cluster: "test", Now: clock.Now,
+	p, err := joineraws.New(joineraws.Options{EC2: ac.EC2, SSM: ac.SSM, Cluster: "test", Now: clock.Now,
 		KubernetesVersion: sim.DefaultKubernetesVersion})
 	if err != nil {
 		t.Fatal(err)

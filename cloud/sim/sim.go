@@ -8,7 +8,9 @@
 //
 // Routes (one http.Handler):
 //
-//	POST /                       EC2 Query API; SSM JSON API (X-Amz-Target: AmazonSSM.*)
+//	POST /                       EC2 Query API; IAM Query API (Version=2010-05-08); SSM, SQS and Pricing
+//	                             JSON APIs (X-Amz-Target: AmazonSSM.*, AmazonSQS.*, AWSPriceListService.*)
+//	/clusters/<name>             EKS REST API (DescribeCluster)
 //	POST /control/capacity-errors           {"instanceType","zone","capacityType","code"}; code "" clears
 //	POST /control/instances/<id>/interrupt  spot interruption notice, termination after the notice time
 //	GET  /control/instances                 instances as JSON
@@ -192,6 +194,7 @@ func (s *Sim) Interrupt(id string) (time.Time, error) {
 func (s *Sim) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/", s.serveAPI)
+	mux.HandleFunc("/clusters/", s.serveEKS)
 	mux.HandleFunc("/control/", s.serveControl)
 	mux.HandleFunc("/imds/", s.serveIMDS)
 	return mux
@@ -209,12 +212,26 @@ func (s *Sim) serveAPI(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if target := r.Header.Get("X-Amz-Target"); target != "" {
-		s.serveSSM(w, target, body)
+		service, _, _ := strings.Cut(target, ".")
+		switch service {
+		case "AmazonSSM":
+			s.serveSSM(w, target, body)
+		case "AmazonSQS":
+			s.serveSQS(w, target, body)
+		case "AWSPriceListService":
+			s.servePricing(w, target, body)
+		default:
+			writeJSONError(w, http.StatusBadRequest, "UnknownOperationException", fmt.Sprintf("operation %s is not simulated", target))
+		}
 		return
 	}
 	req, err := ParseQuery(body)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, reqID, "MalformedQueryString", err.Error())
+		return
+	}
+	if req.Get("Version") == iamVersion {
+		s.serveIAM(w, reqID, req)
 		return
 	}
 	h, ok := ec2Actions[req.Action]

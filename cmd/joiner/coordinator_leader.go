@@ -139,10 +139,10 @@ func buildLeader(ctx context.Context, f *coordinatorFlags, clients *kube.Clients
 	if err != nil {
 		return nil, nil, err
 	}
-	ec2c, ssmc := joineraws.NewClients(awsCfg, lf.awsEndpoint)
+	ac := joineraws.NewClients(awsCfg, lf.awsEndpoint)
 	// Selector resolutions are cached no longer than a class refresh, so a
 	// refresh sees what EC2 and SSM say now (a new AMI release).
-	provider, err := joineraws.New(joineraws.Options{EC2: ec2c, SSM: ssmc, Cluster: f.clusterName, Region: awsCfg.Region,
+	provider, err := joineraws.New(joineraws.Options{EC2: ac.EC2, SSM: ac.SSM, Cluster: f.clusterName, Region: awsCfg.Region,
 		KubernetesVersion: lf.k8sVersion, Logger: log, CacheTTL: min(lf.classRefresh, 5*time.Minute)})
 	if err != nil {
 		return nil, nil, err

@@ -47,9 +47,9 @@ func newEnv(t *testing.T) *env {
 // provider is a fresh AWS provider: a new leader has empty caches.
 func (e *env) provider(t *testing.T) *joineraws.Provider {
 	t.Helper()
-	ec2c, ssmc := joineraws.NewClients(aws.Config{Region: "us-east-1",
+	ac := joineraws.NewClients(aws.Config{Region: "us-east-1",
 		Credentials: credentials.NewStaticCredentialsProvider("AKIDSIM", "secret", "")}, e.endpoint)
-	p, err := joineraws.New(joineraws.Options{EC2: ec2c, SSM: ssmc, Cluster: simCluster, Region: "us-east-1",
+	p, err := joineraws.New(joineraws.Options{EC2: ac.EC2, SSM: ac.SSM, Cluster: simCluster, Region: "us-east-1",
 		KubernetesVersion: sim.DefaultKubernetesVersion, Now: func() time.Time { return e.now }})
 	if err != nil {
 		t.Fatal(err)

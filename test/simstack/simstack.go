@@ -90,9 +90,9 @@ func Cloud(t testing.TB, r *Runner, kc kubernetes.Interface, bootDelay time.Dura
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)
 	r.Go(s.Run)
-	ec2c, ssmc := joineraws.NewClients(aws.Config{Region: Region,
+	ac := joineraws.NewClients(aws.Config{Region: Region,
 		Credentials: credentials.NewStaticCredentialsProvider("AKIDSIM", "secret", "")}, srv.URL)
-	prov, err := joineraws.New(joineraws.Options{EC2: ec2c, SSM: ssmc, Cluster: cluster, Region: Region,
+	prov, err := joineraws.New(joineraws.Options{EC2: ac.EC2, SSM: ac.SSM, Cluster: cluster, Region: Region,
 		KubernetesVersion: sim.DefaultKubernetesVersion, Logger: log})
 	if err != nil {
 		t.Fatal(err)
