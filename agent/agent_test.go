@@ -20,6 +20,7 @@ import (
 	"github.com/joiner-dev/joiner/agent/imds"
 	"github.com/joiner-dev/joiner/agent/report"
 	"github.com/joiner-dev/joiner/agent/report/reporttest"
+	"github.com/joiner-dev/joiner/test/poll"
 )
 
 // fakeIMDS is an imds.Getter over a map (missing paths: 404).
@@ -166,9 +167,5 @@ func TestAgentEndToEndWithFakes(t *testing.T) {
 
 func waitFor(t *testing.T, cond func() bool, what string) {
 	t.Helper()
-	for deadline := time.Now().Add(time.Minute); !cond(); time.Sleep(25 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for: %s", what)
-		}
-	}
+	poll.Until(t, time.Minute, 25*time.Millisecond, what, cond)
 }

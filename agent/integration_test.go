@@ -15,6 +15,7 @@ import (
 	"github.com/joiner-dev/joiner/agent/report"
 	"github.com/joiner-dev/joiner/agent/report/reporttest"
 	"github.com/joiner-dev/joiner/drain"
+	"github.com/joiner-dev/joiner/test/poll"
 	"github.com/joiner-dev/joiner/test/testenv"
 )
 
@@ -80,12 +81,5 @@ func TestAgentAEMMEndToEnd(t *testing.T) {
 
 func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	end := time.Now().Add(d)
-	for time.Now().Before(end) {
-		if cond() {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("timed out after %s waiting for: %s", d, what)
+	poll.Until(t, d, 50*time.Millisecond, what, cond)
 }

@@ -26,6 +26,10 @@ var (
 	// parameters (EC2's IdempotentParameterMismatch), a bug: the spec was
 	// not frozen. Look the instance up by tag instead.
 	ErrIdempotentMismatch = errors.New("client token used with different parameters")
+	// ErrClusterUnknown: what new nodes need to join the cluster (endpoint,
+	// CA, service CIDR, Kubernetes version) is neither discovered nor
+	// given; nothing launches until it is.
+	ErrClusterUnknown = errors.New("cluster facts unknown")
 )
 
 // Errors of NodeClass resolution; they become status conditions.
@@ -34,15 +38,14 @@ var (
 	ErrNoSecurityGroups = errors.New("no security group matches securityGroupSelectorTerms")
 	ErrNoAMIs           = errors.New("no AMI matches amiSelectorTerms")
 	ErrUnknownAlias     = errors.New("unknown AMI alias")
+	// ErrUnsupportedAlias: AWS publishes no images of the alias's family
+	// for the cluster's Kubernetes version (AL2 on 1.33+, Windows Server
+	// 2025 before 1.35); Karpenter's AMIsReady reason UnsupportedAlias.
+	ErrUnsupportedAlias = errors.New("AMI alias not supported for this Kubernetes version")
 	ErrNoRole           = errors.New("neither role nor instanceProfile is set")
 	// ErrNoPlacementGroup: no available placement group has the
 	// placementGroupSelector's name or id.
 	ErrNoPlacementGroup = errors.New("no available placement group matches placementGroupSelector")
-	// ErrCapacityReservationsNotSupported: the class selects capacity
-	// reservations, which Joiner cannot launch into yet. The class is not
-	// ready rather than launching on-demand or spot capacity in their place.
-	ErrCapacityReservationsNotSupported = errors.New("capacityReservationSelectorTerms are not supported yet: Joiner does not " +
-		"launch into capacity reservations (reserved capacity type); remove the terms to launch spot and on-demand capacity")
 )
 
 // InsufficientCapacityError lists the offerings that failed with a capacity
@@ -83,8 +86,9 @@ type ResolveError struct {
 	// PlacementGroup: the placementGroupSelector matched no available
 	// placement group, or it could not be described.
 	PlacementGroup error
-	// CapacityReservations: capacityReservationSelectorTerms are set, which
-	// Joiner does not support yet (ErrCapacityReservationsNotSupported).
+	// CapacityReservations: the capacityReservationSelectorTerms could not
+	// be described (no match is not an error: the class simply has no
+	// reserved offerings, as in Karpenter).
 	CapacityReservations error
 }
 

@@ -136,6 +136,12 @@ type Candidate struct {
 	// vpc.amazonaws.com/efa capacity when the claim requests EFA and the
 	// class names no network interfaces, else 0 (Karpenter's EFA count).
 	EFACount int32 `json:"efaCount,omitempty"`
+	// ReservationID, ReservationType (default or capacity-block) and
+	// Interruptible name the capacity reservation a reserved candidate
+	// launches into.
+	ReservationID   string `json:"reservationID,omitempty"`
+	ReservationType string `json:"reservationType,omitempty"`
+	Interruptible   bool   `json:"interruptible,omitempty"`
 }
 
 // Key is the candidate's offering.
@@ -169,6 +175,10 @@ type Instance struct {
 	State      string
 	LaunchTime time.Time
 	Tags       map[string]string
+	// ReservationID and ReservationType (default or capacity-block) are
+	// the capacity reservation of a reserved instance ("" otherwise).
+	ReservationID   string
+	ReservationType string
 }
 
 // ProviderID is the Node's spec.providerID for the instance.

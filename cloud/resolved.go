@@ -1,13 +1,16 @@
 package cloud
 
 import (
+	"cmp"
 	"errors"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
+	"github.com/joiner-dev/joiner/api/requirements"
 )
 
 // Subnet is a resolved subnet.
@@ -18,12 +21,46 @@ type Subnet struct {
 	AvailableIPs int32
 }
 
-// AMI is a resolved image.
+// AMI is a resolved image for one kind of instance type. An image that
+// serves several kinds (the AL2 GPU image: NVIDIA and Neuron types) is one
+// AMI per kind, as Karpenter lists it.
 type AMI struct {
 	ID           string
 	Name         string
 	Arch         string // amd64 or arm64
 	CreationDate string
+	Deprecated   bool
+	// Requirements are what the image needs of an instance type besides
+	// its architecture: for an alias's images the variant's (standard: no
+	// GPU and no accelerator; nvidia: a GPU; neuron: an accelerator) or
+	// Windows' (os, windows-build); none for images selected otherwise.
+	Requirements []corev1.NodeSelectorRequirement
+	// Joiner: the image is Joiner-built (tagged joiner.io/ami=true): it has
+	// the joiner binary, so its user data may call "joiner bootstrap".
+	// Stock images (every alias) have not.
+	Joiner bool
+}
+
+// NodeSelectorRequirements are the image's requirements with its
+// architecture, as EC2NodeClass status.amis lists them: sorted by key
+// length, then key (Karpenter's order).
+func (a AMI) NodeSelectorRequirements() []corev1.NodeSelectorRequirement {
+	out := []corev1.NodeSelectorRequirement{{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{a.Arch}}}
+	for _, r := range a.Requirements {
+		out = append(out, *r.DeepCopy())
+	}
+	slices.SortStableFunc(out, func(x, y corev1.NodeSelectorRequirement) int {
+		return cmp.Or(cmp.Compare(len(x.Key), len(y.Key)), cmp.Compare(x.Key, y.Key))
+	})
+	return out
+}
+
+// Suits reports whether an instance type with these labels can boot the
+// image (Karpenter's compatibility of the type's and the image's
+// requirements: a label the type lacks satisfies only DoesNotExist).
+func (a AMI) Suits(labels map[string]string) bool {
+	reqs, err := requirements.FromNodeSelector(a.NodeSelectorRequirements())
+	return err == nil && reqs.Matches(labels)
 }
 
 // PlacementGroup is a resolved placement group.
@@ -61,16 +98,33 @@ type Resolved struct {
 	// PlacementGroup is the placementGroupSelector's group (nil when the
 	// class has no selector).
 	PlacementGroup *PlacementGroup
+	// CapacityReservations are the active, unexpired reservations the
+	// capacityReservationSelectorTerms select, by ID (status
+	// capacityReservations).
+	CapacityReservations []awsv1.CapacityReservation
 }
 
-// ImageFor returns the AMI for an architecture ("" when none).
-func (r Resolved) ImageFor(arch string) string {
+// ImageFor returns the image for an instance type with these labels: the
+// first AMI (newest first) that suits it, as Karpenter's
+// MapToInstanceTypes picks; "" when none does.
+func (r Resolved) ImageFor(labels map[string]string) string {
 	for _, a := range r.AMIs {
-		if a.Arch == arch {
+		if a.Suits(labels) {
 			return a.ID
 		}
 	}
 	return ""
+}
+
+// JoinerImages reports whether every one of the images is a resolved
+// Joiner-built AMI (false for none, and for an ID not among the AMIs).
+func (r Resolved) JoinerImages(ids []string) bool {
+	for _, id := range ids {
+		if !slices.ContainsFunc(r.AMIs, func(a AMI) bool { return a.ID == id && a.Joiner }) {
+			return false
+		}
+	}
+	return len(ids) > 0
 }
 
 // SecurityGroupIDs are the resolved security groups' IDs, in order.
@@ -86,9 +140,7 @@ func (r Resolved) SecurityGroupIDs() []string {
 func (r Resolved) StatusAMIs() []awsv1.AMI {
 	out := make([]awsv1.AMI, 0, len(r.AMIs))
 	for _, a := range r.AMIs {
-		out = append(out, awsv1.AMI{ID: a.ID, Name: a.Name, Requirements: []corev1.NodeSelectorRequirement{
-			{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{a.Arch}},
-		}})
+		out = append(out, awsv1.AMI{ID: a.ID, Name: a.Name, Requirements: a.NodeSelectorRequirements(), Deprecated: a.Deprecated})
 	}
 	return out
 }
@@ -128,28 +180,29 @@ func ApplyStatus(nc *awsv1.EC2NodeClass, r Resolved, err error, now metav1.Time)
 	if !errors.As(err, &rerr) {
 		rerr = &ResolveError{}
 		if err != nil { // not a resolution error: every part is unknown
-			rerr = &ResolveError{Subnets: err, SecurityGroups: err, AMIs: err, InstanceProfile: err, PlacementGroup: err}
+			rerr = &ResolveError{Subnets: err, SecurityGroups: err, AMIs: err, InstanceProfile: err, PlacementGroup: err, CapacityReservations: err}
 		}
 	}
 	nc.Status.Subnets = r.StatusSubnets()
 	nc.Status.SecurityGroups = r.SecurityGroups
 	nc.Status.AMIs = r.StatusAMIs()
 	nc.Status.InstanceProfile = r.InstanceProfile
+	nc.Status.CapacityReservations = r.CapacityReservations
 	parts := []struct {
 		typ, reason string
 		err         error
 	}{
 		{awsv1.ConditionSubnetsReady, "SubnetsNotFound", rerr.Subnets},
 		{awsv1.ConditionSecurityGroupsReady, "SecurityGroupsNotFound", rerr.SecurityGroups},
-		{awsv1.ConditionAMIsReady, "AMINotFound", rerr.AMIs},
+		{awsv1.ConditionAMIsReady, amisReason(rerr.AMIs), rerr.AMIs},
 		{awsv1.ConditionInstanceProfileReady, "InstanceProfileNotFound", rerr.InstanceProfile},
 		// Karpenter sets PlacementGroupReady on every class: True without a
 		// selector.
 		{ConditionPlacementGroupReady, placementGroupReason(rerr.PlacementGroup), rerr.PlacementGroup},
 		// CapacityReservationsReady is a condition of Karpenter's
-		// reservedCapacity feature gate (on by default): False while the
-		// class selects reservations, which Joiner cannot launch into yet.
-		{ConditionCapacityReservationsReady, "CapacityReservationsNotSupported", rerr.CapacityReservations},
+		// reservedCapacity feature gate (on by default): True with or
+		// without reservations, False when EC2 could not be asked.
+		{ConditionCapacityReservationsReady, "CapacityReservationResolutionFailed", rerr.CapacityReservations},
 	}
 	ready := metav1.ConditionTrue
 	readyMsg, readyReason := "", "Ready"
@@ -167,6 +220,16 @@ func ApplyStatus(nc *awsv1.EC2NodeClass, r Resolved, err error, now metav1.Time)
 	}
 	meta.SetStatusCondition(&nc.Status.Conditions, metav1.Condition{Type: awsv1.ConditionReady, Status: ready, Reason: readyReason,
 		Message: readyMsg, ObservedGeneration: nc.Generation, LastTransitionTime: now})
+}
+
+// amisReason is Karpenter's reason for a False AMIsReady: UnsupportedAlias
+// when AWS publishes no image of the alias for the cluster's Kubernetes
+// version, else AMINotFound.
+func amisReason(err error) string {
+	if errors.Is(err, ErrUnsupportedAlias) {
+		return "UnsupportedAlias"
+	}
+	return "AMINotFound"
 }
 
 // placementGroupReason is Karpenter's reason for a False PlacementGroupReady:

@@ -2,7 +2,6 @@ package drain
 
 import (
 	"context"
-	"math/rand/v2"
 	"time"
 
 	"go.uber.org/zap"
@@ -11,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/joiner-dev/joiner/internal/backoff"
 	"github.com/joiner-dev/joiner/internal/logging"
 )
 
@@ -69,7 +69,7 @@ func (d *Drainer) evictPod(ctx context.Context, log *zap.Logger, req Request, p 
 			if err == nil {
 				break
 			}
-			if !sleep(ctx, retryWait(attempt, d.opts.RetryBase, d.opts.RetryMax)) {
+			if !backoff.Sleep(ctx, backoff.Jittered(attempt, d.opts.RetryBase, d.opts.RetryMax)) {
 				log.Warn("pod not evicted before the deadline", zap.Int("blocked", blocked))
 				return false
 			}
@@ -101,31 +101,9 @@ func (d *Drainer) waitGone(ctx context.Context, log *zap.Logger, p *corev1.Pod) 
 		if err != nil && ctx.Err() == nil {
 			log.Debug("checking pod", zap.Error(err))
 		}
-		if !sleep(ctx, d.opts.PollInterval) {
+		if !backoff.Sleep(ctx, d.opts.PollInterval) {
 			log.Warn("pod still terminating at the deadline")
 			return false
 		}
-	}
-}
-
-// retryWait is base*2^attempt capped at maxWait, with ±20% jitter.
-func retryWait(attempt int, base, maxWait time.Duration) time.Duration {
-	w := base
-	for i := 0; i < attempt && w < maxWait; i++ {
-		w *= 2
-	}
-	w = min(w, maxWait)
-	return time.Duration(float64(w) * (0.8 + 0.4*rand.Float64()))
-}
-
-// sleep waits for d or ctx; it returns false if ctx ended.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
 	}
 }

@@ -11,11 +11,8 @@ import (
 	"go.uber.org/zap/zaptest"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/watch"
 
 	corekarp "github.com/joiner-dev/joiner/api/core/v1"
 	"github.com/joiner-dev/joiner/drain"
@@ -46,24 +43,8 @@ func TestDrainRealControlPlane(t *testing.T) {
 	wg.Add(1)
 	go func() { defer wg.Done(); kl.Run(ctx) }()
 
-	labels := map[string]string{"app": "web"}
-	container := []corev1.Container{{Name: "c", Image: "registry.invalid/pause:1"}}
-	if _, err := c.AppsV1().Deployments(ns).Create(ctx, &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "web"},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr(int32(6)), Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{Containers: container, TerminationGracePeriodSeconds: ptr(int64(5))}},
-		},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.PolicyV1().PodDisruptionBudgets(ns).Create(ctx, &policyv1.PodDisruptionBudget{
-		ObjectMeta: metav1.ObjectMeta{Name: "web"},
-		Spec:       policyv1.PodDisruptionBudgetSpec{MaxUnavailable: ptr(intstr.FromInt32(1)), Selector: &metav1.LabelSelector{MatchLabels: labels}},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	kubetest.CreateWeb(ctx, t, c, ns, 6)
+	container := kubetest.PauseContainers()
 	dsLabels := map[string]string{"app": "agent"}
 	if _, err := c.AppsV1().DaemonSets(ns).Create(ctx, &appsv1.DaemonSet{
 		ObjectMeta: metav1.ObjectMeta{Name: "agent"},
@@ -83,17 +64,7 @@ func TestDrainRealControlPlane(t *testing.T) {
 	}
 	// Everything running and ready on the target node, PDB computed.
 	kubetest.WaitFor(t, 3*time.Minute, "6 web pods, the DaemonSet pod and the batch pod ready on the target", func() bool {
-		pods, err := c.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("spec.nodeName", target).String()})
-		if err != nil {
-			return false
-		}
-		ready := 0
-		for i := range pods.Items {
-			if kubetest.PodReady(&pods.Items[i]) {
-				ready++
-			}
-		}
-		return ready == 8
+		return kubetest.ReadyOn(ctx, c, ns, target) == 8
 	})
 	kubetest.WaitFor(t, 3*time.Minute, "PDB allows one disruption", func() bool {
 		p, err := c.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, "web", metav1.GetOptions{})
@@ -102,32 +73,7 @@ func TestDrainRealControlPlane(t *testing.T) {
 	kubetest.RegisterNode(ctx, t, c, spare, "", nil)
 
 	// Watch the Deployment's ready replicas for the whole drain.
-	minReady := int32(6)
-	var minMu sync.Mutex
-	w, err := c.AppsV1().Deployments(ns).Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", "web").String()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		defer w.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case ev, ok := <-w.ResultChan():
-				if !ok {
-					return
-				}
-				if d, ok := ev.Object.(*appsv1.Deployment); ok && ev.Type == watch.Modified {
-					minMu.Lock()
-					minReady = min(minReady, d.Status.ReadyReplicas)
-					minMu.Unlock()
-				}
-			}
-		}
-	}()
+	minReady := kubetest.MinReadyReplicas(ctx, t, c, ns, "web", 6)
 
 	d := drain.New(c, zaptest.NewLogger(t), drain.Options{RetryBase: 200 * time.Millisecond, RetryMax: time.Second})
 	start := time.Now()
@@ -171,12 +117,11 @@ func TestDrainRealControlPlane(t *testing.T) {
 		dep, err := c.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
 		return err == nil && dep.Status.ReadyReplicas == 6
 	})
-	minMu.Lock()
-	if minReady < 5 {
-		t.Errorf("ready replicas fell to %d during the drain: PDB (maxUnavailable 1) violated", minReady)
+	least := minReady()
+	if least < 5 {
+		t.Errorf("ready replicas fell to %d during the drain: PDB (maxUnavailable 1) violated", least)
 	}
-	t.Logf("minimum ready replicas during the drain: %d", minReady)
-	minMu.Unlock()
+	t.Logf("minimum ready replicas during the drain: %d", least)
 	n, err := c.CoreV1().Nodes().Get(ctx, target, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -49,12 +49,10 @@ func usedFlags(args []string) []string {
 // renamed flag fails here rather than in a cluster. While the coordinator
 // command is a stub, its assumed flags are only logged.
 // pendingCoordinatorFlags are flags the chart already passes to the
-// coordinator but `joiner coordinator` does not define yet (the SQS
-// interruption queue). Each entry must go once its flag exists; the test
-// fails on a defined flag still listed here.
-var pendingCoordinatorFlags = map[string]bool{
-	"interruption-queue": true,
-}
+// coordinator but `joiner coordinator` does not define yet (none now).
+// Each entry must go once its flag exists; the test fails on a defined
+// flag still listed here.
+var pendingCoordinatorFlags = map[string]bool{}
 
 func TestChartFlagsExist(t *testing.T) {
 	out, err := render(t, []string{filepath.Join(chartDir, "ci", "full-values.yaml")})

@@ -20,7 +20,7 @@ import (
 const policyFile = "iam/controller-policy.json"
 
 // policyPlaceholders are the words README tells the operator to replace.
-var policyPlaceholders = []string{"ACCOUNT", "CLUSTER", "REGION"}
+var policyPlaceholders = []string{"ACCOUNT", "CLUSTER", "NODEROLE", "REGION"}
 
 // stringOrList is an IAM policy element that is a string or a list.
 type stringOrList []string
@@ -76,26 +76,33 @@ var sdkServices = []string{"ec2", "eks", "iam", "pricing", "sqs", "ssm", "sts"}
 // impliedActions are the IAM actions a call needs besides its own: EC2
 // Fleet launches through RunInstances, tags on create (CreateTags with
 // ec2:CreateAction) and passes the launch template's instance profile role
-// (iam:PassRole); CreateLaunchTemplate tags on create.
+// (iam:PassRole); CreateLaunchTemplate tags on create; an instance profile
+// created with tags needs iam:TagInstanceProfile, and adding a role to one
+// passes the role.
 var impliedActions = map[string][]string{
-	"ec2:CreateFleet":          {"ec2:RunInstances", "ec2:CreateTags", "iam:PassRole"},
-	"ec2:CreateLaunchTemplate": {"ec2:CreateTags"},
+	"ec2:CreateFleet":              {"ec2:RunInstances", "ec2:CreateTags", "iam:PassRole"},
+	"ec2:CreateLaunchTemplate":     {"ec2:CreateTags"},
+	"iam:CreateInstanceProfile":    {"iam:TagInstanceProfile"},
+	"iam:AddRoleToInstanceProfile": {"iam:PassRole"},
 }
 
 // calledAWSActions reads cloud/aws (not its tests) and returns the IAM
-// actions of every SDK call: p.ec2.X(...) and ec2.NewXPaginator(...), and
-// the methods of the client interfaces (EC2API, SSMAPI) it declares.
+// actions of every SDK call: p.ec2.X(...), ec2.NewXPaginator(...) and
+// api.X(...) or d.api.X(...) where api is a parameter or field of a client
+// interface type (EKSAPI), and the methods of the client interfaces
+// (EC2API, SSMAPI, ...) it declares.
 func calledAWSActions(t *testing.T) (called, declared map[string]bool) {
 	t.Helper()
 	dir := filepath.Join(repoRoot(t), "cloud", "aws")
-	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
-	if err != nil || len(files) == 0 {
+	paths, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil || len(paths) == 0 {
 		t.Fatalf("no Go files in %s: %v", dir, err)
 	}
 	called, declared = map[string]bool{}, map[string]bool{}
 	paginator := regexp.MustCompile(`^New(\w+)Paginator$`)
 	fset := token.NewFileSet()
-	for _, f := range files {
+	var files []*ast.File
+	for _, f := range paths {
 		if strings.HasSuffix(f, "_test.go") {
 			continue
 		}
@@ -103,6 +110,57 @@ func calledAWSActions(t *testing.T) (called, declared map[string]bool) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		files = append(files, file)
+	}
+	// clientService is the service of a client interface type name
+	// (EKSAPI -> eks), "" for other names.
+	clientService := func(e ast.Expr) string {
+		id, ok := e.(*ast.Ident)
+		svc := ""
+		if ok && strings.HasSuffix(id.Name, "API") {
+			svc = strings.ToLower(strings.TrimSuffix(id.Name, "API"))
+		}
+		if !slices.Contains(sdkServices, svc) {
+			return ""
+		}
+		return svc
+	}
+	// The client interfaces' methods, and parameters and fields of a
+	// client interface type by name (a name may serve several services).
+	clients := map[string][]string{}
+	for _, file := range files {
+		ast.Inspect(file, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.Field:
+				if svc := clientService(n.Type); svc != "" {
+					for _, name := range n.Names {
+						clients[name.Name] = append(clients[name.Name], svc)
+					}
+				}
+			case *ast.TypeSpec:
+				it, ok := n.Type.(*ast.InterfaceType)
+				svc := clientService(n.Name)
+				if !ok || svc == "" {
+					return true
+				}
+				for _, m := range it.Methods.List {
+					for _, name := range m.Names {
+						declared[svc+":"+name.Name] = true
+					}
+				}
+			}
+			return true
+		})
+	}
+	// viaClient records a call of method on a client variable name.
+	viaClient := func(name, method string) {
+		for _, svc := range clients[name] {
+			if declared[svc+":"+method] {
+				called[svc+":"+method] = true
+			}
+		}
+	}
+	for _, file := range files {
 		ast.Inspect(file, func(n ast.Node) bool {
 			switch n := n.(type) {
 			case *ast.CallExpr:
@@ -111,24 +169,19 @@ func calledAWSActions(t *testing.T) (called, declared map[string]bool) {
 					return true
 				}
 				switch x := sel.X.(type) {
-				case *ast.SelectorExpr: // p.ec2.DescribeImages(...)
+				case *ast.SelectorExpr: // p.ec2.DescribeImages(...), d.api.DescribeCluster(...)
 					if slices.Contains(sdkServices, x.Sel.Name) {
 						called[x.Sel.Name+":"+sel.Sel.Name] = true
+					} else {
+						viaClient(x.Sel.Name, sel.Sel.Name)
 					}
-				case *ast.Ident: // ec2.NewDescribeSubnetsPaginator(p.ec2, ...)
-					if m := paginator.FindStringSubmatch(sel.Sel.Name); m != nil && slices.Contains(sdkServices, x.Name) {
-						called[x.Name+":"+m[1]] = true
-					}
-				}
-			case *ast.TypeSpec:
-				it, ok := n.Type.(*ast.InterfaceType)
-				svc := strings.ToLower(strings.TrimSuffix(n.Name.Name, "API"))
-				if !ok || !strings.HasSuffix(n.Name.Name, "API") || !slices.Contains(sdkServices, svc) {
-					return true
-				}
-				for _, m := range it.Methods.List {
-					for _, name := range m.Names {
-						declared[svc+":"+name.Name] = true
+				case *ast.Ident: // ec2.NewDescribeSubnetsPaginator(p.ec2, ...), api.DescribeCluster(...)
+					if slices.Contains(sdkServices, x.Name) { // a package
+						if m := paginator.FindStringSubmatch(sel.Sel.Name); m != nil {
+							called[x.Name+":"+m[1]] = true
+						}
+					} else {
+						viaClient(x.Name, sel.Sel.Name)
 					}
 				}
 			}
@@ -267,23 +320,33 @@ func TestIAMPolicyScoping(t *testing.T) {
 				}
 			}
 		}
-		// Only actions without resource-level permissions (EC2 Describe*)
-		// may be granted on "*", and only in the cluster's region.
+		// Only actions without resource-level permissions (EC2 Describe*,
+		// Pricing's GetProducts) may be granted on "*"; EC2's only in the
+		// cluster's region (Pricing answers from a few regions only).
 		if slices.Contains(s.Resource, "*") {
 			for _, a := range s.Action {
-				if !strings.HasPrefix(a, "ec2:Describe") {
+				if !strings.HasPrefix(a, "ec2:Describe") && a != "pricing:GetProducts" {
 					t.Errorf("statement %s grants %s on every resource", s.Sid, a)
 				}
 			}
-			if got := s.Condition["StringEquals"]["aws:RequestedRegion"]; !slices.Equal(got, []string{"REGION"}) {
+			if got := s.Condition["StringEquals"]["aws:RequestedRegion"]; strings.HasPrefix(s.Action[0], "ec2:") && !slices.Equal(got, []string{"REGION"}) {
 				t.Errorf("statement %s on * is not limited to the region: %v", s.Sid, got)
 			}
 		}
 	}
 
-	clusterOwned := map[string]stringOrList{"aws:RequestTag/kubernetes.io/cluster/CLUSTER": {"owned"}}
+	// What Karpenter's v1 policy requires of what a launch creates, and of
+	// the instance profiles it makes (plus joiner.io/cluster on Joiner's
+	// launch templates).
+	clusterOwned := map[string]stringOrList{"aws:RequestTag/kubernetes.io/cluster/CLUSTER": {"owned"}, "aws:RequestTag/eks:eks-cluster-name": {"CLUSTER"}}
+	poolAndClass := map[string]stringOrList{"aws:RequestTag/karpenter.sh/nodepool": {"*"}, "aws:RequestTag/karpenter.k8s.aws/ec2nodeclass": {"*"}}
 	resourceOwned := map[string]stringOrList{"aws:ResourceTag/kubernetes.io/cluster/CLUSTER": {"owned"}}
 	joinerTemplate := map[string]stringOrList{"aws:ResourceTag/kubernetes.io/cluster/CLUSTER": {"owned"}, "aws:ResourceTag/joiner.io/cluster": {"CLUSTER"}}
+	profileArn := "arn:aws:iam::ACCOUNT:instance-profile/karpenter/REGION/CLUSTER/*"
+	profileTags := map[string]stringOrList{"aws:RequestTag/kubernetes.io/cluster/CLUSTER": {"owned"}, "aws:RequestTag/eks:eks-cluster-name": {"CLUSTER"},
+		"aws:RequestTag/topology.kubernetes.io/region": {"REGION"}}
+	profileOwned := map[string]stringOrList{"aws:ResourceTag/kubernetes.io/cluster/CLUSTER": {"owned"}, "aws:ResourceTag/topology.kubernetes.io/region": {"REGION"}}
+	profileClass := map[string]stringOrList{"aws:ResourceTag/karpenter.k8s.aws/ec2nodeclass": {"*"}}
 	for _, c := range []struct {
 		name     string
 		action   string
@@ -292,15 +355,17 @@ func TestIAMPolicyScoping(t *testing.T) {
 		like     map[string]stringOrList
 		arn      string // ...and, when set, exactly this resource
 	}{
-		{"instances are launched tagged for the cluster", "ec2:RunInstances", "instance", clusterOwned,
-			map[string]stringOrList{"aws:RequestTag/karpenter.k8s.aws/ec2nodeclass": {"*"}}, ""},
-		{"fleets are created tagged for the cluster", "ec2:CreateFleet", "fleet", clusterOwned, nil, ""},
-		{"fleet instances are tagged for the cluster", "ec2:CreateFleet", "instance", clusterOwned, nil, ""},
-		{"volumes are tagged for the cluster", "ec2:CreateFleet", "volume", clusterOwned, nil, ""},
-		{"network interfaces are tagged for the cluster", "ec2:RunInstances", "network-interface", clusterOwned, nil, ""},
-		{"only Joiner's launch templates of this cluster launch", "ec2:CreateFleet", "launch-template", joinerTemplate, nil, ""},
+		{"instances are launched tagged for the cluster", "ec2:RunInstances", "instance", clusterOwned, poolAndClass, ""},
+		{"fleets are created tagged for the cluster", "ec2:CreateFleet", "fleet", clusterOwned, poolAndClass, ""},
+		{"fleet instances are tagged for the cluster", "ec2:CreateFleet", "instance", clusterOwned, poolAndClass, ""},
+		{"volumes are tagged for the cluster", "ec2:CreateFleet", "volume", clusterOwned, poolAndClass, ""},
+		{"network interfaces are tagged for the cluster", "ec2:RunInstances", "network-interface", clusterOwned, poolAndClass, ""},
+		{"spot requests are tagged for the cluster", "ec2:CreateFleet", "spot-instances-request", clusterOwned, poolAndClass, ""},
+		{"only Joiner's launch templates of this cluster launch", "ec2:CreateFleet", "launch-template", joinerTemplate,
+			map[string]stringOrList{"aws:ResourceTag/karpenter.sh/nodepool": {"*"}}, ""},
 		{"launch templates are created tagged for the cluster", "ec2:CreateLaunchTemplate", "launch-template",
-			map[string]stringOrList{"aws:RequestTag/kubernetes.io/cluster/CLUSTER": {"owned"}, "aws:RequestTag/joiner.io/cluster": {"CLUSTER"}}, nil, ""},
+			map[string]stringOrList{"aws:RequestTag/kubernetes.io/cluster/CLUSTER": {"owned"}, "aws:RequestTag/eks:eks-cluster-name": {"CLUSTER"},
+				"aws:RequestTag/joiner.io/cluster": {"CLUSTER"}}, poolAndClass, ""},
 		{"tags only on create", "ec2:CreateTags", "instance",
 			map[string]stringOrList{"ec2:CreateAction": {"CreateFleet", "CreateLaunchTemplate", "RunInstances"}, "aws:RequestTag/kubernetes.io/cluster/CLUSTER": {"owned"}}, nil, ""},
 		{"tags only on create (launch templates)", "ec2:CreateTags", "launch-template",
@@ -309,8 +374,15 @@ func TestIAMPolicyScoping(t *testing.T) {
 			map[string]stringOrList{"aws:ResourceTag/karpenter.sh/nodepool": {"*"}}, ""},
 		{"only Joiner's launch templates of this cluster are deleted", "ec2:DeleteLaunchTemplate", "launch-template", joinerTemplate, nil, ""},
 		{"the node role passes to EC2 only", "iam:PassRole", "role",
-			map[string]stringOrList{"iam:PassedToService": {"ec2.amazonaws.com"}}, nil, "arn:aws:iam::ACCOUNT:role/JoinerNodeRole-CLUSTER"},
+			map[string]stringOrList{"iam:PassedToService": {"ec2.amazonaws.com"}}, nil, "arn:aws:iam::ACCOUNT:role/NODEROLE"},
 		{"SSM reads only the public AMI parameters", "ssm:GetParameter", "parameter", nil, nil, "arn:aws:ssm:REGION::parameter/aws/service/*"},
+		{"instance profiles are created tagged, at the cluster's path", "iam:CreateInstanceProfile", "instance-profile", profileTags,
+			map[string]stringOrList{"aws:RequestTag/karpenter.k8s.aws/ec2nodeclass": {"*"}}, profileArn},
+		{"only the cluster's instance profiles are tagged", "iam:TagInstanceProfile", "instance-profile", profileOwned, profileClass, profileArn},
+		{"only the cluster's instance profiles get a role", "iam:AddRoleToInstanceProfile", "instance-profile", profileOwned, profileClass, profileArn},
+		{"only the cluster's instance profiles lose a role", "iam:RemoveRoleFromInstanceProfile", "instance-profile", profileOwned, profileClass, profileArn},
+		{"only the cluster's instance profiles are deleted", "iam:DeleteInstanceProfile", "instance-profile", profileOwned, profileClass, profileArn},
+		{"EKS: only the cluster is described", "eks:DescribeCluster", "cluster", nil, nil, "arn:aws:eks:REGION:ACCOUNT:cluster/CLUSTER"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			n := 0

@@ -401,7 +401,7 @@ func TestHelmTemplateFullValues(t *testing.T) {
 	var sts appsv1.StatefulSet
 	into(t, find(objs, "StatefulSet", ""), &sts)
 	args := strings.Join(sts.Spec.Template.Spec.Containers[0].Args, " ")
-	for _, want := range []string{"--cluster-endpoint=https://", "--interruption-queue=ci-full-interruptions", "--tls-cert-file=", "--gossip-keyring-file=", "--log-level=debug",
+	for _, want := range []string{"--cluster-endpoint=https://", "--cluster-ca-bundle=LS0tLS1CRUdJTi", "--interruption-queue=ci-full-interruptions", "--tls-cert-file=", "--gossip-keyring-file=", "--log-level=debug",
 		"--tls-ca-configmap=joiner-coordinator-ca"} {
 		if !strings.Contains(args, want) {
 			t.Errorf("coordinator args %q lack %q", args, want)

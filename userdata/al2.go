@@ -174,7 +174,7 @@ func renderAL2(r resolved) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if r.in.AgentEnabled {
+	if r.hook() {
 		parts = append(parts, hookPart())
 	}
 	parts = append(parts, mime.Part{

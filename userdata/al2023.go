@@ -141,7 +141,7 @@ func renderAL2023(r resolved) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if r.in.AgentEnabled {
+	if r.hook() {
 		parts = append(parts, hookPart())
 	}
 	doc, err := yaml.Marshal(nodeConfig(r))

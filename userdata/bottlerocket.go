@@ -194,7 +194,7 @@ func mergeBottlerocket(r resolved) (map[string]any, error) {
 			"essential": true,
 		}
 	}
-	if r.in.AgentEnabled {
+	if r.hook() {
 		bcs, err := subTable(settings, "bootstrap-containers", "settings.bootstrap-containers")
 		if err != nil {
 			return nil, err

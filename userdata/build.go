@@ -19,6 +19,9 @@ type BuildOptions struct {
 	InstanceMaxPods int32
 	VCPU            int32
 	BootstrapImage  string
+	// JoinerImage: every image the launch may boot is Joiner-built
+	// (cloud.AMI.Joiner; see Input.JoinerImage).
+	JoinerImage bool
 }
 
 // FamilyOf returns the EC2NodeClass's AMI family: spec.amiFamily, else the
@@ -42,10 +45,17 @@ func FamilyOf(nc *awsv1.EC2NodeClass) string {
 	return FamilyCustom
 }
 
-// AgentEnabled reports whether the EC2NodeClass wants the Joiner hook
+// AgentEnabled reports whether the EC2NodeClass allows the Joiner hook
 // (annotation joiner.io/agent is not "false"; default true).
 func AgentEnabled(nc *awsv1.EC2NodeClass) bool {
 	return !strings.EqualFold(strings.TrimSpace(nc.Annotations[karpv1.AnnotationAgent]), "false")
+}
+
+// AgentForced reports whether the EC2NodeClass vouches that its nodes can
+// run "joiner bootstrap" whatever their image's tags say (annotation
+// joiner.io/agent: "true").
+func AgentForced(nc *awsv1.EC2NodeClass) bool {
+	return strings.EqualFold(strings.TrimSpace(nc.Annotations[karpv1.AnnotationAgent]), "true")
 }
 
 // FromNodePool builds the Input for a node launched from np with nc.
@@ -98,6 +108,7 @@ func build(nc *awsv1.EC2NodeClass, labels map[string]string, reqs []karpv1.NodeS
 		MaxPods:        opts.InstanceMaxPods,
 		VCPU:           opts.VCPU,
 		AgentEnabled:   AgentEnabled(nc),
+		JoinerImage:    opts.JoinerImage || AgentForced(nc),
 		BootstrapImage: opts.BootstrapImage,
 	}
 	if nc.Spec.UserData != nil {

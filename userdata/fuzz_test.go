@@ -99,3 +99,19 @@ func FuzzTOMLMerge(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParse: reading arbitrary user data as any family never panics, and
+// a failure is an error, never facts without a label map.
+func FuzzParse(f *testing.F) {
+	addSeeds(f, "shell.sh", "mime.txt", "nodeconfig.yaml", "settings.toml", "windows.ps1", "eks-custom-nodeconfig.yaml")
+	f.Add("/etc/eks/bootstrap.sh c --kubelet-extra-args '--node-labels=\"a=b\" --max-pods 3'")
+	f.Add("& $EKSBootstrapScriptFile -KubeletExtraArgs \"--node-labels=`\"a=b`\"\" -DNSClusterIP ''")
+	f.Fuzz(func(t *testing.T, data string) {
+		for _, fam := range Families {
+			facts, err := Parse(fam, []byte(data))
+			if err == nil && facts.Labels == nil {
+				t.Fatalf("%s: facts without a label map", fam)
+			}
+		}
+	})
+}

@@ -76,6 +76,7 @@ func testInput(family, userData string, kubelet *awsv1.KubeletConfiguration) Inp
 		MaxPods:      234, // m5.4xlarge
 		VCPU:         16,
 		AgentEnabled: true,
+		JoinerImage:  true, // the matrix is of Joiner images; stock ones: eks_test.go
 	}
 }
 
@@ -146,35 +147,39 @@ func TestGolden(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			in := testInput(c.family, readInput(t, c.inputFile), c.kubelet)
 			out, err := Render(in)
-			got, path := out, filepath.Join("testdata", "golden", c.name+".golden")
-			if err != nil {
-				got, path = []byte(err.Error()+"\n"), filepath.Join("testdata", "golden", c.name+".err.golden")
-			}
-			if *update {
-				for _, p := range []string{
-					filepath.Join("testdata", "golden", c.name+".golden"),
-					filepath.Join("testdata", "golden", c.name+".err.golden"),
-				} {
-					_ = os.Remove(p)
-				}
-				if err := os.WriteFile(path, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, rerr := os.ReadFile(path)
-			if rerr != nil {
-				t.Fatalf("render error=%v; golden %s: %v (run with -update)", err, path, rerr)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("output differs from %s (run with -update to accept)\n--- got\n%s\n--- want\n%s", path, got, want)
-			}
+			checkGolden(t, c.name, out, err)
 			// Deterministic: a second render (new map iteration order) is identical.
 			again, err2 := Render(testInput(c.family, readInput(t, c.inputFile), c.kubelet))
 			if (err == nil) != (err2 == nil) || !bytes.Equal(out, again) {
 				t.Errorf("second render differs")
 			}
 		})
+	}
+}
+
+// checkGolden compares a render's output (or its error, in a file ending
+// .err.golden) with testdata/golden/<name>.golden; -update rewrites it.
+func checkGolden(t *testing.T, name string, out []byte, err error) {
+	t.Helper()
+	okPath, errPath := filepath.Join("testdata", "golden", name+".golden"), filepath.Join("testdata", "golden", name+".err.golden")
+	got, path := out, okPath
+	if err != nil {
+		got, path = []byte(err.Error()+"\n"), errPath
+	}
+	if *update {
+		_ = os.Remove(okPath)
+		_ = os.Remove(errPath)
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, rerr := os.ReadFile(path)
+	if rerr != nil {
+		t.Fatalf("render error=%v; golden %s: %v (run with -update)", err, path, rerr)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("output differs from %s (run with -update to accept)\n--- got\n%s\n--- want\n%s", path, got, want)
 	}
 }
 

@@ -89,8 +89,17 @@ type Input struct {
 	MaxPods int32
 	// VCPU is the instance type's vCPU count, for podsPerCore (0 = unknown).
 	VCPU int32
-	// AgentEnabled adds the Joiner hook (see the package doc).
+	// AgentEnabled: the EC2NodeClass does not opt out of the Joiner hook
+	// (joiner.io/agent is not "false").
 	AgentEnabled bool
+	// JoinerImage: the node can run "joiner bootstrap" before the kubelet:
+	// every image of the launch is Joiner-built (tagged joiner.io/ami=true),
+	// or the EC2NodeClass vouches for it (joiner.io/agent: "true"; on
+	// Bottlerocket, for the bootstrap container image). The hook is
+	// rendered only when both this and AgentEnabled hold; otherwise the
+	// user data joins the node exactly as on a stock EKS image and the
+	// agent runs as the chart's DaemonSet.
+	JoinerImage bool
 	// BootstrapImage is the Bottlerocket bootstrap container image
 	// ("" = DefaultBootstrapImage).
 	BootstrapImage string
@@ -105,6 +114,9 @@ type resolved struct {
 	clusterDNS []string
 	kubelet    awsv1.KubeletConfiguration
 }
+
+// hook reports whether the user data calls "joiner bootstrap".
+func (r resolved) hook() bool { return r.in.AgentEnabled && r.in.JoinerImage }
 
 // NormaliseFamily maps a family name case-insensitively to its canonical
 // spelling.

@@ -6,7 +6,6 @@ import (
 	"maps"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 
 	yaml "go.yaml.in/yaml/v2"
@@ -26,25 +25,44 @@ type NodeFacts struct {
 	Agent bool
 }
 
-// ErrNoFacts: the family's user data carries no node facts (Custom), or the
-// data holds no Joiner bootstrap section.
+// ErrNoFacts: the user data carries no node facts (no bootstrap.sh call,
+// NodeConfig, settings.kubernetes or Start-EKSBootstrap.ps1 call).
 var ErrNoFacts = errors.New("user data carries no node facts")
 
+// psArg matches one PowerShell argument: '...' (” inside), "..." (backtick
+// escapes, "" inside) or a bare word.
+const psArg = `('(?:[^']|'')*'|"(?:[^"` + "`" + `]|""|` + "`" + `.)*"|[^\s'"]+)`
+
 var (
-	reExtraArgsSh = regexp.MustCompile(`--kubelet-extra-args '((?:[^']|'\\'')*)'`)
-	reExtraArgsPS = regexp.MustCompile(`-KubeletExtraArgs '((?:[^']|'')*)'`)
-	reDNSSh       = regexp.MustCompile(`--dns-cluster-ip '([^']*)'`)
-	reDNSPS       = regexp.MustCompile(`-DNSClusterIP '([^']*)'`)
-	reNodeLabels  = regexp.MustCompile(`--node-labels="([^"]*)"`)
-	reTaints      = regexp.MustCompile(`--register-with-taints="([^"]*)"`)
-	reMaxPods     = regexp.MustCompile(`--max-pods=(\d+)`)
+	rePSExtraArgs = regexp.MustCompile(`(?i)-KubeletExtraArgs\s+` + psArg)
+	rePSDNS       = regexp.MustCompile(`(?i)-DNSClusterIP\s+` + psArg)
 )
 
-// Parse reads rendered user data of the family back into node facts.
+// Parse reads user data of the family back into what the kubelet registers
+// with. It reads what Render writes and the stock forms a platform engineer
+// writes for an EKS image (a Custom family's user data, a launch template):
+//
+//   - AL2, Ubuntu: a shell script, alone or as MIME parts, calling
+//     /etc/eks/bootstrap.sh (the last call counts): --dns-cluster-ip and
+//     --kubelet-extra-args, quoted either way; kubelet flags as --flag=value
+//     or --flag value.
+//   - AL2023: NodeConfig documents, MIME parts of type application/node.eks.aws
+//     or the whole user data, merged in order as nodeadm does; kubelet.flags
+//     win over kubelet.config, as on the kubelet's command line.
+//   - Bottlerocket: TOML settings.kubernetes; node-taints values a list or
+//     one "value:Effect" string, cluster-dns-ip a string or a list.
+//   - Windows: the Start-EKSBootstrap.ps1 call's -KubeletExtraArgs and
+//     -DNSClusterIP, quoted either way.
+//   - Custom: whichever of the above the data is.
 func Parse(family string, data []byte) (NodeFacts, error) {
 	fam, err := NormaliseFamily(family)
 	if err != nil {
 		return NodeFacts{}, err
+	}
+	if fam == FamilyCustom {
+		if fam = sniffFamily(data); fam == "" {
+			return NodeFacts{}, fmt.Errorf("family Custom: %w", ErrNoFacts)
+		}
 	}
 	switch fam {
 	case FamilyAL2, FamilyUbuntu:
@@ -53,50 +71,72 @@ func Parse(family string, data []byte) (NodeFacts, error) {
 		return parseAL2023(data)
 	case FamilyBottlerocket:
 		return parseBottlerocket(data)
-	case FamilyCustom:
-		return NodeFacts{}, fmt.Errorf("family Custom: %w", ErrNoFacts)
 	default:
 		return parseWindows(data)
 	}
 }
 
-// parseExtraArgs reads --node-labels, --register-with-taints and --max-pods.
-func parseExtraArgs(args string, f *NodeFacts) error {
-	if m := reNodeLabels.FindStringSubmatch(args); m != nil {
-		labels, err := ParseLabels(m[1])
-		if err != nil {
-			return err
+// sniffFamily is the family whose stock form data is ("" = none).
+func sniffFamily(data []byte) string {
+	s := string(data)
+	switch {
+	case strings.Contains(s, "<powershell>") || strings.Contains(s, "Start-EKSBootstrap.ps1"):
+		return FamilyWindows2022
+	case mime.LooksLikeMIME(data):
+		if parts, err := mime.Parse(data); err == nil && slices.ContainsFunc(parts, func(p mime.Part) bool {
+			return p.MediaType() == mime.ContentTypeNodeadm
+		}) {
+			return FamilyAL2023
 		}
-		for k, v := range labels {
-			f.Labels[k] = v
+		return FamilyAL2
+	case strings.Contains(s, "/etc/eks/bootstrap.sh"):
+		return FamilyAL2
+	case isNodeConfig(data):
+		return FamilyAL2023
+	}
+	if m, err := parseTOML(s); err == nil {
+		if _, ok := m["settings"]; ok {
+			return FamilyBottlerocket
 		}
 	}
-	if m := reTaints.FindStringSubmatch(args); m != nil && m[1] != "" {
-		for _, s := range strings.Split(m[1], ",") {
-			t, err := ParseTaint(s)
-			if err != nil {
-				return err
-			}
-			f.Taints = append(f.Taints, t)
-		}
+	return ""
+}
+
+// scriptParts is the user data as MIME parts: its parts when it is an
+// archive, else one part holding all of it, a NodeConfig part when it is
+// a NodeConfig document (nodeadm reads those), else a shell script.
+func scriptParts(data []byte) ([]mime.Part, error) {
+	if mime.LooksLikeMIME(data) {
+		return mime.Parse(data)
 	}
-	if m := reMaxPods.FindStringSubmatch(args); m != nil {
-		n, err := strconv.ParseInt(m[1], 10, 32)
-		if err != nil {
-			return fmt.Errorf("--max-pods=%s: %w", m[1], err)
-		}
-		f.MaxPods = int32(n)
+	ct := mime.ContentTypeShell
+	if isNodeConfig(data) {
+		ct = mime.ContentTypeNodeadm
 	}
-	return nil
+	return []mime.Part{{Headers: []mime.Header{{Name: "Content-Type", Value: ct}}, Body: data}}, nil
+}
+
+// isScript reports whether cloud-init runs a part as a script: a
+// text/x-shellscript part (and its -per-boot/-per-instance/-per-once
+// kinds), or text/plain starting with "#!" (cloud-init sniffs those).
+func isScript(p mime.Part) bool {
+	mt := p.MediaType()
+	return strings.HasPrefix(mt, "text/x-shellscript") || (mt == "text/plain" && strings.HasPrefix(string(p.Body), "#!"))
+}
+
+// isHook reports whether a part is the Joiner hook (a script calling
+// joiner bootstrap).
+func isHook(p mime.Part) bool {
+	return isScript(p) && strings.Contains(string(p.Body), "joiner bootstrap")
 }
 
 // ParseLabels reads the kubelet --node-labels form "k1=v1,k2=v2".
 func ParseLabels(s string) (map[string]string, error) {
 	out := map[string]string{}
-	if s == "" {
-		return out, nil
-	}
 	for _, kv := range strings.Split(s, ",") {
+		if kv = strings.TrimSpace(kv); kv == "" {
+			continue
+		}
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
 			return nil, fmt.Errorf("node label %q: want key=value", kv)
@@ -106,52 +146,87 @@ func ParseLabels(s string) (map[string]string, error) {
 	return out, nil
 }
 
+// parseAL2 reads the last /etc/eks/bootstrap.sh call of the shell parts.
 func parseAL2(data []byte) (NodeFacts, error) {
-	parts, err := mime.Parse(data)
+	parts, err := scriptParts(data)
 	if err != nil {
 		return NodeFacts{}, err
 	}
-	f := NodeFacts{Labels: map[string]string{}}
-	found := false
+	var call []string
+	agent := false
 	for _, p := range parts {
-		body := string(p.Body)
-		if strings.Contains(body, "joiner bootstrap") {
-			f.Agent = true
-		}
-		if !strings.Contains(body, "/etc/eks/bootstrap.sh") {
+		agent = agent || isHook(p)
+		if !isScript(p) {
 			continue
 		}
-		m := reExtraArgsSh.FindStringSubmatch(body)
-		if m == nil {
-			continue
-		}
-		found = true
-		f = NodeFacts{Labels: map[string]string{}, Agent: f.Agent}
-		if err := parseExtraArgs(strings.ReplaceAll(m[1], `'\''`, "'"), &f); err != nil {
-			return NodeFacts{}, err
-		}
-		if d := reDNSSh.FindStringSubmatch(body); d != nil {
-			f.ClusterDNS = d[1]
+		for _, cmd := range shellCommands(string(p.Body)) {
+			if i := slices.IndexFunc(cmd, func(w string) bool { return strings.HasSuffix(w, "/etc/eks/bootstrap.sh") }); i >= 0 {
+				call = cmd[i+1:]
+			}
 		}
 	}
-	if !found {
-		return NodeFacts{}, fmt.Errorf("no bootstrap.sh --kubelet-extra-args: %w", ErrNoFacts)
+	if call == nil {
+		return NodeFacts{}, fmt.Errorf("no /etc/eks/bootstrap.sh call: %w", ErrNoFacts)
+	}
+	f := NodeFacts{Labels: map[string]string{}, Agent: agent}
+	var extra []string
+	err = flagValues(call, true, func(name, value string) error {
+		switch name {
+		case "dns-cluster-ip":
+			f.ClusterDNS = value
+		case "kubelet-extra-args":
+			extra = append(extra, shellWords(value)...)
+		}
+		return nil
+	})
+	if err != nil {
+		return NodeFacts{}, err
+	}
+	if err := applyKubeletArgs(extra, &f); err != nil {
+		return NodeFacts{}, fmt.Errorf("bootstrap.sh --kubelet-extra-args: %w", err)
 	}
 	return f, nil
 }
 
+// psValue unquotes a PowerShell argument: '...' (” is a quote), "..."
+// (backtick escapes, "" is a quote) or a bare word.
+func psValue(s string) string {
+	switch {
+	case len(s) >= 2 && s[0] == '\'':
+		return strings.ReplaceAll(s[1:len(s)-1], "''", "'")
+	case len(s) >= 2 && s[0] == '"':
+		var b strings.Builder
+		in := s[1 : len(s)-1]
+		for i := 0; i < len(in); i++ {
+			switch {
+			case in[i] == '`' && i+1 < len(in):
+				i++
+			case in[i] == '"' && i+1 < len(in) && in[i+1] == '"':
+				i++
+			}
+			b.WriteByte(in[i])
+		}
+		return b.String()
+	}
+	return s
+}
+
+// parseWindows reads the Start-EKSBootstrap.ps1 call.
 func parseWindows(data []byte) (NodeFacts, error) {
 	s := string(data)
-	m := reExtraArgsPS.FindStringSubmatch(s)
-	if m == nil {
-		return NodeFacts{}, fmt.Errorf("no -KubeletExtraArgs: %w", ErrNoFacts)
+	m := rePSExtraArgs.FindStringSubmatch(s)
+	d := rePSDNS.FindStringSubmatch(s)
+	if m == nil && d == nil && !strings.Contains(s, "Start-EKSBootstrap.ps1") {
+		return NodeFacts{}, fmt.Errorf("no Start-EKSBootstrap.ps1 call: %w", ErrNoFacts)
 	}
 	f := NodeFacts{Labels: map[string]string{}}
-	if err := parseExtraArgs(strings.ReplaceAll(m[1], "''", "'"), &f); err != nil {
-		return NodeFacts{}, err
+	if d != nil {
+		f.ClusterDNS = psValue(d[1])
 	}
-	if d := reDNSPS.FindStringSubmatch(s); d != nil {
-		f.ClusterDNS = d[1]
+	if m != nil {
+		if err := applyKubeletArgs(shellWords(psValue(m[1])), &f); err != nil {
+			return NodeFacts{}, fmt.Errorf("-KubeletExtraArgs: %w", err)
+		}
 	}
 	return f, nil
 }
@@ -179,30 +254,41 @@ type NodeConfig struct {
 	} `yaml:"spec"`
 }
 
-// ParseNodeConfig decodes one NodeConfig document (a leading comment is fine).
-func ParseNodeConfig(body []byte) (NodeConfig, error) {
-	var nc NodeConfig
+// ParseNodeConfig decodes one NodeConfig document (a leading comment is
+// fine). A panic inside the YAML library is turned into an error.
+func ParseNodeConfig(body []byte) (nc NodeConfig, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			nc, err = NodeConfig{}, fmt.Errorf("NodeConfig: %v", p)
+		}
+	}()
 	if err := yaml.Unmarshal(body, &nc); err != nil {
 		return NodeConfig{}, fmt.Errorf("NodeConfig: %w", err)
 	}
 	return nc, nil
 }
 
-// parseAL2023 merges the NodeConfig parts in order, as nodeadm does: later
-// documents override config keys, flags are appended (the later
-// --node-labels entries win per key).
+// isNodeConfig reports whether data is one NodeConfig document.
+func isNodeConfig(data []byte) bool {
+	nc, err := ParseNodeConfig(data)
+	return err == nil && nc.Kind == NodeConfigKind
+}
+
+// parseAL2023 merges the NodeConfig documents in order, as nodeadm does:
+// later documents override kubelet.config keys, kubelet.flags are
+// appended; the flags then apply over the config, as on the kubelet's
+// command line.
 func parseAL2023(data []byte) (NodeFacts, error) {
-	parts, err := mime.Parse(data)
+	parts, err := scriptParts(data)
 	if err != nil {
 		return NodeFacts{}, err
 	}
 	f := NodeFacts{Labels: map[string]string{}}
 	config := map[string]any{}
+	var flags []string
 	found := false
 	for _, p := range parts {
-		if strings.Contains(string(p.Body), "joiner bootstrap") && p.MediaType() == "text/x-shellscript" {
-			f.Agent = true
-		}
+		f.Agent = f.Agent || isHook(p)
 		if p.MediaType() != mime.ContentTypeNodeadm {
 			continue
 		}
@@ -211,44 +297,54 @@ func parseAL2023(data []byte) (NodeFacts, error) {
 			return NodeFacts{}, err
 		}
 		found = true
-		for k, v := range nc.Spec.Kubelet.Config {
-			config[k] = v
-		}
+		maps.Copy(config, nc.Spec.Kubelet.Config)
 		for _, fl := range nc.Spec.Kubelet.Flags {
-			if err := parseExtraArgs(fl, &NodeFacts{Labels: f.Labels}); err != nil {
-				return NodeFacts{}, err
-			}
+			flags = append(flags, shellWords(fl)...)
 		}
 	}
 	if !found {
-		return NodeFacts{}, fmt.Errorf("no NodeConfig part: %w", ErrNoFacts)
+		return NodeFacts{}, fmt.Errorf("no NodeConfig: %w", ErrNoFacts)
 	}
+	if err := applyKubeletConfig(config, &f); err != nil {
+		return NodeFacts{}, err
+	}
+	if err := applyKubeletArgs(flags, &f); err != nil {
+		return NodeFacts{}, fmt.Errorf("NodeConfig kubelet.flags: %w", err)
+	}
+	return f, nil
+}
+
+// applyKubeletConfig reads maxPods, clusterDNS and registerWithTaints of an
+// inline KubeletConfiguration (as the YAML decoder gives it).
+func applyKubeletConfig(config map[string]any, f *NodeFacts) error {
 	if v, ok := config["maxPods"]; ok {
 		n, ok := v.(int)
 		if !ok {
-			return NodeFacts{}, fmt.Errorf("NodeConfig kubelet.config.maxPods: %v is not an integer", v)
+			return fmt.Errorf("NodeConfig kubelet.config.maxPods: %v is not an integer", v)
 		}
 		f.MaxPods = int32(n)
 	}
 	if v, ok := config["clusterDNS"].([]any); ok && len(v) > 0 {
 		f.ClusterDNS = fmt.Sprint(v[0])
 	}
-	if v, ok := config["registerWithTaints"].([]any); ok {
-		for i, t := range v {
-			tm, ok := t.(map[any]any)
-			if !ok {
-				return NodeFacts{}, fmt.Errorf("NodeConfig kubelet.config.registerWithTaints[%d]: not a map", i)
-			}
-			str := func(k string) string {
-				if s, ok := tm[k].(string); ok {
-					return s
-				}
-				return ""
-			}
-			f.Taints = append(f.Taints, corev1.Taint{Key: str("key"), Value: str("value"), Effect: corev1.TaintEffect(str("effect"))})
-		}
+	v, ok := config["registerWithTaints"].([]any)
+	if !ok {
+		return nil
 	}
-	return f, nil
+	for i, t := range v {
+		tm, ok := t.(map[any]any)
+		if !ok {
+			return fmt.Errorf("NodeConfig kubelet.config.registerWithTaints[%d]: not a map", i)
+		}
+		str := func(k string) string {
+			if s, ok := tm[k].(string); ok {
+				return s
+			}
+			return ""
+		}
+		f.Taints = append(f.Taints, corev1.Taint{Key: str("key"), Value: str("value"), Effect: corev1.TaintEffect(str("effect"))})
+	}
+	return nil
 }
 
 func parseBottlerocket(data []byte) (NodeFacts, error) {
@@ -272,9 +368,7 @@ func parseBottlerocket(data []byte) (NodeFacts, error) {
 	}
 	if t, ok := k8s["node-taints"].(map[string]any); ok {
 		for _, key := range slices.Sorted(maps.Keys(t)) {
-			vals, _ := t[key].([]any)
-			for _, v := range vals {
-				s, _ := v.(string)
+			for _, s := range stringOrList(t[key]) {
 				val, eff, ok := strings.Cut(s, ":")
 				if !ok {
 					return NodeFacts{}, fmt.Errorf("settings.kubernetes.node-taints.%s: %q is not value:Effect", key, s)
@@ -286,8 +380,24 @@ func parseBottlerocket(data []byte) (NodeFacts, error) {
 	if v, ok := k8s["max-pods"].(int64); ok {
 		f.MaxPods = int32(v)
 	}
-	if v, ok := k8s["cluster-dns-ip"].(string); ok {
-		f.ClusterDNS = v
+	if dns := stringOrList(k8s["cluster-dns-ip"]); len(dns) > 0 {
+		f.ClusterDNS = dns[0]
 	}
 	return f, nil
+}
+
+// stringOrList reads a TOML value Bottlerocket takes as one string or a
+// list of strings (node-taints values, cluster-dns-ip).
+func stringOrList(v any) []string {
+	switch v := v.(type) {
+	case string:
+		return []string{v}
+	case []any:
+		out := make([]string, 0, len(v))
+		for _, e := range v {
+			out = append(out, fmt.Sprint(e))
+		}
+		return out
+	}
+	return nil
 }

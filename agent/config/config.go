@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/joiner-dev/joiner/internal/atomicfile"
+	"github.com/joiner-dev/joiner/internal/defaults"
 )
 
 // DefaultPath is where bootstrap writes the file and the agent reads it.
@@ -112,44 +113,22 @@ type InstanceStore struct {
 
 // WithDefaults returns c with every unset field at its default.
 func (c Config) WithDefaults() Config {
-	if c.Version == 0 {
-		c.Version = Version
-	}
+	defaults.Zero(&c.Version, Version)
 	v := &c.Volumes
-	if v.FSType == "" {
-		v.FSType = "xfs"
-	}
-	if v.MountPrefix == "" {
-		v.MountPrefix = "/data"
-	}
+	defaults.Zero(&v.FSType, "xfs")
+	defaults.Zero(&v.MountPrefix, "/data")
 	if len(v.MountOptions) == 0 {
 		v.MountOptions = []string{"defaults", "noatime"}
 	}
-	if v.DeviceTimeout == "" {
-		v.DeviceTimeout = "10s"
-	}
-	if v.UnitDir == "" {
-		v.UnitDir = "/etc/systemd/system"
-	}
-	if v.StateDir == "" {
-		v.StateDir = "/var/lib/joiner"
-	}
-	if v.Persist == "" {
-		v.Persist = PersistUnits
-	}
-	if v.FstabPath == "" {
-		v.FstabPath = "/etc/fstab"
-	}
+	defaults.Zero(&v.DeviceTimeout, "10s")
+	defaults.Zero(&v.UnitDir, "/etc/systemd/system")
+	defaults.Zero(&v.StateDir, "/var/lib/joiner")
+	defaults.Zero(&v.Persist, PersistUnits)
+	defaults.Zero(&v.FstabPath, "/etc/fstab")
 	is := &v.InstanceStore
-	if is.Layout == "" {
-		is.Layout = LayoutNone
-	}
-	if is.MountPath == "" {
-		is.MountPath = "/mnt/instance-store"
-	}
-	if is.RAIDName == "" {
-		is.RAIDName = "joiner-instance-store"
-	}
+	defaults.Zero(&is.Layout, LayoutNone)
+	defaults.Zero(&is.MountPath, "/mnt/instance-store")
+	defaults.Zero(&is.RAIDName, "joiner-instance-store")
 	return c
 }
 

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/joiner-dev/joiner/agent/imds"
+	"github.com/joiner-dev/joiner/test/poll"
 	"github.com/joiner-dev/joiner/test/testenv"
 )
 
@@ -71,14 +72,7 @@ func startWatcher(t *testing.T, ctx context.Context, endpoint string, ttl time.D
 
 func waitUntil(t *testing.T, d time.Duration, cond func() bool, what string) {
 	t.Helper()
-	end := time.Now().Add(d)
-	for time.Now().Before(end) {
-		if cond() {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("timed out after %s waiting for %s", d, what)
+	poll.Until(t, d, 50*time.Millisecond, what, cond)
 }
 
 // Against AEMM in IMDSv2-only mode: every kind produces exactly one notice

@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/joiner-dev/joiner/internal/backoff"
 	"github.com/joiner-dev/joiner/internal/defaults"
 	"github.com/joiner-dev/joiner/internal/logging"
 )
@@ -113,7 +113,7 @@ func (w *Watcher) ResolveInstanceID(ctx context.Context) (string, error) {
 		select {
 		case <-ctx.Done():
 			return "", fmt.Errorf("reading instance id: %w", ctx.Err())
-		case <-time.After(backoff(attempt, w.opts.Interval, w.opts.MaxBackoff)):
+		case <-time.After(backoff.Jittered(attempt, w.opts.Interval, w.opts.MaxBackoff)):
 		}
 	}
 }
@@ -154,7 +154,7 @@ func (w *Watcher) Poll(ctx context.Context) []Notice {
 				return out
 			}
 			w.observeError(p.path)
-			wait := backoff(p.failures, w.opts.Interval, w.opts.MaxBackoff)
+			wait := backoff.Jittered(p.failures, w.opts.Interval, w.opts.MaxBackoff)
 			p.failures++
 			p.nextTry = now.Add(wait)
 			// Log the first failure, a changed error, and then every 10th.
@@ -225,25 +225,23 @@ func (w *Watcher) pollPath(ctx context.Context, p *pathState, now time.Time) ([]
 		return nil, err
 	}
 	id := w.opts.InstanceID
+	// notice is the one notice of this path, raw the text its ID keeps.
+	notice := func(raw string, at, deadline time.Time, action string) Notice {
+		return Notice{ID: NoticeID(id, p.kind, raw), Kind: p.kind, InstanceID: id, NoticeTime: at, Deadline: deadline, Action: action}
+	}
 	switch p.kind {
 	case KindSpotInterruption:
 		a, err := ParseInstanceAction(b)
 		if err != nil {
 			return nil, err
 		}
-		return []Notice{{
-			ID: NoticeID(id, p.kind, a.RawTime), Kind: p.kind, InstanceID: id,
-			NoticeTime: a.Time, Deadline: a.Time, Action: a.Action,
-		}}, nil
+		return []Notice{notice(a.RawTime, a.Time, a.Time, a.Action)}, nil
 	case KindRebalance:
 		r, err := ParseRebalance(b)
 		if err != nil {
 			return nil, err
 		}
-		return []Notice{{
-			ID: NoticeID(id, p.kind, r.RawTime), Kind: p.kind, InstanceID: id,
-			NoticeTime: r.NoticeTime, Deadline: r.NoticeTime.Add(w.opts.Deadlines.Rebalance), Action: "rebalance",
-		}}, nil
+		return []Notice{notice(r.RawTime, r.NoticeTime, r.NoticeTime.Add(w.opts.Deadlines.Rebalance), "rebalance")}, nil
 	case KindScheduledEvent:
 		evs, err := ParseScheduledEvents(b)
 		if err != nil {
@@ -254,11 +252,9 @@ func (w *Watcher) pollPath(ctx context.Context, p *pathState, now time.Time) ([]
 			if !e.Active() {
 				continue
 			}
-			out = append(out, Notice{
-				ID: NoticeID(id, p.kind, e.NotBefore.Format(time.RFC3339)), Kind: p.kind, InstanceID: id,
-				NoticeTime: e.NotBefore, Deadline: e.NotBefore, Action: e.Code, EventID: e.EventID,
-				Description: e.Description,
-			})
+			n := notice(e.NotBefore.Format(time.RFC3339), e.NotBefore, e.NotBefore, e.Code)
+			n.EventID, n.Description = e.EventID, e.Description
+			out = append(out, n)
 		}
 		return out, nil
 	case KindASGLifecycle:
@@ -269,21 +265,7 @@ func (w *Watcher) pollPath(ctx context.Context, p *pathState, now time.Time) ([]
 		if s != "Terminated" {
 			return nil, nil
 		}
-		return []Notice{{
-			ID: NoticeID(id, p.kind, s), Kind: p.kind, InstanceID: id,
-			NoticeTime: now, Deadline: now.Add(w.opts.Deadlines.ASGTerminate), Action: s,
-		}}, nil
+		return []Notice{notice(s, now, now.Add(w.opts.Deadlines.ASGTerminate), s)}, nil
 	}
 	return nil, fmt.Errorf("unknown notice kind %q", p.kind)
-}
-
-// backoff is min(max, base*2^attempt) with ±20% jitter.
-func backoff(attempt int, base, maxWait time.Duration) time.Duration {
-	d := base
-	for i := 0; i < attempt && d < maxWait; i++ {
-		d *= 2
-	}
-	d = min(d, maxWait)
-	j := time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
-	return j
 }

@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"os"
 	"strconv"
@@ -19,10 +18,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	agentv1 "github.com/joiner-dev/joiner/api/agent/v1"
-
 	"go.uber.org/zap"
 
+	agentv1 "github.com/joiner-dev/joiner/api/agent/v1"
+	"github.com/joiner-dev/joiner/internal/backoff"
 	"github.com/joiner-dev/joiner/internal/defaults"
 	"github.com/joiner-dev/joiner/internal/logging"
 )
@@ -121,7 +120,7 @@ func (c *Client) Deliver(ctx context.Context, r agentv1.Report) (agentv1.Ack, er
 			return agentv1.Ack{}, fmt.Errorf("delivering report %s: %w (last: %v)", r.ID, ctx.Err(), err)
 		}
 		c.next.Add(1) // try another replica next time
-		wait := backoff(attempt, c.opts.RetryBase, c.opts.RetryMax)
+		wait := backoff.Jittered(attempt, c.opts.RetryBase, c.opts.RetryMax)
 		var se *StatusError
 		if errors.As(err, &se) {
 			c.observe("rejected")
@@ -138,12 +137,8 @@ func (c *Client) Deliver(ctx context.Context, r agentv1.Report) (agentv1.Ack, er
 			c.observe("error")
 			log.Warn("sending interruption report; retrying", zap.Error(err), zap.Int("attempt", attempt+1), zap.Duration("retry-in", wait))
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !backoff.Sleep(ctx, wait) {
 			return agentv1.Ack{}, fmt.Errorf("delivering report %s: %w (last: %v)", r.ID, ctx.Err(), err)
-		case <-t.C:
 		}
 	}
 }
@@ -208,13 +203,4 @@ func (c *Client) observe(result string) {
 	if c.opts.Observer != nil {
 		c.opts.Observer.Attempt(result)
 	}
-}
-
-func backoff(attempt int, base, maxWait time.Duration) time.Duration {
-	w := base
-	for i := 0; i < attempt && w < maxWait; i++ {
-		w *= 2
-	}
-	w = min(w, maxWait)
-	return time.Duration(float64(w) * (0.8 + 0.4*rand.Float64()))
 }

@@ -111,15 +111,9 @@ type Discoverer struct {
 }
 
 func (d *Discoverer) defaults() {
-	if d.SysRoot == "" {
-		d.SysRoot = "/sys"
-	}
-	if d.DevRoot == "" {
-		d.DevRoot = "/dev"
-	}
-	if d.SwapsPath == "" {
-		d.SwapsPath = "/proc/swaps"
-	}
+	defaults.Zero(&d.SysRoot, "/sys")
+	defaults.Zero(&d.DevRoot, "/dev")
+	defaults.Zero(&d.SwapsPath, "/proc/swaps")
 	if d.Mounts == nil {
 		d.Mounts = func() ([]*mountinfo.Info, error) { return mountinfo.GetMounts(nil) }
 	}

@@ -74,13 +74,17 @@ func LoadJournal(path string) (Journal, error) {
 }
 
 // SaveJournal writes the journal atomically.
-func SaveJournal(path string, j Journal) error {
-	b, err := json.MarshalIndent(j, "", "  ")
+func SaveJournal(path string, j Journal) error { return saveJSON(path, "volume journal", j) }
+
+// saveJSON writes v as indented JSON to path atomically (mode 0600); what
+// names the file in errors.
+func saveJSON(path, what string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
-		return fmt.Errorf("encoding volume journal: %w", err)
+		return fmt.Errorf("encoding %s: %w", what, err)
 	}
 	if err := atomicfile.Write(path, append(b, '\n'), 0o600); err != nil {
-		return fmt.Errorf("saving volume journal: %w", err)
+		return fmt.Errorf("saving %s: %w", what, err)
 	}
 	return nil
 }

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/joiner-dev/joiner/agent/config"
-	"github.com/joiner-dev/joiner/internal/atomicfile"
 )
 
 // LaunchFile is the launch record's name under the state directory.
@@ -116,16 +115,7 @@ func LoadLaunchRecord(path string) (*LaunchRecord, error) {
 }
 
 // SaveLaunchRecord writes the record atomically (mode 0600).
-func SaveLaunchRecord(path string, r LaunchRecord) error {
-	b, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return fmt.Errorf("encoding launch record: %w", err)
-	}
-	if err := atomicfile.Write(path, append(b, '\n'), 0o600); err != nil {
-		return fmt.Errorf("saving launch record: %w", err)
-	}
-	return nil
-}
+func SaveLaunchRecord(path string, r LaunchRecord) error { return saveJSON(path, "launch record", r) }
 
 // LaunchFacts is what the machine says about this instance, read at the
 // edges (LocalFacts, plus Options.LaunchMapping) for DecideLaunch.

@@ -317,48 +317,38 @@ func (c *converter) object(where string, tm typeMeta, j []byte) ([]Object, error
 func (c *converter) legacy(what string, tm typeMeta, j []byte) ([]Object, error) {
 	switch {
 	case tm.APIVersion == v1alpha5.APIVersion:
-		var p v1alpha5.Provisioner
-		if err := c.decode(what, j, &p); err != nil {
-			return nil, err
-		}
-		return c.provisioner(what, &p)
+		return convertAs(c, what, j, c.provisioner)
 	case tm.APIVersion == awsv1alpha1.APIVersion:
-		var t awsv1alpha1.AWSNodeTemplate
-		if err := c.decode(what, j, &t); err != nil {
-			return nil, err
-		}
-		nc, err := c.awsNodeTemplate(what, &t)
-		if err != nil {
-			return nil, err
-		}
-		return []Object{{EC2NodeClass: nc}}, nil
+		return classObjects(convertAs(c, what, j, c.awsNodeTemplate))
 	case tm.Kind == corev1beta1.KindNodePool:
-		var p corev1beta1.NodePool
-		if err := c.decode(what, j, &p); err != nil {
-			return nil, err
-		}
-		return c.nodePoolV1beta1(what, &p)
+		return convertAs(c, what, j, c.nodePoolV1beta1)
 	case tm.Kind == corev1beta1.KindNodeClaim:
-		var nc corev1beta1.NodeClaim
-		if err := c.decode(what, j, &nc); err != nil {
-			return nil, err
-		}
-		out, err := c.nodeClaimV1beta1(what, &nc)
+		nc, err := convertAs(c, what, j, c.nodeClaimV1beta1)
 		if err != nil {
 			return nil, err
 		}
-		return []Object{{NodeClaim: out}}, nil
+		return []Object{{NodeClaim: nc}}, nil
 	default:
-		var nc awsv1beta1.EC2NodeClass
-		if err := c.decode(what, j, &nc); err != nil {
-			return nil, err
-		}
-		out, err := c.ec2NodeClassV1beta1(what, &nc)
-		if err != nil {
-			return nil, err
-		}
-		return []Object{{EC2NodeClass: out}}, nil
+		return classObjects(convertAs(c, what, j, c.ec2NodeClassV1beta1))
 	}
+}
+
+// convertAs decodes j as a T and converts it with conv.
+func convertAs[T, O any](c *converter, what string, j []byte, conv func(string, *T) (O, error)) (O, error) {
+	var in T
+	if err := c.decode(what, j, &in); err != nil {
+		var none O
+		return none, err
+	}
+	return conv(what, &in)
+}
+
+// classObjects is the converted EC2NodeClass as the objects of its document.
+func classObjects(nc *awsv1.EC2NodeClass, err error) ([]Object, error) {
+	if err != nil {
+		return nil, err
+	}
+	return []Object{{EC2NodeClass: nc}}, nil
 }
 
 func yamlToJSON(raw []byte) ([]byte, error) { return yaml.YAMLToJSON(raw) }

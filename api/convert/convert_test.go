@@ -13,6 +13,7 @@ import (
 
 	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/test/golden"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden.yaml and *.warnings.txt")
@@ -38,30 +39,10 @@ func TestGolden(t *testing.T) {
 				t.Fatalf("Convert: %v", err)
 			}
 			warnText := strings.Join(warnings, "\n") + "\n"
-			golden := filepath.Join("testdata", name+".golden.yaml")
+			goldenOut := filepath.Join("testdata", name+".golden.yaml")
 			goldenWarn := filepath.Join("testdata", name+".warnings.txt")
-			if *update {
-				if err := os.WriteFile(golden, out, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(goldenWarn, []byte(warnText), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run go test ./api/convert -update)", err)
-			}
-			if !bytes.Equal(out, want) {
-				t.Errorf("output differs from %s:\n--- got\n%s\n--- want\n%s", golden, out, want)
-			}
-			wantWarn, err := os.ReadFile(goldenWarn)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if warnText != string(wantWarn) {
-				t.Errorf("warnings differ from %s:\n--- got\n%s--- want\n%s", goldenWarn, warnText, wantWarn)
-			}
+			golden.Check(t, goldenOut, out, *update)
+			golden.Check(t, goldenWarn, []byte(warnText), *update)
 			// Deterministic: a second run gives the same bytes.
 			again, err := Convert(src, nil)
 			if err != nil || !bytes.Equal(again, out) {

@@ -91,41 +91,33 @@ func (c *converter) idsWin(what, path string, p parsedSelector, others string) {
 }
 
 func (c *converter) subnetTerms(what, path string, m map[string]string) ([]awsv1.SubnetSelectorTerm, error) {
-	p, err := parseSelector(path, m, false)
-	if err != nil {
-		return nil, err
-	}
-	var out []awsv1.SubnetSelectorTerm
-	c.idsWin(what, path, p, "tag filters")
-	if len(p.ids) > 0 {
-		for _, id := range p.ids {
-			out = append(out, awsv1.SubnetSelectorTerm{ID: id})
-		}
-	} else {
-		for _, t := range p.tagTerms {
-			out = append(out, awsv1.SubnetSelectorTerm{Tags: t})
-		}
-	}
-	if len(out) > maxTerms {
-		return nil, fmt.Errorf("%s: %d selector terms, v1 allows %d", path, len(out), maxTerms)
-	}
-	return out, nil
+	return idOrTagTerms(c, what, path, m, func(id string, tags map[string]string) awsv1.SubnetSelectorTerm {
+		return awsv1.SubnetSelectorTerm{ID: id, Tags: tags}
+	})
 }
 
 func (c *converter) securityGroupTerms(what, path string, m map[string]string) ([]awsv1.SecurityGroupSelectorTerm, error) {
+	return idOrTagTerms(c, what, path, m, func(id string, tags map[string]string) awsv1.SecurityGroupSelectorTerm {
+		return awsv1.SecurityGroupSelectorTerm{ID: id, Tags: tags}
+	})
+}
+
+// idOrTagTerms converts a subnet or security group selector: one term per
+// id when it names ids, else one per tag combination.
+func idOrTagTerms[T any](c *converter, what, path string, m map[string]string, term func(id string, tags map[string]string) T) ([]T, error) {
 	p, err := parseSelector(path, m, false)
 	if err != nil {
 		return nil, err
 	}
-	var out []awsv1.SecurityGroupSelectorTerm
+	var out []T
 	c.idsWin(what, path, p, "tag filters")
 	if len(p.ids) > 0 {
 		for _, id := range p.ids {
-			out = append(out, awsv1.SecurityGroupSelectorTerm{ID: id})
+			out = append(out, term(id, nil))
 		}
 	} else {
 		for _, t := range p.tagTerms {
-			out = append(out, awsv1.SecurityGroupSelectorTerm{Tags: t})
+			out = append(out, term("", t))
 		}
 	}
 	if len(out) > maxTerms {

@@ -150,21 +150,7 @@ func (c *converter) kubeletV1alpha5(what, path string, k *v1alpha5.KubeletConfig
 	if k.ContainerRuntime != nil {
 		c.warnf(what, "%s.containerRuntime has no v1 equivalent (containerd is the only runtime); dropped", path)
 	}
-	out := &awsv1.KubeletConfiguration{
-		MaxPods:                     k.MaxPods,
-		PodsPerCore:                 k.PodsPerCore,
-		SystemReserved:              amounts(k.SystemReserved),
-		KubeReserved:                amounts(k.KubeReserved),
-		EvictionHard:                copyMap(k.EvictionHard),
-		EvictionSoft:                copyMap(k.EvictionSoft),
-		EvictionMaxPodGracePeriod:   k.EvictionMaxPodGracePeriod,
-		ImageGCHighThresholdPercent: k.ImageGCHighThresholdPercent,
-		ImageGCLowThresholdPercent:  k.ImageGCLowThresholdPercent,
-		CPUCFSQuota:                 k.CPUCFSQuota,
-	}
-	if len(k.ClusterDNS) > 0 {
-		out.ClusterDNS = append([]string(nil), k.ClusterDNS...)
-	}
+	out := kubeletSettings(&k.KubeletSettings)
 	for _, key := range slices.Sorted(maps.Keys(k.EvictionSoftGracePeriod)) {
 		v := k.EvictionSoftGracePeriod[key]
 		d, err := karpv1.ParseDuration(v)
@@ -180,6 +166,26 @@ func (c *converter) kubeletV1alpha5(what, path string, k *v1alpha5.KubeletConfig
 		return nil, nil
 	}
 	return out, nil
+}
+
+// kubeletSettings converts the kubelet fields v1alpha5 and v1beta1 share.
+func kubeletSettings(k *v1alpha5.KubeletSettings) *awsv1.KubeletConfiguration {
+	out := &awsv1.KubeletConfiguration{
+		MaxPods:                     k.MaxPods,
+		PodsPerCore:                 k.PodsPerCore,
+		SystemReserved:              amounts(k.SystemReserved),
+		KubeReserved:                amounts(k.KubeReserved),
+		EvictionHard:                copyMap(k.EvictionHard),
+		EvictionSoft:                copyMap(k.EvictionSoft),
+		EvictionMaxPodGracePeriod:   k.EvictionMaxPodGracePeriod,
+		ImageGCHighThresholdPercent: k.ImageGCHighThresholdPercent,
+		ImageGCLowThresholdPercent:  k.ImageGCLowThresholdPercent,
+		CPUCFSQuota:                 k.CPUCFSQuota,
+	}
+	if len(k.ClusterDNS) > 0 {
+		out.ClusterDNS = append([]string(nil), k.ClusterDNS...)
+	}
+	return out
 }
 
 // amounts writes kubelet reservations as v1's strings.

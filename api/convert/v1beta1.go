@@ -106,21 +106,7 @@ func (c *converter) disruptionV1beta1(what string, pd *corev1beta1.Disruption, n
 
 // kubeletV1beta1 converts a v1beta1 kubelet block; nil when empty.
 func kubeletV1beta1(k *corev1beta1.Kubelet) *awsv1.KubeletConfiguration {
-	out := &awsv1.KubeletConfiguration{
-		MaxPods:                     k.MaxPods,
-		PodsPerCore:                 k.PodsPerCore,
-		SystemReserved:              amounts(k.SystemReserved),
-		KubeReserved:                amounts(k.KubeReserved),
-		EvictionHard:                copyMap(k.EvictionHard),
-		EvictionSoft:                copyMap(k.EvictionSoft),
-		EvictionMaxPodGracePeriod:   k.EvictionMaxPodGracePeriod,
-		ImageGCHighThresholdPercent: k.ImageGCHighThresholdPercent,
-		ImageGCLowThresholdPercent:  k.ImageGCLowThresholdPercent,
-		CPUCFSQuota:                 k.CPUCFSQuota,
-	}
-	if len(k.ClusterDNS) > 0 {
-		out.ClusterDNS = append([]string(nil), k.ClusterDNS...)
-	}
+	out := kubeletSettings(&k.KubeletSettings)
 	if len(k.EvictionSoftGracePeriod) > 0 {
 		out.EvictionSoftGracePeriod = map[string]karpv1.Duration{}
 		for key, v := range k.EvictionSoftGracePeriod {

@@ -16,17 +16,11 @@ func ValidateObject(obj any) []error {
 	var err error
 	switch o := obj.(type) {
 	case *karpv1.NodePool:
-		cp := o.DeepCopy()
-		cp.SetDefaults()
-		err = cp.Validate()
+		err = defaultedValid(o)
 	case *awsv1.EC2NodeClass:
-		cp := o.DeepCopy()
-		cp.SetDefaults()
-		err = cp.Validate()
+		err = defaultedValid(o)
 	case *karpv1.NodeClaim:
-		cp := o.DeepCopy()
-		cp.SetDefaults()
-		err = cp.Validate()
+		err = defaultedValid(o)
 	default:
 		return []error{fmt.Errorf("cannot validate %T", obj)}
 	}
@@ -44,19 +38,39 @@ func ValidateObject(obj any) []error {
 	return []error{err}
 }
 
-// Validate validates every converted object of objs; each error names the
-// object, its source document and the field.
-func Validate(objs []Object) []error {
-	var errs []error
+// defaultedValid validates a defaulted copy of o.
+func defaultedValid[T any, P interface {
+	*T
+	DeepCopy() P
+	SetDefaults()
+	Validate() error
+}](o P) error {
+	cp := o.DeepCopy()
+	cp.SetDefaults()
+	return cp.Validate()
+}
+
+// eachInvalid calls bad for each invalid field of the converted objects of
+// objs.
+func eachInvalid(objs []Object, bad func(o Object, kind, name string, err error)) {
 	for _, o := range objs {
 		obj, kind, name := o.converted()
 		if obj == nil {
 			continue
 		}
 		for _, err := range ValidateObject(obj) {
-			errs = append(errs, fmt.Errorf("%s %s from %s: %w", kind, name, o.Source, err))
+			bad(o, kind, name, err)
 		}
 	}
+}
+
+// Validate validates every converted object of objs; each error names the
+// object, its source document and the field.
+func Validate(objs []Object) []error {
+	var errs []error
+	eachInvalid(objs, func(o Object, kind, name string, err error) {
+		errs = append(errs, fmt.Errorf("%s %s from %s: %w", kind, name, o.Source, err))
+	})
 	return errs
 }
 
@@ -67,16 +81,10 @@ func Validate(objs []Object) []error {
 func ValidateAll(objs []Object) ([]Object, []error) {
 	failed := map[string]bool{}
 	var errs []error
-	for _, o := range objs {
-		obj, kind, name := o.converted()
-		if obj == nil {
-			continue
-		}
-		for _, err := range ValidateObject(obj) {
-			errs = append(errs, o.fail(&invalidError{what: "converted " + kind + " " + name, err: err}))
-			failed[o.Source] = true
-		}
-	}
+	eachInvalid(objs, func(o Object, kind, name string, err error) {
+		errs = append(errs, o.fail(&invalidError{what: "converted " + kind + " " + name, err: err}))
+		failed[o.Source] = true
+	})
 	var valid []Object
 	for _, o := range objs {
 		if !failed[o.Source] {

@@ -10,6 +10,7 @@
 package requirements
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -209,7 +210,7 @@ func (r *Requirement) Intersect(o *Requirement) *Requirement {
 	out := &Requirement{Key: r.Key, absentOK: r.absentOK && o.absentOK}
 	out.gt = maxPtr(r.gt, o.gt)
 	out.lt = minPtr(r.lt, o.lt)
-	out.MinValues = maxIntPtr(r.MinValues, o.MinValues)
+	out.MinValues = maxPtr(r.MinValues, o.MinValues)
 	switch {
 	case r.complement && o.complement:
 		out.complement = true
@@ -363,7 +364,8 @@ func mergeUnique(a, b []string) []string {
 	return slices.Compact(out)
 }
 
-func maxPtr(a, b *int64) *int64 {
+// maxPtr is the larger of a and b; nil is no bound.
+func maxPtr[T cmp.Ordered](a, b *T) *T {
 	if a == nil {
 		return b
 	}
@@ -373,21 +375,12 @@ func maxPtr(a, b *int64) *int64 {
 	return b
 }
 
-func minPtr(a, b *int64) *int64 {
+// minPtr is the smaller of a and b; nil is no bound.
+func minPtr[T cmp.Ordered](a, b *T) *T {
 	if a == nil {
 		return b
 	}
 	if b == nil || *a <= *b {
-		return a
-	}
-	return b
-}
-
-func maxIntPtr(a, b *int) *int {
-	if a == nil {
-		return b
-	}
-	if b == nil || *a >= *b {
 		return a
 	}
 	return b

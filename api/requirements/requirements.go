@@ -189,27 +189,30 @@ func FromLabels(labels map[string]string) Requirements {
 // FromNodeSelector converts Kubernetes node selector requirements (one
 // term's matchExpressions).
 func FromNodeSelector(in []corev1.NodeSelectorRequirement) (Requirements, error) {
-	var out Requirements
-	for i, r := range in {
-		req, err := New(r.Key, string(r.Operator), r.Values...)
-		if err != nil {
-			return Requirements{}, fmt.Errorf("matchExpressions[%d]: %w", i, err)
-		}
-		out = out.Add(req)
-	}
-	return out, nil
+	return from("matchExpressions", in, func(r corev1.NodeSelectorRequirement) (string, string, []string, *int) {
+		return r.Key, string(r.Operator), r.Values, nil
+	})
 }
 
 // FromNodePool converts NodePool requirements, keeping minValues.
 func FromNodePool(in []karpv1.NodeSelectorRequirementWithMinValues) (Requirements, error) {
+	return from("requirements", in, func(r karpv1.NodeSelectorRequirementWithMinValues) (string, string, []string, *int) {
+		return r.Key, string(r.Operator), r.Values, r.MinValues
+	})
+}
+
+// from converts the requirements of a list (named field in errors); parts
+// gives each one's key, operator, values and minValues.
+func from[T any](field string, in []T, parts func(T) (key, op string, values []string, minValues *int)) (Requirements, error) {
 	var out Requirements
 	for i, r := range in {
-		req, err := New(r.Key, string(r.Operator), r.Values...)
+		key, op, values, minValues := parts(r)
+		req, err := New(key, op, values...)
 		if err != nil {
-			return Requirements{}, fmt.Errorf("requirements[%d]: %w", i, err)
+			return Requirements{}, fmt.Errorf("%s[%d]: %w", field, i, err)
 		}
-		if r.MinValues != nil {
-			mv := *r.MinValues
+		if minValues != nil {
+			mv := *minValues
 			req.MinValues = &mv
 		}
 		out = out.Add(req)

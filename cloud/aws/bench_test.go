@@ -2,14 +2,9 @@ package aws_test
 
 import (
 	"context"
-	"net/http/httptest"
 	"strconv"
 	"testing"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/ec2"
-	"github.com/aws/aws-sdk-go-v2/service/ssm"
+	"time"
 
 	"github.com/joiner-dev/joiner/cloud"
 	joineraws "github.com/joiner-dev/joiner/cloud/aws"
@@ -20,18 +15,8 @@ import (
 // BenchmarkLaunch measures one Launch with 60 overrides through the real
 // SDK against the sim on loopback (launch template cached).
 func BenchmarkLaunch(b *testing.B) {
-	s := sim.New(sim.Options{Config: sim.DefaultConfig()})
-	srv := httptest.NewServer(s.Handler())
-	defer srv.Close()
-	creds := credentials.NewStaticCredentialsProvider("AKIDSIM", "secret", "")
-	p, err := joineraws.New(joineraws.Options{
-		EC2:     ec2.New(ec2.Options{Region: "us-east-1", BaseEndpoint: aws.String(srv.URL), Credentials: creds}),
-		SSM:     ssm.New(ssm.Options{Region: "us-east-1", BaseEndpoint: aws.String(srv.URL), Credentials: creds}),
-		Cluster: "bench", KubernetesVersion: sim.DefaultKubernetesVersion,
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
+	e := newEnv(b)
+	p := e.newProvider(b, joineraws.Options{Cluster: "bench", KubernetesVersion: sim.DefaultKubernetesVersion, Now: time.Now})
 	var cands []cloud.Candidate
 	for _, it := range catalog.InstanceTypes(catalog.Options{}) {
 		if it.Labels["kubernetes.io/arch"] != "amd64" {

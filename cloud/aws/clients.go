@@ -22,9 +22,9 @@ type Clients struct {
 
 // NewClients builds the service clients from an SDK config; a non-empty
 // endpoint (e.g. `joiner sim`'s http://127.0.0.1:PORT) replaces the AWS
-// endpoints of all of them. The Pricing API is served from us-east-1 (and
-// a few other regions) only, so its client keeps the SDK's endpoint for
-// us-east-1 unless endpoint is set.
+// endpoints of all of them. The Pricing API is served from a few regions
+// only, so its client talks to PricingRegion(cfg.Region) unless endpoint
+// is set.
 func NewClients(cfg aws.Config, endpoint string) Clients {
 	var base *string
 	if endpoint != "" {
@@ -39,7 +39,7 @@ func NewClients(cfg aws.Config, endpoint string) Clients {
 		Pricing: pricing.NewFromConfig(cfg, func(o *pricing.Options) {
 			o.BaseEndpoint = base
 			if base == nil {
-				o.Region = "us-east-1"
+				o.Region = PricingRegion(cfg.Region)
 			}
 		}),
 	}

@@ -46,7 +46,8 @@ func classify(err error) error {
 	}
 	code := ae.ErrorCode()
 	switch {
-	case strings.HasSuffix(code, ".NotFound") || strings.HasSuffix(code, "NotFoundException") || code == "ParameterNotFound":
+	case strings.HasSuffix(code, ".NotFound") || strings.HasSuffix(code, "NotFoundException") || code == "ParameterNotFound" ||
+		code == "NoSuchEntity":
 		return fmt.Errorf("%w: %w", cloud.ErrNotFound, err)
 	case slices.Contains(retryableCodes, code) || ae.ErrorFault() == smithy.FaultServer:
 		return fmt.Errorf("%w: %w", cloud.ErrRetryable, err)

@@ -5,16 +5,11 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/ec2"
-	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
@@ -22,6 +17,7 @@ import (
 	joineraws "github.com/joiner-dev/joiner/cloud/aws"
 	"github.com/joiner-dev/joiner/cloud/catalog"
 	"github.com/joiner-dev/joiner/cloud/sim"
+	"github.com/joiner-dev/joiner/test/kubetest"
 	"github.com/joiner-dev/joiner/test/testenv"
 	"github.com/joiner-dev/joiner/userdata"
 )
@@ -34,23 +30,14 @@ func TestLaunchRegistersNodeAndInterruption(t *testing.T) {
 	kenv := testenv.Start(t, testenv.Options{})
 	cfg := sim.DefaultConfig()
 	cfg.BootDelay = sim.Duration{Duration: 100 * time.Millisecond}
-	s := sim.New(sim.Options{Config: cfg, Kube: kenv.Client})
-	srv := httptest.NewServer(s.Handler())
-	t.Cleanup(srv.Close)
+	e := newEnvOn(t, sim.New(sim.Options{Config: cfg, Kube: kenv.Client}))
+	s := e.sim
 	ctx, cancel := context.WithCancel(context.Background())
 	runDone := make(chan struct{})
 	go func() { _ = s.Run(ctx); close(runDone) }()
 	t.Cleanup(func() { cancel(); <-runDone })
 
-	creds := credentials.NewStaticCredentialsProvider("AKIDSIM", "secret", "")
-	p, err := joineraws.New(joineraws.Options{
-		EC2:     ec2.New(ec2.Options{Region: "us-east-1", BaseEndpoint: aws.String(srv.URL), Credentials: creds}),
-		SSM:     ssm.New(ssm.Options{Region: "us-east-1", BaseEndpoint: aws.String(srv.URL), Credentials: creds}),
-		Cluster: "test", KubernetesVersion: sim.DefaultKubernetesVersion,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := e.newProvider(t, joineraws.Options{KubernetesVersion: sim.DefaultKubernetesVersion, Now: time.Now})
 	nc := nodeClass()
 	r, err := p.Resolve(ctx, nc)
 	if err != nil {
@@ -110,12 +97,12 @@ func TestLaunchRegistersNodeAndInterruption(t *testing.T) {
 	}
 
 	// Spot interruption through the control API, seen on IMDS with IMDSv2.
-	imds := srv.URL + "/imds/" + inst.ID + "/latest"
+	imds := e.endpoint + "/imds/" + inst.ID + "/latest"
 	token := imdsToken(t, imds)
 	if code, _ := imdsGet(t, imds+"/meta-data/spot/instance-action", token); code != http.StatusNotFound {
 		t.Fatalf("instance-action before the interruption: %d, want 404", code)
 	}
-	resp, err := http.Post(srv.URL+"/control/instances/"+inst.ID+"/interrupt", "application/json", nil)
+	resp, err := http.Post(e.endpoint+"/control/instances/"+inst.ID+"/interrupt", "application/json", nil)
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("interrupt: %v %v", resp, err)
 	}
@@ -141,35 +128,29 @@ func TestLaunchRegistersNodeAndInterruption(t *testing.T) {
 
 func waitForNode(t *testing.T, kenv *testenv.Env, providerID string) *corev1.Node {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for time.Now().Before(deadline) {
+	var node *corev1.Node
+	kubetest.WaitFor(t, time.Minute, "a Node with providerID "+providerID, func() bool {
 		nodes, err := kenv.Client.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for i := range nodes.Items {
-			n := &nodes.Items[i]
-			if n.Spec.ProviderID == providerID && len(n.Status.Conditions) > 0 {
-				return n
+			if n := &nodes.Items[i]; n.Spec.ProviderID == providerID && len(n.Status.Conditions) > 0 {
+				node = n
+				return true
 			}
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("no Node with providerID %s", providerID)
-	return nil
+		return false
+	})
+	return node
 }
 
 func waitForNoNode(t *testing.T, kenv *testenv.Env, name string) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for time.Now().Before(deadline) {
+	kubetest.WaitFor(t, time.Minute, "Node "+name+" to go after its instance terminated", func() bool {
 		_, err := kenv.Client.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
-		if err != nil && strings.Contains(err.Error(), "not found") {
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("Node %s still exists after its instance terminated", name)
+		return apierrors.IsNotFound(err)
+	})
 }
 
 func imdsToken(t *testing.T, base string) string {

@@ -48,7 +48,8 @@ type ltEntry struct {
 // Launch launches one instance for spec with CreateFleet (type instant).
 //
 // The first call carries the spec's candidates (cheapest 60 of the
-// capacity type chosen) with spec.ClientToken, so retrying a spec sends
+// capacity type chosen: reserved when a reserved candidate remains, see
+// chooseReserved, else spot, else on-demand) with spec.ClientToken, so retrying a spec sends
 // EC2 the same request and gets the same instance. When every offering of
 // a call fails with a capacity error, those offerings are marked
 // unavailable for the TTL and the launch retries with the remaining ones
@@ -79,7 +80,10 @@ func (p *Provider) Launch(ctx context.Context, req cloud.LaunchRequest) (cloud.I
 		if call > 0 {
 			token = derivedToken(clientToken, call)
 		}
-		capType, overrides := chooseOverrides(remaining)
+		capType, overrides := karpv1.CapacityTypeReserved, p.chooseReserved(remaining)
+		if len(overrides) == 0 {
+			capType, overrides = chooseOverrides(remaining)
+		}
 		inst, fleetErrs, err := p.createFleet(ctx, req, token, capType, overrides)
 		if err != nil {
 			var ae smithy.APIError
@@ -96,7 +100,7 @@ func (p *Provider) Launch(ctx context.Context, req cloud.LaunchRequest) (cloud.I
 				p.noAddrs.mark(fe.subnet)
 			}
 			if isCapacityCode(fe.code) {
-				p.unavailable.mark(fe.key)
+				p.markUnavailable(fe)
 				failed[fe.key] = true
 				iceKeys = append(iceKeys, fe.key)
 			}
@@ -150,8 +154,14 @@ func validateRequest(req cloud.LaunchRequest) error {
 		if c.ImageID == "" || c.InstanceType == "" || c.Zone == "" {
 			return fmt.Errorf("candidates[%d]: instanceType, zone and imageID are required: %w", i, cloud.ErrInvalidSpec)
 		}
-		if c.CapacityType != "spot" && c.CapacityType != "on-demand" {
-			return fmt.Errorf("candidates[%d].capacityType %q: want spot or on-demand: %w", i, c.CapacityType, cloud.ErrInvalidSpec)
+		switch c.CapacityType {
+		case karpv1.CapacityTypeSpot, karpv1.CapacityTypeOnDemand:
+		case karpv1.CapacityTypeReserved:
+			if c.ReservationID == "" {
+				return fmt.Errorf("candidates[%d].reservationID: required for capacity type reserved: %w", i, cloud.ErrInvalidSpec)
+			}
+		default:
+			return fmt.Errorf("candidates[%d].capacityType %q: want spot, on-demand or reserved: %w", i, c.CapacityType, cloud.ErrInvalidSpec)
 		}
 	}
 	return nil
@@ -221,45 +231,47 @@ type fleetError struct {
 	key           cloud.OfferingKey
 	subnet        string
 	code, message string
+	// reservation is the capacity reservation of a reserved override.
+	reservation string
 }
 
+// instanceTags are the tags of a launch's instance, volumes and fleet:
+// templateTags, the NodeClaim (Name and karpenter.sh/nodeclaim, which
+// Karpenter's tagging controller adds after launch) and Joiner's launch ID
+// and attempt.
 func (p *Provider) instanceTags(req cloud.LaunchRequest) map[string]string {
 	spec := req.Spec
-	tags := maps.Clone(spec.Tags)
-	if tags == nil {
-		tags = map[string]string{}
-	}
+	tags := p.templateTags(spec)
 	tags[karpv1.TagName] = spec.NodeClaim
 	tags[karpv1.TagNodeClaim] = spec.NodeClaim
-	tags[karpv1.TagClusterPrefix+p.cluster] = "owned"
-	if spec.NodePool != "" {
-		tags[karpv1.TagNodePool] = spec.NodePool
-	}
-	if spec.NodeClass != "" {
-		tags[karpv1.TagNodeClass] = spec.NodeClass
-	}
 	tags[karpv1.TagLaunchID] = req.LaunchID
 	tags[karpv1.TagAttempt] = strconv.Itoa(req.Attempt)
 	return tags
 }
 
-// templateTags are the tags of a launch template and of the network
-// interfaces it creates: the NodeClass's tags, the cluster's ownership and
-// the NodeClass. Launch templates are shared by every launch with the same
-// inputs, so nothing specific to one launch goes here.
+// templateTags are the tags Karpenter v1.14 puts on everything a launch
+// creates (utils.GetTags), which its v1 controller policy requires: the
+// NodeClass's tags, then kubernetes.io/cluster/<cluster>=owned,
+// eks:eks-cluster-name, karpenter.sh/nodepool and
+// karpenter.k8s.aws/ec2nodeclass (both set even when empty, as Karpenter
+// sets them). They tag launch templates and the network interfaces and
+// spot requests those create; a launch template serves one NodePool
+// (the pool is part of its name), so nothing of one launch goes here.
 func (p *Provider) templateTags(spec cloud.LaunchSpec) map[string]string {
-	tags := maps.Clone(spec.Tags)
-	if tags == nil {
-		tags = map[string]string{}
-	}
-	tags[karpv1.TagClusterPrefix+p.cluster] = "owned"
-	if spec.NodeClass != "" {
-		tags[karpv1.TagNodeClass] = spec.NodeClass
-	}
-	return tags
+	return withTags(spec.Tags, map[string]string{karpv1.TagClusterPrefix + p.cluster: "owned", karpv1.TagEKSClusterName: p.cluster,
+		karpv1.TagNodePool: spec.NodePool, karpv1.TagNodeClass: spec.NodeClass})
 }
 
-func ec2Tags(tags map[string]string) []ec2types.Tag {
+// withTags is a new map of base's tags and set's (set's win).
+func withTags(base, set map[string]string) map[string]string {
+	out := make(map[string]string, len(base)+len(set))
+	maps.Copy(out, base)
+	maps.Copy(out, set)
+	return out
+}
+
+// EC2Tags are tags as EC2 takes them, in key order.
+func EC2Tags(tags map[string]string) []ec2types.Tag {
 	out := make([]ec2types.Tag, 0, len(tags))
 	for _, k := range slices.Sorted(maps.Keys(tags)) {
 		out = append(out, ec2types.Tag{Key: aws.String(k), Value: aws.String(tags[k])})
@@ -275,11 +287,12 @@ func (p *Provider) createFleet(ctx context.Context, req cloud.LaunchRequest, tok
 	type ltKey struct {
 		image string
 		efa   int32
+		res   reservationTarget
 	}
 	var keys []ltKey
 	byKey := map[ltKey][]cloud.Candidate{}
 	for _, c := range overrides {
-		k := ltKey{c.ImageID, c.EFACount}
+		k := ltKey{c.ImageID, c.EFACount, targetOf(c)}
 		if _, ok := byKey[k]; !ok {
 			keys = append(keys, k)
 		}
@@ -287,7 +300,7 @@ func (p *Provider) createFleet(ctx context.Context, req cloud.LaunchRequest, tok
 	}
 	var configs []ec2types.FleetLaunchTemplateConfigRequest
 	for _, k := range keys {
-		lt, err := p.ensureLaunchTemplate(ctx, spec, k.image, k.efa)
+		lt, err := p.ensureLaunchTemplate(ctx, spec, k.image, k.efa, k.res, capType)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -303,7 +316,7 @@ func (p *Provider) createFleet(ctx context.Context, req cloud.LaunchRequest, tok
 		}
 		configs = append(configs, cfg)
 	}
-	tags := ec2Tags(p.instanceTags(req))
+	tags := EC2Tags(p.instanceTags(req))
 	in := &ec2.CreateFleetInput{
 		Type:                  ec2types.FleetTypeInstant,
 		ClientToken:           aws.String(token),
@@ -324,6 +337,9 @@ func (p *Provider) createFleet(ctx context.Context, req cloud.LaunchRequest, tok
 	} else {
 		in.OnDemandOptions = &ec2types.OnDemandOptionsRequest{AllocationStrategy: ec2types.FleetOnDemandAllocationStrategyLowestPrice}
 	}
+	if capType == karpv1.CapacityTypeReserved {
+		applyReservedFleet(in, targetOf(overrides[0]))
+	}
 	out, err := p.ec2.CreateFleet(ctx, in)
 	if err != nil {
 		var ae smithy.APIError
@@ -343,6 +359,7 @@ func (p *Provider) createFleet(ctx context.Context, req cloud.LaunchRequest, tok
 		if o := fe.LaunchTemplateAndOverrides; o != nil && o.Overrides != nil {
 			fErr.subnet = aws.ToString(o.Overrides.SubnetId)
 		}
+		fErr.reservation = reservationOf(overrides, k).ReservationID
 		errs = append(errs, fErr)
 	}
 	for _, fi := range out.Instances {
@@ -359,6 +376,7 @@ func (p *Provider) createFleet(ctx context.Context, req cloud.LaunchRequest, tok
 				inst.InstanceType = string(o.Overrides.InstanceType)
 			}
 		}
+		p.noteReserved(inst, overrides)
 		return inst, errs, nil
 	}
 	return nil, errs, nil
@@ -369,8 +387,10 @@ func (p *Provider) createFleet(ctx context.Context, req cloud.LaunchRequest, tok
 // new templates instead of reusing ones written the old way. 2: interfaces
 // always in NetworkInterfaces (security groups there, as Karpenter writes
 // them), capacity reservation preference none, placement, CPU options,
-// metadata IPv6.
-const launchTemplateRendering = 2
+// metadata IPv6. 3: Karpenter's tags (eks:eks-cluster-name,
+// karpenter.sh/nodepool: one template per pool) and, for spot launches,
+// spot request tags (one template per capacity type).
+const launchTemplateRendering = 3
 
 // launchTemplateInput is what a launch template is made of; its hash names
 // the template, so equal inputs share one.
@@ -395,11 +415,26 @@ type launchTemplateInput struct {
 	PlacementGroupID         string                      `json:"placementGroupID,omitempty"`
 	PlacementGroupPartition  int32                       `json:"placementGroupPartition,omitempty"`
 	EFACount                 int32                       `json:"efaCount,omitempty"`
+	// The capacity reservation launched into (one template per
+	// reservation, as Karpenter makes them).
+	CapacityReservationID   string `json:"capacityReservationID,omitempty"`
+	CapacityReservationType string `json:"capacityReservationType,omitempty"`
+	Interruptible           bool   `json:"interruptible,omitempty"`
+	// NodePool and CapacityType: Karpenter's templates are per pool (its
+	// tag) and capacity type (spot request tags).
+	NodePool     string `json:"nodePool,omitempty"`
+	CapacityType string `json:"capacityType,omitempty"`
 }
 
 // LaunchTemplateName is the name of cluster's launch template for spec,
 // image and EFA interface count.
 func LaunchTemplateName(cluster string, spec cloud.LaunchSpec, image string, efa int32) string {
+	return launchTemplateName(cluster, spec, image, efa, reservationTarget{}, karpv1.CapacityTypeOnDemand)
+}
+
+// launchTemplateName is LaunchTemplateName for a launch into reservation
+// res (zero: none).
+func launchTemplateName(cluster string, spec cloud.LaunchSpec, image string, efa int32, res reservationTarget, capType string) string {
 	sgs := slices.Sorted(slices.Values(spec.SecurityGroupIDs))
 	b, _ := json.Marshal(launchTemplateInput{Rendering: launchTemplateRendering, Cluster: cluster, NodeClass: spec.NodeClass,
 		ImageID: image, UserData: spec.UserData, SecurityGroupIDs: sgs, BlockDevices: spec.BlockDevices,
@@ -408,7 +443,8 @@ func LaunchTemplateName(cluster string, spec cloud.LaunchSpec, image string, efa
 		AssociatePublicIPAddress: spec.AssociatePublicIPAddress, IPPrefixCount: spec.IPPrefixCount,
 		NetworkInterfaces: spec.NetworkInterfaces, ConnectionTracking: spec.ConnectionTracking, CPUOptions: spec.CPUOptions,
 		ClusterIPv6: spec.ClusterIPv6, PlacementGroupID: spec.PlacementGroupID, PlacementGroupPartition: spec.PlacementGroupPartition,
-		EFACount: efa})
+		EFACount: efa, CapacityReservationID: res.ID, CapacityReservationType: res.Type, Interruptible: res.Interruptible,
+		NodePool: spec.NodePool, CapacityType: capType})
 	sum := sha256.Sum256(b)
 	return karpv1.LaunchTemplateNamePrefix + hex.EncodeToString(sum[:12])
 }
@@ -421,8 +457,9 @@ func (p *Provider) forgetLaunchTemplates() {
 
 // ensureLaunchTemplate returns the name of the launch template for spec
 // and image: from the cache, else found by name in EC2, else created.
-func (p *Provider) ensureLaunchTemplate(ctx context.Context, spec cloud.LaunchSpec, image string, efa int32) (string, error) {
-	name := LaunchTemplateName(p.cluster, spec, image, efa)
+func (p *Provider) ensureLaunchTemplate(ctx context.Context, spec cloud.LaunchSpec, image string, efa int32, res reservationTarget,
+	capType string) (string, error) {
+	name := launchTemplateName(p.cluster, spec, image, efa, res, capType)
 	p.ltMu.Lock()
 	defer p.ltMu.Unlock()
 	p.mu.Lock()
@@ -439,7 +476,7 @@ func (p *Provider) ensureLaunchTemplate(ctx context.Context, spec cloud.LaunchSp
 		return "", err
 	}
 	if errors.Is(err, cloud.ErrNotFound) {
-		if id, err = p.createLaunchTemplate(ctx, spec, name, image, efa); err != nil {
+		if id, err = p.createLaunchTemplate(ctx, spec, name, image, efa, res, capType); err != nil {
 			return "", err
 		}
 	}
@@ -462,16 +499,24 @@ func (p *Provider) findLaunchTemplate(ctx context.Context, name string) (string,
 	return "", fmt.Errorf("launch template %s: %w", name, cloud.ErrNotFound)
 }
 
-func (p *Provider) createLaunchTemplate(ctx context.Context, spec cloud.LaunchSpec, name, image string, efa int32) (string, error) {
+func (p *Provider) createLaunchTemplate(ctx context.Context, spec cloud.LaunchSpec, name, image string, efa int32, res reservationTarget,
+	capType string) (string, error) {
 	data := LaunchTemplateData(spec, image, efa, p.region)
+	applyReservation(data, res)
 	data.TagSpecifications = []ec2types.LaunchTemplateTagSpecificationRequest{
-		{ResourceType: ec2types.ResourceTypeNetworkInterface, Tags: ec2Tags(p.templateTags(spec))},
+		{ResourceType: ec2types.ResourceTypeNetworkInterface, Tags: EC2Tags(p.templateTags(spec))},
+	}
+	// Spot requests are tagged like the rest (the v1 policy's condition);
+	// EC2 refuses spot request tags on launches that make no spot request.
+	if capType == karpv1.CapacityTypeSpot {
+		data.TagSpecifications = append(data.TagSpecifications, ec2types.LaunchTemplateTagSpecificationRequest{
+			ResourceType: ec2types.ResourceTypeSpotInstancesRequest, Tags: EC2Tags(p.templateTags(spec))})
 	}
 	ltTags := p.templateTags(spec)
 	ltTags[karpv1.TagLaunchTemplateCluster] = p.cluster
 	out, err := p.ec2.CreateLaunchTemplate(ctx, &ec2.CreateLaunchTemplateInput{
 		LaunchTemplateName: aws.String(name), LaunchTemplateData: data,
-		TagSpecifications: []ec2types.TagSpecification{{ResourceType: ec2types.ResourceTypeLaunchTemplate, Tags: ec2Tags(ltTags)}},
+		TagSpecifications: []ec2types.TagSpecification{{ResourceType: ec2types.ResourceTypeLaunchTemplate, Tags: EC2Tags(ltTags)}},
 	})
 	if err != nil {
 		var ae smithy.APIError
@@ -490,7 +535,8 @@ func (p *Provider) createLaunchTemplate(ctx context.Context, spec cloud.LaunchSp
 // the security groups on them (never SecurityGroupIds beside them, which
 // EC2 refuses), the capacity reservation preference none (Karpenter's
 // reservedCapacity gate, on by default, keeps spot and on-demand launches
-// out of open reservations), the placement group, CPU options and metadata
+// out of open reservations; a reserved launch's template targets its
+// reservation instead, see applyReservation), the placement group, CPU options and metadata
 // options. Tag specifications are the caller's.
 func LaunchTemplateData(spec cloud.LaunchSpec, image string, efa int32, region string) *ec2types.RequestLaunchTemplateData {
 	data := &ec2types.RequestLaunchTemplateData{
@@ -500,9 +546,8 @@ func LaunchTemplateData(spec cloud.LaunchSpec, image string, efa int32, region s
 		MetadataOptions:   metadataOptions(spec.MetadataOptions, region),
 		CpuOptions:        cpuOptions(spec.CPUOptions),
 		Placement:         &ec2types.LaunchTemplatePlacementRequest{Tenancy: ec2types.TenancyDefault},
-		CapacityReservationSpecification: &ec2types.LaunchTemplateCapacityReservationSpecificationRequest{
-			CapacityReservationPreference: ec2types.CapacityReservationPreferenceNone},
 	}
+	applyReservation(data, reservationTarget{})
 	if spec.PlacementGroupID != "" {
 		data.Placement.GroupId = aws.String(spec.PlacementGroupID)
 		if spec.PlacementGroupPartition != 0 {

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	corev1 "k8s.io/api/core/v1"
@@ -217,7 +216,7 @@ func TestLaunchTemplateDataAsKarpenterWritesIt(t *testing.T) {
 
 func describe(t *testing.T, e *env, id string) ec2types.Instance {
 	t.Helper()
-	c := joineraws.NewClients(aws.Config{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("AKIDSIM", "secret", "")}, e.endpoint).EC2
+	c := e.clients().EC2
 	out, err := c.DescribeInstances(context.Background(), &ec2.DescribeInstancesInput{InstanceIds: []string{id}})
 	if err != nil || len(out.Reservations) != 1 || len(out.Reservations[0].Instances) != 1 {
 		t.Fatalf("DescribeInstances %s: %v", id, err)
@@ -309,8 +308,8 @@ func TestLaunchesEC2Refuses(t *testing.T) {
 
 // TestResolvePlacementGroupAndReservations pins Karpenter's placement
 // group resolution (DescribePlacementGroups by name or id, available groups
-// only) and its PlacementGroupReady condition, and Joiner's refusal of
-// capacityReservationSelectorTerms.
+// only) and its PlacementGroupReady condition, and a capacity reservation
+// term that selects nothing.
 func TestResolvePlacementGroupAndReservations(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
@@ -350,14 +349,15 @@ func TestResolvePlacementGroupAndReservations(t *testing.T) {
 			t.Errorf("selector %+v: err %v, condition %+v", tc.sel, err, c)
 		}
 	}
+	// A reservation EC2 does not know selects nothing (Karpenter): the
+	// class is ready without reserved offerings.
 	nc = nodeClass()
 	nc.Spec.CapacityReservationSelectorTerms = []awsv1.CapacityReservationSelectorTerm{{ID: "cr-0123"}}
 	r, err = e.provider.Resolve(ctx, nc)
 	cloud.ApplyStatus(nc, r, err, metav1.Now())
-	c := meta.FindStatusCondition(nc.Status.Conditions, cloud.ConditionCapacityReservationsReady)
-	if !errors.Is(err, cloud.ErrCapacityReservationsNotSupported) || c == nil || c.Status != metav1.ConditionFalse ||
-		!strings.Contains(c.Message, "not supported yet") || meta.IsStatusConditionTrue(nc.Status.Conditions, awsv1.ConditionReady) {
-		t.Errorf("capacity reservations: err %v, condition %+v", err, c)
+	if err != nil || len(nc.Status.CapacityReservations) != 0 || !meta.IsStatusConditionTrue(nc.Status.Conditions, cloud.ConditionCapacityReservationsReady) ||
+		!meta.IsStatusConditionTrue(nc.Status.Conditions, awsv1.ConditionReady) {
+		t.Errorf("unknown capacity reservation: err %v, status %+v", err, nc.Status)
 	}
 }
 

@@ -2,6 +2,7 @@ package aws
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -20,15 +21,18 @@ import (
 	"github.com/joiner-dev/joiner/cloud/catalog"
 )
 
-// RefreshSpotPrices reads the current Linux spot prices of every instance
-// type and zone (DescribeSpotPriceHistory); until the first refresh, spot
-// offerings carry the catalogue's modelled prices.
+// RefreshSpotPrices reads the current Linux spot price of every instance
+// type and zone (DescribeSpotPriceHistory from now: the latest price of
+// each, the newest when a pair comes twice) and merges them into the known
+// ones, as Karpenter keeps previously retrieved prices. Until the first
+// answer with prices, spot offerings carry the catalogue's modelled
+// prices; an answer without prices is an error and changes nothing.
 func (p *Provider) RefreshSpotPrices(ctx context.Context) error {
 	prices := map[spotKey]float64{}
 	stamps := map[spotKey]int64{}
 	start := p.now()
 	pages := ec2.NewDescribeSpotPriceHistoryPaginator(p.ec2, &ec2.DescribeSpotPriceHistoryInput{
-		ProductDescriptions: []string{"Linux/UNIX", "Linux/UNIX (Amazon VPC)"}, StartTime: aws.Time(start),
+		ProductDescriptions: spotProducts, StartTime: aws.Time(start), MaxResults: aws.Int32(spotPageSize),
 	})
 	for pages.HasMorePages() {
 		page, err := pages.NextPage(ctx)
@@ -37,7 +41,7 @@ func (p *Provider) RefreshSpotPrices(ctx context.Context) error {
 		}
 		for _, sp := range page.SpotPriceHistory {
 			f, err := strconv.ParseFloat(aws.ToString(sp.SpotPrice), 64)
-			if err != nil {
+			if err != nil || f <= 0 || !slices.Contains(spotProducts, string(sp.ProductDescription)) {
 				continue
 			}
 			k := spotKey{string(sp.InstanceType), aws.ToString(sp.AvailabilityZone)}
@@ -50,12 +54,25 @@ func (p *Provider) RefreshSpotPrices(ctx context.Context) error {
 			}
 		}
 	}
+	if len(prices) == 0 {
+		return errors.New("describing spot price history: no Linux spot prices")
+	}
 	p.mu.Lock()
-	p.spot = prices
+	merged := maps.Clone(p.spot)
+	maps.Copy(merged, prices)
+	p.spot = merged
 	p.mu.Unlock()
-	p.log.Info("refreshed spot prices", zap.Int("offerings", len(prices)))
+	p.prices.setSource(karpv1.CapacityTypeSpot, sourceSpotHistory, zap.Int("offerings", len(merged)))
+	p.log.Debug("refreshed spot prices", zap.Int("offerings", len(prices)))
 	return nil
 }
+
+// spotProducts are the Linux product descriptions of spot prices
+// (Karpenter's).
+var spotProducts = []string{"Linux/UNIX", "Linux/UNIX (Amazon VPC)"}
+
+// spotPageSize: DescribeSpotPriceHistory pages of up to 1000 (its maximum).
+const spotPageSize = 1000
 
 // typeInfo is what DescribeInstanceTypes says of a type that the
 // catalogue does not hold: what decides whether the type can launch a
@@ -220,9 +237,11 @@ func efaCapacity(ti typeInfo, nc *awsv1.EC2NodeClass) int64 {
 
 // InstanceTypes returns the catalogue's instance types for nc with the
 // region's offerings: zones from nc's resolved subnets (status) or the
-// region's default zones, live spot prices when known, and Available=false
+// region's default zones, the region's on-demand prices (OnDemandPrices),
+// live spot prices when known, and Available=false
 // for offerings not offered in a zone or in the capacity-error cache. Types
-// that cannot launch the class (compatible) are left out; EFA types get
+// that cannot launch the class (compatible) are left out; the class's
+// capacity reservations add reserved offerings (reservedOfferings); EFA types get
 // their vpc.amazonaws.com/efa capacity, and with a placement group every
 // type carries its karpenter.k8s.aws/placement-group-id label.
 func (p *Provider) InstanceTypes(ctx context.Context, nc *awsv1.EC2NodeClass) ([]*catalog.InstanceType, error) {
@@ -246,10 +265,11 @@ func (p *Provider) InstanceTypes(ctx context.Context, nc *awsv1.EC2NodeClass) ([
 			}
 		}
 	}
-	base := catalog.InstanceTypes(catalog.Options{Region: p.region, Zones: zones, NodeClass: nc})
+	base := catalog.InstanceTypes(catalog.Options{Region: p.region, Zones: zones, NodeClass: nc, Prices: p.prices.onDemandTable()})
 	p.mu.Lock()
 	spot := p.spot
 	p.mu.Unlock()
+	reservations := p.classReservations(ctx, nc)
 	out := make([]*catalog.InstanceType, 0, len(base))
 	for _, it := range base {
 		zs, ok := offered[it.Name]
@@ -280,6 +300,7 @@ func (p *Provider) InstanceTypes(ctx context.Context, nc *awsv1.EC2NodeClass) ([
 			o.Available = o.Available && inZone[o.Zone] && !p.unavailable.unavailable(key)
 			c.Offerings[i] = o
 		}
+		c.Offerings = append(c.Offerings, p.reservedOfferings(&c, reservations, inZone)...)
 		out = append(out, &c)
 	}
 	return out, nil

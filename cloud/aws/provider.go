@@ -2,7 +2,9 @@
 // resolution for EC2NodeClasses, launch templates named by a hash of their
 // inputs, CreateFleet (type instant) launches with a ClientToken and tags in
 // the same call, a 3-minute cache of offerings that failed with capacity
-// errors, and spot prices from DescribeSpotPriceHistory.
+// errors, on-demand prices from the AWS Pricing API (the embedded snapshot
+// of the region, else us-east-1's, until then) and spot prices from
+// DescribeSpotPriceHistory (modelled until then).
 package aws
 
 import (
@@ -21,6 +23,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/joiner-dev/joiner/cloud"
@@ -44,6 +47,7 @@ type EC2API interface {
 	TerminateInstances(context.Context, *ec2.TerminateInstancesInput, ...func(*ec2.Options)) (*ec2.TerminateInstancesOutput, error)
 	DescribeSpotPriceHistory(context.Context, *ec2.DescribeSpotPriceHistoryInput, ...func(*ec2.Options)) (*ec2.DescribeSpotPriceHistoryOutput, error)
 	DescribePlacementGroups(context.Context, *ec2.DescribePlacementGroupsInput, ...func(*ec2.Options)) (*ec2.DescribePlacementGroupsOutput, error)
+	DescribeCapacityReservations(context.Context, *ec2.DescribeCapacityReservationsInput, ...func(*ec2.Options)) (*ec2.DescribeCapacityReservationsOutput, error)
 }
 
 // SSMAPI is the part of SSM the provider calls (AMI aliases and
@@ -56,12 +60,22 @@ type SSMAPI interface {
 type Options struct {
 	EC2 EC2API
 	SSM SSMAPI
+	// IAM manages the instance profiles of classes that name a role (nil:
+	// such classes are not ready).
+	IAM IAMAPI
 	// Cluster is the cluster name (tags kubernetes.io/cluster/<name>).
 	Cluster string
 	Region  string
-	// KubernetesVersion selects the EKS AMI alias parameters ("1.32").
+	// KubernetesVersion selects the EKS AMI alias parameters ("1.32");
+	// Discovery's version wins once known.
 	KubernetesVersion string
-	Logger            *zap.Logger
+	// Discovery (optional) keeps the cluster's facts: AMI aliases follow
+	// its Kubernetes version (a cluster upgrade) and Run refreshes it every
+	// DiscoveryRefresh (default 5 minutes, as Karpenter's version
+	// controller).
+	Discovery        *ClusterDiscovery
+	DiscoveryRefresh time.Duration
+	Logger           *zap.Logger
 	// Now is the clock (default time.Now); the capacity-error cache and
 	// the launch-template cache read it.
 	Now func() time.Time
@@ -73,14 +87,28 @@ type Options struct {
 	// LaunchTemplateTTL: launch templates unused this long are deleted by
 	// Run (default 1h).
 	LaunchTemplateTTL time.Duration
-	// SpotPriceRefresh is how often Run refreshes spot prices (default 12h).
+	// SpotPriceRefresh is how often Run refreshes spot and on-demand prices
+	// (default 12h, as Karpenter's pricing controller).
 	SpotPriceRefresh time.Duration
+	// Pricing (optional) is the AWS Price List API on-demand prices are
+	// refreshed from; without it (or with IsolatedVPC, or in GovCloud) the
+	// embedded prices of the region, else us-east-1's, stay.
+	Pricing PricingAPI
+	// IsolatedVPC is Karpenter's isolatedVPC: the Pricing API is not
+	// reachable, so it is not called.
+	IsolatedVPC bool
+	// Registerer (optional) takes the provider's metrics.
+	Registerer prometheus.Registerer
+	// NoReservedCapacity: Karpenter's ReservedCapacity feature gate is off,
+	// so capacity reservations are neither resolved nor offered.
+	NoReservedCapacity bool
 }
 
 // Provider implements cloud.Provider on EC2.
 type Provider struct {
 	ec2     EC2API
 	ssm     SSMAPI
+	iam     IAMAPI
 	cluster string
 	region  string
 	k8sVer  string
@@ -90,6 +118,7 @@ type Provider struct {
 
 	unavailable *unavailableOfferings
 	noAddrs     *unavailableSubnets
+	res         *reservationState
 
 	mu        sync.Mutex
 	resolved  map[string]cacheEntry // selector resolution cache
@@ -99,6 +128,8 @@ type Provider struct {
 	spot      map[spotKey]float64
 	templates map[string]*ltEntry // launch templates by name
 	ltMu      sync.Mutex          // serialises launch-template creation
+
+	prices *priceState // on-demand prices and where each capacity type's come from
 }
 
 var _ cloud.Provider = (*Provider)(nil)
@@ -121,8 +152,11 @@ func New(opts Options) (*Provider, error) {
 	if opts.Region == "" {
 		opts.Region = catalog.PriceRegion
 	}
-	if opts.KubernetesVersion == "" {
+	if opts.KubernetesVersion == "" && opts.Discovery == nil {
 		opts.KubernetesVersion = "1.32"
+	}
+	if opts.DiscoveryRefresh == 0 {
+		opts.DiscoveryRefresh = 5 * time.Minute
 	}
 	defaults.Zero(&opts.Logger, zap.NewNop())
 	defaults.Clock(&opts.Now)
@@ -138,36 +172,64 @@ func New(opts Options) (*Provider, error) {
 	if opts.SpotPriceRefresh == 0 {
 		opts.SpotPriceRefresh = 12 * time.Hour
 	}
+	prices, err := newPriceState(opts, opts.Logger.Named("aws"))
+	if err != nil {
+		return nil, err
+	}
 	return &Provider{
-		ec2: opts.EC2, ssm: opts.SSM, cluster: opts.Cluster, region: opts.Region, k8sVer: opts.KubernetesVersion,
+		ec2: opts.EC2, ssm: opts.SSM, iam: opts.IAM, cluster: opts.Cluster, region: opts.Region, k8sVer: opts.KubernetesVersion,
 		log: opts.Logger.Named("aws"), now: opts.Now, opts: opts,
 		unavailable: &unavailableOfferings{ttl: opts.UnavailableTTL, now: opts.Now, m: map[cloud.OfferingKey]time.Time{}},
 		noAddrs:     &unavailableSubnets{ttl: opts.UnavailableTTL, now: opts.Now, m: map[string]time.Time{}},
+		res:         newReservationState(),
+		prices:      prices,
 		resolved:    map[string]cacheEntry{}, spot: map[spotKey]float64{}, templates: map[string]*ltEntry{},
 	}, nil
 }
 
-// Run adopts the cluster's existing launch templates, refreshes spot prices (now and every SpotPriceRefresh) and deletes
-// launch templates unused for LaunchTemplateTTL, until ctx ends.
+// KubernetesVersion is the version AMI aliases resolve for: Discovery's
+// (discovered or overridden) once known, else Options.KubernetesVersion.
+// Safe for concurrent use.
+func (p *Provider) KubernetesVersion() string {
+	if d := p.opts.Discovery; d != nil {
+		if v := d.KubernetesVersion(); v != "" {
+			return v
+		}
+	}
+	return p.k8sVer
+}
+
+// refreshDiscovery describes the cluster again (no Discovery: nothing).
+func (p *Provider) refreshDiscovery(ctx context.Context) {
+	if d := p.opts.Discovery; d != nil {
+		if err := d.Refresh(ctx); err != nil && ctx.Err() == nil {
+			p.log.Warn("discovering the cluster (the last facts discovered stay)", zap.Error(err))
+		}
+	}
+}
+
+// Run adopts the cluster's existing launch templates, refreshes the cluster discovery (now and every
+// DiscoveryRefresh) and on-demand and spot prices (now and every SpotPriceRefresh; refreshPrices) and deletes launch templates unused for
+// LaunchTemplateTTL, until ctx ends.
 func (p *Provider) Run(ctx context.Context) error {
+	p.refreshDiscovery(ctx)
 	if err := p.HydrateLaunchTemplates(ctx); err != nil {
 		p.log.Warn("listing launch templates", zap.Error(err))
 	}
-	if err := p.RefreshSpotPrices(ctx); err != nil {
-		p.log.Warn("refreshing spot prices", zap.Error(err))
-	}
-	prices := time.NewTicker(p.opts.SpotPriceRefresh)
+	prices := time.NewTimer(p.refreshPrices(ctx))
 	defer prices.Stop()
 	gc := time.NewTicker(time.Minute)
 	defer gc.Stop()
+	discovery := time.NewTicker(p.opts.DiscoveryRefresh)
+	defer discovery.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-discovery.C:
+			p.refreshDiscovery(ctx)
 		case <-prices.C:
-			if err := p.RefreshSpotPrices(ctx); err != nil {
-				p.log.Warn("refreshing spot prices", zap.Error(err))
-			}
+			prices.Reset(p.refreshPrices(ctx))
 		case <-gc.C:
 			if _, err := p.DeleteUnusedLaunchTemplates(ctx); err != nil {
 				p.log.Warn("deleting unused launch templates", zap.Error(err))
@@ -248,6 +310,7 @@ func instanceFrom(in ec2types.Instance) cloud.Instance {
 	if in.InstanceLifecycle == ec2types.InstanceLifecycleTypeSpot {
 		out.CapacityType = "spot"
 	}
+	reservedFrom(in, &out)
 	for _, t := range in.Tags {
 		out.Tags[aws.ToString(t.Key)] = aws.ToString(t.Value)
 	}

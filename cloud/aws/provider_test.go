@@ -7,16 +7,13 @@ import (
 	"net/http/httptest"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/test/fakeclock"
+	"github.com/joiner-dev/joiner/test/simstack"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/ec2"
-	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
@@ -26,52 +23,66 @@ import (
 	"github.com/joiner-dev/joiner/cloud/sim"
 )
 
-// fakeClock is a settable clock.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
 type env struct {
 	sim      *sim.Sim
 	provider *joineraws.Provider
-	clock    *fakeClock
+	clock    *fakeclock.Clock
 	endpoint string
 }
 
 // newEnv starts a sim on loopback and a provider that reaches it through
 // the real SDK clients (BaseEndpoint, static credentials, us-east-1).
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env { return newEnvWith(t, sim.DefaultConfig()) }
+
+// newEnvWith is newEnv on a sim of cfg.
+func newEnvWith(t testing.TB, cfg sim.Config) *env {
 	t.Helper()
-	s := sim.New(sim.Options{Config: sim.DefaultConfig()})
+	return newEnvOn(t, sim.New(sim.Options{Config: cfg}))
+}
+
+// newEnvOn is newEnv on the sim s.
+func newEnvOn(t testing.TB, s *sim.Sim) *env {
+	t.Helper()
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)
-	ac := joineraws.NewClients(aws.Config{Region: "us-east-1",
-		Credentials: credentials.NewStaticCredentialsProvider("AKIDSIM", "secret", "")}, srv.URL)
-	clock := &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	p, err := joineraws.New(joineraws.Options{EC2: ac.EC2, SSM: ac.SSM, Cluster: "test", Region: "us-east-1",
-		KubernetesVersion: sim.DefaultKubernetesVersion, Now: clock.Now})
+	e := &env{sim: s, clock: fakeclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), endpoint: srv.URL}
+	e.provider = e.newProvider(t, joineraws.Options{KubernetesVersion: sim.DefaultKubernetesVersion})
+	return e
+}
+
+// clientsAs reach the env's sim through the real SDK as the caller whose
+// access key ID is key.
+func (e *env) clientsAs(key string) joineraws.Clients { return simstack.Clients(e.endpoint, key) }
+
+// clients reach the env's sim through the real SDK under the shipped
+// policy.
+func (e *env) clients() joineraws.Clients { return e.clientsAs(simstack.AccessKeyID) }
+
+// newProvider is a provider of opts on e.clients(): cluster "test" in
+// us-east-1 on e's clock unless opts names others.
+func (e *env) newProvider(t testing.TB, opts joineraws.Options) *joineraws.Provider {
+	t.Helper()
+	ac := e.clients()
+	opts.EC2, opts.SSM, opts.IAM = ac.EC2, ac.SSM, ac.IAM
+	if opts.Cluster == "" {
+		opts.Cluster = "test"
+	}
+	if opts.Region == "" {
+		opts.Region = "us-east-1"
+	}
+	if opts.Now == nil {
+		opts.Now = e.clock.Now
+	}
+	p, err := joineraws.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &env{sim: s, provider: p, clock: clock, endpoint: srv.URL}
+	return p
 }
 
 func nodeClass() *awsv1.EC2NodeClass {
 	return &awsv1.EC2NodeClass{
-		ObjectMeta: metav1.ObjectMeta{Name: "default", Generation: 1},
+		ObjectMeta: metav1.ObjectMeta{Name: "default", UID: "uid-default", Generation: 1},
 		Spec: awsv1.EC2NodeClassSpec{
 			SubnetSelectorTerms:        []awsv1.SubnetSelectorTerm{{Tags: map[string]string{sim.DiscoveryTag: "sim"}}},
 			SecurityGroupSelectorTerms: []awsv1.SecurityGroupSelectorTerm{{Name: "sim-nodes"}},
@@ -94,7 +105,7 @@ func TestResolve(t *testing.T) {
 			if len(r.Subnets) != 3 || len(r.SecurityGroups) != 1 || r.SecurityGroups[0].ID != "sg-0sim0001" {
 				t.Errorf("subnets %v, security groups %v", r.Subnets, r.SecurityGroups)
 			}
-			if r.ImageFor("amd64") != "ami-0sim2023x86" || r.ImageFor("arm64") != "ami-0sim2023arm" {
+			if r.ImageFor(archLabels("amd64")) != "ami-0sim2023x86" || r.ImageFor(archLabels("arm64")) != "ami-0sim2023arm" {
 				t.Errorf("AMIs %v", r.AMIs)
 			}
 		}},
@@ -109,16 +120,16 @@ func TestResolve(t *testing.T) {
 		}},
 		{name: "AMI by name and owner, tag wildcard", mutate: func(nc *awsv1.EC2NodeClass) {
 			nc.Spec.SubnetSelectorTerms = []awsv1.SubnetSelectorTerm{{Tags: map[string]string{sim.DiscoveryTag: "*"}}}
-			nc.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{Name: "bottlerocket-*", Owner: "amazon"}}
-		}, check: func(t *testing.T, r cloud.Resolved) {
-			if len(r.Subnets) != 3 || r.ImageFor("amd64") != "ami-0simbrx86" || r.ImageFor("arm64") != "ami-0simbrarm" {
+			nc.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{Name: "bottlerocket-aws-k8s-1.32-x86_64-*", Owner: "amazon"}}
+		}, check: func(t *testing.T, r cloud.Resolved) { // the newer of the two releases
+			if len(r.Subnets) != 3 || r.ImageFor(archLabels("amd64")) != "ami-0simbrx86" || r.ImageFor(archLabels("arm64")) != "" {
 				t.Errorf("resolved %+v", r)
 			}
 		}},
 		{name: "al2 alias", mutate: func(nc *awsv1.EC2NodeClass) {
 			nc.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{Alias: "al2@latest"}}
 		}, check: func(t *testing.T, r cloud.Resolved) {
-			if r.ImageFor("amd64") != "ami-0simal2x86" || r.ImageFor("arm64") != "ami-0simal2arm" {
+			if r.ImageFor(archLabels("amd64")) != "ami-0simal2x86" || r.ImageFor(archLabels("arm64")) != "ami-0simal2arm" {
 				t.Errorf("AMIs %v", r.AMIs)
 			}
 		}},
@@ -128,7 +139,7 @@ func TestResolve(t *testing.T) {
 		{name: "no security group", wantErr: cloud.ErrNoSecurityGroups, mutate: func(nc *awsv1.EC2NodeClass) {
 			nc.Spec.SecurityGroupSelectorTerms = []awsv1.SecurityGroupSelectorTerm{{Name: "nope"}}
 		}},
-		{name: "unknown alias version", wantErr: cloud.ErrUnknownAlias, mutate: func(nc *awsv1.EC2NodeClass) {
+		{name: "unknown alias version", wantErr: cloud.ErrNoAMIs, mutate: func(nc *awsv1.EC2NodeClass) {
 			nc.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{Alias: "al2023@v19990101"}}
 		}},
 		{name: "unknown alias family", wantErr: cloud.ErrUnknownAlias, mutate: func(nc *awsv1.EC2NodeClass) {
@@ -204,6 +215,28 @@ func (e *env) spec(t *testing.T, token string, cands []cloud.Candidate) cloud.La
 	}}
 }
 
+// ready resolves nc on e's provider and records the result in its status,
+// as the nodeclass loop does, failing the test on an error.
+func (e *env) ready(t *testing.T, nc *awsv1.EC2NodeClass) *awsv1.EC2NodeClass {
+	t.Helper()
+	r, err := e.provider.Resolve(context.Background(), nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cloud.ApplyStatus(nc, r, nil, metav1.Now())
+	return nc
+}
+
+// launch launches req on e's provider, failing the test on an error.
+func (e *env) launch(t *testing.T, req cloud.LaunchRequest) cloud.Instance {
+	t.Helper()
+	inst, err := e.provider.Launch(context.Background(), req)
+	if err != nil {
+		t.Fatalf("launching %s: %v", req.LaunchID, err)
+	}
+	return inst
+}
+
 func cand(it, zone, ct string) cloud.Candidate {
 	e, _ := catalog.Lookup(it)
 	price := e.OnDemandPrice
@@ -222,18 +255,14 @@ func TestLaunchTemplateReuse(t *testing.T) {
 	ctx := context.Background()
 	cands := []cloud.Candidate{cand("m5.large", "us-east-1a", "on-demand")}
 	for _, tok := range []string{"a", "b"} {
-		if _, err := e.provider.Launch(ctx, e.spec(t, tok, cands)); err != nil {
-			t.Fatal(err)
-		}
+		e.launch(t, e.spec(t, tok, cands))
 	}
 	if got := e.sim.LaunchTemplateNames(); len(got) != 1 || e.sim.Calls("CreateLaunchTemplate") != 1 {
 		t.Fatalf("launch templates after two equal launches: %v (%d creates)", got, e.sim.Calls("CreateLaunchTemplate"))
 	}
 	s := e.spec(t, "c", cands)
 	s.Spec.UserData = []byte("#!/bin/bash\necho changed\n")
-	if _, err := e.provider.Launch(ctx, s); err != nil {
-		t.Fatal(err)
-	}
+	e.launch(t, s)
 	if got := e.sim.LaunchTemplateNames(); len(got) != 2 {
 		t.Fatalf("launch templates after a user data change: %v", got)
 	}
@@ -257,17 +286,11 @@ func TestLaunchTemplateReuse(t *testing.T) {
 	}
 }
 
+// newProviderFor is a second provider on e's sim (a new leader, with
+// empty caches).
 func newProviderFor(t *testing.T, e *env) *joineraws.Provider {
-	creds := credentials.NewStaticCredentialsProvider("AKIDSIM", "secret", "")
-	p, err := joineraws.New(joineraws.Options{
-		EC2:     ec2.New(ec2.Options{Region: "us-east-1", BaseEndpoint: aws.String(e.endpoint), Credentials: creds}),
-		SSM:     ssm.New(ssm.Options{Region: "us-east-1", BaseEndpoint: aws.String(e.endpoint), Credentials: creds}),
-		Cluster: "test", KubernetesVersion: sim.DefaultKubernetesVersion, Now: e.clock.Now,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
+	t.Helper()
+	return e.newProvider(t, joineraws.Options{KubernetesVersion: sim.DefaultKubernetesVersion})
 }
 
 func TestCreateFleetCarriesTheSixtyCheapestOverrides(t *testing.T) {
@@ -283,10 +306,7 @@ func TestCreateFleetCarriesTheSixtyCheapestOverrides(t *testing.T) {
 	if len(cands) < 200 {
 		t.Fatalf("only %d candidates", len(cands))
 	}
-	inst, err := e.provider.Launch(context.Background(), e.spec(t, "many", cands))
-	if err != nil {
-		t.Fatal(err)
-	}
+	inst := e.launch(t, e.spec(t, "many", cands))
 	req, _ := e.sim.LastRequest("CreateFleet")
 	var got []float64
 	for _, cfg := range req.Sub("LaunchTemplateConfigs") {
@@ -317,10 +337,7 @@ func TestCreateFleetCarriesTheSixtyCheapestOverrides(t *testing.T) {
 	}
 	// Spot uses price-capacity-optimized.
 	spot := []cloud.Candidate{cand("m5.large", "us-east-1a", "spot"), cand("m5.large", "us-east-1a", "on-demand")}
-	inst, err = e.provider.Launch(context.Background(), e.spec(t, "spot", spot))
-	if err != nil {
-		t.Fatal(err)
-	}
+	inst = e.launch(t, e.spec(t, "spot", spot))
 	req, _ = e.sim.LastRequest("CreateFleet")
 	if inst.CapacityType != "spot" || req.Get("SpotOptions.AllocationStrategy") != "price-capacity-optimized" ||
 		req.Get("TargetCapacitySpecification.DefaultTargetCapacityType") != "spot" {
@@ -332,10 +349,7 @@ func TestClientTokenDedup(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	s := e.spec(t, "same", []cloud.Candidate{cand("m5.large", "us-east-1a", "on-demand"), cand("c5.large", "us-east-1b", "on-demand")})
-	a, err := e.provider.Launch(ctx, s)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := e.launch(t, s)
 	// Another provider (a new leader) retries the same spec.
 	b, err := newProviderFor(t, e).Launch(ctx, s)
 	if err != nil {
@@ -356,33 +370,20 @@ func TestClientTokenDedup(t *testing.T) {
 func TestCapacityErrorFallbackAndCache(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	nc := nodeClass()
-	r, _ := e.provider.Resolve(ctx, nc)
-	cloud.ApplyStatus(nc, r, nil, metav1.Now())
+	nc := e.ready(t, nodeClass())
 	cheap := cand("m5.large", "us-east-1a", "spot")
 	next := cand("m5.large", "us-east-1b", "spot")
 	od := cand("m5.large", "us-east-1a", "on-demand")
 	e.sim.InjectCapacityError("m5.large", "us-east-1a", "spot", "InsufficientInstanceCapacity")
 
-	inst, err := e.provider.Launch(ctx, e.spec(t, "ice1", []cloud.Candidate{cheap, next, od}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	inst := e.launch(t, e.spec(t, "ice1", []cloud.Candidate{cheap, next, od}))
 	if inst.Zone != "us-east-1b" || inst.CapacityType != "spot" {
 		t.Errorf("launched %+v, want the next offering m5.large spot in us-east-1b", inst)
 	}
 	available := func(zone, ct string) bool {
-		its, err := e.provider.InstanceTypes(ctx, nc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, it := range its {
-			if it.Name == "m5.large" {
-				for _, o := range it.Offerings {
-					if o.Zone == zone && o.CapacityType == ct {
-						return o.Available
-					}
-				}
+		for _, o := range joineraws.InstanceTypeOf(t, e.provider, nc, "m5.large").Offerings {
+			if o.Zone == zone && o.CapacityType == ct {
+				return o.Available
 			}
 		}
 		t.Fatalf("no m5.large %s %s offering", zone, ct)
@@ -398,15 +399,12 @@ func TestCapacityErrorFallbackAndCache(t *testing.T) {
 	// Every spot offering out of capacity: the launch falls back to
 	// on-demand in a second call.
 	e.sim.InjectCapacityError("m5.large", "us-east-1b", "spot", "InsufficientInstanceCapacity")
-	inst, err = e.provider.Launch(ctx, e.spec(t, "ice2", []cloud.Candidate{cheap, next, od}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	inst = e.launch(t, e.spec(t, "ice2", []cloud.Candidate{cheap, next, od}))
 	if inst.CapacityType != "on-demand" {
 		t.Errorf("launched %+v, want on-demand after spot ran out", inst)
 	}
 	// Nothing left: an InsufficientCapacityError naming the offerings.
-	_, err = e.provider.Launch(ctx, e.spec(t, "ice3", []cloud.Candidate{cheap, next}))
+	_, err := e.provider.Launch(ctx, e.spec(t, "ice3", []cloud.Candidate{cheap, next}))
 	var ice *cloud.InsufficientCapacityError
 	if !errors.As(err, &ice) || !errors.Is(err, cloud.ErrInsufficientCapacity) || len(ice.Offerings) != 2 || !cloud.IsRetryable(err) {
 		t.Fatalf("err = %v, want an InsufficientCapacityError for 2 offerings", err)
@@ -426,14 +424,11 @@ func TestTags(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	s := e.spec(t, "tags", []cloud.Candidate{cand("m5.large", "us-east-1a", "on-demand")})
-	inst, err := e.provider.Launch(ctx, s)
-	if err != nil {
-		t.Fatal(err)
-	}
+	inst := e.launch(t, s)
 	got := e.sim.Instances()[0].Tags
 	want := map[string]string{
 		"Name": s.Spec.NodeClaim, "karpenter.sh/nodepool": "default", "karpenter.sh/nodeclaim": s.Spec.NodeClaim,
-		"karpenter.k8s.aws/ec2nodeclass": "default", "kubernetes.io/cluster/test": "owned",
+		"karpenter.k8s.aws/ec2nodeclass": "default", "kubernetes.io/cluster/test": "owned", "eks:eks-cluster-name": "test",
 		"joiner.io/launch-id": s.LaunchID, "joiner.io/attempt": "1", "team": "platform",
 	}
 	for k, v := range want {
@@ -457,10 +452,7 @@ func TestTags(t *testing.T) {
 func TestTerminateIdempotent(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	inst, err := e.provider.Launch(ctx, e.spec(t, "term", []cloud.Candidate{cand("m5.large", "us-east-1a", "on-demand")}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	inst := e.launch(t, e.spec(t, "term", []cloud.Candidate{cand("m5.large", "us-east-1a", "on-demand")}))
 	for i := 0; i < 2; i++ {
 		if err := e.provider.Terminate(ctx, inst.ID); err != nil {
 			t.Fatalf("terminate #%d: %v", i+1, err)
@@ -522,10 +514,7 @@ func TestSpotPricedAboveOnDemandIsDropped(t *testing.T) {
 	e := newEnv(t)
 	dear := cand("c5.large", "us-east-1a", "spot")
 	dear.Price = 5 // above every on-demand candidate
-	inst, err := e.provider.Launch(context.Background(), e.spec(t, "dear", []cloud.Candidate{dear, cand("m5.large", "us-east-1b", "on-demand")}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	inst := e.launch(t, e.spec(t, "dear", []cloud.Candidate{dear, cand("m5.large", "us-east-1b", "on-demand")}))
 	if inst.CapacityType != "on-demand" || inst.InstanceType != "m5.large" {
 		t.Errorf("launched %+v, want on-demand m5.large", inst)
 	}
@@ -534,9 +523,7 @@ func TestSpotPricedAboveOnDemandIsDropped(t *testing.T) {
 func TestLaunchTemplatesOfAPreviousLeader(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	if _, err := e.provider.Launch(ctx, e.spec(t, "lt", []cloud.Candidate{cand("m5.large", "us-east-1a", "on-demand")})); err != nil {
-		t.Fatal(err)
-	}
+	e.launch(t, e.spec(t, "lt", []cloud.Candidate{cand("m5.large", "us-east-1a", "on-demand")}))
 	p2 := newProviderFor(t, e)
 	if err := p2.HydrateLaunchTemplates(ctx); err != nil {
 		t.Fatal(err)
@@ -565,10 +552,7 @@ func TestTokenOfATerminatedInstance(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	s := e.spec(t, "gone", []cloud.Candidate{cand("m5.large", "us-east-1a", "on-demand")})
-	inst, err := e.provider.Launch(ctx, s)
-	if err != nil {
-		t.Fatal(err)
-	}
+	inst := e.launch(t, s)
 	if err := e.provider.Terminate(ctx, inst.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -579,9 +563,7 @@ func TestTokenOfATerminatedInstance(t *testing.T) {
 	other := s
 	other.Spec.Candidates = []cloud.Candidate{cand("c5.large", "us-east-1a", "on-demand")}
 	other.LaunchID = "intent-mismatch"
-	if _, err := e.provider.Launch(ctx, other); err != nil {
-		t.Fatal(err)
-	}
+	e.launch(t, other)
 	other.Spec.Candidates = []cloud.Candidate{cand("m5.large", "us-east-1b", "on-demand")}
 	if _, err := e.provider.Launch(ctx, other); !errors.Is(err, cloud.ErrIdempotentMismatch) {
 		t.Errorf("same token, other candidates: %v", err)
@@ -592,17 +574,8 @@ func TestSubnetOutOfAddresses(t *testing.T) {
 	cfg := sim.DefaultConfig()
 	cfg.Subnets = append(cfg.Subnets, sim.Subnet{ID: "subnet-0sim0small", Zone: "us-east-1a", AvailableIPs: 10,
 		Tags: map[string]string{sim.DiscoveryTag: "sim"}})
-	s := sim.New(sim.Options{Config: cfg})
-	srv := httptest.NewServer(s.Handler())
-	t.Cleanup(srv.Close)
-	ac := joineraws.NewClients(aws.Config{Region: "us-east-1",
-		Credentials: credentials.NewStaticCredentialsProvider("AKIDSIM", "secret", "")}, srv.URL)
-	clock := &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	p, err := joineraws.New(joineraws.Options{EC2: ac.EC2, SSM: ac.SSM, Cluster: "test", Now: clock.Now,
-		KubernetesVersion: sim.DefaultKubernetesVersion})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := newEnvWith(t, cfg)
+	s, p, clock := e.sim, e.provider, e.clock
 	ctx := context.Background()
 	r, err := p.Resolve(ctx, nodeClass())
 	if err != nil {

@@ -14,15 +14,25 @@ import (
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 )
 
+// usEast1 is the embedded us-east-1 price table.
+func usEast1(t testing.TB) *PriceTable {
+	t.Helper()
+	p, ok := EmbeddedPrices(PriceRegion)
+	if !ok {
+		t.Fatal("no embedded us-east-1 prices")
+	}
+	return p
+}
+
 func TestEmbeddedDataParses(t *testing.T) {
-	c, err := parseCatalogue(instanceTypesCSV, pricesCSV)
+	c, err := parseCatalogue(instanceTypesCSV, usEast1(t))
 	if err != nil {
 		t.Fatalf("parsing embedded data: %v", err)
 	}
 	if got := len(c.entries); got != 1363 {
 		t.Errorf("catalogue rows = %d, want 1363 (data README)", got)
 	}
-	if got := len(c.prices); got != 1367 {
+	if got := usEast1(t).Len(); got != 1367 {
 		t.Errorf("price rows = %d, want 1367 (data README)", got)
 	}
 	priced := 0
@@ -51,20 +61,19 @@ func TestEmbeddedDataParses(t *testing.T) {
 func TestParseErrors(t *testing.T) {
 	header := strings.Join(instanceTypeColumns, ",") + "\n"
 	good := "m5.large,m5,m,5,large,amd64,2,8192,0,,,3,10,29,nitro,,0.75\n"
-	prices := "name,on_demand_usd_per_hour\nm5.large,0.096\n"
+	prices := NewPriceTable("us-east-1", "USD", "test", t0Prices, map[string]float64{"m5.large": 0.096})
 	for _, tc := range []struct {
-		name, types, prices, want string
+		name, types, want string
 	}{
-		{"bad header", strings.Replace(header, "vcpu", "cpus", 1) + good, prices, `header column 7: want "vcpu", got "cpus"`},
-		{"bad vcpu", header + strings.Replace(good, ",2,8192", ",two,8192", 1), prices, `row 2 (m5.large): vcpu "two" is not a non-negative integer`},
-		{"bad arch", header + strings.Replace(good, "amd64", "x86_64", 1), prices, `row 2 (m5.large): arch "x86_64"`},
-		{"bad bandwidth", header + strings.Replace(good, "0.75", "fast", 1), prices, `network_gbps "fast"`},
-		{"short row", header + "m5.large,m5\n", prices, "wrong number of fields"},
-		{"duplicate", header + good + good, prices, `"m5.large": duplicate row`},
-		{"bad price", header + good, "name,on_demand_usd_per_hour\nm5.large,-1\n", `row 2 (m5.large): on_demand_usd_per_hour "-1"`},
+		{"bad header", strings.Replace(header, "vcpu", "cpus", 1) + good, `header column 7: want "vcpu", got "cpus"`},
+		{"bad vcpu", header + strings.Replace(good, ",2,8192", ",two,8192", 1), `row 2 (m5.large): vcpu "two" is not a non-negative integer`},
+		{"bad arch", header + strings.Replace(good, "amd64", "x86_64", 1), `row 2 (m5.large): arch "x86_64"`},
+		{"bad bandwidth", header + strings.Replace(good, "0.75", "fast", 1), `network_gbps "fast"`},
+		{"short row", header + "m5.large,m5\n", "wrong number of fields"},
+		{"duplicate", header + good + good, `"m5.large": duplicate row`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := parseCatalogue([]byte(tc.types), []byte(tc.prices))
+			_, err := parseCatalogue([]byte(tc.types), prices)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error = %v, want it to contain %q", err, tc.want)
 			}
@@ -732,7 +741,7 @@ func TestConcurrentUse(t *testing.T) {
 func BenchmarkParse(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := parseCatalogue(instanceTypesCSV, pricesCSV); err != nil {
+		if _, err := parseCatalogue(instanceTypesCSV, usEast1(b)); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -12,20 +12,15 @@ import (
 	"sync"
 )
 
-// The catalogue and prices are copied from the project's shared data set and
-// embedded: the binary never reads them from disk.
-var (
-	//go:embed data/instance-types.csv
-	instanceTypesCSV []byte
-	//go:embed data/prices-us-east-1.csv
-	pricesCSV []byte
-)
-
-// PriceRegion is the region whose on-demand prices are embedded.
-const PriceRegion = "us-east-1"
+// The catalogue is copied from the project's shared data set and embedded:
+// the binary never reads it from disk (nor the prices: prices.go).
+//
+//go:embed data/instance-types.csv
+var instanceTypesCSV []byte
 
 // Entry is one row of the embedded instance-type catalogue, joined with its
-// us-east-1 on-demand price. Field meanings follow the data README: raw
+// us-east-1 on-demand price (InstanceTypes prices offerings with the
+// region's: Options.Prices). Field meanings follow the data README: raw
 // values as EC2 reports them, before any Kubernetes overhead.
 type Entry struct {
 	Name       string // e.g. "m5.large"
@@ -62,12 +57,9 @@ var instanceTypeColumns = []string{
 	"hypervisor", "local_nvme_gb", "network_gbps",
 }
 
-var priceColumns = []string{"name", "on_demand_usd_per_hour"}
-
 type catalogue struct {
 	entries []Entry        // sorted by name
 	byName  map[string]int // index into entries
-	prices  map[string]float64
 }
 
 var (
@@ -79,7 +71,7 @@ var (
 // load parses the embedded data once.
 func load() *catalogue {
 	loadOnce.Do(func() {
-		loaded, loadErr = parseCatalogue(instanceTypesCSV, pricesCSV)
+		loaded, loadErr = parseCatalogue(instanceTypesCSV, embeddedPrices()[PriceRegion])
 	})
 	if loadErr != nil {
 		// The data is embedded and covered by tests: a failure here is a
@@ -105,16 +97,13 @@ func Lookup(name string) (Entry, bool) {
 	return c.entries[i], true
 }
 
-func parseCatalogue(typesData, pricesData []byte) (*catalogue, error) {
-	prices, err := parsePrices(pricesData)
-	if err != nil {
-		return nil, fmt.Errorf("parsing prices: %w", err)
-	}
+// parseCatalogue parses the instance types and joins them with prices.
+func parseCatalogue(typesData []byte, prices *PriceTable) (*catalogue, error) {
 	entries, err := parseInstanceTypes(typesData)
 	if err != nil {
 		return nil, fmt.Errorf("parsing instance types: %w", err)
 	}
-	c := &catalogue{entries: entries, byName: make(map[string]int, len(entries)), prices: prices}
+	c := &catalogue{entries: entries, byName: make(map[string]int, len(entries))}
 	sort.Slice(c.entries, func(i, j int) bool { return c.entries[i].Name < c.entries[j].Name })
 	for i := range c.entries {
 		e := &c.entries[i]
@@ -122,9 +111,7 @@ func parseCatalogue(typesData, pricesData []byte) (*catalogue, error) {
 			return nil, fmt.Errorf("instance type %q: duplicate row", e.Name)
 		}
 		c.byName[e.Name] = i
-		if p, ok := prices[e.Name]; ok {
-			e.OnDemandPrice, e.HasPrice = p, true
-		}
+		e.OnDemandPrice, e.HasPrice = prices.Price(e.Name)
 	}
 	return c, nil
 }
@@ -154,25 +141,6 @@ func readTable(data []byte, columns []string) ([][]string, error) {
 		}
 		rows = append(rows, rec)
 	}
-}
-
-func parsePrices(data []byte) (map[string]float64, error) {
-	rows, err := readTable(data, priceColumns)
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[string]float64, len(rows))
-	for i, rec := range rows {
-		p, err := strconv.ParseFloat(rec[1], 64)
-		if err != nil || p < 0 {
-			return nil, fmt.Errorf("row %d (%s): on_demand_usd_per_hour %q is not a non-negative number", i+2, rec[0], rec[1])
-		}
-		if _, dup := out[rec[0]]; dup {
-			return nil, fmt.Errorf("row %d: duplicate name %q", i+2, rec[0])
-		}
-		out[rec[0]] = p
-	}
-	return out, nil
 }
 
 func parseInstanceTypes(data []byte) ([]Entry, error) {

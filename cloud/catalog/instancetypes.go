@@ -20,8 +20,11 @@ import (
 // built.
 type Options struct {
 	// Region becomes topology.kubernetes.io/region; default PriceRegion.
-	// Prices are the embedded us-east-1 prices whatever the region.
 	Region string
+	// Prices are the on-demand prices of the offerings (and the base of
+	// the modelled spot prices); nil means PricesFor(Region): the region's
+	// embedded prices, else us-east-1's.
+	Prices *PriceTable
 	// Zones get one offering per capacity type; default DefaultZones(Region).
 	Zones []string
 	// NodeClass shapes capacity and overhead (AMI family, kubelet block,
@@ -116,13 +119,15 @@ func cacheKey(opts Options) string {
 	}
 	k := struct {
 		Region, Family string
+		Prices         string
 		Zones          []string
 		Spot           SpotModel
 		Unpriced       bool
 		Kubelet        *kubeletKey `json:",omitempty"`
 		BDMs           []bdm       `json:",omitempty"`
 		Store          string      `json:",omitempty"`
-	}{Region: opts.Region, Family: familyOf(opts.NodeClass).name, Zones: opts.Zones, Spot: opts.SpotPrice, Unpriced: opts.IncludeUnpriced}
+	}{Region: opts.Region, Family: familyOf(opts.NodeClass).name, Prices: pricesOf(opts).key, Zones: opts.Zones,
+		Spot: opts.SpotPrice, Unpriced: opts.IncludeUnpriced}
 	if nc := opts.NodeClass; nc != nil {
 		if kc := nc.Spec.Kubelet; kc != nil {
 			k.Kubelet = &kubeletKey{kc.MaxPods, kc.PodsPerCore, kc.KubeReserved, kc.SystemReserved, kc.EvictionHard, kc.EvictionSoft}
@@ -172,9 +177,11 @@ func buildInstanceTypes(opts Options) []*InstanceType {
 		kubelet = opts.NodeClass.Spec.Kubelet
 	}
 
+	prices := pricesOf(opts)
 	entries := Entries()
 	out := make([]*InstanceType, 0, len(entries))
 	for _, e := range entries {
+		e.OnDemandPrice, e.HasPrice = prices.Price(e.Name) // the region's, for offerings and the spot model
 		if (!e.HasPrice && !opts.IncludeUnpriced) || (fam.amd64Only && e.Arch != "amd64") {
 			continue
 		}
@@ -188,6 +195,15 @@ func buildInstanceTypes(opts Options) []*InstanceType {
 		out = append(out, it)
 	}
 	return out
+}
+
+// pricesOf is the price table InstanceTypes uses for opts.
+func pricesOf(opts Options) *PriceTable {
+	if opts.Prices != nil {
+		return opts.Prices
+	}
+	t, _ := PricesFor(opts.Region)
+	return t
 }
 
 func labels(e Entry, fam family, region string) map[string]string {

@@ -85,6 +85,12 @@ func AMIFamily(nc *awsv1.EC2NodeClass) string {
 	return familyOf(nc).name
 }
 
+// WindowsBuild is the node.kubernetes.io/windows-build of an AMI family's
+// nodes ("10.0.20348" for Windows2022); "" for Linux families.
+func WindowsBuild(amiFamily string) string {
+	return families[amiFamily].windowsBuild
+}
+
 func familyOf(nc *awsv1.EC2NodeClass) family {
 	if nc == nil {
 		return families[DefaultAMIFamily]

@@ -3,7 +3,9 @@
 // scheduler sees: well-known labels, capacity, overhead and offerings.
 //
 // The data (data/*.csv, embedded, parsed once) is a snapshot of EC2's
-// DescribeInstanceTypes and the us-east-1 Linux on-demand list prices.
+// DescribeInstanceTypes and of the Linux on-demand list prices of the
+// regions data/README.md lists (PriceTable; other regions are priced like
+// us-east-1 until the AWS Pricing API answers: cloud/aws).
 // InstanceTypes follows Karpenter's AWS provider capacity model:
 //
 //   - memory capacity = memory_mib (-64 MiB on arm64) - ceil(7.5 %) VM overhead;
@@ -85,10 +87,20 @@ func (it *InstanceType) Allocatable() corev1.ResourceList {
 
 // Offering is one way to buy an instance type: a zone and a capacity type at
 // a price, and whether it is currently available (capacity errors make an
-// offering unavailable for a while).
+// offering unavailable for a while). A reserved offering is one capacity
+// reservation of the type in its zone.
 type Offering struct {
 	Zone         string
 	CapacityType string // "spot", "on-demand" or "reserved"
 	Price        float64
 	Available    bool
+	// ReservationID, ReservationType (default or capacity-block) and
+	// Interruptible describe the capacity reservation of a reserved
+	// offering (karpenter.k8s.aws/capacity-reservation-id, -type and
+	// -interruptible); ReservationCapacity is how many more instances it
+	// holds. Empty and zero for spot and on-demand.
+	ReservationID       string
+	ReservationType     string
+	Interruptible       bool
+	ReservationCapacity int
 }

@@ -6,8 +6,6 @@ import (
 	"os"
 	"time"
 
-	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
-
 	"github.com/joiner-dev/joiner/cloud/catalog"
 )
 
@@ -29,6 +27,20 @@ type Config struct {
 	// InterruptionNotice is the time between a spot interruption notice and
 	// the instance's termination (EC2: 2 minutes).
 	InterruptionNotice Duration `json:"interruptionNotice"`
+	// InterruptionQueue names the SQS queue the sim's EventBridge rules
+	// send spot interruption warnings, rebalance recommendations, instance
+	// state changes and AWS Health scheduled changes to (Karpenter's
+	// interruption queue; "": no queue, the events go nowhere).
+	InterruptionQueue string `json:"interruptionQueue,omitempty"`
+	// CapacityReservations are the account's capacity reservations (none
+	// by default).
+	CapacityReservations []CapacityReservation `json:"capacityReservations,omitempty"`
+	// Cluster is the EKS cluster EKS DescribeCluster describes.
+	Cluster EKSCluster `json:"cluster"`
+	// IAM is the account's roles and instance profiles and what its
+	// callers may do (default: Joiner's controller policy for every
+	// caller; see Access).
+	IAM IAM `json:"iam,omitempty"`
 }
 
 // Subnet is a simulated subnet.
@@ -70,6 +82,9 @@ type Image struct {
 	Family       string            `json:"family"`
 	CreationDate string            `json:"creationDate"`
 	Tags         map[string]string `json:"tags"`
+	// Release is the image's release version (EKS v20260101, Bottlerocket
+	// 1.50.0, Windows 2026.01.01); ReleaseImages publishes the next one.
+	Release string `json:"release,omitempty"`
 }
 
 // Duration is a time.Duration written as text ("2s") in JSON.
@@ -95,14 +110,18 @@ func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()
 // DiscoveryTag is the tag the default subnets and security group carry.
 const DiscoveryTag = "karpenter.sh/discovery"
 
-// DefaultKubernetesVersion is the version the default SSM parameters are for.
+// DefaultKubernetesVersion is the version whose newest images keep the
+// short IDs (ami-0sim2023x86, ...), other versions' carry a suffix
+// (ami-0sim2023x86k131); tests that build a provider without cluster
+// discovery use it. The default EKS cluster runs DefaultClusterVersion.
 const DefaultKubernetesVersion = "1.32"
 
 // DefaultConfig: us-east-1 with zones a-c, one subnet per zone, one
 // security group tagged karpenter.sh/discovery=sim, a cluster, a partition
-// (3 partitions) and a spread placement group, AL2, AL2023 and
-// Bottlerocket images for x86_64 and arm64, and the EKS SSM parameters of
-// those images for DefaultKubernetesVersion.
+// (3 partitions) and a spread placement group, and the images AWS
+// publishes for EKS nodes with their SSM parameters (recommended/latest and
+// pinned releases) for KubernetesVersions: AL2023, AL2, Bottlerocket and
+// Windows, per architecture and variant (see imageLines).
 func DefaultConfig() Config {
 	region := catalog.PriceRegion
 	zones := catalog.DefaultZones(region)
@@ -112,6 +131,7 @@ func DefaultConfig() Config {
 		Parameters:         map[string]string{},
 		BootDelay:          Duration{2 * time.Second},
 		InterruptionNotice: Duration{2 * time.Minute},
+		Cluster:            DefaultCluster(),
 	}
 	for i, z := range zones {
 		cfg.Subnets = append(cfg.Subnets, Subnet{
@@ -125,28 +145,7 @@ func DefaultConfig() Config {
 		{ID: "pg-0sim0002", Name: "sim-partition", Strategy: "partition", PartitionCount: 3, State: "available"},
 		{ID: "pg-0sim0003", Name: "sim-spread", Strategy: "spread", SpreadLevel: "rack", State: "available"},
 	}
-	v := DefaultKubernetesVersion
-	type img struct{ id, name, family, arch, param string }
-	for _, im := range []img{
-		{"ami-0sim2023x86", "amazon-eks-node-al2023-x86_64-standard-" + v + "-v20260101", "AL2023", "x86_64",
-			"/aws/service/eks/optimized-ami/" + v + "/amazon-linux-2023/x86_64/standard/recommended/image_id"},
-		{"ami-0sim2023arm", "amazon-eks-node-al2023-arm64-standard-" + v + "-v20260101", "AL2023", "arm64",
-			"/aws/service/eks/optimized-ami/" + v + "/amazon-linux-2023/arm64/standard/recommended/image_id"},
-		{"ami-0simal2x86", "amazon-eks-node-" + v + "-v20260101", "AL2", "x86_64",
-			"/aws/service/eks/optimized-ami/" + v + "/amazon-linux-2/recommended/image_id"},
-		{"ami-0simal2arm", "amazon-eks-arm64-node-" + v + "-v20260101", "AL2", "arm64",
-			"/aws/service/eks/optimized-ami/" + v + "/amazon-linux-2-arm64/recommended/image_id"},
-		{"ami-0simbrx86", "bottlerocket-aws-k8s-" + v + "-x86_64-v1.30.0", "Bottlerocket", "x86_64",
-			"/aws/service/bottlerocket/aws-k8s-" + v + "/x86_64/latest/image_id"},
-		{"ami-0simbrarm", "bottlerocket-aws-k8s-" + v + "-aarch64-v1.30.0", "Bottlerocket", "arm64",
-			"/aws/service/bottlerocket/aws-k8s-" + v + "/arm64/latest/image_id"},
-	} {
-		cfg.Images = append(cfg.Images, Image{
-			ID: im.id, Name: im.name, Owner: "amazon", Arch: im.arch, Family: im.family,
-			CreationDate: "2026-01-01T00:00:00.000Z", Tags: map[string]string{karpv1.TagSimFamily: im.family},
-		})
-		cfg.Parameters[im.param] = im.id
-	}
+	addEKSImages(&cfg, KubernetesVersions, defaultReleases)
 	return cfg
 }
 
@@ -163,6 +162,9 @@ func LoadConfig(path string) (Config, error) {
 	}
 	if len(cfg.Zones) == 0 {
 		return Config{}, fmt.Errorf("sim config %s: zones: empty", path)
+	}
+	if err := ValidateAccess(cfg.IAM.Access, cfg.Region); err != nil {
+		return Config{}, fmt.Errorf("sim config %s: %w", path, err)
 	}
 	return cfg, nil
 }

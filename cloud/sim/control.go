@@ -6,6 +6,7 @@ import (
 	"maps"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 )
@@ -53,7 +54,7 @@ func (s *Sim) serveControl(w http.ResponseWriter, r *http.Request) {
 			Family string `json:"family"`
 		}
 		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16)).Decode(&req); err != nil || req.Family == "" {
-			http.Error(w, `{"error":"a JSON body with family (AL2023, AL2, Bottlerocket) is required"}`, http.StatusBadRequest)
+			http.Error(w, `{"error":"a JSON body with family (AL2023, AL2, Bottlerocket, Windows2019, Windows2022, Windows2025) is required"}`, http.StatusBadRequest)
 			return
 		}
 		_ = json.NewEncoder(w).Encode(s.ReleaseImages(req.Family))
@@ -67,6 +68,9 @@ func (s *Sim) serveControl(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		_ = json.NewEncoder(w).Encode(map[string]string{"instanceId": id, "action": "terminate", "time": t.Format(time.RFC3339)})
+	case instanceEventPath.MatchString(p) && r.Method == http.MethodPost:
+		m := instanceEventPath.FindStringSubmatch(p)
+		s.serveInstanceEvent(w, r, m[1], m[2])
 	case strings.HasPrefix(p, "instances/") && strings.HasSuffix(p, "/imds") && r.Method == http.MethodPost:
 		id := strings.TrimSuffix(strings.TrimPrefix(p, "instances/"), "/imds")
 		s.mu.Lock()
@@ -105,29 +109,54 @@ var (
 	releaseName   = regexp.MustCompile(`-r[0-9]+$`)
 )
 
-// ReleaseImages publishes a new release of every image of family that an
-// SSM parameter points to (as AWS does for the EKS optimized AMIs): a new
-// AMI, named with the next release date, and the parameter moved to it.
-// Classes that select by alias resolve to the new images; nodes running
-// the old ones drift. It returns the parameters moved, old ID -> new ID.
+// ReleaseImages publishes a new release of every image of family that a
+// recommended/latest SSM parameter points to, as AWS does for the EKS
+// optimized AMIs: per image a new AMI with the next release version (and
+// name), the parameters that followed the old one moved to it, and the new
+// release's pinned parameter added; pinned parameters of earlier releases
+// stay. Classes that select by alias resolve to the new images; nodes
+// running the old ones drift. It returns old ID -> new ID.
 func (s *Sim) ReleaseImages(family string) map[string]string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.releases++
 	moved := map[string]string{}
-	for param, id := range s.cfg.Parameters {
+	released := map[string]Image{} // old ID -> its next release
+	for _, param := range slices.Sorted(maps.Keys(s.cfg.Parameters)) {
+		id := s.cfg.Parameters[param]
 		old, ok := s.image(id)
-		if !ok || old.Family != family {
+		if !ok || old.Family != family || isPinned(param) {
 			continue
 		}
-		im := old
-		im.ID = fmt.Sprintf("%sv%d", releaseSuffix.ReplaceAllString(old.ID, ""), s.releases)
-		im.Name = fmt.Sprintf("%s-r%d", releaseName.ReplaceAllString(old.Name, ""), s.releases)
-		im.CreationDate = s.now().UTC().Format("2006-01-02T15:04:05.000Z")
-		im.Tags = maps.Clone(old.Tags)
-		s.cfg.Images = append(s.cfg.Images, im)
+		im, done := released[id]
+		if !done {
+			im = s.nextRelease(old)
+			s.cfg.Images = append(s.cfg.Images, im)
+			released[id], moved[id] = im, im.ID
+		}
 		s.cfg.Parameters[param] = im.ID
-		moved[old.ID] = im.ID
+		if pinned := pinnedParameter(param, im); pinned != "" {
+			s.cfg.Parameters[pinned] = im.ID
+		}
 	}
 	return moved
+}
+
+// nextRelease is the image of old's line in the next release: a new ID,
+// the next version in its name, built now (after old).
+func (s *Sim) nextRelease(old Image) Image {
+	im := old
+	im.ID = fmt.Sprintf("%sv%d", releaseSuffix.ReplaceAllString(old.ID, ""), s.releases)
+	if next := nextVersion(old.Release); next != "" && strings.Contains(old.Name, old.Release) {
+		im.Release, im.Name = next, strings.Replace(old.Name, old.Release, next, 1)
+	} else {
+		im.Release, im.Name = "", fmt.Sprintf("%s-r%d", releaseName.ReplaceAllString(old.Name, ""), s.releases)
+	}
+	created := s.now().UTC()
+	if t, err := time.Parse(time.RFC3339, old.CreationDate); err == nil && !created.After(t) {
+		created = t.Add(24 * time.Hour)
+	}
+	im.CreationDate = created.Format("2006-01-02T15:04:05.000Z")
+	im.Tags = maps.Clone(old.Tags)
+	return im
 }

@@ -37,6 +37,7 @@ func init() {
 		"CreateTags":                    (*Sim).createTags,
 		"DescribeSpotPriceHistory":      (*Sim).describeSpotPriceHistory,
 		"DescribePlacementGroups":       (*Sim).describePlacementGroups,
+		"DescribeCapacityReservations":  (*Sim).describeCapacityReservations,
 	}
 }
 
@@ -58,7 +59,7 @@ func (s *Sim) describeSubnets(r Request) (response, *apiError) {
 	ids, filters := r.Strings("SubnetId"), r.Filters()
 	out := &describeSubnetsResponse{Subnets: []xSubnet{}}
 	for _, id := range ids {
-		if !s.hasSubnet(id) {
+		if _, ok := s.subnet(id); !ok {
 			return nil, badParam("InvalidSubnetID.NotFound", "The subnet ID '%s' does not exist", id)
 		}
 	}
@@ -66,17 +67,7 @@ func (s *Sim) describeSubnets(r Request) (response, *apiError) {
 		if !inOrAll(ids, sn.ID) {
 			continue
 		}
-		if !matchFilters(filters, sn.Tags, func(name string) []string {
-			switch name {
-			case "subnet-id":
-				return []string{sn.ID}
-			case "availability-zone":
-				return []string{sn.Zone}
-			case "vpc-id":
-				return []string{vpcID}
-			}
-			return nil
-		}) {
+		if !matchFilters(filters, sn.Tags, map[string]string{"subnet-id": sn.ID, "availability-zone": sn.Zone, "vpc-id": vpcID}) {
 			continue
 		}
 		out.Subnets = append(out.Subnets, xSubnet{
@@ -87,22 +78,17 @@ func (s *Sim) describeSubnets(r Request) (response, *apiError) {
 	return out, nil
 }
 
-func (s *Sim) hasSubnet(id string) bool {
-	for _, sn := range s.cfg.Subnets {
-		if sn.ID == id {
-			return true
-		}
+// first is the first element of list that match accepts.
+func first[T any](list []T, match func(T) bool) (T, bool) {
+	if i := slices.IndexFunc(list, match); i >= 0 {
+		return list[i], true
 	}
-	return false
+	var zero T
+	return zero, false
 }
 
 func (s *Sim) subnet(id string) (Subnet, bool) {
-	for _, sn := range s.cfg.Subnets {
-		if sn.ID == id {
-			return sn, true
-		}
-	}
-	return Subnet{}, false
+	return first(s.cfg.Subnets, func(sn Subnet) bool { return sn.ID == id })
 }
 
 type describeSecurityGroupsResponse struct {
@@ -117,17 +103,7 @@ func (s *Sim) describeSecurityGroups(r Request) (response, *apiError) {
 		if !inOrAll(ids, g.ID) || !inOrAll(names, g.Name) {
 			continue
 		}
-		if !matchFilters(filters, g.Tags, func(name string) []string {
-			switch name {
-			case "group-id":
-				return []string{g.ID}
-			case "group-name":
-				return []string{g.Name}
-			case "vpc-id":
-				return []string{vpcID}
-			}
-			return nil
-		}) {
+		if !matchFilters(filters, g.Tags, map[string]string{"group-id": g.ID, "group-name": g.Name, "vpc-id": vpcID}) {
 			continue
 		}
 		out.Groups = append(out.Groups, xSecurityGroup{GroupID: g.ID, GroupName: g.Name, VpcID: vpcID, Tags: tagSet(g.Tags)})
@@ -153,23 +129,9 @@ func (s *Sim) describeImages(r Request) (response, *apiError) {
 		if len(owners) > 0 && !anyMatch(owners, []string{im.Owner, ownerOf(im)}) {
 			continue
 		}
-		if !matchFilters(filters, im.Tags, func(name string) []string {
-			switch name {
-			case "image-id":
-				return []string{im.ID}
-			case "name":
-				return []string{im.Name}
-			case "architecture":
-				return []string{im.Arch}
-			case "state":
-				return []string{"available"}
-			case "owner-id":
-				return []string{ownerOf(im)}
-			case "owner-alias":
-				return []string{im.Owner}
-			}
-			return nil
-		}) {
+		fields := map[string]string{"image-id": im.ID, "name": im.Name, "architecture": im.Arch, "state": "available",
+			"owner-id": ownerOf(im), "owner-alias": im.Owner}
+		if !matchFilters(filters, im.Tags, fields) {
 			continue
 		}
 		out.Images = append(out.Images, xImage{
@@ -191,12 +153,7 @@ func ownerOf(im Image) string {
 }
 
 func (s *Sim) image(id string) (Image, bool) {
-	for _, im := range s.cfg.Images {
-		if im.ID == id {
-			return im, true
-		}
-	}
-	return Image{}, false
+	return first(s.cfg.Images, func(im Image) bool { return im.ID == id })
 }
 
 type describeLaunchTemplatesResponse struct {
@@ -223,13 +180,7 @@ func (s *Sim) describeLaunchTemplates(r Request) (response, *apiError) {
 		if !inOrAll(names, lt.Name) || !inOrAll(ids, lt.ID) {
 			continue
 		}
-		if !matchFilters(filters, lt.Tags, func(n string) []string {
-			switch n {
-			case "launch-template-name":
-				return []string{lt.Name}
-			}
-			return nil
-		}) {
+		if !matchFilters(filters, lt.Tags, map[string]string{"launch-template-name": lt.Name}) {
 			continue
 		}
 		out.Templates = append(out.Templates, lt.x())
@@ -271,7 +222,7 @@ func (s *Sim) createLaunchTemplate(r Request) (response, *apiError) {
 	}
 	sgs := data.Strings("SecurityGroupId")
 	for _, sg := range sgs {
-		if !s.hasSecurityGroup(sg) {
+		if _, ok := s.securityGroup(sg); !ok {
 			return nil, badParam("InvalidGroup.NotFound", "The security group '%s' does not exist", sg)
 		}
 	}
@@ -360,8 +311,8 @@ func (s *Sim) createFleet(r Request) (response, *apiError) {
 		return nil, badParam("InvalidParameterValue", "only Type instant is simulated, got %q", t)
 	}
 	capType := r.Get("TargetCapacitySpecification.DefaultTargetCapacityType")
-	if capType != "spot" && capType != "on-demand" {
-		return nil, badParam("InvalidParameterValue", "DefaultTargetCapacityType %q is not spot or on-demand", capType)
+	if capType != "spot" && capType != "on-demand" && !slices.Contains(reservedMarkets, capType) {
+		return nil, badParam("InvalidParameterValue", "DefaultTargetCapacityType %q is not spot, on-demand, capacity-block or reserved-capacity", capType)
 	}
 	if n := r.Int("TargetCapacitySpecification.TotalTargetCapacity", 0); n != 1 {
 		return nil, badParam("InvalidParameterValue", "only TotalTargetCapacity 1 is simulated, got %d", n)
@@ -423,6 +374,9 @@ func (s *Sim) createFleet(r Request) (response, *apiError) {
 	sort.SliceStable(overrides, func(i, j int) bool { return overrides[i].price < overrides[j].price })
 	out := createFleetResponse{FleetID: "fleet-" + s.nextID("x")[2:]}
 	lifecycle := capType
+	if lifecycle != "spot" {
+		lifecycle = "on-demand"
+	}
 	for _, fo := range overrides {
 		lo := xLTAndOverrides{Spec: fo.spec, Overrides: fo.o}
 		if fo.price < 0 {
@@ -435,11 +389,19 @@ func (s *Sim) createFleet(r Request) (response, *apiError) {
 				Message: "no image id in the launch template or the override"})
 			continue
 		}
+		if code, msg := s.launchAuth(r, fo, capType); code != "" {
+			out.Errors = append(out.Errors, xFleetError{LTAndOverrides: lo, Lifecycle: lifecycle, Code: code, Message: msg})
+			continue
+		}
 		if code, msg := s.launchCheck(fo.lt, s.types[fo.itype], fo.zone); code != "" {
 			out.Errors = append(out.Errors, xFleetError{LTAndOverrides: lo, Lifecycle: lifecycle, Code: code, Message: msg})
 			continue
 		}
-		if code, ok := s.capErrors[offeringKey{fo.itype, fo.zone, capType}]; ok {
+		if code, msg := s.reservationCheck(fo.lt, fo.itype, fo.zone, capType); code != "" {
+			out.Errors = append(out.Errors, xFleetError{LTAndOverrides: lo, Lifecycle: lifecycle, Code: code, Message: msg})
+			continue
+		}
+		if code, ok := s.capErrors[offeringKey{fo.itype, fo.zone, capType}]; ok && fo.lt.Extra.CapResTarget == "" {
 			out.Errors = append(out.Errors, xFleetError{LTAndOverrides: lo, Lifecycle: lifecycle, Code: code,
 				Message: fmt.Sprintf("There is no %s capacity available that matches your request (%s in %s).", capType, fo.itype, fo.zone)})
 			continue
@@ -470,11 +432,13 @@ func (s *Sim) launch(fo fleetOverride, capType, token string, tags map[string]st
 		NodeName: "ip-" + strings.ReplaceAll(ip, ".", "-") + ".ec2.internal",
 	}
 	s.place(in, fo.lt)
+	reserve(in, fo.lt)
 	if capType == "spot" {
 		in.Lifecycle = "spot"
 	}
 	s.instances[in.ID] = in
 	s.order = append(s.order, in.ID)
+	s.emitStateChange(in)
 	s.log.Info("launched instance", zap.String("instance-id", in.ID), zap.String("instance-type", in.Type),
 		zap.String("zone", in.Zone), zap.String("capacity-type", capType))
 	return in
@@ -491,6 +455,7 @@ func (s *Sim) x(in *instance) xInstance {
 		SubnetID: in.SubnetID, PrivateIP: in.PrivateIP, Architecture: in.Arch,
 		ClientToken: in.ClientToken, Lifecycle: in.Lifecycle, Tags: tagSet(in.Tags), Groups: s.groupSet(in.SGs),
 		PublicIP: in.PublicIP, NetworkIfaces: s.netIfaces(in), NestedVirt: in.NestedVirt,
+		CapacityReservationID: in.ReservationID, CapResPreference: in.CapResPreference,
 	}
 }
 
@@ -525,13 +490,8 @@ func (s *Sim) netIfaces(in *instance) []xNetIf {
 func (s *Sim) groupSet(ids []string) []xGroup {
 	out := make([]xGroup, 0, len(ids))
 	for _, id := range ids {
-		g := xGroup{GroupID: id}
-		for _, sg := range s.cfg.SecurityGroups {
-			if sg.ID == id {
-				g.GroupName = sg.Name
-			}
-		}
-		out = append(out, g)
+		sg, _ := s.securityGroup(id)
+		out = append(out, xGroup{GroupID: id, GroupName: sg.Name})
 	}
 	return out
 }
@@ -554,21 +514,9 @@ func (s *Sim) describeInstances(r Request) (response, *apiError) {
 		if !inOrAll(ids, id) {
 			continue
 		}
-		if !matchFilters(filters, in.Tags, func(name string) []string {
-			switch name {
-			case "instance-id":
-				return []string{in.ID}
-			case "instance-state-name":
-				return []string{in.State}
-			case "client-token":
-				return []string{in.ClientToken}
-			case "instance-type":
-				return []string{in.Type}
-			case "availability-zone":
-				return []string{in.Zone}
-			}
-			return nil
-		}) {
+		fields := map[string]string{"instance-id": in.ID, "instance-state-name": in.State, "client-token": in.ClientToken,
+			"instance-type": in.Type, "availability-zone": in.Zone}
+		if !matchFilters(filters, in.Tags, fields) {
 			continue
 		}
 		out.Reservations = append(out.Reservations, xReservation{ReservationID: "r-" + in.ID[2:], OwnerID: ownerID, Instances: []xInstance{s.x(in)}})
@@ -596,7 +544,7 @@ func (s *Sim) terminateInstances(r Request) (response, *apiError) {
 		in := s.instances[id]
 		prev := in.State
 		if in.State != "terminated" {
-			in.State = "shutting-down"
+			s.setState(in, "shutting-down")
 		}
 		out.Changes = append(out.Changes, xStateChange{InstanceID: id,
 			CurrentState: xState{stateCodes[in.State], in.State}, PreviousState: xState{stateCodes[prev], prev}})
@@ -717,15 +665,7 @@ func (s *Sim) describeInstanceTypeOfferings(r Request) (response, *apiError) {
 	}
 	for _, name := range slices.Sorted(maps.Keys(s.types)) {
 		for _, loc := range locations {
-			if !matchFilters(filters, nil, func(n string) []string {
-				switch n {
-				case "instance-type":
-					return []string{name}
-				case "location":
-					return []string{loc}
-				}
-				return nil
-			}) {
+			if !matchFilters(filters, nil, map[string]string{"instance-type": name, "location": loc}) {
 				continue
 			}
 			out.Offerings = append(out.Offerings, xTypeOffering{InstanceType: name, LocationType: lt, Location: loc})

@@ -17,16 +17,7 @@ func TestAgentIMDSClient(t *testing.T) {
 	s := New(Options{Config: DefaultConfig()})
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)
-	h := s.Handler()
-	if status, body := call(t, h, url.Values{"Action": {"CreateLaunchTemplate"}, "LaunchTemplateName": {"lt"},
-		"LaunchTemplateData.ImageId": {"ami-0sim2023x86"}}); status != 200 {
-		t.Fatalf("CreateLaunchTemplate: %s", body)
-	}
-	p := fleetParams("t", "m5.large")
-	p.Set("TargetCapacitySpecification.DefaultTargetCapacityType", "spot")
-	if status, body := call(t, h, p); status != 200 {
-		t.Fatalf("CreateFleet: %s", body)
-	}
+	launchWith(t, s, "lt", "m5.large", nil, url.Values{"TargetCapacitySpecification.DefaultTargetCapacityType": {"spot"}})
 	id := s.Instances()[0].ID
 	ictx, cancel := context.WithCancel(context.Background())
 	defer cancel()

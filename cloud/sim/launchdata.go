@@ -52,8 +52,11 @@ type ltExtra struct {
 	NestedVirt   string // CpuOptions.NestedVirtualization
 	MetadataIPv6 string // MetadataOptions.HttpProtocolIpv6
 	// CapResPreference is CapacityReservationSpecification.
-	// CapacityReservationPreference.
-	CapResPreference string
+	// CapacityReservationPreference, CapResTarget its
+	// CapacityReservationTarget.CapacityReservationId.
+	CapResPreference, CapResTarget string
+	// MarketType is InstanceMarketOptions.MarketType.
+	MarketType string
 }
 
 func oneOf(field, v string, allowed ...string) *apiError {
@@ -117,7 +120,7 @@ func (s *Sim) parseLaunchData(data Request) (ltExtra, *apiError) {
 		}
 		ni.PrimaryV6 = n.Get("PrimaryIpv6") == "true"
 		for _, sg := range ni.SGs {
-			if !s.hasSecurityGroup(sg) {
+			if _, ok := s.securityGroup(sg); !ok {
 				return x, badParam("InvalidGroup.NotFound", "The security group '%s' does not exist", sg)
 			}
 		}
@@ -154,6 +157,12 @@ func (s *Sim) parseLaunchData(data Request) (ltExtra, *apiError) {
 		"capacity-reservations-only", "open", "none"); err != nil {
 		return x, err
 	}
+	x.CapResTarget = data.Get("CapacityReservationSpecification.CapacityReservationTarget.CapacityReservationId")
+	x.MarketType = data.Get("InstanceMarketOptions.MarketType")
+	if err := oneOf("LaunchTemplateData.InstanceMarketOptions.MarketType", x.MarketType,
+		"spot", "capacity-block", "interruptible-capacity-reservation"); err != nil {
+		return x, err
+	}
 	pl := data.Struct("Placement")
 	x.Placement = ltPlacement{GroupID: pl.Get("GroupId"), GroupName: pl.Get("GroupName"), Tenancy: pl.Get("Tenancy")}
 	if err := oneOf("LaunchTemplateData.Placement.Tenancy", x.Placement.Tenancy, "default", "dedicated", "host"); err != nil {
@@ -169,23 +178,13 @@ func (s *Sim) parseLaunchData(data Request) (ltExtra, *apiError) {
 	return x, nil
 }
 
-func (s *Sim) hasSecurityGroup(id string) bool {
-	for _, g := range s.cfg.SecurityGroups {
-		if g.ID == id {
-			return true
-		}
-	}
-	return false
+func (s *Sim) securityGroup(id string) (SecGroup, bool) {
+	return first(s.cfg.SecurityGroups, func(g SecGroup) bool { return g.ID == id })
 }
 
 // placementGroup finds a placement group by id or name.
 func (s *Sim) placementGroup(id, name string) (PlacementGroup, bool) {
-	for _, g := range s.cfg.PlacementGroups {
-		if (id != "" && g.ID == id) || (name != "" && g.Name == name) {
-			return g, true
-		}
-	}
-	return PlacementGroup{}, false
+	return first(s.cfg.PlacementGroups, func(g PlacementGroup) bool { return (id != "" && g.ID == id) || (name != "" && g.Name == name) })
 }
 
 // typeFacts are what DescribeInstanceTypes says of a type beyond the
@@ -370,21 +369,9 @@ func (s *Sim) describePlacementGroups(r Request) (response, *apiError) {
 		if !inOrAll(names, g.Name) || !inOrAll(ids, g.ID) {
 			continue
 		}
-		if !matchFilters(filters, g.Tags, func(n string) []string {
-			switch n {
-			case "group-name":
-				return []string{g.Name}
-			case "group-id":
-				return []string{g.ID}
-			case "state":
-				return []string{g.State}
-			case "strategy":
-				return []string{g.Strategy}
-			case "spread-level":
-				return []string{g.SpreadLevel}
-			}
-			return nil
-		}) {
+		fields := map[string]string{"group-name": g.Name, "group-id": g.ID, "state": g.State, "strategy": g.Strategy,
+			"spread-level": g.SpreadLevel}
+		if !matchFilters(filters, g.Tags, fields) {
 			continue
 		}
 		x := xPlacementGroup{GroupName: g.Name, GroupID: g.ID, State: g.State, Strategy: g.Strategy, SpreadLevel: g.SpreadLevel,

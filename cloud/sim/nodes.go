@@ -29,7 +29,9 @@ func (s *Sim) nodeFor(in instance) (*corev1.Node, error) {
 	if len(in.UserData) > 0 { // without user data: only the well-known labels
 		var err error
 		facts, err = userdata.Parse(family, in.UserData)
-		if err != nil && !errors.Is(err, userdata.ErrNoFacts) {
+		// An EKS image whose user data never calls its bootstrap does not
+		// join; a custom image may join by means of its own.
+		if err != nil && !(errors.Is(err, userdata.ErrNoFacts) && family == userdata.FamilyCustom) {
 			return nil, fmt.Errorf("reading %s user data of %s: %w", family, in.ID, err)
 		}
 	}

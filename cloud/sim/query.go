@@ -20,6 +20,8 @@ const APIVersion = "2016-11-15"
 type Request struct {
 	Action string
 	Params url.Values
+	// principal signed the request (authorization).
+	principal principal
 }
 
 // errBadRequest marks malformed requests (EC2 answers them with 400).
@@ -38,8 +40,8 @@ func ParseQuery(body []byte) (Request, error) {
 	if action == "" {
 		return Request{}, fmt.Errorf("missing Action: %w", errBadRequest)
 	}
-	if ver := v.Get("Version"); ver != APIVersion {
-		return Request{}, fmt.Errorf("Version %q is not %s: %w", ver, APIVersion, errBadRequest)
+	if ver := v.Get("Version"); ver != APIVersion && ver != iamVersion {
+		return Request{}, fmt.Errorf("Version %q is not %s (EC2) or %s (IAM): %w", ver, APIVersion, iamVersion, errBadRequest)
 	}
 	return Request{Action: action, Params: v}, nil
 }
@@ -113,7 +115,7 @@ func (r Request) Struct(prefix string) Request {
 			sub[k[len(p):]] = v
 		}
 	}
-	return Request{Action: r.Action, Params: sub}
+	return Request{Action: r.Action, Params: sub, principal: r.principal}
 }
 
 // Filter is one EC2 Filter.N.

@@ -13,9 +13,17 @@
 //	/clusters/<name>             EKS REST API (DescribeCluster)
 //	POST /control/capacity-errors           {"instanceType","zone","capacityType","code"}; code "" clears
 //	POST /control/instances/<id>/interrupt  spot interruption notice, termination after the notice time
+//	POST /control/instances/<id>/rebalance  rebalance recommendation (spot instances; EventBridge only)
+//	POST /control/instances/<id>/scheduled-change  AWS Health scheduled change {"eventTypeCode","startTime"} (optional)
+//	POST /control/instances/<id>/stop       stop the instance (stopping, then stopped)
 //	GET  /control/instances                 instances as JSON
 //	POST /control/instances/<id>/imds       serve the instance's IMDS on its own loopback port
 //	/imds/<id>/latest/...                    IMDSv2 token and meta-data of one instance
+//
+// Every signed API request is authorized, as IAM would, against its
+// caller's identity policy: by default the controller policy Joiner ships
+// (packaging/iam), so every test through the SDK runs under it (Access,
+// authz.go; the evaluator is policy.go).
 package sim
 
 import (
@@ -72,6 +80,14 @@ type Sim struct {
 	tokens    map[string]time.Time // IMDSv2 tokens -> expiry
 	runCtx    context.Context      // set while Run runs; owns IMDS listeners
 	releases  int                  // image releases published (ReleaseImages)
+	queue     *sqsQueue            // the interruption queue (Config.InterruptionQueue)
+	profiles  map[string]*profile  // IAM instance profiles by name
+	policies  map[string]*Policy   // parsed caller policies by access key and cluster
+	denied    map[string]int       // refused authorizations by IAM action
+
+	// onDemand are the Pricing API's prices set by SetOnDemandPrices, by
+	// region.
+	onDemand map[string]*catalog.PriceTable
 }
 
 type offeringKey struct{ instanceType, zone, capacityType string }
@@ -99,6 +115,10 @@ type instance struct {
 	NodeName     string
 	Registered   bool
 	LastBeat     time.Time
+
+	// ReservationID is the capacity reservation it runs in ("" for none);
+	// CapResPreference its launch template's reservation preference.
+	ReservationID, CapResPreference string
 }
 
 type launchTemplate struct {
@@ -126,6 +146,7 @@ func New(opts Options) *Sim {
 		instances: map[string]*instance{}, templates: map[string]*launchTemplate{},
 		fleets: map[string]fleetResult{}, capErrors: map[offeringKey]string{},
 		types: map[string]catalog.Entry{}, calls: map[string]int{}, last: map[string]Request{}, tokens: map[string]time.Time{},
+		profiles: iamConfigProfiles(opts.Config.IAM, opts.Now()), policies: map[string]*Policy{}, denied: map[string]int{},
 	}
 	if s.cfg.Region == "" {
 		s.cfg.Region = catalog.PriceRegion
@@ -187,6 +208,7 @@ func (s *Sim) Interrupt(id string) (time.Time, error) {
 	}
 	t := s.now().Add(s.cfg.InterruptionNotice.Duration).UTC().Truncate(time.Second)
 	in.Interrupted = &t
+	s.emitSpotInterruption(in)
 	return t, nil
 }
 
@@ -194,7 +216,7 @@ func (s *Sim) Interrupt(id string) (time.Time, error) {
 func (s *Sim) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/", s.serveAPI)
-	mux.HandleFunc("/clusters/", s.serveEKS)
+	mux.HandleFunc("/clusters/", s.withEKSAuth(s.serveEKS))
 	mux.HandleFunc("/control/", s.serveControl)
 	mux.HandleFunc("/imds/", s.serveIMDS)
 	return mux
@@ -211,13 +233,17 @@ func (s *Sim) serveAPI(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, reqID, "MalformedQueryString", err.Error())
 		return
 	}
+	who := principalOf(r)
 	if target := r.Header.Get("X-Amz-Target"); target != "" {
+		if !s.authorizeJSON(w, who, target, body) {
+			return
+		}
 		service, _, _ := strings.Cut(target, ".")
 		switch service {
 		case "AmazonSSM":
 			s.serveSSM(w, target, body)
 		case "AmazonSQS":
-			s.serveSQS(w, target, body)
+			s.serveSQS(w, r, target, body)
 		case "AWSPriceListService":
 			s.servePricing(w, target, body)
 		default:
@@ -230,6 +256,7 @@ func (s *Sim) serveAPI(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, reqID, "MalformedQueryString", err.Error())
 		return
 	}
+	req.principal = who
 	if req.Get("Version") == iamVersion {
 		s.serveIAM(w, reqID, req)
 		return
@@ -242,7 +269,11 @@ func (s *Sim) serveAPI(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.calls[req.Action]++
 	s.last[req.Action] = req
-	out, aerr := h(s, req)
+	var out response
+	aerr := s.authorize(who, s.ec2AuthRequests(req)).ec2Error()
+	if aerr == nil {
+		out, aerr = h(s, req)
+	}
 	s.mu.Unlock()
 	if aerr != nil {
 		writeError(w, aerr.status, reqID, aerr.code, aerr.msg)
@@ -304,9 +335,10 @@ func (s *Sim) nextID(prefix string) string {
 	return prefix + "-0" + hex.EncodeToString(sum[:])[:16]
 }
 
-// matchFilters reports whether a resource passes every filter; get returns
-// the resource's values for a filter name (tag:K, tag-key handled here).
-func matchFilters(filters []Filter, tags map[string]string, get func(name string) []string) bool {
+// matchFilters reports whether a resource passes every filter; fields are
+// the resource's values by filter name (tag:K, tag-key handled here; a
+// filter on another name matches nothing).
+func matchFilters(filters []Filter, tags, fields map[string]string) bool {
 	for _, f := range filters {
 		var have []string
 		switch {
@@ -317,7 +349,9 @@ func matchFilters(filters []Filter, tags map[string]string, get func(name string
 		case f.Name == "tag-key":
 			have = slices.Sorted(maps.Keys(tags))
 		default:
-			have = get(f.Name)
+			if v, ok := fields[f.Name]; ok {
+				have = []string{v}
+			}
 		}
 		if !anyMatch(f.Values, have) {
 			return false
@@ -375,11 +409,12 @@ func (s *Sim) step(ctx context.Context) {
 		in := s.instances[id]
 		switch {
 		case in.State == "pending" && !now.Before(in.BootAt):
-			in.State = "running"
+			s.setState(in, "running")
 			in.LastBeat = now
 			boot = append(boot, in)
 		case in.State == "running" && in.Interrupted != nil && !now.Before(*in.Interrupted):
-			in.State = "terminated"
+			s.setState(in, "shutting-down")
+			s.setState(in, "terminated")
 			gone = append(gone, in)
 		case s.kube != nil && in.State == "running" && !in.Registered && in.Interrupted == nil && now.Sub(in.LastBeat) >= registerRetry:
 			// A registration that failed is retried.
@@ -389,8 +424,10 @@ func (s *Sim) step(ctx context.Context) {
 			in.LastBeat = now
 			beat = append(beat, in)
 		case in.State == "shutting-down":
-			in.State = "terminated"
+			s.setState(in, "terminated")
 			gone = append(gone, in)
+		case in.State == "stopping":
+			s.setState(in, "stopped")
 		}
 	}
 	snapshot := func(in *instance) instance {

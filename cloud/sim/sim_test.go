@@ -3,15 +3,12 @@ package sim
 import (
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"encoding/xml"
 	"errors"
-	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,20 +23,9 @@ import (
 
 	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/test/fakeclock"
 	"github.com/joiner-dev/joiner/userdata"
 )
-
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
 
 func call(t *testing.T, h http.Handler, params url.Values) (int, string) {
 	t.Helper()
@@ -91,26 +77,6 @@ func TestErrorsAreEC2XML(t *testing.T) {
 	}
 }
 
-func TestSSMGetParameter(t *testing.T) {
-	h := New(Options{Config: DefaultConfig()}).Handler()
-	get := func(name string) (int, map[string]any) {
-		rec := httptest.NewRecorder()
-		req := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(`{"Name":"`+name+`"}`))
-		req.Header.Set("X-Amz-Target", "AmazonSSM.GetParameter")
-		h.ServeHTTP(rec, req)
-		var out map[string]any
-		_ = json.Unmarshal(rec.Body.Bytes(), &out)
-		return rec.Code, out
-	}
-	code, out := get("/aws/service/eks/optimized-ami/" + DefaultKubernetesVersion + "/amazon-linux-2023/x86_64/standard/recommended/image_id")
-	if code != http.StatusOK || out["Parameter"].(map[string]any)["Value"] != "ami-0sim2023x86" {
-		t.Errorf("GetParameter: %d %v", code, out)
-	}
-	if code, out := get("/nope"); code != http.StatusBadRequest || out["__type"] != "ParameterNotFound" {
-		t.Errorf("GetParameter unknown: %d %v", code, out)
-	}
-}
-
 func fleetParams(token, itype string) url.Values {
 	return url.Values{
 		"Action": {"CreateFleet"}, "Type": {"instant"}, "ClientToken": {token},
@@ -126,10 +92,10 @@ func fleetParams(token, itype string) url.Values {
 }
 
 func TestCreateFleet(t *testing.T) {
-	clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	clk := fakeclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	kube := fake.NewSimpleClientset()
 	cfg := DefaultConfig()
-	s := New(Options{Config: cfg, Kube: kube, Now: clk.now, Logger: zaptest.NewLogger(t)})
+	s := New(Options{Config: cfg, Kube: kube, Now: clk.Now, Logger: zaptest.NewLogger(t)})
 	h := s.Handler()
 	al2 := awsv1.AMIFamilyAL2
 	nc := &awsv1.EC2NodeClass{Spec: awsv1.EC2NodeClassSpec{AMIFamily: &al2}}
@@ -178,7 +144,7 @@ func TestCreateFleet(t *testing.T) {
 	if nodes, _ := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{}); len(nodes.Items) != 0 {
 		t.Fatalf("node registered before the boot delay")
 	}
-	clk.add(cfg.BootDelay.Duration)
+	clk.Add(cfg.BootDelay.Duration)
 	s.step(ctx)
 	id := s.Instances()[0].ID
 	nodes, _ := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
@@ -191,7 +157,7 @@ func TestCreateFleet(t *testing.T) {
 		t.Errorf("node %+v", n)
 	}
 	beat := n.Status.Conditions[0].LastHeartbeatTime
-	clk.add(heartbeatEvery)
+	clk.Add(heartbeatEvery)
 	s.step(ctx)
 	got, _ := kube.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
 	if !got.Status.Conditions[0].LastHeartbeatTime.After(beat.Time) {
@@ -202,7 +168,7 @@ func TestCreateFleet(t *testing.T) {
 	if _, err := s.Interrupt(id); err != nil {
 		t.Fatal(err)
 	}
-	clk.add(cfg.InterruptionNotice.Duration)
+	clk.Add(cfg.InterruptionNotice.Duration)
 	s.step(ctx)
 	if nodes, _ := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{}); len(nodes.Items) != 0 {
 		t.Errorf("node of a terminated instance still exists")
@@ -230,21 +196,14 @@ func TestControlAPIErrors(t *testing.T) {
 }
 
 func TestFailedRegistrationIsRetried(t *testing.T) {
-	clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	clk := fakeclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	kube := fake.NewSimpleClientset()
-	s := New(Options{Config: DefaultConfig(), Kube: kube, Now: clk.now})
-	h := s.Handler()
+	s := New(Options{Config: DefaultConfig(), Kube: kube, Now: clk.Now})
 	// User data the sim cannot read: no Node at boot.
 	bad := base64.StdEncoding.EncodeToString([]byte("not mime"))
-	if status, body := call(t, h, url.Values{"Action": {"CreateLaunchTemplate"}, "LaunchTemplateName": {"lt"},
-		"LaunchTemplateData.ImageId": {"ami-0simal2x86"}, "LaunchTemplateData.UserData": {bad}}); status != http.StatusOK {
-		t.Fatalf("CreateLaunchTemplate: %s", body)
-	}
-	if status, body := call(t, h, fleetParams("tok", "m5.large")); status != http.StatusOK {
-		t.Fatalf("CreateFleet: %s", body)
-	}
+	launchWith(t, s, "lt", "m5.large", map[string]string{"ImageId": "ami-0simal2x86", "UserData": bad}, nil)
 	ctx := context.Background()
-	clk.add(time.Minute)
+	clk.Add(time.Minute)
 	s.Step(ctx)
 	if nodes, _ := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{}); len(nodes.Items) != 0 {
 		t.Fatalf("node registered from unreadable user data")
@@ -259,7 +218,7 @@ func TestFailedRegistrationIsRetried(t *testing.T) {
 	if nodes, _ := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{}); len(nodes.Items) != 0 {
 		t.Fatalf("registration retried before the retry interval")
 	}
-	clk.add(registerRetry)
+	clk.Add(registerRetry)
 	s.Step(ctx)
 	if nodes, _ := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{}); len(nodes.Items) != 1 {
 		t.Fatalf("registration not retried: %d nodes", len(nodes.Items))
@@ -271,7 +230,7 @@ func TestFailedRegistrationIsRetried(t *testing.T) {
 // re-reads and writes the status again instead of leaving a Node without
 // capacity or a Ready condition.
 func TestRegistrationRetriesStatusConflict(t *testing.T) {
-	clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	clk := fakeclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	kube := fake.NewSimpleClientset()
 	conflicts := 2
 	kube.PrependReactor("update", "nodes", func(a k8stesting.Action) (bool, runtime.Object, error) {
@@ -281,17 +240,10 @@ func TestRegistrationRetriesStatusConflict(t *testing.T) {
 		conflicts--
 		return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "nodes"}, "n", errors.New("modified"))
 	})
-	s := New(Options{Config: DefaultConfig(), Kube: kube, Now: clk.now})
-	h := s.Handler()
-	if status, body := call(t, h, url.Values{"Action": {"CreateLaunchTemplate"}, "LaunchTemplateName": {"lt"},
-		"LaunchTemplateData.ImageId": {"ami-0sim2023x86"}}); status != http.StatusOK {
-		t.Fatalf("CreateLaunchTemplate: %s", body)
-	}
-	if status, body := call(t, h, fleetParams("tok", "m5.large")); status != http.StatusOK {
-		t.Fatalf("CreateFleet: %s", body)
-	}
+	s := New(Options{Config: DefaultConfig(), Kube: kube, Now: clk.Now})
+	launchWith(t, s, "lt", "m5.large", nil, nil)
 	ctx := context.Background()
-	clk.add(time.Minute)
+	clk.Add(time.Minute)
 	s.Step(ctx)
 	nodes, _ := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if len(nodes.Items) != 1 || conflicts != 0 {
@@ -300,30 +252,5 @@ func TestRegistrationRetriesStatusConflict(t *testing.T) {
 	n := nodes.Items[0]
 	if len(n.Status.Conditions) == 0 || n.Status.Allocatable.Cpu().IsZero() {
 		t.Fatalf("node %s registered without its status: %+v", n.Name, n.Status)
-	}
-}
-
-// TestReleaseImages: a release moves the family's SSM parameters to new
-// images (each architecture), leaves other families alone, and the old
-// images stay describable (running instances keep them).
-func TestReleaseImages(t *testing.T) {
-	s := New(Options{Config: DefaultConfig()})
-	before := maps.Clone(s.cfg.Parameters)
-	moved := s.ReleaseImages("AL2023")
-	if len(moved) != 2 || moved["ami-0sim2023x86"] != "ami-0sim2023x86v1" || moved["ami-0sim2023arm"] != "ami-0sim2023armv1" {
-		t.Fatalf("moved %v", moved)
-	}
-	again := s.ReleaseImages("AL2023")
-	if again["ami-0sim2023x86v1"] != "ami-0sim2023x86v2" {
-		t.Fatalf("second release moved %v", again)
-	}
-	for p, id := range before {
-		im, _ := s.image(id)
-		if im.Family != "AL2023" && s.cfg.Parameters[p] != id {
-			t.Errorf("parameter %s of family %s moved", p, im.Family)
-		}
-		if _, ok := s.image(id); !ok {
-			t.Errorf("old image %s is gone", id)
-		}
 	}
 }

@@ -6,35 +6,41 @@ import (
 	"net/http"
 )
 
-// serveSSM answers the SSM JSON protocol; only GetParameter is simulated.
+// maxParameterName is SSM's limit on a parameter name (with its path).
+const maxParameterName = 2048
+
+// serveSSM answers the SSM JSON protocol; only GetParameter is simulated
+// (the call Karpenter's controller policy allows on /aws/service/*). The
+// parameters are the config's: the AMI parameters AWS publishes
+// (DefaultConfig) and whatever a config file adds.
 func (s *Sim) serveSSM(w http.ResponseWriter, target string, body []byte) {
-	w.Header().Set("Content-Type", "application/x-amz-json-1.1")
-	fail := func(status int, typ, msg string) {
-		w.Header().Set("X-Amzn-ErrorType", typ)
-		w.WriteHeader(status)
-		_ = json.NewEncoder(w).Encode(map[string]string{"__type": typ, "message": msg})
-	}
-	if target != "AmazonSSM.GetParameter" {
-		fail(http.StatusBadRequest, "UnknownOperationException", fmt.Sprintf("operation %s is not simulated", target))
-		return
-	}
 	var in struct {
-		Name string `json:"Name"`
+		Name *string `json:"Name"`
 	}
-	if err := json.Unmarshal(body, &in); err != nil || in.Name == "" {
-		fail(http.StatusBadRequest, "ValidationException", "Name is required")
+	if !decodeJSONCall(w, target, "AmazonSSM.GetParameter", body, &in) {
 		return
 	}
+	switch {
+	case in.Name == nil:
+		writeJSONError(w, http.StatusBadRequest, "ValidationException",
+			"1 validation error detected: Value null at 'name' failed to satisfy constraint: Member must not be null")
+		return
+	case len(*in.Name) == 0 || len(*in.Name) > maxParameterName:
+		writeJSONError(w, http.StatusBadRequest, "ValidationException", fmt.Sprintf("1 validation error detected: Value '%s' at 'name' "+
+			"failed to satisfy constraint: Member must have length between 1 and %d", *in.Name, maxParameterName))
+		return
+	}
+	name := *in.Name
 	s.mu.Lock()
 	s.calls["GetParameter"]++
-	v, ok := s.cfg.Parameters[in.Name]
+	v, ok := s.cfg.Parameters[name]
 	s.mu.Unlock()
 	if !ok {
-		fail(http.StatusBadRequest, "ParameterNotFound", fmt.Sprintf("Parameter %s not found.", in.Name))
+		writeJSONError(w, http.StatusBadRequest, "ParameterNotFound", fmt.Sprintf("Parameter %s not found.", name))
 		return
 	}
 	_ = json.NewEncoder(w).Encode(map[string]any{"Parameter": map[string]any{
-		"Name": in.Name, "Type": "String", "Value": v, "Version": 1, "DataType": "aws:ec2:image",
-		"ARN": "arn:aws:ssm:" + s.cfg.Region + "::parameter" + in.Name,
+		"Name": name, "Type": "String", "Value": v, "Version": 1, "DataType": "aws:ec2:image",
+		"ARN": "arn:aws:ssm:" + s.cfg.Region + "::parameter" + name,
 	}})
 }

@@ -114,6 +114,10 @@ type xInstance struct {
 	PublicIP       string     `xml:"ipAddress,omitempty"`
 	NetworkIfaces  []xNetIf   `xml:"networkInterfaceSet>item"`
 	NestedVirt     string     `xml:"cpuOptions>nestedVirtualization,omitempty"`
+	// The capacity reservation it runs in and its launch template's
+	// reservation preference.
+	CapacityReservationID string `xml:"capacityReservationId,omitempty"`
+	CapResPreference      string `xml:"capacityReservationSpecification>capacityReservationPreference,omitempty"`
 }
 
 type xPlacement struct {

@@ -68,7 +68,7 @@ func newCoordinatorCmd(g *globals) *cobra.Command {
 	fl.StringSliceVar(&f.join, "join", nil, "memberlist addresses to join (the headless service DNS name)")
 	fl.IntVar(&f.bootstrapExpect, "bootstrap-expect", 3, "bootstrap raft once this many coordinators are visible and none has a configuration")
 	fl.StringVar(&f.clusterName, "cluster-name", "", "Kubernetes cluster name (tags, client tokens); required")
-	fl.StringVar(&f.clusterEndpoint, "cluster-endpoint", "", "Kubernetes API server endpoint new nodes join (bootstrap user data)")
+	fl.StringVar(&f.clusterEndpoint, "cluster-endpoint", "", "Kubernetes API server endpoint new nodes join, Karpenter's CLUSTER_ENDPOINT (empty: discovered with EKS DescribeCluster)")
 	fl.StringVar(&f.httpAddr, "http-addr", "127.0.0.1:8080", "HTTP API listen address host:port (every replica uses the same port: followers forward to <leader raft host>:<this port>)")
 	f.leader.register(fl)
 	f.security.register(fl)
@@ -155,7 +155,7 @@ func runCoordinator(ctx context.Context, f *coordinatorFlags, log *zap.Logger) e
 		return fmt.Errorf("registering client metrics: %w", err)
 	}
 	ap := f.security.autopilot(node, disc, f, sec, log)
-	lead, cache, err := buildLeader(ctx, f, clients, rc, state, node, &ap, reg, log)
+	lead, cache, discovery, err := buildLeader(ctx, f, clients, rc, state, node, &ap, reg, log)
 	if err != nil {
 		return err
 	}
@@ -163,7 +163,8 @@ func runCoordinator(ctx context.Context, f *coordinatorFlags, log *zap.Logger) e
 	cacheDone := make(chan struct{})
 	go func() { defer close(cacheDone); _ = cache.Run(cacheCtx) }()
 	defer func() { stopCache(); <-cacheDone }()
-	stopHTTP, err := serveAPI(ctx, f, sec, api.Config{Authenticate: f.security.authenticator(sec, clients), NodeInstance: nodeInstance(cache)},
+	stopHTTP, err := serveAPI(ctx, f, sec, api.Config{Authenticate: f.security.authenticator(sec, clients), NodeInstance: nodeInstance(cache),
+		ClusterFacts: statusCluster(discovery)},
 		node, state, reg, log)
 	if err != nil {
 		return err
@@ -179,8 +180,8 @@ func runCoordinator(ctx context.Context, f *coordinatorFlags, log *zap.Logger) e
 }
 
 // serveAPI starts the HTTP API on --http-addr (TLS unless --insecure-dev;
-// auth's Authenticate and NodeInstance decide who may report); the
-// returned func stops it.
+// auth's Authenticate and NodeInstance decide who may report, its
+// ClusterFacts joins the status); the returned func stops it.
 func serveAPI(ctx context.Context, f *coordinatorFlags, sec security, auth api.Config, node *cluster.Node, state *fsm.FSM,
 	reg *prometheus.Registry, log *zap.Logger) (func(), error) {
 	_, port, _ := net.SplitHostPort(f.httpAddr)
@@ -193,7 +194,7 @@ func serveAPI(ctx context.Context, f *coordinatorFlags, sec security, auth api.C
 		return nil, fmt.Errorf("registering state metrics: %w", err)
 	}
 	h := api.New(api.Config{Cluster: c, Reports: state, Raft: c, State: state,
-		Authenticate: auth.Authenticate, NodeInstance: auth.NodeInstance,
+		Authenticate: auth.Authenticate, NodeInstance: auth.NodeInstance, ClusterFacts: auth.ClusterFacts,
 		Resolve: api.PortResolver(sec.scheme(), port), Client: sec.peerClient(10 * time.Second),
 		Gatherer: reg, Metrics: m}, log)
 	ln, err := api.Listen(f.httpAddr, api.DefaultLimits)

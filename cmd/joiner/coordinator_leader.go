@@ -23,7 +23,6 @@ import (
 	"github.com/joiner-dev/joiner/coordinator/leader"
 	"github.com/joiner-dev/joiner/coordinator/scheduler"
 	"github.com/joiner-dev/joiner/internal/featuregates"
-	"github.com/joiner-dev/joiner/userdata"
 )
 
 // leaderFlags configure the cluster and cloud the leader loops act on.
@@ -35,6 +34,7 @@ type leaderFlags struct {
 	region         string
 	serviceCIDR    string
 	caFile         string
+	caBundle       string
 	k8sVersion     string
 	bootstrapImage string
 	simulated      bool
@@ -42,6 +42,10 @@ type leaderFlags struct {
 	stateRetention time.Duration
 	classRefresh   time.Duration
 	featureGates   string
+	// queueName is the interruption queue (--interruption-queue).
+	queueName string
+	// isolatedVPC: the AWS Pricing API is not reachable (--isolated-vpc).
+	isolatedVPC bool
 }
 
 func (f *leaderFlags) register(fl *pflag.FlagSet) {
@@ -50,9 +54,10 @@ func (f *leaderFlags) register(fl *pflag.FlagSet) {
 	fl.IntVar(&f.kubeBurst, "kube-client-burst", 300, "Kubernetes API request burst (Karpenter's KUBE_CLIENT_BURST)")
 	fl.StringVar(&f.awsEndpoint, "aws-endpoint", "", "EC2 and SSM endpoint override, e.g. joiner sim's http://127.0.0.1:4566 (empty: AWS)")
 	fl.StringVar(&f.region, "region", "", "AWS region (empty: from the environment / IMDS)")
-	fl.StringVar(&f.serviceCIDR, "service-cidr", "10.100.0.0/16", "cluster service CIDR new nodes are told (cluster DNS is its 10th address)")
-	fl.StringVar(&f.caFile, "cluster-ca-file", "", "cluster CA (PEM or base64) new nodes trust (empty: the kubeconfig's CA)")
-	fl.StringVar(&f.k8sVersion, "kubernetes-version", "1.32", "Kubernetes minor version for EKS AMI aliases")
+	fl.StringVar(&f.serviceCIDR, "service-cidr", "", "cluster service CIDR new nodes are told; cluster DNS is its 10th address (empty: discovered with EKS DescribeCluster)")
+	fl.StringVar(&f.caFile, "cluster-ca-file", "", "file with the cluster CA (PEM or base64) new nodes trust (empty: --cluster-ca-bundle, else the kubeconfig's CA, else discovered)")
+	fl.StringVar(&f.caBundle, "cluster-ca-bundle", "", "cluster CA bundle (base64 PEM) new nodes trust, Karpenter's CLUSTER_CA_BUNDLE (empty: --cluster-ca-file, else the kubeconfig's CA, else discovered)")
+	fl.StringVar(&f.k8sVersion, "kubernetes-version", "", "Kubernetes minor version (1.34) of EKS AMI aliases (empty: discovered with EKS DescribeCluster, refreshed every 5 minutes)")
 	fl.StringVar(&f.bootstrapImage, "bootstrap-image", "", "agent image the user data starts where the agent is not baked into the AMI")
 	fl.StringVar(&f.minValues, "min-values-policy", string(scheduler.MinValuesStrict),
 		"Strict: a NodePool's minValues is never relaxed (pods wait); BestEffort: relaxed when nothing can keep it, and the NodeClaim says so (Karpenter's MIN_VALUES_POLICY)")
@@ -61,7 +66,11 @@ func (f *leaderFlags) register(fl *pflag.FlagSet) {
 	fl.DurationVar(&f.classRefresh, "nodeclass-refresh", 5*time.Minute,
 		"how often ready EC2NodeClasses are resolved again (new AMIs behind an alias, subnets and security groups that come and go: dynamic drift)")
 	fl.StringVar(&f.featureGates, "feature-gates", featuregates.Default,
-		"Karpenter's feature gates, Name=bool,... (its names and defaults; Joiner acts on StaticCapacity: NodePools with spec.replicas keep that many nodes, and SpotToSpotConsolidation: consolidation may replace spot nodes by cheaper spot nodes)")
+		"Karpenter's feature gates, Name=bool,... (its names and defaults; Joiner acts on StaticCapacity: NodePools with spec.replicas keep that many nodes, SpotToSpotConsolidation: consolidation may replace spot nodes by cheaper spot nodes, and ReservedCapacity: EC2NodeClass capacityReservationSelectorTerms offer reserved capacity)")
+	fl.StringVar(&f.queueName, "interruption-queue", "",
+		"SQS queue of EC2 spot interruption, rebalance, state-change and AWS Health events (EventBridge rules), Karpenter's INTERRUPTION_QUEUE (empty: agents' IMDS reports only)")
+	fl.BoolVar(&f.isolatedVPC, "isolated-vpc", false,
+		"the VPC reaches no AWS service without a VPC endpoint, Karpenter's ISOLATED_VPC: on-demand prices are not read from the AWS Pricing API (the embedded ones of the region, else us-east-1's, stay)")
 	fl.BoolVar(&f.simulated, "simulated-cloud", false, "the cloud is joiner sim: nobody else removes startup taints, so the coordinator does")
 }
 
@@ -122,48 +131,53 @@ func (f *leaderFlags) awsConfig(ctx context.Context) (awssdk.Config, error) {
 // leader's work (coordinator/leader). Metrics register on reg once; the
 // loops run once per term.
 func buildLeader(ctx context.Context, f *coordinatorFlags, clients *kube.Clients, rc *rest.Config, state *fsm.FSM, node *cluster.Node,
-	membership *leader.Loop, reg prometheus.Registerer, log *zap.Logger) (*leader.Leader, *kube.Cache, error) {
+	membership *leader.Loop, reg prometheus.Registerer, log *zap.Logger) (*leader.Leader, *kube.Cache, *joineraws.ClusterDiscovery, error) {
 	lf := &f.leader
 	policy := scheduler.MinValuesPolicy(lf.minValues)
 	if policy != scheduler.MinValuesStrict && policy != scheduler.MinValuesBestEffort {
-		return nil, nil, fmt.Errorf("--min-values-policy %q: want %s or %s", lf.minValues, scheduler.MinValuesStrict, scheduler.MinValuesBestEffort)
+		return nil, nil, nil, fmt.Errorf("--min-values-policy %q: want %s or %s", lf.minValues, scheduler.MinValuesStrict, scheduler.MinValuesBestEffort)
 	}
 	gates, unknown, err := featuregates.Parse(lf.featureGates)
 	if err != nil {
-		return nil, nil, fmt.Errorf("--feature-gates: %w", err)
+		return nil, nil, nil, fmt.Errorf("--feature-gates: %w", err)
 	}
 	if len(unknown) > 0 {
 		log.Warn("ignoring unknown feature gates", zap.Strings("gate", unknown), zap.Strings("known", featuregates.Names))
 	}
 	awsCfg, err := lf.awsConfig(ctx)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	ac := joineraws.NewClients(awsCfg, lf.awsEndpoint)
+	queue, err := lf.interruptionQueue(ac.SQS)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	discovery, err := discoverCluster(ctx, f, ac.EKS, rc, log)
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	// Selector resolutions are cached no longer than a class refresh, so a
 	// refresh sees what EC2 and SSM say now (a new AMI release).
-	provider, err := joineraws.New(joineraws.Options{EC2: ac.EC2, SSM: ac.SSM, Cluster: f.clusterName, Region: awsCfg.Region,
-		KubernetesVersion: lf.k8sVersion, Logger: log, CacheTTL: min(lf.classRefresh, 5*time.Minute)})
+	provider, err := joineraws.New(joineraws.Options{EC2: ac.EC2, SSM: ac.SSM, IAM: ac.IAM, Cluster: f.clusterName, Region: awsCfg.Region,
+		Discovery: discovery, Logger: log, CacheTTL: min(lf.classRefresh, 5*time.Minute), NoReservedCapacity: !gates.ReservedCapacity,
+		Pricing: ac.Pricing, IsolatedVPC: lf.isolatedVPC, Registerer: reg})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	uc := userdata.Cluster{Name: f.clusterName, Endpoint: f.clusterEndpoint, ServiceCIDR: lf.serviceCIDR}
-	if uc.Endpoint == "" {
-		uc.Endpoint = rc.Host
-	}
-	if uc.CABundle, err = clusterCABundle(rc, lf.caFile); err != nil {
-		return nil, nil, err
-	}
+	// The CA bundle known at start is the drift hash's (as Karpenter's).
+	facts, _ := discovery.Cluster()
+	uc := nodeCluster(facts)
 	cache := kube.NewCache(clients, log)
 	lead, err := leader.New(leader.Deps{
-		Cluster: f.clusterName, UserData: uc, BootstrapImage: lf.bootstrapImage, RemoveStartupTaints: lf.simulated,
+		Cluster: f.clusterName, UserData: uc, NodeCluster: leaderCluster(discovery), BootstrapImage: lf.bootstrapImage, RemoveStartupTaints: lf.simulated,
 		MinValuesPolicy: policy, FeatureGates: gates,
 		Clients: clients, Kube: clients.Kube, Cache: cache, Cloud: provider, State: state,
 		Raft: cluster.RaftProposer{Raft: node.Raft}, Membership: membership, StateRetention: lf.stateRetention, NodeClassRefresh: lf.classRefresh,
-		Recorder: kube.NewRecorder(ctx, clients.Kube, "joiner"), Registerer: reg, Log: log,
+		InterruptionQueue: queue, Recorder: kube.NewRecorder(ctx, clients.Kube, "joiner"), Registerer: reg, Log: log,
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return lead, cache, nil
+	return lead, cache, discovery, nil
 }

@@ -26,7 +26,8 @@ const (
 
 // TestReadmeReference keeps the README's flag and metric reference equal
 // to what the binary defines: every flag of every subcommand (from cobra)
-// and every joiner_* metric declared in the code (from the Go sources).
+// and every joiner_* (and karpenter_*) metric declared in the code (from
+// the Go sources).
 func TestReadmeReference(t *testing.T) {
 	root := filepath.Join("..", "..")
 	var b strings.Builder
@@ -102,10 +103,11 @@ func writeFlags(b *strings.Builder, root *cobra.Command) {
 
 type metricDoc struct{ name, kind, help string }
 
-var metricName = regexp.MustCompile(`^joiner_[a-z0-9_]+$`)
+// metricName: Joiner's metrics, and those it keeps under Karpenter's names.
+var metricName = regexp.MustCompile(`^(joiner|karpenter)_[a-z0-9_]+$`)
 
 // collectMetrics finds every prometheus.*Opts literal and NewDesc call
-// naming a joiner_* metric in the non-test Go sources.
+// naming a joiner_* or karpenter_* metric in the non-test Go sources.
 func collectMetrics(root string) ([]metricDoc, error) {
 	seen := map[string]metricDoc{}
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net"
@@ -13,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/joiner-dev/joiner/cloud/sim"
@@ -21,7 +23,7 @@ import (
 func init() { addCommand(newSimCmd) }
 
 func newSimCmd(g *globals) *cobra.Command {
-	var listen, kubeconfig, configPath string
+	var listen, kubeconfig, configPath, queue string
 	var bootDelay time.Duration
 	var kubeQPS float32
 	var kubeBurst int
@@ -30,11 +32,15 @@ func newSimCmd(g *globals) *cobra.Command {
 		Short: "Run a simulated EC2 region on 127.0.0.1",
 		Long: `Run a simulated EC2 region: the EC2 Query API subset Joiner's AWS provider calls and SSM
 GetParameter (point the SDK's endpoint at it), tagged subnets, security groups and AMIs (karpenter.sh/discovery=sim
-by default), ClientToken idempotency, injectable capacity errors, spot interruptions and per-instance IMDS.
-With --kubeconfig, booted instances register Nodes built from their user data.
+by default), ClientToken idempotency, injectable capacity errors, spot interruptions and per-instance IMDS;
+EKS DescribeCluster of the cluster "sim" (Kubernetes ` + sim.DefaultClusterVersion + `, service CIDR ` + sim.DefaultServiceCIDR + `).
+With --kubeconfig, booted instances register Nodes built from their user data, and the cluster's endpoint and
+CA are the kubeconfig's.
 
 Control API: POST /control/capacity-errors {"instanceType","zone","capacityType","code"},
-POST /control/instances/<id>/interrupt, GET /control/instances; IMDS: /imds/<id>/latest/...`,
+POST /control/instances/<id>/interrupt, POST /control/instances/<id>/{rebalance,scheduled-change,stop},
+GET /control/instances; IMDS: /imds/<id>/latest/...; with --interruption-queue, SQS (GetQueueUrl, ReceiveMessage,
+DeleteMessage, SendMessage) serves that queue, which receives the EventBridge events of those (and every state change).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := g.logger()
@@ -54,6 +60,9 @@ POST /control/instances/<id>/interrupt, GET /control/instances; IMDS: /imds/<id>
 					return err
 				}
 			}
+			if cmd.Flags().Changed("interruption-queue") {
+				cfg.InterruptionQueue = queue
+			}
 			if cmd.Flags().Changed("boot-delay") {
 				cfg.BootDelay = sim.Duration{Duration: bootDelay}
 			}
@@ -70,6 +79,9 @@ POST /control/instances/<id>/interrupt, GET /control/instances; IMDS: /imds/<id>
 				// be what a measurement measures (client-go's default is 5/s).
 				rc.QPS, rc.Burst = kubeQPS, kubeBurst
 				if kube, err = kubernetes.NewForConfig(rc); err != nil {
+					return fmt.Errorf("--kubeconfig %s: %w", kubeconfig, err)
+				}
+				if err := joinKubeconfig(&cfg.Cluster, rc); err != nil {
 					return fmt.Errorf("--kubeconfig %s: %w", kubeconfig, err)
 				}
 			}
@@ -104,10 +116,31 @@ POST /control/instances/<id>/interrupt, GET /control/instances; IMDS: /imds/<id>
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&listen, "listen", "127.0.0.1:4566", "address to listen on (loopback only)")
-	fl.StringVar(&kubeconfig, "kubeconfig", "", "cluster to register Nodes in (none: the sim is a cloud only)")
+	fl.StringVar(&kubeconfig, "kubeconfig", "", "cluster to register Nodes in, and whose API server and CA the default EKS cluster's DescribeCluster gives (none: the sim is a cloud only)")
 	fl.StringVar(&configPath, "config", "", "sim config (JSON: region, zones, subnets, securityGroups, images, parameters, bootDelay)")
 	fl.DurationVar(&bootDelay, "boot-delay", 2*time.Second, "time from launch to a running instance and its Node")
+	fl.StringVar(&queue, "interruption-queue", "", "SQS queue the sim's EventBridge rules send interruption and state-change events to (empty: none)")
 	fl.Float32Var(&kubeQPS, "kube-qps", 500, "Kubernetes API requests per second the sim may send (Node registration and heartbeats)")
 	fl.IntVar(&kubeBurst, "kube-burst", 1000, "Kubernetes API request burst of the sim")
 	return cmd
+}
+
+// joinKubeconfig makes the default simulated EKS cluster describe the
+// kubeconfig's API server and CA, so nodes are told to join the cluster
+// the sim registers them in. A cluster the config file changed is kept.
+func joinKubeconfig(c *sim.EKSCluster, rc *rest.Config) error {
+	if c.Endpoint != sim.DefaultCluster().Endpoint {
+		return nil
+	}
+	c.Endpoint = rc.Host
+	ca, err := clusterCABundle(rc, "")
+	if err != nil || ca == "" {
+		return err
+	}
+	pem, err := base64.StdEncoding.DecodeString(ca)
+	if err != nil {
+		return fmt.Errorf("the kubeconfig's CA: %w", err)
+	}
+	c.CA = string(pem)
+	return nil
 }

@@ -84,6 +84,9 @@ func renderStatus(w io.Writer, st api.Status, all bool) error {
 	}
 	fmt.Fprintf(w, "Served by %s (%s), applied index %d, last index %d, term %d\n\n",
 		st.ServedBy, role, st.Raft.AppliedIndex, st.Raft.LastIndex, st.Raft.Term)
+	if st.Cluster != nil {
+		renderCluster(w, st.Cluster)
+	}
 
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PEER\tADDRESS\tSUFFRAGE\tROLE")
@@ -194,6 +197,24 @@ func renderStatus(w io.Writer, st api.Status, all bool) error {
 		}
 	}
 	return nil
+}
+
+// renderCluster prints what new nodes are told about the cluster, and
+// the discovery's error.
+func renderCluster(w io.Writer, c *api.ClusterFacts) {
+	fmt.Fprintf(w, "Cluster %s: Kubernetes %s, endpoint %s, service CIDR %s (cluster DNS %s, %s)", c.Name, dash(c.KubernetesVersion),
+		dash(c.Endpoint), dash(c.ServiceCIDR), dash(c.ClusterDNS), dash(c.IPFamily))
+	if c.DiscoveredAt != nil {
+		fmt.Fprintf(w, ", discovered %s", c.DiscoveredAt.UTC().Format(time.RFC3339))
+	}
+	if len(c.Overridden) > 0 {
+		fmt.Fprintf(w, ", given: %s", strings.Join(c.Overridden, ", "))
+	}
+	fmt.Fprintln(w)
+	if c.Error != "" {
+		fmt.Fprintf(w, "Cluster discovery: %s\n", c.Error)
+	}
+	fmt.Fprintln(w)
 }
 
 func dash(s string) string {

@@ -178,6 +178,10 @@ func TestRenderStatusGolden(t *testing.T) {
 		},
 		Terminations:           []fsm.TerminationIntent{{ID: "term-i-2", InstanceID: "i-2", Reason: "interrupted", State: fsm.TerminationPending}},
 		UnhandledInterruptions: []fsm.InterruptionReport{{ID: "i-2/spot-interruption/t", InstanceID: "i-2", Kind: "spot-interruption", NoticeTime: t0}},
+		// Known facts, and the last refresh's error.
+		Cluster: &api.ClusterFacts{Name: "demo", Endpoint: "https://ABC.gr7.us-east-1.eks.amazonaws.com", KubernetesVersion: "1.34",
+			ServiceCIDR: "172.20.0.0/16", ClusterDNS: "172.20.0.10", IPFamily: "ipv4", Overridden: []string{"certificate authority"},
+			DiscoveredAt: &t0, Error: "describing EKS cluster demo: operation error EKS: DescribeCluster, ThrottlingException: Rate exceeded"},
 	}
 	var b bytes.Buffer
 	if err := renderStatus(&b, st, false); err != nil {

@@ -37,6 +37,7 @@ type renderFlags struct {
 	instanceType, capacityType  string
 	cluster                     userdata.Cluster
 	caFile                      string
+	joinerImage                 bool
 	b64                         bool
 }
 
@@ -80,6 +81,7 @@ EC2NodeClass and NodePool are picked by kind (and by name when given).`,
 	fl.StringVar(&f.cluster.ServiceCIDR, "service-cidr", "", "cluster service CIDR (required for AL2023); cluster DNS is its 10th address")
 	fl.StringVar(&f.cluster.DNSIP, "dns-ip", "", "cluster DNS IP (default: 10th address of --service-cidr)")
 	fl.BoolVar(&f.b64, "base64", false, "print the user data base64 encoded, as EC2 receives it")
+	fl.BoolVar(&f.joinerImage, "joiner-image", false, "render for a Joiner-built image (tagged joiner.io/ami=true): call joiner bootstrap before the kubelet (default: a stock EKS image)")
 	_ = cmd.MarkFlagRequired("nodeclass")
 	_ = cmd.MarkFlagRequired("nodepool")
 	return cmd
@@ -94,7 +96,7 @@ func renderUserData(f renderFlags) ([]byte, error) {
 	if err := loadObject(f.nodePool, "NodePool", f.nodePoolName, &np); err != nil {
 		return nil, err
 	}
-	opts := userdata.BuildOptions{Cluster: f.cluster, CapacityType: f.capacityType}
+	opts := userdata.BuildOptions{Cluster: f.cluster, CapacityType: f.capacityType, JoinerImage: f.joinerImage}
 	if f.caFile != "" {
 		b, err := os.ReadFile(f.caFile)
 		if err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/base64"
+	"fmt"
 	"path/filepath"
 	"testing"
 
@@ -27,21 +28,32 @@ func renderCLI(t *testing.T, args ...string) ([]byte, error) {
 func TestUserdataRenderCLI(t *testing.T) {
 	cluster := []string{"--cluster-name", "demo", "--endpoint", "https://demo.example",
 		"--ca-file", examples("ca.crt"), "--service-cidr", "10.100.0.0/16"}
+	// The Joiner hook is rendered only for a Joiner-built image
+	// (--joiner-image) whose class does not opt out; a stock image joins
+	// without it.
 	cases := []struct {
 		nodeclass, family, instanceType string
+		joinerImage                     bool
 		maxPods                         int32
 		agent                           bool
 	}{
 		// m5.large: 2 vCPU, podsPerCore 2 caps maxPods 20 at 4.
-		{"nodeclass-al2023.yaml", userdata.FamilyAL2023, "m5.large", 4, true},
-		{"nodeclass-bottlerocket.yaml", userdata.FamilyBottlerocket, "m5.large", 29, true},
-		{"nodeclass-al2-noagent.yaml", userdata.FamilyAL2, "", 110, false},
+		{"nodeclass-al2023.yaml", userdata.FamilyAL2023, "m5.large", true, 4, true},
+		{"nodeclass-al2023.yaml", userdata.FamilyAL2023, "m5.large", false, 4, false},
+		{"nodeclass-bottlerocket.yaml", userdata.FamilyBottlerocket, "m5.large", true, 29, true},
+		// The Bottlerocket example vouches for its bootstrap container
+		// (joiner.io/agent: "true"), whatever the image.
+		{"nodeclass-bottlerocket.yaml", userdata.FamilyBottlerocket, "m5.large", false, 29, true},
+		{"nodeclass-al2-noagent.yaml", userdata.FamilyAL2, "", true, 110, false},
 	}
 	for _, c := range cases {
-		t.Run(c.nodeclass, func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s/joiner-image=%t", c.nodeclass, c.joinerImage), func(t *testing.T) {
 			args := append([]string{"--nodeclass", examples(c.nodeclass), "--nodepool", examples("nodepool.yaml")}, cluster...)
 			if c.instanceType != "" {
 				args = append(args, "--instance-type", c.instanceType)
+			}
+			if c.joinerImage {
+				args = append(args, "--joiner-image")
 			}
 			out, err := renderCLI(t, args...)
 			if err != nil {

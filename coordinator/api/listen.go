@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/joiner-dev/joiner/internal/defaults"
+
 	"go.uber.org/zap"
 	"golang.org/x/net/netutil"
 )
@@ -59,23 +61,11 @@ func Listen(addr string, l Limits) (net.Listener, error) {
 
 func (l Limits) withDefaults() Limits {
 	d := DefaultLimits
-	if l.ReadHeaderTimeout > 0 {
-		d.ReadHeaderTimeout = l.ReadHeaderTimeout
-	}
-	if l.ReadTimeout > 0 {
-		d.ReadTimeout = l.ReadTimeout
-	}
-	if l.WriteTimeout > 0 {
-		d.WriteTimeout = l.WriteTimeout
-	}
-	if l.IdleTimeout > 0 {
-		d.IdleTimeout = l.IdleTimeout
-	}
-	if l.MaxHeaderBytes > 0 {
-		d.MaxHeaderBytes = l.MaxHeaderBytes
-	}
-	if l.MaxConns > 0 {
-		d.MaxConns = l.MaxConns
-	}
-	return d
+	defaults.Positive(&l.ReadHeaderTimeout, d.ReadHeaderTimeout)
+	defaults.Positive(&l.ReadTimeout, d.ReadTimeout)
+	defaults.Positive(&l.WriteTimeout, d.WriteTimeout)
+	defaults.Positive(&l.IdleTimeout, d.IdleTimeout)
+	defaults.Positive(&l.MaxHeaderBytes, d.MaxHeaderBytes)
+	defaults.Positive(&l.MaxConns, d.MaxConns)
+	return l
 }

@@ -122,24 +122,21 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(c.lastIndex, prometheus.GaugeValue, float64(rs.LastIndex))
 	}
-	intents := map[fsm.IntentState]int{}
-	for _, s := range intentStates {
-		intents[s] = 0
+	collectStates(ch, c.intents, intentStates, c.state.Intents(), func(in fsm.LaunchIntent) fsm.IntentState { return in.State })
+	collectStates(ch, c.instances, instanceStates, c.state.Instances(), func(i fsm.Instance) fsm.InstanceState { return i.State })
+}
+
+// collectStates sends a gauge per state of the items (every one of states,
+// zero when no item is in it).
+func collectStates[S ~string, T any](ch chan<- prometheus.Metric, desc *prometheus.Desc, states []S, items []T, state func(T) S) {
+	by := map[S]int{}
+	for _, s := range states {
+		by[s] = 0
 	}
-	for _, in := range c.state.Intents() {
-		intents[in.State]++
+	for _, it := range items {
+		by[state(it)]++
 	}
-	for s, n := range intents {
-		ch <- prometheus.MustNewConstMetric(c.intents, prometheus.GaugeValue, float64(n), string(s))
-	}
-	instances := map[fsm.InstanceState]int{}
-	for _, s := range instanceStates {
-		instances[s] = 0
-	}
-	for _, i := range c.state.Instances() {
-		instances[i.State]++
-	}
-	for s, n := range instances {
-		ch <- prometheus.MustNewConstMetric(c.instances, prometheus.GaugeValue, float64(n), string(s))
+	for s, n := range by {
+		ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, float64(n), string(s))
 	}
 }

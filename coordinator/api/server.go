@@ -54,9 +54,11 @@ type Reports interface {
 type Config struct {
 	Cluster Cluster
 	Reports Reports
-	// Raft and State serve /v1/status (nil: 501).
-	Raft  RaftInfo
-	State State
+	// Raft and State serve /v1/status (nil: 501); ClusterFacts (optional)
+	// adds the cluster new nodes join.
+	Raft         RaftInfo
+	State        State
+	ClusterFacts func() *ClusterFacts
 	// Authenticate maps a report's bearer token to the caller (nil: no
 	// authentication at all, --insecure-dev only: reports are accepted
 	// from anyone and /v1/status is open).

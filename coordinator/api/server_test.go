@@ -13,16 +13,15 @@ import (
 	"testing"
 	"time"
 
-	agentv1 "github.com/joiner-dev/joiner/api/agent/v1"
-
-	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/joiner-dev/joiner/agent/report"
+	agentv1 "github.com/joiner-dev/joiner/api/agent/v1"
 	"github.com/joiner-dev/joiner/coordinator/cluster"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
+	"github.com/joiner-dev/joiner/test/raftmem"
 )
 
 // The test PKI: one CA; every replica serves TLS with its own leaf and
@@ -81,17 +80,6 @@ type replica struct {
 	srv   *httptest.Server
 }
 
-func memConfig(id raft.ServerID) *raft.Config {
-	c := raft.DefaultConfig()
-	c.LocalID = id
-	// Raft's default timeouts: CI is a shared 2-core machine, and a lease
-	// lost to a slow heartbeat is not what these tests check.
-	c.HeartbeatTimeout, c.ElectionTimeout, c.LeaderLeaseTimeout = time.Second, time.Second, 500*time.Millisecond
-	c.CommitTimeout = 5 * time.Millisecond
-	c.Logger = hclog.NewNullLogger()
-	return c
-}
-
 // startCluster runs n raft replicas on InmemTransport, each with its API
 // server; bootstrap=false leaves them without a configuration (no leader).
 func startCluster(t *testing.T, n int, bootstrap bool) []*replica {
@@ -121,7 +109,7 @@ func startCluster(t *testing.T, n int, bootstrap bool) []*replica {
 	}
 	for _, r := range rs {
 		store := raft.NewInmemStore()
-		rf, err := raft.NewRaft(memConfig(r.id), r.fsm, store, store, raft.NewInmemSnapshotStore(), r.trans)
+		rf, err := raft.NewRaft(raftmem.Config(r.id), r.fsm, store, store, raft.NewInmemSnapshotStore(), r.trans)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -51,6 +51,27 @@ type Status struct {
 	Terminations []fsm.TerminationIntent `json:"terminations"`
 	// UnhandledInterruptions are committed reports not handled yet.
 	UnhandledInterruptions []fsm.InterruptionReport `json:"unhandledInterruptions"`
+	// Cluster is what this replica knows of the Kubernetes cluster new
+	// nodes join (absent when not wired).
+	Cluster *ClusterFacts `json:"cluster,omitempty"`
+}
+
+// ClusterFacts is what new nodes are told about the cluster they join:
+// discovered (EKS DescribeCluster) or set by flags.
+type ClusterFacts struct {
+	Name              string `json:"name"`
+	Endpoint          string `json:"endpoint,omitempty"`
+	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
+	ServiceCIDR       string `json:"serviceCIDR,omitempty"`
+	ClusterDNS        string `json:"clusterDNS,omitempty"`
+	IPFamily          string `json:"ipFamily,omitempty"`
+	// Overridden names the facts given (flags; the CA also by the
+	// kubeconfig) rather than discovered.
+	Overridden []string `json:"overridden,omitempty"`
+	// DiscoveredAt is when the cloud last described the cluster.
+	DiscoveredAt *time.Time `json:"discoveredAt,omitempty"`
+	// Error is the last discovery error, or why facts are missing.
+	Error string `json:"error,omitempty"`
 }
 
 // RaftStatus is one replica's raft state.
@@ -173,6 +194,8 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Query().Get("view") == "raft" {
 		// Autopilot's health checks poll every few seconds: raft only.
 		st.Intents, st.Instances, st.Terminations, st.UnhandledInterruptions = nil, nil, nil, nil
+	} else if s.cfg.ClusterFacts != nil {
+		st.Cluster = s.cfg.ClusterFacts()
 	}
 	writeJSON(w, http.StatusOK, st)
 }

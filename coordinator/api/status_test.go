@@ -14,6 +14,7 @@ import (
 
 	"github.com/joiner-dev/joiner/cloud"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
+	"github.com/joiner-dev/joiner/test/poll"
 )
 
 // seedCommands is a small history: two intents (one launched and ready,
@@ -207,11 +208,5 @@ func gauge(t *testing.T, reg *prometheus.Registry, name, label string) float64 {
 
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(testWait)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	poll.Until(t, testWait, 10*time.Millisecond, what, cond)
 }

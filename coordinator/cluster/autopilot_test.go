@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/joiner-dev/joiner/coordinator/fsm"
+	"github.com/joiner-dev/joiner/test/fakeclock"
 )
 
 type gossipNode struct {
@@ -49,19 +50,6 @@ func startGossipNode(t *testing.T, seed string) *gossipNode {
 	return &gossipNode{node: n, fsm: f, disc: d}
 }
 
-// fakeClock is a settable clock for the dead-server threshold.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *fakeClock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
-
 func servers(r *raft.Raft) map[raft.ServerID]raft.ServerSuffrage {
 	f := r.GetConfiguration()
 	if f.Error() != nil {
@@ -85,7 +73,7 @@ func TestAutopilotRemovesDeadServerAndAddsReplacement(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts 4 raft nodes and memberlist on loopback; skipped under -short")
 	}
-	clock := &fakeClock{now: time.Unix(1_000_000, 0)}
+	clock := fakeclock.New(time.Unix(1_000_000, 0)) // for the dead-server threshold
 	var mu sync.Mutex
 	byID := map[raft.ServerID]*gossipNode{}
 	current := map[*gossipNode]*Autopilot{} // autopilot of each node's current term

@@ -10,6 +10,8 @@ import (
 
 	"github.com/joiner-dev/joiner/cloud"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
+	"github.com/joiner-dev/joiner/test/poll"
+	"github.com/joiner-dev/joiner/test/raftmem"
 )
 
 // testPlan is a PlanCommit of one intent per ID, each for the pod
@@ -29,22 +31,13 @@ func testPlan(ids ...string) fsm.PlanCommit {
 // did not ask for), and wait for events with waitFor's generous deadline.
 const testWait = 90 * time.Second
 
-// steadyRaft keeps raft's default timeouts but a shorter commit timeout
-// and no snapshot churn.
-func steadyRaft(c *raft.Config) {
-	c.HeartbeatTimeout, c.ElectionTimeout, c.LeaderLeaseTimeout = time.Second, time.Second, 500*time.Millisecond
-}
+// steadyRaft keeps raft's default timeouts.
+var steadyRaft = raftmem.Steady
 
 // eventually polls cond until it holds, failing t after testWait.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(testWait)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	poll.Until(t, testWait, 20*time.Millisecond, what, cond)
 }
 
 // commitOnLeader commits cmd on whichever of rafts leads (see

@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
 	"github.com/joiner-dev/joiner/coordinator/fsm"
+	"github.com/joiner-dev/joiner/test/raftmem"
 )
 
 type memNode struct {
@@ -21,14 +21,11 @@ type memNode struct {
 	raft  *raft.Raft
 }
 
+// memConfig is raftmem.Config taking snapshots only when asked.
 func memConfig(id raft.ServerID) *raft.Config {
-	c := raft.DefaultConfig()
-	c.LocalID = id
-	steadyRaft(c)
-	c.CommitTimeout = 5 * time.Millisecond
-	c.SnapshotThreshold, c.TrailingLogs = 1<<30, 4 // snapshots only when asked
+	c := raftmem.Config(id)
+	c.SnapshotThreshold, c.TrailingLogs = 1<<30, 4
 	c.SnapshotInterval = time.Hour
-	c.Logger = hclog.NewNullLogger()
 	return c
 }
 

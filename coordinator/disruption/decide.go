@@ -360,6 +360,24 @@ func placementDrifted(n *Node, class *awsv1.EC2NodeClass) (reason, message strin
 // reschedule first (their removal moves nothing), then the longest drifted
 // (the Drifted condition's transition time; one not recorded yet counts as
 // drifted now), then the oldest.
+// driftCandidate is why n drifted when drift (method) may disrupt it, or
+// "": a node without a NodeClaim, deleting, not drifted, or blocked (the
+// block recorded).
+func (d *decider) driftCandidate(n *Node, method Method) string {
+	if n.NodeClaim == nil || d.deleting(n) {
+		return ""
+	}
+	_, r := d.drifted(n)
+	if r == "" {
+		return ""
+	}
+	if b := d.gracefulBlocker(n, true); b != "" {
+		d.blocked(n, method, "drifted (%s) but not disruptable: %s", r, b)
+		return ""
+	}
+	return r
+}
+
 func (d *decider) drift() (*Decision, error) {
 	budget, err := d.budgets(karpv1.DisruptionReasonDrifted)
 	if err != nil {
@@ -370,18 +388,11 @@ func (d *decider) drift() (*Decision, error) {
 	since := map[*Node]time.Time{}
 	empty := map[*Node]bool{}
 	for _, n := range d.in.Nodes {
-		if n.NodeClaim == nil || d.deleting(n) {
-			continue
-		}
 		if p := d.pools[poolName(n)]; p != nil && isStatic(p) {
 			continue // static drift's
 		}
-		_, r := d.drifted(n)
+		r := d.driftCandidate(n, MethodDrift)
 		if r == "" {
-			continue
-		}
-		if b := d.gracefulBlocker(n, true); b != "" {
-			d.blocked(n, MethodDrift, "drifted (%s) but not disruptable: %s", r, b)
 			continue
 		}
 		why[n], since[n] = r, driftedAt(n, d.in.Now)

@@ -50,6 +50,12 @@ func TestKarpenterBudgets(t *testing.T) {
 			return []karpv1.Budget{b}
 		}
 	}
+	// scheduled makes a budget active for duration from each hit of
+	// schedule.
+	scheduled := func(schedule, duration string) func(b *karpv1.Budget) {
+		return func(b *karpv1.Budget) { b.Schedule, b.Duration = strp(schedule), dur(duration) }
+	}
+	sunday := time.Date(2024, time.January, 7, 0, 0, 0, 0, time.UTC)
 	failsClosed := func(substr string) karpCheck {
 		return func(t *testing.T, in *Input) {
 			t.Helper()
@@ -156,9 +162,7 @@ func TestKarpenterBudgets(t *testing.T) {
 		{
 			name: "schedules are read in UTC whatever the clock's zone",
 			from: file + ` IsActive "should always consider a schedule and time in UTC"`,
-			in: hundred(time.Date(2000, time.June, 0, 0, 0, 0, 0, time.FixedZone("fake-zone", 3600)), only(0, func(b *karpv1.Budget) {
-				b.Schedule, b.Duration = strp("@daily"), dur("30m")
-			})),
+			in:   hundred(time.Date(2000, time.June, 0, 0, 0, 0, 0, time.FixedZone("fake-zone", 3600)), only(0, scheduled("@daily", "30m"))),
 			want: allowedForAllReasons("default", 100),
 		},
 		{
@@ -184,33 +188,25 @@ func TestKarpenterBudgets(t *testing.T) {
 		{
 			name: "a budget is active in the middle of its duration",
 			from: file + ` IsActive "should return that a schedule is active when the schedule hit is in the middle of the duration"`,
-			in: hundred(time.Date(1000, time.January, 1, 12, 0, 0, 0, time.UTC), only(0, func(b *karpv1.Budget) {
-				b.Schedule, b.Duration = strp("@yearly"), dur("24h")
-			})),
+			in:   hundred(time.Date(1000, time.January, 1, 12, 0, 0, 0, time.UTC), only(0, scheduled("@yearly", "24h"))),
 			want: allowedForAllReasons("default", 10),
 		},
 		{
 			name: "a budget whose duration outlasts its recurrence is active",
 			from: file + ` IsActive "should return that a schedule is active when the duration is longer than the recurrence"`,
-			in: hundred(time.Date(2024, time.January, 7, 0, 0, 0, 0, time.UTC), only(0, func(b *karpv1.Budget) {
-				b.Schedule, b.Duration = strp("@daily"), dur("48h")
-			})),
+			in:   hundred(sunday, only(0, scheduled("@daily", "48h"))),
 			want: allowedForAllReasons("default", 10),
 		},
 		{
 			name: "a budget is inactive once its duration after the last hit is over",
 			from: file + ` IsActive "should return that a schedule is inactive when the schedule hit is after the duration"`,
-			in: hundred(time.Date(2024, time.January, 7, 0, 0, 0, 0, time.UTC), only(0, func(b *karpv1.Budget) {
-				b.Schedule, b.Duration = strp("30 6 * * SUN"), dur("6h")
-			})),
+			in:   hundred(sunday, only(0, scheduled("30 6 * * SUN", "6h"))),
 			want: allowedForAllReasons("default", 100),
 		},
 		{
 			name: "a cron range that does not parse says why",
 			from: file + ` IsActive "should return an error indicating why the cron fails to parse"`,
-			in: hundred(time.Date(2024, time.January, 7, 0, 0, 0, 0, time.UTC), only(0, func(b *karpv1.Budget) {
-				b.Schedule, b.Duration = strp("0 0 * * tue-mon"), dur("6h")
-			})),
+			in:   hundred(sunday, only(0, scheduled("0 0 * * tue-mon", "6h"))),
 			want: failsClosed("beginning of range (2) beyond end of range (1)"),
 		},
 

@@ -48,31 +48,12 @@ func TestKarpenterConsolidation(t *testing.T) {
 	labelled := func(p *corev1.Pod) *corev1.Pod { return podLabelled(p, "app", "test") }
 	worstCase := func(cts []string, rep ...catalog.Offering) *Input {
 		n := ofType(testNode("n", "default", od, 4, rsPod("p", "1")), "current", 0.5)
-		in := kIn(pool(withCapacityTypes(cts...)), n)
-		in.InstanceTypes = map[string][]*catalog.InstanceType{"default": {
+		return withTypes(kIn(pool(withCapacityTypes(cts...)), n),
 			kType("current", 4, kOffering("zone-a", od, 0.5, false)),
-			kType("replacement", 4, rep...),
-		}}
-		return in
+			kType("replacement", 4, rep...))
 	}
 	// manyPools are 10 pools of 3 empty nodes with budget.
-	manyPools := func(budget string) *Input {
-		var pools []*karpv1.NodePool
-		var nodes []*Node
-		for i := range 10 {
-			name := fmt.Sprintf("pool-%d", i)
-			pools = append(pools, kPool(name, withNodesBudget(budget)))
-			nodes = append(nodes, kNodes(name, 3, func(n string, _ int) *Node { return testNode(n, name, od, 32) })...)
-		}
-		return kIn(pools, nodes...)
-	}
-	perPool := func(n int) map[string]int {
-		out := map[string]int{}
-		for i := range 10 {
-			out[fmt.Sprintf("pool-%d", i)] = n
-		}
-		return out
-	}
+	manyPools := func(budget string) *Input { return tenPools(32, withNodesBudget(budget)) }
 	antiAffine := func(name string) *corev1.Pod {
 		p := labelled(rsPod(name, "250m"))
 		p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
@@ -175,10 +156,9 @@ func TestKarpenterConsolidation(t *testing.T) {
 			in: func() *Input {
 				in := kIn(pool(), testNode("n", "default", od, 32,
 					podUnready(labelled(rsPod("a", "1"))), podUnready(labelled(rsPod("b", "1"))), podUnready(labelled(rsPod("c", "1")))))
-				pdb := maxUnavailableZeroPDB("test", "test")
 				alwaysAllow := policyv1.AlwaysAllow
-				pdb.Spec.UnhealthyPodEvictionPolicy = &alwaysAllow
-				in.PDBs = append(in.PDBs, pdb)
+				in.PDBs = append(in.PDBs, maxUnavailableZeroPDB("test", "test"))
+				in.PDBs[0].Spec.UnhealthyPodEvictionPolicy = &alwaysAllow
 				return in
 			},
 			want: allOf(decides(MethodSingleNode, "n"), replacing(1)),
@@ -378,12 +358,9 @@ func TestKarpenterConsolidation(t *testing.T) {
 				nodes = append(nodes,
 					ofType(testNode("ready", "default", od, 3, rsPod("p-ready", "2")), "large", 0.3),
 					ofType(testNode("small", "default", od, 1, rsPod("p-small", "1")), "small", 0.1))
-				in := kIn(pool(), nodes...)
-				in.InstanceTypes = map[string][]*catalog.InstanceType{"default": {
+				return withTypes(kIn(pool(), nodes...),
 					kType("large", 3, kOffering("zone-a", od, 0.3, true)),
-					kType("small", 1, kOffering("zone-a", od, 0.1, true)),
-				}}
-				return in
+					kType("small", 1, kOffering("zone-a", od, 0.1, true)))
 			},
 			want: allOf(decides(MethodSingleNode, "small"), replacing(0)),
 		},

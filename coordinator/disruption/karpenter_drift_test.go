@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
-	"github.com/joiner-dev/joiner/cloud/catalog"
 )
 
 // TestKarpenterDrift ports Karpenter v1.14.1's
@@ -219,12 +218,9 @@ func TestKarpenterDrift(t *testing.T) {
 			in: func() *Input {
 				n := testNode("n", "default", od, 8, rsPod("a", "2"), rsPod("b", "2"), rsPod("c", "2"))
 				ofType(driftedNode(n), "current", 0.5)
-				in := kIn(pool(), n)
-				in.InstanceTypes = map[string][]*catalog.InstanceType{"default": {
+				return withTypes(kIn(pool(), n),
 					kType("current", 8, kOffering("zone-a", od, 0.5, false)),
-					kType("replacement", 3, kOffering("zone-a", od, 0.3, true)),
-				}}
-				return in
+					kType("replacement", 3, kOffering("zone-a", od, 0.3, true)))
 			},
 			want: allOf(decides(MethodDrift, "n"), replacing(3)),
 		},

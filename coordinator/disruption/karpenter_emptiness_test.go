@@ -1,7 +1,6 @@
 package disruption
 
 import (
-	"fmt"
 	"testing"
 	"time"
 
@@ -19,22 +18,8 @@ func TestKarpenterEmptiness(t *testing.T) {
 	empty := func(name string) *Node { return testNode(name, "default", od, 2) }
 	// manyPools are 10 WhenEmpty pools of 3 empty nodes each with budget.
 	manyPools := func(budget string) *Input {
-		var pools []*karpv1.NodePool
-		var nodes []*Node
-		for i := range 10 {
-			name := fmt.Sprintf("pool-%d", i)
-			pools = append(pools, kPool(name, withPolicy(karpv1.ConsolidationPolicyWhenEmpty),
-				withConsolidateAfter(karpv1.NewDuration(30*time.Second)), withNodesBudget(budget)))
-			nodes = append(nodes, kNodes(name, 3, func(n string, _ int) *Node { return testNode(n, name, od, 2) })...)
-		}
-		return kIn(pools, nodes...)
-	}
-	perPool := func(n int) map[string]int {
-		out := map[string]int{}
-		for i := range 10 {
-			out[fmt.Sprintf("pool-%d", i)] = n
-		}
-		return out
+		return tenPools(2, withPolicy(karpv1.ConsolidationPolicyWhenEmpty),
+			withConsolidateAfter(karpv1.NewDuration(30*time.Second)), withNodesBudget(budget))
 	}
 	tenEmpty := func(budget string) *Input {
 		return kIn(whenEmpty(withNodesBudget(budget)), kNodes("n", 10, func(n string, _ int) *Node { return empty(n) })...)

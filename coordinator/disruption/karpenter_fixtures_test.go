@@ -9,12 +9,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 	"github.com/joiner-dev/joiner/cloud/catalog"
+	"github.com/joiner-dev/joiner/test/fixture"
 )
 
 // Fixtures for the ports of Karpenter v1.14.1's disruption suites
@@ -289,18 +289,35 @@ func maxUnavailableZeroPDB(name, app string) *policyv1.PodDisruptionBudget {
 // kType is a catalogue type of cpu vCPU (4 GiB and 20 pods per vCPU) with
 // the given offerings.
 func kType(name string, cpu int64, offerings ...catalog.Offering) *catalog.InstanceType {
-	return &catalog.InstanceType{
-		Name: name,
-		Labels: map[string]string{
-			karpv1.LabelInstanceType: name, karpv1.LabelArch: "amd64", karpv1.LabelOS: "linux",
-		},
-		Capacity: corev1.ResourceList{
-			corev1.ResourceCPU:    *resource.NewQuantity(cpu, resource.DecimalSI),
-			corev1.ResourceMemory: *resource.NewQuantity(4*cpu<<30, resource.BinarySI),
-			corev1.ResourcePods:   *resource.NewQuantity(20*cpu, resource.DecimalSI),
-		},
-		Offerings: offerings,
+	return fixture.InstanceType(name, cpu, offerings...)
+}
+
+// tenPools are the pools pool-0 .. pool-9 (made with opts), each with 3
+// empty nodes of cpu vCPU.
+func tenPools(cpu int64, opts ...func(*karpv1.NodePool)) *Input {
+	var pools []*karpv1.NodePool
+	var nodes []*Node
+	for i := range 10 {
+		name := fmt.Sprintf("pool-%d", i)
+		pools = append(pools, kPool(name, opts...))
+		nodes = append(nodes, kNodes(name, 3, func(n string, _ int) *Node { return testNode(n, name, od, cpu) })...)
 	}
+	return kIn(pools, nodes...)
+}
+
+// perPool is n for each of tenPools' pools.
+func perPool(n int) map[string]int {
+	out := map[string]int{}
+	for i := range 10 {
+		out[fmt.Sprintf("pool-%d", i)] = n
+	}
+	return out
+}
+
+// withTypes makes types the catalogue of in's class default.
+func withTypes(in *Input, types ...*catalog.InstanceType) *Input {
+	in.InstanceTypes = map[string][]*catalog.InstanceType{"default": types}
+	return in
 }
 
 func kOffering(zone, ct string, price float64, available bool) catalog.Offering {

@@ -91,9 +91,7 @@ func TestKarpenterSpotToSpot(t *testing.T) {
 					}
 					its = append(its, kType(fmt.Sprintf("s-%d", i), 4, kOffering("zone-a", spot, price, true)))
 				}
-				in := kIn(spotPool(), ofType(spotNode("n", 4), "s-17", 2.7))
-				in.InstanceTypes = map[string][]*catalog.InstanceType{"default": its}
-				return gate(true, in)
+				return gate(true, withTypes(kIn(spotPool(), ofType(spotNode("n", 4), "s-17", 2.7)), its...))
 			},
 			want: replacementTypes("s-16", "s-0", "s-1", "s-2", "s-3", "s-4", "s-5", "s-6", "s-7", "s-8", "s-9", "s-10", "s-11", "s-12", "s-13"),
 		},

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/test/fixture"
 )
 
 // TestRandomizedNeverViolatesBudgetOrPDB runs 1000 steps of a randomly
@@ -22,16 +23,7 @@ import (
 func TestRandomizedNeverViolatesBudgetOrPDB(t *testing.T) {
 	rng := rand.New(rand.NewPCG(10, 10))
 	clk := &fakeClock{t: t0}
-	budgetChoices := [][]karpv1.Budget{
-		nil,
-		{{Nodes: "0"}},
-		{{Nodes: "1"}},
-		{{Nodes: "30%"}},
-		{{Nodes: "100%"}, {Nodes: "0", Reasons: []karpv1.DisruptionReason{karpv1.DisruptionReasonUnderutilized}}},
-		{{Nodes: "2", Reasons: []karpv1.DisruptionReason{karpv1.DisruptionReasonDrifted, karpv1.DisruptionReasonEmpty}}, {Nodes: "50%"}},
-		{{Nodes: "100%"}, {Nodes: "0", Schedule: strp("0 */2 * * *"), Duration: dur("1h")}},
-		{{Nodes: "1", Schedule: strp("@daily"), Duration: dur("12h")}},
-	}
+	budgetChoices := append(fixture.Budgets(), []karpv1.Budget{{Nodes: "1", Schedule: strp("@daily"), Duration: dur("12h")}})
 	pools := []*karpv1.NodePool{testPool("od", od), testPool("spot", spot), testPool("empty-only", od)}
 	pools[2].Spec.Disruption.ConsolidationPolicy = karpv1.ConsolidationPolicyWhenEmpty
 	var nodes []*Node

@@ -178,10 +178,17 @@ func describeMinValues(rs []karpv1.NodeSelectorRequirementWithMinValues) string 
 }
 
 // offeringAllowed: an available offering whose zone and capacity type reqs
-// allow (never reserved: Joiner does not launch it).
+// allow; a reserved offering only when reqs pin its reservation (the
+// scheduler pins each claim it places on reserved capacity to one
+// reservation, and only such a claim launches into one).
 func offeringAllowed(o catalog.Offering, reqs requirements.Requirements) bool {
-	if !o.Available || o.CapacityType == karpv1.CapacityTypeReserved {
+	if !o.Available {
 		return false
+	}
+	if o.CapacityType == karpv1.CapacityTypeReserved {
+		if r := reqs.Get(karpv1.LabelCapacityReservationID); r == nil || !r.Has(o.ReservationID) {
+			return false
+		}
 	}
 	if r := reqs.Get(karpv1.LabelZone); r != nil && !r.Has(o.Zone) {
 		return false
@@ -213,11 +220,10 @@ func cheapestPrice(it *catalog.InstanceType, reqs requirements.Requirements) flo
 }
 
 // worstLaunchPrice is the dearest allowed offering of the capacity type a
-// launch of it would use, spot before on-demand (Karpenter's
-// WorstLaunchPrice, whose reserved capacity Joiner does not launch); +Inf
-// when none is allowed.
+// launch of it would use, reserved before spot before on-demand
+// (Karpenter's WorstLaunchPrice); +Inf when none is allowed.
 func worstLaunchPrice(it *catalog.InstanceType, reqs requirements.Requirements) float64 {
-	for _, ct := range []string{karpv1.CapacityTypeSpot, karpv1.CapacityTypeOnDemand} {
+	for _, ct := range []string{karpv1.CapacityTypeReserved, karpv1.CapacityTypeSpot, karpv1.CapacityTypeOnDemand} {
 		worst, found := 0.0, false
 		for _, o := range it.Offerings {
 			if o.CapacityType == ct && offeringAllowed(o, reqs) {

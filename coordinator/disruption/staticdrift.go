@@ -22,19 +22,12 @@ func (d *decider) staticDrift() (*Decision, error) {
 	var byPool map[string][]*Node
 	why := map[*Node]string{}
 	for _, n := range d.in.Nodes {
-		if n.NodeClaim == nil || d.deleting(n) {
-			continue
-		}
 		pool := d.pools[poolName(n)]
 		if pool == nil || !isStatic(pool) {
 			continue
 		}
-		_, r := d.drifted(n)
+		r := d.driftCandidate(n, MethodStaticDrift)
 		if r == "" {
-			continue
-		}
-		if b := d.gracefulBlocker(n, true); b != "" {
-			d.blocked(n, MethodStaticDrift, "drifted (%s) but not disruptable: %s", r, b)
 			continue
 		}
 		if byPool == nil {

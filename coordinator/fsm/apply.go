@@ -182,25 +182,33 @@ func (t *tables) putIntent(in LaunchIntent, index uint64) {
 	t.index = index
 }
 
-func init() {
-	registerCommand(PlanCommitType, applyPlanCommit)
-	registerCommand(LaunchAttemptStartType, applyAttemptStart)
-	registerCommand(LaunchResultType, applyLaunchResult)
-	registerCommand(IntentCancelType, applyIntentCancel)
-	registerCommand(InstanceStatusType, applyInstanceStatus)
-	registerCommand(InterruptionReportType, applyInterruptionReport)
-	registerCommand(InterruptionHandledType, applyInterruptionHandled)
-	registerCommand(TerminationIntentType, applyTerminationIntent)
-	registerCommand(TerminationResultType, applyTerminationResult)
-	registerCommand(TerminationCancelType, applyTerminationCancel)
-	registerCommand(PruneType, applyPrune)
+// decoded adapts the apply function of a command C: the payload is
+// decoded first (an error wraps ErrInvalidCommand).
+func decoded[C any](fn func(t *tables, c C, index uint64) any) applyFunc {
+	return func(t *tables, buf []byte, index uint64) any {
+		var c C
+		if err := decode(buf, &c); err != nil {
+			return err
+		}
+		return fn(t, c, index)
+	}
 }
 
-func applyPlanCommit(t *tables, buf []byte, index uint64) any {
-	var c PlanCommit
-	if err := decode(buf, &c); err != nil {
-		return err
-	}
+func init() {
+	registerCommand(PlanCommitType, decoded(applyPlanCommit))
+	registerCommand(LaunchAttemptStartType, decoded(applyAttemptStart))
+	registerCommand(LaunchResultType, decoded(applyLaunchResult))
+	registerCommand(IntentCancelType, decoded(applyIntentCancel))
+	registerCommand(InstanceStatusType, decoded(applyInstanceStatus))
+	registerCommand(InterruptionReportType, decoded(applyInterruptionReport))
+	registerCommand(InterruptionHandledType, decoded(applyInterruptionHandled))
+	registerCommand(TerminationIntentType, decoded(applyTerminationIntent))
+	registerCommand(TerminationResultType, decoded(applyTerminationResult))
+	registerCommand(TerminationCancelType, decoded(applyTerminationCancel))
+	registerCommand(PruneType, decoded(applyPrune))
+}
+
+func applyPlanCommit(t *tables, c PlanCommit, index uint64) any {
 	seen := map[string]string{}
 	ids := map[string]bool{}
 	var fresh []NewIntent
@@ -260,11 +268,7 @@ func applyPlanCommit(t *tables, buf []byte, index uint64) any {
 	return nil
 }
 
-func applyAttemptStart(t *tables, buf []byte, index uint64) any {
-	var c LaunchAttemptStart
-	if err := decode(buf, &c); err != nil {
-		return err
-	}
+func applyAttemptStart(t *tables, c LaunchAttemptStart, index uint64) any {
 	in, ok := t.intents[c.IntentID]
 	if !ok {
 		return fmt.Errorf("%w: %s", ErrUnknownIntent, c.IntentID)
@@ -280,11 +284,7 @@ func applyAttemptStart(t *tables, buf []byte, index uint64) any {
 	return nil
 }
 
-func applyLaunchResult(t *tables, buf []byte, index uint64) any {
-	var c LaunchResult
-	if err := decode(buf, &c); err != nil {
-		return err
-	}
+func applyLaunchResult(t *tables, c LaunchResult, index uint64) any {
 	if (c.Launched == nil) == (c.Failed == nil) {
 		return fmt.Errorf("%w: launch result for %s needs exactly one of launched, failed", ErrInvalidCommand, c.IntentID)
 	}
@@ -326,11 +326,7 @@ func applyLaunchResult(t *tables, buf []byte, index uint64) any {
 	return nil
 }
 
-func applyIntentCancel(t *tables, buf []byte, index uint64) any {
-	var c IntentCancel
-	if err := decode(buf, &c); err != nil {
-		return err
-	}
+func applyIntentCancel(t *tables, c IntentCancel, index uint64) any {
 	in, ok := t.intents[c.IntentID]
 	if !ok {
 		return fmt.Errorf("%w: %s", ErrUnknownIntent, c.IntentID)
@@ -348,11 +344,7 @@ func applyIntentCancel(t *tables, buf []byte, index uint64) any {
 	return nil
 }
 
-func applyInstanceStatus(t *tables, buf []byte, index uint64) any {
-	var c InstanceStatus
-	if err := decode(buf, &c); err != nil {
-		return err
-	}
+func applyInstanceStatus(t *tables, c InstanceStatus, index uint64) any {
 	inst, ok := t.instances[c.InstanceID]
 	if !ok {
 		return fmt.Errorf("%w: %s", ErrUnknownInstance, c.InstanceID)
@@ -378,11 +370,7 @@ func applyInstanceStatus(t *tables, buf []byte, index uint64) any {
 	return nil
 }
 
-func applyInterruptionReport(t *tables, buf []byte, index uint64) any {
-	var c InterruptionReportCmd
-	if err := decode(buf, &c); err != nil {
-		return err
-	}
+func applyInterruptionReport(t *tables, c InterruptionReportCmd, index uint64) any {
 	r := c.Report
 	if r.ID == "" || r.InstanceID == "" {
 		return fmt.Errorf("%w: interruption report needs id and instanceID, got %q, %q", ErrInvalidCommand, r.ID, r.InstanceID)
@@ -445,11 +433,7 @@ func withIndex(r InterruptionReport, i uint64) InterruptionReport {
 	return r
 }
 
-func applyInterruptionHandled(t *tables, buf []byte, index uint64) any {
-	var c InterruptionHandled
-	if err := decode(buf, &c); err != nil {
-		return err
-	}
+func applyInterruptionHandled(t *tables, c InterruptionHandled, index uint64) any {
 	r, ok := t.interruptions[c.ReportID]
 	if !ok {
 		return fmt.Errorf("%w: %s", ErrUnknownReport, c.ReportID)
@@ -463,11 +447,7 @@ func applyInterruptionHandled(t *tables, buf []byte, index uint64) any {
 	return nil
 }
 
-func applyTerminationIntent(t *tables, buf []byte, index uint64) any {
-	var c TerminationIntentCmd
-	if err := decode(buf, &c); err != nil {
-		return err
-	}
+func applyTerminationIntent(t *tables, c TerminationIntentCmd, index uint64) any {
 	if c.ID == "" {
 		return fmt.Errorf("%w: termination intent without id", ErrInvalidCommand)
 	}
@@ -499,11 +479,7 @@ func applyTerminationIntent(t *tables, buf []byte, index uint64) any {
 	return nil
 }
 
-func applyTerminationCancel(t *tables, buf []byte, index uint64) any {
-	var c TerminationCancel
-	if err := decode(buf, &c); err != nil {
-		return err
-	}
+func applyTerminationCancel(t *tables, c TerminationCancel, index uint64) any {
 	ti, ok := t.terminations[c.ID]
 	if !ok {
 		return fmt.Errorf("%w: %s", ErrUnknownTermination, c.ID)
@@ -533,11 +509,7 @@ func applyTerminationCancel(t *tables, buf []byte, index uint64) any {
 	return nil
 }
 
-func applyTerminationResult(t *tables, buf []byte, index uint64) any {
-	var c TerminationResult
-	if err := decode(buf, &c); err != nil {
-		return err
-	}
+func applyTerminationResult(t *tables, c TerminationResult, index uint64) any {
 	ti, ok := t.terminations[c.ID]
 	if !ok {
 		return fmt.Errorf("%w: %s", ErrUnknownTermination, c.ID)
@@ -659,11 +631,7 @@ func planPrune(t *tables, cutoff time.Time) prunePlan {
 	return p
 }
 
-func applyPrune(t *tables, buf []byte, index uint64) any {
-	var c Prune
-	if err := decode(buf, &c); err != nil {
-		return err
-	}
+func applyPrune(t *tables, c Prune, index uint64) any {
 	if c.Cutoff.IsZero() {
 		return fmt.Errorf("%w: prune without a cutoff", ErrInvalidCommand)
 	}

@@ -5,7 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -134,55 +135,47 @@ func decode(buf []byte, v any) error {
 }
 
 // Intent returns one launch intent.
-func (f *FSM) Intent(id string) (LaunchIntent, bool) {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	in, ok := f.t.intents[id]
-	return in, ok
-}
+func (f *FSM) Intent(id string) (LaunchIntent, bool) { return lookup(f, intentsOf, id) }
 
 // Intents returns all launch intents sorted by ID.
-func (f *FSM) Intents() []LaunchIntent {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	return sortedValues(f.t.intents)
-}
+func (f *FSM) Intents() []LaunchIntent { return all(f, intentsOf) }
 
 // Instance returns one instance.
-func (f *FSM) Instance(id string) (Instance, bool) {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	in, ok := f.t.instances[id]
-	return in, ok
-}
+func (f *FSM) Instance(id string) (Instance, bool) { return lookup(f, instancesOf, id) }
 
 // Instances returns all instances sorted by ID.
-func (f *FSM) Instances() []Instance {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	return sortedValues(f.t.instances)
-}
+func (f *FSM) Instances() []Instance { return all(f, instancesOf) }
 
 // Interruptions returns all interruption reports sorted by ID.
-func (f *FSM) Interruptions() []InterruptionReport {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	return sortedValues(f.t.interruptions)
-}
+func (f *FSM) Interruptions() []InterruptionReport { return all(f, interruptionsOf) }
 
 // Interruption returns one interruption report.
 func (f *FSM) Interruption(id string) (InterruptionReport, bool) {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	r, ok := f.t.interruptions[id]
-	return r, ok
+	return lookup(f, interruptionsOf, id)
 }
 
 // Terminations returns all termination intents sorted by ID.
-func (f *FSM) Terminations() []TerminationIntent {
+func (f *FSM) Terminations() []TerminationIntent { return all(f, terminationsOf) }
+
+// The tables the readers above read, by ID.
+func intentsOf(t *tables) map[string]LaunchIntent             { return t.intents }
+func instancesOf(t *tables) map[string]Instance               { return t.instances }
+func interruptionsOf(t *tables) map[string]InterruptionReport { return t.interruptions }
+func terminationsOf(t *tables) map[string]TerminationIntent   { return t.terminations }
+
+// lookup reads the entry id of a table under the read lock.
+func lookup[V any](f *FSM, table func(*tables) map[string]V, id string) (V, bool) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	return sortedValues(f.t.terminations)
+	v, ok := table(f.t)[id]
+	return v, ok
+}
+
+// all copies a table's entries, sorted by ID, under the read lock.
+func all[V any](f *FSM, table func(*tables) map[string]V) []V {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return sortedValues(table(f.t))
 }
 
 // NominatedPods returns pod -> intent ID for every pod a live intent holds;
@@ -260,13 +253,8 @@ func (f *FSM) WriteTo(w io.Writer) (int64, error) {
 }
 
 func sortedValues[V any](m map[string]V) []V {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	out := make([]V, 0, len(keys))
-	for _, k := range keys {
+	out := make([]V, 0, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		out = append(out, m[k])
 	}
 	return out

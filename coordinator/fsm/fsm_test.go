@@ -32,6 +32,17 @@ func launched(id string, n int, inst string) LaunchResult {
 	return LaunchResult{IntentID: id, Attempt: n, At: t0, Launched: &Launched{InstanceID: inst, InstanceType: "m5.large", Zone: "us-east-1a", CapacityType: "on-demand", LaunchedAt: t0}}
 }
 
+// readyInstance: the intent i1 (for the pod p1) launched the instance i-1,
+// Ready as the node n1.
+func readyInstance() []step {
+	return []step{
+		{PlanCommitType, plan("i1", "p1"), nil},
+		{LaunchAttemptStartType, LaunchAttemptStart{IntentID: "i1", Attempt: 1}, nil},
+		{LaunchResultType, launched("i1", 1, "i-1"), nil},
+		{InstanceStatusType, InstanceStatus{InstanceID: "i-1", State: InstanceReady, NodeName: "n1"}, nil},
+	}
+}
+
 func run(t *testing.T, f *FSM, steps []step) {
 	t.Helper()
 	for i, s := range steps {
@@ -184,11 +195,7 @@ func TestCommands(t *testing.T) {
 		},
 		{
 			name: "instance lifecycle, termination, interruptions, agents",
-			steps: []step{
-				{PlanCommitType, plan("i1", "p1"), nil},
-				{LaunchAttemptStartType, LaunchAttemptStart{IntentID: "i1", Attempt: 1}, nil},
-				{LaunchResultType, launched("i1", 1, "i-1"), nil},
-				{InstanceStatusType, InstanceStatus{InstanceID: "i-1", State: InstanceReady, NodeName: "n1"}, nil},
+			steps: append(readyInstance(), []step{
 				{InstanceStatusType, InstanceStatus{InstanceID: "i-1", State: InstanceRegistered}, ErrBackwardTransition},
 				{InstanceStatusType, InstanceStatus{InstanceID: "i-9", State: InstanceReady}, ErrUnknownInstance},
 				{InstanceStatusType, InstanceStatus{InstanceID: "i-1", State: "flying"}, ErrInvalidCommand},
@@ -202,7 +209,7 @@ func TestCommands(t *testing.T) {
 				{TerminationResultType, TerminationResult{ID: "t1"}, nil},
 				{TerminationResultType, TerminationResult{ID: "t2"}, ErrUnknownTermination},
 				{InstanceStatusType, InstanceStatus{InstanceID: "i-1", State: InstanceReady}, ErrBackwardTransition},
-			},
+			}...),
 			check: func(t *testing.T, f *FSM) {
 				inst, _ := f.Instance("i-1")
 				if inst.State != InstanceTerminated || inst.NodeName != "n1" {
@@ -219,11 +226,7 @@ func TestCommands(t *testing.T) {
 		},
 		{
 			name: "termination cancel restores the instance and frees the id",
-			steps: []step{
-				{PlanCommitType, plan("i1", "p1"), nil},
-				{LaunchAttemptStartType, LaunchAttemptStart{IntentID: "i1", Attempt: 1}, nil},
-				{LaunchResultType, launched("i1", 1, "i-1"), nil},
-				{InstanceStatusType, InstanceStatus{InstanceID: "i-1", State: InstanceReady, NodeName: "n1"}, nil},
+			steps: append(readyInstance(), []step{
 				{TerminationIntentType, TerminationIntentCmd{ID: "term-i-1", InstanceID: "i-1", Reason: "Drift"}, nil},
 				{TerminationCancelType, TerminationCancel{ID: "term-i-1", Reason: "replacement failed"}, nil},
 				{TerminationCancelType, TerminationCancel{ID: "term-i-1"}, nil},
@@ -232,7 +235,7 @@ func TestCommands(t *testing.T) {
 				{TerminationIntentType, TerminationIntentCmd{ID: "term-i-1", InstanceID: "i-1", Reason: "Emptiness"}, nil},
 				{TerminationResultType, TerminationResult{ID: "term-i-1"}, nil},
 				{TerminationCancelType, TerminationCancel{ID: "term-i-1"}, ErrTerminationNotPending},
-			},
+			}...),
 			check: func(t *testing.T, f *FSM) {
 				inst, _ := f.Instance("i-1")
 				if inst.State != InstanceTerminated {
@@ -246,18 +249,14 @@ func TestCommands(t *testing.T) {
 		},
 		{
 			name: "termination cancel while pending",
-			steps: []step{
-				{PlanCommitType, plan("i1", "p1"), nil},
-				{LaunchAttemptStartType, LaunchAttemptStart{IntentID: "i1", Attempt: 1}, nil},
-				{LaunchResultType, launched("i1", 1, "i-1"), nil},
-				{InstanceStatusType, InstanceStatus{InstanceID: "i-1", State: InstanceReady, NodeName: "n1"}, nil},
+			steps: append(readyInstance(), []step{
 				{TerminationIntentType, TerminationIntentCmd{ID: "term-i-1", InstanceID: "i-1", Reason: "Drift"}, nil},
 				// The terminating instance's intent no longer holds p1: a
 				// replacement may nominate it.
 				{PlanCommitType, plan("r1", "p1"), nil},
 				{PlanCommitType, plan("r2", "p2"), nil},
 				{TerminationCancelType, TerminationCancel{ID: "term-i-1"}, nil},
-			},
+			}...),
 			check: func(t *testing.T, f *FSM) {
 				inst, _ := f.Instance("i-1")
 				if inst.State != InstanceReady || len(f.Terminations()) != 1 || f.Terminations()[0].State != TerminationCancelled {

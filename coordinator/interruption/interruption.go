@@ -9,9 +9,17 @@
 // so the replacement is launched first, while the agent on the node is
 // already draining and the termination controller finishes the job. A
 // rebalance recommendation only records an Event and a metric (Karpenter
-// ignores it by default). Every report is then marked handled, which is
+// ignores it by default). A spot interruption also makes its offering
+// (instance type, zone, spot) unavailable for the provider's TTL, as a
+// capacity error does. Every report is then marked handled, which is
 // what makes the loop resumable: a new leader picks up the reports that
 // are not.
+//
+// An instance's notice may arrive twice, from its agent (IMDS) and from
+// the interruption queue (EventBridge, see QueueLoop): the first report of
+// an instance and kind acts, a later one of the same instance and kind is
+// only marked handled (action duplicate), so one notice gives one action
+// and one Event whichever way it came.
 package interruption
 
 import (
@@ -23,11 +31,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/retry"
 
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/cloud"
+	"github.com/joiner-dev/joiner/coordinator/disruption/annotate"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
 	"github.com/joiner-dev/joiner/coordinator/loop"
 	"github.com/joiner-dev/joiner/coordinator/termination"
@@ -38,13 +46,16 @@ import (
 // Reason is the disruption reason interrupted NodeClaims get.
 const Reason = "interrupted"
 
-// Notice kinds (agent/imds and the SQS backstop).
+// Notice kinds (agent/imds and the interruption queue).
 const (
 	KindSpotInterruption = "spot-interruption"
 	KindRebalance        = "rebalance-recommendation"
 	KindScheduledEvent   = "scheduled-event"
 	KindInstanceStopping = "instance-stopping"
 	KindASGLifecycle     = "asg-lifecycle"
+	// KindInstanceTerminating: the instance is shutting down or
+	// terminated (an EC2 state-change notification).
+	KindInstanceTerminating = "instance-terminating"
 )
 
 // Action is what a report leads to.
@@ -58,6 +69,9 @@ const (
 	ActionEvent Action = "event"
 	// ActionUnknownInstance: no NodeClaim has the instance; nothing to do.
 	ActionUnknownInstance Action = "unknown-instance"
+	// ActionDuplicate: a report of the same instance and kind was handled
+	// already (the agent's and the queue's of one notice); nothing more.
+	ActionDuplicate Action = "duplicate"
 )
 
 // ActionFor maps a notice kind to its action: termination notices delete,
@@ -65,7 +79,7 @@ const (
 // only recorded.
 func ActionFor(kind string) Action {
 	switch kind {
-	case KindSpotInterruption, KindScheduledEvent, KindInstanceStopping, KindASGLifecycle:
+	case KindSpotInterruption, KindScheduledEvent, KindInstanceStopping, KindInstanceTerminating, KindASGLifecycle:
 		return ActionDelete
 	}
 	return ActionEvent
@@ -73,11 +87,12 @@ func ActionFor(kind string) Action {
 
 // eventReasons are the Event reasons per kind (Karpenter's words).
 var eventReasons = map[string]string{
-	KindSpotInterruption: "SpotInterrupted",
-	KindRebalance:        "RebalanceRecommendation",
-	KindScheduledEvent:   "ScheduledChange",
-	KindInstanceStopping: "InstanceStopping",
-	KindASGLifecycle:     "InstanceTerminating",
+	KindSpotInterruption:    "SpotInterrupted",
+	KindRebalance:           "RebalanceRecommendation",
+	KindScheduledEvent:      "ScheduledChange",
+	KindInstanceStopping:    "InstanceStopping",
+	KindInstanceTerminating: "InstanceTerminating",
+	KindASGLifecycle:        "InstanceTerminating",
 }
 
 // Cache is the informer cache the handler reads (kube.Cache).
@@ -100,12 +115,20 @@ type State interface {
 	Intent(id string) (fsm.LaunchIntent, bool)
 }
 
+// Offerings is the cloud's cache of unavailable offerings
+// (cloud/aws.Provider).
+type Offerings interface {
+	MarkUnavailable(k cloud.OfferingKey, reason string)
+}
+
 // Deps are the handler's collaborators.
 type Deps struct {
 	Cache  Cache
 	Claims Claims
 	State  State
 	Raft   fsm.Proposer
+	// Offerings may be nil (spot interruptions mark no offering).
+	Offerings Offerings
 	// Registerer may be nil (no metrics); Recorder may be nil (no Events).
 	Registerer prometheus.Registerer
 	Recorder   record.EventRecorder
@@ -118,6 +141,9 @@ type Config struct {
 	Interval time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// OnUnavailable (optional) runs after an offering was marked
+	// unavailable (wake the nodeclass loop to publish it).
+	OnUnavailable func()
 }
 
 // Handler is the interruption leader loop.
@@ -152,30 +178,56 @@ func (h *Handler) Run(ctx context.Context) error {
 // Reconcile handles every report not yet handled. It returns the first
 // error; the other reports still get their turn.
 func (h *Handler) Reconcile(ctx context.Context) error {
+	reports := h.d.State.Interruptions()
+	handled := map[noticeKey]bool{}
+	for _, r := range reports {
+		if r.Handled {
+			handled[keyOf(r)] = true
+		}
+	}
 	var first error
-	for _, r := range h.d.State.Interruptions() {
+	for _, r := range reports {
 		if r.Handled {
 			continue
 		}
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if err := h.handle(ctx, r); err != nil && first == nil {
-			first = fmt.Errorf("handling interruption report %s: %w", r.ID, err)
+		if err := h.handle(ctx, r, handled[keyOf(r)]); err != nil {
+			if first == nil {
+				first = fmt.Errorf("handling interruption report %s: %w", r.ID, err)
+			}
+			continue
 		}
+		handled[keyOf(r)] = true
 	}
 	return first
 }
 
-// handle acts on one report and marks it handled.
-func (h *Handler) handle(ctx context.Context, r fsm.InterruptionReport) error {
+// noticeKey is what makes two reports the same notice: the instance and
+// the kind.
+type noticeKey struct{ instance, kind string }
+
+func keyOf(r fsm.InterruptionReport) noticeKey { return noticeKey{r.InstanceID, r.Kind} }
+
+// handle acts on one report and marks it handled; duplicate: a report of
+// the same notice was handled already.
+func (h *Handler) handle(ctx context.Context, r fsm.InterruptionReport, duplicate bool) error {
 	log := h.log.With(zap.String(logging.KeyNotice, r.ID), zap.String(logging.KeyInstance, r.InstanceID), zap.String("kind", r.Kind))
-	nc := h.findClaim(r)
+	nc := findClaim(h.d.Cache, h.d.State, r.InstanceID)
 	action := ActionFor(r.Kind)
-	if nc == nil {
+	switch {
+	case duplicate:
+		action = ActionDuplicate
+	case nc == nil:
 		action = ActionUnknownInstance
 	}
+	if action != ActionDuplicate && r.Kind == KindSpotInterruption {
+		h.markUnavailable(log, r, nc)
+	}
 	switch action {
+	case ActionDuplicate:
+		log.Info("interruption already handled for this instance and kind; nothing more to do")
 	case ActionUnknownInstance:
 		log.Info("interruption for an instance without a nodeclaim; nothing to do")
 	case ActionEvent:
@@ -212,27 +264,14 @@ func (h *Handler) disrupt(ctx context.Context, log *zap.Logger, cached *karpv1.N
 		log.Info("interrupted nodeclaim already deleting")
 		return nil
 	}
-	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
-		nc, err := h.d.Claims.GetNodeClaim(ctx, cached.Name)
-		if err != nil {
-			return err
-		}
-		if nc.DeletionTimestamp != nil || nc.Annotations[karpv1.AnnotationDisruptionReason] == Reason {
-			return nil
-		}
-		if nc.Annotations == nil {
-			nc.Annotations = map[string]string{}
-		}
-		nc.Annotations[karpv1.AnnotationDisruptionReason] = Reason
-		_, err = h.d.Claims.UpdateNodeClaim(ctx, nc)
+	deleting := func(nc *karpv1.NodeClaim) bool { return nc.DeletionTimestamp != nil }
+	nc, err := annotate.Reason(ctx, h.d.Claims, cached.Name, Reason, deleting)
+	if err != nil {
 		return err
-	})
-	if apierrors.IsNotFound(err) {
+	}
+	if nc == nil {
 		log.Info("interrupted nodeclaim already gone")
 		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("annotating nodeclaim %s: %w", cached.Name, err)
 	}
 	h.event(cached, r)
 	if err := h.d.Claims.DeleteNodeClaim(ctx, cached.Name); err != nil {
@@ -263,20 +302,42 @@ func deadline(r fsm.InterruptionReport) string {
 	return r.Deadline.UTC().Format(time.RFC3339)
 }
 
-// findClaim finds the report's NodeClaim by its instance: by provider ID,
-// else through the instance's launch intent. Never by node name alone: a
-// report's instance ID is what the API checked against the caller's node,
-// and a node name beside a made-up instance must not reach another node.
-func (h *Handler) findClaim(r fsm.InterruptionReport) *karpv1.NodeClaim {
-	claims := h.d.Cache.NodeClaims()
-	for _, nc := range claims {
-		if strings.HasSuffix(nc.Status.ProviderID, "/"+r.InstanceID) {
+// markUnavailable makes a reclaimed spot instance's offering unavailable
+// (Karpenter's unavailable-offerings cache, its TTL): the type and zone
+// the instance was launched with, else its NodeClaim's labels.
+func (h *Handler) markUnavailable(log *zap.Logger, r fsm.InterruptionReport, nc *karpv1.NodeClaim) {
+	if h.d.Offerings == nil {
+		return
+	}
+	k := cloud.OfferingKey{CapacityType: karpv1.CapacityTypeSpot}
+	if inst, ok := h.d.State.Instance(r.InstanceID); ok {
+		k.InstanceType, k.Zone = inst.InstanceType, inst.Zone
+	} else if nc != nil {
+		k.InstanceType, k.Zone = nc.Labels[corev1.LabelInstanceTypeStable], nc.Labels[corev1.LabelTopologyZone]
+	}
+	if k.InstanceType == "" || k.Zone == "" {
+		log.Info("spot interruption of an instance whose type and zone are unknown; no offering marked unavailable")
+		return
+	}
+	h.d.Offerings.MarkUnavailable(k, r.Kind)
+	if h.cfg.OnUnavailable != nil {
+		h.cfg.OnUnavailable()
+	}
+}
+
+// findClaim finds an instance's NodeClaim: by provider ID, else through
+// the instance's launch intent. Never by node name alone: a report's
+// instance ID is what the API checked against the caller's node, and a
+// node name beside a made-up instance must not reach another node.
+func findClaim(cache Cache, state State, instanceID string) *karpv1.NodeClaim {
+	for _, nc := range cache.NodeClaims() {
+		if strings.HasSuffix(nc.Status.ProviderID, "/"+instanceID) {
 			return nc
 		}
 	}
-	if inst, ok := h.d.State.Instance(r.InstanceID); ok {
-		if in, ok := h.d.State.Intent(inst.IntentID); ok {
-			if nc := h.d.Cache.NodeClaim(in.Spec.NodeClaim); nc != nil {
+	if inst, ok := state.Instance(instanceID); ok {
+		if in, ok := state.Intent(inst.IntentID); ok {
+			if nc := cache.NodeClaim(in.Spec.NodeClaim); nc != nil {
 				return nc
 			}
 		}

@@ -117,6 +117,14 @@ func newRig(t *testing.T, noProviderID bool) *rig {
 	return r
 }
 
+// reconcile runs one pass of the handler, failing the test on an error.
+func (r *rig) reconcile(t *testing.T) {
+	t.Helper()
+	if err := r.h.Reconcile(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func (r *rig) report(t *testing.T, id, instance, kind string) {
 	r.raft.MustPropose(t, fsm.InterruptionReportType, fsm.InterruptionReportCmd{Report: fsm.InterruptionReport{ID: id, InstanceID: instance,
 		Kind: kind, NoticeTime: t0, Deadline: t0.Add(2 * time.Minute), ReceivedAt: t0}})
@@ -142,9 +150,7 @@ func TestTerminationNoticesDeleteTheNodeClaim(t *testing.T) {
 			r := newRig(t, tc.noProviderID)
 			id := "i-1/" + tc.kind + "/" + t0.Format(time.RFC3339)
 			r.report(t, id, "i-1", tc.kind)
-			if err := r.h.Reconcile(context.Background()); err != nil {
-				t.Fatal(err)
-			}
+			r.reconcile(t)
 			nc := r.claims.NodeClaim("default-1")
 			if nc.DeletionTimestamp == nil {
 				t.Error("nodeclaim not deleted")
@@ -169,9 +175,7 @@ func TestTerminationNoticesDeleteTheNodeClaim(t *testing.T) {
 				t.Errorf("events %q: want TerminatingOnInterruption naming %s", ev, tc.kind)
 			}
 			// A second pass does nothing more.
-			if err := r.h.Reconcile(context.Background()); err != nil {
-				t.Fatal(err)
-			}
+			r.reconcile(t)
 			if got := observe.Count(t, r.h.metrics.actions.WithLabelValues("delete")); got != 1 {
 				t.Errorf("after a second pass actions{delete} = %v, want 1", got)
 			}
@@ -182,9 +186,7 @@ func TestTerminationNoticesDeleteTheNodeClaim(t *testing.T) {
 func TestRebalanceOnlyRecords(t *testing.T) {
 	r := newRig(t, false)
 	r.report(t, "rb", "i-1", KindRebalance)
-	if err := r.h.Reconcile(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	r.reconcile(t)
 	nc := r.claims.NodeClaim("default-1")
 	if nc.DeletionTimestamp != nil || nc.Annotations[karpv1.AnnotationDisruptionReason] != "" {
 		t.Errorf("rebalance recommendation disrupted the nodeclaim: %+v", nc.ObjectMeta)
@@ -206,9 +208,7 @@ func TestRebalanceOnlyRecords(t *testing.T) {
 func TestUnknownInstanceIsHandled(t *testing.T) {
 	r := newRig(t, false)
 	r.report(t, "x", "i-unknown", KindSpotInterruption)
-	if err := r.h.Reconcile(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	r.reconcile(t)
 	if rep, _ := r.state.Interruption("x"); !rep.Handled {
 		t.Error("report not handled")
 	}
@@ -228,9 +228,7 @@ func TestNodeNameAloneReachesNoClaim(t *testing.T) {
 	nc.Status.NodeName = "ip-10-0-0-1"
 	r.raft.MustPropose(t, fsm.InterruptionReportType, fsm.InterruptionReportCmd{Report: fsm.InterruptionReport{ID: "forged",
 		InstanceID: "i-made-up", NodeName: "ip-10-0-0-1", Kind: KindSpotInterruption, NoticeTime: t0, Deadline: t0.Add(2 * time.Minute), ReceivedAt: t0}})
-	if err := r.h.Reconcile(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	r.reconcile(t)
 	if r.claims.NodeClaim("default-1").DeletionTimestamp != nil {
 		t.Fatal("a report naming another instance deleted the node's claim by its node name")
 	}
@@ -247,9 +245,7 @@ func TestFailureLeavesReportForNextPass(t *testing.T) {
 	if rep, _ := r.state.Interruption("s"); rep.Handled {
 		t.Fatal("report handled although the nodeclaim was not deleted")
 	}
-	if err := r.h.Reconcile(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	r.reconcile(t)
 	if rep, _ := r.state.Interruption("s"); !rep.Handled {
 		t.Error("report not handled on the second pass")
 	}

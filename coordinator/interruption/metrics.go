@@ -17,8 +17,31 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Interruption reports handled, by notice kind (spot-interruption, rebalance-recommendation, scheduled-event, ...)."},
 			[]string{"kind"}),
 		actions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "joiner_interruption_actions_total",
-			Help: "What interruption reports led to: delete (the NodeClaim), event (recorded only), unknown-instance."},
+			Help: "What interruption reports led to: delete (the NodeClaim), event (recorded only), unknown-instance, " +
+				"duplicate (the same instance and kind was handled already)."},
 			[]string{"action"}),
 	}
 	return m, telemetry.Register(reg, "interruption", m.received, m.actions)
+}
+
+// queueMetrics are Karpenter's interruption queue metrics, by its names.
+type queueMetrics struct {
+	received *prometheus.CounterVec
+	deleted  prometheus.Counter
+	latency  prometheus.Histogram
+}
+
+func newQueueMetrics(reg prometheus.Registerer) (*queueMetrics, error) {
+	m := &queueMetrics{
+		received: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "karpenter_interruption_received_messages_total",
+			Help: "Messages received from the interruption queue, by message type (spot_interrupted, rebalance_recommendation, " +
+				"scheduled_change, instance_stopped, instance_terminated, no_op)."},
+			[]string{"message_type"}),
+		deleted: prometheus.NewCounter(prometheus.CounterOpts{Name: "karpenter_interruption_deleted_messages_total",
+			Help: "Messages deleted from the interruption queue."}),
+		latency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "karpenter_interruption_message_queue_duration_seconds",
+			Help:    "Time from an interruption event until its message was acted on and deleted from the queue.",
+			Buckets: []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600}}),
+	}
+	return m, telemetry.Register(reg, "interruption queue", m.received, m.deleted, m.latency)
 }

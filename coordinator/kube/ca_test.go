@@ -12,17 +12,21 @@ import (
 	"github.com/joiner-dev/joiner/test/testenv"
 )
 
+// startAPIServer starts a kube-apiserver for the test (skipped under
+// -short); the context ends after timeout or with the test.
+func startAPIServer(t *testing.T, timeout time.Duration) (*testenv.Env, context.Context) {
+	env := testenv.Start(t, testenv.Options{})
+	ctx, cancel := context.WithTimeout(t.Context(), timeout)
+	t.Cleanup(cancel)
+	return env, ctx
+}
+
 // TestEnsureSecretsOneCAForAll: three replicas starting together against
 // the real API server end with one CA and one gossip key (create-if-absent:
 // the losers read the winner's); the ConfigMap carries the certificate and
 // never the key; a later start reads the same.
 func TestEnsureSecretsOneCAForAll(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts kube-apiserver")
-	}
-	env := testenv.Start(t, testenv.Options{})
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	env, ctx := startAPIServer(t, time.Minute)
 	type got struct {
 		cert, gossip []byte
 		err          error

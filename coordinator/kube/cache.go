@@ -46,6 +46,8 @@ type Cache struct {
 	// Storage and namespaces: volume topology, attach limits and
 	// namespaceSelectors.
 	pvcs, pvs, storageClasses, csiNodes, namespaces cache.SharedIndexInformer
+	// volumeAttachments: a terminating node's instance waits for them.
+	volumeAttachments cache.SharedIndexInformer
 
 	mu   sync.Mutex
 	subs map[int]chan struct{}
@@ -67,6 +69,7 @@ func NewCache(c *Clients, log *zap.Logger) *Cache {
 	k.pvs = k.core.Core().V1().PersistentVolumes().Informer()
 	k.storageClasses = k.core.Storage().V1().StorageClasses().Informer()
 	k.csiNodes = k.core.Storage().V1().CSINodes().Informer()
+	k.volumeAttachments = k.core.Storage().V1().VolumeAttachments().Informer()
 	k.namespaces = k.core.Core().V1().Namespaces().Informer()
 	k.nodePools = k.dyn.ForResource(NodePoolsGVR).Informer()
 	k.nodeClaims = k.dyn.ForResource(NodeClaimsGVR).Informer()
@@ -86,7 +89,13 @@ func NewCache(c *Clients, log *zap.Logger) *Cache {
 		return nil, nil
 	}}))
 	must(k.nodes.SetTransform(stripManagedFields))
-	for _, inf := range []cache.SharedIndexInformer{k.pvcs, k.pvs, k.storageClasses, k.csiNodes, k.namespaces} {
+	must(k.volumeAttachments.AddIndexers(cache.Indexers{byNodeName: func(obj any) ([]string, error) {
+		if va, ok := obj.(*storagev1.VolumeAttachment); ok && va.Spec.NodeName != "" {
+			return []string{va.Spec.NodeName}, nil
+		}
+		return nil, nil
+	}}))
+	for _, inf := range []cache.SharedIndexInformer{k.pvcs, k.pvs, k.storageClasses, k.csiNodes, k.namespaces, k.volumeAttachments} {
 		must(inf.SetTransform(stripManagedFields))
 	}
 	must(k.nodes.AddIndexers(cache.Indexers{byProviderID: func(obj any) ([]string, error) {
@@ -120,7 +129,7 @@ func NewCache(c *Clients, log *zap.Logger) *Cache {
 
 func (k *Cache) all() []cache.SharedIndexInformer {
 	return []cache.SharedIndexInformer{k.pods, k.nodes, k.daemonSets, k.pdbs, k.nodePools, k.nodeClaims, k.ec2NodeClasses,
-		k.pvcs, k.pvs, k.storageClasses, k.csiNodes, k.namespaces}
+		k.pvcs, k.pvs, k.storageClasses, k.csiNodes, k.namespaces, k.volumeAttachments}
 }
 
 func stripManagedFields(obj any) (any, error) {
@@ -235,6 +244,24 @@ func get[T any](inf cache.SharedIndexInformer, key string) *T {
 	return t
 }
 
+// withProviderID returns the object of inf (first by name) whose provider
+// ID is id, or nil; "" matches nothing.
+func withProviderID[T any, P interface {
+	*T
+	GetName() string
+}](inf cache.SharedIndexInformer, id string) *T {
+	if id == "" {
+		return nil
+	}
+	var first P
+	for _, o := range byIndex[T](inf, byProviderID, id) {
+		if p := P(o); first == nil || p.GetName() < first.GetName() {
+			first = p
+		}
+	}
+	return first
+}
+
 func byIndex[T any](inf cache.SharedIndexInformer, index, value string) []*T {
 	objs, err := inf.GetIndexer().ByIndex(index, value)
 	if err != nil {
@@ -277,15 +304,7 @@ func (k *Cache) Node(name string) *corev1.Node { return get[corev1.Node](k.nodes
 
 // NodeByProviderID returns the node with spec.providerID id, or nil.
 func (k *Cache) NodeByProviderID(id string) *corev1.Node {
-	if id == "" {
-		return nil
-	}
-	ns := byIndex[corev1.Node](k.nodes, byProviderID, id)
-	if len(ns) == 0 {
-		return nil
-	}
-	sort.Slice(ns, func(i, j int) bool { return ns[i].Name < ns[j].Name })
-	return ns[0]
+	return withProviderID[corev1.Node](k.nodes, id)
 }
 
 // NodePools returns every NodePool, sorted by name.
@@ -316,15 +335,7 @@ func (k *Cache) NodeClaim(name string) *karpv1.NodeClaim {
 
 // NodeClaimByProviderID returns the NodeClaim with status.providerID id, or nil.
 func (k *Cache) NodeClaimByProviderID(id string) *karpv1.NodeClaim {
-	if id == "" {
-		return nil
-	}
-	ns := byIndex[karpv1.NodeClaim](k.nodeClaims, byProviderID, id)
-	if len(ns) == 0 {
-		return nil
-	}
-	sort.Slice(ns, func(i, j int) bool { return ns[i].Name < ns[j].Name })
-	return ns[0]
+	return withProviderID[karpv1.NodeClaim](k.nodeClaims, id)
 }
 
 // DaemonSets returns every DaemonSet, sorted by namespace/name.
@@ -353,6 +364,14 @@ func (k *Cache) StorageClass(name string) *storagev1.StorageClass {
 // CSINode returns the CSINode of a node, or nil.
 func (k *Cache) CSINode(name string) *storagev1.CSINode {
 	return get[storagev1.CSINode](k.csiNodes, name)
+}
+
+// VolumeAttachmentsOnNode returns the VolumeAttachments of a node (by
+// spec.nodeName), sorted by name.
+func (k *Cache) VolumeAttachmentsOnNode(node string) []*storagev1.VolumeAttachment {
+	vas := byIndex[storagev1.VolumeAttachment](k.volumeAttachments, byNodeName, node)
+	sort.Slice(vas, func(i, j int) bool { return vas[i].Name < vas[j].Name })
+	return vas
 }
 
 // Namespaces returns every namespace, sorted by name.

@@ -11,26 +11,18 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/test/poll"
 	"github.com/joiner-dev/joiner/test/testenv"
 )
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	poll.Until(t, 2*time.Minute, 50*time.Millisecond, what, cond)
 }
 
 // TestCacheAndClients runs the typed CRD clients and the cache against a
 // real API server with the CRDs installed.
 func TestCacheAndClients(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs the test control plane (skipped under -short)")
-	}
 	env := testenv.Start(t, testenv.Options{CRDs: true})
 	c, err := NewClients(env.Config)
 	if err != nil {

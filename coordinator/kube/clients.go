@@ -11,6 +11,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -95,42 +96,18 @@ func (c *Clients) GetNodeClaim(ctx context.Context, name string) (*karpv1.NodeCl
 
 // CreateNodeClaim creates a NodeClaim.
 func (c *Clients) CreateNodeClaim(ctx context.Context, nc *karpv1.NodeClaim) (*karpv1.NodeClaim, error) {
-	u, err := toUnstructured(nc, nodeClaimKind)
-	if err != nil {
-		return nil, err
-	}
-	out, err := c.Dynamic.Resource(NodeClaimsGVR).Create(ctx, u, metav1.CreateOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("creating nodeclaim %s: %w", nc.Name, err)
-	}
-	return fromUnstructured[karpv1.NodeClaim](out)
+	return write[karpv1.NodeClaim](ctx, c, NodeClaimsGVR, nodeClaimKind, nc, create)
 }
 
 // UpdateNodeClaim writes a NodeClaim's metadata (labels, annotations,
 // finalizers). The NodeClaim spec is immutable: never change it.
 func (c *Clients) UpdateNodeClaim(ctx context.Context, nc *karpv1.NodeClaim) (*karpv1.NodeClaim, error) {
-	u, err := toUnstructured(nc, nodeClaimKind)
-	if err != nil {
-		return nil, err
-	}
-	out, err := c.Dynamic.Resource(NodeClaimsGVR).Update(ctx, u, metav1.UpdateOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("updating nodeclaim %s: %w", nc.Name, err)
-	}
-	return fromUnstructured[karpv1.NodeClaim](out)
+	return write[karpv1.NodeClaim](ctx, c, NodeClaimsGVR, nodeClaimKind, nc, update)
 }
 
 // UpdateNodeClaimStatus writes a NodeClaim's status subresource.
 func (c *Clients) UpdateNodeClaimStatus(ctx context.Context, nc *karpv1.NodeClaim) (*karpv1.NodeClaim, error) {
-	u, err := toUnstructured(nc, nodeClaimKind)
-	if err != nil {
-		return nil, err
-	}
-	out, err := c.Dynamic.Resource(NodeClaimsGVR).UpdateStatus(ctx, u, metav1.UpdateOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("updating status of nodeclaim %s: %w", nc.Name, err)
-	}
-	return fromUnstructured[karpv1.NodeClaim](out)
+	return write[karpv1.NodeClaim](ctx, c, NodeClaimsGVR, nodeClaimKind, nc, updateStatus)
 }
 
 // DeleteNodeClaim deletes a NodeClaim (foreground finalizers run first); a
@@ -145,28 +122,50 @@ func (c *Clients) DeleteNodeClaim(ctx context.Context, name string) error {
 
 // UpdateNodePoolStatus writes a NodePool's status subresource.
 func (c *Clients) UpdateNodePoolStatus(ctx context.Context, np *karpv1.NodePool) (*karpv1.NodePool, error) {
-	u, err := toUnstructured(np, nodePoolKind)
-	if err != nil {
-		return nil, err
-	}
-	out, err := c.Dynamic.Resource(NodePoolsGVR).UpdateStatus(ctx, u, metav1.UpdateOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("updating status of nodepool %s: %w", np.Name, err)
-	}
-	return fromUnstructured[karpv1.NodePool](out)
+	return write[karpv1.NodePool](ctx, c, NodePoolsGVR, nodePoolKind, np, updateStatus)
 }
 
 // UpdateEC2NodeClassStatus writes an EC2NodeClass's status subresource.
 func (c *Clients) UpdateEC2NodeClassStatus(ctx context.Context, nc *awsv1.EC2NodeClass) (*awsv1.EC2NodeClass, error) {
-	u, err := toUnstructured(nc, ec2NodeClassKind)
+	return write[awsv1.EC2NodeClass](ctx, c, EC2NodeClassesGVR, ec2NodeClassKind, nc, updateStatus)
+}
+
+// A write of an object to the API server.
+type verb int
+
+const (
+	create verb = iota
+	update
+	updateStatus
+)
+
+// write sends obj (a gvr of kind gvk) with v and decodes the object the
+// API server returns.
+func write[T any](ctx context.Context, c *Clients, gvr schema.GroupVersionResource, gvk schema.GroupVersionKind, obj interface {
+	runtime.Object
+	GetName() string
+}, v verb) (*T, error) {
+	u, err := toUnstructured(obj, gvk)
 	if err != nil {
 		return nil, err
 	}
-	out, err := c.Dynamic.Resource(EC2NodeClassesGVR).UpdateStatus(ctx, u, metav1.UpdateOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("updating status of ec2nodeclass %s: %w", nc.Name, err)
+	r := c.Dynamic.Resource(gvr)
+	var out *unstructured.Unstructured
+	doing := "updating "
+	switch v {
+	case create:
+		doing = "creating "
+		out, err = r.Create(ctx, u, metav1.CreateOptions{})
+	case update:
+		out, err = r.Update(ctx, u, metav1.UpdateOptions{})
+	case updateStatus:
+		doing = "updating status of "
+		out, err = r.UpdateStatus(ctx, u, metav1.UpdateOptions{})
 	}
-	return fromUnstructured[awsv1.EC2NodeClass](out)
+	if err != nil {
+		return nil, fmt.Errorf("%s%s %s: %w", doing, strings.ToLower(gvk.Kind), obj.GetName(), err)
+	}
+	return fromUnstructured[T](out)
 }
 
 // Annotate merges annotations into the metadata of the cluster-scoped
@@ -179,6 +178,23 @@ func (c *Clients) Annotate(ctx context.Context, gvr schema.GroupVersionResource,
 	}
 	if _, err := c.Dynamic.Resource(gvr).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		return fmt.Errorf("annotating %s %s: %w", gvr.Resource, name, err)
+	}
+	return nil
+}
+
+// SetFinalizers replaces the finalizers of the cluster-scoped object name
+// of gvr, provided it is still at resourceVersion (the merge patch carries
+// the version: a Conflict when the object moved on).
+func (c *Clients) SetFinalizers(ctx context.Context, gvr schema.GroupVersionResource, name, resourceVersion string, finalizers []string) error {
+	if finalizers == nil {
+		finalizers = []string{}
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"finalizers": finalizers, "resourceVersion": resourceVersion}})
+	if err != nil {
+		return fmt.Errorf("setting finalizers of %s %s: %w", gvr.Resource, name, err)
+	}
+	if _, err := c.Dynamic.Resource(gvr).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("setting finalizers of %s %s: %w", gvr.Resource, name, err)
 	}
 	return nil
 }

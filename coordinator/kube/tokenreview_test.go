@@ -17,7 +17,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
-	"github.com/joiner-dev/joiner/test/testenv"
 )
 
 // TestTokenReviewNamesTheCallersNode: against the real kube-apiserver,
@@ -26,12 +25,7 @@ import (
 // bound to a pod, or not tokens at all are rejected; a flood of distinct
 // forged tokens is cut by the review rate.
 func TestTokenReviewNamesTheCallersNode(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts kube-apiserver")
-	}
-	env := testenv.Start(t, testenv.Options{})
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	env, ctx := startAPIServer(t, 2*time.Minute)
 	kc := env.Client
 	const ns = "kube-system"
 	for _, sa := range []string{"joiner-agent", "other"} {

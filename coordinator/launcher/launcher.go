@@ -81,6 +81,10 @@ type Config struct {
 	// OnCapacityError is called after an attempt failed for lack of
 	// capacity (the nodeclass loop's Wake: offerings changed).
 	OnCapacityError func()
+	// OnReservedLaunch is called after an instance launched into a
+	// capacity reservation (the nodeclass loop's Wake: the reservation has
+	// one instance less to offer).
+	OnReservedLaunch func()
 }
 
 // Deps are the launcher's collaborators.
@@ -115,6 +119,9 @@ func New(cfg Config, d Deps) *Launcher {
 	defaults.Clock(&cfg.Now)
 	if cfg.OnCapacityError == nil {
 		cfg.OnCapacityError = func() {}
+	}
+	if cfg.OnReservedLaunch == nil {
+		cfg.OnReservedLaunch = func() {}
 	}
 	defaults.Zero(&d.Log, zap.NewNop())
 	l := &Launcher{cfg: cfg, cloud: d.Cloud, raft: d.Raft, state: d.State, log: d.Log.Named("launcher"), wake: loop.NewWaker(),
@@ -224,6 +231,9 @@ func (l *Launcher) launch(ctx context.Context, log *zap.Logger, intentID string,
 		return l.recordFailure(ctx, log, intentID, n, err)
 	}
 	log.Info("launched instance", zap.String("instance", inst.ID), zap.String("instance-type", inst.InstanceType), zap.String("zone", inst.Zone))
+	if inst.CapacityType == karpv1.CapacityTypeReserved {
+		l.cfg.OnReservedLaunch()
+	}
 	return l.recordLaunched(ctx, log, intentID, n, spec, inst)
 }
 

@@ -9,28 +9,16 @@ import (
 	"testing"
 	"time"
 
-	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
-	"github.com/joiner-dev/joiner/cloud"
-
 	"github.com/prometheus/client_golang/prometheus"
 
+	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/cloud"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
 	"github.com/joiner-dev/joiner/coordinator/fsm/fsmtest"
 	"github.com/joiner-dev/joiner/coordinator/launcher"
 	"github.com/joiner-dev/joiner/coordinator/launcher/fake"
+	"github.com/joiner-dev/joiner/test/fakeclock"
 )
-
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 var errCrash = errors.New("crashed")
 
@@ -38,11 +26,11 @@ type harness struct {
 	f     *fsm.FSM
 	d     *fsmtest.Direct
 	cloud *fake.Cloud
-	clk   *clock
+	clk   *fakeclock.Clock
 }
 
 func newHarness(t *testing.T, intents ...string) *harness {
-	clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	clk := fakeclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	h := &harness{f: fsm.New(), clk: clk, cloud: fake.New("test", clk.Now)}
 	h.d = fsmtest.New(h.f)
 	for _, id := range intents {

@@ -10,9 +10,8 @@ import (
 	"time"
 
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/test/simstack"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
@@ -47,9 +46,8 @@ func newEnv(t *testing.T) *env {
 // provider is a fresh AWS provider: a new leader has empty caches.
 func (e *env) provider(t *testing.T) *joineraws.Provider {
 	t.Helper()
-	ac := joineraws.NewClients(aws.Config{Region: "us-east-1",
-		Credentials: credentials.NewStaticCredentialsProvider("AKIDSIM", "secret", "")}, e.endpoint)
-	p, err := joineraws.New(joineraws.Options{EC2: ac.EC2, SSM: ac.SSM, Cluster: simCluster, Region: "us-east-1",
+	ac := simstack.Clients(e.endpoint, simstack.AccessKeyID)
+	p, err := joineraws.New(joineraws.Options{EC2: ac.EC2, SSM: ac.SSM, IAM: ac.IAM, Cluster: simCluster, Region: "us-east-1",
 		KubernetesVersion: sim.DefaultKubernetesVersion, Now: func() time.Time { return e.now }})
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@
 //	lifecycle                NodeClaim Launched/Registered/Initialized, liveness, lost instances
 //	termination              the termination finalizer: drain, terminate
 //	interruption             agent reports -> NodeClaim deletion
+//	interruption-queue       interruption queue (SQS) events -> reports (with --interruption-queue)
 //	disruption               expiration, drift, emptiness, consolidation
 //	static                   static NodePools at their replicas (feature gate StaticCapacity)
 //	retention                prune finished records from the replicated state
@@ -68,6 +69,11 @@ type Deps struct {
 	// nodes join (endpoint, CA, service CIDR).
 	Cluster  string
 	UserData userdata.Cluster
+	// NodeCluster (optional: cluster discovery) is what new nodes join
+	// and the Kubernetes version classes resolve for, current; it is read
+	// at every plan in place of UserData (UserData.CABundle stays the
+	// drift hash's). Its error keeps every EC2NodeClass not ready.
+	NodeCluster func() (c userdata.Cluster, k8sVersion string, err error)
 	// BootstrapImage is the agent image the user data starts where the
 	// agent is not baked into the AMI (optional).
 	BootstrapImage string
@@ -98,6 +104,9 @@ type Deps struct {
 	// Membership, when set, runs raft membership upkeep (autopilot); it
 	// starts at once, without waiting for the Kubernetes cache.
 	Membership *Loop
+	// InterruptionQueue (optional) is the SQS queue of EC2 and AWS Health
+	// events the interruption-queue loop consumes (--interruption-queue).
+	InterruptionQueue interruption.Queue
 
 	Recorder   record.EventRecorder
 	Registerer prometheus.Registerer
@@ -126,11 +135,17 @@ func New(d Deps) (*Leader, error) {
 	fleet := view.NewFleet()
 	views := &view.Builder{Cache: d.Cache, State: d.State, Classes: catalog, Fleet: fleet, MinValuesPolicy: d.MinValuesPolicy}
 
+	var classCluster func() (string, error)
+	var planCluster func() (userdata.Cluster, error)
+	if d.NodeCluster != nil {
+		classCluster = func() (string, error) { _, v, err := d.NodeCluster(); return v, err }
+		planCluster = func() (userdata.Cluster, error) { c, _, err := d.NodeCluster(); return c, err }
+	}
 	classes := nodeclass.New(nodeclass.Config{CABundle: d.UserData.CABundle, Refresh: d.NodeClassRefresh}, nodeclass.Deps{Cache: d.Cache, Kube: d.Clients, Cloud: d.Cloud,
-		Catalog: catalog, Recorder: d.Recorder, Log: log})
-	launch := launcher.New(launcher.Config{Cluster: d.Cluster, OnCapacityError: classes.Wake},
+		Catalog: catalog, Cluster: classCluster, Recorder: d.Recorder, Log: log})
+	launch := launcher.New(launcher.Config{Cluster: d.Cluster, OnCapacityError: classes.Wake, OnReservedLaunch: classes.Wake},
 		launcher.Deps{Cloud: d.Cloud, Raft: d.Raft, State: d.State, Registerer: d.Registerer, Log: log})
-	prov, err := provisioner.New(provisioner.Config{Cluster: d.UserData, BootstrapImage: d.BootstrapImage, Wake: launch.Wake},
+	prov, err := provisioner.New(provisioner.Config{Cluster: d.UserData, ClusterFunc: planCluster, BootstrapImage: d.BootstrapImage, Wake: launch.Wake},
 		provisioner.Deps{Cache: d.Cache, Kube: d.Clients, State: d.State, Raft: d.Raft, Cloud: d.Cloud, Views: views,
 			Classes: catalog, Registerer: d.Registerer, Recorder: d.Recorder, Log: log})
 	if err != nil {
@@ -147,8 +162,9 @@ func New(d Deps) (*Leader, error) {
 	if err != nil {
 		return nil, err
 	}
-	intr, err := interruption.New(interruption.Config{}, interruption.Deps{Cache: d.Cache, Claims: d.Clients, State: d.State,
-		Raft: d.Raft, Registerer: d.Registerer, Recorder: d.Recorder, Log: log})
+	offerings, _ := d.Cloud.(interruption.Offerings)
+	intr, err := interruption.New(interruption.Config{OnUnavailable: classes.Wake}, interruption.Deps{Cache: d.Cache, Claims: d.Clients,
+		State: d.State, Raft: d.Raft, Offerings: offerings, Registerer: d.Registerer, Recorder: d.Recorder, Log: log})
 	if err != nil {
 		return nil, err
 	}
@@ -183,6 +199,14 @@ func New(d Deps) (*Leader, error) {
 			{"podevents", podEvents.Run},
 			{"retention", ret.Run},
 		}}
+	if d.InterruptionQueue != nil {
+		q, err := interruption.NewQueueLoop(interruption.QueueConfig{OnCommit: intr.Wake}, interruption.QueueDeps{Queue: d.InterruptionQueue,
+			Cache: d.Cache, State: d.State, Raft: d.Raft, Registerer: d.Registerer, Log: log})
+		if err != nil {
+			return nil, err
+		}
+		l.after = append(l.after, Loop{"interruption-queue", q.Run})
+	}
 	if d.FeatureGates.StaticCapacity {
 		st := static.New(static.Config{}, static.Deps{Cache: d.Cache, Views: views, Counter: counter, Launcher: prov, Kube: d.Clients,
 			Recorder: d.Recorder, Log: log})

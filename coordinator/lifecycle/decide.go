@@ -155,7 +155,8 @@ func launchedAt(nc *karpv1.NodeClaim) time.Time {
 }
 
 // ApplyLaunch writes a launched instance onto a copy of the claim: the
-// instance type, zone and capacity-type labels plus the instance type's
+// instance type, zone and capacity-type labels (and a reserved instance's
+// capacity reservation labels) plus the instance type's
 // well-known labels (metadata), and providerID, imageID, capacity,
 // allocatable and Launched=True (status). it may be nil (unknown type:
 // labels from the instance only, no capacity). It reports whether the
@@ -170,6 +171,7 @@ func ApplyLaunch(nc *karpv1.NodeClaim, in fsm.LaunchIntent, inst fsm.Instance, i
 	if inst.CapacityType != "" {
 		labels[karpv1.LabelCapacityType] = inst.CapacityType
 	}
+	maps.Copy(labels, reservationLabels(in, inst))
 	if nc.Labels == nil {
 		nc.Labels = map[string]string{}
 	}

@@ -1,6 +1,7 @@
 package lifecycle
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -19,7 +20,10 @@ import (
 // recorded as terminated (a termination intent exists) or lost, and its
 // NodeClaim is deleted (Karpenter: "garbage collecting nodeclaim with no
 // cloudprovider representation"); the planner then sees its pods as
-// pending again. It returns the IDs of the instances it found gone.
+// pending again. The same listing demotes reserved NodeClaims whose
+// reservation ended (syncCapacityTypes); NodeClaims of capacity blocks
+// about to end are deleted (expireCapacityBlocks). It returns the IDs of
+// the instances it found gone.
 func (l *Lifecycle) CollectGarbage(ctx context.Context) ([]string, error) {
 	terminating := map[string]bool{}
 	for _, t := range l.d.State.Terminations() {
@@ -34,6 +38,7 @@ func (l *Lifecycle) CollectGarbage(ctx context.Context) ([]string, error) {
 	if l.d.Fleet != nil {
 		l.d.Fleet.Publish(insts)
 	}
+	syncErr := cmp.Or(l.syncCapacityTypes(ctx, insts), l.expireCapacityBlocks(ctx))
 	listed := make(map[string]bool, len(insts))
 	for _, ci := range insts {
 		if ci.State != "terminated" {
@@ -76,9 +81,7 @@ func (l *Lifecycle) CollectGarbage(ctx context.Context) ([]string, error) {
 	}
 	adopted, err := l.collectAdopted(ctx, listed)
 	gone = append(gone, adopted...)
-	if first == nil {
-		first = err
-	}
+	first = cmp.Or(first, err, syncErr)
 	return gone, first
 }
 

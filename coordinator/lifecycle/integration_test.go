@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,27 +18,10 @@ import (
 	"github.com/joiner-dev/joiner/coordinator/fsm"
 	"github.com/joiner-dev/joiner/coordinator/fsm/fsmtest"
 	"github.com/joiner-dev/joiner/coordinator/kube"
+	"github.com/joiner-dev/joiner/test/fakeclock"
 	"github.com/joiner-dev/joiner/test/simstack"
 	"github.com/joiner-dev/joiner/test/testenv"
 )
-
-// clock is a settable clock for the loop under test.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
 
 // TestLifecycleControlPlane runs the loop against a real API server with
 // the CRDs installed: a NodeClaim whose intent launched goes Launched ->
@@ -49,9 +31,6 @@ func (c *clock) Add(d time.Duration) {
 // pending is deleted at the launch timeout (fake clock); an instance that
 // vanishes from the cloud is recorded lost and its NodeClaim deleted.
 func TestLifecycleControlPlane(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs the test control plane (skipped under -short)")
-	}
 	// Admission would taint the new Node node.kubernetes.io/not-ready, and
 	// no node lifecycle controller runs here to lift it.
 	env := testenv.Start(t, testenv.Options{CRDs: true,
@@ -64,7 +43,7 @@ func TestLifecycleControlPlane(t *testing.T) {
 
 	state := fsm.New()
 	raft := fsmtest.New(state)
-	clk := &clock{now: time.Now().UTC()}
+	clk := fakeclock.New(time.Now().UTC())
 	start := clk.Now()
 	cl := &fakeCloud{insts: map[string]cloud.Instance{"i-1": {ID: "i-1", State: "running"}}}
 	spec := func(claim string) fsm.LaunchSpec {

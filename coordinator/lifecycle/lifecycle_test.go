@@ -2,7 +2,7 @@ package lifecycle
 
 import (
 	"context"
-	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -23,6 +23,7 @@ import (
 	"github.com/joiner-dev/joiner/coordinator/fsm"
 	"github.com/joiner-dev/joiner/coordinator/fsm/fsmtest"
 	"github.com/joiner-dev/joiner/coordinator/view"
+	"github.com/joiner-dev/joiner/test/fixture"
 	"github.com/joiner-dev/joiner/test/observe"
 )
 
@@ -47,12 +48,7 @@ func newFakeKube(claims ...*karpv1.NodeClaim) *fakeKube {
 func (k *fakeKube) NodeClaims() []*karpv1.NodeClaim {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	var out []*karpv1.NodeClaim
-	for _, c := range k.claims {
-		out = append(out, c)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out
+	return fixture.Sorted(k.claims)
 }
 
 func (k *fakeKube) NodeClaim(name string) *karpv1.NodeClaim {
@@ -81,23 +77,23 @@ func (k *fakeKube) NodeClass(name string) *awsv1.EC2NodeClass {
 func (k *fakeKube) Changes() (<-chan struct{}, func()) { return make(chan struct{}), func() {} }
 
 func (k *fakeKube) UpdateNodeClaim(_ context.Context, nc *karpv1.NodeClaim) (*karpv1.NodeClaim, error) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	k.writes++
-	cur := k.claims[nc.Name].DeepCopy()
-	cur.ObjectMeta = *nc.ObjectMeta.DeepCopy() // metadata only
-	k.claims[nc.Name] = cur
-	return cur.DeepCopy(), nil
+	return k.update(nc.Name, func(cur *karpv1.NodeClaim) { cur.ObjectMeta = *nc.ObjectMeta.DeepCopy() }), nil // metadata only
 }
 
 func (k *fakeKube) UpdateNodeClaimStatus(_ context.Context, nc *karpv1.NodeClaim) (*karpv1.NodeClaim, error) {
+	return k.update(nc.Name, func(cur *karpv1.NodeClaim) { cur.Status = *nc.Status.DeepCopy() }), nil // status only
+}
+
+// update counts a write and stores a copy of the NodeClaim name changed by
+// set.
+func (k *fakeKube) update(name string, set func(cur *karpv1.NodeClaim)) *karpv1.NodeClaim {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.writes++
-	cur := k.claims[nc.Name].DeepCopy()
-	cur.Status = *nc.Status.DeepCopy() // status only
-	k.claims[nc.Name] = cur
-	return cur.DeepCopy(), nil
+	cur := k.claims[name].DeepCopy()
+	set(cur)
+	k.claims[name] = cur
+	return cur.DeepCopy()
 }
 
 func (k *fakeKube) DeleteNodeClaim(_ context.Context, name string) error {
@@ -335,19 +331,10 @@ func wantEvents(t *testing.T, rec *record.FakeRecorder, reasons ...string) {
 		t.Fatalf("events %q, want reasons %v", got, reasons)
 	}
 	for i, r := range reasons {
-		if !containsWord(got[i], r) {
+		if !strings.Contains(got[i], r) {
 			t.Errorf("event %d = %q, want reason %s", i, got[i], r)
 		}
 	}
-}
-
-func containsWord(s, w string) bool {
-	for i := 0; i+len(w) <= len(s); i++ {
-		if s[i:i+len(w)] == w {
-			return true
-		}
-	}
-	return false
 }
 
 func TestLaunchTimeoutCancelsPendingIntent(t *testing.T) {
@@ -407,7 +394,7 @@ func TestFailedIntent(t *testing.T) {
 	h.commitIntent(fsm.IntentFailed)
 	h.reconcile()
 	c := condition(h.claim().Status.Conditions, karpv1.ConditionLaunched)
-	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != ReasonLaunchFailed || !containsWord(c.Message, "no such image") {
+	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != ReasonLaunchFailed || !strings.Contains(c.Message, "no such image") {
 		t.Fatalf("Launched = %+v", c)
 	}
 	if len(h.kube.deleted) != 1 {

@@ -14,7 +14,6 @@ import (
 	"github.com/joiner-dev/joiner/coordinator/fsm"
 	"github.com/joiner-dev/joiner/test/simstack"
 	"github.com/joiner-dev/joiner/test/simstack/provisioning"
-	"github.com/joiner-dev/joiner/test/testenv"
 )
 
 // TestLifecycleWithSim runs provisioner, launcher and lifecycle against a
@@ -24,13 +23,7 @@ import (
 // taint, as the coordinator does for the sim), and kube-scheduler can then
 // bind every pod (no pod tolerates the startup taint).
 func TestLifecycleWithSim(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs the test control plane (skipped under -short)")
-	}
-	env := testenv.Start(t, testenv.Options{CRDs: true, ControllerManager: true, Scheduler: true,
-		Controllers: []string{"*", "-node-lifecycle-controller"},
-		// No node lifecycle controller to lift admission's not-ready taint.
-		APIServerArgs: []string{"--disable-admission-plugins=ServiceAccount,TaintNodesByCondition"}})
+	env := simstack.SchedulingEnv(t)
 	log := zaptest.NewLogger(t)
 	r := simstack.NewRunner(context.Background())
 	defer r.Stop()

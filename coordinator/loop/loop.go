@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/joiner-dev/joiner/internal/backoff"
 	"github.com/joiner-dev/joiner/internal/defaults"
 )
 
@@ -124,14 +125,8 @@ func (s Spec) settle(ctx context.Context, last time.Time) bool {
 	if s.BatchIdle > 0 {
 		return s.batch(ctx)
 	}
-	if wait := s.MinInterval - time.Since(last); wait > 0 {
-		t := time.NewTimer(wait)
-		defer t.Stop()
-		select {
-		case <-ctx.Done():
-			return false
-		case <-t.C:
-		}
+	if wait := s.MinInterval - time.Since(last); wait > 0 && !backoff.Sleep(ctx, wait) {
+		return false
 	}
 	select { // events during the wait are covered by the next pass
 	case <-s.Changes:

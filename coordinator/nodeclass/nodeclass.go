@@ -10,6 +10,10 @@
 // Invalid objects (for example created before the CRD had a rule) get
 // ValidationSucceeded=False and a Warning Event and are left out; the valid
 // ones keep being served.
+//
+// Classes carry Karpenter's termination finalizer (karpenter.k8s.aws/
+// termination): a deleted class waits until no NodeClaim uses it, then its
+// instance profiles and launch templates are deleted (finalize.go).
 package nodeclass
 
 import (
@@ -64,6 +68,13 @@ type Deps struct {
 	Kube    Writer
 	Cloud   Cloud
 	Catalog *view.Catalog
+	// Cluster (optional: cluster discovery) returns the Kubernetes
+	// version classes resolve for, or why what new nodes join is not
+	// known: then every class is not ready (ValidationSucceeded=False,
+	// reason ClusterDiscoveryFailed, as Karpenter's
+	// ClusterCIDRResolutionFailed). A new version re-resolves every class
+	// at once (AMI aliases follow a cluster upgrade).
+	Cluster func() (version string, err error)
 	// Recorder may be nil (no Events).
 	Recorder record.EventRecorder
 	Log      *zap.Logger
@@ -93,6 +104,7 @@ type Config struct {
 type resolution struct {
 	uid     types.UID
 	spec    string // the spec it resolved, as JSON
+	version string // the cluster's Kubernetes version it resolved for
 	at      time.Time
 	err     error
 	class   *view.Class
@@ -126,7 +138,8 @@ func New(cfg Config, d Deps) *Loop {
 }
 
 // Wake asks for a pass that re-lists every class's instance types (after a
-// capacity error marked offerings unavailable). It never blocks.
+// capacity error marked offerings unavailable, or a launch into a capacity
+// reservation took one of its instances). It never blocks.
 func (l *Loop) Wake() { l.wake.Wake() }
 
 // Run reconciles until ctx ends: at start, after cache events (at most one
@@ -157,8 +170,10 @@ func (l *Loop) Reconcile(ctx context.Context) {
 	seen := map[string]bool{}
 	for _, cached := range l.d.Cache.NodeClasses() {
 		if cached.DeletionTimestamp != nil {
+			l.finalize(ctx, cached, claims)
 			continue
 		}
+		l.ensureFinalizer(ctx, cached)
 		seen[cached.Name] = true
 		if c := l.class(ctx, cached, now); c != nil {
 			ready[cached.Name] = c
@@ -187,16 +202,29 @@ func (l *Loop) class(ctx context.Context, cached *awsv1.EC2NodeClass, now time.T
 		l.reportInvalidClass(ctx, cached, err, now)
 		return nil
 	}
+	var version string
+	if l.d.Cluster != nil {
+		var err error
+		if version, err = l.d.Cluster(); err != nil {
+			delete(l.resolved, nc.Name)
+			if l.changed("ec2nodeclass/"+cached.Name, err.Error()) {
+				l.log.Warn("ec2nodeclass not ready: the cluster is not known", zap.String("ec2nodeclass", cached.Name), zap.Error(err))
+				l.d.Recorder.Eventf(cached, corev1.EventTypeWarning, "ClusterDiscoveryFailed", "%v", err)
+			}
+			l.reportNotValid(ctx, cached, "ClusterDiscoveryFailed", err, now)
+			return nil
+		}
+	}
 	r := l.resolved[nc.Name]
 	spec := specKey(nc)
-	due := r == nil || r.uid != nc.UID || r.spec != spec || now.Sub(r.at) >= l.cfg.Refresh ||
+	due := r == nil || r.uid != nc.UID || r.spec != spec || r.version != version || now.Sub(r.at) >= l.cfg.Refresh ||
 		(r.err != nil && now.Sub(r.at) >= l.cfg.Retry)
 	if due {
 		res, err := l.d.Cloud.Resolve(ctx, nc)
 		if ctx.Err() != nil {
 			return nil
 		}
-		r = &resolution{uid: nc.UID, spec: spec, at: now, err: err}
+		r = &resolution{uid: nc.UID, spec: spec, version: version, at: now, err: err}
 		l.resolved[nc.Name] = r
 		l.updateClassStatus(ctx, cached, res, err, now)
 		if err != nil {
@@ -243,11 +271,17 @@ func (l *Loop) reportInvalidClass(ctx context.Context, cached *awsv1.EC2NodeClas
 		l.log.Warn("ignoring invalid ec2nodeclass", zap.String("ec2nodeclass", cached.Name), zap.Error(err))
 		l.d.Recorder.Eventf(cached, corev1.EventTypeWarning, "InvalidEC2NodeClass", "EC2NodeClass %s is invalid and is not used: %v", cached.Name, err)
 	}
+	l.reportNotValid(ctx, cached, "ValidationFailed", err, now)
+}
+
+// reportNotValid writes ValidationSucceeded and Ready False, with reason
+// and err's message.
+func (l *Loop) reportNotValid(ctx context.Context, cached *awsv1.EC2NodeClass, reason string, err error, now time.Time) {
 	nc := cached.DeepCopy()
 	t := metav1.NewTime(now)
 	for _, typ := range []string{awsv1.ConditionValidationSucceeded, awsv1.ConditionReady} {
 		meta.SetStatusCondition(&nc.Status.Conditions, metav1.Condition{Type: typ, Status: metav1.ConditionFalse,
-			Reason: "ValidationFailed", Message: err.Error(), ObservedGeneration: nc.Generation, LastTransitionTime: t})
+			Reason: reason, Message: err.Error(), ObservedGeneration: nc.Generation, LastTransitionTime: t})
 	}
 	l.writeClassStatus(ctx, cached, nc)
 }

@@ -5,21 +5,21 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/record"
 
 	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 	"github.com/joiner-dev/joiner/cloud"
 	"github.com/joiner-dev/joiner/cloud/catalog"
+	"github.com/joiner-dev/joiner/coordinator/nodeclass/nodeclasstest"
 	"github.com/joiner-dev/joiner/coordinator/view"
+	"github.com/joiner-dev/joiner/coordinator/view/fake"
 	"github.com/joiner-dev/joiner/test/observe"
 )
 
@@ -35,14 +35,7 @@ func (c *fakeCache) NodeClasses() []*awsv1.EC2NodeClass { return c.classes }
 func (c *fakeCache) NodeClaims() []*karpv1.NodeClaim    { return c.claims }
 func (c *fakeCache) Changes() (<-chan struct{}, func()) { return make(chan struct{}), func() {} }
 
-func (c *fakeCache) NodeClass(name string) *awsv1.EC2NodeClass {
-	for _, nc := range c.classes {
-		if nc.Name == name {
-			return nc
-		}
-	}
-	return nil
-}
+func (c *fakeCache) NodeClass(name string) *awsv1.EC2NodeClass { return fake.Find(c.classes, name) }
 
 func (c *fakeCache) NodeByProviderID(id string) *corev1.Node {
 	for _, n := range c.nodes {
@@ -51,34 +44,6 @@ func (c *fakeCache) NodeByProviderID(id string) *corev1.Node {
 		}
 	}
 	return nil
-}
-
-type fakeWriter struct {
-	mu        sync.Mutex
-	pools     []*karpv1.NodePool
-	classes   []*awsv1.EC2NodeClass
-	annotated []string
-}
-
-func (w *fakeWriter) UpdateNodePoolStatus(_ context.Context, np *karpv1.NodePool) (*karpv1.NodePool, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.pools = append(w.pools, np)
-	return np, nil
-}
-
-func (w *fakeWriter) Annotate(_ context.Context, gvr schema.GroupVersionResource, name string, a map[string]string) error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.annotated = append(w.annotated, fmt.Sprintf("%s/%s %v", gvr.Resource, name, a))
-	return nil
-}
-
-func (w *fakeWriter) UpdateEC2NodeClassStatus(_ context.Context, nc *awsv1.EC2NodeClass) (*awsv1.EC2NodeClass, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.classes = append(w.classes, nc)
-	return nc, nil
 }
 
 // fakeCloud resolves every class (or fails with err) and counts calls.
@@ -120,7 +85,7 @@ func pool(name string, reqs ...karpv1.NodeSelectorRequirementWithMinValues) *kar
 
 type rig struct {
 	cache   *fakeCache
-	kube    *fakeWriter
+	kube    *nodeclasstest.Writer
 	cloud   *fakeCloud
 	catalog *view.Catalog
 	rec     *record.FakeRecorder
@@ -129,7 +94,7 @@ type rig struct {
 }
 
 func newRig(c *fakeCache) *rig {
-	r := &rig{cache: c, kube: &fakeWriter{}, cloud: &fakeCloud{}, catalog: view.NewCatalog(), rec: record.NewFakeRecorder(100),
+	r := &rig{cache: c, kube: &nodeclasstest.Writer{}, cloud: &fakeCloud{}, catalog: view.NewCatalog(), rec: record.NewFakeRecorder(100),
 		now: time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)}
 	r.l = New(Config{Now: func() time.Time { return r.now }},
 		Deps{Cache: c, Kube: r.kube, Cloud: r.cloud, Catalog: r.catalog, Recorder: r.rec})
@@ -145,7 +110,7 @@ func TestInvalidObjectsAreReportedAndLeftOut(t *testing.T) {
 	r.l.Reconcile(context.Background())
 
 	var badPool *karpv1.NodePool
-	for _, np := range r.kube.pools {
+	for _, np := range r.kube.Pools {
 		if np.Name == "bad" {
 			badPool = np
 		}
@@ -169,13 +134,13 @@ func TestInvalidObjectsAreReportedAndLeftOut(t *testing.T) {
 		t.Fatalf("published class lacks its resolved status: %+v", got["default"].NodeClass.Status)
 	}
 	// The same state again: no new Events, no new status writes.
-	writes := len(r.kube.pools) + len(r.kube.classes)
+	writes := len(r.kube.Pools) + len(r.kube.Classes)
 	r.cache.pools[0].Status = badPool.Status
 	r.l.Reconcile(context.Background())
 	if n := len(observe.Events(r.rec)); n != 0 {
 		t.Fatalf("%d events repeated", n)
 	}
-	if n := len(r.kube.pools); n > writes {
+	if n := len(r.kube.Pools); n > writes {
 		t.Fatalf("pool status written again (%d writes, was %d)", n, writes)
 	}
 }
@@ -228,7 +193,7 @@ func TestResolutionSchedule(t *testing.T) {
 	if len(r.catalog.Classes()) != 0 {
 		t.Fatal("a class that failed to resolve was published")
 	}
-	last := r.kube.classes[len(r.kube.classes)-1]
+	last := r.kube.Classes[len(r.kube.Classes)-1]
 	if cond := meta.FindStatusCondition(last.Status.Conditions, awsv1.ConditionReady); cond == nil || cond.Status != metav1.ConditionFalse {
 		t.Fatalf("Ready = %+v, want False", cond)
 	}
@@ -241,5 +206,47 @@ func TestResolutionSchedule(t *testing.T) {
 	step(30 * time.Second)
 	if r.cloud.resolves != before+1 || len(r.catalog.Classes()) != 1 {
 		t.Fatalf("after Retry: %d resolves (want %d), %d classes published", r.cloud.resolves, before+1, len(r.catalog.Classes()))
+	}
+}
+
+// With cluster discovery: while the cluster is unknown no class is
+// resolved or published, each says why (ValidationSucceeded and Ready
+// False, ClusterDiscoveryFailed, one Event); once known the classes
+// resolve, and a new Kubernetes version re-resolves them at once.
+func TestClusterFacts(t *testing.T) {
+	c := &fakeCache{classes: []*awsv1.EC2NodeClass{class("default")}}
+	r := newRig(c)
+	version, clusterErr := "", fmt.Errorf("cluster x: endpoint neither given nor discovered: %w", cloud.ErrClusterUnknown)
+	r.l.d.Cluster = func() (string, error) { return version, clusterErr }
+	ctx := context.Background()
+	step := func() {
+		r.now = r.now.Add(time.Second)
+		r.l.Reconcile(ctx)
+	}
+	step()
+	step()
+	if r.cloud.resolves != 0 || len(r.catalog.Classes()) != 0 {
+		t.Fatalf("unknown cluster: %d resolves, %d classes published; want none", r.cloud.resolves, len(r.catalog.Classes()))
+	}
+	last := r.kube.Classes[len(r.kube.Classes)-1]
+	for _, typ := range []string{awsv1.ConditionValidationSucceeded, awsv1.ConditionReady} {
+		cond := meta.FindStatusCondition(last.Status.Conditions, typ)
+		if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != "ClusterDiscoveryFailed" || !strings.Contains(cond.Message, "endpoint") {
+			t.Errorf("%s = %+v, want False, ClusterDiscoveryFailed, naming what is missing", typ, cond)
+		}
+	}
+	if events := observe.Events(r.rec); len(events) != 1 || !strings.Contains(events[0], "ClusterDiscoveryFailed") {
+		t.Errorf("events %q, want one ClusterDiscoveryFailed", events)
+	}
+	version, clusterErr = "1.34", nil
+	step()
+	if r.cloud.resolves != 1 || len(r.catalog.Classes()) != 1 {
+		t.Fatalf("known cluster: %d resolves, %d classes published; want 1 and 1", r.cloud.resolves, len(r.catalog.Classes()))
+	}
+	step()
+	version = "1.35"
+	step()
+	if r.cloud.resolves != 2 {
+		t.Fatalf("after an upgrade: %d resolves, want 2", r.cloud.resolves)
 	}
 }

@@ -127,13 +127,13 @@ func TestHashStamping(t *testing.T) {
 	r := newRig(c)
 	r.l.Reconcile(context.Background())
 	want := np.Hash()
-	got := strings.Join(r.kube.annotated, "\n")
+	got := strings.Join(r.kube.Annotated, "\n")
 	for _, line := range []string{
 		"nodeclaims/fresh map[karpenter.sh/nodepool-hash:" + want + " karpenter.sh/nodepool-hash-version:v3]",
 		"nodeclaims/drifted map[karpenter.sh/nodepool-hash-version:v3]",
 		"nodepools/default map[karpenter.sh/nodepool-hash:" + want + " karpenter.sh/nodepool-hash-version:v3]",
 	} {
-		if !slices.Contains(r.kube.annotated, line) {
+		if !slices.Contains(r.kube.Annotated, line) {
 			t.Errorf("missing %q in:\n%s", line, got)
 		}
 	}

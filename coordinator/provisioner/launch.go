@@ -236,9 +236,19 @@ func (p *Provisioner) prepare(s *view.View, c scheduler.NodeClaim) (planned, err
 	claim.Annotations[karpv1.AnnotationNodePoolHash] = s.NodePoolHashes[pool.Name]
 	claim.Annotations[karpv1.AnnotationEC2NodeClassHash] = s.NodeClassHashes[class.Name]
 
+	cluster, err := p.cluster()
+	if err != nil {
+		return planned{}, fmt.Errorf("user data of nodeclaim %s: %w", name, err)
+	}
 	maxPods, vcpu := minPods(cands, s.InstanceTypes[class.Name])
-	in := userdata.FromNodeClaim(class, claim, userdata.BuildOptions{Cluster: p.cfg.Cluster, CapacityType: cands[0].CapacityType,
-		InstanceMaxPods: maxPods, VCPU: vcpu, BootstrapImage: p.cfg.BootstrapImage})
+	// One user data serves every candidate: it calls joiner only when
+	// every candidate's image is Joiner-built.
+	images := make([]string, len(cands))
+	for i, c := range cands {
+		images[i] = c.ImageID
+	}
+	in := userdata.FromNodeClaim(class, claim, userdata.BuildOptions{Cluster: cluster, CapacityType: cands[0].CapacityType,
+		InstanceMaxPods: maxPods, VCPU: vcpu, BootstrapImage: p.cfg.BootstrapImage, JoinerImage: resolved.JoinerImages(images)})
 	ud, err := userdata.Render(in)
 	if err != nil {
 		return planned{}, fmt.Errorf("rendering user data of nodeclaim %s (ec2nodeclass %s): %w", name, class.Name, err)
@@ -248,7 +258,7 @@ func (p *Provisioner) prepare(s *view.View, c scheduler.NodeClaim) (planned, err
 	pgLabels, partition := launchPlacement(resolved.PlacementGroup, claim.Spec.Requirements)
 	maps.Copy(claim.Labels, pgLabels)
 	frozen.PlacementGroupPartition = partition
-	frozen.ClusterIPv6 = clusterIPv6(p.cfg.Cluster)
+	frozen.ClusterIPv6 = clusterIPv6(cluster)
 	if c.MinValuesRelaxed { // Karpenter sends no fleet context for a claim whose minValues were relaxed
 		frozen.Context = ""
 	}
@@ -262,9 +272,13 @@ func (p *Provisioner) prepare(s *view.View, c scheduler.NodeClaim) (planned, err
 
 // candidates are the offerings of the planned instance types (cheapest
 // type first) that the claim's requirements allow, are available, have an
-// image for their architecture and a subnet in their zone. When spot is
-// among them, only spot is kept (Karpenter launches spot when it may, and
-// falls back to on-demand by planning again after a capacity error).
+// image that suits the type (newest compatible: architecture, and GPU or
+// accelerator variant) and a subnet in their zone. A reserved offering is
+// a candidate only when the scheduler pinned the claim to its reservation
+// (karpenter.k8s.aws/capacity-reservation-id); then only reserved
+// candidates are kept. Otherwise, when spot is among them, only spot is
+// kept (Karpenter launches reserved, else spot, when it may, and falls back
+// to on-demand by planning again after a capacity error).
 func candidates(types []string, catalogue []*catalog.InstanceType, reqs requirements.Requirements,
 	r cloud.Resolved, subnets map[string]string) []cloud.Candidate {
 	allowed := func(key, value string) bool {
@@ -272,13 +286,13 @@ func candidates(types []string, catalogue []*catalog.InstanceType, reqs requirem
 		return req == nil || req.Has(value)
 	}
 	var out []cloud.Candidate
-	spot := false
+	reserved, spot := false, false
 	for _, name := range types {
 		it := view.FindType(catalogue, name)
 		if it == nil {
 			continue
 		}
-		image := r.ImageFor(it.Labels[karpv1.LabelArch])
+		image := r.ImageFor(it.Labels)
 		if image == "" {
 			continue
 		}
@@ -288,15 +302,23 @@ func candidates(types []string, catalogue []*catalog.InstanceType, reqs requirem
 			if !o.Available || subnets[o.Zone] == "" || !allowed(karpv1.LabelZone, o.Zone) || !allowed(karpv1.LabelCapacityType, o.CapacityType) {
 				continue
 			}
-			if o.CapacityType == karpv1.CapacityTypeReserved {
+			if rid := reqs.Get(karpv1.LabelCapacityReservationID); o.CapacityType == karpv1.CapacityTypeReserved && (rid == nil || !rid.Has(o.ReservationID)) {
 				continue
 			}
+			reserved = reserved || o.CapacityType == karpv1.CapacityTypeReserved
 			spot = spot || o.CapacityType == karpv1.CapacityTypeSpot
-			out = append(out, cloud.Candidate{InstanceType: it.Name, Zone: o.Zone, CapacityType: o.CapacityType, Price: o.Price, ImageID: image})
+			out = append(out, cloud.Candidate{InstanceType: it.Name, Zone: o.Zone, CapacityType: o.CapacityType, Price: o.Price, ImageID: image,
+				ReservationID: o.ReservationID, ReservationType: o.ReservationType, Interruptible: o.Interruptible})
 		}
 	}
-	if spot {
-		out = slices.DeleteFunc(out, func(c cloud.Candidate) bool { return c.CapacityType != karpv1.CapacityTypeSpot })
+	for _, only := range []struct {
+		any bool
+		ct  string
+	}{{reserved, karpv1.CapacityTypeReserved}, {spot, karpv1.CapacityTypeSpot}} {
+		if only.any {
+			out = slices.DeleteFunc(out, func(c cloud.Candidate) bool { return c.CapacityType != only.ct })
+			break
+		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Price < out[j].Price })
 	return out
@@ -400,7 +422,9 @@ func newNodeClaim(pool *karpv1.NodePool, class *awsv1.EC2NodeClass, name, intent
 		labels = map[string]string{}
 	}
 	for _, r := range reqs {
-		if r.Operator == karpv1.OpIn && len(r.Values) == 1 && r.Key != karpv1.LabelHostname {
+		// The reservation labels come with the launch (a reserved claim
+		// may still end on demand), as in Karpenter.
+		if r.Operator == karpv1.OpIn && len(r.Values) == 1 && r.Key != karpv1.LabelHostname && !karpv1.ReservationLabels[r.Key] {
 			labels[r.Key] = r.Values[0]
 		}
 	}

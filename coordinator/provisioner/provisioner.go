@@ -82,6 +82,10 @@ type Deps struct {
 type Config struct {
 	// Cluster is what new nodes join (name, endpoint, CA, service CIDR).
 	Cluster userdata.Cluster
+	// ClusterFunc (optional: cluster discovery) is read at every plan in
+	// place of Cluster, so a new endpoint or service CIDR reaches the next
+	// launch; its error keeps claims from launching.
+	ClusterFunc func() (userdata.Cluster, error)
 	// BatchIdle and BatchMax bound a batch of pending pods (1 s / 10 s).
 	BatchIdle, BatchMax time.Duration
 	// Resync is the pass interval without cache events (default 10 s).
@@ -135,6 +139,14 @@ func New(cfg Config, d Deps) (*Provisioner, error) {
 		return nil, err
 	}
 	return &Provisioner{cfg: cfg, d: d, log: d.Log.Named("provisioner"), metrics: m, said: map[string]string{}}, nil
+}
+
+// cluster is what the next node joins.
+func (p *Provisioner) cluster() (userdata.Cluster, error) {
+	if p.cfg.ClusterFunc != nil {
+		return p.cfg.ClusterFunc()
+	}
+	return p.cfg.Cluster, nil
 }
 
 // Run provisions until ctx ends: a pass after each batch of cache events

@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	k8stypes "k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 
@@ -28,6 +27,7 @@ import (
 	"github.com/joiner-dev/joiner/coordinator/fsm"
 	"github.com/joiner-dev/joiner/coordinator/fsm/fsmtest"
 	"github.com/joiner-dev/joiner/coordinator/nodeclass"
+	"github.com/joiner-dev/joiner/coordinator/nodeclass/nodeclasstest"
 	"github.com/joiner-dev/joiner/coordinator/scheduler"
 	"github.com/joiner-dev/joiner/coordinator/view"
 	"github.com/joiner-dev/joiner/coordinator/view/fake"
@@ -53,10 +53,10 @@ func (c *fakeCache) NodeClaims() []*karpv1.NodeClaim         { return c.claims }
 func (c *fakeCache) DaemonSets() []*appsv1.DaemonSet         { return c.daemonSets }
 func (c *fakeCache) PDBs() []*policyv1.PodDisruptionBudget   { return nil }
 func (c *fakeCache) Changes() (<-chan struct{}, func())      { return make(chan struct{}), func() {} }
-func (c *fakeCache) NodePool(name string) *karpv1.NodePool   { return find(c.pools, name) }
-func (c *fakeCache) NodeClaim(name string) *karpv1.NodeClaim { return find(c.claims, name) }
+func (c *fakeCache) NodePool(name string) *karpv1.NodePool   { return fake.Find(c.pools, name) }
+func (c *fakeCache) NodeClaim(name string) *karpv1.NodeClaim { return fake.Find(c.claims, name) }
 
-func (c *fakeCache) NodeClass(name string) *awsv1.EC2NodeClass { return find(c.classes, name) }
+func (c *fakeCache) NodeClass(name string) *awsv1.EC2NodeClass { return fake.Find(c.classes, name) }
 
 func (c *fakeCache) NodeByProviderID(id string) *corev1.Node {
 	for _, n := range c.nodes {
@@ -67,23 +67,12 @@ func (c *fakeCache) NodeByProviderID(id string) *corev1.Node {
 	return nil
 }
 
-func find[T interface{ GetName() string }](list []T, name string) T {
-	var zero T
-	for _, o := range list {
-		if o.GetName() == name {
-			return o
-		}
-	}
-	return zero
-}
-
 // fakeWriter records writes; created NodeClaims land in the cache.
 type fakeWriter struct {
-	mu          sync.Mutex
-	cache       *fakeCache
-	created     []*karpv1.NodeClaim
-	poolStatus  []*karpv1.NodePool
-	classStatus []*awsv1.EC2NodeClass
+	mu      sync.Mutex
+	cache   *fakeCache
+	created []*karpv1.NodeClaim
+	nodeclasstest.Writer
 }
 
 func (w *fakeWriter) CreateNodeClaim(_ context.Context, nc *karpv1.NodeClaim) (*karpv1.NodeClaim, error) {
@@ -94,40 +83,29 @@ func (w *fakeWriter) CreateNodeClaim(_ context.Context, nc *karpv1.NodeClaim) (*
 	return nc, nil
 }
 
-func (w *fakeWriter) Annotate(context.Context, schema.GroupVersionResource, string, map[string]string) error {
-	return nil
-}
-
-func (w *fakeWriter) UpdateNodePoolStatus(_ context.Context, np *karpv1.NodePool) (*karpv1.NodePool, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.poolStatus = append(w.poolStatus, np)
-	return np, nil
-}
-
-func (w *fakeWriter) UpdateEC2NodeClassStatus(_ context.Context, nc *awsv1.EC2NodeClass) (*awsv1.EC2NodeClass, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.classStatus = append(w.classStatus, nc)
-	return nc, nil
-}
-
 // fakeCloud resolves every class to one subnet per zone, a security group
 // and AL2023 images, serves the embedded catalogue and counts the calls
 // that would reach AWS.
 type fakeCloud struct {
 	mu                     sync.Mutex
 	resolves, typeListings int
+	amis                   []cloud.AMI // nil: one image per architecture
+	// offer adds offerings to the listed types (nil: the catalogue's).
+	offer func(its []*catalog.InstanceType) []*catalog.InstanceType
 }
 
 func (c *fakeCloud) Resolve(_ context.Context, _ *awsv1.EC2NodeClass) (cloud.Resolved, error) {
 	c.mu.Lock()
 	c.resolves++
+	amis := c.amis
 	c.mu.Unlock()
+	if amis == nil {
+		amis = []cloud.AMI{{ID: "ami-x86", Arch: "amd64"}, {ID: "ami-arm", Arch: "arm64"}}
+	}
 	return cloud.Resolved{
 		Subnets:         []cloud.Subnet{{ID: "subnet-a", Zone: "us-east-1a", AvailableIPs: 100}, {ID: "subnet-b", Zone: "us-east-1b", AvailableIPs: 100}},
 		SecurityGroups:  []awsv1.SecurityGroup{{ID: "sg-1", Name: "nodes"}},
-		AMIs:            []cloud.AMI{{ID: "ami-x86", Arch: "amd64"}, {ID: "ami-arm", Arch: "arm64"}},
+		AMIs:            amis,
 		InstanceProfile: "role",
 	}, nil
 }
@@ -140,7 +118,11 @@ func (c *fakeCloud) InstanceTypes(_ context.Context, nc *awsv1.EC2NodeClass) ([]
 	c.mu.Lock()
 	c.typeListings++
 	c.mu.Unlock()
-	return catalog.InstanceTypes(catalog.Options{NodeClass: nc}), nil
+	its := catalog.InstanceTypes(catalog.Options{NodeClass: nc})
+	if c.offer != nil {
+		its = c.offer(its)
+	}
+	return its, nil
 }
 
 var now = time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)
@@ -196,7 +178,13 @@ type rig struct {
 
 func newTestProvisioner(t testing.TB, c *fakeCache) *rig {
 	t.Helper()
-	r := &rig{w: &fakeWriter{cache: c}, state: fsm.New(), cloud: &fakeCloud{}}
+	return newTestProvisionerOn(t, c, &fakeCloud{})
+}
+
+// newTestProvisionerOn is newTestProvisioner on a given fake cloud.
+func newTestProvisionerOn(t testing.TB, c *fakeCache, fc *fakeCloud) *rig {
+	t.Helper()
+	r := &rig{w: &fakeWriter{cache: c}, state: fsm.New(), cloud: fc}
 	r.raft = fsmtest.New(r.state)
 	catalog := view.NewCatalog()
 	r.classes = nodeclass.New(nodeclass.Config{Now: func() time.Time { return now }},

@@ -91,9 +91,9 @@ func realisticInput(n int) *Input {
 			p.Spec.Containers[0].Resources.Requests["nvidia.com/gpu"] = resource.MustParse("1")
 			p.Spec.Tolerations = []corev1.Toleration{{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists}}
 		case kind < 5:
-			p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: karpv1.LabelZone, WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: sel}}
+			p.Spec.TopologySpreadConstraints = spread(karpv1.LabelZone, 1, sel)
 		case kind == 5:
-			p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{LabelSelector: sel, TopologyKey: karpv1.LabelHostname}}}}
+			p.Spec.Affinity = antiAffinity(karpv1.LabelHostname, sel)
 		}
 		pods = append(pods, p)
 	}

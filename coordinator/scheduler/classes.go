@@ -121,13 +121,33 @@ func (w *keyWriter) strs(v []string) {
 }
 
 func (w *keyWriter) nodeReqs(rs []corev1.NodeSelectorRequirement) {
+	reqsKey(w, rs, func(r corev1.NodeSelectorRequirement) (string, string, []string) {
+		return r.Key, string(r.Operator), r.Values
+	})
+}
+
+// reqsKey writes requirements (node or label selector ones), each as its
+// key, operator and values.
+func reqsKey[R any](w *keyWriter, rs []R, parts func(R) (key, op string, values []string)) {
 	w.sep('[')
 	for _, r := range rs {
-		w.s(r.Key)
-		w.s(string(r.Operator))
-		w.strs(r.Values)
+		key, op, values := parts(r)
+		w.s(key)
+		w.s(op)
+		w.strs(values)
 	}
 	w.sep(']')
+}
+
+// tolerations writes 'T' and the tolerations.
+func (w *keyWriter) tolerations(ts []corev1.Toleration) {
+	w.sep('T')
+	for _, t := range ts {
+		w.s(t.Key)
+		w.s(string(t.Operator))
+		w.s(t.Value)
+		w.s(string(t.Effect))
+	}
 }
 
 func (w *keyWriter) term(t *corev1.NodeSelectorTerm) {
@@ -141,13 +161,9 @@ func (w *keyWriter) selector(s *metav1.LabelSelector) {
 		return
 	}
 	w.strMap(s.MatchLabels)
-	w.sep('[')
-	for _, e := range s.MatchExpressions {
-		w.s(e.Key)
-		w.s(string(e.Operator))
-		w.strs(e.Values)
-	}
-	w.sep(']')
+	reqsKey(w, s.MatchExpressions, func(e metav1.LabelSelectorRequirement) (string, string, []string) {
+		return e.Key, string(e.Operator), e.Values
+	})
 }
 
 func (w *keyWriter) podTerm(t *corev1.PodAffinityTerm) {
@@ -208,13 +224,7 @@ func (w *keyWriter) classKey(p *corev1.Pod, req vec, vol PodVolumes) string {
 			w.podAffinity(pa.RequiredDuringSchedulingIgnoredDuringExecution, pa.PreferredDuringSchedulingIgnoredDuringExecution)
 		}
 	}
-	w.sep('T')
-	for _, t := range p.Spec.Tolerations {
-		w.s(t.Key)
-		w.s(string(t.Operator))
-		w.s(t.Value)
-		w.s(string(t.Effect))
-	}
+	w.tolerations(p.Spec.Tolerations)
 	w.sep('P')
 	for _, hp := range hostPorts(p) {
 		w.s(string(hp.protocol))

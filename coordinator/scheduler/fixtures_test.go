@@ -82,6 +82,28 @@ func pod(name string, labels map[string]string, cpu, mem string) *corev1.Pod {
 	}
 }
 
+// spread spreads the pods sel selects over key, at most maxSkew apart
+// (DoNotSchedule).
+func spread(key string, maxSkew int32, sel *metav1.LabelSelector) []corev1.TopologySpreadConstraint {
+	return []corev1.TopologySpreadConstraint{{MaxSkew: maxSkew, TopologyKey: key, WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: sel}}
+}
+
+// affinity requires a domain of key that runs a pod sel selects.
+func affinity(key string, sel *metav1.LabelSelector) *corev1.Affinity {
+	return &corev1.Affinity{PodAffinity: &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{LabelSelector: sel, TopologyKey: key}}}}
+}
+
+// antiAffinity requires a domain of key that runs no pod sel selects.
+func antiAffinity(key string, sel *metav1.LabelSelector) *corev1.Affinity {
+	return &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{LabelSelector: sel, TopologyKey: key}}}}
+}
+
+// preferred is one preferred pod (anti-)affinity term of weight over key
+// for the pods sel selects.
+func preferred(weight int32, key string, sel *metav1.LabelSelector) []corev1.WeightedPodAffinityTerm {
+	return []corev1.WeightedPodAffinityTerm{{Weight: weight, PodAffinityTerm: corev1.PodAffinityTerm{LabelSelector: sel, TopologyKey: key}}}
+}
+
 // karpenterPods are the pods of Karpenter's scheduling benchmark
 // (test/workload).
 func karpenterPods(n int) []*corev1.Pod { return workload.KarpenterPods(n) }
@@ -89,6 +111,13 @@ func karpenterPods(n int) []*corev1.Pod { return workload.KarpenterPods(n) }
 // karpenterPodsSeeded is karpenterPods with another seed (property tests).
 func karpenterPodsSeeded(n int, seed int64) []*corev1.Pod {
 	return workload.KarpenterPodsSeeded(n, seed)
+}
+
+// groupPod is a pod of group g (labelled group=g<g>) with a random cpu and
+// memory request, and the selector of its group.
+func groupPod(name string, g int, rng *rand.Rand) (*corev1.Pod, *metav1.LabelSelector) {
+	lbl := map[string]string{"group": fmt.Sprintf("g%d", g)}
+	return pod(name, lbl, benchCPU[rng.IntN(len(benchCPU))], benchMem[rng.IntN(len(benchMem))]), &metav1.LabelSelector{MatchLabels: lbl}
 }
 
 // selfSelectingPods is an easier workload than Karpenter's (the one the
@@ -102,19 +131,17 @@ func selfSelectingPods(n int, seed uint64) []*corev1.Pod {
 	per := n / 5
 	groups := []int{n - 4*per, per, per, per, per}
 	for g, cnt := range groups {
-		lbl := map[string]string{"group": fmt.Sprintf("g%d", g)}
-		sel := &metav1.LabelSelector{MatchLabels: lbl}
 		for i := range cnt {
-			p := pod(fmt.Sprintf("g%d-%05d", g, i), lbl, benchCPU[rng.IntN(len(benchCPU))], benchMem[rng.IntN(len(benchMem))])
+			p, sel := groupPod(fmt.Sprintf("g%d-%05d", g, i), g, rng)
 			switch g {
 			case 1:
-				p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: karpv1.LabelZone, WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: sel}}
+				p.Spec.TopologySpreadConstraints = spread(karpv1.LabelZone, 1, sel)
 			case 2:
-				p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: karpv1.LabelHostname, WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: sel}}
+				p.Spec.TopologySpreadConstraints = spread(karpv1.LabelHostname, 1, sel)
 			case 3:
-				p.Spec.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{LabelSelector: sel, TopologyKey: karpv1.LabelZone}}}}
+				p.Spec.Affinity = affinity(karpv1.LabelZone, sel)
 			case 4:
-				p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{LabelSelector: sel, TopologyKey: karpv1.LabelHostname}}}}
+				p.Spec.Affinity = antiAffinity(karpv1.LabelHostname, sel)
 			}
 			out = append(out, p)
 		}

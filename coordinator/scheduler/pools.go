@@ -139,7 +139,7 @@ func (s *solver) prepareTypes(p *pool, its []*catalog.InstanceType) {
 	p.typeKeys = map[string]bool{}
 	p.expl.InstanceTypes = len(its)
 	var exReq, exOff, exSmall, exLimit int
-	zr, cr := p.reqs.Get(karpv1.LabelZone), p.reqs.Get(karpv1.LabelCapacityType)
+	off := offeringReqsOf(p.reqs)
 	for _, it := range its {
 		for k := range it.Labels {
 			p.typeKeys[k] = true
@@ -152,7 +152,7 @@ func (s *solver) prepareTypes(p *pool, its []*catalog.InstanceType) {
 			continue
 		}
 		for _, o := range it.Offerings {
-			if o.Available && (zr == nil || zr.Has(o.Zone)) && (cr == nil || cr.Has(o.CapacityType)) {
+			if off.allows(o) {
 				ti.minPrice = min(ti.minPrice, o.Price)
 			}
 		}
@@ -213,12 +213,12 @@ func (p *pool) withinLimits(c, own vec) bool {
 	return true
 }
 
-// matchLabels checks the label part of reqs against a type; zone and
-// capacity type are left to the offerings, keys no type carries to the
-// pool/pod compatibility check.
+// matchLabels checks the label part of reqs against a type; zone,
+// capacity type and reservation labels are left to the offerings, keys no
+// type carries to the pool/pod compatibility check.
 func (p *pool) matchLabels(it *catalog.InstanceType, reqs requirements.Requirements) bool {
 	for _, r := range reqs.All() {
-		if r.Key == karpv1.LabelZone || r.Key == karpv1.LabelCapacityType || !p.typeKeys[r.Key] {
+		if offeringKeys[r.Key] || !p.typeKeys[r.Key] {
 			continue
 		}
 		v, ok := it.Labels[r.Key]
@@ -229,8 +229,8 @@ func (p *pool) matchLabels(it *catalog.InstanceType, reqs requirements.Requireme
 	return true
 }
 
-// matchType checks labels and that an available offering matches zone and
-// capacity type.
+// matchType checks labels and that an available offering matches zone,
+// capacity type and reservation labels.
 func (p *pool) matchType(t *typeInfo, reqs requirements.Requirements) bool {
 	m := p.matcher(reqs)
 	return m.match(t)
@@ -239,20 +239,15 @@ func (p *pool) matchType(t *typeInfo, reqs requirements.Requirements) bool {
 // typeMatcher is matchType with the requirement lookups hoisted out of
 // loops over types.
 type typeMatcher struct {
-	p          *pool
-	labelReqs  []*requirements.Requirement
-	zone, ctyp *requirements.Requirement
+	p         *pool
+	labelReqs []*requirements.Requirement
+	off       offeringReqs
 }
 
 func (p *pool) matcher(reqs requirements.Requirements) typeMatcher {
-	m := typeMatcher{p: p}
+	m := typeMatcher{p: p, off: offeringReqsOf(reqs)}
 	for _, r := range reqs.All() {
-		switch {
-		case r.Key == karpv1.LabelZone:
-			m.zone = r
-		case r.Key == karpv1.LabelCapacityType:
-			m.ctyp = r
-		case p.typeKeys[r.Key]:
+		if !offeringKeys[r.Key] && p.typeKeys[r.Key] {
 			m.labelReqs = append(m.labelReqs, r)
 		}
 	}
@@ -267,7 +262,7 @@ func (m *typeMatcher) match(t *typeInfo) bool {
 		}
 	}
 	for _, o := range t.it.Offerings {
-		if o.Available && (m.zone == nil || m.zone.Has(o.Zone)) && (m.ctyp == nil || m.ctyp.Has(o.CapacityType)) {
+		if m.off.allows(o) {
 			return true
 		}
 	}
@@ -275,10 +270,10 @@ func (m *typeMatcher) match(t *typeInfo) bool {
 }
 
 func cheapestOffering(it *catalog.InstanceType, reqs requirements.Requirements) (catalog.Offering, bool) {
-	zr, cr := reqs.Get(karpv1.LabelZone), reqs.Get(karpv1.LabelCapacityType)
+	off := offeringReqsOf(reqs)
 	best, found := catalog.Offering{}, false
 	for _, o := range it.Offerings {
-		if !o.Available || (zr != nil && !zr.Has(o.Zone)) || (cr != nil && !cr.Has(o.CapacityType)) {
+		if !off.allows(o) {
 			continue
 		}
 		if !found || o.Price < best.Price || (o.Price == best.Price && (o.Zone < best.Zone || (o.Zone == best.Zone && o.CapacityType > best.CapacityType))) {

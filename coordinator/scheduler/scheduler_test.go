@@ -66,6 +66,14 @@ func req(key string, op corev1.NodeSelectorOperator, vals ...string) corev1.Node
 	return corev1.NodeSelectorRequirement{Key: key, Operator: op, Values: vals}
 }
 
+// preferNode prefers (weight 10) nodes that meet r.
+func preferNode(r corev1.NodeSelectorRequirement) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.PreferredSchedulingTerm{
+			{Weight: 10, Preference: corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{r}}}}}}
+	}
+}
+
 func withAffinity(terms ...[]corev1.NodeSelectorRequirement) func(*corev1.Pod) {
 	return func(p *corev1.Pod) {
 		var ts []corev1.NodeSelectorTerm
@@ -139,20 +147,14 @@ func TestConstraints(t *testing.T) {
 			}
 		}},
 		{"preferred node affinity honoured", func() *Input {
-			return input(pods(1, "a", nil, "100m", func(p *corev1.Pod) {
-				p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.PreferredSchedulingTerm{
-					{Weight: 10, Preference: corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{req(karpv1.LabelZone, corev1.NodeSelectorOpIn, "test-zone-2")}}}}}}
-			})...)
+			return input(pods(1, "a", nil, "100m", preferNode(req(karpv1.LabelZone, corev1.NodeSelectorOpIn, "test-zone-2")))...)
 		}, func(t *testing.T, p *Plan) {
 			if z := p.NodeClaims[0].Zone; z != "test-zone-2" {
 				t.Fatalf("zone %s, want test-zone-2", z)
 			}
 		}},
 		{"impossible preferred node affinity relaxed", func() *Input {
-			return input(pods(1, "a", nil, "100m", func(p *corev1.Pod) {
-				p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.PreferredSchedulingTerm{
-					{Weight: 10, Preference: corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{req(karpv1.LabelArch, corev1.NodeSelectorOpIn, "arm64")}}}}}}
-			})...)
+			return input(pods(1, "a", nil, "100m", preferNode(req(karpv1.LabelArch, corev1.NodeSelectorOpIn, "arm64")))...)
 		}, func(t *testing.T, p *Plan) { wantClaims(t, p, 1) }},
 		{"pool taint blocks pods without toleration", func() *Input {
 			in := input(pod("a", nil, "100m", ""))
@@ -193,7 +195,7 @@ func TestConstraints(t *testing.T) {
 		}},
 		{"zonal topology spread", func() *Input {
 			return input(pods(6, "s", app, "100m", func(p *corev1.Pod) {
-				p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: karpv1.LabelZone, WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: sel}}
+				p.Spec.TopologySpreadConstraints = spread(karpv1.LabelZone, 1, sel)
 			})...)
 		}, func(t *testing.T, p *Plan) {
 			z := zones(p)
@@ -203,7 +205,7 @@ func TestConstraints(t *testing.T) {
 		}},
 		{"capacity-type topology spread", func() *Input {
 			return input(pods(4, "s", app, "100m", func(p *corev1.Pod) {
-				p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: karpv1.LabelCapacityType, WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: sel}}
+				p.Spec.TopologySpreadConstraints = spread(karpv1.LabelCapacityType, 1, sel)
 			})...)
 		}, func(t *testing.T, p *Plan) {
 			cts := map[string]int{}
@@ -216,17 +218,17 @@ func TestConstraints(t *testing.T) {
 		}},
 		{"hostname topology spread", func() *Input {
 			return input(pods(4, "s", app, "100m", func(p *corev1.Pod) {
-				p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: karpv1.LabelHostname, WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: sel}}
+				p.Spec.TopologySpreadConstraints = spread(karpv1.LabelHostname, 1, sel)
 			})...)
 		}, func(t *testing.T, p *Plan) { wantClaims(t, p, 4) }},
 		{"hostname spread maxSkew 2", func() *Input {
 			return input(pods(4, "s", app, "100m", func(p *corev1.Pod) {
-				p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 2, TopologyKey: karpv1.LabelHostname, WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: sel}}
+				p.Spec.TopologySpreadConstraints = spread(karpv1.LabelHostname, 2, sel)
 			})...)
 		}, func(t *testing.T, p *Plan) { wantClaims(t, p, 2) }},
 		{"spread counts existing pods", func() *Input {
 			in := input(pods(2, "s", app, "100m", func(p *corev1.Pod) {
-				p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: karpv1.LabelZone, WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: sel}}
+				p.Spec.TopologySpreadConstraints = spread(karpv1.LabelZone, 1, sel)
 			})...)
 			in.Nodes = []*Node{{Name: "full", Labels: map[string]string{karpv1.LabelZone: "test-zone-1"}, Pods: []*corev1.Pod{pod("old", app, "", "")},
 				Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("0"), corev1.ResourcePods: resource.MustParse("1")}}}
@@ -239,28 +241,28 @@ func TestConstraints(t *testing.T) {
 		}},
 		{"hostname anti-affinity", func() *Input {
 			return input(pods(3, "a", app, "100m", func(p *corev1.Pod) {
-				p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{LabelSelector: sel, TopologyKey: karpv1.LabelHostname}}}}
+				p.Spec.Affinity = antiAffinity(karpv1.LabelHostname, sel)
 			})...)
 		}, func(t *testing.T, p *Plan) { wantClaims(t, p, 3) }},
 		{"anti-affinity to other pods placed earlier", func() *Input {
 			a := pod("a", nil, "1", "")
-			a.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{LabelSelector: sel, TopologyKey: karpv1.LabelHostname}}}}
+			a.Spec.Affinity = antiAffinity(karpv1.LabelHostname, sel)
 			return input(pod("b", app, "2", ""), a)
 		}, func(t *testing.T, p *Plan) { wantClaims(t, p, 2) }},
 		{"anti-affinity of a pod placed earlier repels later matching pods", func() *Input {
 			a := pod("a", nil, "2", "")
-			a.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{LabelSelector: sel, TopologyKey: karpv1.LabelHostname}}}}
+			a.Spec.Affinity = antiAffinity(karpv1.LabelHostname, sel)
 			return input(pod("b", app, "1", ""), a)
 		}, func(t *testing.T, p *Plan) { wantClaims(t, p, 2) }},
 		{"zonal anti-affinity runs out of zones", func() *Input {
 			return input(pods(4, "a", app, "100m", func(p *corev1.Pod) {
-				p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{LabelSelector: sel, TopologyKey: karpv1.LabelZone}}}}
+				p.Spec.Affinity = antiAffinity(karpv1.LabelZone, sel)
 			})...)
 		}, func(t *testing.T, p *Plan) { wantUnschedulable(t, p, 1, "") }},
 		{"anti-affinity of an existing pod repels matching pods", func() *Input {
 			in := input(pod("b", app, "100m", ""))
 			owner := pod("owner", nil, "", "")
-			owner.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{LabelSelector: sel, TopologyKey: karpv1.LabelZone}}}}
+			owner.Spec.Affinity = antiAffinity(karpv1.LabelZone, sel)
 			in.Nodes = []*Node{{Name: "n1", Labels: map[string]string{karpv1.LabelZone: "test-zone-1"}, Pods: []*corev1.Pod{owner},
 				Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("4Gi"), corev1.ResourcePods: resource.MustParse("10")}}}
 			return in
@@ -271,7 +273,7 @@ func TestConstraints(t *testing.T) {
 		}},
 		{"zonal pod affinity keeps a group together", func() *Input {
 			return input(pods(5, "a", app, "3", func(p *corev1.Pod) {
-				p.Spec.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{LabelSelector: sel, TopologyKey: karpv1.LabelZone}}}}
+				p.Spec.Affinity = affinity(karpv1.LabelZone, sel)
 			})...)
 		}, func(t *testing.T, p *Plan) {
 			if len(zones(p)) != 1 {
@@ -280,7 +282,7 @@ func TestConstraints(t *testing.T) {
 		}},
 		{"pod affinity to an existing pod's zone", func() *Input {
 			in := input(pods(2, "a", nil, "100m", func(p *corev1.Pod) {
-				p.Spec.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{LabelSelector: sel, TopologyKey: karpv1.LabelZone}}}}
+				p.Spec.Affinity = affinity(karpv1.LabelZone, sel)
 			})...)
 			in.Nodes = []*Node{{Name: "n1", Labels: map[string]string{karpv1.LabelZone: "test-zone-3"}, Pods: []*corev1.Pod{pod("db", app, "", "")}}}
 			return in
@@ -291,14 +293,14 @@ func TestConstraints(t *testing.T) {
 		}},
 		{"preferred anti-affinity relaxed when it cannot hold", func() *Input {
 			in := input(pods(2, "a", app, "100m", func(p *corev1.Pod) {
-				p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{Weight: 1, PodAffinityTerm: corev1.PodAffinityTerm{LabelSelector: sel, TopologyKey: karpv1.LabelHostname}}}}}
+				p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{PreferredDuringSchedulingIgnoredDuringExecution: preferred(1, karpv1.LabelHostname, sel)}}
 			})...)
 			in.NodePools[0].Spec.Limits = karpv1.Limits{"nodes": resource.MustParse("1")}
 			return in
 		}, func(t *testing.T, p *Plan) { wantClaims(t, p, 1) }},
 		{"preferred pod affinity honoured", func() *Input {
 			in := input(pods(2, "a", nil, "100m", func(p *corev1.Pod) {
-				p.Spec.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{Weight: 5, PodAffinityTerm: corev1.PodAffinityTerm{LabelSelector: sel, TopologyKey: karpv1.LabelZone}}}}}
+				p.Spec.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{PreferredDuringSchedulingIgnoredDuringExecution: preferred(5, karpv1.LabelZone, sel)}}
 			})...)
 			in.Nodes = []*Node{{Name: "n1", Labels: map[string]string{karpv1.LabelZone: "test-zone-2"}, Pods: []*corev1.Pod{pod("db", app, "", "")}}}
 			return in
@@ -309,17 +311,17 @@ func TestConstraints(t *testing.T) {
 		}},
 		{"preferred pod affinity to nothing is relaxed", func() *Input {
 			return input(pods(2, "a", nil, "100m", func(p *corev1.Pod) {
-				p.Spec.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{Weight: 5, PodAffinityTerm: corev1.PodAffinityTerm{LabelSelector: sel, TopologyKey: karpv1.LabelZone}}}}}
+				p.Spec.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{PreferredDuringSchedulingIgnoredDuringExecution: preferred(5, karpv1.LabelZone, sel)}}
 			})...)
 		}, func(t *testing.T, p *Plan) { wantClaims(t, p, 1) }},
 		{"required pod affinity to nothing is unschedulable", func() *Input {
 			return input(pods(1, "a", nil, "100m", func(p *corev1.Pod) {
-				p.Spec.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{LabelSelector: sel, TopologyKey: karpv1.LabelZone}}}}
+				p.Spec.Affinity = affinity(karpv1.LabelZone, sel)
 			})...)
 		}, func(t *testing.T, p *Plan) { wantUnschedulable(t, p, 1, "topology") }},
 		{"a pod matched by a spread on a key no node has still schedules", func() *Input {
 			a := pod("a", app, "1", "")
-			a.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: "rack", WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: sel}}
+			a.Spec.TopologySpreadConstraints = spread("rack", 1, sel)
 			return input(a, pod("b", app, "100m", ""))
 		}, func(t *testing.T, p *Plan) {
 			if len(p.Unschedulable) != 1 || p.Unschedulable[0].Pod != "default/a" {
@@ -344,7 +346,7 @@ func TestConstraints(t *testing.T) {
 		}, func(t *testing.T, p *Plan) { wantUnschedulable(t, p, 1, "limits") }},
 		{"node limits", func() *Input {
 			in := input(pods(2, "a", app, "100m", func(p *corev1.Pod) {
-				p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{LabelSelector: sel, TopologyKey: karpv1.LabelHostname}}}}
+				p.Spec.Affinity = antiAffinity(karpv1.LabelHostname, sel)
 			})...)
 			in.NodePools[0].Spec.Limits = karpv1.Limits{"nodes": resource.MustParse("1")}
 			return in
@@ -620,25 +622,23 @@ func randomInput(seed uint64) *Input {
 	n := 40 + rng.IntN(80)
 	for i := range n {
 		g := rng.IntN(8)
-		lbl := map[string]string{"group": fmt.Sprintf("g%d", g)}
-		sel := &metav1.LabelSelector{MatchLabels: lbl}
-		p := pod(fmt.Sprintf("p-%03d", i), lbl, benchCPU[rng.IntN(len(benchCPU))], benchMem[rng.IntN(len(benchMem))])
+		p, sel := groupPod(fmt.Sprintf("p-%03d", i), g, rng)
 		switch g {
 		case 1:
 			p.Spec.NodeSelector = map[string]string{karpv1.LabelArch: "arm64"}
 		case 2:
-			p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: karpv1.LabelZone, WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: sel}}
+			p.Spec.TopologySpreadConstraints = spread(karpv1.LabelZone, 1, sel)
 		case 3:
-			p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{LabelSelector: sel, TopologyKey: karpv1.LabelHostname}}}}
+			p.Spec.Affinity = antiAffinity(karpv1.LabelHostname, sel)
 		case 4:
-			p.Spec.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{LabelSelector: sel, TopologyKey: karpv1.LabelZone}}}}
+			p.Spec.Affinity = affinity(karpv1.LabelZone, sel)
 		case 5:
 			p.Spec.Tolerations = []corev1.Toleration{{Key: "team", Operator: corev1.TolerationOpEqual, Value: "a"}}
-			p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 2, TopologyKey: karpv1.LabelHostname, WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: sel}}
+			p.Spec.TopologySpreadConstraints = spread(karpv1.LabelHostname, 2, sel)
 		case 6:
-			p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"group": "g0"}}, TopologyKey: karpv1.LabelZone}}}}
+			p.Spec.Affinity = antiAffinity(karpv1.LabelZone, &metav1.LabelSelector{MatchLabels: map[string]string{"group": "g0"}})
 		case 7:
-			p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: karpv1.LabelCapacityType, WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: sel}}
+			p.Spec.TopologySpreadConstraints = spread(karpv1.LabelCapacityType, 1, sel)
 		}
 		in.Pods = append(in.Pods, p)
 	}

@@ -35,7 +35,10 @@ type solver struct {
 	namespaces  map[string]map[string]string
 	bestEffort  bool // MinValuesPolicy BestEffort
 	relaxMin    bool // placing a pod with minValues relaxed (BestEffort)
-	plan        Plan
+	// reservations: instances left per capacity reservation (see
+	// settleReservation).
+	reservations map[string]int
+	plan         Plan
 }
 
 // claim is an existing node or a NodeClaim being planned.
@@ -67,6 +70,7 @@ func Solve(in *Input) *Plan {
 	s.ri = newResourceIndex([][]*corev1.Pod{in.Pods, in.DaemonSetPods}, volumeRequests(in.Volumes))
 	s.existing = in.Nodes
 	s.buildPools(in)
+	s.reservations = newReservations(s.pools)
 	s.memPerMilli = memoryPerMilliCPU(s.pools)
 	s.buildClasses(in.Pods, in.Moved)
 	s.buildExisting(in)
@@ -296,14 +300,7 @@ func (s *solver) rules(v *variant) []domainRule {
 		if r == nil || (g.total == 0 && g.matches(v.c.rep)) {
 			continue
 		}
-		var allowed []string
-		for d, n := range g.counts {
-			if n > 0 {
-				allowed = append(allowed, d)
-			}
-		}
-		slices.Sort(allowed)
-		restrict(r, allowed)
+		restrict(r, occupied(g.counts))
 	}
 	for _, g := range v.antis {
 		if r := rule(g.key); r != nil {
@@ -343,14 +340,7 @@ func (s *solver) rules(v *variant) []domainRule {
 		}
 		// Counted by a required affinity term: join the group's domain.
 		if g.affinity && g.total > 0 {
-			var allowed []string
-			for d, n := range g.counts {
-				if n > 0 {
-					allowed = append(allowed, d)
-				}
-			}
-			slices.Sort(allowed)
-			restrict(r, allowed)
+			restrict(r, occupied(g.counts))
 			r.optional = false
 		}
 	}
@@ -402,31 +392,42 @@ type verdict struct {
 	pins      []string // key, value pairs to pin
 }
 
-func (s *solver) tryPlace(v *variant, p *corev1.Pod) string {
-	rules := s.rules(v)
-	// pass 1: a claim that takes the pod without growing its cheapest type
-	for i := v.jump0.next(0, len(s.claims)); i < len(s.claims); i = v.jump0.next(i+1, len(s.claims)) {
+// placeOnClaim commits p to the first claim (skipping those jump says can
+// never take v, and marking the new ones) that takes it, without growing
+// its cheapest type when noUpgrade; false when none does.
+func (s *solver) placeOnClaim(v *variant, p *corev1.Pod, rules []domainRule, jump *skipList, noUpgrade bool) bool {
+	for i := jump.next(0, len(s.claims)); i < len(s.claims); i = jump.next(i+1, len(s.claims)) {
 		cl := s.claims[i]
-		vd := s.check(cl, v, rules, true)
+		vd := s.check(cl, v, rules, noUpgrade)
 		if vd.ok {
 			s.commit(cl, v, p, vd)
-			return ""
+			return true
 		}
 		if vd.monotone {
-			v.jump0.kill(i)
+			jump.kill(i)
 		}
 	}
+	return false
+}
+
+// occupied are the domains with a count above zero, sorted.
+func occupied(counts map[string]int32) []string {
+	var out []string
+	for d, n := range counts {
+		if n > 0 {
+			out = append(out, d)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (s *solver) tryPlace(v *variant, p *corev1.Pod) string {
+	rules := s.rules(v)
+	// pass 1: a claim that takes the pod without growing its cheapest type;
 	// pass 2: first fit
-	for i := v.jump.next(0, len(s.claims)); i < len(s.claims); i = v.jump.next(i+1, len(s.claims)) {
-		cl := s.claims[i]
-		vd := s.check(cl, v, rules, false)
-		if vd.ok {
-			s.commit(cl, v, p, vd)
-			return ""
-		}
-		if vd.monotone {
-			v.jump.kill(i)
-		}
+	if s.placeOnClaim(v, p, rules, &v.jump0, true) || s.placeOnClaim(v, p, rules, &v.jump, false) {
+		return ""
 	}
 	// new claim from the first pool that can take it
 	var reasons []string
@@ -848,6 +849,7 @@ func (s *solver) finish() {
 		if cl.node != nil || len(cl.pods) == 0 {
 			continue
 		}
+		offReserved := s.settleReservation(cl)
 		// types are sorted by their cheapest offering anywhere in the pool;
 		// a claim's real price is never lower, so stop once the cut-off
 		// candidate is cheaper than the next type could be.
@@ -866,6 +868,13 @@ func (s *solver) finish() {
 			}
 		}
 		slices.SortStableFunc(cands, func(a, b cand) int { return cmp.Compare(a.price, b.price) })
+		if len(cands) == 0 && offReserved {
+			for _, p := range cl.pods {
+				s.plan.Unschedulable = append(s.plan.Unschedulable, Unschedulable{Pod: p,
+					Reason: "the capacity reservations its node could use are taken by other planned nodes"})
+			}
+			continue
+		}
 		if cl.pool.minValues && !cl.relaxed && len(cands) > MaxInstanceTypes {
 			cands = s.keepMinValues(cl, cands)
 		}

@@ -27,8 +27,9 @@
 // requirements), volume attach limits (CSINode's count on existing nodes,
 // the EBS attachment limit of the instance type on new ones), the node
 // inclusion policies of topology spreads, namespaceSelectors in pod
-// affinity terms, and minValues policy BestEffort. Not modelled: reserved
-// capacity.
+// affinity terms, minValues policy BestEffort, and reserved capacity
+// (each capacity reservation's instances go to claims in the order they
+// were opened; see settleReservation).
 package scheduler
 
 import (

@@ -310,7 +310,7 @@ func (s *solver) classPool(v *variant, pl *pool) (*classPool, string) {
 			}
 			continue
 		}
-		if r.Key == karpv1.LabelZone || r.Key == karpv1.LabelCapacityType || pl.typeKeys[r.Key] {
+		if offeringKeys[r.Key] || pl.typeKeys[r.Key] {
 			continue
 		}
 		if !r.AbsentOK() {
@@ -457,13 +457,7 @@ func spreadFilter(p *corev1.Pod, tsc corev1.TopologySpreadConstraint) (*nodeFilt
 	}
 	if tsc.NodeTaintsPolicy != nil && *tsc.NodeTaintsPolicy == corev1.NodeInclusionPolicyHonor {
 		f.honorTaints, f.tolerations = true, p.Spec.Tolerations
-		w.sep('T')
-		for _, t := range p.Spec.Tolerations {
-			w.s(t.Key)
-			w.s(string(t.Operator))
-			w.s(t.Value)
-			w.s(string(t.Effect))
-		}
+		w.tolerations(p.Spec.Tolerations)
 	}
 	f.key = string(w.b)
 	return f, nil
@@ -485,42 +479,26 @@ func (f *nodeFilter) tolerates(taints []corev1.Taint) bool {
 
 // matchesNode reports whether an existing node counts.
 func (f *nodeFilter) matchesNode(labels map[string]string, taints []corev1.Taint) bool {
-	if f == nil {
-		return true
-	}
-	if f.honorTaints && !f.tolerates(taints) {
-		return false
-	}
-	if len(f.reqs) == 0 {
-		return true
-	}
-	for _, r := range f.reqs {
-		if r.Matches(labels) {
-			return true
-		}
-	}
-	return false
+	return f.matches(taints, func(r requirements.Requirements) bool { return r.Matches(labels) })
 }
 
 // matchesClaim reports whether a planned claim counts: its requirements
 // are compatible with one term (Karpenter's matchesRequirements) and, when
 // taints are honoured, the pod tolerates its pool's.
 func (f *nodeFilter) matchesClaim(reqs requirements.Requirements, taints []corev1.Taint) bool {
+	return f.matches(taints, func(r requirements.Requirements) bool { return reqs.Compatible(r) == nil })
+}
+
+// matches: no filter, or (when taints are honoured) the pod tolerates
+// taints and one of the filter's terms, if any, holds.
+func (f *nodeFilter) matches(taints []corev1.Taint, term func(requirements.Requirements) bool) bool {
 	if f == nil {
 		return true
 	}
 	if f.honorTaints && !f.tolerates(taints) {
 		return false
 	}
-	if len(f.reqs) == 0 {
-		return true
-	}
-	for _, r := range f.reqs {
-		if reqs.Compatible(r) == nil {
-			return true
-		}
-	}
-	return false
+	return len(f.reqs) == 0 || slices.ContainsFunc(f.reqs, term)
 }
 
 func spreadSelector(p *corev1.Pod, tsc corev1.TopologySpreadConstraint) (labels.Selector, error) {
@@ -754,10 +732,10 @@ func (s *solver) domainsFor(pl *pool, podReqs, merged requirements.Requirements,
 		return d.zones, d.cts
 	}
 	zs, cs := map[string]bool{}, map[string]bool{}
-	zr, cr := merged.Get(karpv1.LabelZone), merged.Get(karpv1.LabelCapacityType)
+	off := offeringReqsOf(merged)
 	for _, t := range types {
 		for _, o := range t.it.Offerings {
-			if o.Available && (zr == nil || zr.Has(o.Zone)) && (cr == nil || cr.Has(o.CapacityType)) {
+			if off.allows(o) {
 				zs[o.Zone], cs[o.CapacityType] = true, true
 			}
 		}

@@ -93,14 +93,7 @@ func verifyPlan(in *Input, plan *Plan) error {
 			return fmt.Errorf("claim %s: unknown instance type %q", nc.Name, nc.InstanceType)
 		}
 		np := pools[nc.NodePool]
-		lbls := map[string]string{}
-		for k, v := range it.Labels {
-			lbls[k] = v
-		}
-		for k, v := range np.Spec.Template.ObjectMeta.Labels {
-			lbls[k] = v
-		}
-		lbls[karpv1.LabelZone], lbls[karpv1.LabelCapacityType], lbls[karpv1.LabelNodePool] = nc.Zone, nc.CapacityType, nc.NodePool
+		lbls := offeringLabels(it, np, nc.Zone, nc.CapacityType)
 		lbls[karpv1.LabelHostname] = nc.Name
 		poolReqs, _ := requirements.FromNodePool(np.Spec.Template.Spec.Requirements)
 		if err := poolReqs.Match(lbls); err != nil {
@@ -224,6 +217,18 @@ func verifyPlan(in *Input, plan *Plan) error {
 	return nil
 }
 
+// offeringLabels are the labels of a node of type it from pool np in zone
+// with capacity type ct.
+func offeringLabels(it *catalog.InstanceType, np *karpv1.NodePool, zone, ct string) map[string]string {
+	lbls := maps.Clone(it.Labels)
+	if lbls == nil {
+		lbls = map[string]string{}
+	}
+	maps.Copy(lbls, np.Spec.Template.ObjectMeta.Labels)
+	lbls[karpv1.LabelZone], lbls[karpv1.LabelCapacityType], lbls[karpv1.LabelNodePool] = zone, ct, np.Name
+	return lbls
+}
+
 func podNeed(p *corev1.Pod) corev1.ResourceList {
 	out := corev1.ResourceList{}
 	for _, c := range p.Spec.Containers {
@@ -320,14 +325,7 @@ func eligibleDomains(in *Input, p *corev1.Pod, tsc corev1.TopologySpreadConstrai
 		poolReqs, _ := requirements.FromNodePool(np.Spec.Template.Spec.Requirements)
 		for _, it := range in.InstanceTypes[np.Spec.Template.Spec.NodeClassRef.Name] {
 			for _, o := range it.Offerings {
-				lbls := map[string]string{}
-				for k, v := range it.Labels {
-					lbls[k] = v
-				}
-				for k, v := range np.Spec.Template.ObjectMeta.Labels {
-					lbls[k] = v
-				}
-				lbls[karpv1.LabelZone], lbls[karpv1.LabelCapacityType], lbls[karpv1.LabelNodePool] = o.Zone, o.CapacityType, np.Name
+				lbls := offeringLabels(it, np, o.Zone, o.CapacityType)
 				if !o.Available || poolReqs.Match(lbls) != nil || filter.Match(lbls) != nil {
 					continue
 				}

@@ -7,11 +7,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/joiner-dev/joiner/coordinator/disruption/annotate"
+
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/retry"
 
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 	"github.com/joiner-dev/joiner/coordinator/disruption"
@@ -227,29 +228,10 @@ func (c *Controller) launch(ctx context.Context, v *view.View, l Launch) error {
 // delete annotates a NodeClaim with its disruption reason and deletes it;
 // the termination controller drains and terminates.
 func (c *Controller) delete(ctx context.Context, del Deletion) error {
-	var nc *karpv1.NodeClaim
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cur, err := c.d.Kube.GetNodeClaim(ctx, del.NodeClaim)
-		if err != nil {
-			return err
-		}
-		if cur.DeletionTimestamp != nil || cur.Annotations[karpv1.AnnotationDisruptionReason] == ReasonOverprovisioned {
-			nc = cur
-			return nil
-		}
-		cur = cur.DeepCopy()
-		if cur.Annotations == nil {
-			cur.Annotations = map[string]string{}
-		}
-		cur.Annotations[karpv1.AnnotationDisruptionReason] = ReasonOverprovisioned
-		nc, err = c.d.Kube.UpdateNodeClaim(ctx, cur)
+	deleting := func(nc *karpv1.NodeClaim) bool { return nc.DeletionTimestamp != nil }
+	nc, err := annotate.Reason(ctx, c.d.Kube, del.NodeClaim, ReasonOverprovisioned, deleting)
+	if nc == nil || err != nil {
 		return err
-	})
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("annotating nodeclaim %s: %w", del.NodeClaim, err)
 	}
 	if err := c.d.Kube.DeleteNodeClaim(ctx, del.NodeClaim); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting nodeclaim %s of static nodepool %s: %w", del.NodeClaim, del.Pool, err)

@@ -28,9 +28,6 @@ import (
 // subresource (what `kubectl scale nodepool static --replicas=N` does) to 5
 // and then to 2 brings it there, and the subresource reports the nodes.
 func TestStaticPoolFollowsReplicas(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs the test control plane (skipped under -short)")
-	}
 	// The node lifecycle controller lifts the not-ready taint new Nodes get
 	// once the sim reports them Ready.
 	env := testenv.Start(t, testenv.Options{CRDs: true, ControllerManager: true})

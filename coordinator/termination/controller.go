@@ -84,6 +84,10 @@ type Deps struct {
 	Replacements Replacements
 	// Drainer overrides the drainer (default: drain on Kube).
 	Drainer Drainer
+	// Volumes, when set, holds an instance's termination (and a lone
+	// Node's release) until its drained pods' VolumeAttachments are gone
+	// (default: Cache, when it is one).
+	Volumes Volumes
 	// Registerer may be nil (no metrics); Recorder may be nil (no Events).
 	Registerer prometheus.Registerer
 	Recorder   record.EventRecorder
@@ -133,6 +137,9 @@ func New(cfg Config, d Deps) (*Controller, error) {
 	log := d.Log.Named("termination")
 	if d.Drainer == nil {
 		d.Drainer = drain.New(d.Kube, log.Named("drain"), drain.Options{Now: cfg.Now})
+	}
+	if d.Volumes == nil {
+		d.Volumes, _ = d.Cache.(Volumes)
 	}
 	m, err := newMetrics(d.Registerer)
 	if err != nil {
@@ -259,7 +266,17 @@ func (c *Controller) claimInput(ctx context.Context, nc *karpv1.NodeClaim) (Clai
 		return in, err
 	}
 	in.Node = node
+	if c.d.Volumes != nil && nodeLive(node) {
+		in.VolumesChecked, in.Attachments = true, c.pendingAttachments(node.Name, in.Now)
+	}
 	return in, nil
+}
+
+// pendingAttachments reads the VolumeAttachments that hold a node's
+// termination (PendingAttachments) from the cache.
+func (c *Controller) pendingAttachments(node string, now time.Time) []string {
+	v := c.d.Volumes
+	return PendingAttachments(v.VolumeAttachmentsOnNode(node), v.PodsOnNode(node), v.PersistentVolumeClaim, now)
 }
 
 // linkedNode finds the NodeClaim's Node in the cache (by provider ID, else
@@ -336,6 +353,10 @@ func (c *Controller) doClaimStep(ctx context.Context, step Step, in ClaimInput) 
 			return true, nil
 		}
 		return true, c.startDrain(ctx, claimKey(nc.Name), nc, in.Node.Name, reason)
+	case StepAwaitVolumes:
+		return true, c.awaitVolumes(ctx, log, in)
+	case StepVolumesDetached:
+		return false, c.volumesDetached(ctx, log, in)
 	case StepTerminate:
 		return false, c.terminate(ctx, log, in)
 	case StepDeleteNode:
@@ -412,6 +433,9 @@ func (c *Controller) reconcileNode(ctx context.Context, name string) error {
 			return fmt.Errorf("getting node %s: %w", name, err)
 		}
 		in := NodeInput{Node: n}
+		if c.d.Volumes != nil {
+			in.Attachments = c.pendingAttachments(name, c.cfg.Now())
+		}
 		if cached := c.d.Cache.NodeClaimByProviderID(n.Spec.ProviderID); cached != nil {
 			nc, err := c.d.Claims.GetNodeClaim(ctx, cached.Name)
 			switch {
@@ -425,6 +449,9 @@ func (c *Controller) reconcileNode(ctx context.Context, name string) error {
 		log := c.log.With(logging.Node(name))
 		switch step {
 		case StepNone, StepWaitClaim:
+			return nil
+		case StepAwaitVolumes:
+			log.Debug("waiting for volume attachments to be deleted", zap.Strings("volumeattachments", in.Attachments))
 			return nil
 		case StepDeleteClaim:
 			if err := c.d.Claims.DeleteNodeClaim(ctx, in.Claim.Name); err != nil {
@@ -526,21 +553,29 @@ func (c *Controller) startDrain(ctx context.Context, key string, nc *karpv1.Node
 
 // setClaimCondition sets a True condition on the NodeClaim's status.
 func (c *Controller) setClaimCondition(ctx context.Context, name, typ, reason, msg string) error {
+	_, err := c.putClaimCondition(ctx, name, typ, metav1.ConditionTrue, reason, msg)
+	return err
+}
+
+// putClaimCondition sets a condition on the NodeClaim's status; changed
+// says whether it was not so already.
+func (c *Controller) putClaimCondition(ctx context.Context, name, typ string, status metav1.ConditionStatus, reason, msg string) (bool, error) {
+	changed := false
 	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
 		nc, err := c.d.Claims.GetNodeClaim(ctx, name)
 		if err != nil {
 			return err
 		}
-		if !setCondition(nc, typ, reason, msg, c.cfg.Now()) {
+		if changed = putCondition(nc, typ, status, reason, msg, c.cfg.Now()); !changed {
 			return nil
 		}
 		_, err = c.d.Claims.UpdateNodeClaimStatus(ctx, nc)
 		return err
 	})
 	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("setting condition %s on nodeclaim %s: %w", typ, name, err)
+		return false, fmt.Errorf("setting condition %s on nodeclaim %s: %w", typ, name, err)
 	}
-	return nil
+	return changed && err == nil, nil
 }
 
 // annotateTerminationTime records when the grace period ends

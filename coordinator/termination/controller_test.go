@@ -204,12 +204,19 @@ func TestResumeAfterFailures(t *testing.T) {
 	}
 }
 
-func TestPendingLaunchIsCancelled(t *testing.T) {
+// launchingRig: the NodeClaim whose launch intent-1 is in state (no
+// instance yet) is deleted; two passes follow.
+func launchingRig(t *testing.T, state fsm.IntentState) (*rig, *karpv1.NodeClaim) {
 	nc := claim(fresh)
 	nc.Status.ProviderID = ""
 	r := newRig(t, Config{}, []*karpv1.NodeClaim{nc}, nil)
-	r.launch(nc.Name, "intent-1", "", fsm.IntentPending)
+	r.launch(nc.Name, "intent-1", "", state)
 	r.settle(t, 2)
+	return r, nc
+}
+
+func TestPendingLaunchIsCancelled(t *testing.T) {
+	r, nc := launchingRig(t, fsm.IntentPending)
 	if in, _ := r.state.Intent("intent-1"); in.State != fsm.IntentCancelled {
 		t.Errorf("intent %s, want cancelled", in.State)
 	}
@@ -222,11 +229,7 @@ func TestPendingLaunchIsCancelled(t *testing.T) {
 }
 
 func TestLaunchInFlightWaits(t *testing.T) {
-	nc := claim(fresh)
-	nc.Status.ProviderID = ""
-	r := newRig(t, Config{}, []*karpv1.NodeClaim{nc}, nil)
-	r.launch(nc.Name, "intent-1", "", fsm.IntentLaunching)
-	r.settle(t, 2)
+	r, nc := launchingRig(t, fsm.IntentLaunching)
 	if got := r.claims.get(nc.Name); got == nil || !hasFinalizer(got.Finalizers) {
 		t.Fatal("nodeclaim released while its launch was in flight")
 	}

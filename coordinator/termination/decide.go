@@ -13,14 +13,19 @@
 //     through the eviction API (agent/drain: PDBs hold, DaemonSet and mirror
 //     pods stay) until the NodeClaim's terminationGracePeriod, then sets the
 //     NodeClaim condition Drained;
-//  4. terminates the instance, sets InstanceTerminating and commits the
+//  4. waits for the VolumeAttachments of the drained pods' volumes to go
+//     (condition VolumesDetached: Unknown while waiting, True, or False
+//     when the terminationGracePeriod ended the wait), so the volumes can
+//     attach elsewhere (Karpenter's awaitVolumeDetachment; Deps.Volumes);
+//  5. terminates the instance, sets InstanceTerminating and commits the
 //     TerminationResult;
-//  5. deletes the Node and removes the finalizer from it;
-//  6. removes the finalizer from the NodeClaim.
+//  6. deletes the Node and removes the finalizer from it;
+//  7. removes the finalizer from the NodeClaim.
 //
 // A Node deleted while its NodeClaim lives gets its NodeClaim deleted (the
 // NodeClaim's termination then removes the Node); a deleted Node with the
-// finalizer and no NodeClaim is drained and released.
+// finalizer and no NodeClaim is drained, waits for its volumes to detach
+// and is released.
 //
 // Decide and DecideNode are the pure core: given the objects and the raft
 // records they name the next step; the Controller performs it.
@@ -76,6 +81,12 @@ const (
 	StepTaint
 	// StepDrain: evict the Node's pods (asynchronous).
 	StepDrain
+	// StepAwaitVolumes: VolumeAttachments of drained pods remain; look
+	// again when they change (VolumesDetached Unknown meanwhile).
+	StepAwaitVolumes
+	// StepVolumesDetached: record VolumesDetached (True, or False when the
+	// grace period ended the wait).
+	StepVolumesDetached
 	// StepTerminate: terminate the instance, commit TerminationResult.
 	StepTerminate
 	// StepDeleteNode: delete the Node and remove its finalizer.
@@ -89,7 +100,7 @@ const (
 )
 
 var stepNames = [...]string{"none", "cancel-intent", "wait-launch", "mark-disrupting", "commit-termination", "taint", "drain",
-	"terminate", "delete-node", "remove-finalizer", "delete-nodeclaim", "wait-nodeclaim"}
+	"await-volumes", "volumes-detached", "terminate", "delete-node", "remove-finalizer", "delete-nodeclaim", "wait-nodeclaim"}
 
 func (s Step) String() string {
 	if int(s) < len(stepNames) {
@@ -115,6 +126,12 @@ type ClaimInput struct {
 	Instance bool
 	// Termination is the instance's TerminationIntent, nil when none.
 	Termination *fsm.TerminationIntent
+	// VolumesChecked: the Node's VolumeAttachments were looked at
+	// (Attachments); false skips the wait for volume detachment.
+	VolumesChecked bool
+	// Attachments are the VolumeAttachments that hold the instance
+	// (PendingAttachments).
+	Attachments []string
 	Now         time.Time
 }
 
@@ -145,6 +162,12 @@ func Decide(in ClaimInput) Step {
 		return StepDrain
 	}
 	if in.InstanceID != "" && !terminated(in) {
+		if in.VolumesChecked && nodeLive(in.Node) && volumesUndecided(nc) {
+			if len(in.Attachments) > 0 && !GraceElapsed(nc, in.Now) {
+				return StepAwaitVolumes
+			}
+			return StepVolumesDetached
+		}
 		return StepTerminate
 	}
 	if in.Node != nil && !nodeReleased(in.Node) {
@@ -158,6 +181,9 @@ type NodeInput struct {
 	Node *corev1.Node
 	// Claim is the Node's NodeClaim (same provider ID), nil when none.
 	Claim *karpv1.NodeClaim
+	// Attachments are the VolumeAttachments that hold the Node's release
+	// (PendingAttachments).
+	Attachments []string
 }
 
 // DecideNode names the next step for a Node with the termination finalizer.
@@ -177,6 +203,9 @@ func DecideNode(in NodeInput) Step {
 			return StepTaint
 		}
 		return StepDrain
+	}
+	if len(in.Attachments) > 0 {
+		return StepAwaitVolumes
 	}
 	return StepRemoveFinalizer
 }
@@ -277,8 +306,13 @@ func conditionTrue(nc *karpv1.NodeClaim, typ string) bool {
 
 // setCondition sets a True condition on nc; false when it already was.
 func setCondition(nc *karpv1.NodeClaim, typ, reason, msg string, now time.Time) bool {
+	return putCondition(nc, typ, metav1.ConditionTrue, reason, msg, now)
+}
+
+// putCondition sets a condition on nc; false when it already was so.
+func putCondition(nc *karpv1.NodeClaim, typ string, status metav1.ConditionStatus, reason, msg string, now time.Time) bool {
 	return meta.SetStatusCondition(&nc.Status.Conditions, metav1.Condition{
-		Type: typ, Status: metav1.ConditionTrue, Reason: reason, Message: msg,
+		Type: typ, Status: status, Reason: reason, Message: msg,
 		ObservedGeneration: nc.Generation, LastTransitionTime: metav1.NewTime(now),
 	})
 }

@@ -3,7 +3,6 @@ package termination
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strconv"
 	"sync"
 	"time"
@@ -16,6 +15,8 @@ import (
 
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 	"github.com/joiner-dev/joiner/drain"
+	"github.com/joiner-dev/joiner/test/fixture"
+	"github.com/joiner-dev/joiner/test/observe"
 )
 
 var claimsGR = schema.GroupResource{Group: "karpenter.sh", Resource: "nodeclaims"}
@@ -119,12 +120,7 @@ func (f *fakeClaims) DeleteNodeClaim(_ context.Context, name string) error {
 func (f *fakeClaims) NodeClaims() []*karpv1.NodeClaim {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var out []*karpv1.NodeClaim
-	for _, nc := range f.items {
-		out = append(out, nc.DeepCopy())
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out
+	return fixture.Sorted(f.items)
 }
 
 func (f *fakeClaims) NodeClaimByProviderID(id string) *karpv1.NodeClaim {
@@ -226,24 +222,18 @@ func (d *fakeDrainer) Drain(ctx context.Context, req drain.Request) (drain.Resul
 	return drain.Result{Evicted: []string{"default/web-1"}, Left: d.left}, nil
 }
 
+// fakeCloud records the instances terminated, and fails with err while it
+// is set.
 type fakeCloud struct {
-	mu         sync.Mutex
-	terminated []string
-	err        error
+	observe.Terminations
+	err error
 }
 
-func (c *fakeCloud) Terminate(_ context.Context, id string) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+func (c *fakeCloud) Terminate(ctx context.Context, id string) error {
 	if c.err != nil {
 		return c.err
 	}
-	c.terminated = append(c.terminated, id)
-	return nil
+	return c.Terminations.Terminate(ctx, id)
 }
 
-func (c *fakeCloud) calls() []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return append([]string(nil), c.terminated...)
-}
+func (c *fakeCloud) calls() []string { return c.IDs() }

@@ -3,20 +3,16 @@ package termination_test
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap/zaptest"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
 
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 	"github.com/joiner-dev/joiner/cloud"
@@ -91,26 +87,9 @@ func TestDeleteNodeClaimRealControlPlane(t *testing.T) {
 	}
 
 	// Two web replicas on the target under a PDB allowing one disruption.
-	labels := map[string]string{"app": "web"}
-	if _, err := c.AppsV1().Deployments(ns).Create(ctx, &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "web"},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr(int32(2)), Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.invalid/pause:1"}},
-					TerminationGracePeriodSeconds: ptr(int64(5))}},
-		},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.PolicyV1().PodDisruptionBudgets(ns).Create(ctx, &policyv1.PodDisruptionBudget{
-		ObjectMeta: metav1.ObjectMeta{Name: "web"},
-		Spec:       policyv1.PodDisruptionBudgetSpec{MaxUnavailable: ptr(intstr.FromInt32(1)), Selector: &metav1.LabelSelector{MatchLabels: labels}},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	kubetest.CreateWeb(ctx, t, c, ns, 2)
 	kubetest.WaitFor(t, 3*time.Minute, "2 web pods ready on the target", func() bool {
-		return countReady(ctx, c, ns, target) == 2
+		return kubetest.ReadyOn(ctx, c, ns, target) == 2
 	})
 	kubetest.WaitFor(t, 3*time.Minute, "PDB allows one disruption", func() bool {
 		p, err := c.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, "web", metav1.GetOptions{})
@@ -119,44 +98,17 @@ func TestDeleteNodeClaimRealControlPlane(t *testing.T) {
 	kubetest.RegisterNode(ctx, t, c, spare, "aws:///us-east-1a/i-0spare", nil)
 
 	// Watch the target for the taint and the Deployment for ready replicas.
-	var mu sync.Mutex
-	sawTaint, minReady := false, int32(2)
-	nw, err := c.CoreV1().Nodes().Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", target).String()})
+	var sawTaint atomic.Bool
+	nw, err := c.CoreV1().Nodes().Watch(ctx, kubetest.ByName(target))
 	if err != nil {
 		t.Fatal(err)
 	}
-	dw, err := c.AppsV1().Deployments(ns).Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", "web").String()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	run(func(ctx context.Context) {
-		defer nw.Stop()
-		defer dw.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case ev, ok := <-nw.ResultChan():
-				if !ok {
-					return
-				}
-				if n, ok := ev.Object.(*corev1.Node); ok && termination.Tainted(n) {
-					mu.Lock()
-					sawTaint = true
-					mu.Unlock()
-				}
-			case ev, ok := <-dw.ResultChan():
-				if !ok {
-					return
-				}
-				if d, ok := ev.Object.(*appsv1.Deployment); ok && ev.Type == watch.Modified {
-					mu.Lock()
-					minReady = min(minReady, d.Status.ReadyReplicas)
-					mu.Unlock()
-				}
-			}
+	kubetest.Watch(ctx, t, nw, func(ev watch.Event) {
+		if n, ok := ev.Object.(*corev1.Node); ok && termination.Tainted(n) {
+			sawTaint.Store(true)
 		}
 	})
+	minReady := kubetest.MinReadyReplicas(ctx, t, c, ns, "web", 2)
 
 	cache := kube.NewCache(clients, log)
 	run(func(ctx context.Context) { _ = cache.Run(ctx) })
@@ -191,29 +143,14 @@ func TestDeleteNodeClaimRealControlPlane(t *testing.T) {
 		t.Errorf("terminations %+v: want term-%s deleted done", terms, instance)
 	}
 	kubetest.WaitFor(t, 3*time.Minute, "2 web pods ready on the spare", func() bool {
-		return countReady(ctx, c, ns, spare) == 2
+		return kubetest.ReadyOn(ctx, c, ns, spare) == 2
 	})
-	mu.Lock()
-	defer mu.Unlock()
-	if !sawTaint {
+	if !sawTaint.Load() {
 		t.Error("never saw karpenter.sh/disrupted:NoSchedule on the target")
 	}
-	if minReady < 1 {
-		t.Errorf("ready replicas fell to %d: the PDB (maxUnavailable 1) was violated", minReady)
+	least := minReady()
+	if least < 1 {
+		t.Errorf("ready replicas fell to %d: the PDB (maxUnavailable 1) was violated", least)
 	}
-	t.Logf("minimum ready replicas during the drain: %d", minReady)
-}
-
-func countReady(ctx context.Context, c kubernetes.Interface, ns, node string) int {
-	pods, err := c.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("spec.nodeName", node).String()})
-	if err != nil {
-		return -1
-	}
-	n := 0
-	for i := range pods.Items {
-		if pods.Items[i].DeletionTimestamp == nil && kubetest.PodReady(&pods.Items[i]) {
-			n++
-		}
-	}
-	return n
+	t.Logf("minimum ready replicas during the drain: %d", least)
 }

@@ -10,6 +10,7 @@ type metrics struct {
 	terminated *prometheus.CounterVec
 	duration   prometheus.Histogram
 	drained    prometheus.Counter
+	volumeWait *prometheus.HistogramVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -21,6 +22,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Buckets: prometheus.ExponentialBuckets(0.5, 2, 14)}),
 		drained: prometheus.NewCounter(prometheus.CounterOpts{Name: "joiner_nodes_drained_total",
 			Help: "Nodes the termination controller drained."}),
+		volumeWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "joiner_termination_volume_detach_wait_seconds",
+			Help:    "How long a drained NodeClaim's instance waited for its pods' VolumeAttachments to be deleted; result detached, or grace_elapsed (the terminationGracePeriod ended the wait).",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 12)}, []string{"result"}),
 	}
-	return m, telemetry.Register(reg, "termination", m.terminated, m.duration, m.drained)
+	return m, telemetry.Register(reg, "termination", m.terminated, m.duration, m.drained, m.volumeWait)
 }

@@ -31,28 +31,14 @@ type fakeCache struct {
 	fake.Storage
 }
 
-func (c *fakeCache) Pods() []*corev1.Pod                   { return c.pods }
-func (c *fakeCache) Nodes() []*corev1.Node                 { return c.nodes }
-func (c *fakeCache) NodePools() []*karpv1.NodePool         { return c.pools }
-func (c *fakeCache) NodeClaims() []*karpv1.NodeClaim       { return c.claims }
-func (c *fakeCache) DaemonSets() []*appsv1.DaemonSet       { return c.sets }
-func (c *fakeCache) PDBs() []*policyv1.PodDisruptionBudget { return nil }
-func (c *fakeCache) NodePool(name string) *karpv1.NodePool {
-	for _, p := range c.pools {
-		if p.Name == name {
-			return p
-		}
-	}
-	return nil
-}
-func (c *fakeCache) NodeClaim(name string) *karpv1.NodeClaim {
-	for _, nc := range c.claims {
-		if nc.Name == name {
-			return nc
-		}
-	}
-	return nil
-}
+func (c *fakeCache) Pods() []*corev1.Pod                     { return c.pods }
+func (c *fakeCache) Nodes() []*corev1.Node                   { return c.nodes }
+func (c *fakeCache) NodePools() []*karpv1.NodePool           { return c.pools }
+func (c *fakeCache) NodeClaims() []*karpv1.NodeClaim         { return c.claims }
+func (c *fakeCache) DaemonSets() []*appsv1.DaemonSet         { return c.sets }
+func (c *fakeCache) PDBs() []*policyv1.PodDisruptionBudget   { return nil }
+func (c *fakeCache) NodePool(name string) *karpv1.NodePool   { return fake.Find(c.pools, name) }
+func (c *fakeCache) NodeClaim(name string) *karpv1.NodeClaim { return fake.Find(c.claims, name) }
 
 var now = time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)
 
@@ -67,6 +53,22 @@ func pendingPod(name string) *corev1.Pod {
 		Status: corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled,
 			Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}}},
 	}
+}
+
+// nodeRunning is the node n1 of the pool general (3 cpu, 10 pods) and the
+// pods named names (1 cpu each) running there.
+func nodeRunning(names ...string) (*corev1.Node, []*corev1.Pod) {
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{karpv1.LabelNodePool: "general"}},
+		Spec: corev1.NodeSpec{ProviderID: "aws:///us-east-1a/i-1"},
+		Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3"),
+			corev1.ResourcePods: resource.MustParse("10")}}}
+	var pods []*corev1.Pod
+	for _, name := range names {
+		p := pendingPod(name)
+		p.Spec.NodeName, p.Status = "n1", corev1.PodStatus{Phase: corev1.PodRunning}
+		pods = append(pods, p)
+	}
+	return node, pods
 }
 
 func pool(name string, reqs ...karpv1.NodeSelectorRequirementWithMinValues) *karpv1.NodePool {
@@ -180,16 +182,7 @@ func TestUnpublishedCatalogHasNoClasses(t *testing.T) {
 // planned again at once (its nomination is stale); one that still fits
 // keeps its room.
 func TestStaleNominationIsReleased(t *testing.T) {
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{karpv1.LabelNodePool: "general"}},
-		Spec: corev1.NodeSpec{ProviderID: "aws:///us-east-1a/i-1"},
-		Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3"),
-			corev1.ResourcePods: resource.MustParse("10")}}}
-	var pods []*corev1.Pod
-	for _, name := range []string{"other-1", "other-2"} { // bound there by kube-scheduler
-		p := pendingPod(name)
-		p.Spec.NodeName, p.Status = "n1", corev1.PodStatus{Phase: corev1.PodRunning}
-		pods = append(pods, p)
-	}
+	node, pods := nodeRunning("other-1", "other-2") // bound there by kube-scheduler
 	fits, late := pendingPod("a-fits"), pendingPod("b-late")
 	pods = append(pods, fits, late)
 	state := fsm.New()
@@ -277,16 +270,7 @@ func TestSchedulingTaints(t *testing.T) {
 // those pods left there is where it fits); a new plan would be a second
 // node for nothing.
 func TestNominationHeldWhileItsPlanIsInFlight(t *testing.T) {
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{karpv1.LabelNodePool: "general"}},
-		Spec: corev1.NodeSpec{ProviderID: "aws:///us-east-1a/i-1"},
-		Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3"),
-			corev1.ResourcePods: resource.MustParse("10")}}}
-	var pods []*corev1.Pod
-	for _, name := range []string{"planned-for-2a", "planned-for-2b"} { // swapped onto n1 by kube-scheduler
-		p := pendingPod(name)
-		p.Spec.NodeName, p.Status = "n1", corev1.PodStatus{Phase: corev1.PodRunning}
-		pods = append(pods, p)
-	}
+	node, pods := nodeRunning("planned-for-2a", "planned-for-2b") // swapped onto n1 by kube-scheduler
 	fits, late := pendingPod("a-fits"), pendingPod("b-late")
 	pods = append(pods, fits, late)
 	spec := func(claim string) fsm.LaunchSpec {

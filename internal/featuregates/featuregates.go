@@ -10,11 +10,13 @@ import (
 	"strings"
 )
 
-// Gates are Karpenter v1.14's feature gates. Joiner acts on StaticCapacity
-// and SpotToSpotConsolidation; the others are accepted so a Karpenter
-// setting carries over.
+// Gates are Karpenter v1.14's feature gates. Joiner acts on StaticCapacity,
+// SpotToSpotConsolidation and ReservedCapacity; the others are accepted so
+// a Karpenter setting carries over.
 type Gates struct {
-	NodeRepair       bool
+	NodeRepair bool
+	// ReservedCapacity resolves EC2NodeClass capacity reservations and
+	// offers their reserved capacity (on by default).
 	ReservedCapacity bool
 	// SpotToSpotConsolidation lets consolidation replace spot nodes by
 	// cheaper spot nodes (off by default).

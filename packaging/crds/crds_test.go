@@ -5,7 +5,6 @@ package crds
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,20 +14,13 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/validation"
 	"k8s.io/apimachinery/pkg/runtime"
-	"sigs.k8s.io/yaml"
+
+	"github.com/joiner-dev/joiner/test/yamltest"
 )
 
 func load(t *testing.T, name string) *apiextensionsv1.CustomResourceDefinition {
 	t.Helper()
-	b, err := os.ReadFile(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var crd apiextensionsv1.CustomResourceDefinition
-	if err := yaml.UnmarshalStrict(b, &crd); err != nil {
-		t.Fatalf("%s is not a CustomResourceDefinition: %v", name, err)
-	}
-	return &crd
+	return yamltest.Load[apiextensionsv1.CustomResourceDefinition](t, name)
 }
 
 func TestCRDsAreValid(t *testing.T) {

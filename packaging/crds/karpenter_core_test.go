@@ -69,25 +69,38 @@ func manyValues(n int) []string {
 	return out
 }
 
+// The values of Karpenter's duration cases: durations (and Never) and
+// what is not one; a terminationGracePeriod cannot be Never.
+var (
+	durations       = []struct{ name, v string }{{"single unit", "30s"}, {"multiple units", "1h30m5s"}, {"never", "Never"}}
+	badDurations    = []struct{ name, v string }{{"negative", "-1s"}, {"invalid unit", "1hr"}, {"partial match", "FooNever"}}
+	gracePeriods    = []struct{ name, v string }{{"single unit", "30s"}, {"multiple units", "1h30m5s"}}
+	badGracePeriods = []struct{ name, v string }{{"negative", "-1s"}, {"invalid unit", "1hr"}, {"never", "Never"}, {"partial match", "FooNever"}}
+)
+
+// durationCases are Karpenter's cases of the duration field name at path of
+// the object build makes: its valid values admitted, its invalid ones
+// rejected.
+func durationCases(group, name, path string, build func(...edit) obj, valid, invalid []struct{ name, v string }) []kcase {
+	var out []kcase
+	for _, e := range valid {
+		out = append(out, admits(group+"should succeed on a valid "+name+"/"+e.name, build(set(path, e.v))))
+	}
+	for _, e := range invalid {
+		out = append(out, rejects(group+"should fail on an invalid "+name+"/"+e.name, build(set(path, e.v))))
+	}
+	return out
+}
+
 func coreNodePoolCases() []kcase {
 	const d = "Disruption/"
 	var cases []kcase
 	add := func(c ...kcase) { cases = append(cases, c...) }
 
 	add(admits(d+"should succeed on a disabled expireAfter", corePool(set("spec.template.spec.expireAfter", "Never"))))
-	for _, e := range []struct{ name, v string }{{"single unit", "30s"}, {"multiple units", "1h30m5s"}, {"never", "Never"}} {
-		add(admits(d+"should succeed on a valid expireAfter/"+e.name, corePool(set("spec.template.spec.expireAfter", e.v))))
-	}
-	for _, e := range []struct{ name, v string }{{"negative", "-1s"}, {"invalid unit", "1hr"}, {"partial match", "FooNever"}} {
-		add(rejects(d+"should fail on an invalid expireAfter/"+e.name, corePool(set("spec.template.spec.expireAfter", e.v))))
-	}
+	add(durationCases(d, "expireAfter", "spec.template.spec.expireAfter", corePool, durations, badDurations)...)
 	add(admits(d+"should succeed on a disabled consolidateAfter", corePool(set("spec.disruption.consolidateAfter", "Never"))))
-	for _, e := range []struct{ name, v string }{{"single unit", "30s"}, {"multiple units", "1h30m5s"}, {"never", "Never"}} {
-		add(admits(d+"should succeed on a valid consolidateAfter/"+e.name, corePool(set("spec.disruption.consolidateAfter", e.v))))
-	}
-	for _, e := range []struct{ name, v string }{{"negative", "-1s"}, {"invalid unit", "1hr"}, {"partial match", "FooNever"}} {
-		add(rejects(d+"should fail on an invalid consolidateAfter/"+e.name, corePool(set("spec.disruption.consolidateAfter", e.v))))
-	}
+	add(durationCases(d, "consolidateAfter", "spec.disruption.consolidateAfter", corePool, durations, badDurations)...)
 	policy := func(after, p string) obj {
 		return corePool(set("spec.disruption.consolidateAfter", after), set("spec.disruption.consolidationPolicy", p))
 	}
@@ -228,12 +241,7 @@ func coreNodePoolCases() []kcase {
 	}
 
 	const g = "TerminationGracePeriod/"
-	for _, e := range []struct{ name, v string }{{"single unit", "30s"}, {"multiple units", "1h30m5s"}} {
-		add(admits(g+"should succeed on a valid terminationGracePeriod/"+e.name, corePool(set("spec.template.spec.terminationGracePeriod", e.v))))
-	}
-	for _, e := range []struct{ name, v string }{{"negative", "-1s"}, {"invalid unit", "1hr"}, {"never", "Never"}, {"partial match", "FooNever"}} {
-		add(rejects(g+"should fail on an invalid terminationGracePeriod/"+e.name, corePool(set("spec.template.spec.terminationGracePeriod", e.v))))
-	}
+	add(durationCases(g, "terminationGracePeriod", "spec.template.spec.terminationGracePeriod", corePool, gracePeriods, badGracePeriods)...)
 
 	// Karpenter's two mutation cases create the object a second time, which
 	// fails as AlreadyExists; ported as the updates they mean.
@@ -379,19 +387,9 @@ func coreNodeClaimCases() []kcase {
 	}
 	add(rejects(r+"should error when requirements is greater than 100", coreClaim(claimReqs(many...))))
 	const g = "TerminationGracePeriod/"
-	for _, e := range []struct{ name, v string }{{"single unit", "30s"}, {"multiple units", "1h30m5s"}} {
-		add(admits(g+"should succeed on a valid terminationGracePeriod/"+e.name, coreClaim(set("spec.terminationGracePeriod", e.v))))
-	}
-	for _, e := range []struct{ name, v string }{{"negative", "-1s"}, {"invalid unit", "1hr"}, {"never", "Never"}, {"partial match", "FooNever"}} {
-		add(rejects(g+"should fail on an invalid terminationGracePeriod/"+e.name, coreClaim(set("spec.terminationGracePeriod", e.v))))
-	}
+	add(durationCases(g, "terminationGracePeriod", "spec.terminationGracePeriod", coreClaim, gracePeriods, badGracePeriods)...)
 	const x = "ExpireAfter/"
-	for _, e := range []struct{ name, v string }{{"single unit", "30s"}, {"multiple units", "1h30m5s"}, {"never", "Never"}} {
-		add(admits(x+"should succeed on a valid expireAfter/"+e.name, coreClaim(set("spec.expireAfter", e.v))))
-	}
-	for _, e := range []struct{ name, v string }{{"negative", "-1s"}, {"invalid unit", "1hr"}, {"partial match", "FooNever"}} {
-		add(rejects(x+"should fail on an invalid expireAfter/"+e.name, coreClaim(set("spec.expireAfter", e.v))))
-	}
+	add(durationCases(x, "expireAfter", "spec.expireAfter", coreClaim, durations, badDurations)...)
 	return cases
 }
 

@@ -26,6 +26,7 @@ import (
 
 	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/test/kubetest"
 )
 
 type obj = map[string]any
@@ -245,33 +246,25 @@ func named(o obj, prefix string) obj {
 
 func toUnstructured(t *testing.T, o obj) *unstructured.Unstructured {
 	t.Helper()
-	b, err := json.Marshal(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u := &unstructured.Unstructured{}
-	if err := u.UnmarshalJSON(b); err != nil { // integers as int64, as the API machinery wants
-		t.Fatal(err)
-	}
-	return u
+	return kubetest.Unstructured(t, o)
 }
 
 func create(ctx context.Context, t *testing.T, dc dynamic.Interface, o obj) (obj, error) {
 	t.Helper()
-	out, err := dc.Resource(gvr(o)).Create(ctx, toUnstructured(t, o), metav1.CreateOptions{})
-	if err != nil {
-		return nil, err
-	}
-	return out.Object, nil
+	return written(dc.Resource(gvr(o)).Create(ctx, toUnstructured(t, o), metav1.CreateOptions{}))
 }
 
 func update(ctx context.Context, t *testing.T, dc dynamic.Interface, o obj) (obj, error) {
 	t.Helper()
-	out, err := dc.Resource(gvr(o)).Update(ctx, toUnstructured(t, o), metav1.UpdateOptions{})
+	return written(dc.Resource(gvr(o)).Update(ctx, toUnstructured(t, o), metav1.UpdateOptions{}))
+}
+
+// written is the object a write returned, or its error.
+func written(u *unstructured.Unstructured, err error) (obj, error) {
 	if err != nil {
 		return nil, err
 	}
-	return out.Object, nil
+	return u.Object, nil
 }
 
 func remove(ctx context.Context, dc dynamic.Interface, o obj) {
@@ -286,18 +279,22 @@ type validated interface {
 	Validate() error
 }
 
+// goType is a new object of the Go type of kind.
+func goType(kind any) validated {
+	switch kind {
+	case "NodePool":
+		return &karpv1.NodePool{}
+	case "NodeClaim":
+		return &karpv1.NodeClaim{}
+	default:
+		return &awsv1.EC2NodeClass{}
+	}
+}
+
 // decode turns an object into its Go type; an object Go cannot decode is
 // one Go rejects (as Karpenter's own client could not read it either).
 func decode(o obj) (validated, error) {
-	var v validated
-	switch o["kind"] {
-	case "NodePool":
-		v = &karpv1.NodePool{}
-	case "NodeClaim":
-		v = &karpv1.NodeClaim{}
-	default:
-		v = &awsv1.EC2NodeClass{}
-	}
+	v := goType(o["kind"])
 	b, err := json.Marshal(o)
 	if err != nil {
 		return nil, err

@@ -17,9 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	"sigs.k8s.io/yaml"
-
-	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
-	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 )
 
 // apiServer validates objects against a CRD the way kube-apiserver does on
@@ -77,18 +74,7 @@ func (a *apiServer) validate(t *testing.T, doc string) field.ErrorList {
 // validates it.
 func goValidate(t *testing.T, kind, doc string) error {
 	t.Helper()
-	var v interface {
-		SetDefaults()
-		Validate() error
-	}
-	switch kind {
-	case "NodePool":
-		v = &karpv1.NodePool{}
-	case "NodeClaim":
-		v = &karpv1.NodeClaim{}
-	default:
-		v = &awsv1.EC2NodeClass{}
-	}
+	v := goType(kind)
 	if err := yaml.Unmarshal([]byte(doc), v); err != nil {
 		return err
 	}

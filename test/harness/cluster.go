@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -147,20 +148,13 @@ func (h *Harness) State(ctx context.Context, namespace, selector string) (*State
 		ni.ProviderID, _, _ = unstructured.NestedString(o.Object, "status", "providerID")
 		ni.NodeName, _, _ = unstructured.NestedString(o.Object, "status", "nodeName")
 		conds, _, _ := unstructured.NestedSlice(o.Object, "status", "conditions")
+		flags := map[string]*bool{"Launched": &ni.Launched, "Registered": &ni.Registered, "Initialized": &ni.Initialized,
+			karpv1.ConditionInstanceTerminating: &ni.InstanceTerminating}
 		for _, c := range conds {
 			m, _ := c.(map[string]any)
-			if m["status"] != "True" {
-				continue
-			}
-			switch m["type"] {
-			case "Launched":
-				ni.Launched = true
-			case "Registered":
-				ni.Registered = true
-			case "Initialized":
-				ni.Initialized = true
-			case karpv1.ConditionInstanceTerminating:
-				ni.InstanceTerminating = true
+			typ, _ := m["type"].(string)
+			if flag := flags[typ]; flag != nil && m["status"] == "True" {
+				*flag = true
 			}
 		}
 		s.NodeClaims = append(s.NodeClaims, ni)
@@ -223,13 +217,8 @@ func (s *State) Types() string {
 	for _, n := range s.Nodes {
 		count[n.InstanceType+"/"+n.CapacityType]++
 	}
-	keys := make([]string, 0, len(count))
-	for k := range count {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	parts := make([]string, 0, len(keys))
-	for _, k := range keys {
+	parts := make([]string, 0, len(count))
+	for _, k := range slices.Sorted(maps.Keys(count)) {
 		if count[k] > 1 {
 			parts = append(parts, fmt.Sprintf("%s x%d", k, count[k]))
 		} else {

@@ -35,6 +35,7 @@ import (
 
 	"github.com/joiner-dev/joiner/cloud/sim"
 	"github.com/joiner-dev/joiner/internal/defaults"
+	"github.com/joiner-dev/joiner/test/karpenterstate"
 	"github.com/joiner-dev/joiner/test/testenv"
 )
 
@@ -204,9 +205,19 @@ func (h *Harness) start(ctx context.Context) error {
 }
 
 // startSim runs `joiner sim` with subnets and a security group tagged
-// karpenter.sh/discovery=<cluster name>.
+// karpenter.sh/discovery=<cluster name>, and an EKS cluster of that name
+// whose endpoint and CA are the control plane's (the coordinators discover
+// them, with the sim's service CIDR and Kubernetes version).
 func (h *Harness) startSim(ctx context.Context) error {
 	cfg := sim.DefaultConfig()
+	// The coordinators hold Joiner's policy for this cluster; the test kit
+	// seeding a Karpenter cluster (karpenterstate) may do what Karpenter did.
+	cfg.IAM.Cluster = h.opts.ClusterName
+	cfg.IAM.Callers = map[string]sim.Caller{karpenterstate.AccessKeyID: {Unrestricted: true}}
+	cfg.Cluster.Name, cfg.Cluster.Endpoint = h.opts.ClusterName, h.Env.Config.Host
+	if ca, err := os.ReadFile(h.Env.Config.CAFile); err == nil {
+		cfg.Cluster.CA = string(ca)
+	}
 	for i := range cfg.Subnets {
 		cfg.Subnets[i].Tags[sim.DiscoveryTag] = h.opts.ClusterName
 	}
@@ -304,7 +315,9 @@ func (h *Harness) startCoordinators(ctx context.Context) error {
 			"cluster-endpoint": h.Env.Config.Host,
 		}
 		for _, f := range []string{"kubeconfig", "aws-endpoint", "region", "cluster-endpoint"} {
-			if known[f] {
+			// A binary that discovers the cluster (it has --cluster-ca-bundle)
+			// gets the cluster name only, as on EKS.
+			if known[f] && (f != "cluster-endpoint" || !known["cluster-ca-bundle"]) {
 				c.args = append(c.args, "--"+f, opt[f])
 			}
 		}

@@ -1,7 +1,6 @@
 package harness
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -12,12 +11,7 @@ import (
 // leader is elected, killing it elects another, the killed replica rejoins,
 // and after Stop no process the harness started is alive.
 func TestRaftFailover(t *testing.T) {
-	h := StartTest(t, Options{})
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	if err := h.WaitReady(ctx); err != nil {
-		t.Fatal(err)
-	}
+	h, ctx := StartReady(t, Options{}, 3*time.Minute)
 	first, err := h.WaitLeader(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/joiner-dev/joiner/internal/backoff"
 )
 
 // kubeletEvery is how often the kubelet stand-in looks at the pods, and
@@ -31,10 +33,8 @@ func (h *Harness) runKubelet(ctx context.Context) {
 		if err := h.kubeletPass(ctx); err != nil && ctx.Err() == nil {
 			h.opts.Log.Debug("kubelet stand-in", zap.Error(err))
 		}
-		select {
-		case <-ctx.Done():
+		if !backoff.Sleep(ctx, kubeletEvery) {
 			return
-		case <-time.After(kubeletEvery):
 		}
 	}
 }

@@ -42,15 +42,24 @@ func StartTest(t testing.TB, opts Options) *Harness {
 		t.Skipf("%v (run `make tools`)", err)
 	}
 	if h != nil {
-		t.Cleanup(func() {
-			if t.Failed() {
-				t.Logf("process logs (tail)\n%s", h.Logs(60))
-			}
-			h.Stop()
-		})
+		testenv.StopWhenDone(t, "process logs (tail)", h.Logs, h.Stop)
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
 	return h
+}
+
+// StartReady is StartTest, then a wait until every coordinator is ready;
+// the context it returns ends timeout from now (and with the test) and
+// bounds the wait.
+func StartReady(t testing.TB, opts Options, timeout time.Duration) (*Harness, context.Context) {
+	t.Helper()
+	h := StartTest(t, opts)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	t.Cleanup(cancel)
+	if err := h.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return h, ctx
 }

@@ -23,6 +23,7 @@ import (
 
 	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/cloud/sim"
 	"github.com/joiner-dev/joiner/coordinator/kube"
 	"github.com/joiner-dev/joiner/test/harness"
 	"github.com/joiner-dev/joiner/test/karpenterstate"
@@ -163,7 +164,9 @@ func TestAdoptKarpenterCluster(t *testing.T) {
 	ec2c, ssmc := karpenterstate.AWSClients(h.SimURL, harness.Region)
 	claims := adoptionClaims()
 	seeded, err := karpenterstate.Seed(ctx, karpenterstate.Clients{Kube: h.Env.Client, Dynamic: h.Env.Dynamic(), EC2: ec2c, SSM: ssmc},
-		karpenterstate.Cluster{Name: adoptCluster, Endpoint: h.Env.Config.Host, CABundle: caBundle, ServiceCIDR: "10.100.0.0/16", Region: harness.Region},
+		// The cluster the sim's DescribeCluster describes to the coordinator.
+		karpenterstate.Cluster{Name: adoptCluster, Endpoint: h.Env.Config.Host, CABundle: caBundle, ServiceCIDR: sim.DefaultServiceCIDR,
+			KubernetesVersion: sim.DefaultClusterVersion, Region: harness.Region},
 		karpenterstate.Spec{NodeClasses: classes, NodePools: pools, Claims: claims})
 	if err != nil {
 		t.Fatal(err)
@@ -453,33 +456,7 @@ func driftViolations(s *harness.State, seeded *karpenterstate.Seeded, ids map[st
 // cond may fail the test.
 func waitState(ctx context.Context, t *testing.T, h *harness.Harness, sel, what string, cond func(*harness.State) bool) *harness.State {
 	t.Helper()
-	var last time.Time
-	var st *harness.State
-	for {
-		if err := h.CheckAlive(); err != nil {
-			t.Fatalf("waiting for %s: %v", what, err)
-		}
-		var err error
-		if st, err = h.State(ctx, namespace, sel); err == nil {
-			if cond(st) {
-				t.Logf("%s: %s", what, st.Line())
-				return st
-			}
-			if time.Since(last) > 10*time.Second {
-				t.Logf("waiting for %s: %s", what, st.Line())
-				last = time.Now()
-			}
-		}
-		select {
-		case <-ctx.Done():
-			line := "no state"
-			if st != nil {
-				line = st.Line()
-			}
-			t.Fatalf("waiting for %s: %v (last: %s)", what, ctx.Err(), line)
-		case <-time.After(500 * time.Millisecond):
-		}
-	}
+	return pollState(ctx, t, h, sel, what, nil, 500*time.Millisecond, cond)
 }
 
 // metric sums a metric's samples whose labels contain match on a

@@ -78,9 +78,6 @@ func runMigrateCheck(t *testing.T, bin, kubeconfig string, args ...string) (stri
 // pool and one without a pool get their own rows. The exit code is 3 while
 // something is rejected and 0 once the rejected objects are gone.
 func TestMigrateCheck(t *testing.T) {
-	if testing.Short() {
-		t.Skip("real processes skipped under -short")
-	}
 	env := testenv.Start(t, testenv.Options{CRDs: true})
 	bin := joinerBinary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)

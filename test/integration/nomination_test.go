@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
@@ -23,14 +22,9 @@ import (
 // then on every plan was refused as a whole because the pod was still
 // nominated to the launched node: nothing was provisioned any more.
 func TestStaleNominationIsReplanned(t *testing.T) {
-	h := harness.StartTest(t, harness.Options{BootDelay: 5 * time.Second, Kubelet: true})
 	// Generous for a loaded machine (it takes about 30 s); the old code
 	// never got there.
-	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
-	defer cancel()
-	if err := h.WaitReady(ctx); err != nil {
-		t.Fatal(err)
-	}
+	h, ctx := harness.StartReady(t, harness.Options{BootDelay: 5 * time.Second, Kubelet: true}, 6*time.Minute)
 	objs, err := testenv.ReadObjects("../../examples/nodepool.yaml")
 	if err != nil {
 		t.Fatal(err)

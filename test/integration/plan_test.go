@@ -37,12 +37,7 @@ import (
 // planned again once every node of the first plan registered. The test
 // logs those figures; it fails when replanning doubles the nodes.
 func TestPlanIsReality(t *testing.T) {
-	h := harness.StartTest(t, harness.Options{BootDelay: 2 * time.Second, Kubelet: true})
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	if err := h.WaitReady(ctx); err != nil {
-		t.Fatal(err)
-	}
+	h, ctx := harness.StartReady(t, harness.Options{BootDelay: 2 * time.Second, Kubelet: true}, 10*time.Minute)
 	objs, err := testenv.ReadObjects(filepath.Join("testdata", "mixed.yaml"))
 	if err != nil {
 		t.Fatal(err)

@@ -27,12 +27,6 @@ const (
 	replicas  = 50
 )
 
-// startHarness builds joiner and starts the processes, or skips the test.
-func startHarness(t *testing.T) *harness.Harness {
-	t.Helper()
-	return harness.StartTest(t, harness.Options{BootDelay: time.Second, Kubelet: true})
-}
-
 // examples reads examples/nodepool.yaml (with consolidation off: this test
 // checks that NodeClaims stay when their pods go; at most 8 vCPUs per
 // instance) and examples/deployment.yaml with n replicas.
@@ -73,6 +67,14 @@ func examples(t *testing.T, n int) []*unstructured.Unstructured {
 // ends; it logs a status line now and then.
 func waitFor(ctx context.Context, t *testing.T, h *harness.Harness, what string, killed []string, cond func(*harness.State) bool) *harness.State {
 	t.Helper()
+	return pollState(ctx, t, h, selector, what, killed, 50*time.Millisecond, cond)
+}
+
+// pollState polls the state of the pods matching sel every interval
+// until cond holds (cond may fail the test), a process other than killed
+// dies or ctx ends; it logs a status line every 10 s.
+func pollState(ctx context.Context, t *testing.T, h *harness.Harness, sel, what string, killed []string, every time.Duration, cond func(*harness.State) bool) *harness.State {
+	t.Helper()
 	var last time.Time
 	var st *harness.State
 	for {
@@ -80,12 +82,12 @@ func waitFor(ctx context.Context, t *testing.T, h *harness.Harness, what string,
 			t.Fatalf("waiting for %s: %v", what, err)
 		}
 		var err error
-		st, err = h.State(ctx, namespace, selector)
+		st, err = h.State(ctx, namespace, sel)
 		if err == nil && cond(st) {
 			t.Logf("%s: %s", what, st.Line())
 			return st
 		}
-		if err == nil && time.Since(last) > 5*time.Second {
+		if err == nil && time.Since(last) > 10*time.Second {
 			t.Logf("waiting for %s: %s", what, st.Line())
 			last = time.Now()
 		}
@@ -96,7 +98,7 @@ func waitFor(ctx context.Context, t *testing.T, h *harness.Harness, what string,
 				line = st.Line()
 			}
 			t.Fatalf("waiting for %s: %v (last: %s)", what, ctx.Err(), line)
-		case <-time.After(50 * time.Millisecond):
+		case <-time.After(every):
 		}
 	}
 }
@@ -108,12 +110,7 @@ func waitFor(ctx context.Context, t *testing.T, h *harness.Harness, what string,
 // produced two live instances, every NodeClaim has exactly one instance;
 // after a scale to 0 the NodeClaims stay; after Stop no process is left.
 func TestProvisionWithLeaderKill(t *testing.T) {
-	h := startHarness(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
-	defer cancel()
-	if err := h.WaitReady(ctx); err != nil {
-		t.Fatal(err)
-	}
+	h, ctx := harness.StartReady(t, harness.Options{BootDelay: time.Second, Kubelet: true}, 12*time.Minute)
 	leader, err := h.WaitLeader(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -30,6 +30,7 @@ import (
 	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 	"github.com/joiner-dev/joiner/api/requirements"
+	joineraws "github.com/joiner-dev/joiner/cloud/aws"
 	"github.com/joiner-dev/joiner/cloud/catalog"
 	"github.com/joiner-dev/joiner/userdata"
 )
@@ -49,10 +50,16 @@ type Clients struct {
 	SSM     *ssm.Client
 }
 
+// AccessKeyID is the access key the seeding clients sign with: a sim that
+// seeds a Karpenter cluster lets it do what Karpenter did (sim
+// Access.Callers), which Joiner's own policy does not allow (tagging
+// instances after launch, launch templates without joiner.io/cluster).
+const AccessKeyID = "karpenter"
+
 // AWSClients returns EC2 and SSM clients for an endpoint (the simulated
-// region's URL) with dummy static credentials.
+// region's URL) with dummy static credentials (AccessKeyID).
 func AWSClients(endpoint, region string) (*ec2.Client, *ssm.Client) {
-	cfg := aws.Config{Region: region, Credentials: credentials.NewStaticCredentialsProvider("karpenter", "karpenter", "")}
+	cfg := aws.Config{Region: region, Credentials: credentials.NewStaticCredentialsProvider(AccessKeyID, "karpenter", "")}
 	return ec2.NewFromConfig(cfg, func(o *ec2.Options) { o.BaseEndpoint = aws.String(endpoint) }),
 		ssm.NewFromConfig(cfg, func(o *ssm.Options) { o.BaseEndpoint = aws.String(endpoint) })
 }
@@ -161,7 +168,7 @@ func RecordPodEvents(ctx context.Context, c Clients, s *Seeded, at time.Time) er
 			return err
 		}
 		nc.Status.LastPodEventTime = metav1.NewTime(at.UTC().Truncate(time.Second))
-		if nc, err = updateStatus(ctx, c.Dynamic, NodeClaimsGVR, nc); err != nil {
+		if nc, err = UpdateStatus(ctx, c.Dynamic, NodeClaimsGVR, nc); err != nil {
 			return err
 		}
 		s.NodeClaims[name] = nc
@@ -189,7 +196,7 @@ func now() time.Time { return time.Now().UTC().Truncate(time.Second) }
 func (s *seeder) class(ctx context.Context, in *awsv1.EC2NodeClass) error {
 	nc := in.DeepCopy()
 	nc.APIVersion, nc.Kind = awsv1.SchemeGroupVersion.String(), "EC2NodeClass"
-	stored, err := create[awsv1.EC2NodeClass](ctx, s.c.Dynamic, EC2NodeClassesGVR, nc)
+	stored, err := Create[awsv1.EC2NodeClass](ctx, s.c.Dynamic, EC2NodeClassesGVR, nc)
 	if err != nil {
 		return err
 	}
@@ -202,12 +209,12 @@ func (s *seeder) class(ctx context.Context, in *awsv1.EC2NodeClass) error {
 		profile = *p
 	}
 	stored.Status = ClassStatus(stored, subnets, groups, amis, profile, now())
-	if stored, err = updateStatus(ctx, s.c.Dynamic, EC2NodeClassesGVR, stored); err != nil {
+	if stored, err = UpdateStatus(ctx, s.c.Dynamic, EC2NodeClassesGVR, stored); err != nil {
 		return err
 	}
 	// Karpenter's hash controller hashes the object as stored (CRD
 	// defaults applied).
-	if stored, err = annotate[awsv1.EC2NodeClass](ctx, s.c.Dynamic, EC2NodeClassesGVR, stored.Name, ClassAnnotations(stored, s.cl.CABundle)); err != nil {
+	if stored, err = Annotate[awsv1.EC2NodeClass](ctx, s.c.Dynamic, EC2NodeClassesGVR, stored.Name, ClassAnnotations(stored, s.cl.CABundle)); err != nil {
 		return err
 	}
 	s.out.NodeClasses[stored.Name] = stored
@@ -217,11 +224,11 @@ func (s *seeder) class(ctx context.Context, in *awsv1.EC2NodeClass) error {
 func (s *seeder) pool(ctx context.Context, in *karpv1.NodePool) error {
 	np := in.DeepCopy()
 	np.APIVersion, np.Kind = karpv1.SchemeGroupVersion.String(), "NodePool"
-	stored, err := create[karpv1.NodePool](ctx, s.c.Dynamic, NodePoolsGVR, np)
+	stored, err := Create[karpv1.NodePool](ctx, s.c.Dynamic, NodePoolsGVR, np)
 	if err != nil {
 		return err
 	}
-	if stored, err = annotate[karpv1.NodePool](ctx, s.c.Dynamic, NodePoolsGVR, stored.Name, PoolAnnotations(stored)); err != nil {
+	if stored, err = Annotate[karpv1.NodePool](ctx, s.c.Dynamic, NodePoolsGVR, stored.Name, PoolAnnotations(stored)); err != nil {
 		return err
 	}
 	s.out.NodePools[stored.Name] = stored
@@ -235,10 +242,7 @@ func (s *seeder) pool(ctx context.Context, in *karpv1.NodePool) error {
 func (s *seeder) resolve(ctx context.Context, nc *awsv1.EC2NodeClass) ([]awsv1.Subnet, []awsv1.SecurityGroup, []awsv1.AMI, error) {
 	var subnets []ec2types.Subnet
 	for _, t := range nc.Spec.SubnetSelectorTerms {
-		in := &ec2.DescribeSubnetsInput{Filters: tagFilters(t.Tags)}
-		if t.ID != "" {
-			in.Filters = append(in.Filters, ec2types.Filter{Name: aws.String("subnet-id"), Values: []string{t.ID}})
-		}
+		in := &ec2.DescribeSubnetsInput{Filters: termFilters(t.Tags, "subnet-id", t.ID)}
 		out, err := s.c.EC2.DescribeSubnets(ctx, in)
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("describing subnets: %w", err)
@@ -262,13 +266,7 @@ func (s *seeder) resolve(ctx context.Context, nc *awsv1.EC2NodeClass) ([]awsv1.S
 	}
 	var groups []awsv1.SecurityGroup
 	for _, t := range nc.Spec.SecurityGroupSelectorTerms {
-		in := &ec2.DescribeSecurityGroupsInput{Filters: tagFilters(t.Tags)}
-		if t.ID != "" {
-			in.Filters = append(in.Filters, ec2types.Filter{Name: aws.String("group-id"), Values: []string{t.ID}})
-		}
-		if t.Name != "" {
-			in.Filters = append(in.Filters, ec2types.Filter{Name: aws.String("group-name"), Values: []string{t.Name}})
-		}
+		in := &ec2.DescribeSecurityGroupsInput{Filters: termFilters(t.Tags, "group-id", t.ID, "group-name", t.Name)}
 		out, err := s.c.EC2.DescribeSecurityGroups(ctx, in)
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("describing security groups: %w", err)
@@ -336,13 +334,13 @@ func (s *seeder) resolveAMIs(ctx context.Context, nc *awsv1.EC2NodeClass) ([]aws
 	return amis, nil
 }
 
-func tagFilters(tags map[string]string) []ec2types.Filter {
-	var out []ec2types.Filter
-	for _, k := range slices.Sorted(maps.Keys(tags)) {
-		if v := tags[k]; v == "*" {
-			out = append(out, ec2types.Filter{Name: aws.String("tag-key"), Values: []string{k}})
-		} else {
-			out = append(out, ec2types.Filter{Name: aws.String("tag:" + k), Values: []string{v}})
+// termFilters are the filters of a selector term: its tags, then one per
+// (filter name, value) pair whose value is set.
+func termFilters(tags map[string]string, nameValues ...string) []ec2types.Filter {
+	out := joineraws.TagFilters(tags)
+	for i := 0; i+1 < len(nameValues); i += 2 {
+		if v := nameValues[i+1]; v != "" {
+			out = append(out, ec2types.Filter{Name: aws.String(nameValues[i]), Values: []string{v}})
 		}
 	}
 	return out
@@ -361,14 +359,6 @@ func Tags(cluster string, class *awsv1.EC2NodeClass, pool string) map[string]str
 	out[karpv1.TagNodePool] = pool
 	out[karpv1.TagEKSClusterName] = cluster
 	out[karpv1.TagNodeClass] = class.Name
-	return out
-}
-
-func ec2Tags(m map[string]string) []ec2types.Tag {
-	var out []ec2types.Tag
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		out = append(out, ec2types.Tag{Key: aws.String(k), Value: aws.String(m[k])})
-	}
 	return out
 }
 
@@ -403,7 +393,7 @@ func (s *seeder) launch(ctx context.Context, c Claim) (*launch, error) {
 	if image == "" || subnet == "" {
 		return nil, fmt.Errorf("no AMI (%q) or no subnet in %s (%q) in the class's status", image, c.Zone, subnet)
 	}
-	claim, err := create[karpv1.NodeClaim](ctx, s.c.Dynamic, NodeClaimsGVR, NewNodeClaim(np, c))
+	claim, err := Create[karpv1.NodeClaim](ctx, s.c.Dynamic, NodeClaimsGVR, NewNodeClaim(np, c))
 	if err != nil {
 		return nil, err
 	}
@@ -424,7 +414,7 @@ func (s *seeder) launch(ctx context.Context, c Claim) (*launch, error) {
 	}
 	fleetTags := []ec2types.TagSpecification{}
 	for _, rt := range []ec2types.ResourceType{ec2types.ResourceTypeInstance, ec2types.ResourceTypeVolume, ec2types.ResourceTypeFleet} {
-		fleetTags = append(fleetTags, ec2types.TagSpecification{ResourceType: rt, Tags: ec2Tags(tags)})
+		fleetTags = append(fleetTags, ec2types.TagSpecification{ResourceType: rt, Tags: joineraws.EC2Tags(tags)})
 	}
 	out, err := s.c.EC2.CreateFleet(ctx, &ec2.CreateFleetInput{
 		Type: ec2types.FleetTypeInstant,
@@ -448,29 +438,22 @@ func (s *seeder) launch(ctx context.Context, c Claim) (*launch, error) {
 	inst := Instance{ID: out.Instances[0].InstanceIds[0], Zone: c.Zone, ImageID: image, CapacityType: c.CapacityType}
 	ApplyLaunch(claim, class, it, inst, s.cl.CABundle, now())
 	status := claim.Status
-	if claim, err = update(ctx, s.c.Dynamic, NodeClaimsGVR, claim); err != nil {
+	if claim, err = Update(ctx, s.c.Dynamic, NodeClaimsGVR, claim); err != nil {
 		return nil, err
 	}
 	claim.Status = status
-	if claim, err = updateStatus(ctx, s.c.Dynamic, NodeClaimsGVR, claim); err != nil {
+	if claim, err = UpdateStatus(ctx, s.c.Dynamic, NodeClaimsGVR, claim); err != nil {
 		return nil, err
 	}
 	s.out.Instances[claim.Name] = inst.ID
 	return &launch{claim: claim, class: class, inst: inst}, nil
 }
 
+// suits reports whether an instance type with these labels meets the
+// image's requirements (status.amis[].requirements).
 func suits(ami awsv1.AMI, labels map[string]string) bool {
-	for _, r := range ami.Requirements {
-		req, err := requirements.New(r.Key, string(r.Operator), r.Values...)
-		if err != nil {
-			return false
-		}
-		v, ok := labels[r.Key]
-		if !req.Matches(v, ok) {
-			return false
-		}
-	}
-	return true
+	reqs, err := requirements.FromNodeSelector(ami.Requirements)
+	return err == nil && reqs.Matches(labels)
 }
 
 // launchTemplate creates (once per distinct content) a launch template
@@ -494,7 +477,7 @@ func (s *seeder) launchTemplate(ctx context.Context, class *awsv1.EC2NodeClass, 
 		SecurityGroupIds:   sgs,
 		IamInstanceProfile: &ec2types.LaunchTemplateIamInstanceProfileSpecificationRequest{Name: aws.String(class.Status.InstanceProfile)},
 		Monitoring:         &ec2types.LaunchTemplatesMonitoringRequest{Enabled: aws.Bool(class.Spec.DetailedMonitoring != nil && *class.Spec.DetailedMonitoring)},
-		TagSpecifications:  []ec2types.LaunchTemplateTagSpecificationRequest{{ResourceType: ec2types.ResourceTypeNetworkInterface, Tags: ec2Tags(tags)}},
+		TagSpecifications:  []ec2types.LaunchTemplateTagSpecificationRequest{{ResourceType: ec2types.ResourceTypeNetworkInterface, Tags: joineraws.EC2Tags(tags)}},
 	}
 	if m != nil {
 		data.MetadataOptions = &ec2types.LaunchTemplateInstanceMetadataOptionsRequest{
@@ -508,7 +491,7 @@ func (s *seeder) launchTemplate(ctx context.Context, class *awsv1.EC2NodeClass, 
 		}
 	}
 	if _, err := s.c.EC2.CreateLaunchTemplate(ctx, &ec2.CreateLaunchTemplateInput{LaunchTemplateName: aws.String(name), LaunchTemplateData: data,
-		TagSpecifications: []ec2types.TagSpecification{{ResourceType: ec2types.ResourceTypeLaunchTemplate, Tags: ec2Tags(tags)}}}); err != nil {
+		TagSpecifications: []ec2types.TagSpecification{{ResourceType: ec2types.ResourceTypeLaunchTemplate, Tags: joineraws.EC2Tags(tags)}}}); err != nil {
 		return "", fmt.Errorf("creating launch template %s: %w", name, err)
 	}
 	s.templates[name] = true
@@ -585,18 +568,18 @@ func (s *seeder) register(ctx context.Context, l *launch) error {
 	claim := l.claim.DeepCopy()
 	ApplyRegistered(claim, node.Name, t)
 	ApplyInitialized(claim, t)
-	claim, err := updateStatus(ctx, s.c.Dynamic, NodeClaimsGVR, claim)
+	claim, err := UpdateStatus(ctx, s.c.Dynamic, NodeClaimsGVR, claim)
 	if err != nil {
 		return err
 	}
 	// The tagging controller.
-	if _, err := s.c.EC2.CreateTags(ctx, &ec2.CreateTagsInput{Resources: []string{l.inst.ID}, Tags: ec2Tags(map[string]string{
+	if _, err := s.c.EC2.CreateTags(ctx, &ec2.CreateTagsInput{Resources: []string{l.inst.ID}, Tags: joineraws.EC2Tags(map[string]string{
 		karpv1.TagName: node.Name, karpv1.TagNodeClaim: claim.Name, karpv1.TagEKSClusterName: s.cl.Name})}); err != nil {
 		return fmt.Errorf("tagging instance %s: %w", l.inst.ID, err)
 	}
 	ApplyTagged(claim)
 	status := claim.Status
-	if claim, err = update(ctx, s.c.Dynamic, NodeClaimsGVR, claim); err != nil {
+	if claim, err = Update(ctx, s.c.Dynamic, NodeClaimsGVR, claim); err != nil {
 		return err
 	}
 	claim.Status = status
@@ -615,7 +598,7 @@ func (s *seeder) poolStatus(ctx context.Context, pool string) error {
 		}
 	}
 	np.Status = PoolStatus(np, class, nodes, now())
-	stored, err := updateStatus(ctx, s.c.Dynamic, NodePoolsGVR, np)
+	stored, err := UpdateStatus(ctx, s.c.Dynamic, NodePoolsGVR, np)
 	if err != nil {
 		return err
 	}
@@ -651,51 +634,50 @@ func fromUnstructured[T any](u *unstructured.Unstructured) (*T, error) {
 // Create creates a typed object through the dynamic client and returns it
 // as stored.
 func Create[T any](ctx context.Context, dyn dynamic.Interface, gvr schema.GroupVersionResource, obj *T) (*T, error) {
-	return create[T](ctx, dyn, gvr, obj)
+	return write(ctx, dyn, gvr, obj, createVerb)
 }
 
 // Update writes a typed object (not its status) and returns it as stored.
 func Update[T any](ctx context.Context, dyn dynamic.Interface, gvr schema.GroupVersionResource, obj *T) (*T, error) {
-	return update(ctx, dyn, gvr, obj)
+	return write(ctx, dyn, gvr, obj, updateVerb)
 }
 
 // UpdateStatus writes a typed object's status and returns it as stored.
 func UpdateStatus[T any](ctx context.Context, dyn dynamic.Interface, gvr schema.GroupVersionResource, obj *T) (*T, error) {
-	return updateStatus(ctx, dyn, gvr, obj)
+	return write(ctx, dyn, gvr, obj, updateStatusVerb)
 }
 
-func create[T any](ctx context.Context, dyn dynamic.Interface, gvr schema.GroupVersionResource, obj *T) (*T, error) {
+// A write of an object, as Karpenter's field manager.
+type verb int
+
+const (
+	createVerb verb = iota
+	updateVerb
+	updateStatusVerb
+)
+
+// write sends obj (a gvr) with v and decodes the object as stored.
+func write[T any](ctx context.Context, dyn dynamic.Interface, gvr schema.GroupVersionResource, obj *T, v verb) (*T, error) {
 	u, err := toUnstructured(obj)
 	if err != nil {
 		return nil, err
 	}
-	out, err := dyn.Resource(gvr).Create(ctx, u, metav1.CreateOptions{FieldManager: "karpenter"})
-	if err != nil {
-		return nil, fmt.Errorf("creating %s %s%s: %w", gvr.Resource, u.GetName(), u.GetGenerateName(), err)
-	}
-	return fromUnstructured[T](out)
-}
-
-func update[T any](ctx context.Context, dyn dynamic.Interface, gvr schema.GroupVersionResource, obj *T) (*T, error) {
-	u, err := toUnstructured(obj)
-	if err != nil {
-		return nil, err
-	}
-	out, err := dyn.Resource(gvr).Update(ctx, u, metav1.UpdateOptions{FieldManager: "karpenter"})
-	if err != nil {
-		return nil, fmt.Errorf("updating %s %s: %w", gvr.Resource, u.GetName(), err)
-	}
-	return fromUnstructured[T](out)
-}
-
-func updateStatus[T any](ctx context.Context, dyn dynamic.Interface, gvr schema.GroupVersionResource, obj *T) (*T, error) {
-	u, err := toUnstructured(obj)
-	if err != nil {
-		return nil, err
-	}
-	out, err := dyn.Resource(gvr).UpdateStatus(ctx, u, metav1.UpdateOptions{FieldManager: "karpenter"})
-	if err != nil {
-		return nil, fmt.Errorf("updating %s %s status: %w", gvr.Resource, u.GetName(), err)
+	r := dyn.Resource(gvr)
+	update := metav1.UpdateOptions{FieldManager: "karpenter"}
+	var out *unstructured.Unstructured
+	switch v {
+	case createVerb:
+		if out, err = r.Create(ctx, u, metav1.CreateOptions{FieldManager: "karpenter"}); err != nil {
+			return nil, fmt.Errorf("creating %s %s%s: %w", gvr.Resource, u.GetName(), u.GetGenerateName(), err)
+		}
+	case updateVerb:
+		if out, err = r.Update(ctx, u, update); err != nil {
+			return nil, fmt.Errorf("updating %s %s: %w", gvr.Resource, u.GetName(), err)
+		}
+	case updateStatusVerb:
+		if out, err = r.UpdateStatus(ctx, u, update); err != nil {
+			return nil, fmt.Errorf("updating %s %s status: %w", gvr.Resource, u.GetName(), err)
+		}
 	}
 	return fromUnstructured[T](out)
 }
@@ -703,11 +685,6 @@ func updateStatus[T any](ctx context.Context, dyn dynamic.Interface, gvr schema.
 // Annotate merges annotations into a typed object's metadata (a JSON
 // merge patch) and returns it as stored.
 func Annotate[T any](ctx context.Context, dyn dynamic.Interface, gvr schema.GroupVersionResource, name string, annotations map[string]string) (*T, error) {
-	return annotate[T](ctx, dyn, gvr, name, annotations)
-}
-
-// annotate merges annotations into an object's metadata.
-func annotate[T any](ctx context.Context, dyn dynamic.Interface, gvr schema.GroupVersionResource, name string, annotations map[string]string) (*T, error) {
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": annotations}})
 	if err != nil {
 		return nil, err

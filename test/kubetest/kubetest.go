@@ -15,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
+
+	"github.com/joiner-dev/joiner/test/poll"
 )
 
 // RegisterNode creates a Ready node (8 CPU, 32Gi, 110 pods) with no taints,
@@ -154,11 +156,5 @@ func PodReady(p *corev1.Pod) bool {
 // WaitFor polls cond every 100ms and fails t if it does not hold within d.
 func WaitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	end := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(end) {
-			t.Fatalf("timed out after %s waiting for: %s", d, what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	poll.Until(t, d, 100*time.Millisecond, what, cond)
 }

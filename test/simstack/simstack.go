@@ -32,10 +32,23 @@ import (
 	"github.com/joiner-dev/joiner/coordinator/kube"
 	"github.com/joiner-dev/joiner/coordinator/nodeclass"
 	"github.com/joiner-dev/joiner/coordinator/view"
+	"github.com/joiner-dev/joiner/test/testenv"
 )
 
 // Region is the region of the simulated cloud.
 const Region = "us-east-1"
+
+// AccessKeyID is the access key the stack's AWS clients sign with: a
+// caller the sim does not list, held to its default (the shipped) policy.
+const AccessKeyID = "AKIDSIM"
+
+// Clients are AWS SDK clients that reach the simulated region served at
+// endpoint, signing as the caller whose access key ID is key (static
+// credentials).
+func Clients(endpoint, key string) joineraws.Clients {
+	return joineraws.NewClients(aws.Config{Region: Region,
+		Credentials: credentials.NewStaticCredentialsProvider(key, "secret", "")}, endpoint)
+}
 
 // Runner owns the goroutines of a test: Go starts one on Ctx, Stop cancels
 // Ctx and waits for all of them.
@@ -64,6 +77,21 @@ func (r *Runner) Stop() {
 	r.wg.Wait()
 }
 
+// SchedulingEnv starts a control plane where kube-scheduler binds pods to
+// the sim's Nodes: CRDs, kube-scheduler and kube-controller-manager
+// without the node lifecycle controller, and without the admission that
+// taints new Nodes not-ready (no node lifecycle controller would lift it).
+// It skips the test when the control plane cannot run.
+func SchedulingEnv(t testing.TB) *testenv.Env {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("needs the test control plane (skipped under -short)")
+	}
+	return testenv.Start(t, testenv.Options{CRDs: true, ControllerManager: true, Scheduler: true,
+		Controllers:   []string{"*", "-node-lifecycle-controller"},
+		APIServerArgs: []string{"--disable-admission-plugins=ServiceAccount,TaintNodesByCondition"}})
+}
+
 // Kube returns clients for cfg and an informer cache run by r, synced.
 func Kube(t testing.TB, r *Runner, cfg *rest.Config, log *zap.Logger) (*kube.Clients, *kube.Cache) {
 	t.Helper()
@@ -84,20 +112,40 @@ func Kube(t testing.TB, r *Runner, cfg *rest.Config, log *zap.Logger) (*kube.Cli
 // ends, and returns a Provider of cluster reaching it through the real SDK.
 func Cloud(t testing.TB, r *Runner, kc kubernetes.Interface, bootDelay time.Duration, cluster string, log *zap.Logger) *joineraws.Provider {
 	t.Helper()
+	return StartCloud(t, r, kc, SimConfig(bootDelay), cluster, log).Provider
+}
+
+// SimConfig is the default sim config with instances booting after
+// bootDelay.
+func SimConfig(bootDelay time.Duration) sim.Config {
 	cfg := sim.DefaultConfig()
 	cfg.BootDelay = sim.Duration{Duration: bootDelay}
+	return cfg
+}
+
+// SimCloud is a simulated region a test started: the sim, the AWS clients
+// that reach it and a Provider of the cluster on them.
+type SimCloud struct {
+	Sim      *sim.Sim
+	Clients  joineraws.Clients
+	Provider *joineraws.Provider
+}
+
+// StartCloud is Cloud on a sim of cfg, returning the sim and its clients
+// too.
+func StartCloud(t testing.TB, r *Runner, kc kubernetes.Interface, cfg sim.Config, cluster string, log *zap.Logger) SimCloud {
+	t.Helper()
 	s := sim.New(sim.Options{Config: cfg, Kube: kc, Logger: log})
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)
 	r.Go(s.Run)
-	ac := joineraws.NewClients(aws.Config{Region: Region,
-		Credentials: credentials.NewStaticCredentialsProvider("AKIDSIM", "secret", "")}, srv.URL)
-	prov, err := joineraws.New(joineraws.Options{EC2: ac.EC2, SSM: ac.SSM, Cluster: cluster, Region: Region,
+	ac := Clients(srv.URL, AccessKeyID)
+	prov, err := joineraws.New(joineraws.Options{EC2: ac.EC2, SSM: ac.SSM, IAM: ac.IAM, Cluster: cluster, Region: Region,
 		KubernetesVersion: sim.DefaultKubernetesVersion, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return prov
+	return SimCloud{Sim: s, Clients: ac, Provider: prov}
 }
 
 // Classes runs the nodeclass loop on r (resolving classes through prov) and
@@ -134,8 +182,9 @@ func ApplyManifests(t testing.TB, ctx context.Context, c *kube.Clients, path str
 }
 
 // CreateInflate creates the Deployment default/inflate: replicas pause
-// pods labelled app=inflate, each requesting cpu.
-func CreateInflate(t testing.TB, ctx context.Context, c kubernetes.Interface, replicas int32, cpu string) {
+// pods labelled app=inflate, each requesting cpu; each of pod (optional)
+// changes their spec.
+func CreateInflate(t testing.TB, ctx context.Context, c kubernetes.Interface, replicas int32, cpu string, pod ...func(*corev1.PodSpec)) {
 	t.Helper()
 	dep := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "inflate", Namespace: "default"},
@@ -148,6 +197,9 @@ func CreateInflate(t testing.TB, ctx context.Context, c kubernetes.Interface, re
 					Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}}}}},
 			},
 		},
+	}
+	for _, f := range pod {
+		f(&dep.Spec.Template.Spec)
 	}
 	if _, err := c.AppsV1().Deployments("default").Create(ctx, dep, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

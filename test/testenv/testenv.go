@@ -133,6 +133,17 @@ func (e *Env) Logs(n int) string {
 	return b.String()
 }
 
+// StopWhenDone calls stop when the test ends; if it failed, it first logs
+// title and the last 60 lines of logs.
+func StopWhenDone(t testing.TB, title string, logs func(lines int) string, stop func()) {
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("%s\n%s", title, logs(60))
+		}
+		stop()
+	})
+}
+
 // Start runs a control plane for one test and stops it in t.Cleanup. It skips
 // the test under -short or when the binaries are missing.
 func Start(t testing.TB, opts Options) *Env {
@@ -142,12 +153,7 @@ func Start(t testing.TB, opts Options) *Env {
 	}
 	env, err := start(context.Background(), t.TempDir(), opts)
 	if env != nil {
-		t.Cleanup(func() {
-			if t.Failed() {
-				t.Logf("testenv: process logs (tail)\n%s", env.Logs(60))
-			}
-			env.Stop()
-		})
+		StopWhenDone(t, "testenv: process logs (tail)", env.Logs, env.Stop)
 	}
 	if err != nil {
 		t.Fatalf("testenv: %v", err)

@@ -24,10 +24,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/util/retry"
 
 	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
 	corev1k "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/test/kubetest"
 	"github.com/joiner-dev/joiner/test/testenv"
 )
 
@@ -213,15 +213,7 @@ func createAndGet(ctx context.Context, t *testing.T, rc dynamic.ResourceInterfac
 
 func toUnstructured(t *testing.T, obj any) *unstructured.Unstructured {
 	t.Helper()
-	data, err := json.Marshal(obj)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u := &unstructured.Unstructured{}
-	if err := json.Unmarshal(data, &u.Object); err != nil {
-		t.Fatal(err)
-	}
-	return u
+	return kubetest.Unstructured(t, obj)
 }
 
 func testInvalidNodePool(ctx context.Context, t *testing.T, dc dynamic.Interface) {
@@ -266,34 +258,9 @@ func testInvalidNodePool(ctx context.Context, t *testing.T, dc dynamic.Interface
 // pod runs, a PDB gets its status computed and blocks the pod's eviction.
 func testScheduleAndEvict(ctx context.Context, t *testing.T, env *testenv.Env) {
 	c := env.Client
-	node := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: "fake-node-1", Labels: map[string]string{corev1.LabelHostname: "fake-node-1"}},
-		Status: corev1.NodeStatus{
-			Capacity:    corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("16Gi"), corev1.ResourcePods: resource.MustParse("110")},
-			Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("16Gi"), corev1.ResourcePods: resource.MustParse("110")},
-			Conditions: []corev1.NodeCondition{{
-				Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
-				LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now(),
-			}},
-		},
-	}
-	if _, err := c.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	// Play the kubelet: report capacity and readiness. Controllers touch new
-	// Nodes too, so retry on conflicts.
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cur, err := c.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		cur.Status = node.Status
-		_, err = c.CoreV1().Nodes().UpdateStatus(ctx, cur, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	// Play the kubelet: a Ready node that reports its capacity.
+	const nodeName = "fake-node-1"
+	kubetest.RegisterNode(ctx, t, c, nodeName, "", nil)
 
 	ns := "evict"
 	if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
@@ -313,8 +280,8 @@ func testScheduleAndEvict(ctx context.Context, t *testing.T, env *testenv.Env) {
 		p, err := c.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
 		return p, err == nil && p.Spec.NodeName != ""
 	})
-	if bound.Spec.NodeName != node.Name {
-		t.Fatalf("pod bound to %q, want %q", bound.Spec.NodeName, node.Name)
+	if bound.Spec.NodeName != nodeName {
+		t.Fatalf("pod bound to %q, want %q", bound.Spec.NodeName, nodeName)
 	}
 
 	// Play the kubelet: the pod runs and is ready.
@@ -342,7 +309,7 @@ func testScheduleAndEvict(ctx context.Context, t *testing.T, env *testenv.Env) {
 		t.Errorf("PDB status = %+v, want desiredHealthy 1, disruptionsAllowed 0", got.Status)
 	}
 
-	err = c.PolicyV1().Evictions(ns).Evict(ctx, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: ns}})
+	err := c.PolicyV1().Evictions(ns).Evict(ctx, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: ns}})
 	if !apierrors.IsTooManyRequests(err) {
 		t.Fatalf("eviction of a PDB-protected pod: err = %v, want 429 Too Many Requests", err)
 	}

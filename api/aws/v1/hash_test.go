@@ -1,12 +1,11 @@
 package v1
 
 import (
-	"bytes"
-	"os"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/resource"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/joiner-dev/joiner/test/yamltest"
 )
 
 const testCABundle = "test-ca-bundle"
@@ -114,22 +113,12 @@ func TestEC2NodeClassHashOfStoredObjects(t *testing.T) {
 		"full":                    {"14634099946122242672", "6945754604540209254"},
 		"full-reordered":          {"14634099946122242672", "6945754604540209254"},
 	}
-	b, err := os.ReadFile("testdata/hash/ec2nodeclasses.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
-	seen := 0
-	for {
-		var nc EC2NodeClass
-		if err := dec.Decode(&nc); err != nil {
-			break
-		}
+	classes := yamltest.Documents[EC2NodeClass](t, "testdata/hash/ec2nodeclasses.yaml")
+	for _, nc := range classes {
 		w, ok := want[nc.Name]
 		if !ok {
 			t.Fatalf("no expected hash for %s", nc.Name)
 		}
-		seen++
 		if got := nc.Hash(testCABundle); got != w[0] {
 			t.Errorf("%s: hash = %s, want Karpenter's %s", nc.Name, got, w[0])
 		}
@@ -137,7 +126,7 @@ func TestEC2NodeClassHashOfStoredObjects(t *testing.T) {
 			t.Errorf("%s: hash without CA bundle = %s, want Karpenter's %s", nc.Name, got, w[1])
 		}
 	}
-	if seen != len(want) {
-		t.Fatalf("decoded %d classes, want %d", seen, len(want))
+	if len(classes) != len(want) {
+		t.Fatalf("decoded %d classes, want %d", len(classes), len(want))
 	}
 }

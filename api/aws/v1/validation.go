@@ -197,9 +197,27 @@ func validateSelectorTags(path string, tags map[string]string, errs *karpv1.Vali
 	}
 }
 
-func checkTerms(path string, n int, errs *karpv1.ValidationError) {
-	if n > MaxSelectorTerms {
-		errs.Add(path, "at most %d terms, got %d", MaxSelectorTerms, n)
+// eachTerm checks what every selector term list shares: at most
+// MaxSelectorTerms terms and, per term, its tags, that one of fields is set
+// (get reports none when no field is), and its id against idRE; then check,
+// if not nil, applies the term's own rules.
+func eachTerm[T any](path string, terms []T, fields string, idRE *regexp.Regexp, get func(T) (tags map[string]string, id string, none bool), check func(p string, t T), errs *karpv1.ValidationError) {
+	if len(terms) > MaxSelectorTerms {
+		errs.Add(path, "at most %d terms, got %d", MaxSelectorTerms, len(terms))
+	}
+	for i, t := range terms {
+		p := karpv1.Index(path, i)
+		tags, id, none := get(t)
+		validateSelectorTags(p+".tags", tags, errs)
+		if none {
+			errs.Add(p, "expected at least one, got none, %s", fields)
+		}
+		if id != "" && !idRE.MatchString(id) {
+			errs.Add(p+".id", "must match %s, got %s", idRE, karpv1.Quote(id))
+		}
+		if check != nil {
+			check(p, t)
+		}
 	}
 }
 
@@ -220,17 +238,9 @@ func validateSubnetTerms(terms []SubnetSelectorTerm, errs *karpv1.ValidationErro
 		errs.Add(path, "subnetSelectorTerms cannot be empty, got none")
 		return
 	}
-	checkTerms(path, len(terms), errs)
-	for i, t := range terms {
-		p := karpv1.Index(path, i)
-		validateSelectorTags(p+".tags", t.Tags, errs)
-		if t.Tags == nil && t.ID == "" {
-			errs.Add(p, "expected at least one, got none, ['tags', 'id']")
-		}
-		if t.ID != "" && !subnetIDRE.MatchString(t.ID) {
-			errs.Add(p+".id", "must match %s, got %s", SubnetIDPattern, karpv1.Quote(t.ID))
-		}
-	}
+	eachTerm(path, terms, "['tags', 'id']", subnetIDRE, func(t SubnetSelectorTerm) (map[string]string, string, bool) {
+		return t.Tags, t.ID, t.Tags == nil && t.ID == ""
+	}, nil, errs)
 	if allTerms(len(terms), func(i int) bool { return terms[i].ID != "" && terms[i].Tags != nil }) {
 		errs.Add(path, "'id' is mutually exclusive, cannot be set with a combination of other fields in a subnet selector term, got id %s with tags in every term", karpv1.Quote(terms[0].ID))
 	}
@@ -242,17 +252,9 @@ func validateSecurityGroupTerms(terms []SecurityGroupSelectorTerm, errs *karpv1.
 		errs.Add(path, "securityGroupSelectorTerms cannot be empty, got none")
 		return
 	}
-	checkTerms(path, len(terms), errs)
-	for i, t := range terms {
-		p := karpv1.Index(path, i)
-		validateSelectorTags(p+".tags", t.Tags, errs)
-		if t.Tags == nil && t.ID == "" && t.Name == "" {
-			errs.Add(p, "expected at least one, got none, ['tags', 'id', 'name']")
-		}
-		if t.ID != "" && !sgIDRE.MatchString(t.ID) {
-			errs.Add(p+".id", "must match %s, got %s", SecurityGroupIDPattern, karpv1.Quote(t.ID))
-		}
-	}
+	eachTerm(path, terms, "['tags', 'id', 'name']", sgIDRE, func(t SecurityGroupSelectorTerm) (map[string]string, string, bool) {
+		return t.Tags, t.ID, t.Tags == nil && t.ID == "" && t.Name == ""
+	}, nil, errs)
 	if allTerms(len(terms), func(i int) bool { return terms[i].ID != "" && (terms[i].Tags != nil || terms[i].Name != "") }) {
 		errs.Add(path, "'id' is mutually exclusive, cannot be set with a combination of other fields in a security group selector term, got id %s with tags or name in every term", karpv1.Quote(terms[0].ID))
 	}
@@ -266,23 +268,16 @@ func validateCapacityReservationTerms(terms []CapacityReservationSelectorTerm, e
 	if terms == nil {
 		return
 	}
-	checkTerms(path, len(terms), errs)
-	for i, t := range terms {
-		p := karpv1.Index(path, i)
-		validateSelectorTags(p+".tags", t.Tags, errs)
-		if t.Tags == nil && t.ID == "" && t.InstanceMatchCriteria == "" {
-			errs.Add(p, "expected at least one, got none, ['tags', 'id', 'instanceMatchCriteria']")
-		}
-		if t.ID != "" && !crIDRE.MatchString(t.ID) {
-			errs.Add(p+".id", "must match %s, got %s", CapacityReservationIDPattern, karpv1.Quote(t.ID))
-		}
+	eachTerm(path, terms, "['tags', 'id', 'instanceMatchCriteria']", crIDRE, func(t CapacityReservationSelectorTerm) (map[string]string, string, bool) {
+		return t.Tags, t.ID, t.Tags == nil && t.ID == "" && t.InstanceMatchCriteria == ""
+	}, func(p string, t CapacityReservationSelectorTerm) {
 		if t.OwnerID != "" && !ownerIDRE.MatchString(t.OwnerID) {
 			errs.Add(p+".ownerID", "must be a 12-digit AWS account ID, got %s", karpv1.Quote(t.OwnerID))
 		}
 		if t.InstanceMatchCriteria != "" && t.InstanceMatchCriteria != "open" && t.InstanceMatchCriteria != "targeted" {
 			errs.Add(p+".instanceMatchCriteria", "must be one of open, targeted, got %s", karpv1.Quote(t.InstanceMatchCriteria))
 		}
-	}
+	}, errs)
 	// Karpenter's rule is !self.all(...): it also rejects an empty list.
 	if allTerms(len(terms), func(i int) bool {
 		t := terms[i]
@@ -317,21 +312,15 @@ func validateAMITerms(terms []AMISelectorTerm, errs *karpv1.ValidationError) {
 		errs.Add(path, "at least one term is required, got none")
 		return
 	}
-	checkTerms(path, len(terms), errs)
-	for i, t := range terms {
-		p := karpv1.Index(path, i)
-		validateSelectorTags(p+".tags", t.Tags, errs)
+	eachTerm(path, terms, "['tags', 'id', 'name', 'alias', 'ssmParameter']", amiIDRE, func(t AMISelectorTerm) (map[string]string, string, bool) {
+		return t.Tags, t.ID, t.Tags == nil && t.ID == "" && t.Name == "" && t.Alias == "" && t.SSMParameter == ""
+	}, func(p string, t AMISelectorTerm) {
 		others := t.Tags != nil || t.Name != "" || t.Owner != ""
 		switch {
-		case t.Tags == nil && t.ID == "" && t.Name == "" && t.Alias == "" && t.SSMParameter == "":
-			errs.Add(p, "expected at least one, got none, ['tags', 'id', 'name', 'alias', 'ssmParameter']")
 		case t.ID != "" && (others || t.Alias != ""):
 			errs.Add(p+".id", "'id' is mutually exclusive, cannot be set with a combination of other fields in amiSelectorTerms (alias, tags, name, owner), got id %s", karpv1.Quote(t.ID))
 		case t.Alias != "" && others:
 			errs.Add(p+".alias", "'alias' is mutually exclusive, cannot be set with a combination of other fields in amiSelectorTerms (id, tags, name, owner), got alias %s", karpv1.Quote(t.Alias))
-		}
-		if t.ID != "" && !amiIDRE.MatchString(t.ID) {
-			errs.Add(p+".id", "must match %s, got %s", AMIIDPattern, karpv1.Quote(t.ID))
 		}
 		if t.Alias != "" {
 			validateAlias(p+".alias", t.Alias, errs)
@@ -339,7 +328,7 @@ func validateAMITerms(terms []AMISelectorTerm, errs *karpv1.ValidationError) {
 				errs.Add(p+".alias", "'alias' is mutually exclusive, cannot be set with a combination of other amiSelectorTerms, got alias %s among %d terms", karpv1.Quote(t.Alias), len(terms))
 			}
 		}
-	}
+	}, errs)
 }
 
 func validateAlias(path, alias string, errs *karpv1.ValidationError) {

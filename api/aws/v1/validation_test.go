@@ -2,38 +2,21 @@ package v1
 
 import (
 	"errors"
-	"os"
 	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/resource"
-	"sigs.k8s.io/yaml"
 
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/test/yamltest"
 )
 
 func load(t *testing.T) *EC2NodeClass {
 	t.Helper()
-	b, err := os.ReadFile("testdata/ec2nodeclass.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var nc EC2NodeClass
-	if err := yaml.UnmarshalStrict(b, &nc); err != nil {
-		t.Fatal(err)
-	}
-	return &nc
+	return yamltest.Load[EC2NodeClass](t, "testdata/ec2nodeclass.yaml")
 }
 
 func p[T any](v T) *T { return &v }
-
-func dur(s string) *karpv1.Duration {
-	d, err := karpv1.ParseDuration(s)
-	if err != nil {
-		panic(err)
-	}
-	return &d
-}
 
 func withAlias(alias string) func(*EC2NodeClass) {
 	return func(nc *EC2NodeClass) {
@@ -194,7 +177,9 @@ func TestEC2NodeClassInvalid(t *testing.T) {
 			"spec.kubelet.evictionSoft[imagefs.available]", "does not have a matching evictionSoftGracePeriod"},
 		{"kubelet grace without evictionSoft", kubelet(func(k *KubeletConfiguration) { delete(k.EvictionSoft, "nodefs.available") }),
 			"spec.kubelet.evictionSoftGracePeriod[nodefs.available]", "does not have a matching evictionSoft"},
-		{"kubelet grace negative", kubelet(func(k *KubeletConfiguration) { k.EvictionSoftGracePeriod["memory.available"] = *dur("-1m") }),
+		{"kubelet grace negative", kubelet(func(k *KubeletConfiguration) {
+			k.EvictionSoftGracePeriod["memory.available"] = yamltest.Must(karpv1.ParseDuration("-1m"))
+		}),
 			"spec.kubelet.evictionSoftGracePeriod[memory.available]", `got "-1m"`},
 		{"kubelet grace Never", kubelet(func(k *KubeletConfiguration) { k.EvictionSoftGracePeriod["memory.available"] = karpv1.NeverDuration() }),
 			"spec.kubelet.evictionSoftGracePeriod[memory.available]", `got "Never"`},

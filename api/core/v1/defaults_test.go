@@ -1,6 +1,7 @@
 package v1
 
 import (
+	"strings"
 	"testing"
 
 	"sigs.k8s.io/yaml"
@@ -24,19 +25,10 @@ func TestNodePoolDefaults(t *testing.T) {
 	}
 	out, _ := yaml.Marshal(np.Spec)
 	for _, want := range []string{"expireAfter: 720h", "consolidateAfter: 0s", "- nodes: 10%"} {
-		if !containsLine(string(out), want) {
+		if !strings.Contains(string(out), want) {
 			t.Errorf("defaulted spec lacks %q:\n%s", want, out)
 		}
 	}
-}
-
-func containsLine(s, sub string) bool {
-	for i := 0; i+len(sub) <= len(s); i++ {
-		if s[i:i+len(sub)] == sub {
-			return true
-		}
-	}
-	return false
 }
 
 func TestNodePoolDefaultsKeepSetFields(t *testing.T) {

@@ -30,34 +30,33 @@ func checkValidationError(t *testing.T, err error) {
 	}
 }
 
-func FuzzDecodeValidateNodePool(f *testing.F) {
-	addSeeds(f, "testdata/nodepool.yaml")
+// fuzzDecodeValidate: whatever decodes as a T validates to nil or a
+// well-formed validation error, before and after defaulting, and encodes.
+func fuzzDecodeValidate[T any, P interface {
+	*T
+	Validate() error
+	SetDefaults()
+}](f *testing.F, kind string) {
 	f.Fuzz(func(t *testing.T, b []byte) {
-		var np NodePool
-		if err := yaml.Unmarshal(b, &np); err != nil {
+		o := P(new(T))
+		if err := yaml.Unmarshal(b, o); err != nil {
 			return
 		}
-		checkValidationError(t, np.Validate())
-		np.SetDefaults()
-		checkValidationError(t, np.Validate())
-		if _, err := yaml.Marshal(&np); err != nil {
-			t.Fatalf("encoding a decoded NodePool: %v", err)
+		checkValidationError(t, o.Validate())
+		o.SetDefaults()
+		checkValidationError(t, o.Validate())
+		if _, err := yaml.Marshal(o); err != nil {
+			t.Fatalf("encoding a decoded %s: %v", kind, err)
 		}
 	})
 }
 
+func FuzzDecodeValidateNodePool(f *testing.F) {
+	addSeeds(f, "testdata/nodepool.yaml")
+	fuzzDecodeValidate[NodePool](f, "NodePool")
+}
+
 func FuzzDecodeValidateNodeClaim(f *testing.F) {
 	addSeeds(f, "testdata/nodeclaim.yaml")
-	f.Fuzz(func(t *testing.T, b []byte) {
-		var nc NodeClaim
-		if err := yaml.Unmarshal(b, &nc); err != nil {
-			return
-		}
-		checkValidationError(t, nc.Validate())
-		nc.SetDefaults()
-		checkValidationError(t, nc.Validate())
-		if _, err := yaml.Marshal(&nc); err != nil {
-			t.Fatalf("encoding a decoded NodeClaim: %v", err)
-		}
-	})
+	fuzzDecodeValidate[NodeClaim](f, "NodeClaim")
 }

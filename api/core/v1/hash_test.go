@@ -1,11 +1,9 @@
 package v1
 
 import (
-	"bytes"
-	"os"
 	"testing"
 
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"github.com/joiner-dev/joiner/test/yamltest"
 )
 
 // TestNodePoolHashOfStoredObjects hashes NodePools as the API server
@@ -22,27 +20,17 @@ func TestNodePoolHashOfStoredObjects(t *testing.T) {
 		"short-expiry-zero-grace":    "11503768687266624350",
 		"expiry-spelled-differently": "5015502914593876895",
 	}
-	b, err := os.ReadFile("testdata/hash/nodepools.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
-	seen := 0
-	for {
-		var np NodePool
-		if err := dec.Decode(&np); err != nil {
-			break
-		}
+	pools := yamltest.Documents[NodePool](t, "testdata/hash/nodepools.yaml")
+	for _, np := range pools {
 		w, ok := want[np.Name]
 		if !ok {
 			t.Fatalf("no expected hash for %s", np.Name)
 		}
-		seen++
 		if got := np.Hash(); got != w {
 			t.Errorf("%s: hash = %s, want Karpenter's %s", np.Name, got, w)
 		}
 	}
-	if seen != len(want) {
-		t.Fatalf("decoded %d nodepools, want %d", seen, len(want))
+	if len(pools) != len(want) {
+		t.Fatalf("decoded %d nodepools, want %d", len(pools), len(want))
 	}
 }

@@ -91,6 +91,13 @@ const (
 	LabelTopologyZoneID                       = "topology.k8s.aws/zone-id"
 	AnnotationEC2NodeClassHash                = AWSGroup + "/ec2nodeclass-hash"
 	AnnotationEC2NodeClassHashVersion         = AWSGroup + "/ec2nodeclass-hash-version"
+	// NodeClassTerminationFinalizer holds an EC2NodeClass until no
+	// NodeClaim uses it and its instance profiles and launch templates are
+	// deleted.
+	NodeClassTerminationFinalizer = AWSGroup + "/termination"
+	// InstanceProfilePathRoot starts the IAM path of the instance profiles
+	// made for spec.role: /karpenter/<region>/<cluster>/<class UID>/.
+	InstanceProfilePathRoot = "karpenter"
 
 	// Instance tenancies (karpenter.k8s.aws/instance-tenancy values).
 	TenancyDefault   = "default"
@@ -123,9 +130,16 @@ const (
 	LaunchTemplateNamePrefix = JoinerDomain + "/"
 	// AnnotationDisruptionReason on a NodeClaim says why Joiner deleted it.
 	AnnotationDisruptionReason = JoinerDomain + "/disruption-reason"
-	// AnnotationAgent "false" on an EC2NodeClass leaves the agent's boot
-	// hook out of the user data.
+	// AnnotationAgent on an EC2NodeClass: "false" leaves the agent's boot
+	// hook out of the user data; "true" puts it in whatever the image (the
+	// user vouches the image, or Bottlerocket's bootstrap container image,
+	// runs "joiner bootstrap"); unset puts it in only for images tagged
+	// TagJoinerAMI.
 	AnnotationAgent = JoinerDomain + "/agent"
+	// TagJoinerAMI "true" marks a Joiner-built image (packaging/packer):
+	// it has the joiner binary and units, so its user data may call
+	// "joiner bootstrap". Stock EKS images lack it.
+	TagJoinerAMI = JoinerDomain + "/ami"
 	// TaintInterruptionKey is the NoSchedule taint the agent puts on a
 	// node with an interruption notice; ConditionInterruption is the Node
 	// condition type that reports the notice.
@@ -157,6 +171,18 @@ var RestrictedLabelDomains = []string{Group, AWSGroup}
 
 // RestrictedLabels may not be used by a NodePool at all.
 var RestrictedLabels = []string{LabelHostname}
+
+// ReservationLabels are the capacity reservation labels of a node launched
+// into a reservation (with karpenter.sh/capacity-type reserved): they come
+// with the launch, never from a NodeClaim's requirements.
+var ReservationLabels = map[string]bool{
+	LabelCapacityReservationID: true, LabelCapacityReservationType: true, LabelCapacityReservationInterruptible: true,
+}
+
+// ReservedCapacityLabels are the labels removed from a reserved node whose
+// reservation ended when its capacity type turns on-demand (Karpenter's
+// cloudprovider.ReservedCapacityLabels).
+var ReservedCapacityLabels = []string{LabelCapacityReservationID, LabelCapacityReservationType}
 
 // WellKnownLabels are the labels Karpenter (with the AWS provider) knows:
 // a NodePool's template labels and requirement keys may use them although

@@ -106,6 +106,7 @@ const (
 	ConditionConsolidatable      = "Consolidatable"
 	ConditionDrifted             = "Drifted"
 	ConditionDrained             = "Drained"
+	ConditionVolumesDetached     = "VolumesDetached"
 	ConditionInstanceTerminating = "InstanceTerminating"
 	ConditionEmpty               = "Empty"
 	ConditionDisruptionReason    = "DisruptionReason"

@@ -2,49 +2,28 @@ package v1
 
 import (
 	"errors"
-	"os"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/joiner-dev/joiner/test/yamltest"
 )
 
 func loadNodePool(t *testing.T) *NodePool {
 	t.Helper()
-	b, err := os.ReadFile("testdata/nodepool.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var np NodePool
-	if err := yaml.UnmarshalStrict(b, &np); err != nil {
-		t.Fatal(err)
-	}
-	return &np
+	return yamltest.Load[NodePool](t, "testdata/nodepool.yaml")
 }
 
 func loadNodeClaim(t *testing.T) *NodeClaim {
 	t.Helper()
-	b, err := os.ReadFile("testdata/nodeclaim.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var nc NodeClaim
-	if err := yaml.UnmarshalStrict(b, &nc); err != nil {
-		t.Fatal(err)
-	}
-	return &nc
+	return yamltest.Load[NodeClaim](t, "testdata/nodeclaim.yaml")
 }
 
 func p[T any](v T) *T { return &v }
 
-func dur(s string) *Duration {
-	d, err := ParseDuration(s)
-	if err != nil {
-		panic(err)
-	}
-	return &d
-}
+func dur(s string) *Duration { return p(yamltest.Must(ParseDuration(s))) }
 
 // assertInvalid checks that err is a validation error with a line for field
 // that mentions value.

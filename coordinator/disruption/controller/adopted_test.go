@@ -1,22 +1,15 @@
 package controller
 
 import (
-	"strings"
 	"testing"
 
-	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
 )
 
 // adoptedDriftCluster: one drifted node Karpenter launched (no launch
 // intent, no instance in raft) whose pod fits nowhere else.
 func adoptedDriftCluster(t *testing.T) *cluster {
-	c := newCluster(t)
-	c.pools = []*karpv1.NodePool{testPool("default")}
-	c.hashes["default"] = "old"
-	c.addAdoptedNode("karp", "default", 4, testPod("web", "3"))
-	c.hashes["default"] = "new"
-	return c
+	return driftedNode(t, "karp", (*cluster).addAdoptedNode)
 }
 
 // A drifted node Karpenter launched is replaced like Joiner's own: its
@@ -26,13 +19,7 @@ func adoptedDriftCluster(t *testing.T) *cluster {
 // resumes the command from raft and the NodeClaim's provider ID.
 func TestAdoptedDriftedNodeIsReplaced(t *testing.T) {
 	c := adoptedDriftCluster(t)
-	old := c.controller(nil)
-	c.reconcile(old)
-	ops := c.takeOps()
-	if len(ops) != 3 || ops[0] != "commit term-i-karp" || !strings.HasPrefix(ops[1], "launch default-r") || ops[2] != "taint karp" {
-		t.Fatalf("ops = %q, want commit, launch, taint", ops)
-	}
-	repl := strings.TrimPrefix(ops[1], "launch ")
+	repl := launchReplacement(t, c, c.controller(nil), "karp")
 	if terms := c.fsm.Terminations(); len(terms) != 1 || terms[0].InstanceID != "i-karp" || terms[0].State != fsm.TerminationPending {
 		t.Fatalf("terminations = %+v", terms)
 	}

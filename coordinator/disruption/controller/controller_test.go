@@ -10,13 +10,14 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/tools/record"
 
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
+	"github.com/joiner-dev/joiner/test/fixture"
 	"github.com/joiner-dev/joiner/test/observe"
 )
 
@@ -61,37 +62,55 @@ func TestEmptyNodeIsCommittedThenTaintedThenDeleted(t *testing.T) {
 
 // driftCluster: one drifted node whose pod fits nowhere else, so drift
 // needs a replacement.
-func driftCluster(t *testing.T) *cluster {
+func driftCluster(t *testing.T) *cluster { return driftedNode(t, "old", (*cluster).addNode) }
+
+// driftedNode is a cluster with the one node name, added by add, that
+// drifts with a pod that fits nowhere else.
+func driftedNode(t *testing.T, name string, add func(c *cluster, name, pool string, cpu int64, pods ...*corev1.Pod) *corev1.Node) *cluster {
 	c := newCluster(t)
 	c.pools = []*karpv1.NodePool{testPool("default")}
 	c.hashes["default"] = "old"
-	c.addNode("old", "default", 4, testPod("web", "3"))
+	add(c, name, "default", 4, testPod("web", "3"))
 	c.hashes["default"] = "new"
 	return c
+}
+
+// launchReplacement makes a pass that must commit the drifted node's
+// termination, launch its replacement and taint it; it returns the
+// replacement NodeClaim.
+func launchReplacement(t *testing.T, c *cluster, ctl *Controller, node string) string {
+	t.Helper()
+	c.reconcile(ctl)
+	ops := c.takeOps()
+	if len(ops) != 3 || ops[0] != "commit term-i-"+node || !strings.HasPrefix(ops[1], "launch default-r") || ops[2] != "taint "+node {
+		t.Fatalf("ops = %q, want commit, launch, taint", ops)
+	}
+	return strings.TrimPrefix(ops[1], "launch ")
+}
+
+// passes advances the clock a minute before each of n passes.
+func (c *cluster) passes(ctl *Controller, n int) {
+	for range n {
+		c.now = c.now.Add(time.Minute)
+		c.reconcile(ctl)
+	}
 }
 
 func TestDriftLaunchesReplacementFirstAndWaitsForIt(t *testing.T) {
 	c := driftCluster(t)
 	ctl := c.controller(nil)
-	c.reconcile(ctl)
-	ops := c.takeOps()
-	if len(ops) != 3 || ops[0] != "commit term-i-old" || !strings.HasPrefix(ops[1], "launch default-r") || ops[2] != "taint old" {
-		t.Fatalf("ops = %q, want commit, launch, taint", ops)
-	}
-	repl := strings.TrimPrefix(ops[1], "launch ")
+	repl := launchReplacement(t, c, ctl, "old")
 	if got := c.fsm.NominatedPods()["default/web"]; got != "intent-"+repl {
 		t.Fatalf("web nominated to %q, want the replacement", got)
 	}
 	// Waiting: passes do nothing until the replacement is initialized.
-	c.now = c.now.Add(time.Minute)
-	c.reconcile(ctl)
+	c.passes(ctl, 1)
 	if ops := c.takeOps(); len(ops) != 0 {
 		t.Fatalf("acted before the replacement initialized: %q", ops)
 	}
 	c.initialize(repl)
 	c.reconcile(ctl)
-	ops = c.takeOps()
-	if !slices.Equal(ops, []string{"annotate old Drifted", "delete old"}) {
+	if ops := c.takeOps(); !slices.Equal(ops, []string{"annotate old Drifted", "delete old"}) {
 		t.Fatalf("ops = %q, want the drifted claim annotated and deleted", ops)
 	}
 	if c.launchCalls != 1 {
@@ -100,10 +119,7 @@ func TestDriftLaunchesReplacementFirstAndWaitsForIt(t *testing.T) {
 	// The termination controller finishes; the replacement is left alone
 	// (its pod moved there).
 	c.terminate("old", repl)
-	for range 3 {
-		c.now = c.now.Add(time.Minute)
-		c.reconcile(ctl)
-	}
+	c.passes(ctl, 3)
 	if ops := c.takeOps(); len(ops) != 0 {
 		t.Fatalf("replacement disrupted: %q", ops)
 	}
@@ -112,18 +128,14 @@ func TestDriftLaunchesReplacementFirstAndWaitsForIt(t *testing.T) {
 func TestReplacementNotDisruptedWhileItsPodsAreOnTheirWay(t *testing.T) {
 	c := driftCluster(t)
 	ctl := c.controller(nil)
-	c.reconcile(ctl)
-	repl := strings.TrimPrefix(c.takeOps()[1], "launch ")
+	repl := launchReplacement(t, c, ctl, "old")
 	c.initialize(repl)
 	c.reconcile(ctl)
 	if ops := c.takeOps(); !slices.Equal(ops, []string{"annotate old Drifted", "delete old"}) {
 		t.Fatalf("ops = %q, want only old deleted", ops)
 	}
 	// The old node drains slowly; the empty replacement must not go.
-	for range 5 {
-		c.now = c.now.Add(time.Minute)
-		c.reconcile(ctl)
-	}
+	c.passes(ctl, 5)
 	if ops := c.takeOps(); len(ops) != 0 {
 		t.Fatalf("acted on the replacement while old still drains: %q", ops)
 	}
@@ -151,8 +163,7 @@ func TestReplacementFailureRollsBackAndCoolsDown(t *testing.T) {
 			c := driftCluster(t)
 			rec := record.NewFakeRecorder(100)
 			ctl := c.controller(rec)
-			c.reconcile(ctl)
-			repl := strings.TrimPrefix(c.takeOps()[1], "launch ")
+			repl := launchReplacement(t, c, ctl, "old")
 			tc.fail(c, repl)
 			c.reconcile(ctl)
 			ops := c.takeOps()
@@ -211,9 +222,7 @@ func TestCommitFailureActsOnNothing(t *testing.T) {
 
 func TestNewLeaderResumesWaitingDisruption(t *testing.T) {
 	c := driftCluster(t)
-	old := c.controller(nil)
-	c.reconcile(old)
-	repl := strings.TrimPrefix(c.takeOps()[1], "launch ")
+	repl := launchReplacement(t, c, c.controller(nil), "old")
 	resumeAfterLeaderChange(t, c, repl, "old")
 }
 
@@ -223,8 +232,7 @@ func TestNewLeaderResumesWaitingDisruption(t *testing.T) {
 func resumeAfterLeaderChange(t *testing.T, c *cluster, repl, node string) {
 	t.Helper()
 	ctl := c.controller(nil)
-	c.now = c.now.Add(time.Minute)
-	c.reconcile(ctl)
+	c.passes(ctl, 1)
 	if ops := c.takeOps(); len(ops) != 0 || c.launchCalls != 1 {
 		t.Fatalf("new leader acted before the replacement initialized: %q (%d launches)", ops, c.launchCalls)
 	}
@@ -300,12 +308,7 @@ func TestExpirationIsForcefulDespitePDBAndBudget(t *testing.T) {
 }
 
 func pdb(app string, allowed int32) *policyv1.PodDisruptionBudget {
-	one := intstr.FromInt32(1)
-	return &policyv1.PodDisruptionBudget{
-		ObjectMeta: metav1.ObjectMeta{Name: app, Namespace: "default"},
-		Spec:       policyv1.PodDisruptionBudgetSpec{MinAvailable: &one, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}}},
-		Status:     policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: allowed},
-	}
+	return fixture.PDB(app, allowed, app)
 }
 
 func TestConditionsEventsAndMetrics(t *testing.T) {

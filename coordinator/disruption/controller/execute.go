@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/joiner-dev/joiner/coordinator/disruption/annotate"
+
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -398,29 +400,9 @@ func (c *Controller) finish(ctx context.Context, cmd *command) error {
 }
 
 func (c *Controller) deleteClaim(ctx context.Context, cmd *command, cd candidate) error {
-	var nc *karpv1.NodeClaim
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cur, err := c.d.Kube.GetNodeClaim(ctx, cd.nodeClaim)
-		if err != nil {
-			return err
-		}
-		if cur.Annotations[karpv1.AnnotationDisruptionReason] == cmd.reason {
-			nc = cur
-			return nil
-		}
-		cur = cur.DeepCopy()
-		if cur.Annotations == nil {
-			cur.Annotations = map[string]string{}
-		}
-		cur.Annotations[karpv1.AnnotationDisruptionReason] = cmd.reason
-		nc, err = c.d.Kube.UpdateNodeClaim(ctx, cur)
+	nc, err := annotate.Reason(ctx, c.d.Kube, cd.nodeClaim, cmd.reason, nil)
+	if nc == nil || err != nil {
 		return err
-	})
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("annotating nodeclaim %s: %w", cd.nodeClaim, err)
 	}
 	if nc.DeletionTimestamp == nil {
 		st := nc.DeepCopy()

@@ -18,7 +18,6 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/record"
@@ -32,6 +31,7 @@ import (
 	"github.com/joiner-dev/joiner/coordinator/fsm"
 	"github.com/joiner-dev/joiner/coordinator/scheduler"
 	"github.com/joiner-dev/joiner/coordinator/view"
+	"github.com/joiner-dev/joiner/test/fixture"
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -79,45 +79,21 @@ func newCluster(t *testing.T) *cluster {
 func (c *cluster) Now() time.Time { return c.now }
 
 func testTypes(n int) []*catalog.InstanceType {
-	out := make([]*catalog.InstanceType, n)
-	for i := range n {
-		cpu := int64(i + 1)
-		name := "t-" + strconv.Itoa(i+1)
-		out[i] = &catalog.InstanceType{
-			Name:   name,
-			Labels: map[string]string{karpv1.LabelInstanceType: name, karpv1.LabelArch: "amd64", karpv1.LabelOS: "linux"},
-			Capacity: corev1.ResourceList{
-				corev1.ResourceCPU:    *resource.NewQuantity(cpu, resource.DecimalSI),
-				corev1.ResourceMemory: *resource.NewQuantity(4*cpu<<30, resource.BinarySI),
-				corev1.ResourcePods:   *resource.NewQuantity(20*cpu, resource.DecimalSI),
-			},
-			Offerings: []catalog.Offering{{Zone: "zone-a", CapacityType: karpv1.CapacityTypeOnDemand, Price: pricePerCPU * float64(cpu), Available: true}},
-		}
-	}
-	return out
+	return fixture.InstanceTypes(n, func(cpu int64) []catalog.Offering {
+		return []catalog.Offering{{Zone: "zone-a", CapacityType: karpv1.CapacityTypeOnDemand, Price: pricePerCPU * float64(cpu), Available: true}}
+	})
 }
 
 func testPool(name string) *karpv1.NodePool {
-	p := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	p.Spec.Template.Spec.NodeClassRef = &karpv1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"}
-	p.Spec.Template.Spec.Requirements = []karpv1.NodeSelectorRequirementWithMinValues{{Key: karpv1.LabelCapacityType, Operator: karpv1.OpIn, Values: []string{karpv1.CapacityTypeOnDemand}}}
-	p.Spec.Template.Spec.ExpireAfter = karpv1.NeverDuration()
-	p.Spec.Disruption.ConsolidationPolicy = karpv1.ConsolidationPolicyWhenEmptyOrUnderutilized
-	p.Spec.Disruption.ConsolidateAfter = karpv1.NewDuration(0)
-	p.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "100%"}}
-	return p
+	return fixture.NodePool(name, karpv1.CapacityTypeOnDemand)
 }
 
+// testPod is fixture.Pod owned by a ReplicaSet.
 func testPod(name, cpu string) *corev1.Pod {
 	ctrl := true
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: map[string]string{"app": name},
-			OwnerReferences: []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "rs", Controller: &ctrl}}},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-			corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("256Mi"),
-		}}}}},
-		Status: corev1.PodStatus{Phase: corev1.PodRunning},
-	}
+	p := fixture.Pod(name, cpu)
+	p.OwnerReferences = []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "rs", Controller: &ctrl}}
+	return p
 }
 
 // propose applies a command to the FSM (the Proposer).
@@ -367,25 +343,25 @@ func (c *cluster) GetNodeClaim(_ context.Context, name string) (*karpv1.NodeClai
 }
 
 func (c *cluster) UpdateNodeClaim(_ context.Context, nc *karpv1.NodeClaim) (*karpv1.NodeClaim, error) {
-	cur := c.claims[nc.Name]
-	if cur == nil {
-		return nil, apierrors.NewNotFound(nodeClaimGR, nc.Name)
-	}
-	cur = cur.DeepCopy()
-	cur.Annotations, cur.Labels, cur.Finalizers = nc.Annotations, nc.Labels, nc.Finalizers
-	c.claims[nc.Name] = cur
-	c.ops = append(c.ops, "annotate "+nc.Name+" "+nc.Annotations[karpv1.AnnotationDisruptionReason])
-	return cur.DeepCopy(), nil
+	return c.updateClaim(nc.Name, func(cur *karpv1.NodeClaim) {
+		cur.Annotations, cur.Labels, cur.Finalizers = nc.Annotations, nc.Labels, nc.Finalizers
+		c.ops = append(c.ops, "annotate "+nc.Name+" "+nc.Annotations[karpv1.AnnotationDisruptionReason])
+	})
 }
 
 func (c *cluster) UpdateNodeClaimStatus(_ context.Context, nc *karpv1.NodeClaim) (*karpv1.NodeClaim, error) {
-	cur := c.claims[nc.Name]
+	return c.updateClaim(nc.Name, func(cur *karpv1.NodeClaim) { cur.Status = *nc.Status.DeepCopy() })
+}
+
+// updateClaim stores a copy of the NodeClaim name changed by set.
+func (c *cluster) updateClaim(name string, set func(cur *karpv1.NodeClaim)) (*karpv1.NodeClaim, error) {
+	cur := c.claims[name]
 	if cur == nil {
-		return nil, apierrors.NewNotFound(nodeClaimGR, nc.Name)
+		return nil, apierrors.NewNotFound(nodeClaimGR, name)
 	}
 	cur = cur.DeepCopy()
-	cur.Status = *nc.Status.DeepCopy()
-	c.claims[nc.Name] = cur
+	set(cur)
+	c.claims[name] = cur
 	return cur.DeepCopy(), nil
 }
 

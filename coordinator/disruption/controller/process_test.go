@@ -217,11 +217,10 @@ func settled(st *harness.State, pods int) bool {
 // finishes.)
 func TestProcessConsolidation(t *testing.T) {
 	h := startHarness(t)
-	get := func() *harness.State { return poolState(t, h, "inflate", "general") }
-	apply(t, h, nodeClass+"\n---\n"+pool("general", "720h", `    consolidationPolicy: WhenEmptyOrUnderutilized
+	get := applyPool(t, h, "general", "720h", `    consolidationPolicy: WhenEmptyOrUnderutilized
     consolidateAfter: 10s
     budgets:
-      - nodes: "50%"`)+"\n---\n"+deployment("inflate", "general", 5, false))
+      - nodes: "50%"`, "inflate", 5, false)
 	base := waitFor(t, 3*time.Minute, "provisioning 5 pods", get, func(s *harness.State) bool { return settled(s, 5) })
 	t.Logf("5 pods: %s, $%.4f/h", base.Types(), base.Cost())
 	if err := h.ScaleDeployment(t.Context(), "default", "inflate", 50); err != nil {
@@ -248,25 +247,40 @@ func TestProcessConsolidation(t *testing.T) {
 		len(big.Nodes), len(end.Nodes), big.Cost(), end.Cost(), end.Types())
 }
 
+// applyPool applies the node class, the pool name (nodes expiring after
+// expireAfter, the disruption block given) and the Deployment app of
+// replicas pods in it (spread over hostnames when spread); it returns the
+// state of the pool's nodes and app's pods.
+func applyPool(t *testing.T, h *harness.Harness, name, expireAfter, disruption, app string, replicas int, spread bool) func() *harness.State {
+	apply(t, h, nodeClass+"\n---\n"+pool(name, expireAfter, disruption)+"\n---\n"+deployment(app, name, replicas, spread))
+	return func() *harness.State { return poolState(t, h, app, name) }
+}
+
+// driftSpread provisions n spread pods in the pool drift (a budget of 1
+// node), then publishes a new AL2023 release behind al2023@latest, so
+// every node runs an image the class no longer resolves to (AMIDrift). It
+// returns the pool's state and the NodeClaims from before the release.
+func driftSpread(t *testing.T, h *harness.Harness, n int) (get func() *harness.State, old map[string]bool) {
+	get = applyPool(t, h, "drift", "720h", `    consolidationPolicy: WhenEmpty
+    consolidateAfter: 10s
+    budgets:
+      - nodes: "1"`, "spread", n, true)
+	before := waitFor(t, 3*time.Minute, fmt.Sprintf("provisioning %d spread pods", n), get, func(s *harness.State) bool { return settled(s, n) })
+	old = map[string]bool{}
+	for _, nc := range before.NodeClaims {
+		old[nc.Name] = true
+	}
+	releaseImages(t, h)
+	return get, old
+}
+
 // TestProcessDriftOneBudgetAtATime: a new image release behind the
 // class's al2023@latest alias drifts every node (AMIDrift); they are replaced with at most the budget (1) being
 // disrupted at once, and no pod stays Pending longer than a replacement
 // takes (bounded here by 60 s).
 func TestProcessDriftOneBudgetAtATime(t *testing.T) {
 	h := startHarness(t)
-	get := func() *harness.State { return poolState(t, h, "spread", "drift") }
-	apply(t, h, nodeClass+"\n---\n"+pool("drift", "720h", `    consolidationPolicy: WhenEmpty
-    consolidateAfter: 10s
-    budgets:
-      - nodes: "1"`)+"\n---\n"+deployment("spread", "drift", 3, true))
-	before := waitFor(t, 3*time.Minute, "provisioning 3 spread pods", get, func(s *harness.State) bool { return settled(s, 3) })
-	old := map[string]bool{}
-	for _, nc := range before.NodeClaims {
-		old[nc.Name] = true
-	}
-	// A new AL2023 release behind al2023@latest: every node runs an image
-	// the class no longer resolves to (AMIDrift).
-	releaseImages(t, h)
+	get, old := driftSpread(t, h, 3)
 	pendingSince := map[string]time.Time{}
 	maxPending, maxDisrupted := time.Duration(0), 0
 	deadline := time.Now().Add(8 * time.Minute)
@@ -354,13 +368,12 @@ func TestProcessDriftOneBudgetAtATime(t *testing.T) {
 // still removes them.
 func TestProcessZeroBudgetBlocksAllButExpiration(t *testing.T) {
 	h := startHarness(t)
-	get := func() *harness.State { return poolState(t, h, "frozen", "frozen") }
-	apply(t, h, nodeClass+"\n---\n"+pool("frozen", "2m", `    consolidationPolicy: WhenEmptyOrUnderutilized
+	get := applyPool(t, h, "frozen", "2m", `    consolidationPolicy: WhenEmptyOrUnderutilized
     consolidateAfter: 0s
     budgets:
       - nodes: "0"
         schedule: "* * * * *"
-        duration: 1h`)+"\n---\n"+deployment("frozen", "frozen", 2, true))
+        duration: 1h`, "frozen", 2, true)
 	st := waitFor(t, 3*time.Minute, "provisioning 2 spread pods", get, func(s *harness.State) bool { return settled(s, 2) })
 	claims := map[string]bool{}
 	var newest time.Time
@@ -406,17 +419,7 @@ func TestProcessZeroBudgetBlocksAllButExpiration(t *testing.T) {
 // one), keeps the budget, and finishes the replacement of every node.
 func TestProcessDriftSurvivesLeaderKill(t *testing.T) {
 	h := startHarnessN(t, 3)
-	get := func() *harness.State { return poolState(t, h, "spread", "drift") }
-	apply(t, h, nodeClass+"\n---\n"+pool("drift", "720h", `    consolidationPolicy: WhenEmpty
-    consolidateAfter: 10s
-    budgets:
-      - nodes: "1"`)+"\n---\n"+deployment("spread", "drift", 2, true))
-	before := waitFor(t, 3*time.Minute, "provisioning 2 spread pods", get, func(s *harness.State) bool { return settled(s, 2) })
-	old := map[string]bool{}
-	for _, nc := range before.NodeClaims {
-		old[nc.Name] = true
-	}
-	releaseImages(t, h)
+	get, old := driftSpread(t, h, 2)
 	// Kill the leader as soon as a replacement is in flight.
 	waitFor(t, 2*time.Minute, "a replacement in flight", get, func(s *harness.State) bool {
 		for _, nc := range s.NodeClaims {

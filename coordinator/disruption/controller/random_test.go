@@ -9,16 +9,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/joiner-dev/joiner/cloud"
-
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/cloud"
 	"github.com/joiner-dev/joiner/coordinator/disruption"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
+	"github.com/joiner-dev/joiner/test/fixture"
 )
 
 // TestRandomizedExecutionNeverViolatesBudgetOrPDB drives the controller
@@ -40,15 +40,7 @@ import (
 func TestRandomizedExecutionNeverViolatesBudgetOrPDB(t *testing.T) {
 	rng := rand.New(rand.NewPCG(10, 20))
 	c := newCluster(t)
-	budgetChoices := [][]karpv1.Budget{
-		nil,
-		{{Nodes: "0"}},
-		{{Nodes: "1"}},
-		{{Nodes: "30%"}},
-		{{Nodes: "100%"}, {Nodes: "0", Reasons: []karpv1.DisruptionReason{karpv1.DisruptionReasonUnderutilized}}},
-		{{Nodes: "2", Reasons: []karpv1.DisruptionReason{karpv1.DisruptionReasonDrifted, karpv1.DisruptionReasonEmpty}}, {Nodes: "50%"}},
-		{{Nodes: "100%"}, {Nodes: "0", Schedule: strp("0 */2 * * *"), Duration: durp(time.Hour)}},
-	}
+	budgetChoices := fixture.Budgets()
 	c.pools = []*karpv1.NodePool{testPool("a"), testPool("b")}
 	c.pools[1].Spec.Disruption.ConsolidationPolicy = karpv1.ConsolidationPolicyWhenEmpty
 	c.hashes["a"], c.hashes["b"] = "1", "1"
@@ -332,9 +324,4 @@ func (c *cluster) checkPass(t *testing.T, step int, before *census, ops []string
 			t.Fatalf("step %d: node %s is tainted without a pending disruption", step, name)
 		}
 	}
-}
-
-func durp(d time.Duration) *karpv1.Duration {
-	v := karpv1.NewDuration(d)
-	return &v
 }

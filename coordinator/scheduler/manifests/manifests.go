@@ -215,24 +215,16 @@ func (l *loader) document(raw []byte, src string) error {
 		} else {
 			l.pending = append(l.pending, &p)
 		}
-	case "apps/v1 Deployment":
-		var d appsv1.Deployment
-		if err := strict(&d); err != nil {
+	case "apps/v1 Deployment", "apps/v1 ReplicaSet", "apps/v1 StatefulSet":
+		// Checked against its own type; read as what the three share.
+		if err := strict(replicated[tm.Kind]()); err != nil {
 			return err
 		}
-		return l.expand(tm.Kind, d.ObjectMeta, &d.Spec.Template, "spec.replicas", replicas(d.Spec.Replicas))
-	case "apps/v1 ReplicaSet":
-		var d appsv1.ReplicaSet
-		if err := strict(&d); err != nil {
+		var d replicas
+		if err := yaml.Unmarshal(raw, &d); err != nil {
 			return err
 		}
-		return l.expand(tm.Kind, d.ObjectMeta, &d.Spec.Template, "spec.replicas", replicas(d.Spec.Replicas))
-	case "apps/v1 StatefulSet":
-		var d appsv1.StatefulSet
-		if err := strict(&d); err != nil {
-			return err
-		}
-		return l.expand(tm.Kind, d.ObjectMeta, &d.Spec.Template, "spec.replicas", replicas(d.Spec.Replicas))
+		return l.expand(tm.Kind, d.ObjectMeta, &d.Spec.Template, "spec.replicas", d.count())
 	case "batch/v1 Job":
 		var j batchv1.Job
 		if err := strict(&j); err != nil {
@@ -301,11 +293,29 @@ func defaultNS(m *metav1.ObjectMeta) {
 	}
 }
 
-func replicas(r *int32) int {
-	if r == nil {
+// replicated makes the types of the kinds whose pods are spec.replicas
+// copies of spec.template.
+var replicated = map[string]func() any{
+	"Deployment":  func() any { return &appsv1.Deployment{} },
+	"ReplicaSet":  func() any { return &appsv1.ReplicaSet{} },
+	"StatefulSet": func() any { return &appsv1.StatefulSet{} },
+}
+
+// replicas is what the replicated kinds share.
+type replicas struct {
+	metav1.ObjectMeta `json:"metadata"`
+	Spec              struct {
+		Replicas *int32                 `json:"replicas"`
+		Template corev1.PodTemplateSpec `json:"template"`
+	} `json:"spec"`
+}
+
+// count is spec.replicas (1 when unset).
+func (r *replicas) count() int {
+	if r.Spec.Replicas == nil {
 		return 1
 	}
-	return int(*r)
+	return int(*r.Spec.Replicas)
 }
 
 // jobPods returns the pods one run of a job starts at once and the field
@@ -357,15 +367,21 @@ func (l *loader) expand(kind string, owner metav1.ObjectMeta, t *corev1.PodTempl
 	return nil
 }
 
-type defaulter interface{ SetDefaults() }
+// validDefaulted validates obj (a NodePool or an EC2NodeClass of src) as
+// the API server would, then defaults it; false, with its first error
+// recorded, when it is invalid.
+func (l *loader) validDefaulted(obj interface{ SetDefaults() }, kind, name, src string) bool {
+	if errs := convert.ValidateObject(obj); len(errs) > 0 {
+		l.errs = append(l.errs, fmt.Errorf("%w: %s: %s %s: %w", ErrInput, src, kind, name, errs[0]))
+		return false
+	}
+	obj.SetDefaults()
+	return true
+}
 
 func (l *loader) addPool(np *karpv1.NodePool, src string) {
-	for _, e := range convert.ValidateObject(np) {
-		l.errs = append(l.errs, fmt.Errorf("%w: %s: NodePool %s: %w", ErrInput, src, np.Name, e))
+	if !l.validDefaulted(np, "NodePool", np.Name, src) {
 		return
-	}
-	if d, ok := any(np).(defaulter); ok {
-		d.SetDefaults()
 	}
 	for _, o := range l.pools {
 		if o.Name == np.Name {
@@ -377,12 +393,8 @@ func (l *loader) addPool(np *karpv1.NodePool, src string) {
 }
 
 func (l *loader) addClass(nc *awsv1.EC2NodeClass, src string) {
-	for _, e := range convert.ValidateObject(nc) {
-		l.errs = append(l.errs, fmt.Errorf("%w: %s: EC2NodeClass %s: %w", ErrInput, src, nc.Name, e))
+	if !l.validDefaulted(nc, "EC2NodeClass", nc.Name, src) {
 		return
-	}
-	if d, ok := any(nc).(defaulter); ok {
-		d.SetDefaults()
 	}
 	if l.classes[nc.Name] != nil {
 		l.errs = append(l.errs, fmt.Errorf("%w: %s: EC2NodeClass %s defined twice; the first one is used", ErrInput, src, nc.Name))

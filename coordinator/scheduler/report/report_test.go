@@ -1,9 +1,7 @@
 package report
 
 import (
-	"bytes"
 	"flag"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -11,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/joiner-dev/joiner/coordinator/scheduler"
+	"github.com/joiner-dev/joiner/test/golden"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -41,19 +40,7 @@ func TestGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			path := filepath.Join("testdata", "plan."+f)
-			if *update {
-				if err := os.WriteFile(path, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run with -update)", err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Fatalf("%s differs from %s:\n%s", f, path, got)
-			}
+			golden.Check(t, filepath.Join("testdata", "plan."+f), got, *update)
 		})
 	}
 	if _, err := Render(samplePlan(), "xml"); err == nil {

@@ -29,15 +29,15 @@ func (s *Storage) PersistentVolumeClaim(namespace, name string) *corev1.Persiste
 }
 
 // PersistentVolume returns the volume or nil.
-func (s *Storage) PersistentVolume(name string) *corev1.PersistentVolume { return find(s.PVs, name) }
+func (s *Storage) PersistentVolume(name string) *corev1.PersistentVolume { return Find(s.PVs, name) }
 
 // StorageClass returns the class or nil.
 func (s *Storage) StorageClass(name string) *storagev1.StorageClass {
-	return find(s.StorageClasses, name)
+	return Find(s.StorageClasses, name)
 }
 
 // CSINode returns the CSINode or nil.
-func (s *Storage) CSINode(name string) *storagev1.CSINode { return find(s.CSINodes, name) }
+func (s *Storage) CSINode(name string) *storagev1.CSINode { return Find(s.CSINodes, name) }
 
 // Namespaces returns the namespaces sorted by name.
 func (s *Storage) Namespaces() []*corev1.Namespace {
@@ -46,7 +46,8 @@ func (s *Storage) Namespaces() []*corev1.Namespace {
 	return out
 }
 
-func find[T interface{ GetName() string }](list []T, name string) T {
+// Find returns the object of list named name, or the zero T.
+func Find[T interface{ GetName() string }](list []T, name string) T {
 	var zero T
 	for _, o := range list {
 		if o.GetName() == name {

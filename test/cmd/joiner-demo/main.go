@@ -101,7 +101,8 @@ func run(ctx context.Context, c config, out, errOut io.Writer) int {
 			return 1
 		}
 	}
-	d.say("starting etcd, kube-apiserver, kube-controller-manager, kube-scheduler, joiner sim, 3 coordinators")
+	d.say("starting etcd, kube-apiserver, kube-controller-manager, kube-scheduler, joiner sim, 3 coordinators " +
+		"(given the cluster name only: the endpoint, service CIDR and Kubernetes version come from the sim's EKS DescribeCluster)")
 	// The demo's nodes are spot: consolidating one into a cheaper spot node
 	// needs Karpenter's SpotToSpotConsolidation gate, off by default.
 	d.h, err = harness.Start(ctx, harness.Options{Dir: dir, JoinerBin: d.c.joiner, Agents: true, Kubelet: true,

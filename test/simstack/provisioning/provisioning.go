@@ -48,7 +48,13 @@ type Stack struct {
 func Start(t testing.TB, r *simstack.Runner, kc kubernetes.Interface, cfg *rest.Config, cluster string, bootDelay time.Duration,
 	log *zap.Logger) *Stack {
 	t.Helper()
-	s := &Stack{Cloud: simstack.Cloud(t, r, kc, bootDelay, cluster, log), State: fsm.New(), Registry: prometheus.NewRegistry()}
+	return StartOn(t, r, simstack.StartCloud(t, r, kc, simstack.SimConfig(bootDelay), cluster, log), cfg, cluster, log)
+}
+
+// StartOn is Start on a simulated region the test started.
+func StartOn(t testing.TB, r *simstack.Runner, c simstack.SimCloud, cfg *rest.Config, cluster string, log *zap.Logger) *Stack {
+	t.Helper()
+	s := &Stack{Cloud: c.Provider, State: fsm.New(), Registry: prometheus.NewRegistry()}
 	s.Clients, s.Cache = simstack.Kube(t, r, cfg, log)
 	raft := fsmtest.New(s.State)
 	s.Raft = raft

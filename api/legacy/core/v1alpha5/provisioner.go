@@ -62,15 +62,21 @@ type Consolidation struct {
 // KubeletConfiguration is the v1alpha5 kubelet block. Durations are kept as
 // text and parsed by the converter.
 type KubeletConfiguration struct {
+	KubeletSettings         `json:",inline"`
+	ContainerRuntime        *string           `json:"containerRuntime,omitempty"`
+	EvictionSoftGracePeriod map[string]string `json:"evictionSoftGracePeriod,omitempty"`
+}
+
+// KubeletSettings are the kubelet fields v1alpha5 and v1beta1 share, the
+// same in both.
+type KubeletSettings struct {
 	ClusterDNS                  []string          `json:"clusterDNS,omitempty"`
-	ContainerRuntime            *string           `json:"containerRuntime,omitempty"`
 	MaxPods                     *int32            `json:"maxPods,omitempty"`
 	PodsPerCore                 *int32            `json:"podsPerCore,omitempty"`
 	SystemReserved              map[string]Amount `json:"systemReserved,omitempty"`
 	KubeReserved                map[string]Amount `json:"kubeReserved,omitempty"`
 	EvictionHard                map[string]string `json:"evictionHard,omitempty"`
 	EvictionSoft                map[string]string `json:"evictionSoft,omitempty"`
-	EvictionSoftGracePeriod     map[string]string `json:"evictionSoftGracePeriod,omitempty"`
 	EvictionMaxPodGracePeriod   *int32            `json:"evictionMaxPodGracePeriod,omitempty"`
 	ImageGCHighThresholdPercent *int32            `json:"imageGCHighThresholdPercent,omitempty"`
 	ImageGCLowThresholdPercent  *int32            `json:"imageGCLowThresholdPercent,omitempty"`

@@ -96,18 +96,8 @@ type NodeClassReference = v1alpha5.MachineTemplateRef
 // Kubelet is the v1beta1 kubelet block (v1 moved it to the EC2NodeClass).
 // Reservations are ResourceLists before v0.36 and strings after: both read.
 type Kubelet struct {
-	ClusterDNS                  []string                   `json:"clusterDNS,omitempty"`
-	MaxPods                     *int32                     `json:"maxPods,omitempty"`
-	PodsPerCore                 *int32                     `json:"podsPerCore,omitempty"`
-	SystemReserved              map[string]v1alpha5.Amount `json:"systemReserved,omitempty"`
-	KubeReserved                map[string]v1alpha5.Amount `json:"kubeReserved,omitempty"`
-	EvictionHard                map[string]string          `json:"evictionHard,omitempty"`
-	EvictionSoft                map[string]string          `json:"evictionSoft,omitempty"`
-	EvictionSoftGracePeriod     map[string]karpv1.Duration `json:"evictionSoftGracePeriod,omitempty"`
-	EvictionMaxPodGracePeriod   *int32                     `json:"evictionMaxPodGracePeriod,omitempty"`
-	ImageGCHighThresholdPercent *int32                     `json:"imageGCHighThresholdPercent,omitempty"`
-	ImageGCLowThresholdPercent  *int32                     `json:"imageGCLowThresholdPercent,omitempty"`
-	CPUCFSQuota                 *bool                      `json:"cpuCFSQuota,omitempty"`
+	v1alpha5.KubeletSettings `json:",inline"`
+	EvictionSoftGracePeriod  map[string]karpv1.Duration `json:"evictionSoftGracePeriod,omitempty"`
 }
 
 // NodeClaim is a karpenter.sh/v1beta1 NodeClaim.

@@ -84,9 +84,15 @@ POD_NAME and POD_IP come from the downward API (see the StatefulSet).
 {{- with .Values.settings.clusterEndpoint }}
 - --cluster-endpoint={{ . }}
 {{- end }}
+{{- with .Values.settings.clusterCABundle }}
+- --cluster-ca-bundle={{ . }}
+{{- end }}
 - --kube-client-qps={{ .Values.settings.kubeClientQPS }}
 - --kube-client-burst={{ .Values.settings.kubeClientBurst }}
 - --min-values-policy={{ .Values.settings.minValuesPolicy }}
+{{- if .Values.settings.isolatedVPC }}
+- --isolated-vpc
+{{- end }}
 {{- with .Values.settings.featureGates }}
 - --feature-gates=ReservedCapacity={{ .reservedCapacity }},SpotToSpotConsolidation={{ .spotToSpotConsolidation }},NodeRepair={{ .nodeRepair }},NodeOverlay={{ .nodeOverlay }},StaticCapacity={{ .staticCapacity }},CapacityBuffer={{ .capacityBuffer }}
 {{- end }}

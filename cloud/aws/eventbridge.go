@@ -1,0 +1,171 @@
+package aws
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/joiner-dev/joiner/cloud"
+)
+
+// The EventBridge events an interruption queue receives: the rules
+// Karpenter's getting-started stack creates send EC2's spot interruption
+// warnings, rebalance recommendations and instance state-change
+// notifications (source aws.ec2) and AWS Health events (aws.health) to
+// the queue. Each arrives as the SQS message body, the event's JSON.
+const (
+	sourceEC2    = "aws.ec2"
+	sourceHealth = "aws.health"
+
+	detailSpotInterruption = "EC2 Spot Instance Interruption Warning"
+	detailRebalance        = "EC2 Instance Rebalance Recommendation"
+	detailStateChange      = "EC2 Instance State-change Notification"
+	detailHealth           = "AWS Health Event"
+
+	// eventVersion is the only EventBridge envelope version there is.
+	eventVersion = "0"
+
+	// spotNotice is the time between a spot interruption warning and the
+	// instance's reclaim.
+	spotNotice = 2 * time.Minute
+)
+
+// event is the EventBridge envelope (field names as AWS documents them).
+type event struct {
+	Version    string          `json:"version"`
+	ID         string          `json:"id"`
+	DetailType string          `json:"detail-type"`
+	Source     string          `json:"source"`
+	Account    string          `json:"account"`
+	Time       time.Time       `json:"time"`
+	Region     string          `json:"region"`
+	Resources  []string        `json:"resources"`
+	Detail     json.RawMessage `json:"detail"`
+}
+
+// ec2Detail is the detail of the aws.ec2 events Joiner reads.
+type ec2Detail struct {
+	InstanceID     string `json:"instance-id"`
+	InstanceAction string `json:"instance-action"` // spot interruption warning
+	State          string `json:"state"`           // state-change notification
+}
+
+// healthDetail is the detail of an AWS Health event.
+type healthDetail struct {
+	EventARN          string `json:"eventArn"`
+	Service           string `json:"service"`
+	EventTypeCode     string `json:"eventTypeCode"`
+	EventTypeCategory string `json:"eventTypeCategory"`
+	StartTime         string `json:"startTime"`
+	EndTime           string `json:"endTime"`
+	AffectedEntities  []struct {
+		EntityValue string `json:"entityValue"`
+	} `json:"affectedEntities"`
+}
+
+// State-change states Joiner reacts to, as Karpenter does.
+var stateKinds = map[string]cloud.InterruptionKind{
+	"stopping":      cloud.InterruptionStopped,
+	"stopped":       cloud.InterruptionStopped,
+	"shutting-down": cloud.InterruptionTerminated,
+	"terminated":    cloud.InterruptionTerminated,
+}
+
+// parseEvent reads one queue message body. Events of other types or
+// versions, state changes to other states and health events that are not
+// EC2 scheduled changes are no-ops; a body that is not such an event is a
+// no-op with Err saying why (the caller deletes both, as Karpenter does).
+func parseEvent(body string) cloud.InterruptionMessage {
+	out := cloud.InterruptionMessage{Kind: cloud.InterruptionNoOp}
+	if strings.TrimSpace(body) == "" {
+		return out
+	}
+	var ev event
+	if err := json.Unmarshal([]byte(body), &ev); err != nil {
+		out.Err = fmt.Errorf("message body is not an EventBridge event: %w", err)
+		return out
+	}
+	out.EventID, out.Time = ev.ID, ev.Time
+	if ev.Version != eventVersion {
+		return out
+	}
+	var err error
+	switch {
+	case ev.Source == sourceEC2 && (ev.DetailType == detailSpotInterruption || ev.DetailType == detailRebalance ||
+		ev.DetailType == detailStateChange):
+		err = ec2Event(&out, ev)
+	case ev.Source == sourceHealth && ev.DetailType == detailHealth:
+		err = healthEvent(&out, ev)
+	}
+	if err != nil {
+		return cloud.InterruptionMessage{Kind: cloud.InterruptionNoOp, EventID: ev.ID, Time: ev.Time,
+			Err: fmt.Errorf("event %s (%s): %w", ev.ID, ev.DetailType, err)}
+	}
+	return out
+}
+
+// ec2Event fills out from an aws.ec2 event about one instance. A
+// state-change to a state Joiner does not react to leaves out a no-op.
+func ec2Event(out *cloud.InterruptionMessage, ev event) error {
+	var d ec2Detail
+	if err := json.Unmarshal(ev.Detail, &d); err != nil {
+		return fmt.Errorf("detail: %w", err)
+	}
+	if d.InstanceID == "" {
+		return errors.New("detail.instance-id: missing")
+	}
+	ie := cloud.InterruptionEvent{InstanceID: d.InstanceID, Time: ev.Time}
+	switch ev.DetailType {
+	case detailSpotInterruption:
+		ie.Kind, ie.Detail, ie.Deadline = cloud.InterruptionSpot, d.InstanceAction, ev.Time.Add(spotNotice)
+	case detailRebalance:
+		ie.Kind = cloud.InterruptionRebalance
+	default: // a state-change notification
+		ie.Detail = strings.ToLower(d.State)
+		if ie.Kind = stateKinds[ie.Detail]; ie.Kind == "" {
+			return nil
+		}
+		ie.Deadline = ev.Time
+	}
+	out.Kind, out.Events = ie.Kind, []cloud.InterruptionEvent{ie}
+	return nil
+}
+
+// healthEvent fills out from an AWS Health event: an EC2 scheduledChange
+// acts on every affected instance, from its start time.
+func healthEvent(out *cloud.InterruptionMessage, ev event) error {
+	var d healthDetail
+	if err := json.Unmarshal(ev.Detail, &d); err != nil {
+		return fmt.Errorf("detail: %w", err)
+	}
+	if d.Service != "EC2" || d.EventTypeCategory != "scheduledChange" {
+		return nil
+	}
+	start := healthTime(d.StartTime)
+	var events []cloud.InterruptionEvent
+	for _, e := range d.AffectedEntities {
+		if e.EntityValue != "" {
+			events = append(events, cloud.InterruptionEvent{InstanceID: e.EntityValue, Kind: cloud.InterruptionScheduledChange,
+				Time: ev.Time, Deadline: start, Detail: d.EventTypeCode})
+		}
+	}
+	if len(events) == 0 {
+		return errors.New("detail.affectedEntities: no entityValue")
+	}
+	out.Kind, out.Events = cloud.InterruptionScheduledChange, events
+	return nil
+}
+
+// healthTime reads a Health event's start or end time: AWS writes them as
+// RFC 1123 ("Fri, 27 Jan 2023 06:00:00 GMT"); RFC 3339 is read too. An
+// unreadable time is no deadline (zero), not an error.
+func healthTime(s string) time.Time {
+	for _, layout := range []string{time.RFC1123, time.RFC1123Z, time.RFC3339} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t.UTC()
+		}
+	}
+	return time.Time{}
+}

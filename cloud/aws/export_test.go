@@ -1,0 +1,27 @@
+package aws
+
+import (
+	"context"
+	"testing"
+
+	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
+	"github.com/joiner-dev/joiner/cloud/catalog"
+)
+
+// InstanceTypeOf is the instance type name as p offers it for nc (nil: no
+// class), failing the test when p offers no such type. Tests of this
+// package and of aws_test use it.
+func InstanceTypeOf(t testing.TB, p *Provider, nc *awsv1.EC2NodeClass, name string) *catalog.InstanceType {
+	t.Helper()
+	its, err := p.InstanceTypes(context.Background(), nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range its {
+		if it.Name == name {
+			return it
+		}
+	}
+	t.Fatalf("no instance type %s", name)
+	return nil
+}

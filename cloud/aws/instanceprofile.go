@@ -1,0 +1,227 @@
+package aws
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/iam"
+	iamtypes "github.com/aws/aws-sdk-go-v2/service/iam/types"
+	"github.com/aws/smithy-go"
+	"go.uber.org/zap"
+
+	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
+	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/cloud"
+)
+
+// IAMAPI is the part of IAM the provider calls: the instance profiles of
+// classes that name a role (*iam.Client implements it).
+type IAMAPI interface {
+	GetInstanceProfile(context.Context, *iam.GetInstanceProfileInput, ...func(*iam.Options)) (*iam.GetInstanceProfileOutput, error)
+	CreateInstanceProfile(context.Context, *iam.CreateInstanceProfileInput, ...func(*iam.Options)) (*iam.CreateInstanceProfileOutput, error)
+	AddRoleToInstanceProfile(context.Context, *iam.AddRoleToInstanceProfileInput, ...func(*iam.Options)) (*iam.AddRoleToInstanceProfileOutput, error)
+	RemoveRoleFromInstanceProfile(context.Context, *iam.RemoveRoleFromInstanceProfileInput, ...func(*iam.Options)) (*iam.RemoveRoleFromInstanceProfileOutput, error)
+	DeleteInstanceProfile(context.Context, *iam.DeleteInstanceProfileInput, ...func(*iam.Options)) (*iam.DeleteInstanceProfileOutput, error)
+	ListInstanceProfiles(context.Context, *iam.ListInstanceProfilesInput, ...func(*iam.Options)) (*iam.ListInstanceProfilesOutput, error)
+}
+
+// InstanceProfilePath is the IAM path of the instance profiles made for a
+// class, Karpenter's: /karpenter/<region>/<cluster>/<class UID>/. Deleting
+// the class deletes every profile under it (Karpenter's included).
+func InstanceProfilePath(region, cluster string, nc *awsv1.EC2NodeClass) string {
+	return "/" + strings.Join([]string{karpv1.InstanceProfilePathRoot, region, cluster, string(nc.UID)}, "/") + "/"
+}
+
+// InstanceProfileName is the name of the instance profile Joiner makes for
+// a class and its role: <cluster>_<hash of region, class, UID and role>, as
+// Karpenter's <cluster>_<number>. A new role gets a new profile, so
+// running nodes keep the role they were launched with (the role is in the
+// drift hash: they are replaced) rather than having it swapped under them.
+func InstanceProfileName(cluster, region string, nc *awsv1.EC2NodeClass, role string) string {
+	sum := sha256.Sum256([]byte(strings.Join([]string{region, nc.Name, string(nc.UID), role}, "\x00")))
+	return cluster + "_" + hex.EncodeToString(sum[:8])
+}
+
+// instanceProfileTags are Karpenter's tags of the profiles it makes (its
+// v1 policy's conditions): the class's tags, kubernetes.io/cluster/<c>,
+// eks:eks-cluster-name, karpenter.k8s.aws/ec2nodeclass and
+// topology.kubernetes.io/region.
+func (p *Provider) instanceProfileTags(nc *awsv1.EC2NodeClass) []iamtypes.Tag {
+	tags := withTags(nc.Spec.Tags, map[string]string{karpv1.TagClusterPrefix + p.cluster: "owned", karpv1.TagEKSClusterName: p.cluster,
+		karpv1.TagNodeClass: nc.Name, karpv1.LabelRegion: p.region})
+	out := make([]iamtypes.Tag, 0, len(tags))
+	for _, k := range slices.Sorted(maps.Keys(tags)) {
+		out = append(out, iamtypes.Tag{Key: aws.String(k), Value: aws.String(tags[k])})
+	}
+	return out
+}
+
+// roleName is a role's name without its path (AddRoleToInstanceProfile
+// takes names only, as Karpenter strips them).
+func roleName(role string) string { return role[strings.LastIndexByte(role, '/')+1:] }
+
+// iamError is an IAM error as its code and message (stable across
+// retries, unlike the SDK's text with request IDs), wrapping the
+// classified error.
+type iamError struct {
+	op      string
+	code    string
+	message string
+	err     error
+}
+
+func (e *iamError) Error() string {
+	if e.code == "" {
+		return e.op + ": " + e.err.Error()
+	}
+	return e.op + ": " + e.code + ": " + e.message
+}
+
+func (e *iamError) Unwrap() error { return e.err }
+
+func wrapIAM(op string, err error) error {
+	e := &iamError{op: op, err: classify(err)}
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		e.code, e.message = ae.ErrorCode(), ae.ErrorMessage()
+	}
+	return e
+}
+
+// resolveInstanceProfile returns the instance profile a class launches
+// with: spec.instanceProfile as given (Karpenter does not check it), or
+// for spec.role the class's profile holding the role, as Karpenter's
+// instance profile reconciler keeps it: the profile in the class's status
+// when it is the class's (its path) and holds the role, else Joiner's
+// profile for the role, created (tagged, at the class's path) when
+// missing, its role set (another role is removed first: a profile holds
+// one). An error is the IAM call that failed; the status's profile is
+// returned with it, so the status keeps it.
+func (p *Provider) resolveInstanceProfile(ctx context.Context, nc *awsv1.EC2NodeClass) (string, error) {
+	if ip := nc.Spec.InstanceProfile; ip != nil && *ip != "" {
+		return *ip, nil
+	}
+	if nc.Spec.Role == "" {
+		return "", fmt.Errorf("spec.role, spec.instanceProfile: %w", cloud.ErrNoRole)
+	}
+	if p.iam == nil {
+		return "", fmt.Errorf("spec.role %s: no IAM client to manage its instance profile", nc.Spec.Role)
+	}
+	role, path := roleName(nc.Spec.Role), InstanceProfilePath(p.region, p.cluster, nc)
+	if cur := nc.Status.InstanceProfile; cur != "" {
+		prof, err := p.instanceProfile(ctx, cur)
+		switch {
+		case err == nil && aws.ToString(prof.Path) == path && profileRole(prof) == role:
+			return cur, nil
+		case err != nil && !errors.Is(err, cloud.ErrNotFound):
+			return cur, fmt.Errorf("spec.role %s: %w", nc.Spec.Role, err)
+		}
+	}
+	name := InstanceProfileName(p.cluster, p.region, nc, role)
+	if err := p.ensureInstanceProfile(ctx, nc, name, path, role); err != nil {
+		return nc.Status.InstanceProfile, fmt.Errorf("spec.role %s: instance profile %s: %w", nc.Spec.Role, name, err)
+	}
+	return name, nil
+}
+
+func (p *Provider) instanceProfile(ctx context.Context, name string) (*iamtypes.InstanceProfile, error) {
+	out, err := p.iam.GetInstanceProfile(ctx, &iam.GetInstanceProfileInput{InstanceProfileName: aws.String(name)})
+	if err != nil {
+		return nil, wrapIAM("getting instance profile "+name, err)
+	}
+	return out.InstanceProfile, nil
+}
+
+// profileRole is the profile's role ("" when it has none).
+func profileRole(prof *iamtypes.InstanceProfile) string {
+	if len(prof.Roles) == 0 {
+		return ""
+	}
+	return aws.ToString(prof.Roles[0].RoleName)
+}
+
+// ensureInstanceProfile makes sure profile name exists at path and holds
+// role.
+func (p *Provider) ensureInstanceProfile(ctx context.Context, nc *awsv1.EC2NodeClass, name, path, role string) error {
+	prof, err := p.instanceProfile(ctx, name)
+	if errors.Is(err, cloud.ErrNotFound) {
+		out, cerr := p.iam.CreateInstanceProfile(ctx, &iam.CreateInstanceProfileInput{InstanceProfileName: aws.String(name),
+			Path: aws.String(path), Tags: p.instanceProfileTags(nc)})
+		var ae smithy.APIError
+		switch {
+		case errors.As(cerr, &ae) && ae.ErrorCode() == "EntityAlreadyExists":
+			prof, err = p.instanceProfile(ctx, name)
+		case cerr != nil:
+			return wrapIAM("creating", cerr)
+		default:
+			prof, err = out.InstanceProfile, nil
+			p.log.Info("created instance profile", zap.String("instance-profile", name), zap.String("ec2nodeclass", nc.Name))
+		}
+	}
+	if err != nil {
+		return err
+	}
+	cur := profileRole(prof)
+	if cur == role {
+		return nil
+	}
+	if cur != "" {
+		if _, err := p.iam.RemoveRoleFromInstanceProfile(ctx, &iam.RemoveRoleFromInstanceProfileInput{
+			InstanceProfileName: aws.String(name), RoleName: aws.String(cur)}); err != nil && !errors.Is(classify(err), cloud.ErrNotFound) {
+			return wrapIAM("removing role "+cur, err)
+		}
+	}
+	if _, err := p.iam.AddRoleToInstanceProfile(ctx, &iam.AddRoleToInstanceProfileInput{
+		InstanceProfileName: aws.String(name), RoleName: aws.String(role)}); err != nil {
+		return wrapIAM("adding role "+role, err)
+	}
+	return nil
+}
+
+// FinalizeNodeClass deletes what the cloud keeps for a class being
+// deleted, as Karpenter's EC2NodeClass termination does: the instance
+// profiles at the class's path (their role removed first) and the class's
+// launch templates. Call it once no NodeClaim uses the class.
+func (p *Provider) FinalizeNodeClass(ctx context.Context, nc *awsv1.EC2NodeClass) error {
+	if p.iam != nil {
+		path := InstanceProfilePath(p.region, p.cluster, nc)
+		pages := iam.NewListInstanceProfilesPaginator(p.iam, &iam.ListInstanceProfilesInput{PathPrefix: aws.String(path)})
+		for pages.HasMorePages() {
+			page, err := pages.NextPage(ctx)
+			if err != nil {
+				return fmt.Errorf("ec2nodeclass %s: %w", nc.Name, wrapIAM("listing instance profiles at "+path, err))
+			}
+			for i := range page.InstanceProfiles {
+				if err := p.deleteInstanceProfile(ctx, &page.InstanceProfiles[i]); err != nil {
+					return fmt.Errorf("ec2nodeclass %s: %w", nc.Name, err)
+				}
+			}
+		}
+	}
+	return p.DeleteLaunchTemplatesFor(ctx, nc.Name)
+}
+
+// deleteInstanceProfile removes the profile's role and deletes it; a
+// profile or role already gone is not an error.
+func (p *Provider) deleteInstanceProfile(ctx context.Context, prof *iamtypes.InstanceProfile) error {
+	name := aws.ToString(prof.InstanceProfileName)
+	if role := profileRole(prof); role != "" {
+		if _, err := p.iam.RemoveRoleFromInstanceProfile(ctx, &iam.RemoveRoleFromInstanceProfileInput{
+			InstanceProfileName: aws.String(name), RoleName: aws.String(role)}); err != nil && !errors.Is(classify(err), cloud.ErrNotFound) {
+			return wrapIAM("removing role "+role+" from instance profile "+name, err)
+		}
+	}
+	if _, err := p.iam.DeleteInstanceProfile(ctx, &iam.DeleteInstanceProfileInput{InstanceProfileName: aws.String(name)}); err != nil &&
+		!errors.Is(classify(err), cloud.ErrNotFound) {
+		return wrapIAM("deleting instance profile "+name, err)
+	}
+	p.log.Info("deleted instance profile", zap.String("instance-profile", name))
+	return nil
+}

@@ -1,0 +1,65 @@
+package provisioner
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
+	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/cloud"
+	"github.com/joiner-dev/joiner/userdata"
+)
+
+// TestClusterFunc: with cluster discovery, each plan reads the cluster
+// facts then current (the user data's cluster DNS follows the service
+// CIDR; an IPv6 cluster launches IPv6 interfaces), and while they are
+// unknown nothing launches.
+func TestClusterFunc(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		cluster userdata.Cluster
+		err     error
+		wantDNS string // in the user data
+		ipv6    bool
+	}{
+		{name: "discovered IPv4", cluster: userdata.Cluster{Name: "sim", Endpoint: "https://eks.example", ServiceCIDR: "172.20.0.0/16", IPFamily: "ipv4"},
+			wantDNS: "172.20.0.10"},
+		{name: "discovered IPv6", cluster: userdata.Cluster{Name: "sim", Endpoint: "https://eks.example", ServiceCIDR: "fd30:1d2e:3f4a::/108", IPFamily: "ipv6"},
+			wantDNS: "fd30:1d2e:3f4a::a", ipv6: true},
+		{name: "unknown", err: fmt.Errorf("cluster sim: endpoint neither given nor discovered: %w", cloud.ErrClusterUnknown)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &fakeCache{
+				pools:   []*karpv1.NodePool{pool("general", req(karpv1.LabelArch, "In", "amd64"))},
+				classes: []*awsv1.EC2NodeClass{class()},
+				pods:    []*corev1.Pod{pendingPod("a", "100m")},
+			}
+			r := newTestProvisioner(t, c)
+			r.p.cfg.ClusterFunc = func() (userdata.Cluster, error) { return tc.cluster, tc.err }
+			if err := r.p.Reconcile(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			intents := r.state.Intents()
+			if tc.err != nil {
+				if len(intents) != 0 || len(r.w.created) != 0 {
+					t.Fatalf("%d intents, %d nodeclaims with the cluster unknown; want none", len(intents), len(r.w.created))
+				}
+				return
+			}
+			if len(intents) != 1 {
+				t.Fatalf("%d intents, want 1", len(intents))
+			}
+			spec := intents[0].Spec
+			if ud := string(spec.UserData); !strings.Contains(ud, tc.wantDNS) || strings.Contains(ud, "10.100.0.10") {
+				t.Errorf("user data lacks cluster DNS %s (or has the static one):\n%s", tc.wantDNS, ud)
+			}
+			if spec.ClusterIPv6 != tc.ipv6 {
+				t.Errorf("ClusterIPv6 %v, want %v", spec.ClusterIPv6, tc.ipv6)
+			}
+		})
+	}
+}

@@ -1,0 +1,162 @@
+package termination
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+
+	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/internal/logging"
+)
+
+// Volumes is what the wait for volume detachment reads (kube.Cache): after
+// the drain, the instance is terminated only once the attach-detach
+// controller has deleted the VolumeAttachments of the node's evicted pods,
+// so their volumes can attach elsewhere (Karpenter's
+// awaitVolumeDetachment), or once the terminationGracePeriod has passed.
+type Volumes interface {
+	VolumeAttachmentsOnNode(node string) []*storagev1.VolumeAttachment
+	PodsOnNode(node string) []*corev1.Pod
+	PersistentVolumeClaim(namespace, name string) *corev1.PersistentVolumeClaim
+}
+
+// stuckTerminating is how long after its deletion time a pod counts as
+// stuck: its volumes are not waited for (Karpenter's IsStuckTerminating).
+const stuckTerminating = time.Minute
+
+// PendingAttachments names the VolumeAttachments that hold the
+// termination of a drained node, sorted: those of PersistentVolumes, except
+// the volumes of pods the drain leaves on the node (Undrainable), which
+// stay attached until the instance goes. claim looks up a
+// PersistentVolumeClaim (nil: none).
+func PendingAttachments(vas []*storagev1.VolumeAttachment, pods []*corev1.Pod,
+	claim func(namespace, name string) *corev1.PersistentVolumeClaim, now time.Time) []string {
+	if len(vas) == 0 {
+		return nil
+	}
+	kept := map[string]bool{} // PersistentVolumes of pods that stay
+	for _, p := range pods {
+		if !Undrainable(p, now) {
+			continue
+		}
+		for _, v := range p.Spec.Volumes {
+			var name string
+			switch {
+			case v.PersistentVolumeClaim != nil:
+				name = v.PersistentVolumeClaim.ClaimName
+			case v.Ephemeral != nil: // the generic ephemeral volume's claim
+				name = p.Name + "-" + v.Name
+			default:
+				continue
+			}
+			if pvc := claim(p.Namespace, name); pvc != nil && pvc.Spec.VolumeName != "" {
+				kept[pvc.Spec.VolumeName] = true
+			}
+		}
+	}
+	var out []string
+	for _, va := range vas {
+		if pv := va.Spec.Source.PersistentVolumeName; pv != nil && !kept[*pv] {
+			out = append(out, va.Name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+var disruptedTaint = corev1.Taint{Key: karpv1.TaintDisruptedKey, Effect: corev1.TaintEffectNoSchedule}
+
+// Undrainable reports whether the drain leaves a pod on the node: a
+// DaemonSet or mirror pod (agent/drain skips them), a pod that tolerates
+// karpenter.sh/disrupted:NoSchedule, or one stuck terminating (Karpenter's
+// not-drainable pods).
+func Undrainable(p *corev1.Pod, now time.Time) bool {
+	if ctl := metav1.GetControllerOf(p); ctl != nil && ctl.Kind == "DaemonSet" {
+		return true
+	}
+	if _, mirror := p.Annotations[corev1.MirrorPodAnnotationKey]; mirror {
+		return true
+	}
+	for _, o := range p.OwnerReferences {
+		if o.Kind == "Node" && o.APIVersion == "v1" {
+			return true
+		}
+	}
+	for i := range p.Spec.Tolerations {
+		if p.Spec.Tolerations[i].ToleratesTaint(klog.Background(), &disruptedTaint, false) {
+			return true
+		}
+	}
+	return p.DeletionTimestamp != nil && now.Sub(p.DeletionTimestamp.Time) > stuckTerminating
+}
+
+// volumesUndecided: the NodeClaim's VolumesDetached condition is not yet
+// True or False (absent, or Unknown while waiting).
+func volumesUndecided(nc *karpv1.NodeClaim) bool {
+	for _, c := range nc.Status.Conditions {
+		if c.Type == karpv1.ConditionVolumesDetached {
+			return c.Status == metav1.ConditionUnknown
+		}
+	}
+	return true
+}
+
+// Reasons of the VolumesDetached condition (Karpenter's).
+const (
+	reasonAwaitingVolumes = "AwaitingVolumeDetachment"
+	reasonGraceElapsed    = "TerminationGracePeriodElapsed"
+)
+
+// attachmentList is names for an Event: the first five, then a count
+// (Karpenter's wording).
+func attachmentList(names []string) string {
+	const show = 5
+	if len(names) <= show {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d other(s)", strings.Join(names[:show], ", "), len(names)-show)
+}
+
+// awaitVolumes records that the instance waits for VolumeAttachments
+// (VolumesDetached Unknown) and says so on the Node when the list changes.
+func (c *Controller) awaitVolumes(ctx context.Context, log *zap.Logger, in ClaimInput) error {
+	msg := "Awaiting deletion of bound volumeattachments (" + attachmentList(in.Attachments) + ")"
+	changed, err := c.putClaimCondition(ctx, in.Claim.Name, karpv1.ConditionVolumesDetached, metav1.ConditionUnknown, reasonAwaitingVolumes, msg)
+	if err != nil || !changed {
+		return err
+	}
+	log.Info("waiting for volumes to detach before terminating", logging.Node(in.Node.Name), zap.Strings("volumeattachments", in.Attachments))
+	c.d.Recorder.Event(in.Node, corev1.EventTypeNormal, reasonAwaitingVolumes, msg)
+	return nil
+}
+
+// volumesDetached records how the wait for volume detachment ended:
+// VolumesDetached True, or False when the grace period ended it with
+// attachments left; the wait's length goes to the metric.
+func (c *Controller) volumesDetached(ctx context.Context, log *zap.Logger, in ClaimInput) error {
+	status, reason, msg, result := metav1.ConditionTrue, karpv1.ConditionVolumesDetached, "no volume attachment of drained pods remains", "detached"
+	if len(in.Attachments) > 0 {
+		status, reason, result = metav1.ConditionFalse, reasonGraceElapsed, "grace_elapsed"
+		msg = "terminationGracePeriod elapsed with volumeattachments left (" + attachmentList(in.Attachments) + ")"
+	}
+	waiting := meta.FindStatusCondition(in.Claim.Status.Conditions, karpv1.ConditionVolumesDetached)
+	changed, err := c.putClaimCondition(ctx, in.Claim.Name, karpv1.ConditionVolumesDetached, status, reason, msg)
+	if err != nil || !changed {
+		return err
+	}
+	if waiting != nil && waiting.Status == metav1.ConditionUnknown {
+		took := in.Now.Sub(waiting.LastTransitionTime.Time)
+		c.metrics.volumeWait.WithLabelValues(result).Observe(took.Seconds())
+		log.Info("volume wait over", zap.String("result", result), zap.Duration("waited", took), zap.Strings("volumeattachments", in.Attachments))
+	}
+	return nil
+}
