@@ -13,7 +13,7 @@ TEST_FLAGS   ?=
 export JOINER_TOOLS_BIN := $(BIN)
 
 .PHONY: all build test unit lint bench demo perf generate deps tools clean
-.PHONY: package bench-karpenter
+.PHONY: package bench-karpenter image
 
 # Package version: a vX.Y.Z tag without its "v", else
 # 0.0.0+git<commit> (deb and rpm versions must start with a digit, no "-").
@@ -62,6 +62,13 @@ package: ## dist/*.deb and dist/*.rpm (nfpm pinned in tools/nfpm) for PKG_ARCH (
 	CGO_ENABLED=0 GOOS=linux GOARCH=$(PKG_ARCH) $(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)" -o dist/joiner ./cmd/joiner
 	JOINER_VERSION=$(PKG_VERSION) JOINER_ARCH=$(PKG_ARCH) $(BIN)/nfpm package -f packaging/nfpm/nfpm.yaml -p deb -t dist/
 	JOINER_VERSION=$(PKG_VERSION) JOINER_ARCH=$(PKG_ARCH) $(BIN)/nfpm package -f packaging/nfpm/nfpm.yaml -p rpm -t dist/
+
+# Image timestamps: SOURCE_DATE_EPOCH, else the last commit's time (a rebuild of
+# the same commit gives the same digest).
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+
+image: ## multi-arch OCI image layout in dist/image (linux/amd64, linux/arm64), no Docker: static, non-root, SBOM, reproducible digest
+	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(GO) run ./packaging/image/mkimage --out dist/image --version $(VERSION) --commit $(COMMIT)
 
 demo: deps tools build ## the embedded default: control plane, joiner sim, 3 coordinators, agents; provision, interrupt, consolidate
 	$(GO) build -o $(BIN)/joiner-demo ./test/cmd/joiner-demo

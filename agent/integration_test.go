@@ -9,26 +9,30 @@ import (
 	"go.uber.org/zap/zaptest"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 
 	"github.com/joiner-dev/joiner/agent"
 	"github.com/joiner-dev/joiner/agent/imds"
 	"github.com/joiner-dev/joiner/agent/report"
 	"github.com/joiner-dev/joiner/agent/report/reporttest"
 	"github.com/joiner-dev/joiner/drain"
+	"github.com/joiner-dev/joiner/events"
 	"github.com/joiner-dev/joiner/test/poll"
 	"github.com/joiner-dev/joiner/test/testenv"
 )
 
 // The whole agent against AEMM (IMDSv2 only) and a real API server: a spot
 // notice taints and cordons the node and is committed once by a flaky
-// coordinator; a rebalance recommendation (taint-only policy) is reported too.
+// coordinator; a rebalance recommendation (taint-only policy) is reported too;
+// the agent's Node Events are found by the Node's UID.
 func TestAgentAEMMEndToEnd(t *testing.T) {
 	env := testenv.Start(t, testenv.Options{})
 	m := testenv.StartIMDS(t, testenv.IMDSOptions{Scenario: testenv.IMDSSpot, IMDSv2Only: true, SpotDelay: 2 * time.Second, RebalanceDelay: time.Second})
 	ctx, cancel := context.WithCancel(t.Context())
 	c := env.Client
 	const nodeName = "e2e-node"
-	if _, err := c.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName}}, metav1.CreateOptions{}); err != nil {
+	created, err := c.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName}}, metav1.CreateOptions{})
+	if err != nil {
 		t.Fatal(err)
 	}
 	coord := reporttest.NewCluster(t, 3, 11)
@@ -36,6 +40,7 @@ func TestAgentAEMMEndToEnd(t *testing.T) {
 	a, err := agent.New(agent.Config{
 		NodeName: nodeName, Interval: time.Second, IMDS: imds.ClientOptions{Endpoint: m.Endpoint},
 		Report: report.Options{Endpoints: coord.Endpoints(), RetryBase: 10 * time.Millisecond, RetryMax: 100 * time.Millisecond},
+		Drain:  drain.Options{Recorder: events.NewRecorder(ctx, c, nodeName)},
 	}, c, zaptest.NewLogger(t))
 	if err != nil {
 		t.Fatal(err)
@@ -77,6 +82,30 @@ func TestAgentAEMMEndToEnd(t *testing.T) {
 		keys = append(keys, tt.Key+"="+tt.Value)
 	}
 	t.Logf("node taints: %v", keys)
+
+	// The agent's Events on its Node carry the Node's UID, so the query
+	// `kubectl describe node` makes (a field selector on involvedObject.uid)
+	// returns them; they come from source "karpenter" with the node as host.
+	selector := fields.Set{"involvedObject.uid": string(created.UID), "involvedObject.kind": "Node"}.AsSelector().String()
+	var found map[string]corev1.Event
+	waitUntil(t, time.Minute, "the agent's Cordoned and Drained Events listed by the node's UID", func() bool {
+		l, err := c.CoreV1().Events(metav1.NamespaceAll).List(ctx, metav1.ListOptions{FieldSelector: selector})
+		if err != nil {
+			t.Fatalf("listing events by %s: %v", selector, err)
+		}
+		found = map[string]corev1.Event{}
+		for _, e := range l.Items {
+			found[e.Reason] = e
+		}
+		_, cordoned := found[events.Cordoned]
+		_, drained := found[events.Drained]
+		return cordoned && drained
+	})
+	for reason, e := range found {
+		if e.InvolvedObject.Name != nodeName || e.Source.Component != events.Component || e.Source.Host != nodeName {
+			t.Errorf("%s Event: involved %+v, source %+v; want node %s from karpenter on %s", reason, e.InvolvedObject, e.Source, nodeName, nodeName)
+		}
+	}
 }
 
 func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {

@@ -32,8 +32,10 @@ import (
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
 
 	corekarp "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/events"
 	"github.com/joiner-dev/joiner/internal/defaults"
 	"github.com/joiner-dev/joiner/internal/logging"
 )
@@ -44,8 +46,6 @@ const (
 	TaintInterruptionKey = karpv1.TaintInterruptionKey
 	// ConditionType is the node condition that tells a human what happened.
 	ConditionType corev1.NodeConditionType = karpv1.ConditionInterruption
-	// EventSource is the Events' source component.
-	EventSource = "joiner-agent"
 )
 
 // ErrDeadline is returned (wrapped) when pods are still on the node at the deadline.
@@ -65,6 +65,10 @@ type Request struct {
 	Deadline time.Time
 	// Evict: when false, only taint and cordon.
 	Evict bool
+	// EvictionReason ends each evicted pod's Evicted Event ("Evicted pod:
+	// <reason>", Karpenter's: the NodeClaim's disruption reason); default
+	// Reason.
+	EvictionReason string
 }
 
 // Result says what a drain did.
@@ -97,6 +101,9 @@ type Options struct {
 	// Skip returns true for pods that must never be evicted (e.g. the agent's own pod).
 	Skip     func(*corev1.Pod) bool
 	Observer Observer
+	// Recorder records the Events (events.NewRecorder, one per process);
+	// nil: none.
+	Recorder record.EventRecorder
 	// Now is the clock (tests).
 	Now func() time.Time
 }
@@ -127,16 +134,17 @@ func (d *Drainer) Drain(ctx context.Context, req Request) (Result, error) {
 		return Result{}, fmt.Errorf("drain request: node %q and reason %q must be set", req.Node, req.Reason)
 	}
 	log := d.log.With(logging.Node(req.Node), zap.String("reason", req.Reason), zap.Time("deadline", req.Deadline))
-	if err := d.Cordon(ctx, req); err != nil {
+	node, err := d.cordon(ctx, req)
+	if err != nil {
 		return Result{}, err
 	}
 	if !req.Evict {
 		return Result{}, nil
 	}
-	d.event(ctx, req, corev1.EventTypeWarning, "Draining", fmt.Sprintf("Draining before %s: %s", req.Deadline.UTC().Format(time.RFC3339), req.Message))
-	res, err := d.evictAll(ctx, log, req)
+	d.publish(events.NodeDraining(node, req.Deadline, req.Message))
+	res, err := d.evictAll(ctx, log, req, node)
 	if err != nil {
-		d.event(ctx, req, corev1.EventTypeWarning, "DrainFailed", fmt.Sprintf("%v; pods left: %s", err, strings.Join(res.Stuck, ", ")))
+		d.publish(events.DrainFailed(node, fmt.Errorf("%w; pods left: %s", err, strings.Join(res.Stuck, ", "))))
 		d.setCondition(ctx, req, "DrainFailed", err.Error())
 		return res, err
 	}
@@ -144,7 +152,7 @@ func (d *Drainer) Drain(ctx context.Context, req Request) (Result, error) {
 	if len(res.Left) > 0 {
 		msg += fmt.Sprintf(", %d do-not-disrupt pods left until the deadline: %s", len(res.Left), strings.Join(res.Left, ", "))
 	}
-	d.event(ctx, req, corev1.EventTypeNormal, "Drained", msg)
+	d.publish(events.NodeDrained(node, msg))
 	d.setCondition(ctx, req, "Drained", msg)
 	log.Info("node drained", zap.Int("evicted", len(res.Evicted)), zap.Int("skipped", len(res.Skipped)), zap.Strings("left", res.Left))
 	return res, nil
@@ -184,7 +192,7 @@ func isMirrorPod(p *corev1.Pod) bool {
 	return ok
 }
 
-func (d *Drainer) evictAll(ctx context.Context, log *zap.Logger, req Request) (Result, error) {
+func (d *Drainer) evictAll(ctx context.Context, log *zap.Logger, req Request, node *corev1.Node) (Result, error) {
 	ctx, cancel := context.WithDeadline(ctx, req.Deadline)
 	defer cancel()
 	pods, err := d.listPods(ctx, req.Node)
@@ -214,7 +222,7 @@ func (d *Drainer) evictAll(ctx context.Context, log *zap.Logger, req Request) (R
 				return
 			}
 			defer func() { <-sem }()
-			ok := d.evictPod(ctx, log, req, &p, start)
+			ok := d.evictPod(ctx, log, req, node, &p, start)
 			mu.Lock()
 			defer mu.Unlock()
 			if ok {

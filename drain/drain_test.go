@@ -3,6 +3,9 @@ package drain
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -23,7 +27,36 @@ import (
 const nodeName = "ip-10-0-0-1"
 
 func node() *corev1.Node {
-	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName}}
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName, UID: "uid-node"}}
+}
+
+// recorded keeps the Events a Drainer records, each as
+// "Kind/name/uid Reason: message".
+type recorded struct {
+	mu  sync.Mutex
+	got []string
+}
+
+func (r *recorded) Event(obj runtime.Object, _, reason, message string) {
+	m, _ := meta.Accessor(obj)
+	kind := strings.TrimPrefix(fmt.Sprintf("%T", obj), "*v1.")
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.got = append(r.got, fmt.Sprintf("%s/%s/%s %s: %s", kind, m.GetName(), m.GetUID(), reason, message))
+}
+
+func (r *recorded) Eventf(obj runtime.Object, typ, reason, format string, args ...any) {
+	r.Event(obj, typ, reason, fmt.Sprintf(format, args...))
+}
+
+func (r *recorded) AnnotatedEventf(obj runtime.Object, _ map[string]string, typ, reason, format string, args ...any) {
+	r.Event(obj, typ, reason, fmt.Sprintf(format, args...))
+}
+
+func (r *recorded) all() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.got)
 }
 
 type podOpt func(*corev1.Pod)
@@ -111,8 +144,9 @@ func TestDrainEvictsSkipsAndLeaves(t *testing.T) {
 		pod("web-1"), pod("web-2"), pod("web-3"), pod("ds-1", daemonSet), pod("static-1", mirror), pod("dnd-1", doNotDisrupt),
 		pod("done-1", func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded }))
 	o := &obs{n: map[string]int{}}
+	rec := &recorded{}
 	opts := fastOpts()
-	opts.Observer = o
+	opts.Observer, opts.Recorder = o, rec
 	d := New(c, zaptest.NewLogger(t), opts)
 	res, err := d.Drain(context.Background(), Request{Node: nodeName, Reason: "spot-interruption", Message: "spot ITN", Deadline: time.Now().Add(10 * time.Second), Evict: true})
 	if err != nil {
@@ -159,15 +193,24 @@ func TestDrainEvictsSkipsAndLeaves(t *testing.T) {
 	if cond == nil || cond.Reason != "Drained" || cond.Status != corev1.ConditionTrue {
 		t.Errorf("condition = %+v, want %s True Drained", cond, ConditionType)
 	}
-	evs, _ := c.CoreV1().Events("default").List(context.Background(), metav1.ListOptions{})
-	reasons := map[string]bool{}
-	for _, ev := range evs.Items {
-		reasons[ev.Reason] = true
-	}
-	for _, r := range []string{"Cordoned", "Draining", "Drained"} {
-		if !reasons[r] {
-			t.Errorf("no %s event (have %v)", r, reasons)
+	// Events reference the Node by UID (kubectl describe node finds them)
+	// and the evicted pods; a PDB's refusal is Karpenter's FailedDraining.
+	got := rec.all()
+	for _, want := range []string{
+		"Node/ip-10-0-0-1/uid-node Cordoned: Cordoned (spot-interruption): spot ITN",
+		"Node/ip-10-0-0-1/uid-node Draining: Draining before ",
+		"Node/ip-10-0-0-1/uid-node FailedDraining: Failed to drain node, evicting pod violates a PDB (Pod=default/web-1)",
+		"Pod/web-1/uid-web-1 Evicted: Evicted pod: spot-interruption",
+		"Pod/web-2/uid-web-2 Evicted: Evicted pod: spot-interruption",
+		"Pod/web-3/uid-web-3 Evicted: Evicted pod: spot-interruption",
+		"Node/ip-10-0-0-1/uid-node Drained: Drained: 3 evicted, 3 skipped",
+	} {
+		if !slices.ContainsFunc(got, func(g string) bool { return strings.HasPrefix(g, want) }) {
+			t.Errorf("no Event %q in:\n%s", want, strings.Join(got, "\n"))
 		}
+	}
+	if n := len(slices.DeleteFunc(slices.Clone(got), func(g string) bool { return !strings.Contains(g, " FailedDraining: ") })); n != 1 {
+		t.Errorf("%d FailedDraining Events for one blocked pod, want 1:\n%s", n, strings.Join(got, "\n"))
 	}
 	// A second drain is harmless: nothing left to evict, node unchanged.
 	if _, err := d.Drain(context.Background(), Request{Node: nodeName, Reason: "spot-interruption", Deadline: time.Now().Add(5 * time.Second), Evict: true}); err != nil {

@@ -1,6 +1,7 @@
 package drain
 
 import (
+	"cmp"
 	"context"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/joiner-dev/joiner/events"
 	"github.com/joiner-dev/joiner/internal/backoff"
 	"github.com/joiner-dev/joiner/internal/logging"
 )
@@ -25,7 +27,7 @@ const (
 
 // evictPod evicts p (retrying 429 until ctx's deadline) and waits until it
 // is gone. It returns false if the pod is still there when ctx ends.
-func (d *Drainer) evictPod(ctx context.Context, log *zap.Logger, req Request, p *corev1.Pod, start time.Time) bool {
+func (d *Drainer) evictPod(ctx context.Context, log *zap.Logger, req Request, node *corev1.Node, p *corev1.Pod, start time.Time) bool {
 	log = log.With(logging.Pod(p.Namespace, p.Name))
 	if d.opts.DryRun {
 		log.Info("dry-run: would have evicted pod")
@@ -33,6 +35,7 @@ func (d *Drainer) evictPod(ctx context.Context, log *zap.Logger, req Request, p 
 	}
 	if p.DeletionTimestamp == nil {
 		blocked := 0
+		retry := backoff.New(d.opts.RetryBase, d.opts.RetryMax)
 		for attempt := 0; ; attempt++ {
 			grace := d.grace(p, req.Deadline)
 			opts := &metav1.DeleteOptions{GracePeriodSeconds: grace, Preconditions: &metav1.Preconditions{UID: &p.UID}}
@@ -52,6 +55,7 @@ func (d *Drainer) evictPod(ctx context.Context, log *zap.Logger, req Request, p 
 			case err == nil:
 				d.observe(ResultEvicted)
 				log.Info("pod evicted", zap.Int64p("grace-seconds", grace))
+				d.publish(events.PodEvicted(p, cmp.Or(req.EvictionReason, req.Reason)))
 			case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
 				// Gone, or replaced by a pod with another UID: nothing to evict.
 				d.observe(ResultGone)
@@ -61,6 +65,7 @@ func (d *Drainer) evictPod(ctx context.Context, log *zap.Logger, req Request, p 
 				blocked++
 				if blocked == 1 {
 					log.Info("eviction blocked by a disruption budget; retrying until the deadline", zap.Error(err))
+					d.publish(events.DrainFailed(node, events.PDBBlocksEviction(p.Namespace+"/"+p.Name)))
 				}
 			default:
 				d.observe(ResultError)
@@ -69,7 +74,7 @@ func (d *Drainer) evictPod(ctx context.Context, log *zap.Logger, req Request, p 
 			if err == nil {
 				break
 			}
-			if !backoff.Sleep(ctx, backoff.Jittered(attempt, d.opts.RetryBase, d.opts.RetryMax)) {
+			if !backoff.Sleep(ctx, retry.Step()) {
 				log.Warn("pod not evicted before the deadline", zap.Int("blocked", blocked))
 				return false
 			}

@@ -3,7 +3,6 @@ package drain
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 
 	"go.uber.org/zap"
@@ -13,6 +12,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	corekarp "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/events"
 	"github.com/joiner-dev/joiner/internal/logging"
 )
 
@@ -31,17 +31,26 @@ func Taints(reason string) []corev1.Taint {
 // condition, in one update where possible. It is a no-op on a node that
 // already has all of them.
 func (d *Drainer) Cordon(ctx context.Context, req Request) error {
+	_, err := d.cordon(ctx, req)
+	return err
+}
+
+// cordon is Cordon returning the Node as last read or written (nil in a
+// dry run), what the drain's Events reference.
+func (d *Drainer) cordon(ctx context.Context, req Request) (*corev1.Node, error) {
 	log := d.log.With(logging.Node(req.Node), zap.String("reason", req.Reason))
 	if d.opts.DryRun {
 		log.Info("dry-run: would have tainted and cordoned the node", zap.Any("taints", Taints(req.Reason)))
-		return nil
+		return nil, nil
 	}
 	changed := false
+	var latest *corev1.Node
 	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
 		node, err := d.kube.CoreV1().Nodes().Get(ctx, req.Node, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
+		latest = node
 		changed = false
 		for _, t := range Taints(req.Reason) {
 			i := taintIndex(node.Spec.Taints, t)
@@ -69,18 +78,21 @@ func (d *Drainer) Cordon(ctx context.Context, req Request) error {
 		if !changed {
 			return nil
 		}
-		_, err = d.kube.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{})
+		updated, err := d.kube.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{})
+		if err == nil {
+			latest = updated
+		}
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("cordoning node %s: %w", req.Node, err)
+		return nil, fmt.Errorf("cordoning node %s: %w", req.Node, err)
 	}
 	if changed {
 		log.Info("node tainted and cordoned")
-		d.event(ctx, req, corev1.EventTypeWarning, "Cordoned", fmt.Sprintf("Cordoned (%s): %s", req.Reason, req.Message))
+		d.publish(events.NodeCordoned(latest, req.Reason, req.Message))
 		d.setCondition(ctx, req, "Cordoned", req.Message)
 	}
-	return nil
+	return latest, nil
 }
 
 // taintIndex is the index in ts of the taint with t's key and effect (a node
@@ -131,29 +143,15 @@ func (d *Drainer) setCondition(ctx context.Context, req Request, reason, msg str
 	}
 }
 
-// event records a Kubernetes Event on the node (best effort).
-func (d *Drainer) event(ctx context.Context, req Request, typ, reason, msg string) {
+// publish records ev through the Recorder (none without one); a dry run
+// logs it instead.
+func (d *Drainer) publish(ev events.Event) {
 	if d.opts.DryRun {
-		d.log.Info("dry-run: would have recorded event", logging.Node(req.Node), zap.String("event-reason", reason), zap.String("message", msg))
+		d.log.Info("dry-run: would have recorded event", zap.String("event-reason", ev.Reason), zap.String("message", ev.Message))
 		return
 	}
-	now := d.opts.Now()
-	ev := &corev1.Event{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:      req.Node + "." + strconv.FormatInt(now.UnixNano(), 16),
-			Namespace: metav1.NamespaceDefault,
-		},
-		InvolvedObject: corev1.ObjectReference{Kind: "Node", APIVersion: "v1", Name: req.Node, UID: "" /* nodes are referenced by name */},
-		Reason:         reason,
-		Message:        truncate(msg, 1024),
-		Type:           typ,
-		Source:         corev1.EventSource{Component: EventSource, Host: req.Node},
-		FirstTimestamp: metav1.NewTime(now),
-		LastTimestamp:  metav1.NewTime(now),
-		Count:          1,
-	}
-	if _, err := d.kube.CoreV1().Events(metav1.NamespaceDefault).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
-		d.log.Warn("recording node event", logging.Node(req.Node), zap.String("event-reason", reason), zap.Error(err))
+	if d.opts.Recorder != nil {
+		events.Publish(d.opts.Recorder, ev)
 	}
 }
 

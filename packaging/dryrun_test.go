@@ -21,8 +21,8 @@ import (
 	"github.com/joiner-dev/joiner/test/testenv"
 )
 
-// TestChartServerSideDryRun applies everything `helm template --include-crds`
-// renders (default and full values) to a real API server with server-side
+// TestChartServerSideDryRun applies everything `helm template` renders (the
+// CRDs are templates, crds.install) (default and full values) to a real API server with server-side
 // apply, dryRun=All and strict field validation: the manifests must pass the
 // built-in OpenAPI schemas, admission and the CRD schemas that server serves.
 // Kinds the server does not know (ServiceMonitor without the Prometheus
@@ -43,19 +43,16 @@ func TestChartServerSideDryRun(t *testing.T) {
 	}
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))
 
-	for _, values := range []string{"default-values.yaml", "full-values.yaml"} {
-		t.Run(values, func(t *testing.T) {
-			out, err := render(t, []string{filepath.Join(chartDir, "ci", values)}, "image.tag=test")
+	// Karpenter's own values file too (with the cluster name its chart
+	// requires as well).
+	for _, values := range []string{filepath.Join(chartDir, "ci", "default-values.yaml"), filepath.Join(chartDir, "ci", "full-values.yaml"), karpenterValues} {
+		t.Run(filepath.Base(values), func(t *testing.T) {
+			out, err := render(t, []string{values}, "image.tag=test", "settings.clusterName=dry-run")
 			if err != nil {
 				t.Fatalf("helm template: %v\n%s", err, out)
 			}
-			helm := tool(t, "helm")
-			crds, err := run(t, ".", nil, helm, "show", "crds", chartDir)
-			if err != nil {
-				t.Fatalf("helm show crds: %v\n%s", err, crds)
-			}
 			applied := 0
-			for _, o := range append(objects(t, crds), objects(t, out)...) {
+			for _, o := range objects(t, out) {
 				err := dryRunApply(ctx, dc, mapper, o)
 				switch {
 				case errors.Is(err, errUnknownKind):

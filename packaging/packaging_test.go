@@ -2,7 +2,9 @@ package packaging_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -134,29 +136,98 @@ func ciValues(t testing.TB) []string {
 	return append(files, ex...)
 }
 
-func TestChartCRDsMatchGenerated(t *testing.T) {
+// crdChartDir is the CRD-only chart (Karpenter's karpenter-crd pattern).
+const crdChartDir = "helm/joiner-crd"
+
+// crdDocs reads the generated CRDs (packaging/crds) by name.
+func crdDocs(t testing.TB) map[string]*unstructured.Unstructured {
+	t.Helper()
 	gen, err := filepath.Glob("crds/*.yaml")
 	if err != nil || len(gen) == 0 {
 		t.Fatalf("no generated CRDs in packaging/crds: %v", err)
 	}
-	chart, _ := filepath.Glob(filepath.Join(chartDir, "crds", "*.yaml"))
-	if len(chart) != len(gen) {
-		t.Errorf("chart has %d CRD files, packaging/crds has %d: run `bash scripts/sync-chart-crds.sh`", len(chart), len(gen))
-	}
+	out := map[string]*unstructured.Unstructured{}
 	for _, g := range gen {
-		want, _ := os.ReadFile(g)
-		got, err := os.ReadFile(filepath.Join(chartDir, "crds", filepath.Base(g)))
-		if err != nil || !bytes.Equal(got, want) {
-			t.Errorf("%s/crds/%s differs from packaging/crds (err %v): run `bash scripts/sync-chart-crds.sh` (make generate does)", chartDir, filepath.Base(g), err)
+		b, err := os.ReadFile(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range objects(t, string(b)) {
+			out[o.GetName()] = o
 		}
 	}
+	return out
+}
+
+// TestChartCRDsMatchGenerated: both charts render exactly the generated CRDs
+// (scripts/sync-chart-crds.sh copies them as templates), kept on uninstall;
+// the main chart only with crds.install.
+func TestChartCRDsMatchGenerated(t *testing.T) {
+	tool(t, "helm")
+	want := crdDocs(t)
+	for _, c := range []struct {
+		name, chart string
+		sets        []string
+		crds        bool
+	}{
+		{"joiner (crds.install default)", chartDir, []string{"settings.clusterName=x", "additionalAnnotations.a=b"}, true},
+		{"joiner crds.install=false", chartDir, []string{"settings.clusterName=x", "crds.install=false"}, false},
+		{"joiner-crd", crdChartDir, []string{"additionalAnnotations.a=b"}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out, err := renderRelease(t, c.chart, "joiner", nil, c.sets...)
+			if err != nil {
+				t.Fatalf("helm template: %v\n%s", err, out)
+			}
+			got := map[string]*unstructured.Unstructured{}
+			for _, o := range objects(t, out) {
+				if o.GetKind() == "CustomResourceDefinition" {
+					got[o.GetName()] = o
+				}
+			}
+			if !c.crds {
+				if len(got) != 0 {
+					t.Errorf("CRDs rendered with crds.install=false: %v", slices.Sorted(maps.Keys(got)))
+				}
+				return
+			}
+			if len(got) != len(want) {
+				t.Errorf("rendered CRDs %v, generated %v: run `bash scripts/sync-chart-crds.sh`", slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(want)))
+			}
+			for name, w := range want {
+				g := got[name]
+				if g == nil {
+					t.Errorf("CRD %s not rendered: run `bash scripts/sync-chart-crds.sh`", name)
+					continue
+				}
+				ann := g.GetAnnotations()
+				if ann["helm.sh/resource-policy"] != "keep" || ann["a"] != "b" {
+					t.Errorf("CRD %s annotations %v: want helm.sh/resource-policy=keep and additionalAnnotations", name, ann)
+				}
+				if !equality(g.Object["spec"], w.Object["spec"]) {
+					t.Errorf("CRD %s differs from packaging/crds: run `bash scripts/sync-chart-crds.sh` (make generate does)", name)
+				}
+			}
+		})
+	}
+}
+
+// equality compares two decoded YAML trees.
+func equality(a, b any) bool {
+	ja, err1 := json.Marshal(a)
+	jb, err2 := json.Marshal(b)
+	return err1 == nil && err2 == nil && bytes.Equal(ja, jb)
 }
 
 func TestHelmLint(t *testing.T) {
 	helm := tool(t, "helm")
-	for _, v := range ciValues(t) {
+	out, err := run(t, ".", nil, helm, "lint", "--strict", crdChartDir, "--kube-version", kubeVersion)
+	if err != nil || strings.Contains(out, "[WARNING]") || strings.Contains(out, "[ERROR]") {
+		t.Errorf("helm lint --strict %s: %v\n%s", crdChartDir, err, out)
+	}
+	for _, v := range append(ciValues(t), karpenterValues) {
 		t.Run(v, func(t *testing.T) {
-			out, err := run(t, ".", nil, helm, "lint", "--strict", chartDir, "-f", v, "--kube-version", kubeVersion)
+			out, err := run(t, ".", nil, helm, "lint", "--strict", chartDir, "-f", v, "--kube-version", kubeVersion, "--set", "settings.clusterName=lint")
 			if err != nil {
 				t.Fatalf("helm lint --strict -f %s: %v\n%s", v, err, out)
 			}
@@ -175,7 +246,8 @@ func TestHelmTemplateRejectsBadValues(t *testing.T) {
 		want string
 	}{
 		{"no cluster name", nil, "settings.clusterName is required"},
-		{"bootstrapExpect != replicas", []string{"settings.clusterName=x", "coordinator.replicas=5"}, "bootstrapExpect must equal coordinator.replicas"},
+		{"bootstrapExpect != replicas", []string{"settings.clusterName=x", "replicas=5", "coordinator.bootstrapExpect=3"}, "coordinator.bootstrapExpect (3) must equal replicas (5)"},
+		{"no coordinator", []string{"settings.clusterName=x", "replicas=0"}, "replicas"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			out, err := render(t, nil, c.sets...)
@@ -331,7 +403,7 @@ func TestHelmTemplateDefaults(t *testing.T) {
 	}
 
 	if find(objs, "ServiceMonitor", "") != nil {
-		t.Error("ServiceMonitor rendered although metrics.serviceMonitor.enabled is false")
+		t.Error("ServiceMonitor rendered although serviceMonitor.enabled is false")
 	}
 	var sa corev1.ServiceAccount
 	into(t, find(objs, "ServiceAccount", "joiner-coordinator"), &sa)
@@ -386,7 +458,7 @@ func TestHelmTemplateFullValues(t *testing.T) {
 	objs := objects(t, out)
 	sm := find(objs, "ServiceMonitor", "")
 	if sm == nil {
-		t.Fatal("no ServiceMonitor with metrics.serviceMonitor.enabled")
+		t.Fatal("no ServiceMonitor with serviceMonitor.enabled")
 	}
 	// The coordinators serve TLS: scraped over https, checked against their CA.
 	eps, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
@@ -423,25 +495,6 @@ func TestHelmTemplateFullValues(t *testing.T) {
 	for _, want := range []string{"--coordinator-token-file=", "--coordinator-ca-file=", "--force-after=10m"} {
 		if !strings.Contains(aargs, want) {
 			t.Errorf("agent args %q lack %q", aargs, want)
-		}
-	}
-}
-
-func TestHelmTemplateIncludesCRDs(t *testing.T) {
-	helm := tool(t, "helm")
-	out, err := run(t, ".", nil, helm, "template", "joiner", chartDir, "--include-crds", "--kube-version", kubeVersion, "--set", "settings.clusterName=x")
-	if err != nil {
-		t.Fatalf("helm template --include-crds: %v\n%s", err, out)
-	}
-	got := map[string]bool{}
-	for _, o := range objects(t, out) {
-		if o.GetKind() == "CustomResourceDefinition" {
-			got[o.GetName()] = true
-		}
-	}
-	for _, want := range []string{"nodepools.karpenter.sh", "nodeclaims.karpenter.sh", "ec2nodeclasses.karpenter.k8s.aws"} {
-		if !got[want] {
-			t.Errorf("chart does not install CRD %s (got %v)", want, got)
 		}
 	}
 }

@@ -16,6 +16,8 @@ declare -A tools=(
   [aemm]="tools/aemm github.com/joiner-dev/joiner/tools/aemm/ec2-metadata-mock"
   [helm]="tools/helm helm.sh/helm/v3/cmd/helm"
   [nfpm]="tools/nfpm github.com/goreleaser/nfpm/v2/cmd/nfpm"
+  [kubeconform]="tools/kubeconform github.com/yannh/kubeconform/cmd/kubeconform"
+  [promtool]="tools/promtool github.com/prometheus/prometheus/cmd/promtool"
 )
 
 build() {

@@ -22,6 +22,8 @@ declare -A want=(
   [pvcreate]=lvm2
   [cryptsetup]=cryptsetup-bin
   [systemd-analyze]=systemd
+  # cmd/joiner `joiner top` test drives the terminal view in a tmux pane
+  [tmux]=tmux
 )
 
 missing=()

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/joiner-dev/joiner/internal/backoff"
 	"github.com/joiner-dev/joiner/internal/defaults"
@@ -57,6 +58,7 @@ type pathState struct {
 	path      string
 	kind      Kind
 	failures  int
+	backoff   wait.Backoff
 	nextTry   time.Time
 	lastError string
 }
@@ -99,6 +101,7 @@ func (w *Watcher) ResolveInstanceID(ctx context.Context) (string, error) {
 	if w.opts.InstanceID != "" {
 		return w.opts.InstanceID, nil
 	}
+	retry := backoff.New(w.opts.Interval, w.opts.MaxBackoff)
 	for attempt := 0; ; attempt++ {
 		b, err := w.get.Get(ctx, PathInstanceID)
 		if err == nil && len(b) > 0 {
@@ -113,7 +116,7 @@ func (w *Watcher) ResolveInstanceID(ctx context.Context) (string, error) {
 		select {
 		case <-ctx.Done():
 			return "", fmt.Errorf("reading instance id: %w", ctx.Err())
-		case <-time.After(backoff.Jittered(attempt, w.opts.Interval, w.opts.MaxBackoff)):
+		case <-time.After(retry.Step()):
 		}
 	}
 }
@@ -154,7 +157,10 @@ func (w *Watcher) Poll(ctx context.Context) []Notice {
 				return out
 			}
 			w.observeError(p.path)
-			wait := backoff.Jittered(p.failures, w.opts.Interval, w.opts.MaxBackoff)
+			if p.failures == 0 {
+				p.backoff = backoff.New(w.opts.Interval, w.opts.MaxBackoff)
+			}
+			wait := p.backoff.Step()
 			p.failures++
 			p.nextTry = now.Add(wait)
 			// Log the first failure, a changed error, and then every 10th.

@@ -107,6 +107,7 @@ func (c *Client) Deliver(ctx context.Context, r agentv1.Report) (agentv1.Ack, er
 		return agentv1.Ack{}, fmt.Errorf("encoding report %s: %w", r.ID, err)
 	}
 	log := c.log.With(zap.String(logging.KeyNotice, r.ID))
+	retry := backoff.New(c.opts.RetryBase, c.opts.RetryMax)
 	for attempt := 0; ; attempt++ {
 		ep := c.opts.Endpoints[int(c.next.Load())%len(c.opts.Endpoints)]
 		ack, err := c.send(ctx, ep, body)
@@ -120,7 +121,7 @@ func (c *Client) Deliver(ctx context.Context, r agentv1.Report) (agentv1.Ack, er
 			return agentv1.Ack{}, fmt.Errorf("delivering report %s: %w (last: %v)", r.ID, ctx.Err(), err)
 		}
 		c.next.Add(1) // try another replica next time
-		wait := backoff.Jittered(attempt, c.opts.RetryBase, c.opts.RetryMax)
+		wait := retry.Step()
 		var se *StatusError
 		if errors.As(err, &se) {
 			c.observe("rejected")

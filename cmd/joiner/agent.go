@@ -22,6 +22,7 @@ import (
 	"github.com/joiner-dev/joiner/agent"
 	agentconfig "github.com/joiner-dev/joiner/agent/config"
 	"github.com/joiner-dev/joiner/agent/imds"
+	"github.com/joiner-dev/joiner/events"
 )
 
 func init() { addCommand(newAgentCmd) }
@@ -57,6 +58,11 @@ func newAgentCmd(g *globals) *cobra.Command {
 recommendations, scheduled events and the ASG target lifecycle state; taints, cordons and
 drains the node per kind; and reports each notice to the coordinators until acknowledged.
 As a systemd service use Type=notify (READY=1 and watchdog pings are sent).`,
+		Example: `  # as the chart's DaemonSet runs it
+  joiner agent --coordinator https://joiner-coordinator.kube-system.svc:8080 \
+    --coordinator-token-file /var/run/secrets/joiner/token --coordinator-ca-file /etc/joiner/ca/ca.crt --coordinator-drains
+  # try the drain policy on a node without acting
+  joiner agent --dry-run --policy rebalance-recommendation=drain --kubeconfig ~/.kube/config --node-name ip-10-0-1-2.ec2.internal`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := g.logger()
@@ -67,12 +73,14 @@ As a systemd service use Type=notify (READY=1 and watchdog pings are sent).`,
 			if err != nil {
 				return &errExitCode{code: 2, err: err}
 			}
+			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+			defer stop()
+			// The node's Events, as Karpenter's source, with the node as host.
+			cfg.Drain.Recorder = events.NewRecorder(ctx, kube, cfg.NodeName)
 			a, err := agent.New(cfg, kube, log.Named("agent"))
 			if err != nil {
 				return err
 			}
-			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-			defer stop()
 			return a.Run(ctx)
 		},
 	}
@@ -96,6 +104,9 @@ As a systemd service use Type=notify (READY=1 and watchdog pings are sent).`,
 	fl.BoolVar(&f.releasePages, "release-startup-pages", true, "once ready, page out the binary's start-up-only code (lower RSS; Linux)")
 	fl.BoolVar(&f.coordinatorDrains, "coordinator-drains", false, "only cordon and taint this node and report; the coordinator evicts the pods (the agent then needs no eviction or pod delete rights)")
 	fl.DurationVar(&f.minWindow, "min-drain-window", 30*time.Second, "give a drain at least this long even when the notice's deadline is nearer or past")
+	_ = cmd.RegisterFlagCompletionFunc("kinds", cobra.FixedCompletions(noticeKinds(), cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.MarkFlagFilename("config")
+	_ = cmd.MarkFlagFilename("kubeconfig")
 	return cmd
 }
 
@@ -250,4 +261,13 @@ func kubeConfig(path string) (*rest.Config, error) {
 	rc.QPS, rc.Burst = 20, 40
 	rc.UserAgent = "joiner-agent/" + version
 	return rc, nil
+}
+
+// noticeKinds are the IMDS notice kinds --kinds and --policy take.
+func noticeKinds() []string {
+	out := make([]string, len(imds.Kinds))
+	for i, k := range imds.Kinds {
+		out[i] = string(k)
+	}
+	return out
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +14,9 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/cli-runtime/pkg/printers"
+	"sigs.k8s.io/yaml"
 
 	"github.com/joiner-dev/joiner/api/convert"
 )
@@ -50,7 +55,13 @@ name, field and value; every other document is still written, and the exit statu
 
 A legacy node class that relied on the aws.defaultInstanceProfile setting gets
 role: $KARPENTER_NODE_ROLE, as karpenter-convert writes (substitute it with envsubst), unless
---default-role or --default-instance-profile gives one.`,
+--default-role or --default-instance-profile gives one.
+
+-o name prints kind.group/name of each object written, as kubectl -o name does.`,
+		Example: `  joiner convert -f provisioner.yaml > nodepool.yaml
+  # a GitOps tree, recursively, with the node role karpenter-convert would leave as a variable
+  joiner convert -R -f manifests/ --default-role KarpenterNodeRole-my-cluster
+  kubectl get provisioners,awsnodetemplates -o yaml | joiner convert -f - -o name`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return convertRun(cmd, f)
@@ -59,7 +70,9 @@ role: $KARPENTER_NODE_ROLE, as karpenter-convert writes (substitute it with envs
 	fl := cmd.Flags()
 	fl.StringArrayVarP(&f.files, "filename", "f", nil, "file, directory (*.yaml, *.yml, *.json) or - for stdin; repeatable")
 	fl.BoolVarP(&f.recursive, "recursive", "R", false, "read the directories given with -f recursively")
-	fl.StringVarP(&f.output, "output", "o", "yaml", "output format: yaml (a multi-document stream) or json (the object, or a v1 List of them)")
+	fl.StringVarP(&f.output, "output", "o", "yaml", "output format: yaml (a multi-document stream), json (the object, or a v1 List of them) or name (kind.group/name per object)")
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"yaml", "json", outName}, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.MarkFlagFilename("filename", manifestFileExts...)
 	fl.BoolVar(&f.validate, "validate", true, "validate the produced v1 objects; invalid ones are reported and not written")
 	fl.StringVar(&f.defaultRole, "default-role", "", "spec.role for legacy node classes that name neither an instance profile nor a role (default: $KARPENTER_NODE_ROLE, as karpenter-convert writes)")
 	fl.StringVar(&f.defaultInstanceProfile, "default-instance-profile", "", "spec.instanceProfile for legacy node classes that name neither an instance profile nor a role (instead of --default-role)")
@@ -89,7 +102,13 @@ func convertRun(cmd *cobra.Command, f convertFlags) error {
 		objs, invalid = convert.ValidateAll(objs)
 		errs = append(errs, invalid...)
 	}
-	out, encErrs := convert.EncodeAs(objs, convert.Format(f.output))
+	var out []byte
+	var encErrs []error
+	if f.output == outName {
+		out, encErrs = objectNames(objs)
+	} else {
+		out, encErrs = convert.EncodeAs(objs, convert.Format(f.output))
+	}
 	errs = append(errs, encErrs...)
 	if _, err := cmd.OutOrStdout().Write(out); err != nil {
 		return fmt.Errorf("convert: writing output: %w", err)
@@ -108,13 +127,45 @@ func (f convertFlags) check() error {
 	if len(f.files) == 0 {
 		return errors.New("-f FILE|DIR|- is required")
 	}
-	if !slices.Contains(convert.Formats, convert.Format(f.output)) {
-		return fmt.Errorf("-o %q: want yaml or json", f.output)
+	if !slices.Contains(convert.Formats, convert.Format(f.output)) && f.output != outName {
+		return fmt.Errorf("-o %q: want yaml, json or name", f.output)
 	}
 	if f.defaultRole != "" && f.defaultInstanceProfile != "" {
 		return errors.New("--default-role and --default-instance-profile are mutually exclusive (v1 takes one of spec.role and spec.instanceProfile)")
 	}
 	return nil
+}
+
+// objectNames prints kind.group/name for each object (kubectl -o name).
+func objectNames(objs []convert.Object) ([]byte, []error) {
+	var b bytes.Buffer
+	var errs []error
+	p := &printers.NamePrinter{}
+	for _, o := range objs {
+		var data []byte
+		var err error
+		switch {
+		case o.NodePool != nil:
+			data, err = json.Marshal(o.NodePool)
+		case o.EC2NodeClass != nil:
+			data, err = json.Marshal(o.EC2NodeClass)
+		case o.NodeClaim != nil:
+			data, err = json.Marshal(o.NodeClaim)
+		default:
+			data, err = yaml.YAMLToJSON(o.Raw)
+		}
+		u := &unstructured.Unstructured{}
+		if err == nil {
+			err = u.UnmarshalJSON(data)
+		}
+		if err == nil {
+			err = p.PrintObj(u, &b)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: printing its name: %w", o.Source, err))
+		}
+	}
+	return b.Bytes(), errs
 }
 
 // failedDocuments counts the documents the errors are about (a document

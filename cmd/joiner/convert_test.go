@@ -112,7 +112,7 @@ func TestConvertCmdErrors(t *testing.T) {
 		{"no -f", nil, "-f FILE|DIR|- is required"},
 		{"missing file", []string{"-f", filepath.Join(t.TempDir(), "missing.yaml")}, "missing.yaml"},
 		{"empty directory", []string{"-f", t.TempDir()}, "no *.yaml, *.yml or *.json files (-R reads subdirectories)"},
-		{"unknown output", []string{"-f", "-", "-o", "table"}, `-o "table": want yaml or json`},
+		{"unknown output", []string{"-f", "-", "-o", "table"}, `-o "table": want yaml, json or name`},
 		{"both defaults", []string{"-f", "-", "--default-role", "r", "--default-instance-profile", "p"}, "--default-role and --default-instance-profile are mutually exclusive"},
 	}
 	for _, tt := range tests {

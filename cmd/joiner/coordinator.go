@@ -20,7 +20,9 @@ import (
 	"github.com/joiner-dev/joiner/coordinator/api"
 	"github.com/joiner-dev/joiner/coordinator/cluster"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
+	"github.com/joiner-dev/joiner/coordinator/karpmetrics"
 	"github.com/joiner-dev/joiner/coordinator/kube"
+	"github.com/joiner-dev/joiner/coordinator/loop"
 )
 
 func init() { addCommand(newCoordinatorCmd) }
@@ -49,7 +51,11 @@ func newCoordinatorCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "coordinator",
 		Short: "Run a coordinator replica (StatefulSet pod)",
-		Args:  cobra.NoArgs,
+		Example: `  # what the chart's StatefulSet runs in pod joiner-coordinator-0
+  joiner coordinator --cluster-name my-cluster --advertise joiner-coordinator-0.joiner-coordinator-peers.kube-system.svc:7000 \
+    --bind 0.0.0.0:7000 --http-addr 0.0.0.0:8080 --gossip-bind 0.0.0.0:7946 --join joiner-coordinator-peers.kube-system.svc \
+    --bootstrap-expect 3 --tls-ca-secret joiner-coordinator-ca --tls-ca-configmap joiner-coordinator-ca`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := g.logger()
 			if err != nil {
@@ -154,6 +160,9 @@ func runCoordinator(ctx context.Context, f *coordinatorFlags, log *zap.Logger) e
 	if err := kube.RegisterClientMetrics(reg); err != nil {
 		return fmt.Errorf("registering client metrics: %w", err)
 	}
+	if err := registerProcessMetrics(reg); err != nil {
+		return err
+	}
 	ap := f.security.autopilot(node, disc, f, sec, log)
 	lead, cache, discovery, err := buildLeader(ctx, f, clients, rc, state, node, &ap, reg, log)
 	if err != nil {
@@ -164,7 +173,7 @@ func runCoordinator(ctx context.Context, f *coordinatorFlags, log *zap.Logger) e
 	go func() { defer close(cacheDone); _ = cache.Run(cacheCtx) }()
 	defer func() { stopCache(); <-cacheDone }()
 	stopHTTP, err := serveAPI(ctx, f, sec, api.Config{Authenticate: f.security.authenticator(sec, clients), NodeInstance: nodeInstance(cache),
-		ClusterFacts: statusCluster(discovery)},
+		ClusterFacts: statusCluster(discovery), StatusAuthenticate: f.security.statusAuthenticator(sec, clients)},
 		node, state, reg, log)
 	if err != nil {
 		return err
@@ -194,7 +203,7 @@ func serveAPI(ctx context.Context, f *coordinatorFlags, sec security, auth api.C
 		return nil, fmt.Errorf("registering state metrics: %w", err)
 	}
 	h := api.New(api.Config{Cluster: c, Reports: state, Raft: c, State: state,
-		Authenticate: auth.Authenticate, NodeInstance: auth.NodeInstance, ClusterFacts: auth.ClusterFacts,
+		Authenticate: auth.Authenticate, NodeInstance: auth.NodeInstance, ClusterFacts: auth.ClusterFacts, StatusAuthenticate: auth.StatusAuthenticate,
 		Resolve: api.PortResolver(sec.scheme(), port), Client: sec.peerClient(10 * time.Second),
 		Gatherer: reg, Metrics: m}, log)
 	ln, err := api.Listen(f.httpAddr, api.DefaultLimits)
@@ -241,4 +250,20 @@ func closeBounded(node *cluster.Node, limit time.Duration, log *zap.Logger) {
 	case <-time.After(limit):
 		log.Warn("raft shutdown still waiting; exiting without it", zap.Duration("waited", limit))
 	}
+}
+
+// registerProcessMetrics registers the process-wide metrics besides
+// Joiner's own: leader loop passes under controller-runtime's names,
+// raft's and memberlist's (go-metrics), karpenter_build_info.
+func registerProcessMetrics(reg prometheus.Registerer) error {
+	if err := loop.RegisterMetrics(reg); err != nil {
+		return err
+	}
+	if err := cluster.ExportMetrics(reg); err != nil {
+		return err
+	}
+	if err := karpmetrics.RegisterBuildInfo(reg, version, commit); err != nil {
+		return fmt.Errorf("registering build info: %w", err)
+	}
+	return nil
 }

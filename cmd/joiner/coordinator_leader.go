@@ -22,6 +22,7 @@ import (
 	"github.com/joiner-dev/joiner/coordinator/kube"
 	"github.com/joiner-dev/joiner/coordinator/leader"
 	"github.com/joiner-dev/joiner/coordinator/scheduler"
+	"github.com/joiner-dev/joiner/events"
 	"github.com/joiner-dev/joiner/internal/featuregates"
 )
 
@@ -46,6 +47,13 @@ type leaderFlags struct {
 	queueName string
 	// isolatedVPC: the AWS Pricing API is not reachable (--isolated-vpc).
 	isolatedVPC bool
+	// batchIdle, batchMax bound a provisioning batch (Karpenter's
+	// BATCH_IDLE_DURATION, BATCH_MAX_DURATION).
+	batchIdle, batchMax time.Duration
+	// amiRefresh, subnetRefresh are Karpenter's AMI_REFRESH_INTERVAL and
+	// SUBNET_REFRESH_INTERVAL: a class is resolved as a whole, so the
+	// smaller one set replaces classRefresh.
+	amiRefresh, subnetRefresh time.Duration
 }
 
 func (f *leaderFlags) register(fl *pflag.FlagSet) {
@@ -72,6 +80,41 @@ func (f *leaderFlags) register(fl *pflag.FlagSet) {
 	fl.BoolVar(&f.isolatedVPC, "isolated-vpc", false,
 		"the VPC reaches no AWS service without a VPC endpoint, Karpenter's ISOLATED_VPC: on-demand prices are not read from the AWS Pricing API (the embedded ones of the region, else us-east-1's, stay)")
 	fl.BoolVar(&f.simulated, "simulated-cloud", false, "the cloud is joiner sim: nobody else removes startup taints, so the coordinator does")
+	fl.DurationVar(&f.batchIdle, "batch-idle-duration", time.Second,
+		"a batch of pending pods ends once none arrived for this long (Karpenter's BATCH_IDLE_DURATION)")
+	fl.DurationVar(&f.batchMax, "batch-max-duration", 10*time.Second,
+		"the longest a batch of pending pods grows before it is planned (Karpenter's BATCH_MAX_DURATION)")
+	fl.DurationVar(&f.amiRefresh, "ami-refresh-interval", 0,
+		"Karpenter's AMI_REFRESH_INTERVAL (at least 1m): EC2NodeClasses are resolved again at least this often (0: --nodeclass-refresh)")
+	fl.DurationVar(&f.subnetRefresh, "subnet-refresh-interval", 0,
+		"Karpenter's SUBNET_REFRESH_INTERVAL (at least 1m): EC2NodeClasses are resolved again at least this often (0: --nodeclass-refresh)")
+}
+
+// refreshes checks the batch and refresh durations and folds the AMI and
+// subnet refresh intervals into classRefresh (the smaller one set).
+func (f *leaderFlags) refreshes() error {
+	if f.batchIdle <= 0 || f.batchMax <= 0 {
+		return fmt.Errorf("--batch-idle-duration %s, --batch-max-duration %s: want both > 0", f.batchIdle, f.batchMax)
+	}
+	var refresh time.Duration
+	for _, r := range []struct {
+		flag string
+		d    time.Duration
+	}{{"--ami-refresh-interval", f.amiRefresh}, {"--subnet-refresh-interval", f.subnetRefresh}} {
+		if r.d == 0 {
+			continue
+		}
+		if r.d < time.Minute {
+			return fmt.Errorf("%s %s: want at least 1m", r.flag, r.d)
+		}
+		if refresh == 0 || r.d < refresh {
+			refresh = r.d
+		}
+	}
+	if refresh > 0 {
+		f.classRefresh = refresh
+	}
+	return nil
 }
 
 // restConfig loads the kubeconfig or the in-cluster config.
@@ -137,6 +180,9 @@ func buildLeader(ctx context.Context, f *coordinatorFlags, clients *kube.Clients
 	if policy != scheduler.MinValuesStrict && policy != scheduler.MinValuesBestEffort {
 		return nil, nil, nil, fmt.Errorf("--min-values-policy %q: want %s or %s", lf.minValues, scheduler.MinValuesStrict, scheduler.MinValuesBestEffort)
 	}
+	if err := lf.refreshes(); err != nil {
+		return nil, nil, nil, err
+	}
 	gates, unknown, err := featuregates.Parse(lf.featureGates)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("--feature-gates: %w", err)
@@ -171,10 +217,10 @@ func buildLeader(ctx context.Context, f *coordinatorFlags, clients *kube.Clients
 	cache := kube.NewCache(clients, log)
 	lead, err := leader.New(leader.Deps{
 		Cluster: f.clusterName, UserData: uc, NodeCluster: leaderCluster(discovery), BootstrapImage: lf.bootstrapImage, RemoveStartupTaints: lf.simulated,
-		MinValuesPolicy: policy, FeatureGates: gates,
+		MinValuesPolicy: policy, FeatureGates: gates, BatchIdle: lf.batchIdle, BatchMax: lf.batchMax,
 		Clients: clients, Kube: clients.Kube, Cache: cache, Cloud: provider, State: state,
 		Raft: cluster.RaftProposer{Raft: node.Raft}, Membership: membership, StateRetention: lf.stateRetention, NodeClassRefresh: lf.classRefresh,
-		InterruptionQueue: queue, Recorder: kube.NewRecorder(ctx, clients.Kube, "joiner"), Registerer: reg, Log: log,
+		InterruptionQueue: queue, Recorder: events.NewRecorder(ctx, clients.Kube, ""), Registerer: reg, Log: log,
 	})
 	if err != nil {
 		return nil, nil, nil, err

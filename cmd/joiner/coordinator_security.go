@@ -172,6 +172,32 @@ func (f *securityFlags) authenticator(s security, kc *kube.Clients) api.Authenti
 	}
 }
 
+// statusAuthenticator lets people and tools without a coordinator
+// certificate read /v1/status (e.g. `joiner status` through the API
+// server's service proxy) with their own Kubernetes bearer token: it must
+// authenticate (TokenReview) and its user be allowed to list
+// nodeclaims.karpenter.sh (SubjectAccessReview). nil with --insecure-dev.
+func (f *securityFlags) statusAuthenticator(s security, kc *kube.Clients) api.Authenticator {
+	if s.tls == nil {
+		return nil
+	}
+	r := &kube.AccessReviewer{Client: kc.Kube, Access: kube.StatusAccess}
+	return func(ctx context.Context, token string) (api.Identity, error) {
+		id, err := r.Review(ctx, token)
+		switch {
+		case errors.Is(err, kube.ErrTokenRejected):
+			return api.Identity{}, fmt.Errorf("%w: %v", api.ErrUnauthenticated, err)
+		case errors.Is(err, kube.ErrAccessDenied):
+			return api.Identity{}, fmt.Errorf("%w: %v", api.ErrForbidden, err)
+		case errors.Is(err, kube.ErrReviewBusy):
+			return api.Identity{}, api.ErrBusy
+		case err != nil:
+			return api.Identity{}, err
+		}
+		return api.Identity{User: id.User}, nil
+	}
+}
+
 // nodeInstance maps a node to its instance from the informer cache.
 func nodeInstance(c *kube.Cache) func(string) (string, bool) {
 	return func(name string) (string, bool) {

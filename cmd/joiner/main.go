@@ -29,6 +29,7 @@ func (g *globals) logger() (*zap.Logger, error) {
 	if err != nil {
 		return nil, err
 	}
+	logging.RouteKlog(l) // client-go's klog lines in the same format
 	g.log = l
 	return l, nil
 }
@@ -69,6 +70,7 @@ func newRootCmd() *cobra.Command {
 	for _, f := range commandFactories {
 		root.AddCommand(f(g))
 	}
+	setupCompletion(root)
 	return root
 }
 

@@ -1,16 +1,13 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
 
 	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
@@ -22,13 +19,16 @@ func init() { addCommand(newMigrateCmd) }
 
 // newMigrateCmd is `joiner migrate`: checks for a switch from Karpenter.
 func newMigrateCmd(*globals) *cobra.Command {
-	cmd := &cobra.Command{Use: "migrate", Short: "Check a cluster running Karpenter before switching it to Joiner"}
+	cmd := &cobra.Command{Use: "migrate", Short: "Check a cluster running Karpenter before switching it to Joiner",
+		Example: `  joiner migrate check --context prod`}
 	cmd.AddCommand(newMigrateCheckCmd())
 	return cmd
 }
 
 func newMigrateCheckCmd() *cobra.Command {
-	var kubeconfig, kubeContext, caFile, output string
+	var caFile string
+	var output *outputFlag
+	var kf *kubeFlags
 	cmd := &cobra.Command{
 		Use:   "check",
 		Short: "Say what Joiner will do with every NodePool, EC2NodeClass and NodeClaim: adopt, reject or replace as drifted",
@@ -47,15 +47,12 @@ coordinator. The exit code is 0 when nothing is rejected and 3 when something is
   joiner migrate check --context prod -o json | jq '.[] | select(.action != "Adopt")'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if output != "table" && output != "json" {
-				return fmt.Errorf("migrate check: -o %q: want table or json", output)
+			if err := output.check(); err != nil {
+				return fmt.Errorf("migrate check: %w", err)
 			}
-			rules := clientcmd.NewDefaultClientConfigLoadingRules()
-			rules.ExplicitPath = kubeconfig
-			cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: kubeContext})
-			rc, err := cc.ClientConfig()
+			rc, err := kf.restConfig()
 			if err != nil {
-				return fmt.Errorf("migrate check: loading kubeconfig: %w", err)
+				return fmt.Errorf("migrate check: %w", err)
 			}
 			clients, err := kube.NewClients(rc)
 			if err != nil {
@@ -83,7 +80,7 @@ coordinator. The exit code is 0 when nothing is rejected and 3 when something is
 				return fmt.Errorf("migrate check: %w", err)
 			}
 			findings := migrate.Check(in)
-			if err := printFindings(cmd.OutOrStdout(), findings, output); err != nil {
+			if err := printFindings(cmd.OutOrStdout(), findings, output.value); err != nil {
 				return err
 			}
 			for _, f := range findings {
@@ -94,24 +91,25 @@ coordinator. The exit code is 0 when nothing is rejected and 3 when something is
 			return nil
 		},
 	}
+	kf = addKubeFlags(cmd, "")
 	fl := cmd.Flags()
-	fl.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig (empty: $KUBECONFIG or ~/.kube/config)")
-	fl.StringVar(&kubeContext, "context", "", "kubeconfig context (empty: the current one)")
 	fl.StringVar(&caFile, "cluster-ca-file", "", "cluster CA bundle nodes are given (empty: the kubeconfig's, as Karpenter takes it)")
-	fl.StringVarP(&output, "output", "o", "table", "output format: table or json")
+	_ = cmd.MarkFlagFilename("cluster-ca-file")
+	output = addOutputFlag(cmd, outTable, outJSON, outYAML)
 	return cmd
 }
 
 func printFindings(w io.Writer, fs []migrate.Finding, output string) error {
-	if output == "json" {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(fs)
+	if output != outTable {
+		if fs == nil {
+			fs = []migrate.Finding{}
+		}
+		return printData(w, fs, output)
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "KIND\tNAME\tACTION\tREASON\tDETAIL")
+	t := &metav1.Table{ColumnDefinitions: []metav1.TableColumnDefinition{
+		column("Kind", false), column("Name", false), column("Action", false), column("Reason", false), column("Detail", false)}}
 	for _, f := range fs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", f.Kind, f.Name, f.Action, dash(f.Reason), dash(f.Detail))
+		t.Rows = append(t.Rows, row(f.Kind, f.Name, f.Action, dash(f.Reason), dash(f.Detail)))
 	}
-	return tw.Flush()
+	return printTable(w, t, false)
 }

@@ -3,10 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -25,14 +22,16 @@ const (
 
 func newPlanCmd(*globals) *cobra.Command {
 	var files []string
-	var nodesFile, output string
+	var nodesFile string
+	var recursive bool
 	var maxPods int
+	var output *outputFlag
 	cmd := &cobra.Command{
-		Use:   "plan -f FILE|DIR [-o table|yaml|json] [--nodes FILE] [--max-pods N]",
+		Use:   "plan -f FILE|DIR|- [-R] [-o table|wide|yaml|json|name] [--nodes FILE] [--max-pods N]",
 		Short: "Offline: manifests in, the nodes Joiner would launch out (types, zones, price)",
-		Long: `plan reads Kubernetes and Karpenter manifests (multi-document YAML; a directory
-is read like kubectl -f reads one: its *.yaml, *.yml and *.json files in
-name order, not recursively) and prints the
+		Long: `plan reads Kubernetes and Karpenter manifests (multi-document YAML; -f takes a file,
+- for stdin, or a directory, read like kubectl -f reads one: its *.yaml, *.yml
+and *.json files in name order, with -R its subdirectories too) and prints the
 NodeClaims Joiner would create for their pods: NodePool, instance type chosen
 and candidates, zone, capacity type, pods, cpu and memory used vs allocatable,
 and the hourly cost, plus pods that fit nothing and why.
@@ -53,7 +52,11 @@ the limit is an input error naming the field and its value, and adds no pod.
 Exit codes: 0 all placed; 1 some input was invalid (the plan of the rest is
 still printed); 2 some pods are unschedulable.`,
 		Example: `  joiner plan -f examples/
-  joiner plan -f workloads.yaml -o json --nodes nodes.yaml`,
+  joiner plan -f workloads.yaml -o json --nodes nodes.yaml
+  # what a Helm release would need, from stdin; every column
+  helm template my-app ./chart | joiner plan -f - -o wide
+  # a GitOps tree, recursively; the NodeClaims' names only
+  joiner plan -R -f clusters/prod/ -o name`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if len(files) == 0 {
@@ -62,16 +65,20 @@ still printed); 2 some pods are unschedulable.`,
 			if maxPods <= 0 {
 				return fmt.Errorf("plan: --max-pods %d: must be positive", maxPods)
 			}
-			if !slices.Contains(report.Formats, output) {
-				return fmt.Errorf("plan: -o %q: want one of %s", output, strings.Join(report.Formats, ", "))
+			if err := output.check(); err != nil {
+				return fmt.Errorf("plan: %w", err)
 			}
 			paths := slices.Clone(files)
 			if nodesFile != "" {
 				paths = append(paths, nodesFile)
 			}
-			in, err := readManifests(paths)
+			inputs, err := readInputs(paths, recursive, cmd.InOrStdin())
 			if err != nil {
 				return fmt.Errorf("plan: %w", err)
+			}
+			in := make([]manifests.File, len(inputs))
+			for i, f := range inputs {
+				in[i] = manifests.File{Name: f.Name, Data: f.Data}
 			}
 			res, errs := manifests.LoadWith(in, manifests.Options{MaxPods: maxPods})
 			stderr := cmd.ErrOrStderr()
@@ -82,7 +89,7 @@ still printed); 2 some pods are unschedulable.`,
 				fmt.Fprintln(stderr, "error:", e)
 			}
 			plan := scheduler.Solve(res.Input)
-			out, err := report.Render(plan, output)
+			out, err := report.Render(plan, output.value)
 			if err != nil {
 				return fmt.Errorf("plan: %w", err)
 			}
@@ -98,49 +105,12 @@ still printed); 2 some pods are unschedulable.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringArrayVarP(&files, "filename", "f", nil, "manifest file or directory (repeatable)")
-	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table, yaml or json")
+	cmd.Flags().StringArrayVarP(&files, "filename", "f", nil, "manifest file, directory (*.yaml, *.yml, *.json) or - for stdin; repeatable")
+	cmd.Flags().BoolVarP(&recursive, "recursive", "R", false, "read the directories given with -f recursively")
+	output = addOutputFlag(cmd, report.Formats...)
 	cmd.Flags().StringVar(&nodesFile, "nodes", "", "file with existing Nodes (and Pods bound to them)")
 	cmd.Flags().IntVar(&maxPods, "max-pods", manifests.DefaultMaxPods, "most pods the manifests may describe (workloads expanded into their replicas); a workload past it is an input error")
+	_ = cmd.MarkFlagFilename("filename", manifestFileExts...)
+	_ = cmd.MarkFlagFilename("nodes", manifestFileExts...)
 	return cmd
-}
-
-// readManifests reads files and directories (not recursively, name order).
-func readManifests(paths []string) ([]manifests.File, error) {
-	var out []manifests.File
-	for _, p := range paths {
-		st, err := os.Stat(p)
-		if err != nil {
-			return nil, fmt.Errorf("reading %s: %w", p, err)
-		}
-		if !st.IsDir() {
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return nil, fmt.Errorf("reading %s: %w", p, err)
-			}
-			out = append(out, manifests.File{Name: p, Data: b})
-			continue
-		}
-		entries, err := os.ReadDir(p)
-		if err != nil {
-			return nil, fmt.Errorf("reading %s: %w", p, err)
-		}
-		for _, e := range entries {
-			switch strings.ToLower(filepath.Ext(e.Name())) {
-			case ".yaml", ".yml", ".json":
-			default:
-				continue
-			}
-			if e.IsDir() {
-				continue
-			}
-			path := filepath.Join(p, e.Name())
-			b, err := os.ReadFile(path)
-			if err != nil {
-				return nil, fmt.Errorf("reading %s: %w", path, err)
-			}
-			out = append(out, manifests.File{Name: path, Data: b})
-		}
-	}
-	return out, nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -143,5 +144,50 @@ func TestPlanMaxPods(t *testing.T) {
 				t.Errorf("output does not hold %q", tt.wantOut)
 			}
 		})
+	}
+}
+
+// TestPlanStdinRecursiveAndFormats: -f - reads stdin, -R a directory
+// tree; -o wide adds the NodeClass and every candidate, -o name prints
+// nodeclaim.karpenter.sh/NAME.
+func TestPlanStdinRecursiveAndFormats(t *testing.T) {
+	pod := func(name string) string {
+		return "apiVersion: v1\nkind: Pod\nmetadata: {name: " + name + "}\nspec:\n  containers: [{name: c, image: x, resources: {requests: {cpu: \"1\"}}}]\n"
+	}
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "team", "app"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "team", "app", "pod.yaml"), []byte(pod("deep")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := func(stdin string, args ...string) (string, error) {
+		root := newRootCmd()
+		var out bytes.Buffer
+		root.SetOut(&out)
+		root.SetErr(&bytes.Buffer{})
+		root.SetIn(strings.NewReader(stdin))
+		root.SetArgs(append([]string{"plan"}, args...))
+		err := root.Execute()
+		return out.String(), err
+	}
+	if _, err := run("", "-f", dir); err == nil || !strings.Contains(err.Error(), "-R reads subdirectories") {
+		t.Fatalf("a directory of directories without -R: %v", err)
+	}
+	out, err := run(pod("piped"), "-f", "-", "-R", "-f", dir, "-o", "wide")
+	if err != nil {
+		t.Fatalf("plan: %v\n%s", err, out)
+	}
+	for _, want := range []string{"default/piped", "default/deep", "NODECLASS", "CANDIDATES"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("-o wide lacks %q:\n%s", want, out)
+		}
+	}
+	out, err = run(pod("piped"), "-f", "-", "-o", "name")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`^(nodeclaim\.karpenter\.sh/[a-z0-9-]+\n)+$`).MatchString(out) {
+		t.Errorf("-o name:\n%s", out)
 	}
 }

@@ -23,7 +23,7 @@ import (
 func init() { addCommand(newSimCmd) }
 
 func newSimCmd(g *globals) *cobra.Command {
-	var listen, kubeconfig, configPath, queue string
+	var listen, kubeconfig, kubeContext, configPath, queue string
 	var bootDelay time.Duration
 	var kubeQPS float32
 	var kubeBurst int
@@ -41,6 +41,10 @@ Control API: POST /control/capacity-errors {"instanceType","zone","capacityType"
 POST /control/instances/<id>/interrupt, POST /control/instances/<id>/{rebalance,scheduled-change,stop},
 GET /control/instances; IMDS: /imds/<id>/latest/...; with --interruption-queue, SQS (GetQueueUrl, ReceiveMessage,
 DeleteMessage, SendMessage) serves that queue, which receives the EventBridge events of those (and every state change).`,
+		Example: `  # a cloud only
+  joiner sim
+  # instances that boot register Nodes in a kind cluster, 500 ms after launch
+  joiner sim --kubeconfig ~/.kube/config --context kind-joiner --boot-delay 500ms --interruption-queue joiner-sim`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := g.logger()
@@ -68,7 +72,8 @@ DeleteMessage, SendMessage) serves that queue, which receives the EventBridge ev
 			}
 			var kube kubernetes.Interface
 			if kubeconfig != "" {
-				rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+				rc, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(&clientcmd.ClientConfigLoadingRules{ExplicitPath: kubeconfig},
+					&clientcmd.ConfigOverrides{CurrentContext: kubeContext}).ClientConfig()
 				if err != nil {
 					return fmt.Errorf("--kubeconfig %s: %w", kubeconfig, err)
 				}
@@ -117,11 +122,14 @@ DeleteMessage, SendMessage) serves that queue, which receives the EventBridge ev
 	fl := cmd.Flags()
 	fl.StringVar(&listen, "listen", "127.0.0.1:4566", "address to listen on (loopback only)")
 	fl.StringVar(&kubeconfig, "kubeconfig", "", "cluster to register Nodes in, and whose API server and CA the default EKS cluster's DescribeCluster gives (none: the sim is a cloud only)")
+	fl.StringVar(&kubeContext, "context", "", "context of --kubeconfig (empty: its current context)")
 	fl.StringVar(&configPath, "config", "", "sim config (JSON: region, zones, subnets, securityGroups, images, parameters, bootDelay)")
 	fl.DurationVar(&bootDelay, "boot-delay", 2*time.Second, "time from launch to a running instance and its Node")
 	fl.StringVar(&queue, "interruption-queue", "", "SQS queue the sim's EventBridge rules send interruption and state-change events to (empty: none)")
 	fl.Float32Var(&kubeQPS, "kube-qps", 500, "Kubernetes API requests per second the sim may send (Node registration and heartbeats)")
 	fl.IntVar(&kubeBurst, "kube-burst", 1000, "Kubernetes API request burst of the sim")
+	_ = cmd.MarkFlagFilename("kubeconfig")
+	_ = cmd.MarkFlagFilename("config", "json")
 	return cmd
 }
 

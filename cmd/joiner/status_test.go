@@ -5,10 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -21,6 +22,7 @@ import (
 	"github.com/joiner-dev/joiner/coordinator/api"
 	"github.com/joiner-dev/joiner/coordinator/cluster"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
+	"github.com/joiner-dev/joiner/test/golden"
 )
 
 var updateGolden = flag.Bool("update", false, "rewrite golden files")
@@ -28,6 +30,20 @@ var updateGolden = flag.Bool("update", false, "rewrite golden files")
 // startStatusServer runs a one-node raft (in memory) with a real FSM holding
 // a small history, behind the real coordinator API handler.
 func startStatusServer(t *testing.T, tlsDir string) *httptest.Server {
+	t.Helper()
+	return startStatusServerWith(t, tlsDir, statusServerOptions{host: "127.0.0.1"})
+}
+
+// statusServerOptions: the address the server listens on (and its
+// certificate names), the bearer-token authenticator of /v1/status, and a
+// wrapper of its handler.
+type statusServerOptions struct {
+	host       string
+	statusAuth api.Authenticator
+	wrap       func(http.Handler) http.Handler
+}
+
+func startStatusServerWith(t *testing.T, tlsDir string, o statusServerOptions) *httptest.Server {
 	t.Helper()
 	f := fsm.New()
 	conf := raft.DefaultConfig()
@@ -70,12 +86,24 @@ func startStatusServer(t *testing.T, tlsDir string) *httptest.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	serving, err := cluster.TLSFromCA(ca, "coordinator-0", []string{"127.0.0.1"})
+	serving, err := cluster.TLSFromCA(ca, "coordinator-0", []string{o.host})
 	if err != nil {
 		t.Fatal(err)
 	}
 	auth := func(context.Context, string) (api.Identity, error) { return api.Identity{}, api.ErrUnauthenticated }
-	srv := httptest.NewUnstartedServer(api.New(api.Config{Cluster: c, Reports: f, Raft: c, State: f, Authenticate: auth}, zap.NewNop()))
+	var h http.Handler = api.New(api.Config{Cluster: c, Reports: f, Raft: c, State: f, Authenticate: auth, StatusAuthenticate: o.statusAuth}, zap.NewNop())
+	if o.wrap != nil {
+		h = o.wrap(h)
+	}
+	srv := httptest.NewUnstartedServer(h)
+	if o.host != "127.0.0.1" {
+		ln, err := net.Listen("tcp", net.JoinHostPort(o.host, "0"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = srv.Listener.Close()
+		srv.Listener = ln
+	}
 	srv.TLS = serving.HTTPServerConfig()
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
@@ -110,17 +138,31 @@ func TestStatusCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Columns are aligned as kubectl aligns them; compare with single spaces.
+	flat := regexp.MustCompile(` +`).ReplaceAllString(out, " ")
 	for _, want := range []string{
 		"Served by coordinator-0 (leader)",
-		"coordinator-0  coordinator-0.joiner:7000  Voter     leader * (this replica)",
-		"intent-a  default-aaaaa  default   launched  1        i-0aaa    2     m5.large,m5.xlarge",
-		"intent-b  default-bbbbb  default   pending   0        -         1     c5.large",
-		"i-0aaa    m5.large  us-east-1a  spot      0.0431   ready  ip-10-0-0-1",
+		"coordinator-0 coordinator-0.joiner:7000 Voter leader * (this replica)",
+		"intent-a default-aaaaa default launched 1 i-0aaa 2 m5.large,m5.xlarge",
+		"intent-b default-bbbbb default pending 0 - 1 c5.large",
+		"i-0aaa m5.large us-east-1a spot 0.0431 ready ip-10-0-0-1",
 		"1 live instance(s) (m5.large x1), $0.0431/hour",
 	} {
-		if !strings.Contains(out, want) {
+		if !strings.Contains(flat, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
+	}
+
+	out, err = runStatus(t, "--addr", srv.URL, "--tls-dir", tlsDir, "-o", "name")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out != "launchintent/intent-a\nlaunchintent/intent-b\ninstance/i-0aaa\n" {
+		t.Errorf("-o name:\n%s", out)
+	}
+	out, err = runStatus(t, "--addr", srv.URL, "--tls-dir", tlsDir, "-o", "yaml")
+	if err != nil || !strings.Contains(out, "servedBy: coordinator-0") {
+		t.Errorf("-o yaml: %v\n%s", err, out)
 	}
 
 	out, err = runStatus(t, "--addr", srv.URL, "--tls-dir", tlsDir, "-o", "json")
@@ -140,7 +182,7 @@ func TestStatusCommand(t *testing.T) {
 	if _, err := runStatus(t, "--addr", srv.URL, "--tls-dir", empty); err == nil || !strings.Contains(err.Error(), empty) {
 		t.Fatalf("no certificate: %v", err)
 	}
-	if _, err := runStatus(t, "--addr", srv.URL, "--tls-dir", tlsDir, "-o", "yaml"); err == nil || !strings.Contains(err.Error(), "-o") {
+	if _, err := runStatus(t, "--addr", srv.URL, "--tls-dir", tlsDir, "-o", "xml"); err == nil || !strings.Contains(err.Error(), "-o") {
 		t.Fatalf("bad -o: %v", err)
 	}
 }
@@ -167,12 +209,12 @@ func TestRenderStatusGolden(t *testing.T) {
 				{ID: "c", Address: "coordinator-2.joiner:7000", Suffrage: "Nonvoter"},
 			}},
 		Intents: []api.Intent{
-			{ID: "i1", NodeClaim: "default-x", NodePool: "default", State: "launched", Attempt: 2, InstanceID: "i-1", Pods: 12,
+			{ID: "i1", NodeClaim: "default-x", NodePool: "default", State: "launched", Attempt: 2, InstanceID: "i-1", Pods: 12, CreatedAt: t0,
 				InstanceTypes: []string{"m5.large", "m5a.large", "m6i.large", "c5.xlarge", "r5.large"}},
-			{ID: "i2", NodeClaim: "default-y", NodePool: "default", State: "cancelled"},
+			{ID: "i2", NodeClaim: "default-y", NodePool: "default", State: "cancelled", LastError: "no capacity"},
 		},
 		Instances: []api.Instance{
-			{ID: "i-1", InstanceType: "m5.large", Zone: "us-east-1a", CapacityType: "spot", Price: 0.0431, State: "ready", Node: "ip-1"},
+			{ID: "i-1", IntentID: "i1", InstanceType: "m5.large", Zone: "us-east-1a", CapacityType: "spot", Price: 0.0431, State: "ready", Node: "ip-1", LaunchedAt: t0},
 			{ID: "i-2", InstanceType: "m5.large", Zone: "us-east-1b", CapacityType: "on-demand", Price: 0.096, State: "terminating", Node: "ip-2"},
 			{ID: "i-3", InstanceType: "c5.large", Zone: "us-east-1b", CapacityType: "on-demand", Price: 0.085, State: "terminated"},
 		},
@@ -183,24 +225,14 @@ func TestRenderStatusGolden(t *testing.T) {
 			ServiceCIDR: "172.20.0.0/16", ClusterDNS: "172.20.0.10", IPFamily: "ipv4", Overridden: []string{"certificate authority"},
 			DiscoveredAt: &t0, Error: "describing EKS cluster demo: operation error EKS: DescribeCluster, ThrottlingException: Rate exceeded"},
 	}
-	var b bytes.Buffer
-	if err := renderStatus(&b, st, false); err != nil {
-		t.Fatal(err)
-	}
-	golden := filepath.Join("testdata", "status.golden")
-	if *updateGolden {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
+	for _, tc := range []struct {
+		file string
+		wide bool
+	}{{"status.golden", false}, {"status-wide.golden", true}} {
+		var b bytes.Buffer
+		if err := renderStatus(&b, st, false, tc.wide); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(golden, b.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if b.String() != string(want) {
-		t.Fatalf("status output changed (run with -update if intended):\n--- got\n%s\n--- want\n%s", b.String(), want)
+		golden.Check(t, filepath.Join("testdata", tc.file), b.Bytes(), *updateGolden)
 	}
 }

@@ -26,6 +26,8 @@ func newUserdataCmd(*globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "userdata",
 		Short: "Render the user data an EC2NodeClass and NodePool produce",
+		Example: `  joiner userdata render --nodeclass nodeclass.yaml --nodepool nodepool.yaml --cluster-name demo \
+    --endpoint https://ABC.gr7.us-west-2.eks.amazonaws.com --service-cidr 10.100.0.0/16`,
 	}
 	cmd.AddCommand(newUserdataRenderCmd())
 	return cmd
@@ -84,6 +86,12 @@ EC2NodeClass and NodePool are picked by kind (and by name when given).`,
 	fl.BoolVar(&f.joinerImage, "joiner-image", false, "render for a Joiner-built image (tagged joiner.io/ami=true): call joiner bootstrap before the kubelet (default: a stock EKS image)")
 	_ = cmd.MarkFlagRequired("nodeclass")
 	_ = cmd.MarkFlagRequired("nodepool")
+	for _, name := range []string{"nodeclass", "nodepool"} {
+		_ = cmd.MarkFlagFilename(name, manifestFileExts...)
+	}
+	_ = cmd.MarkFlagFilename("ca-file")
+	_ = cmd.RegisterFlagCompletionFunc("instance-type", completeInstanceTypes)
+	_ = cmd.RegisterFlagCompletionFunc("capacity-type", cobra.FixedCompletions([]string{"on-demand", "spot", "reserved"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
 

@@ -15,14 +15,33 @@ var (
 
 func init() { addCommand(newVersionCmd) }
 
+// versionInfo is `joiner version -o json|yaml`, named as kubectl's.
+type versionInfo struct {
+	Version   string `json:"version"`
+	Commit    string `json:"commit"`
+	GoVersion string `json:"goVersion"`
+	Platform  string `json:"platform"`
+}
+
 func newVersionCmd(*globals) *cobra.Command {
-	return &cobra.Command{
-		Use:   "version",
-		Short: "Print version and commit",
-		Args:  cobra.NoArgs,
+	var output *outputFlag
+	cmd := &cobra.Command{
+		Use:     "version",
+		Short:   "Print version and commit",
+		Example: "  joiner version\n  joiner version -o json",
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := output.check(); err != nil {
+				return fmt.Errorf("version: %w", err)
+			}
+			if output.value != outTable {
+				return printData(cmd.OutOrStdout(), versionInfo{Version: version, Commit: commit, GoVersion: runtime.Version(),
+					Platform: runtime.GOOS + "/" + runtime.GOARCH}, output.value)
+			}
 			_, err := fmt.Fprintf(cmd.OutOrStdout(), "joiner %s (commit %s, %s)\n", version, commit, runtime.Version())
 			return err
 		},
 	}
+	output = addOutputFlag(cmd, outTable, outJSON, outYAML)
+	return cmd
 }

@@ -3,6 +3,8 @@ package api
 import (
 	"context"
 	"errors"
+	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -16,7 +18,26 @@ var (
 	ErrUnauthenticated = errors.New("unauthenticated")
 	// ErrBusy: too many authentications right now; 429, retry.
 	ErrBusy = errors.New("authentication busy")
+	// ErrForbidden: the caller is known but may not do this; 403.
+	ErrForbidden = errors.New("forbidden")
 )
+
+// ProxiedAuthorizationHeader carries a caller's "Bearer <token>" through
+// the Kubernetes API server's service and pod proxy, which authenticates
+// the request with its Authorization header and drops that header before
+// proxying. /v1/status reads it when Authorization is absent.
+const ProxiedAuthorizationHeader = "X-Joiner-Authorization"
+
+// bearer returns the token of an "Authorization: Bearer" header, else of
+// ProxiedAuthorizationHeader ("" when neither has one).
+func bearer(h http.Header) string {
+	for _, name := range []string{"Authorization", ProxiedAuthorizationHeader} {
+		if t, ok := strings.CutPrefix(h.Get(name), "Bearer "); ok && t != "" {
+			return t
+		}
+	}
+	return ""
+}
 
 // Identity is who sent a request.
 type Identity struct {

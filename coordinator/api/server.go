@@ -63,6 +63,12 @@ type Config struct {
 	// authentication at all, --insecure-dev only: reports are accepted
 	// from anyone and /v1/status is open).
 	Authenticate Authenticator
+	// StatusAuthenticate lets callers without a coordinator certificate
+	// read /v1/status with a bearer token (Authorization, or
+	// ProxiedAuthorizationHeader through the API server's proxy): it maps
+	// the token to the caller, or fails with ErrUnauthenticated,
+	// ErrForbidden or ErrBusy. nil: client certificates only.
+	StatusAuthenticate Authenticator
 	// NodeInstance maps a node name to the EC2 instance ID behind it (the
 	// Node's providerID): a report must name the caller's own node and
 	// that node's instance.

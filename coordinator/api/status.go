@@ -14,6 +14,7 @@ import (
 
 	"github.com/hashicorp/raft"
 	autopilot "github.com/hashicorp/raft-autopilot"
+	"go.uber.org/zap"
 
 	"github.com/joiner-dev/joiner/coordinator/cluster"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
@@ -178,8 +179,7 @@ func contains(ss []string, s string) bool {
 }
 
 func (s *Server) status(w http.ResponseWriter, r *http.Request) {
-	if !s.peer(r) {
-		writeError(w, http.StatusUnauthorized, "status is for coordinators: present a client certificate from the coordinators' CA")
+	if !s.peer(r) && !s.statusCaller(w, r) {
 		return
 	}
 	if s.cfg.Raft == nil || s.cfg.State == nil {
@@ -198,6 +198,41 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 		st.Cluster = s.cfg.ClusterFacts()
 	}
 	writeJSON(w, http.StatusOK, st)
+}
+
+// statusCaller authenticates a status request that presents no coordinator
+// certificate by its bearer token, answering 401, 403, 429 or 503 itself
+// when the caller may not read status.
+func (s *Server) statusCaller(w http.ResponseWriter, r *http.Request) bool {
+	token := bearer(r.Header)
+	if s.cfg.StatusAuthenticate == nil || token == "" {
+		msg := "status needs a client certificate from the coordinators' CA"
+		if s.cfg.StatusAuthenticate != nil {
+			msg += ", or a Kubernetes bearer token (Authorization, or " + ProxiedAuthorizationHeader + " through the API server's proxy)"
+		}
+		w.Header().Set("WWW-Authenticate", `Bearer realm="joiner"`)
+		writeError(w, http.StatusUnauthorized, msg)
+		return false
+	}
+	id, err := s.cfg.StatusAuthenticate(r.Context(), token)
+	switch {
+	case err == nil:
+		s.log.Debug("status read with a bearer token", zap.String("user", id.User))
+		return true
+	case errors.Is(err, ErrUnauthenticated):
+		w.Header().Set("WWW-Authenticate", `Bearer realm="joiner"`)
+		writeError(w, http.StatusUnauthorized, "bearer token rejected: "+err.Error())
+	case errors.Is(err, ErrForbidden):
+		writeError(w, http.StatusForbidden, err.Error())
+	case errors.Is(err, ErrBusy):
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusTooManyRequests, "too many authentications, retry")
+	default:
+		s.log.Warn("authenticating a status request", zap.Error(err))
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusServiceUnavailable, "cannot check the caller now: "+err.Error())
+	}
+	return false
 }
 
 // RaftStatus implements RaftInfo.
@@ -228,7 +263,7 @@ func (c RaftCluster) RaftStatus() (RaftStatus, error) {
 }
 
 // ErrUnauthorized is returned by FetchStatus on a 401.
-var ErrUnauthorized = errors.New("coordinator refused the client certificate")
+var ErrUnauthorized = errors.New("coordinator refused the credentials")
 
 // FetchStatus GETs baseURL/v1/status; c presents the client certificate
 // (see cluster.TLS.HTTPClientConfig). Errors name the address.
@@ -252,15 +287,19 @@ func fetchStatus(ctx context.Context, c *http.Client, u, baseURL string) (Status
 	}
 	if resp.StatusCode != http.StatusOK {
 		var e struct {
-			Error string `json:"error"`
+			Error   string `json:"error"`
+			Message string `json:"message"` // a metav1.Status from the API server's proxy
 		}
 		_ = json.Unmarshal(body, &e)
+		if e.Error == "" {
+			e.Error = e.Message
+		}
 		if e.Error == "" {
 			e.Error = strings.TrimSpace(string(body))
 		}
 		err := fmt.Errorf("%s", e.Error)
 		if resp.StatusCode == http.StatusUnauthorized {
-			err = ErrUnauthorized
+			err = fmt.Errorf("%w: %s", ErrUnauthorized, e.Error)
 		}
 		return Status{}, fmt.Errorf("coordinator at %s answered %s: %w", baseURL, resp.Status, err)
 	}

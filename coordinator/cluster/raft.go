@@ -11,8 +11,9 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/hashicorp/raft"
-	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"go.uber.org/zap"
+
+	"github.com/joiner-dev/joiner/coordinator/cluster/boltstore"
 )
 
 // Config configures a coordinator raft node.
@@ -37,7 +38,7 @@ type Node struct {
 	ID    raft.ServerID
 	Addr  raft.ServerAddress
 	Raft  *raft.Raft
-	store *raftboltdb.BoltStore
+	store *boltstore.Store
 	trans *raft.NetworkTransport
 }
 
@@ -68,7 +69,7 @@ func NodeID(dataDir string) (raft.ServerID, error) {
 	return raft.ServerID(id), nil
 }
 
-// Open starts a raft node on the data dir: BoltDB log and stable store
+// Open starts a raft node on the data dir: a bbolt log and stable store (boltstore)
 // behind a 512-entry log cache, a file snapshot store keeping 2 snapshots,
 // and a TCP transport that advertises the DNS name.
 func Open(cfg Config, fsm raft.FSM, log *zap.Logger) (*Node, error) {
@@ -83,7 +84,7 @@ func Open(cfg Config, fsm raft.FSM, log *zap.Logger) (*Node, error) {
 		return nil, err
 	}
 	hl := NewHCLog(log.Named("raft"))
-	store, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(cfg.DataDir, "raft.db")})
+	store, err := boltstore.Open(filepath.Join(cfg.DataDir, "raft.db"))
 	if err != nil {
 		return nil, fmt.Errorf("opening raft log store: %w", err)
 	}

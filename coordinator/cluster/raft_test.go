@@ -113,3 +113,56 @@ func waitState(t *testing.T, r *raft.Raft, want raft.RaftState) {
 }
 
 func writeFile(p, s string) error { return os.WriteFile(p, []byte(s), 0o600) }
+
+// TestRestartReplaysTheLog: a node restarted on the same data dir with no
+// snapshot taken rebuilds its state from the entries its log store kept.
+func TestRestartReplaysTheLog(t *testing.T) {
+	dir := t.TempDir()
+	port := freePort(t)
+	cfg := Config{
+		DataDir: dir, Bind: fmt.Sprintf("127.0.0.1:%d", port), Advertise: fmt.Sprintf("localhost:%d", port),
+		Tune: func(c *raft.Config) {
+			c.HeartbeatTimeout, c.ElectionTimeout, c.LeaderLeaseTimeout = 100*time.Millisecond, 100*time.Millisecond, 100*time.Millisecond
+			c.SnapshotThreshold, c.SnapshotInterval = 1<<30, time.Hour
+		},
+	}
+	n, err := Open(cfg, fsm.New(), zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Raft.BootstrapCluster(raft.Configuration{Servers: []raft.Server{{ID: n.ID, Address: n.Addr}}}).Error(); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, n.Raft, raft.Leader)
+	for _, id := range []string{"i1", "i2", "i3"} {
+		if _, err := (RaftProposer{Raft: n.Raft}).Propose(context.Background(), fsm.MustEncode(fsm.PlanCommitType, testPlan(id))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	last := n.Raft.LastIndex()
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if snaps, _ := os.ReadDir(dir + "/snapshots"); len(snaps) != 0 {
+		t.Fatalf("a snapshot was taken (%d): the test would not exercise the log", len(snaps))
+	}
+
+	f := fsm.New()
+	n2, err := Open(cfg, f, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n2.Close()
+	if got := n2.Raft.LastIndex(); got < last {
+		t.Fatalf("restarted log ends at %d, before %d", got, last)
+	}
+	waitState(t, n2.Raft, raft.Leader)
+	if err := n2.Raft.Barrier(5 * time.Second).Error(); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"i1", "i2", "i3"} {
+		if _, ok := f.Intent(id); !ok {
+			t.Fatalf("intent %s lost across restart", id)
+		}
+	}
+}

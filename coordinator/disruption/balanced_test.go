@@ -240,7 +240,7 @@ func TestBalancedDecide(t *testing.T) {
 		if r.Decision != nil {
 			t.Fatalf("decision %s of %v", r.Decision.Method, names(r.Decision.Candidates))
 		}
-		wantSkip(t, r, "p-a", "nodepool p (Balanced) scores the move 0.28, below 0.50: it saves 12.5% of the pool's cost for 44.4% of its disruption cost")
+		wantSkip(t, r, "p-a", "Nodepool p (Balanced) scores the move 0.28, below 0.50: it saves 12.5% of the pool's cost for 44.4% of its disruption cost")
 	})
 
 	t.Run("mixed policies: only the Balanced pool is scored", func(t *testing.T) {
@@ -250,7 +250,7 @@ func TestBalancedDecide(t *testing.T) {
 		if len(d.Replacements) != 1 || d.Replacements[0].InstanceType != "t-3" {
 			t.Fatalf("replacements %+v", d.Replacements)
 		}
-		wantSkip(t, r, "bal-a", "nodepool bal (Balanced) scores the move")
+		wantSkip(t, r, "bal-a", "Nodepool bal (Balanced) scores the move")
 	})
 
 	t.Run("delete a node whose pods fit on another", func(t *testing.T) {

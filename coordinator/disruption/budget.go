@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/robfig/cron/v3"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 )
@@ -30,11 +31,15 @@ func budgetNodes(nodes string, poolNodes int) (int, error) {
 		nodes = DefaultBudget
 	}
 	if p, ok := strings.CutSuffix(nodes, "%"); ok {
-		v, err := strconv.Atoi(p)
-		if err != nil || v < 0 || v > 100 {
+		if v, err := strconv.Atoi(p); err != nil || v < 0 || v > 100 {
 			return 0, fmt.Errorf("nodes %q: percentage must be 0%%..100%%", nodes)
 		}
-		return int(math.Ceil(float64(v) * float64(poolNodes) / 100)), nil
+		pct := intstr.FromString(nodes)
+		n, err := intstr.GetScaledValueFromIntOrPercent(&pct, poolNodes, true)
+		if err != nil {
+			return 0, fmt.Errorf("nodes %q: %w", nodes, err)
+		}
+		return n, nil
 	}
 	v, err := strconv.Atoi(nodes)
 	if err != nil || v < 0 {

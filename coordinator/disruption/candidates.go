@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -75,7 +76,11 @@ func (idx pdbIndex) blocking(p *corev1.Pod, now time.Time, fully bool) string {
 	}
 	switch {
 	case len(found) > 1:
-		return fmt.Sprintf("pod %s/%s is selected by multiple pdbs (%s, %s)", p.Namespace, p.Name, found[0].name, found[1].name)
+		names := make([]string, len(found))
+		for i, e := range found {
+			names[i] = e.name
+		}
+		return fmt.Sprintf("eviction does not support multiple PDBs (PodDisruptionBudget(s)=[%s])", strings.Join(names, " "))
 	case len(found) == 0:
 		return ""
 	}
@@ -90,7 +95,7 @@ func (idx pdbIndex) blocking(p *corev1.Pod, now time.Time, fully bool) string {
 		return ""
 	}
 	if e.allowed <= 0 {
-		return fmt.Sprintf("pdb %s prevents eviction", e.name)
+		return fmt.Sprintf("pdb prevents pod evictions (PodDisruptionBudget=[%s])", e.name)
 	}
 	return ""
 }
@@ -225,24 +230,22 @@ func (d *decider) currentlyReschedulable(p *corev1.Pod) bool {
 func (d *decider) gracefulBlocker(n *Node, eventual bool) string {
 	switch {
 	case !n.Initialized:
-		return "node is not initialized"
+		return "node isn't initialized"
 	case d.deleting(n):
-		return "node is already being disrupted"
+		return "node is deleting or marked for deletion"
 	case n.Nominated:
 		return "node is nominated for a pending pod"
 	case n.Blocked != "":
 		return n.Blocked
-	case n.Annotations[karpv1.AnnotationDoNotDisrupt] == "true":
-		return "node has annotation " + karpv1.AnnotationDoNotDisrupt
-	case n.NodeClaim.Annotations[karpv1.AnnotationDoNotDisrupt] == "true":
-		return "nodeclaim has annotation " + karpv1.AnnotationDoNotDisrupt
+	case n.Annotations[karpv1.AnnotationDoNotDisrupt] == "true", n.NodeClaim.Annotations[karpv1.AnnotationDoNotDisrupt] == "true":
+		return fmt.Sprintf("disruption is blocked through the %q annotation", karpv1.AnnotationDoNotDisrupt)
 	}
 	if eventual && n.NodeClaim.Spec.TerminationGracePeriod != nil {
 		return ""
 	}
 	for _, p := range n.Node.Pods {
 		if !disruptable(p, d.in.Now) {
-			return fmt.Sprintf("pod %s/%s has annotation %s", p.Namespace, p.Name, karpv1.AnnotationDoNotDisrupt)
+			return fmt.Sprintf("pod has %q annotation (Pod=%s/%s)", karpv1.AnnotationDoNotDisrupt, p.Namespace, p.Name)
 		}
 	}
 	for _, p := range n.Node.Pods {

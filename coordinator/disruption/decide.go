@@ -103,7 +103,16 @@ func (d *decider) unconsolidatable(n *Node, m Method, format string, args ...any
 }
 
 func (d *decider) skipAs(n *Node, m Method, event, format string, args ...any) {
-	d.skipped = append(d.skipped, Skip{Node: n.Name(), Method: m, Reason: fmt.Sprintf(format, args...), Event: event})
+	d.skipped = append(d.skipped, Skip{Node: n.Name(), Method: m, Reason: sentence(fmt.Sprintf(format, args...)), Event: event})
+}
+
+// sentence upper-cases the first letter, as Karpenter does to the errors
+// its Events carry.
+func sentence(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }
 
 // budgets is the remaining allowance per pool for reason.
@@ -154,7 +163,7 @@ func (d *decider) consolidationCandidates(record bool) []*Node {
 		pool := d.pools[poolName(n)]
 		if pool == nil {
 			if record {
-				d.blocked(n, methodConsolidation, "not consolidatable: nodepool %q not found", poolName(n))
+				d.blocked(n, methodConsolidation, "NodePool not found (NodePool=%s)", poolName(n))
 			}
 			continue
 		}
@@ -163,14 +172,14 @@ func (d *decider) consolidationCandidates(record bool) []*Node {
 		}
 		if r := d.gracefulBlocker(n, false); r != "" {
 			if record {
-				d.blocked(n, methodConsolidation, "not consolidatable: %s", r)
+				d.blocked(n, methodConsolidation, "%s", r)
 			}
 			continue
 		}
 		at, ok := consolidatableAt(n, pool)
 		if !ok {
 			if record {
-				d.unconsolidatable(n, methodConsolidation, "not consolidatable: nodepool %s has consolidateAfter Never", pool.Name)
+				d.unconsolidatable(n, methodConsolidation, "NodePool %q has consolidation disabled", pool.Name)
 			}
 			continue
 		}
@@ -372,7 +381,7 @@ func (d *decider) driftCandidate(n *Node, method Method) string {
 		return ""
 	}
 	if b := d.gracefulBlocker(n, true); b != "" {
-		d.blocked(n, method, "drifted (%s) but not disruptable: %s", r, b)
+		d.blocked(n, method, "%s", b)
 		return ""
 	}
 	return r
@@ -454,11 +463,11 @@ func (d *decider) underutilized(take bool) ([]*Node, error) {
 		}
 		pool := d.pools[poolName(n)]
 		if why := d.unpriceable(n, pool); why != "" {
-			d.unconsolidatable(n, methodConsolidation, "not consolidatable: %s", why)
+			d.unconsolidatable(n, methodConsolidation, "%s", why)
 			continue
 		}
 		if pool.Spec.Disruption.ConsolidationPolicy == karpv1.ConsolidationPolicyWhenEmpty {
-			d.unconsolidatable(n, methodConsolidation, "not consolidatable: nodepool %s has consolidationPolicy WhenEmpty", pool.Name)
+			d.unconsolidatable(n, methodConsolidation, "NodePool %q has consolidation policy WhenEmpty, but node is not empty", pool.Name)
 			continue
 		}
 		if budget[pool.Name] <= 0 {
@@ -480,11 +489,11 @@ func (d *decider) underutilized(take bool) ([]*Node, error) {
 func (d *decider) unpriceable(n *Node, pool *karpv1.NodePool) string {
 	it, _ := nodeLabel(n, karpv1.LabelInstanceType)
 	if ref := pool.Spec.Template.Spec.NodeClassRef; ref == nil || d.instanceType(ref.Name, it) == nil {
-		return fmt.Sprintf("instance type %q not found in the catalogue of nodepool %s", it, pool.Name)
+		return fmt.Sprintf("Instance Type %q not found", it)
 	}
 	for _, key := range []string{karpv1.LabelCapacityType, karpv1.LabelZone} {
 		if _, ok := nodeLabel(n, key); !ok {
-			return fmt.Sprintf("node does not have label %q", key)
+			return fmt.Sprintf("Node does not have label %q", key)
 		}
 	}
 	return ""
@@ -584,7 +593,7 @@ func (d *decider) singleNode() (*Decision, error) {
 		if dec != nil {
 			return dec, nil
 		}
-		d.unconsolidatable(n, MethodSingleNode, "not consolidatable: %s", why)
+		d.unconsolidatable(n, MethodSingleNode, "%s", why)
 	}
 	return nil, nil
 }

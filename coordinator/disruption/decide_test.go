@@ -96,7 +96,7 @@ func TestEmptiness(t *testing.T) {
 		t.Errorf("reason %s savings %v", d.Reason, d.Savings)
 	}
 	wantSkip(t, r, "c", "budget of nodepool default for reason Empty allows no more")
-	wantSkip(t, r, "recent", "not consolidatable until")
+	wantSkip(t, r, "recent", "Not consolidatable until")
 
 	// An Empty-only budget of 0 blocks emptiness, and WhenEmpty keeps the
 	// busy node from consolidation.
@@ -105,7 +105,7 @@ func TestEmptiness(t *testing.T) {
 	if r.Decision != nil {
 		t.Fatalf("decision %s of %v despite Empty budget 0 and WhenEmpty", r.Decision.Method, names(r.Decision.Candidates))
 	}
-	wantSkip(t, r, "busy", "consolidationPolicy WhenEmpty")
+	wantSkip(t, r, "busy", "has consolidation policy WhenEmpty, but node is not empty")
 }
 
 func TestSingleNodeDelete(t *testing.T) {
@@ -118,7 +118,7 @@ func TestSingleNodeDelete(t *testing.T) {
 	if len(d.Replacements) != 0 || d.Savings != 2*odPrice {
 		t.Errorf("replacements %d savings %v, want delete saving %v", len(d.Replacements), d.Savings, 2*odPrice)
 	}
-	wantSkip(t, r, "keep", "not consolidatable: node has annotation karpenter.sh/do-not-disrupt")
+	wantSkip(t, r, "keep", `Disruption is blocked through the "karpenter.sh/do-not-disrupt" annotation`)
 }
 
 func TestSingleNodeReplaceCheaper(t *testing.T) {
@@ -145,7 +145,7 @@ func TestSingleNodeReplaceCheaper(t *testing.T) {
 	if r.Decision != nil {
 		t.Fatalf("unexpected decision %+v", r.Decision)
 	}
-	wantSkip(t, r, "snug", "can't replace with a cheaper node")
+	wantSkip(t, r, "snug", "Can't replace with a cheaper node")
 }
 
 // Spot-to-spot consolidation is Karpenter's SpotToSpotConsolidation
@@ -159,7 +159,7 @@ func TestSpotToSpotNeedsFifteenCheaperTypes(t *testing.T) {
 	if r.Decision != nil {
 		t.Fatalf("spot-to-spot without the gate decided %+v", r.Decision)
 	}
-	wantSkip(t, r, "huge", "SpotToSpotConsolidation is disabled")
+	wantSkip(t, r, "huge", "SpotToSpotConsolidation is disabled, can't replace a spot node with a spot node")
 	in.FeatureGates.SpotToSpotConsolidation = true
 	d := wantDecision(t, decide(t, in), MethodSingleNode, "huge")
 	if rep := d.Replacements[0]; rep.CapacityType != spot || len(rep.InstanceTypes) != MinSpotToSpotTypes {
@@ -173,7 +173,7 @@ func TestSpotToSpotNeedsFifteenCheaperTypes(t *testing.T) {
 	if r.Decision != nil {
 		t.Fatalf("spot-to-spot with 7 cheaper types decided %+v", r.Decision)
 	}
-	wantSkip(t, r, "mid", "at least 15 cheaper instance types, found 7")
+	wantSkip(t, r, "mid", "requires 15 cheaper instance type options than the current candidate to consolidate, got 7")
 }
 
 func TestMultiNodeConsolidation(t *testing.T) {
@@ -217,12 +217,12 @@ func TestCandidateFilters(t *testing.T) {
 	if r.Decision != nil {
 		t.Fatalf("unexpected decision %s of %v", r.Decision.Method, names(r.Decision.Candidates))
 	}
-	wantSkip(t, r, "pdb", "not consolidatable: pdb default/web prevents eviction")
-	wantSkip(t, r, "dnd", "pod default/dnd has annotation karpenter.sh/do-not-disrupt")
-	wantSkip(t, r, "ttl", "pod default/ttl has annotation")
-	wantSkip(t, r, "uninit", "node is not initialized")
-	wantSkip(t, r, "marked", "already being disrupted")
-	wantSkip(t, r, "multi", "multiple pdbs")
+	wantSkip(t, r, "pdb", "Pdb prevents pod evictions (PodDisruptionBudget=[default/web])")
+	wantSkip(t, r, "dnd", `Pod has "karpenter.sh/do-not-disrupt" annotation (Pod=default/dnd)`)
+	wantSkip(t, r, "ttl", `Pod has "karpenter.sh/do-not-disrupt" annotation (Pod=default/ttl)`)
+	wantSkip(t, r, "uninit", "Node isn't initialized")
+	wantSkip(t, r, "marked", "Node is deleting or marked for deletion")
+	wantSkip(t, r, "multi", "multiple PDBs")
 
 	// The do-not-disrupt duration elapses; the PDB starts allowing one.
 	in.Now = now.Add(time.Hour)
@@ -266,7 +266,7 @@ func TestDrift(t *testing.T) {
 	if r.Decision != nil {
 		t.Fatalf("drift through a blocking PDB without TGP")
 	}
-	wantSkip(t, r, "older", "pdb default/a prevents eviction")
+	wantSkip(t, r, "older", "Pdb prevents pod evictions (PodDisruptionBudget=[default/a])")
 	older.NodeClaim.Spec.TerminationGracePeriod = dur("1h")
 	wantDecision(t, decide(t, in), MethodDrift, "older")
 
@@ -290,7 +290,7 @@ func TestUnschedulablePodsBlockConsolidation(t *testing.T) {
 	if r.Decision != nil {
 		t.Fatalf("unexpected decision")
 	}
-	wantSkip(t, r, "lonely", "pod default/p cannot be rescheduled")
+	wantSkip(t, r, "lonely", "Pod default/p cannot be rescheduled")
 }
 
 func TestCapacityBoundRejectsWithoutSimulation(t *testing.T) {
@@ -307,7 +307,7 @@ func TestCapacityBoundRejectsWithoutSimulation(t *testing.T) {
 	if r.Decision != nil {
 		t.Fatalf("unexpected decision %+v", r.Decision)
 	}
-	wantSkip(t, r, "a", "its pods request 8000 cpu, more than the 7000 free")
+	wantSkip(t, r, "a", "Its pods request 8000 cpu, more than the 7000 free")
 }
 
 func TestSingleNodeSimulationLimitRotates(t *testing.T) {
@@ -325,11 +325,11 @@ func TestSingleNodeSimulationLimitRotates(t *testing.T) {
 		t.Fatalf("decision %v next offset %d, want none and 2", r.Decision, r.NextSingleNodeOffset)
 	}
 	wantSkip(t, r, "a", "cannot be rescheduled")
-	wantSkip(t, r, "c", "not evaluated this pass: the limit of 2 simulations was reached")
+	wantSkip(t, r, "c", "Not evaluated this pass: the limit of 2 simulations was reached")
 	in.SingleNodeOffset = r.NextSingleNodeOffset
 	r = decide(t, in)
 	wantSkip(t, r, "c", "cannot be rescheduled")
-	wantSkip(t, r, "b", "not evaluated this pass")
+	wantSkip(t, r, "b", "Not evaluated this pass")
 	if r.NextSingleNodeOffset != 1 {
 		t.Fatalf("next offset %d, want 1", r.NextSingleNodeOffset)
 	}

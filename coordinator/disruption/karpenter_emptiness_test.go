@@ -50,7 +50,7 @@ func TestKarpenterEmptiness(t *testing.T) {
 			in: func() *Input {
 				return kIn(whenEmpty(withConsolidateAfter(karpv1.NewDuration(10*time.Minute))), initializedAt(empty("n"), kNow.Add(-5*time.Minute)))
 			},
-			want: allOf(decidesNothing(), skipsWith("n", "not consolidatable until")),
+			want: allOf(decidesNothing(), skipsWith("n", "Not consolidatable until")),
 		},
 		{
 			name: "an empty node whose last pod left within consolidateAfter is not consolidatable yet",

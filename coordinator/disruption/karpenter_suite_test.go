@@ -75,7 +75,7 @@ func TestKarpenterCandidateFiltering(t *testing.T) {
 			name: "with a terminationGracePeriod a blocking PDB still blocks graceful disruption",
 			from: file + ` "should not consider candidates that have PDB-blocked pods scheduled with a terminationGracePeriod set for graceful disruption"`,
 			in:   withPDBs(withTGP(node(labelled(rsPod("p", "1")))), "test"),
-			want: blockers("n", "pdb default/test", ""),
+			want: blockers("n", "PodDisruptionBudget=[default/test]", ""),
 		},
 		{
 			name: "without a terminationGracePeriod a do-not-disrupt pod blocks eventual disruption",
@@ -87,7 +87,7 @@ func TestKarpenterCandidateFiltering(t *testing.T) {
 			name: "without a terminationGracePeriod a blocking PDB blocks eventual disruption",
 			from: file + ` "should not consider candidates that have PDB-blocked pods scheduled without a terminationGracePeriod set for eventual disruption"`,
 			in:   withPDBs(node(labelled(rsPod("p", "1"))), "test"),
-			want: blockers("n", "*", "pdb default/test"),
+			want: blockers("n", "*", "PodDisruptionBudget=[default/test]"),
 		},
 		{
 			name: "a terminating do-not-disrupt pod does not block",
@@ -111,19 +111,19 @@ func TestKarpenterCandidateFiltering(t *testing.T) {
 			name: "a pod selected by two PDBs blocks",
 			from: file + ` "should not consider candidates that have multiple PDBs on the same pod"`,
 			in:   withPDBs(node(labelled(rsPod("p", "1"))), "pdb1", "pdb2"),
-			want: blockers("n", "multiple pdbs", "multiple pdbs"),
+			want: blockers("n", "multiple PDBs", "multiple PDBs"),
 		},
 		{
 			name: "a fully blocking PDB blocks",
 			from: file + ` "should not consider candidates that have fully blocking PDBs"`,
 			in:   withPDBs(node(labelled(rsPod("p", "1"))), "test"),
-			want: blockers("n", "pdb default/test", "pdb default/test"),
+			want: blockers("n", "PodDisruptionBudget=[default/test]", "PodDisruptionBudget=[default/test]"),
 		},
 		{
 			name: "a fully blocking PDB on a DaemonSet pod blocks",
 			from: file + ` "should not consider candidates that have fully blocking PDBs on daemonset pods"`,
 			in:   withPDBs(node(labelled(daemonPod("ds-n"))), "test"),
-			want: blockers("n", "pdb default/test", "pdb default/test"),
+			want: blockers("n", "PodDisruptionBudget=[default/test]", "PodDisruptionBudget=[default/test]"),
 		},
 		{
 			name: "an empty node whose DaemonSet pod is do-not-disrupt is kept",
@@ -153,7 +153,7 @@ func TestKarpenterCandidateFiltering(t *testing.T) {
 			name: "without a terminationGracePeriod a fully blocking PDB keeps the node from consolidation",
 			from: file + ` "should not consider candidates that have fully blocking PDBs without a terminationGracePeriod set for graceful disruption"`,
 			in:   withPDBs(testNode("n", "default", od, 32, labelled(rsPod("p", "1"))), "test"),
-			want: allOf(decidesNothing(), skipsWith("n", "pdb default/test")),
+			want: allOf(decidesNothing(), skipsWith("n", "PodDisruptionBudget=[default/test]")),
 		},
 		{
 			name: "a fully blocking PDB on terminal pods does not block",
@@ -204,7 +204,7 @@ func TestKarpenterCandidateFiltering(t *testing.T) {
 			name: "a node that is not initialized is not a candidate",
 			from: file + ` "should not consider candidates that aren't yet initialized"`,
 			in:   one(uninitializedNode(driftedNode(node(rsPod("p", "1"))))),
-			want: allOf(blockers("n", "not initialized", "not initialized"), decidesNothing()),
+			want: allOf(blockers("n", "isn't initialized", "isn't initialized"), decidesNothing()),
 		},
 		{
 			name: "a node without the nodepool label is not a candidate",

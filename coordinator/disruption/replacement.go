@@ -67,7 +67,7 @@ func (d *decider) replacement(rep scheduler.NodeClaim, cands []*Node) (scheduler
 	spotToSpot := allSpot(cands) && (ct == nil || ct.Has(karpv1.CapacityTypeSpot))
 	if spotToSpot {
 		if !d.in.FeatureGates.SpotToSpotConsolidation {
-			return rep, "SpotToSpotConsolidation is disabled: a spot node is not replaced by a spot node"
+			return rep, "SpotToSpotConsolidation is disabled, can't replace a spot node with a spot node"
 		}
 		reqs = reqs.Add(requirements.MustNew(karpv1.LabelCapacityType, requirements.OpIn, karpv1.CapacityTypeSpot))
 		opts = slices.DeleteFunc(opts, func(it *catalog.InstanceType) bool { return math.IsInf(cheapestPrice(it, reqs), 1) })
@@ -92,7 +92,7 @@ func (d *decider) replacement(rep scheduler.NodeClaim, cands []*Node) (scheduler
 	}
 	if spotToSpot && len(cands) == 1 {
 		if len(opts) < MinSpotToSpotTypes {
-			return rep, fmt.Sprintf("spot-to-spot replacement needs at least %d cheaper instance types, found %d", MinSpotToSpotTypes, len(opts))
+			return rep, fmt.Sprintf("SpotToSpotConsolidation requires %d cheaper instance type options than the current candidate to consolidate, got %d", MinSpotToSpotTypes, len(opts))
 		}
 		n := MinSpotToSpotTypes
 		if need, ok := minValuesNeed(opts, minValues); ok {
@@ -132,7 +132,7 @@ func cheaperOptions(opts []*catalog.InstanceType, reqs requirements.Requirements
 		}
 	}
 	if len(out) == 0 {
-		return nil, fmt.Sprintf("can't replace with a cheaper node: no instance type's worst-case launch price is below %.4f/h", limit)
+		return nil, "Can't replace with a cheaper node"
 	}
 	if _, ok := minValuesNeed(out, minValues); !ok {
 		return nil, fmt.Sprintf("can't replace with a cheaper node: the %d instance type(s) cheaper than %.4f/h do not satisfy the nodepool's minValues (%s)",

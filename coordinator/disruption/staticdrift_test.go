@@ -155,8 +155,8 @@ func TestStaticPoolMethods(t *testing.T) {
 		if r.Decision != nil {
 			t.Fatalf("decision %s of %v", r.Decision.Method, names(r.Decision.Candidates))
 		}
-		wantSkip(t, r, "s-0", "not disruptable: node has annotation karpenter.sh/do-not-disrupt")
-		wantSkip(t, r, "s-1", "not disruptable: pod default/s-p1 has annotation")
+		wantSkip(t, r, "s-0", `Disruption is blocked through the "karpenter.sh/do-not-disrupt" annotation`)
+		wantSkip(t, r, "s-1", `Pod has "karpenter.sh/do-not-disrupt" annotation (Pod=default/s-p1)`)
 		tgp := karpv1.NewDuration(time.Hour)
 		nodes[1].NodeClaim.Spec.TerminationGracePeriod = &tgp
 		wantDecision(t, decide(t, staticInput([]*karpv1.NodePool{pool}, nodes...)), MethodStaticDrift, "s-1")

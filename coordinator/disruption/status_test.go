@@ -37,7 +37,7 @@ func TestStatusAndEligibility(t *testing.T) {
 	if s := byName["idle"]; !s.Empty || s.Consolidatable || s.Eligible(MethodEmptiness) || s.ConsolidatableAt != t0.Add(10*time.Minute) {
 		t.Fatalf("idle before consolidateAfter: %+v", s)
 	}
-	if s := byName["busy"]; !strings.Contains(s.Drifted, "nodepool od changed") || !strings.Contains(s.Blocker, "pdb default/web") || s.Eligible(MethodDrift) {
+	if s := byName["busy"]; !strings.Contains(s.Drifted, "nodepool od changed") || !strings.Contains(s.Blocker, "PodDisruptionBudget=[default/web]") || s.Eligible(MethodDrift) {
 		t.Fatalf("busy: %+v", s)
 	}
 	in.Now = t0.Add(11 * time.Minute)
@@ -74,7 +74,7 @@ func TestStatusAndEligibility(t *testing.T) {
 			t.Fatalf("blocked node taken by %s", res.Decision.Method)
 		}
 	}
-	if got := skipsOf(res, "blocked"); len(got) == 0 || !strings.Contains(got[0], "cooling down") {
+	if got := skipsOf(res, "blocked"); len(got) == 0 || !strings.Contains(got[0], "Cooling down") {
 		t.Fatalf("blocked skips = %q", got)
 	}
 }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap/zaptest"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -19,6 +18,7 @@ import (
 	"github.com/joiner-dev/joiner/coordinator/interruption"
 	"github.com/joiner-dev/joiner/coordinator/kube"
 	"github.com/joiner-dev/joiner/coordinator/termination"
+	"github.com/joiner-dev/joiner/events"
 	"github.com/joiner-dev/joiner/test/kubetest"
 	"github.com/joiner-dev/joiner/test/observe"
 	"github.com/joiner-dev/joiner/test/testenv"
@@ -46,37 +46,14 @@ func TestInterruptionRealAPIServer(t *testing.T) {
 	}
 	state := fsm.New()
 	raft := fsmtest.New(state)
-	apply := func(typ fsm.MessageType, cmd any) {
-		t.Helper()
-		if r, _ := raft.Propose(ctx, fsm.MustEncode(typ, cmd)); r != nil {
-			t.Fatal(r)
-		}
-	}
 	now := time.Now()
 	for i, id := range []string{"i-spot", "i-rebal"} {
 		intent := "intent-" + id
 		name := []string{"spot-claim", "rebal-claim"}[i]
-		apply(fsm.PlanCommitType, fsm.PlanCommit{Intents: []fsm.NewIntent{{ID: intent,
-			Spec: fsm.LaunchSpec{LaunchSpec: cloud.LaunchSpec{NodePool: "default", NodeClaim: name}}, Pods: []string{"pod-" + id}}}, At: now})
-		apply(fsm.LaunchAttemptStartType, fsm.LaunchAttemptStart{IntentID: intent, Attempt: 1, At: now})
-		apply(fsm.LaunchResultType, fsm.LaunchResult{IntentID: intent, Attempt: 1, At: now,
-			Launched: &fsm.Launched{InstanceID: id, InstanceType: "m5.large", Zone: "us-east-1a", CapacityType: "spot"}})
-		nc, err := clients.CreateNodeClaim(ctx, &karpv1.NodeClaim{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: []string{karpv1.TerminationFinalizer},
-				Annotations: map[string]string{karpv1.AnnotationLaunchID: intent}},
-			Spec: karpv1.NodeClaimSpec{
-				Requirements: []karpv1.NodeSelectorRequirementWithMinValues{{Key: karpv1.LabelCapacityType,
-					Operator: karpv1.NodeSelectorOperator(corev1.NodeSelectorOpIn), Values: []string{"spot"}}},
-				NodeClassRef: &karpv1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"},
-			},
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		nc.Status.ProviderID = "aws:///us-east-1a/" + id
-		if _, err := clients.UpdateNodeClaimStatus(ctx, nc); err != nil {
-			t.Fatal(err)
-		}
+		raft.MustPlanAndLaunch(t, intent, cloud.LaunchSpec{NodePool: "default", NodeClaim: name}, []string{"pod-" + id},
+			fsm.Launched{InstanceID: id, InstanceType: "m5.large", Zone: "us-east-1a", CapacityType: "spot"}, now)
+		kubetest.CreateLaunched(ctx, t, clients, kubetest.NodeClaim(name, map[string]string{karpv1.AnnotationLaunchID: intent},
+			karpv1.LabelCapacityType, "spot"), "aws:///us-east-1a/"+id, "")
 	}
 
 	cache := kube.NewCache(clients, log)
@@ -88,7 +65,7 @@ func TestInterruptionRealAPIServer(t *testing.T) {
 		return cache.NodeClaimByProviderID("aws:///us-east-1a/i-spot") != nil && cache.NodeClaimByProviderID("aws:///us-east-1a/i-rebal") != nil
 	})
 	reg := prometheus.NewRegistry()
-	rec := kube.NewRecorder(ctx, clients.Kube, "joiner")
+	rec := events.NewRecorder(ctx, clients.Kube, "")
 	h, err := interruption.New(interruption.Config{Interval: 200 * time.Millisecond}, interruption.Deps{Cache: cache, Claims: clients,
 		State: state, Raft: raft, Registerer: reg, Recorder: rec, Log: log})
 	if err != nil {
@@ -104,9 +81,9 @@ func TestInterruptionRealAPIServer(t *testing.T) {
 	run(ctrl.Run)
 
 	spotID := "i-spot/spot-interruption/" + now.UTC().Format(time.RFC3339)
-	apply(fsm.InterruptionReportType, fsm.InterruptionReportCmd{Report: fsm.InterruptionReport{ID: spotID, InstanceID: "i-spot",
+	raft.MustPropose(t, fsm.InterruptionReportType, fsm.InterruptionReportCmd{Report: fsm.InterruptionReport{ID: spotID, InstanceID: "i-spot",
 		Kind: interruption.KindSpotInterruption, NoticeTime: now, Deadline: now.Add(2 * time.Minute), ReceivedAt: now}})
-	apply(fsm.InterruptionReportType, fsm.InterruptionReportCmd{Report: fsm.InterruptionReport{ID: "i-rebal/rebalance", InstanceID: "i-rebal",
+	raft.MustPropose(t, fsm.InterruptionReportType, fsm.InterruptionReportCmd{Report: fsm.InterruptionReport{ID: "i-rebal/rebalance", InstanceID: "i-rebal",
 		Kind: interruption.KindRebalance, NoticeTime: now, ReceivedAt: now}})
 	h.Wake()
 
@@ -130,8 +107,8 @@ func TestInterruptionRealAPIServer(t *testing.T) {
 	if rebal.DeletionTimestamp != nil {
 		t.Error("rebalance recommendation deleted its nodeclaim")
 	}
-	// The Events name the interruption.
-	kubetest.WaitFor(t, 2*time.Minute, "SpotInterrupted and RebalanceRecommendation events", func() bool {
+	// The Events name the interruption (the AWS provider's reasons).
+	kubetest.WaitFor(t, 2*time.Minute, "SpotInterrupted, SpotRebalanceRecommendation and TerminatingOnInterruption events", func() bool {
 		evs, err := clients.Kube.CoreV1().Events("").List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false
@@ -140,6 +117,6 @@ func TestInterruptionRealAPIServer(t *testing.T) {
 		for _, e := range evs.Items {
 			seen[e.Reason] = true
 		}
-		return seen["SpotInterrupted"] && seen["RebalanceRecommendation"] && seen["TerminatingOnInterruption"]
+		return seen["SpotInterrupted"] && seen["SpotRebalanceRecommendation"] && seen["TerminatingOnInterruption"]
 	})
 }

@@ -39,6 +39,7 @@ import (
 	"github.com/joiner-dev/joiner/coordinator/fsm"
 	"github.com/joiner-dev/joiner/coordinator/loop"
 	"github.com/joiner-dev/joiner/coordinator/termination"
+	"github.com/joiner-dev/joiner/events"
 	"github.com/joiner-dev/joiner/internal/defaults"
 	"github.com/joiner-dev/joiner/internal/logging"
 )
@@ -85,20 +86,22 @@ func ActionFor(kind string) Action {
 	return ActionEvent
 }
 
-// eventReasons are the Event reasons per kind (Karpenter's words).
-var eventReasons = map[string]string{
-	KindSpotInterruption:    "SpotInterrupted",
-	KindRebalance:           "RebalanceRecommendation",
-	KindScheduledEvent:      "ScheduledChange",
-	KindInstanceStopping:    "InstanceStopping",
-	KindInstanceTerminating: "InstanceTerminating",
-	KindASGLifecycle:        "InstanceTerminating",
+// kindEvents are the Events per kind: the AWS provider's for the message
+// kind it maps each notice to (a scheduled change is its "unhealthy").
+var kindEvents = map[string]func(*corev1.Node, *karpv1.NodeClaim) []events.Event{
+	KindSpotInterruption:    events.SpotInterruption,
+	KindRebalance:           events.RebalanceRecommendation,
+	KindScheduledEvent:      events.Unhealthy,
+	KindInstanceStopping:    events.Stopping,
+	KindInstanceTerminating: events.InstanceGoingAway,
+	KindASGLifecycle:        events.InstanceGoingAway,
 }
 
 // Cache is the informer cache the handler reads (kube.Cache).
 type Cache interface {
 	NodeClaims() []*karpv1.NodeClaim
 	NodeClaim(name string) *karpv1.NodeClaim
+	Node(name string) *corev1.Node
 }
 
 // Claims writes NodeClaims (kube.Clients).
@@ -231,7 +234,7 @@ func (h *Handler) handle(ctx context.Context, r fsm.InterruptionReport, duplicat
 	case ActionUnknownInstance:
 		log.Info("interruption for an instance without a nodeclaim; nothing to do")
 	case ActionEvent:
-		if _, known := eventReasons[r.Kind]; !known {
+		if _, known := kindEvents[r.Kind]; !known {
 			log.Warn("interruption of an unknown kind; recorded only")
 		}
 		log = log.With(logging.NodeClaim(nc.Name))
@@ -277,22 +280,28 @@ func (h *Handler) disrupt(ctx context.Context, log *zap.Logger, cached *karpv1.N
 	if err := h.d.Claims.DeleteNodeClaim(ctx, cached.Name); err != nil {
 		return err
 	}
-	h.d.Recorder.Eventf(cached, corev1.EventTypeWarning, "TerminatingOnInterruption",
-		"Interruption triggered termination for the NodeClaim (%s, deadline %s)", r.Kind, deadline(r))
+	h.metrics.karp.NodeClaimDisrupted(cached, disruptedReason(r.Kind))
+	events.Publish(h.d.Recorder, events.InterruptionTerminates(h.node(cached), cached)...)
 	log.Info("initiating delete from interruption message", zap.String("reason", Reason), zap.String("deadline", deadline(r)))
 	return nil
 }
 
+// event records the kind's Events on nc and its Node; a kind this version
+// does not know gets a generic one on nc.
 func (h *Handler) event(nc *karpv1.NodeClaim, r fsm.InterruptionReport) {
-	reason, ok := eventReasons[r.Kind]
-	if !ok {
-		reason = "Interruption"
+	if evs, ok := kindEvents[r.Kind]; ok {
+		events.Publish(h.d.Recorder, evs(h.node(nc), nc)...)
+		return
 	}
-	typ := corev1.EventTypeWarning
-	if ActionFor(r.Kind) != ActionDelete {
-		typ = corev1.EventTypeNormal
+	h.d.Recorder.Eventf(nc, corev1.EventTypeNormal, "Interruption", "%s notice for instance %s (deadline %s)", r.Kind, r.InstanceID, deadline(r))
+}
+
+// node is nc's Node from the cache, or nil.
+func (h *Handler) node(nc *karpv1.NodeClaim) *corev1.Node {
+	if nc.Status.NodeName == "" {
+		return nil
 	}
-	h.d.Recorder.Eventf(nc, typ, reason, "%s notice for instance %s (deadline %s)", r.Kind, r.InstanceID, deadline(r))
+	return h.d.Cache.Node(nc.Status.NodeName)
 }
 
 func deadline(r fsm.InterruptionReport) string {

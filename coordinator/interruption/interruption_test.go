@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -12,8 +13,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap/zaptest"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/record"
 
@@ -30,7 +34,14 @@ var t0 = time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC)
 type fakeClaims struct {
 	mu        sync.Mutex
 	items     map[string]*karpv1.NodeClaim
+	nodes     map[string]*corev1.Node
 	deleteErr error
+}
+
+func (f *fakeClaims) Node(name string) *corev1.Node {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.nodes[name]
 }
 
 var gr = schema.GroupResource{Group: "karpenter.sh", Resource: "nodeclaims"}
@@ -97,11 +108,8 @@ type rig struct {
 func newRig(t *testing.T, noProviderID bool) *rig {
 	r := &rig{state: fsm.New(), rec: record.NewFakeRecorder(100)}
 	r.raft = fsmtest.New(r.state)
-	r.raft.MustPropose(t, fsm.PlanCommitType, fsm.PlanCommit{Intents: []fsm.NewIntent{{ID: "intent-1",
-		Spec: fsm.LaunchSpec{LaunchSpec: cloud.LaunchSpec{NodePool: "default", NodeClaim: "default-1"}}, Pods: []string{"p"}}}, At: t0})
-	r.raft.MustPropose(t, fsm.LaunchAttemptStartType, fsm.LaunchAttemptStart{IntentID: "intent-1", Attempt: 1, At: t0})
-	r.raft.MustPropose(t, fsm.LaunchResultType, fsm.LaunchResult{IntentID: "intent-1", Attempt: 1, At: t0,
-		Launched: &fsm.Launched{InstanceID: "i-1", InstanceType: "m5.large", Zone: "us-east-1a", CapacityType: "spot"}})
+	r.raft.MustPlanAndLaunch(t, "intent-1", cloud.LaunchSpec{NodePool: "default", NodeClaim: "default-1"}, []string{"p"},
+		fsm.Launched{InstanceID: "i-1", InstanceType: "m5.large", Zone: "us-east-1a", CapacityType: "spot"}, t0)
 	nc := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "default-1", Finalizers: []string{karpv1.TerminationFinalizer},
 		Annotations: map[string]string{karpv1.AnnotationLaunchID: "intent-1"}}}
 	if !noProviderID {
@@ -142,10 +150,18 @@ func TestActionFor(t *testing.T) {
 }
 
 func TestTerminationNoticesDeleteTheNodeClaim(t *testing.T) {
+	// Each kind's Event is the AWS provider's for it.
+	const spot, unhealthy = "Spot interruption warning was triggered", "An unhealthy warning was triggered for the instance"
 	for _, tc := range []struct {
-		kind         string
-		noProviderID bool
-	}{{KindSpotInterruption, false}, {KindScheduledEvent, false}, {KindInstanceStopping, false}, {KindSpotInterruption, true}} {
+		kind            string
+		noProviderID    bool
+		reason, message string
+	}{
+		{KindSpotInterruption, false, "SpotInterrupted", spot}, {KindScheduledEvent, false, "InstanceUnhealthy", unhealthy},
+		{KindInstanceStopping, false, "InstanceStopping", "Instance is stopping"}, {KindSpotInterruption, true, "SpotInterrupted", spot},
+		{KindInstanceTerminating, false, "InstanceTerminating", "Instance is terminating"},
+		{KindASGLifecycle, false, "InstanceTerminating", "Instance is terminating"},
+	} {
 		t.Run(fmt.Sprintf("%s/providerID=%v", tc.kind, !tc.noProviderID), func(t *testing.T) {
 			r := newRig(t, tc.noProviderID)
 			id := "i-1/" + tc.kind + "/" + t0.Format(time.RFC3339)
@@ -171,8 +187,12 @@ func TestTerminationNoticesDeleteTheNodeClaim(t *testing.T) {
 			if got := observe.Count(t, r.h.metrics.actions.WithLabelValues("delete")); got != 1 {
 				t.Errorf("actions{delete} = %v, want 1", got)
 			}
-			if ev := observe.EventsText(r.rec); !strings.Contains(ev, "TerminatingOnInterruption") || !strings.Contains(ev, tc.kind) {
-				t.Errorf("events %q: want TerminatingOnInterruption naming %s", ev, tc.kind)
+			want := []string{
+				"Warning " + tc.reason + " " + tc.message,
+				"Warning TerminatingOnInterruption Interruption triggered termination for the NodeClaim",
+			}
+			if ev := observe.Events(r.rec); !slices.Equal(ev, want) {
+				t.Errorf("events %q, want %q", ev, want)
 			}
 			// A second pass does nothing more.
 			r.reconcile(t)
@@ -197,8 +217,8 @@ func TestRebalanceOnlyRecords(t *testing.T) {
 	if rep, _ := r.state.Interruption("rb"); !rep.Handled {
 		t.Error("report not handled")
 	}
-	if ev := observe.EventsText(r.rec); !strings.Contains(ev, "RebalanceRecommendation") {
-		t.Errorf("events %q: want RebalanceRecommendation", ev)
+	if ev, want := observe.Events(r.rec), []string{"Normal SpotRebalanceRecommendation Spot rebalance recommendation was triggered"}; !slices.Equal(ev, want) {
+		t.Errorf("events %q, want %q", ev, want)
 	}
 	if got := observe.Count(t, r.h.metrics.actions.WithLabelValues("event")); got != 1 {
 		t.Errorf("actions{event} = %v, want 1", got)
@@ -251,5 +271,43 @@ func TestFailureLeavesReportForNextPass(t *testing.T) {
 	}
 	if r.claims.NodeClaim("default-1").DeletionTimestamp == nil {
 		t.Error("nodeclaim not deleted on the second pass")
+	}
+}
+
+// objectRecorder keeps each Event as "Kind/name/uid Reason: message".
+type objectRecorder struct{ got []string }
+
+func (o *objectRecorder) Event(obj runtime.Object, _, reason, message string) {
+	m, _ := meta.Accessor(obj)
+	o.got = append(o.got, fmt.Sprintf("%s/%s/%s %s: %s", strings.TrimPrefix(fmt.Sprintf("%T", obj), "*v1."), m.GetName(), m.GetUID(), reason, message))
+}
+
+func (o *objectRecorder) Eventf(obj runtime.Object, typ, reason, format string, args ...any) {
+	o.Event(obj, typ, reason, fmt.Sprintf(format, args...))
+}
+
+func (o *objectRecorder) AnnotatedEventf(obj runtime.Object, _ map[string]string, typ, reason, format string, args ...any) {
+	o.Event(obj, typ, reason, fmt.Sprintf(format, args...))
+}
+
+// TestInterruptionEventsOnNodeAndNodeClaim: as the AWS provider does, the
+// notice's Event and TerminatingOnInterruption go on the NodeClaim and on
+// its Node (by UID, so kubectl describe node shows them).
+func TestInterruptionEventsOnNodeAndNodeClaim(t *testing.T) {
+	r := newRig(t, false)
+	r.claims.items["default-1"].Status.NodeName = "ip-10-0-0-1"
+	r.claims.nodes = map[string]*corev1.Node{"ip-10-0-0-1": {ObjectMeta: metav1.ObjectMeta{Name: "ip-10-0-0-1", UID: "node-uid"}}}
+	rec := &objectRecorder{}
+	r.h.d.Recorder = rec
+	r.report(t, "spot", "i-1", KindSpotInterruption)
+	r.reconcile(t)
+	want := []string{
+		"NodeClaim/default-1/ SpotInterrupted: Spot interruption warning was triggered",
+		"Node/ip-10-0-0-1/node-uid SpotInterrupted: Spot interruption warning was triggered",
+		"NodeClaim/default-1/ TerminatingOnInterruption: Interruption triggered termination for the NodeClaim",
+		"Node/ip-10-0-0-1/node-uid TerminatingOnInterruption: Interruption triggered termination for the Node",
+	}
+	if !slices.Equal(rec.got, want) {
+		t.Errorf("events\n%s\nwant\n%s", strings.Join(rec.got, "\n"), strings.Join(want, "\n"))
 	}
 }

@@ -1,14 +1,19 @@
 package interruption
 
 import (
+	"strings"
+
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/joiner-dev/joiner/coordinator/karpmetrics"
 	"github.com/joiner-dev/joiner/internal/telemetry"
 )
 
 type metrics struct {
 	received *prometheus.CounterVec
 	actions  *prometheus.CounterVec
+	// karp are Karpenter's metrics (shared by the loops of one registry).
+	karp *karpmetrics.Metrics
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -21,7 +26,29 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 				"duplicate (the same instance and kind was handled already)."},
 			[]string{"action"}),
 	}
+	var err error
+	if m.karp, err = karpmetrics.For(reg); err != nil {
+		return nil, err
+	}
 	return m, telemetry.Register(reg, "interruption", m.received, m.actions)
+}
+
+// disruptedReason is Karpenter's karpenter_nodeclaims_disrupted_total
+// reason for a NodeClaim deleted on a notice of kind: its interruption
+// message kind (spot_interrupted, scheduled_change, instance_stopped,
+// instance_terminated), else the kind in snake case.
+func disruptedReason(kind string) string {
+	switch kind {
+	case KindSpotInterruption:
+		return "spot_interrupted"
+	case KindScheduledEvent:
+		return "scheduled_change"
+	case KindInstanceStopping:
+		return "instance_stopped"
+	case KindInstanceTerminating:
+		return "instance_terminated"
+	}
+	return strings.ReplaceAll(kind, "-", "_")
 }
 
 // queueMetrics are Karpenter's interruption queue metrics, by its names.

@@ -167,8 +167,8 @@ func TestQueueMessagesBecomeReports(t *testing.T) {
 		t.Errorf("marked unavailable %v, want m5.large us-east-1a spot once", spy.marked)
 	}
 	evs := observe.Events(r.rec)
-	if n, m := countEvents(evs, "SpotInterrupted"), countEvents(evs, "RebalanceRecommendation"); n != 1 || m != 1 {
-		t.Errorf("SpotInterrupted events %d, RebalanceRecommendation events %d; want 1 each: %v", n, m, evs)
+	if n, m := countEvents(evs, "SpotInterrupted"), countEvents(evs, "SpotRebalanceRecommendation"); n != 1 || m != 1 {
+		t.Errorf("SpotInterrupted events %d, SpotRebalanceRecommendation events %d; want 1 each: %v", n, m, evs)
 	}
 }
 

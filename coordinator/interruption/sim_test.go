@@ -20,6 +20,7 @@ import (
 	"github.com/joiner-dev/joiner/coordinator/interruption"
 	"github.com/joiner-dev/joiner/coordinator/kube"
 	"github.com/joiner-dev/joiner/coordinator/termination"
+	"github.com/joiner-dev/joiner/events"
 	"github.com/joiner-dev/joiner/test/simstack"
 	"github.com/joiner-dev/joiner/test/simstack/provisioning"
 )
@@ -45,7 +46,7 @@ func TestQueueOnSimStack(t *testing.T) {
 	stack := provisioning.StartOn(t, r, c, env.Config, cluster, log)
 	clients, cache, state := stack.Clients, stack.Cache, stack.State
 
-	rec := kube.NewRecorder(ctx, clients.Kube, "joiner")
+	rec := events.NewRecorder(ctx, clients.Kube, "")
 	term, err := termination.New(termination.Config{Resync: time.Second}, termination.Deps{Cache: cache, Claims: clients, Kube: clients.Kube,
 		State: state, Raft: stack.Raft, Cloud: stack.Cloud, Replacements: stack.Provisioner, Registerer: stack.Registry, Recorder: rec, Log: log})
 	if err != nil {

@@ -15,14 +15,9 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
 
 	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
@@ -376,27 +371,3 @@ func (k *Cache) VolumeAttachmentsOnNode(node string) []*storagev1.VolumeAttachme
 
 // Namespaces returns every namespace, sorted by name.
 func (k *Cache) Namespaces() []*corev1.Namespace { return list[corev1.Namespace](k.namespaces) }
-
-// NewRecorder returns an event recorder for component writing through
-// kube; it stops when ctx ends.
-func NewRecorder(ctx context.Context, kube kubernetes.Interface, component string) record.EventRecorder {
-	b := record.NewBroadcaster(record.WithContext(ctx))
-	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
-	go func() {
-		<-ctx.Done()
-		b.Shutdown()
-	}()
-	return b.NewRecorder(eventScheme, corev1.EventSource{Component: component})
-}
-
-// eventScheme knows the core types and Joiner's, so Events can reference
-// NodeClaims, NodePools and EC2NodeClasses.
-var eventScheme = func() *runtime.Scheme {
-	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, karpv1.AddToScheme, awsv1.AddToScheme} {
-		if err := add(s); err != nil {
-			panic(err)
-		}
-	}
-	return s
-}()

@@ -105,10 +105,4 @@ func TestCacheAndClients(t *testing.T) {
 	}
 	waitFor(t, "nodeclaim gone from the cache", func() bool { return k.NodeClaim(nc.Name) == nil })
 
-	rec := NewRecorder(ctx, c.Kube, "joiner-test")
-	rec.Event(node, corev1.EventTypeNormal, "Test", "hello")
-	waitFor(t, "event recorded", func() bool {
-		evs, err := c.Kube.CoreV1().Events("default").List(ctx, metav1.ListOptions{})
-		return err == nil && len(evs.Items) > 0
-	})
 }

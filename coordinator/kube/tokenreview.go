@@ -2,15 +2,11 @@ package kube
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
-
-	"golang.org/x/time/rate"
 
 	authnv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -60,72 +56,21 @@ type TokenReviewer struct {
 	ReviewsPerSecond float64
 	Now              func() time.Time
 
-	mu      sync.Mutex
-	cache   map[[32]byte]reviewed
-	reviews *rate.Limiter
+	reviews reviewCache
 }
 
-type reviewed struct {
-	id      TokenIdentity
-	err     error
-	expires time.Time
-}
-
-func (r *TokenReviewer) defaults() {
+func (r *TokenReviewer) limits() reviewLimits {
 	defaults.Positive(&r.TTL, time.Minute)
 	defaults.Positive(&r.MaxCached, 4096)
 	defaults.Positive(&r.ReviewsPerSecond, 20)
 	defaults.Clock(&r.Now)
-	if r.cache == nil {
-		r.cache = map[[32]byte]reviewed{}
-	}
-	if r.reviews == nil {
-		r.reviews = rate.NewLimiter(rate.Limit(r.ReviewsPerSecond), int(2*r.ReviewsPerSecond))
-	}
+	return reviewLimits{ttl: r.TTL, maxCached: r.MaxCached, perSecond: r.ReviewsPerSecond, now: r.Now}
 }
 
 // Review returns the identity of token or an error wrapping
 // ErrTokenRejected or ErrReviewBusy (anything else: the review failed).
 func (r *TokenReviewer) Review(ctx context.Context, token string) (TokenIdentity, error) {
-	if token == "" {
-		return TokenIdentity{}, fmt.Errorf("%w: no bearer token", ErrTokenRejected)
-	}
-	key := sha256.Sum256([]byte(token))
-	r.mu.Lock()
-	r.defaults()
-	now := r.Now()
-	if c, ok := r.cache[key]; ok && now.Before(c.expires) {
-		r.mu.Unlock()
-		return c.id, c.err
-	}
-	if !r.reviews.AllowN(now, 1) {
-		r.mu.Unlock()
-		return TokenIdentity{}, ErrReviewBusy
-	}
-	r.mu.Unlock()
-
-	id, err := r.review(ctx, token)
-	if err != nil && !errors.Is(err, ErrTokenRejected) {
-		return id, err // not an answer about the token: not cached
-	}
-	ttl := r.TTL
-	if err != nil {
-		ttl /= 10
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if len(r.cache) >= r.MaxCached {
-		for k, c := range r.cache {
-			if !now.Before(c.expires) {
-				delete(r.cache, k)
-			}
-		}
-		if len(r.cache) >= r.MaxCached {
-			clear(r.cache)
-		}
-	}
-	r.cache[key] = reviewed{id: id, err: err, expires: now.Add(ttl)}
-	return id, err
+	return r.reviews.do(ctx, token, r.limits, r.review, ErrTokenRejected)
 }
 
 func (r *TokenReviewer) review(ctx context.Context, token string) (TokenIdentity, error) {

@@ -87,11 +87,20 @@ type Config struct {
 	OnReservedLaunch func()
 }
 
+// Claims finds the NodeClaims the cluster holds (kube.Cache).
+type Claims interface {
+	NodeClaim(name string) *karpv1.NodeClaim
+	NodeClaimByProviderID(id string) *karpv1.NodeClaim
+}
+
 // Deps are the launcher's collaborators.
 type Deps struct {
 	Cloud Cloud
 	Raft  fsm.Proposer
 	State State
+	// Claims lets orphan collection keep an instance raft has no intent
+	// for while a NodeClaim backs it (nil: raft alone decides).
+	Claims Claims
 	// Registerer receives joiner_launch_errors_total{reason} (nil: none).
 	Registerer prometheus.Registerer
 	Log        *zap.Logger
@@ -100,12 +109,13 @@ type Deps struct {
 // Launcher drives launch intents to launched instances. It runs on the
 // leader only, with a context cancelled when leadership is lost.
 type Launcher struct {
-	cfg   Config
-	cloud Cloud
-	raft  fsm.Proposer
-	state State
-	log   *zap.Logger
-	wake  loop.Waker
+	cfg    Config
+	cloud  Cloud
+	raft   fsm.Proposer
+	state  State
+	claims Claims
+	log    *zap.Logger
+	wake   loop.Waker
 	// errors counts failed cloud calls by reason.
 	errors *prometheus.CounterVec
 }
@@ -124,7 +134,7 @@ func New(cfg Config, d Deps) *Launcher {
 		cfg.OnReservedLaunch = func() {}
 	}
 	defaults.Zero(&d.Log, zap.NewNop())
-	l := &Launcher{cfg: cfg, cloud: d.Cloud, raft: d.Raft, state: d.State, log: d.Log.Named("launcher"), wake: loop.NewWaker(),
+	l := &Launcher{cfg: cfg, cloud: d.Cloud, raft: d.Raft, state: d.State, claims: d.Claims, log: d.Log.Named("launcher"), wake: loop.NewWaker(),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "joiner_launch_errors_total",
 			Help: "Failed launch calls, by reason (insufficient-capacity, token-instance-terminated, invalid, unknown)."}, []string{"reason"})}
 	if err := telemetry.Register(d.Registerer, "launcher", l.errors); err != nil {
@@ -333,6 +343,15 @@ func (l *Launcher) CollectOrphans(ctx context.Context) ([]string, error) {
 		if ok && wanted(in, inst) {
 			continue
 		}
+		if !ok && l.backed(inst) {
+			// Raft does not know the intent (its state was lost or
+			// restored from an older snapshot) but a NodeClaim still
+			// names the instance: Karpenter's garbage collection rule
+			// keeps it, and so do we; disruption may retire it later.
+			l.log.Warn("keeping instance of an unknown launch intent: a nodeclaim backs it",
+				zap.String("instance", inst.ID), zap.String("intent_id", id))
+			continue
+		}
 		if err := ctx.Err(); err != nil {
 			return done, err
 		}
@@ -343,6 +362,19 @@ func (l *Launcher) CollectOrphans(ctx context.Context) ([]string, error) {
 		done = append(done, inst.ID)
 	}
 	return done, nil
+}
+
+// backed reports whether a NodeClaim names inst (by provider ID, or by the
+// NodeClaim tag before its status records the instance).
+func (l *Launcher) backed(inst cloud.Instance) bool {
+	if l.claims == nil {
+		return false
+	}
+	if l.claims.NodeClaimByProviderID(inst.ProviderID()) != nil {
+		return true
+	}
+	name := inst.Tags[karpv1.TagNodeClaim]
+	return name != "" && l.claims.NodeClaim(name) != nil
 }
 
 // wanted reports whether a live intent holds (or may still record) inst.

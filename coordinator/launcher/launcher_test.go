@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 	"github.com/joiner-dev/joiner/cloud"
@@ -145,6 +147,60 @@ func TestCollectOrphans(t *testing.T) {
 	want := map[string]bool{stray.ID: true, ghost.ID: true}
 	if len(got) != len(want) || !want[got[0]] || !want[got[1]] {
 		t.Fatalf("terminated %v, want %v (not %s)", got, want, inflight.ID)
+	}
+}
+
+// claimsByName is a launcher.Claims over NodeClaims keyed by name.
+type claimsByName map[string]*karpv1.NodeClaim
+
+func (c claimsByName) NodeClaim(name string) *karpv1.NodeClaim { return c[name] }
+func (c claimsByName) NodeClaimByProviderID(id string) *karpv1.NodeClaim {
+	for _, nc := range c {
+		if nc.Status.ProviderID == id {
+			return nc
+		}
+	}
+	return nil
+}
+
+// TestCollectOrphansAfterStateLoss: raft knows no intent at all (a wiped
+// volume, an emptyDir install restarted, an old snapshot). Karpenter's
+// garbage collection rule decides then: an instance a NodeClaim names (by
+// provider ID, or by its karpenter.sh/nodeclaim tag before the status has
+// it) is kept; one no NodeClaim names is terminated. An instance raft does
+// know as superseded is terminated even if a stale NodeClaim tag names it.
+func TestCollectOrphansAfterStateLoss(t *testing.T) {
+	h := newHarness(t, "known")
+	ctx := context.Background()
+	tags := func(intent, claim string) map[string]string {
+		return map[string]string{karpv1.TagClusterPrefix + "test": "owned", karpv1.TagLaunchID: intent, karpv1.TagAttempt: "1",
+			karpv1.TagNodeClaim: claim}
+	}
+	for _, inst := range []cloud.Instance{
+		{ID: "i-by-provider-id", Zone: "us-east-1a", Tags: tags("lost-1", "web-a")},
+		{ID: "i-by-tag", Zone: "us-east-1a", Tags: tags("lost-2", "web-b")},
+		{ID: "i-unclaimed", Zone: "us-east-1a", Tags: tags("lost-3", "gone")},
+		{ID: "i-superseded", Zone: "us-east-1a", Tags: map[string]string{karpv1.TagClusterPrefix + "test": "owned",
+			karpv1.TagLaunchID: "known", karpv1.TagAttempt: "9", karpv1.TagNodeClaim: "nc-known"}},
+	} {
+		inst.InstanceType, inst.State, inst.LaunchTime = "m5.large", "running", h.clk.Now()
+		h.cloud.Put(inst)
+	}
+	claims := claimsByName{
+		"web-a":    {ObjectMeta: metav1.ObjectMeta{Name: "web-a"}, Status: karpv1.NodeClaimStatus{ProviderID: "aws:///us-east-1a/i-by-provider-id"}},
+		"web-b":    {ObjectMeta: metav1.ObjectMeta{Name: "web-b"}},
+		"nc-known": {ObjectMeta: metav1.ObjectMeta{Name: "nc-known"}},
+	}
+	l := launcher.New(launcher.Config{Cluster: "test", Now: h.clk.Now, GCGrace: time.Minute},
+		launcher.Deps{Cloud: h.cloud, Raft: h.d, State: h.f, Claims: claims})
+	h.clk.Add(2 * time.Minute)
+	got, err := l.CollectOrphans(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(got)
+	if want := []string{"i-superseded", "i-unclaimed"}; !slices.Equal(got, want) {
+		t.Fatalf("terminated %v, want %v", got, want)
 	}
 }
 

@@ -16,12 +16,14 @@
 //	disruption               expiration, drift, emptiness, consolidation
 //	static                   static NodePools at their replicas (feature gate StaticCapacity)
 //	retention                prune finished records from the replicated state
+//	metrics.pod              pods' start-up and bound times (Karpenter's metrics)
 package leader
 
 import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -34,6 +36,7 @@ import (
 	disruptionctl "github.com/joiner-dev/joiner/coordinator/disruption/controller"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
 	"github.com/joiner-dev/joiner/coordinator/interruption"
+	"github.com/joiner-dev/joiner/coordinator/karpmetrics"
 	"github.com/joiner-dev/joiner/coordinator/kube"
 	"github.com/joiner-dev/joiner/coordinator/launcher"
 	"github.com/joiner-dev/joiner/coordinator/lifecycle"
@@ -94,6 +97,10 @@ type Deps struct {
 	// the static loop, SpotToSpotConsolidation lets consolidation replace
 	// spot nodes by spot nodes.
 	FeatureGates featuregates.Gates
+	// BatchIdle and BatchMax bound a provisioning batch of pending pods
+	// (0: the provisioner's 1 s and 10 s; --batch-idle-duration,
+	// --batch-max-duration).
+	BatchIdle, BatchMax time.Duration
 
 	Clients *kube.Clients
 	Kube    kubernetes.Interface
@@ -119,6 +126,8 @@ type Leader struct {
 	log     *zap.Logger
 	runner  *runner
 	catalog *view.Catalog
+	// leading is true during a term (Karpenter's gauges are exported then).
+	leading *atomic.Bool
 	// first run before the catalog is published; after run once it is.
 	first, after []Loop
 }
@@ -131,8 +140,22 @@ func New(d Deps) (*Leader, error) {
 	if err != nil {
 		return nil, fmt.Errorf("registering leader metrics: %w", err)
 	}
+	// Karpenter's metrics: cloud calls timed, gauges from the cache and
+	// the catalog (exported while this replica leads), pods' start-up.
+	km, err := karpmetrics.For(d.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	d.Cloud = karpmetrics.DecorateCloud(d.Cloud, km, "aws")
 	catalog := view.NewCatalog()
 	fleet := view.NewFleet()
+	leading := &atomic.Bool{}
+	if d.Registerer != nil {
+		if err := d.Registerer.Register(karpmetrics.NewCollector(karpmetrics.CollectorConfig{Cache: d.Cache, Classes: catalog,
+			Leading: leading.Load})); err != nil {
+			return nil, fmt.Errorf("registering karpenter gauges: %w", err)
+		}
+	}
 	views := &view.Builder{Cache: d.Cache, State: d.State, Classes: catalog, Fleet: fleet, MinValuesPolicy: d.MinValuesPolicy}
 
 	var classCluster func() (string, error)
@@ -144,8 +167,9 @@ func New(d Deps) (*Leader, error) {
 	classes := nodeclass.New(nodeclass.Config{CABundle: d.UserData.CABundle, Refresh: d.NodeClassRefresh}, nodeclass.Deps{Cache: d.Cache, Kube: d.Clients, Cloud: d.Cloud,
 		Catalog: catalog, Cluster: classCluster, Recorder: d.Recorder, Log: log})
 	launch := launcher.New(launcher.Config{Cluster: d.Cluster, OnCapacityError: classes.Wake, OnReservedLaunch: classes.Wake},
-		launcher.Deps{Cloud: d.Cloud, Raft: d.Raft, State: d.State, Registerer: d.Registerer, Log: log})
-	prov, err := provisioner.New(provisioner.Config{Cluster: d.UserData, ClusterFunc: planCluster, BootstrapImage: d.BootstrapImage, Wake: launch.Wake},
+		launcher.Deps{Cloud: d.Cloud, Raft: d.Raft, State: d.State, Claims: d.Cache, Registerer: d.Registerer, Log: log})
+	prov, err := provisioner.New(provisioner.Config{Cluster: d.UserData, ClusterFunc: planCluster, BootstrapImage: d.BootstrapImage, Wake: launch.Wake,
+		BatchIdle: d.BatchIdle, BatchMax: d.BatchMax},
 		provisioner.Deps{Cache: d.Cache, Kube: d.Clients, State: d.State, Raft: d.Raft, Cloud: d.Cloud, Views: views,
 			Classes: catalog, Registerer: d.Registerer, Recorder: d.Recorder, Log: log})
 	if err != nil {
@@ -184,7 +208,7 @@ func New(d Deps) (*Leader, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Leader{d: d, log: log.Named("leader"), runner: r, catalog: catalog,
+	l := &Leader{d: d, log: log.Named("leader"), runner: r, catalog: catalog, leading: leading,
 		first: []Loop{
 			{"cloud", d.Cloud.Run},
 			{"nodeclass", classes.Run},
@@ -198,6 +222,7 @@ func New(d Deps) (*Leader, error) {
 			{"disruption", dis.Run},
 			{"podevents", podEvents.Run},
 			{"retention", ret.Run},
+			{"metrics.pod", karpmetrics.NewPods(d.Cache, km, log.Named("metrics")).Run},
 		}}
 	if d.InterruptionQueue != nil {
 		q, err := interruption.NewQueueLoop(interruption.QueueConfig{OnCommit: intr.Wake}, interruption.QueueDeps{Queue: d.InterruptionQueue,
@@ -220,6 +245,8 @@ func New(d Deps) (*Leader, error) {
 // are published, every other loop. It returns when ctx ends (leadership
 // lost) and every loop has stopped.
 func (l *Leader) Run(ctx context.Context) {
+	l.leading.Store(true)
+	defer l.leading.Store(false)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	if m := l.d.Membership; m != nil {

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/joiner-dev/joiner/coordinator/karpmetrics"
 	"github.com/joiner-dev/joiner/internal/telemetry"
 )
 
@@ -54,6 +55,7 @@ func (r *runner) start(ctx context.Context, wg *sync.WaitGroup, l Loop) {
 }
 
 func (r *runner) run(ctx context.Context, l Loop) {
+	ctx = karpmetrics.WithController(ctx, l.Name)
 	r.running.WithLabelValues(l.Name).Set(1)
 	defer r.running.WithLabelValues(l.Name).Set(0)
 	backoff := r.backoff

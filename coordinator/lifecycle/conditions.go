@@ -4,6 +4,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/events"
 )
 
 // Condition reasons the lifecycle writes.
@@ -70,4 +71,22 @@ func setReady(nc *karpv1.NodeClaim, now metav1.Time) bool {
 		}
 	}
 	return setCondition(&nc.Status.Conditions, karpv1.ConditionReady, status, reason, "", nc.Generation, now)
+}
+
+// transitions are the Events Karpenter's status controller records for the
+// conditions that changed from before to nc's: one per condition whose
+// status changed, a condition that was not there counting as Unknown (as
+// Karpenter initialises them).
+func transitions(before []metav1.Condition, nc *karpv1.NodeClaim) []events.Event {
+	var out []events.Event
+	for _, c := range nc.Status.Conditions {
+		from := metav1.ConditionUnknown
+		if old := condition(before, c.Type); old != nil {
+			from = old.Status
+		}
+		if from != c.Status {
+			out = append(out, events.ConditionTransitioned(nc, c.Type, string(from), string(c.Status), c.Reason, c.Message))
+		}
+	}
+	return out
 }

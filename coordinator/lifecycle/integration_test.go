@@ -17,7 +17,7 @@ import (
 	"github.com/joiner-dev/joiner/cloud"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
 	"github.com/joiner-dev/joiner/coordinator/fsm/fsmtest"
-	"github.com/joiner-dev/joiner/coordinator/kube"
+	"github.com/joiner-dev/joiner/events"
 	"github.com/joiner-dev/joiner/test/fakeclock"
 	"github.com/joiner-dev/joiner/test/simstack"
 	"github.com/joiner-dev/joiner/test/testenv"
@@ -53,9 +53,7 @@ func TestLifecycleControlPlane(t *testing.T) {
 		{ID: "intent1", Spec: spec("default-aaaaa"), Pods: []string{"default/p1"}},
 		{ID: "intent2", Spec: spec("default-bbbbb"), Pods: []string{"default/p2"}},
 	}})
-	raft.MustPropose(t, fsm.LaunchAttemptStartType, fsm.LaunchAttemptStart{IntentID: "intent1", Attempt: 1, At: start})
-	raft.MustPropose(t, fsm.LaunchResultType, fsm.LaunchResult{IntentID: "intent1", Attempt: 1, At: start,
-		Launched: &fsm.Launched{InstanceID: "i-1", InstanceType: "m5.large", Zone: "us-east-1a", CapacityType: "on-demand", LaunchedAt: start}})
+	raft.MustLaunch(t, "intent1", fsm.Launched{InstanceID: "i-1", InstanceType: "m5.large", Zone: "us-east-1a", CapacityType: "on-demand", LaunchedAt: start}, start)
 
 	newClaim := func(name, intentID string) {
 		nc := &karpv1.NodeClaim{
@@ -78,7 +76,7 @@ func TestLifecycleControlPlane(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	l, err := New(Config{RemoveStartupTaints: true, Resync: 200 * time.Millisecond, GCInterval: -1, Now: clk.Now},
 		Deps{Cache: cache, Claims: clients, Nodes: clients.Kube, State: state, Raft: raft, Cloud: cl, Classes: fakeClasses{},
-			Registerer: reg, Recorder: kube.NewRecorder(ctx, clients.Kube, "joiner"), Log: log})
+			Registerer: reg, Recorder: events.NewRecorder(ctx, clients.Kube, ""), Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +170,7 @@ func TestLifecycleControlPlane(t *testing.T) {
 			reasons = append(reasons, e.Reason)
 		}
 		slices.Sort(reasons)
-		return slices.Equal(reasons, []string{"Initialized", "Launched", "Registered"}), fmt.Sprint(reasons)
+		return slices.Equal(reasons, []string{"Initialized", "Launched", "Ready", "Registered"}), fmt.Sprint(reasons)
 	})
 
 	// Launch timeout: intent2 never launches.

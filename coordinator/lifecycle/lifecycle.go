@@ -22,6 +22,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -40,6 +41,7 @@ import (
 	"github.com/joiner-dev/joiner/coordinator/fsm"
 	"github.com/joiner-dev/joiner/coordinator/loop"
 	"github.com/joiner-dev/joiner/coordinator/view"
+	"github.com/joiner-dev/joiner/events"
 	"github.com/joiner-dev/joiner/internal/defaults"
 	"github.com/joiner-dev/joiner/internal/logging"
 )
@@ -258,14 +260,15 @@ func (l *Lifecycle) reconcileClaim(ctx context.Context, cached *karpv1.NodeClaim
 	case Launch:
 		return l.launch(ctx, log, nc, in)
 	case LaunchFailed:
+		before := slices.Clone(nc.Status.Conditions)
 		if ApplyLaunchFailed(nc, why, in.Now) {
 			out, err := l.d.Claims.UpdateNodeClaimStatus(ctx, nc)
 			if err != nil {
 				return err
 			}
 			nc = out
+			events.Publish(l.d.Recorder, transitions(before, nc)...)
 		}
-		l.d.Recorder.Event(nc, corev1.EventTypeWarning, "LaunchFailed", truncate(why, 512))
 		log.Warn("launching nodeclaim failed", zap.String("reason", why))
 		return l.delete(ctx, log, nc, reasonLaunchFailed, why)
 	case DeleteLaunchTimeout:

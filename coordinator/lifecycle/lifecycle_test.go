@@ -304,7 +304,10 @@ func TestLifecycleHappyPath(t *testing.T) {
 	if err := h.l.metrics.initDuration.Write(&m); err != nil || m.GetHistogram().GetSampleCount() != 1 || m.GetHistogram().GetSampleSum() != 240 {
 		t.Errorf("initialization histogram %v (%v), want one 240 s sample", m.GetHistogram(), err)
 	}
-	wantEvents(t, h.rec, "Launched", "Registered", "Initialized")
+	wantEvents(t, h.rec, "Normal Launched Status condition transitioned, Type: Launched, Status: Unknown -> True, Reason: Launched",
+		"Normal Registered Status condition transitioned, Type: Registered, Status: Unknown -> True, Reason: Registered",
+		"Normal Ready Status condition transitioned, Type: Ready, Status: Unknown -> True, Reason: Ready",
+		"Normal Initialized Status condition transitioned, Type: Initialized, Status: Unknown -> True, Reason: Initialized")
 }
 
 func counter(t *testing.T, reg *prometheus.Registry, name string) float64 {
@@ -400,6 +403,10 @@ func TestFailedIntent(t *testing.T) {
 	if len(h.kube.deleted) != 1 {
 		t.Fatalf("deleted %v", h.kube.deleted)
 	}
+	// Karpenter's status-condition Event says why (Ready follows Launched).
+	wantEvents(t, h.rec,
+		"Normal Launched Status condition transitioned, Type: Launched, Status: Unknown -> False, Reason: LaunchFailed, Message: invalid launch request: no such image",
+		"Normal Ready Status condition transitioned, Type: Ready, Status: Unknown -> False, Reason: ConditionsNotAllTrue")
 }
 
 func TestOrphansAndForeignClaims(t *testing.T) {

@@ -3,6 +3,7 @@ package lifecycle
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/joiner-dev/joiner/coordinator/karpmetrics"
 	"github.com/joiner-dev/joiner/internal/telemetry"
 )
 
@@ -11,6 +12,8 @@ type metrics struct {
 	deleted                           *prometheus.CounterVec
 	instancesGone                     *prometheus.CounterVec
 	initDuration                      prometheus.Histogram
+	// karp are Karpenter's metrics (shared by the loops of one registry).
+	karp *karpmetrics.Metrics
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -30,5 +33,20 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help:    "Time from NodeClaim creation to Initialized.",
 			Buckets: []float64{5, 10, 20, 30, 45, 60, 90, 120, 180, 240, 300, 450, 600, 900}}),
 	}
+	var err error
+	if m.karp, err = karpmetrics.For(reg); err != nil {
+		return nil, err
+	}
 	return m, telemetry.Register(reg, "lifecycle", m.launched, m.registered, m.initialized, m.deleted, m.instancesGone, m.initDuration)
+}
+
+// disruptedReason is Karpenter's karpenter_nodeclaims_disrupted_total
+// reason for a deletion of the lifecycle's: garbage_collected for a claim
+// whose instance is gone, else the lifecycle's own reason (launch_timeout
+// and registration_timeout are Karpenter's too).
+func disruptedReason(reason string) string {
+	if reason == ReasonInstanceGone {
+		return "garbage_collected"
+	}
+	return reason
 }

@@ -4,22 +4,24 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"go.uber.org/zap"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 	"github.com/joiner-dev/joiner/cloud/catalog"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
 	"github.com/joiner-dev/joiner/coordinator/view"
+	"github.com/joiner-dev/joiner/events"
 	"github.com/joiner-dev/joiner/internal/logging"
 )
 
 // launch writes the launched instance onto the NodeClaim: labels first
 // (metadata), then the status.
 func (l *Lifecycle) launch(ctx context.Context, log *zap.Logger, nc *karpv1.NodeClaim, in Inputs) error {
+	before := slices.Clone(nc.Status.Conditions)
 	it := l.instanceType(log, nc, in.Instance.InstanceType)
 	meta, status := ApplyLaunch(nc, in.Intent, in.Instance, it, in.Now)
 	if meta {
@@ -37,8 +39,7 @@ func (l *Lifecycle) launch(ctx context.Context, log *zap.Logger, nc *karpv1.Node
 		}
 	}
 	l.metrics.launched.WithLabelValues(nc.Labels[karpv1.LabelNodePool]).Inc()
-	l.d.Recorder.Eventf(nc, corev1.EventTypeNormal, "Launched", "Status condition transitioned, Type: Launched, Status: True (instance %s, %s in %s, %s)",
-		in.Instance.ID, in.Instance.InstanceType, in.Instance.Zone, in.Instance.CapacityType)
+	events.Publish(l.d.Recorder, transitions(before, nc)...)
 	log.Info("launched nodeclaim", zap.String("provider-id", nc.Status.ProviderID), logging.InstanceType(in.Instance.InstanceType),
 		zap.String(logging.KeyZone, in.Instance.Zone), zap.String(logging.KeyCapacityType, in.Instance.CapacityType))
 	return nil
@@ -81,13 +82,15 @@ func (l *Lifecycle) register(ctx context.Context, log *zap.Logger, nc *karpv1.No
 	if err := l.advance(ctx, in.Instance.ID, fsm.InstanceRegistered, node.Name, in.Now); err != nil {
 		return err
 	}
+	before := slices.Clone(nc.Status.Conditions)
 	if ApplyRegistered(nc, node.Name, in.Now) {
 		if _, err := l.d.Claims.UpdateNodeClaimStatus(ctx, nc); err != nil {
 			return err
 		}
 	}
 	l.metrics.registered.WithLabelValues(nc.Labels[karpv1.LabelNodePool]).Inc()
-	l.d.Recorder.Eventf(nc, corev1.EventTypeNormal, "Registered", "Status condition transitioned, Type: Registered, Status: True (node %s)", node.Name)
+	l.metrics.karp.NodeRegistered(nc)
+	events.Publish(l.d.Recorder, transitions(before, nc)...)
 	log.Info("registered nodeclaim", logging.Node(node.Name), zap.String("provider-id", nc.Status.ProviderID))
 	return nil
 }
@@ -108,6 +111,7 @@ func (l *Lifecycle) initialize(ctx context.Context, log *zap.Logger, nc *karpv1.
 	if err := l.advance(ctx, in.Instance.ID, fsm.InstanceReady, in.Node.Name, in.Now); err != nil {
 		return err
 	}
+	before := slices.Clone(nc.Status.Conditions)
 	if ApplyInitialized(nc, in.Now) {
 		if _, err := l.d.Claims.UpdateNodeClaimStatus(ctx, nc); err != nil {
 			return err
@@ -116,7 +120,7 @@ func (l *Lifecycle) initialize(ctx context.Context, log *zap.Logger, nc *karpv1.
 	took := max(in.Now.Sub(nc.CreationTimestamp.Time), 0)
 	l.metrics.initialized.WithLabelValues(nc.Labels[karpv1.LabelNodePool]).Inc()
 	l.metrics.initDuration.Observe(took.Seconds())
-	l.d.Recorder.Eventf(nc, corev1.EventTypeNormal, "Initialized", "Status condition transitioned, Type: Initialized, Status: True (node %s)", in.Node.Name)
+	events.Publish(l.d.Recorder, transitions(before, nc)...)
 	log.Info("initialized nodeclaim", logging.Node(in.Node.Name), zap.Duration("after", took.Round(time.Millisecond)))
 	return nil
 }
@@ -191,6 +195,7 @@ func (l *Lifecycle) delete(ctx context.Context, log *zap.Logger, nc *karpv1.Node
 		return err
 	}
 	l.metrics.deleted.WithLabelValues(nc.Labels[karpv1.LabelNodePool], reason).Inc()
+	l.metrics.karp.NodeClaimDisrupted(nc, disruptedReason(reason))
 	log.Info("deleted nodeclaim", zap.String("reason", reason), zap.String("detail", why))
 	return nil
 }

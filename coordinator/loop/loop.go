@@ -65,18 +65,39 @@ func Run(ctx context.Context, s Spec) error {
 		side = ticker(s.Side.Every)
 		defer side.Stop()
 	}
+	queued := depth.WithLabelValues(s.Name)
+	// Series at zero from the start, as controller-runtime's.
+	reconcileErrors.WithLabelValues(s.Name)
+	reconciles.WithLabelValues(s.Name, "success")
+	reconciles.WithLabelValues(s.Name, "error")
 	for first := true; ; first = false {
 		last := time.Now()
-		if err := s.Pass(ctx); err != nil && ctx.Err() == nil {
+		queued.Set(0)
+		err := s.Pass(ctx)
+		observe(s.Name, time.Since(last), err)
+		if err != nil && ctx.Err() == nil {
 			s.Log.Warn(s.Name+" pass incomplete", zap.Error(err))
 		}
 		if first && s.Side != nil && s.Side.AtStart {
 			s.Side.Do(ctx)
 		}
 		if !s.wait(ctx, tick.C, side, last) {
+			queued.Set(0)
 			return ctx.Err()
 		}
+		queued.Set(1)
 	}
+}
+
+// observe counts a pass in the controller-runtime metrics.
+func observe(name string, took time.Duration, err error) {
+	reconcileTime.WithLabelValues(name).Observe(took.Seconds())
+	result := "success"
+	if err != nil {
+		result = "error"
+		reconcileErrors.WithLabelValues(name).Inc()
+	}
+	reconciles.WithLabelValues(name, result).Inc()
 }
 
 // ticker ticks every d; one with d <= 0 never ticks.
@@ -115,6 +136,7 @@ func (s Spec) wait(ctx context.Context, tick <-chan time.Time, side *time.Ticker
 	case <-sideC:
 		s.Side.Do(ctx)
 	case <-s.Changes:
+		depth.WithLabelValues(s.Name).Set(1) // due once the burst settles
 		return s.settle(ctx, last)
 	}
 	return true

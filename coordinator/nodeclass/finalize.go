@@ -3,7 +3,6 @@ package nodeclass
 import (
 	"context"
 	"slices"
-	"strconv"
 	"strings"
 
 	"go.uber.org/zap"
@@ -14,6 +13,7 @@ import (
 	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 	"github.com/joiner-dev/joiner/coordinator/kube"
+	"github.com/joiner-dev/joiner/events"
 )
 
 // ClassCleaner deletes what the cloud keeps for a class being deleted
@@ -56,8 +56,7 @@ func (l *Loop) finalize(ctx context.Context, cached *awsv1.EC2NodeClass, claims 
 	key := "ec2nodeclass-termination/" + cached.Name
 	if users := claimsOf(cached.Name, claims); len(users) > 0 {
 		if l.changed(key, strings.Join(users, ",")) {
-			l.d.Recorder.Eventf(cached, corev1.EventTypeNormal, "WaitingOnNodeClaimTermination",
-				"Waiting on NodeClaim termination for %s", prettyList(users, 5))
+			events.Publish(l.d.Recorder, events.ClassWaitsForClaims(cached, users))
 		}
 		return
 	}
@@ -91,12 +90,4 @@ func claimsOf(class string, claims []*karpv1.NodeClaim) []string {
 	}
 	slices.Sort(out)
 	return out
-}
-
-// prettyList lists at most limit names, then how many more.
-func prettyList(names []string, limit int) string {
-	if len(names) <= limit {
-		return strings.Join(names, ", ")
-	}
-	return strings.Join(names[:limit], ", ") + " and " + strconv.Itoa(len(names)-limit) + " other(s)"
 }

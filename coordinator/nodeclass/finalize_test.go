@@ -15,6 +15,7 @@ import (
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 	"github.com/joiner-dev/joiner/coordinator/kube"
 	"github.com/joiner-dev/joiner/coordinator/nodeclass/nodeclasstest"
+	"github.com/joiner-dev/joiner/coordinator/view/fake"
 	"github.com/joiner-dev/joiner/test/observe"
 )
 
@@ -22,7 +23,7 @@ import (
 // the cached classes, as the informer would show them).
 type finalizingWriter struct {
 	nodeclasstest.Writer
-	cache *fakeCache
+	cache *fake.Cache
 	err   error
 	sets  []string
 }
@@ -35,7 +36,7 @@ func (w *finalizingWriter) SetFinalizers(_ context.Context, gvr schema.GroupVers
 		return errors.New("not an EC2NodeClass")
 	}
 	w.sets = append(w.sets, name+"="+strings.Join(fins, ","))
-	for _, nc := range w.cache.classes {
+	for _, nc := range w.cache.ClassList {
 		if nc.Name == name {
 			nc.Finalizers = slices.Clone(fins)
 		}
@@ -68,15 +69,15 @@ func claimOfClass(name, class string) *karpv1.NodeClaim {
 // none uses it, then the cloud cleans up and the finalizer goes; a failed
 // clean-up keeps the finalizer and is retried.
 func TestClassTermination(t *testing.T) {
-	c := &fakeCache{classes: []*awsv1.EC2NodeClass{class("default"), class("other")},
-		claims: []*karpv1.NodeClaim{claimOfClass("a", "default"), claimOfClass("b", "default"), claimOfClass("c", "other")}}
+	c := &fake.Cache{ClassList: []*awsv1.EC2NodeClass{class("default"), class("other")},
+		ClaimList: []*karpv1.NodeClaim{claimOfClass("a", "default"), claimOfClass("b", "default"), claimOfClass("c", "other")}}
 	w := &finalizingWriter{cache: c}
 	cl := &cleaningCloud{}
 	r := newRig(c)
 	r.l = New(Config{Now: func() time.Time { return r.now }}, Deps{Cache: c, Kube: w, Cloud: cl, Catalog: r.catalog, Recorder: r.rec})
 	ctx := context.Background()
 	r.l.Reconcile(ctx)
-	for _, nc := range c.classes {
+	for _, nc := range c.ClassList {
 		if !slices.Equal(nc.Finalizers, []string{"karpenter.k8s.aws/termination"}) {
 			t.Errorf("%s finalizers %v", nc.Name, nc.Finalizers)
 		}
@@ -88,7 +89,7 @@ func TestClassTermination(t *testing.T) {
 
 	// Deleted while NodeClaims use it: it waits, saying so once.
 	now := metav1.Now()
-	c.classes[0].DeletionTimestamp = &now
+	c.ClassList[0].DeletionTimestamp = &now
 	r.l.Reconcile(ctx)
 	r.l.Reconcile(ctx)
 	events := observe.Events(r.rec)
@@ -100,10 +101,10 @@ func TestClassTermination(t *testing.T) {
 	}
 
 	// Its NodeClaims gone, a failing clean-up keeps the finalizer.
-	c.claims = c.claims[2:]
+	c.ClaimList = c.ClaimList[2:]
 	cl.err = errors.New("AccessDenied")
 	r.l.Reconcile(ctx)
-	if !slices.Contains(c.classes[0].Finalizers, "karpenter.k8s.aws/termination") {
+	if !slices.Contains(c.ClassList[0].Finalizers, "karpenter.k8s.aws/termination") {
 		t.Fatal("finalizer removed although the clean-up failed")
 	}
 	if events := strings.Join(observe.Events(r.rec), "\n"); !strings.Contains(events, "FailedCleanup AccessDenied") {
@@ -111,16 +112,10 @@ func TestClassTermination(t *testing.T) {
 	}
 	cl.err = nil
 	r.l.Reconcile(ctx)
-	if len(c.classes[0].Finalizers) != 0 || !slices.Equal(cl.cleaned, []string{"default"}) {
-		t.Errorf("after the clean-up: finalizers %v, cleaned %v", c.classes[0].Finalizers, cl.cleaned)
+	if len(c.ClassList[0].Finalizers) != 0 || !slices.Equal(cl.cleaned, []string{"default"}) {
+		t.Errorf("after the clean-up: finalizers %v, cleaned %v", c.ClassList[0].Finalizers, cl.cleaned)
 	}
-	if !slices.Contains(c.classes[1].Finalizers, "karpenter.k8s.aws/termination") {
+	if !slices.Contains(c.ClassList[1].Finalizers, "karpenter.k8s.aws/termination") {
 		t.Error("the live class lost its finalizer")
-	}
-}
-
-func TestPrettyList(t *testing.T) {
-	if got := prettyList([]string{"a", "b", "c"}, 2); got != "a, b and 1 other(s)" {
-		t.Errorf("prettyList = %q", got)
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
@@ -22,29 +21,6 @@ import (
 	"github.com/joiner-dev/joiner/coordinator/view/fake"
 	"github.com/joiner-dev/joiner/test/observe"
 )
-
-type fakeCache struct {
-	pools   []*karpv1.NodePool
-	classes []*awsv1.EC2NodeClass
-	claims  []*karpv1.NodeClaim
-	nodes   []*corev1.Node
-}
-
-func (c *fakeCache) NodePools() []*karpv1.NodePool      { return c.pools }
-func (c *fakeCache) NodeClasses() []*awsv1.EC2NodeClass { return c.classes }
-func (c *fakeCache) NodeClaims() []*karpv1.NodeClaim    { return c.claims }
-func (c *fakeCache) Changes() (<-chan struct{}, func()) { return make(chan struct{}), func() {} }
-
-func (c *fakeCache) NodeClass(name string) *awsv1.EC2NodeClass { return fake.Find(c.classes, name) }
-
-func (c *fakeCache) NodeByProviderID(id string) *corev1.Node {
-	for _, n := range c.nodes {
-		if n.Spec.ProviderID == id {
-			return n
-		}
-	}
-	return nil
-}
 
 // fakeCloud resolves every class (or fails with err) and counts calls.
 type fakeCloud struct {
@@ -84,7 +60,7 @@ func pool(name string, reqs ...karpv1.NodeSelectorRequirementWithMinValues) *kar
 }
 
 type rig struct {
-	cache   *fakeCache
+	cache   *fake.Cache
 	kube    *nodeclasstest.Writer
 	cloud   *fakeCloud
 	catalog *view.Catalog
@@ -93,7 +69,7 @@ type rig struct {
 	l       *Loop
 }
 
-func newRig(c *fakeCache) *rig {
+func newRig(c *fake.Cache) *rig {
 	r := &rig{cache: c, kube: &nodeclasstest.Writer{}, cloud: &fakeCloud{}, catalog: view.NewCatalog(), rec: record.NewFakeRecorder(100),
 		now: time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)}
 	r.l = New(Config{Now: func() time.Time { return r.now }},
@@ -104,8 +80,8 @@ func newRig(c *fakeCache) *rig {
 func TestInvalidObjectsAreReportedAndLeftOut(t *testing.T) {
 	badClass := class("bad")
 	badClass.Spec.Tags = map[string]string{"kubernetes.io/cluster/x": "owned"}
-	c := &fakeCache{pools: []*karpv1.NodePool{pool("bad", karpv1.NodeSelectorRequirementWithMinValues{Key: karpv1.LabelHostname,
-		Operator: karpv1.OpIn, Values: []string{"x"}}), pool("good")}, classes: []*awsv1.EC2NodeClass{badClass, class("default")}}
+	c := &fake.Cache{PoolList: []*karpv1.NodePool{pool("bad", karpv1.NodeSelectorRequirementWithMinValues{Key: karpv1.LabelHostname,
+		Operator: karpv1.OpIn, Values: []string{"x"}}), pool("good")}, ClassList: []*awsv1.EC2NodeClass{badClass, class("default")}}
 	r := newRig(c)
 	r.l.Reconcile(context.Background())
 
@@ -135,7 +111,7 @@ func TestInvalidObjectsAreReportedAndLeftOut(t *testing.T) {
 	}
 	// The same state again: no new Events, no new status writes.
 	writes := len(r.kube.Pools) + len(r.kube.Classes)
-	r.cache.pools[0].Status = badPool.Status
+	r.cache.PoolList[0].Status = badPool.Status
 	r.l.Reconcile(context.Background())
 	if n := len(observe.Events(r.rec)); n != 0 {
 		t.Fatalf("%d events repeated", n)
@@ -149,7 +125,7 @@ func TestInvalidObjectsAreReportedAndLeftOut(t *testing.T) {
 // and Retry after a failure; instance types are listed again every
 // TypesRefresh or when woken; nothing else calls the cloud.
 func TestResolutionSchedule(t *testing.T) {
-	c := &fakeCache{classes: []*awsv1.EC2NodeClass{class("default")}}
+	c := &fake.Cache{ClassList: []*awsv1.EC2NodeClass{class("default")}}
 	r := newRig(c)
 	ctx := context.Background()
 	step := func(d time.Duration) {
@@ -178,7 +154,7 @@ func TestResolutionSchedule(t *testing.T) {
 	}
 	changed := class("default")
 	changed.Spec.Tags = map[string]string{"a": "b"}
-	c.classes[0] = changed
+	c.ClassList[0] = changed
 	step(time.Second)
 	if r.cloud.resolves != 3 {
 		t.Fatalf("after a spec change: %d resolves, want 3", r.cloud.resolves)
@@ -188,7 +164,7 @@ func TestResolutionSchedule(t *testing.T) {
 	r.cloud.err = errors.New("no AMI")
 	changed = class("default")
 	changed.Spec.Tags = map[string]string{"a": "c"}
-	c.classes[0] = changed
+	c.ClassList[0] = changed
 	step(time.Second)
 	if len(r.catalog.Classes()) != 0 {
 		t.Fatal("a class that failed to resolve was published")
@@ -214,7 +190,7 @@ func TestResolutionSchedule(t *testing.T) {
 // False, ClusterDiscoveryFailed, one Event); once known the classes
 // resolve, and a new Kubernetes version re-resolves them at once.
 func TestClusterFacts(t *testing.T) {
-	c := &fakeCache{classes: []*awsv1.EC2NodeClass{class("default")}}
+	c := &fake.Cache{ClassList: []*awsv1.EC2NodeClass{class("default")}}
 	r := newRig(c)
 	version, clusterErr := "", fmt.Errorf("cluster x: endpoint neither given nor discovered: %w", cloud.ErrClusterUnknown)
 	r.l.d.Cluster = func() (string, error) { return version, clusterErr }

@@ -15,6 +15,7 @@ import (
 
 	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/coordinator/view/fake"
 )
 
 func readyClass(status metav1.ConditionStatus, reason string) *awsv1.EC2NodeClass {
@@ -123,7 +124,7 @@ func TestHashStamping(t *testing.T) {
 	drifted.Status.Conditions = []metav1.Condition{{Type: karpv1.ConditionDrifted, Status: metav1.ConditionTrue, Reason: "NodePoolDrifted"}}
 	current := claimOf("current", "default", "aws:///us-east-1a/i-3", "2")
 	current.Annotations = map[string]string{karpv1.AnnotationNodePoolHashVersion: karpv1.NodePoolHashVersion, karpv1.AnnotationNodePoolHash: "x"}
-	c := &fakeCache{pools: []*karpv1.NodePool{np}, claims: []*karpv1.NodeClaim{fresh, drifted, current}}
+	c := &fake.Cache{PoolList: []*karpv1.NodePool{np}, ClaimList: []*karpv1.NodeClaim{fresh, drifted, current}}
 	r := newRig(c)
 	r.l.Reconcile(context.Background())
 	want := np.Hash()

@@ -11,6 +11,7 @@ import (
 	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 	"github.com/joiner-dev/joiner/coordinator/scheduler"
+	"github.com/joiner-dev/joiner/coordinator/view/fake"
 )
 
 // BenchmarkProvisioningPass measures one leader pass without the commit:
@@ -22,13 +23,13 @@ func BenchmarkProvisioningPass(b *testing.B) {
 	for _, nodes := range []int{100, 1000, 5000} {
 		sz := struct{ nodes, bound, pending int }{nodes, 19, nodes}
 		b.Run(fmt.Sprintf("nodes=%d/pods=%d", sz.nodes, sz.nodes*(sz.bound+1)), func(b *testing.B) {
-			c := &fakeCache{
-				pools:   []*karpv1.NodePool{pool("general", req(karpv1.LabelArch, "In", "amd64"))},
-				classes: []*awsv1.EC2NodeClass{class()},
+			c := &fake.Cache{
+				PoolList:  []*karpv1.NodePool{pool("general", req(karpv1.LabelArch, "In", "amd64"))},
+				ClassList: []*awsv1.EC2NodeClass{class()},
 			}
 			for i := range sz.nodes {
 				name := fmt.Sprintf("node-%d", i)
-				c.nodes = append(c.nodes, &corev1.Node{
+				c.NodeList = append(c.NodeList, &corev1.Node{
 					ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{karpv1.LabelNodePool: "general",
 						karpv1.LabelInstanceType: "m5.2xlarge", karpv1.LabelZone: "us-east-1a", karpv1.LabelArch: "amd64", karpv1.LabelOS: "linux"}},
 					Spec: corev1.NodeSpec{ProviderID: "aws:///us-east-1a/i-" + name},
@@ -39,11 +40,11 @@ func BenchmarkProvisioningPass(b *testing.B) {
 					p := pendingPod(fmt.Sprintf("bound-%d-%d", i, j), "400m")
 					p.Spec.NodeName = name
 					p.Status = corev1.PodStatus{Phase: corev1.PodRunning}
-					c.pods = append(c.pods, p)
+					c.PodList = append(c.PodList, p)
 				}
 			}
 			for i := range sz.pending {
-				c.pods = append(c.pods, pendingPod(fmt.Sprintf("pending-%d", i), "1"))
+				c.PodList = append(c.PodList, pendingPod(fmt.Sprintf("pending-%d", i), "1"))
 			}
 			r := newTestProvisioner(b, c)
 			b.ReportAllocs()

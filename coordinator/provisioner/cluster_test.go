@@ -11,6 +11,7 @@ import (
 	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 	"github.com/joiner-dev/joiner/cloud"
+	"github.com/joiner-dev/joiner/coordinator/view/fake"
 	"github.com/joiner-dev/joiner/userdata"
 )
 
@@ -33,10 +34,10 @@ func TestClusterFunc(t *testing.T) {
 		{name: "unknown", err: fmt.Errorf("cluster sim: endpoint neither given nor discovered: %w", cloud.ErrClusterUnknown)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := &fakeCache{
-				pools:   []*karpv1.NodePool{pool("general", req(karpv1.LabelArch, "In", "amd64"))},
-				classes: []*awsv1.EC2NodeClass{class()},
-				pods:    []*corev1.Pod{pendingPod("a", "100m")},
+			c := &fake.Cache{
+				PoolList:  []*karpv1.NodePool{pool("general", req(karpv1.LabelArch, "In", "amd64"))},
+				ClassList: []*awsv1.EC2NodeClass{class()},
+				PodList:   []*corev1.Pod{pendingPod("a", "100m")},
 			}
 			r := newTestProvisioner(t, c)
 			r.p.cfg.ClusterFunc = func() (userdata.Cluster, error) { return tc.cluster, tc.err }
@@ -61,5 +62,44 @@ func TestClusterFunc(t *testing.T) {
 				t.Errorf("ClusterIPv6 %v, want %v", spec.ClusterIPv6, tc.ipv6)
 			}
 		})
+	}
+}
+
+// TestLaunchCallsJoinerOnlyOnJoinerImages: the frozen user data calls
+// "joiner bootstrap" only when every candidate boots a Joiner-built image
+// (amd64 here); a claim whose candidates may boot the stock arm64 image
+// gets stock user data.
+func TestLaunchCallsJoinerOnlyOnJoinerImages(t *testing.T) {
+	amis := []cloud.AMI{{ID: "ami-joiner", Arch: "amd64", Joiner: true}, {ID: "ami-stock", Arch: "arm64"}}
+	for _, tc := range []struct {
+		arch []string
+		hook bool
+	}{
+		{[]string{"amd64"}, true},
+		{[]string{"arm64"}, false},
+		{[]string{"amd64", "arm64"}, false},
+	} {
+		p := pendingPod("web", "100m")
+		p.Spec.NodeSelector = map[string]string{karpv1.LabelNodePool: "a"}
+		c := &fake.Cache{
+			PoolList:  []*karpv1.NodePool{pool("a", req(corev1.LabelArchStable, "In", tc.arch...))},
+			ClassList: []*awsv1.EC2NodeClass{class()},
+			PodList:   []*corev1.Pod{p},
+		}
+		r := newTestProvisionerOn(t, c, &fakeCloud{amis: amis})
+		if err := r.p.Reconcile(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		intents := r.state.Intents()
+		if len(intents) != 1 {
+			t.Fatalf("arch %v: %d intents, want 1", tc.arch, len(intents))
+		}
+		facts, err := userdata.Parse(userdata.FamilyAL2023, intents[0].Spec.UserData)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if facts.Agent != tc.hook {
+			t.Errorf("arch %v: hook present = %v, want %v", tc.arch, facts.Agent, tc.hook)
+		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 	"github.com/joiner-dev/joiner/cloud"
+	"github.com/joiner-dev/joiner/coordinator/view/fake"
 )
 
 // al2023Images are the AMIs al2023@latest resolves to on amd64, with the
@@ -46,10 +47,10 @@ func TestLaunchImagePerInstanceType(t *testing.T) {
 	family := func(f ...string) karpv1.NodeSelectorRequirementWithMinValues {
 		return req(karpv1.LabelInstanceFamily, "In", f...)
 	}
-	c := &fakeCache{
-		pools:   []*karpv1.NodePool{pool("gpu", family("g5", "p4d")), pool("neuron", family("inf2", "trn1")), pool("cpu", family("m5", "c5"))},
-		classes: []*awsv1.EC2NodeClass{class()},
-		pods: []*corev1.Pod{pod("train", "gpu", awsv1.ResourceNVIDIAGPU, "1"), pod("infer", "neuron", awsv1.ResourceAWSNeuron, "1"),
+	c := &fake.Cache{
+		PoolList:  []*karpv1.NodePool{pool("gpu", family("g5", "p4d")), pool("neuron", family("inf2", "trn1")), pool("cpu", family("m5", "c5"))},
+		ClassList: []*awsv1.EC2NodeClass{class()},
+		PodList: []*corev1.Pod{pod("train", "gpu", awsv1.ResourceNVIDIAGPU, "1"), pod("infer", "neuron", awsv1.ResourceAWSNeuron, "1"),
 			pod("web", "cpu", "", "")},
 	}
 	r := newTestProvisionerOn(t, c, &fakeCloud{amis: al2023Images()})

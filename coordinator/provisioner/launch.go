@@ -199,6 +199,7 @@ func (p *Provisioner) launch(ctx context.Context, s *view.View, claims []schedul
 			continue
 		}
 		p.metrics.nodeClaimsCreated.WithLabelValues(pl.intent.Spec.NodePool, reason, pl.claim.Annotations[karpv1.AnnotationMinValuesRelaxed]).Inc()
+		p.metrics.karp.NodeClaimCreated(pl.claim, reason)
 		p.log.Info("created nodeclaim", zap.String("nodeclaim", pl.claim.Name), zap.String("nodepool", pl.intent.Spec.NodePool),
 			zap.String("reason", reason), zap.Int("pods", len(pl.pods)), zap.String("requests", formatResources(pl.claim.Spec.Resources.Requests)),
 			zap.String("instance-types", summariseTypes(pl.intent.Spec.Candidates)))

@@ -3,6 +3,7 @@ package provisioner
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/joiner-dev/joiner/coordinator/karpmetrics"
 	"github.com/joiner-dev/joiner/internal/telemetry"
 )
 
@@ -11,6 +12,8 @@ type metrics struct {
 	schedulingDuration prometheus.Histogram
 	nodeClaimsCreated  *prometheus.CounterVec
 	launchErrors       *prometheus.CounterVec
+	// karp are Karpenter's metrics (shared by the loops of one registry).
+	karp *karpmetrics.Metrics
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -24,6 +27,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			[]string{"nodepool", "reason", "min_values_relaxed"}),
 		launchErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "joiner_provisioning_errors_total",
 			Help: "Planned NodeClaims that could not be committed, by stage (prepare, commit)."}, []string{"stage"}),
+	}
+	var err error
+	if m.karp, err = karpmetrics.For(reg); err != nil {
+		return nil, err
 	}
 	return m, telemetry.Register(reg, "provisioner", m.pending, m.schedulingDuration, m.nodeClaimsCreated, m.launchErrors)
 }

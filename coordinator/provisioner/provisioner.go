@@ -24,6 +24,7 @@ import (
 	"github.com/joiner-dev/joiner/coordinator/loop"
 	"github.com/joiner-dev/joiner/coordinator/scheduler"
 	"github.com/joiner-dev/joiner/coordinator/view"
+	"github.com/joiner-dev/joiner/events"
 	"github.com/joiner-dev/joiner/internal/defaults"
 	"github.com/joiner-dev/joiner/userdata"
 )
@@ -114,6 +115,9 @@ type Provisioner struct {
 	// said remembers the last reason told to each pod (Events are not
 	// repeated every pass).
 	said map[string]string
+	// nominatedTo remembers where each pending pod was last told it
+	// would go (Nominated Events are not repeated for the same place).
+	nominatedTo map[string]string
 
 	mu sync.Mutex
 	// passDone is the start time of the last provisioning pass that
@@ -138,7 +142,7 @@ func New(cfg Config, d Deps) (*Provisioner, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Provisioner{cfg: cfg, d: d, log: d.Log.Named("provisioner"), metrics: m, said: map[string]string{}}, nil
+	return &Provisioner{cfg: cfg, d: d, log: d.Log.Named("provisioner"), metrics: m, said: map[string]string{}, nominatedTo: map[string]string{}}, nil
 }
 
 // cluster is what the next node joins.
@@ -201,10 +205,12 @@ func (p *Provisioner) reconcile(ctx context.Context) error {
 	start := time.Now()
 	plan := scheduler.Solve(s.SchedulerInput(s.Pending, s.Nodes))
 	p.metrics.schedulingDuration.Observe(time.Since(start).Seconds())
+	p.metrics.karp.Scheduled("provisioner", time.Since(start), len(plan.Unschedulable))
 	for _, u := range plan.Unschedulable {
 		p.log.Info("could not schedule pod", zap.String("pod", u.Pod), zap.String("reason", u.Reason))
 	}
 	p.eventUnschedulable(s, plan)
+	p.eventNominations(s, plan)
 	if len(plan.NodeClaims) == 0 {
 		return nil
 	}
@@ -249,7 +255,7 @@ func (p *Provisioner) eventUnschedulable(s *view.View, plan *scheduler.Plan) {
 	for _, u := range plan.Unschedulable {
 		if pod := s.PendingByKey[u.Pod]; pod != nil && p.said[u.Pod] != u.Reason {
 			p.said[u.Pod] = u.Reason
-			p.d.Recorder.Eventf(pod, corev1.EventTypeWarning, "FailedScheduling", "Failed to schedule pod, %s", u.Reason)
+			events.Publish(p.d.Recorder, events.PodFailedToSchedule(pod, u.Reason))
 		}
 	}
 }
@@ -258,7 +264,47 @@ func (p *Provisioner) eventUnschedulable(s *view.View, plan *scheduler.Plan) {
 func (p *Provisioner) eventNominated(s *view.View, pl planned) {
 	for _, key := range pl.pods {
 		if pod := s.PendingByKey[key]; pod != nil && pod.UID != "" {
-			p.d.Recorder.Eventf(pod, corev1.EventTypeNormal, "Nominated", "Pod should schedule on: nodeclaim/%s", pl.claim.Name)
+			p.nominatedTo[key] = pl.claim.Name
+			events.Publish(p.d.Recorder, events.NominatedPod(pod, pl.claim.Name, ""))
+		}
+	}
+}
+
+// eventNominations tells each pending pod planned onto an existing node
+// or an in-flight NodeClaim where it will go, as Karpenter's Nominated
+// does ("nodeclaim/<name>, node/<name>" for a managed node), once per
+// place; pods no longer pending are forgotten.
+func (p *Provisioner) eventNominations(s *view.View, plan *scheduler.Plan) {
+	for key := range p.nominatedTo {
+		if s.PendingByKey[key] == nil {
+			delete(p.nominatedTo, key)
+		}
+	}
+	if len(plan.Nominations) == 0 {
+		return
+	}
+	inFlight := map[string]bool{}
+	for _, n := range s.Nodes {
+		inFlight[n.Name] = n.InFlight
+	}
+	claimOf := map[string]string{}
+	for _, n := range s.AllNodes {
+		for _, o := range n.OwnerReferences {
+			if o.Kind == "NodeClaim" {
+				claimOf[n.Name] = o.Name
+			}
+		}
+	}
+	for _, nm := range plan.Nominations {
+		pod := s.PendingByKey[nm.Pod]
+		if pod == nil || pod.UID == "" || p.nominatedTo[nm.Pod] == nm.Node {
+			continue
+		}
+		p.nominatedTo[nm.Pod] = nm.Node
+		if inFlight[nm.Node] {
+			events.Publish(p.d.Recorder, events.NominatedPod(pod, nm.Node, ""))
+		} else {
+			events.Publish(p.d.Recorder, events.NominatedPod(pod, claimOf[nm.Node], nm.Node))
 		}
 	}
 }

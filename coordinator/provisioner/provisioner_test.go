@@ -10,9 +10,7 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -31,46 +29,14 @@ import (
 	"github.com/joiner-dev/joiner/coordinator/scheduler"
 	"github.com/joiner-dev/joiner/coordinator/view"
 	"github.com/joiner-dev/joiner/coordinator/view/fake"
+	"github.com/joiner-dev/joiner/test/observe"
 	"github.com/joiner-dev/joiner/userdata"
 )
-
-// fakeCache is a hand-written Cache over plain slices.
-type fakeCache struct {
-	pods       []*corev1.Pod
-	nodes      []*corev1.Node
-	pools      []*karpv1.NodePool
-	classes    []*awsv1.EC2NodeClass
-	claims     []*karpv1.NodeClaim
-	daemonSets []*appsv1.DaemonSet
-	fake.Storage
-}
-
-func (c *fakeCache) Pods() []*corev1.Pod                     { return c.pods }
-func (c *fakeCache) Nodes() []*corev1.Node                   { return c.nodes }
-func (c *fakeCache) NodePools() []*karpv1.NodePool           { return c.pools }
-func (c *fakeCache) NodeClasses() []*awsv1.EC2NodeClass      { return c.classes }
-func (c *fakeCache) NodeClaims() []*karpv1.NodeClaim         { return c.claims }
-func (c *fakeCache) DaemonSets() []*appsv1.DaemonSet         { return c.daemonSets }
-func (c *fakeCache) PDBs() []*policyv1.PodDisruptionBudget   { return nil }
-func (c *fakeCache) Changes() (<-chan struct{}, func())      { return make(chan struct{}), func() {} }
-func (c *fakeCache) NodePool(name string) *karpv1.NodePool   { return fake.Find(c.pools, name) }
-func (c *fakeCache) NodeClaim(name string) *karpv1.NodeClaim { return fake.Find(c.claims, name) }
-
-func (c *fakeCache) NodeClass(name string) *awsv1.EC2NodeClass { return fake.Find(c.classes, name) }
-
-func (c *fakeCache) NodeByProviderID(id string) *corev1.Node {
-	for _, n := range c.nodes {
-		if n.Spec.ProviderID == id {
-			return n
-		}
-	}
-	return nil
-}
 
 // fakeWriter records writes; created NodeClaims land in the cache.
 type fakeWriter struct {
 	mu      sync.Mutex
-	cache   *fakeCache
+	cache   *fake.Cache
 	created []*karpv1.NodeClaim
 	nodeclasstest.Writer
 }
@@ -79,7 +45,7 @@ func (w *fakeWriter) CreateNodeClaim(_ context.Context, nc *karpv1.NodeClaim) (*
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.created = append(w.created, nc)
-	w.cache.claims = append(w.cache.claims, nc)
+	w.cache.ClaimList = append(w.cache.ClaimList, nc)
 	return nc, nil
 }
 
@@ -176,13 +142,13 @@ type rig struct {
 	deps    Deps
 }
 
-func newTestProvisioner(t testing.TB, c *fakeCache) *rig {
+func newTestProvisioner(t testing.TB, c *fake.Cache) *rig {
 	t.Helper()
 	return newTestProvisionerOn(t, c, &fakeCloud{})
 }
 
 // newTestProvisionerOn is newTestProvisioner on a given fake cloud.
-func newTestProvisionerOn(t testing.TB, c *fakeCache, fc *fakeCloud) *rig {
+func newTestProvisionerOn(t testing.TB, c *fake.Cache, fc *fakeCloud) *rig {
 	t.Helper()
 	r := &rig{w: &fakeWriter{cache: c}, state: fsm.New(), cloud: fc}
 	r.raft = fsmtest.New(r.state)
@@ -207,13 +173,13 @@ func newTestProvisionerOn(t testing.TB, c *fakeCache, fc *fakeCloud) *rig {
 }
 
 func TestReconcileCommitsFrozenIntentsAndCreatesNodeClaims(t *testing.T) {
-	c := &fakeCache{
-		pools:   []*karpv1.NodePool{pool("general", req(karpv1.LabelArch, "In", "amd64"), req(karpv1.LabelCapacityType, "In", "spot", "on-demand"))},
-		classes: []*awsv1.EC2NodeClass{class()},
+	c := &fake.Cache{
+		PoolList:  []*karpv1.NodePool{pool("general", req(karpv1.LabelArch, "In", "amd64"), req(karpv1.LabelCapacityType, "In", "spot", "on-demand"))},
+		ClassList: []*awsv1.EC2NodeClass{class()},
 		// Small enough that the three share the cheapest type: a pod that
 		// would push a claim into a dearer type per unit of what it ran
 		// out of starts a claim of its own (see the scheduler's upgradeOK).
-		pods: []*corev1.Pod{pendingPod("a", "100m"), pendingPod("b", "100m"), pendingPod("c", "100m")},
+		PodList: []*corev1.Pod{pendingPod("a", "100m"), pendingPod("b", "100m"), pendingPod("c", "100m")},
 	}
 	r := newTestProvisioner(t, c)
 	p, w, state, raft := r.p, r.w, r.state, r.raft
@@ -282,7 +248,7 @@ func TestReconcileCommitsFrozenIntentsAndCreatesNodeClaims(t *testing.T) {
 
 	// A new pod that fits the in-flight claim's spare room is not planned
 	// again; one that does not fit gets a second claim.
-	c.pods = append(c.pods, pendingPod("d", "2000"))
+	c.PodList = append(c.PodList, pendingPod("d", "2000"))
 	if err := p.Reconcile(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -296,8 +262,8 @@ func TestReconcileCommitsFrozenIntentsAndCreatesNodeClaims(t *testing.T) {
 func TestInvalidNodePoolIsSkipped(t *testing.T) {
 	bad := pool("bad", req("kubernetes.io/hostname", "In", "x"))
 	good := pool("good")
-	c := &fakeCache{pools: []*karpv1.NodePool{bad, good}, classes: []*awsv1.EC2NodeClass{class()},
-		pods: []*corev1.Pod{pendingPod("p", "1")}}
+	c := &fake.Cache{PoolList: []*karpv1.NodePool{bad, good}, ClassList: []*awsv1.EC2NodeClass{class()},
+		PodList: []*corev1.Pod{pendingPod("p", "1")}}
 	r := newTestProvisioner(t, c)
 	if err := r.p.Reconcile(context.Background()); err != nil {
 		t.Fatal(err)
@@ -311,11 +277,11 @@ func TestInvalidNodePoolIsSkipped(t *testing.T) {
 // NodeClass resolution runs once per change, not once per pass: ten
 // provisioning passes (and ten cluster views) make no cloud call.
 func TestPassesMakeNoCloudCalls(t *testing.T) {
-	c := &fakeCache{pools: []*karpv1.NodePool{pool("general")}, classes: []*awsv1.EC2NodeClass{class()}}
+	c := &fake.Cache{PoolList: []*karpv1.NodePool{pool("general")}, ClassList: []*awsv1.EC2NodeClass{class()}}
 	r := newTestProvisioner(t, c)
 	ctx := context.Background()
 	for i := range 10 {
-		c.pods = append(c.pods, pendingPod(fmt.Sprintf("p%d", i), "1"))
+		c.PodList = append(c.PodList, pendingPod(fmt.Sprintf("p%d", i), "1"))
 		if err := r.p.Reconcile(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -329,8 +295,8 @@ func TestPassesMakeNoCloudCalls(t *testing.T) {
 			r.cloud.resolves, r.cloud.typeListings)
 	}
 	// A change to the class is resolved again, once.
-	c.classes[0] = class()
-	c.classes[0].Spec.Tags = map[string]string{"team": "b"}
+	c.ClassList[0] = class()
+	c.ClassList[0].Spec.Tags = map[string]string{"team": "b"}
 	r.classes.Reconcile(ctx)
 	r.classes.Reconcile(ctx)
 	if r.cloud.resolves != 2 {
@@ -397,10 +363,10 @@ func TestCandidates(t *testing.T) {
 // next leader recreates the same object from the frozen spec (so drift
 // hashes match and nothing is disrupted for being recovered).
 func TestRecoveredNodeClaimMatchesTheOriginal(t *testing.T) {
-	c := &fakeCache{
-		pools:   []*karpv1.NodePool{pool("general", req(karpv1.LabelArch, "In", "amd64"))},
-		classes: []*awsv1.EC2NodeClass{class()},
-		pods:    []*corev1.Pod{pendingPod("a", "1"), pendingPod("b", "2")},
+	c := &fake.Cache{
+		PoolList:  []*karpv1.NodePool{pool("general", req(karpv1.LabelArch, "In", "amd64"))},
+		ClassList: []*awsv1.EC2NodeClass{class()},
+		PodList:   []*corev1.Pod{pendingPod("a", "1"), pendingPod("b", "2")},
 	}
 	rig := newTestProvisioner(t, c)
 	p, w, state := rig.p, rig.w, rig.state
@@ -411,7 +377,7 @@ func TestRecoveredNodeClaimMatchesTheOriginal(t *testing.T) {
 		t.Fatalf("created %d nodeclaims", len(w.created))
 	}
 	orig := w.created[0]
-	c.claims = nil // the object never reached the API server
+	c.ClaimList = nil // the object never reached the API server
 
 	w2 := &fakeWriter{cache: c}
 	d := rig.deps
@@ -441,10 +407,10 @@ func TestMinValuesPolicy(t *testing.T) {
 		t.Run(string(policy), func(t *testing.T) {
 			families := req(karpv1.LabelInstanceFamily, "In", "m5", "c5", "nosuch1", "nosuch2", "nosuch3")
 			families.MinValues = ptr(5) // m5 and c5 are the only ones offered
-			c := &fakeCache{
-				pools:   []*karpv1.NodePool{pool("general", req(karpv1.LabelArch, "In", "amd64"), families)},
-				classes: []*awsv1.EC2NodeClass{class()},
-				pods:    []*corev1.Pod{pendingPod("a", "1")},
+			c := &fake.Cache{
+				PoolList:  []*karpv1.NodePool{pool("general", req(karpv1.LabelArch, "In", "amd64"), families)},
+				ClassList: []*awsv1.EC2NodeClass{class()},
+				PodList:   []*corev1.Pod{pendingPod("a", "1")},
 			}
 			r := newTestProvisioner(t, c)
 			r.views.MinValuesPolicy = policy
@@ -474,3 +440,46 @@ func TestMinValuesPolicy(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestNominatedEvents: Karpenter's Nominated Event tells a pending pod
+// where it will go: a new NodeClaim, or an existing managed Node with its
+// NodeClaim; once per place, again after it moves.
+func TestNominatedEvents(t *testing.T) {
+	capacity := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("16Gi"), corev1.ResourcePods: resource.MustParse("110")}
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: "ip-10-0-0-1", Labels: map[string]string{karpv1.LabelArch: "amd64", corev1.LabelOSStable: "linux", corev1.LabelHostname: "ip-10-0-0-1"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "karpenter.sh/v1", Kind: "NodeClaim", Name: "general-abcde"}}},
+		Status: corev1.NodeStatus{Capacity: capacity, Allocatable: capacity,
+			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}},
+	}
+	c := &fake.Cache{
+		PoolList:  []*karpv1.NodePool{pool("general", req(karpv1.LabelArch, "In", "amd64"))},
+		ClassList: []*awsv1.EC2NodeClass{class()},
+		NodeList:  []*corev1.Node{node},
+		PodList:   []*corev1.Pod{pendingPod("fits", "1"), pendingPod("big", "8")},
+	}
+	r := newTestProvisioner(t, c)
+	rec := record.NewFakeRecorder(100)
+	r.p.d.Recorder = rec
+	if err := r.p.Reconcile(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.w.created) != 1 {
+		t.Fatalf("%d nodeclaims created, want 1 (for big)", len(r.w.created))
+	}
+	want := []string{
+		"Normal Nominated Pod should schedule on: nodeclaim/general-abcde, node/ip-10-0-0-1",
+		"Normal Nominated Pod should schedule on: nodeclaim/" + r.w.created[0].Name,
+	}
+	if got := observe.Events(rec); !slices.Equal(got, want) {
+		t.Fatalf("events %q, want %q", got, want)
+	}
+	// fits is still pending (kube-scheduler has not bound it yet): the
+	// next pass plans it onto the same node and says nothing again.
+	if err := r.p.Reconcile(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := observe.Events(rec); len(got) != 0 {
+		t.Fatalf("events repeated: %q", got)
+	}
+}

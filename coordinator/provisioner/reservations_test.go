@@ -49,8 +49,8 @@ func TestPodsLandOnReservedCapacityFirst(t *testing.T) {
 			{LabelSelector: sel, TopologyKey: karpv1.LabelHostname}}}}
 		pods = append(pods, p)
 	}
-	c := &fakeCache{pods: pods, classes: []*awsv1.EC2NodeClass{class()},
-		pools: []*karpv1.NodePool{pool("general", req(karpv1.LabelCapacityType, "In", "reserved", "on-demand"))}}
+	c := &fake.Cache{PodList: pods, ClassList: []*awsv1.EC2NodeClass{class()},
+		PoolList: []*karpv1.NodePool{pool("general", req(karpv1.LabelCapacityType, "In", "reserved", "on-demand"))}}
 	r := newTestProvisionerOn(t, c, &fakeCloud{offer: reserveXLarge(2)})
 	if err := r.p.Reconcile(context.Background()); err != nil {
 		t.Fatal(err)

@@ -22,6 +22,7 @@ import (
 	"github.com/joiner-dev/joiner/coordinator/fsm"
 	"github.com/joiner-dev/joiner/coordinator/loop"
 	"github.com/joiner-dev/joiner/drain"
+	"github.com/joiner-dev/joiner/events"
 	"github.com/joiner-dev/joiner/internal/defaults"
 	"github.com/joiner-dev/joiner/internal/logging"
 )
@@ -136,7 +137,7 @@ func New(cfg Config, d Deps) (*Controller, error) {
 	loop.Defaults(&cfg.Now, &d.Recorder, &d.Log)
 	log := d.Log.Named("termination")
 	if d.Drainer == nil {
-		d.Drainer = drain.New(d.Kube, log.Named("drain"), drain.Options{Now: cfg.Now})
+		d.Drainer = drain.New(d.Kube, log.Named("drain"), drain.Options{Now: cfg.Now, Recorder: d.Recorder})
 	}
 	if d.Volumes == nil {
 		d.Volumes, _ = d.Cache.(Volumes)
@@ -363,6 +364,11 @@ func (c *Controller) doClaimStep(ctx context.Context, step Step, in ClaimInput) 
 		if err := c.deleteNode(ctx, in.Node.Name); err != nil {
 			return true, err
 		}
+		var deleting time.Time
+		if nc.DeletionTimestamp != nil {
+			deleting = nc.DeletionTimestamp.Time
+		}
+		c.metrics.karp.NodeTerminated(in.Node, deleting, c.cfg.Now())
 		log.Info("deleted node", logging.Node(in.Node.Name))
 		return false, nil
 	case StepRemoveFinalizer:
@@ -372,6 +378,7 @@ func (c *Controller) doClaimStep(ctx context.Context, step Step, in ClaimInput) 
 		took := c.cfg.Now().Sub(nc.DeletionTimestamp.Time)
 		c.metrics.terminated.WithLabelValues(reason).Inc()
 		c.metrics.duration.Observe(took.Seconds())
+		c.metrics.karp.NodeClaimTerminated(nc, took)
 		log.Info("deleted nodeclaim", zap.String("reason", reason), zap.Duration("took", took))
 		return true, nil
 	}
@@ -489,7 +496,9 @@ func (c *Controller) drainRequest(nc *karpv1.NodeClaim, node, reason string, dea
 	if deadline.IsZero() {
 		deadline = c.cfg.Now().Add(c.cfg.DrainTimeout)
 	}
-	return drain.Request{Node: node, Reason: taintValue(reason), Message: msg, Deadline: deadline, Evict: true}
+	// Evicted pods' Events name the NodeClaim's disruption reason, as the
+	// DisruptionReason condition does.
+	return drain.Request{Node: node, Reason: taintValue(reason), Message: msg, Deadline: deadline, Evict: true, EvictionReason: ConditionReason(reason)}
 }
 
 // startDrain starts (once) a drain of node; when it finishes it records
@@ -521,10 +530,8 @@ func (c *Controller) startDrain(ctx context.Context, key string, nc *karpv1.Node
 		res, err := c.d.Drainer.Drain(ctx, req)
 		if err != nil {
 			if ctx.Err() == nil {
+				// (the drainer records Karpenter's FailedDraining on the Node)
 				log.Warn("drain incomplete; will retry", zap.Error(err), zap.Strings("stuck", res.Stuck))
-				if claimName != "" {
-					c.d.Recorder.Eventf(nc, corev1.EventTypeWarning, "FailedDraining", "Failed to drain node %s: %v", node, err)
-				}
 			}
 			return retryFailed
 		}
@@ -542,6 +549,9 @@ func (c *Controller) startDrain(ctx context.Context, key string, nc *karpv1.Node
 			}
 		}
 		c.metrics.drained.Inc()
+		if nc != nil {
+			c.metrics.karp.NodeDrained(nc.Labels[karpv1.LabelNodePool])
+		}
 		log.Info("drained node", zap.Int("evicted", len(res.Evicted)))
 		return 0
 	})
@@ -614,7 +624,9 @@ func (c *Controller) releaseClaim(ctx context.Context, name string) error {
 			return nil
 		}
 		nc.Finalizers = withoutFinalizer(nc.Finalizers)
-		_, err = c.d.Claims.UpdateNodeClaim(ctx, nc)
+		if _, err = c.d.Claims.UpdateNodeClaim(ctx, nc); err == nil {
+			events.Publish(c.d.Recorder, events.FinalizerRemoved(nc, karpv1.TerminationFinalizer))
+		}
 		return err
 	})
 	if err != nil && !apierrors.IsNotFound(err) {
@@ -643,7 +655,9 @@ func (c *Controller) releaseNode(ctx context.Context, name string) error {
 			return nil
 		}
 		n.Finalizers = withoutFinalizer(n.Finalizers)
-		_, err = c.d.Kube.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+		if _, err = c.d.Kube.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err == nil {
+			events.Publish(c.d.Recorder, events.FinalizerRemoved(n, karpv1.TerminationFinalizer))
+		}
 		return err
 	})
 	if err != nil && !apierrors.IsNotFound(err) {

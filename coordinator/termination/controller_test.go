@@ -151,7 +151,7 @@ func TestTerminateNodeClaim(t *testing.T) {
 		t.Errorf("instance state %s, want terminated", inst.State)
 	}
 	ev := observe.EventsText(r.rec)
-	for _, want := range []string{"Disrupting", "Draining", "Terminating"} {
+	for _, want := range []string{"Disrupting", "Draining", "Terminating", "Normal Finalized Finalized karpenter.sh/termination"} {
 		if !strings.Contains(ev, want) {
 			t.Errorf("events %q: missing %s", ev, want)
 		}

@@ -10,7 +10,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap/zaptest"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 
@@ -20,6 +22,7 @@ import (
 	"github.com/joiner-dev/joiner/coordinator/fsm/fsmtest"
 	"github.com/joiner-dev/joiner/coordinator/kube"
 	"github.com/joiner-dev/joiner/coordinator/termination"
+	"github.com/joiner-dev/joiner/events"
 	"github.com/joiner-dev/joiner/test/kubetest"
 	"github.com/joiner-dev/joiner/test/observe"
 	"github.com/joiner-dev/joiner/test/testenv"
@@ -40,10 +43,6 @@ func TestDeleteNodeClaimRealControlPlane(t *testing.T) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
-	run := func(f func(context.Context)) {
-		wg.Add(1)
-		go func() { defer wg.Done(); f(ctx) }()
-	}
 	c := env.Client
 	const ns, target, spare, instance = "term", "node-target", "node-spare", "i-0abc"
 	providerID := "aws:///us-east-1a/" + instance
@@ -52,39 +51,22 @@ func TestDeleteNodeClaimRealControlPlane(t *testing.T) {
 	}
 	kubetest.RegisterNode(ctx, t, c, target, providerID, []string{karpv1.TerminationFinalizer})
 	kl := &kubetest.Kubelet{Client: c, Namespace: ns, Nodes: map[string]bool{target: true, spare: true}, TerminateAfter: 300 * time.Millisecond}
-	run(kl.Run)
+	wg.Add(1)
+	go func() { defer wg.Done(); kl.Run(ctx) }()
 
 	// Raft: the NodeClaim's launch intent and instance.
 	state := fsm.New()
 	raft := fsmtest.New(state)
-	raft.MustPropose(t, fsm.PlanCommitType, fsm.PlanCommit{Intents: []fsm.NewIntent{{ID: "intent-1",
-		Spec: fsm.LaunchSpec{LaunchSpec: cloud.LaunchSpec{NodePool: "default", NodeClaim: "default-abcde"}}, Pods: []string{"p"}}}, At: time.Now()})
-	raft.MustPropose(t, fsm.LaunchAttemptStartType, fsm.LaunchAttemptStart{IntentID: "intent-1", Attempt: 1, At: time.Now()})
-	raft.MustPropose(t, fsm.LaunchResultType, fsm.LaunchResult{IntentID: "intent-1", Attempt: 1, At: time.Now(),
-		Launched: &fsm.Launched{InstanceID: instance, InstanceType: "m5.large", Zone: "us-east-1a", CapacityType: "on-demand"}})
+	raft.MustPlanAndLaunch(t, "intent-1", cloud.LaunchSpec{NodePool: "default", NodeClaim: "default-abcde"}, []string{"p"},
+		fsm.Launched{InstanceID: instance, InstanceType: "m5.large", Zone: "us-east-1a", CapacityType: "on-demand"}, time.Now())
 
 	clients, err := kube.NewClients(env.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
-	nc := &karpv1.NodeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: "default-abcde", Finalizers: []string{karpv1.TerminationFinalizer},
-			Labels:      map[string]string{karpv1.LabelNodePool: "default"},
-			Annotations: map[string]string{karpv1.AnnotationLaunchID: "intent-1"}},
-		Spec: karpv1.NodeClaimSpec{
-			Requirements: []karpv1.NodeSelectorRequirementWithMinValues{{Key: karpv1.LabelCapacityType, Operator: karpv1.NodeSelectorOperator(corev1.NodeSelectorOpIn), Values: []string{"on-demand"}}},
-			NodeClassRef: &karpv1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"},
-		},
-	}
-	created, err := clients.CreateNodeClaim(ctx, nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	created.Status.ProviderID = providerID
-	created.Status.NodeName = target
-	if _, err := clients.UpdateNodeClaimStatus(ctx, created); err != nil {
-		t.Fatal(err)
-	}
+	claim := kubetest.NodeClaim("default-abcde", map[string]string{karpv1.AnnotationLaunchID: "intent-1"}, karpv1.LabelCapacityType, "on-demand")
+	claim.Labels = map[string]string{karpv1.LabelNodePool: "default"}
+	nc := kubetest.CreateLaunched(ctx, t, clients, claim, providerID, target)
 
 	// Two web replicas on the target under a PDB allowing one disruption.
 	kubetest.CreateWeb(ctx, t, c, ns, 2)
@@ -110,19 +92,9 @@ func TestDeleteNodeClaimRealControlPlane(t *testing.T) {
 	})
 	minReady := kubetest.MinReadyReplicas(ctx, t, c, ns, "web", 2)
 
-	cache := kube.NewCache(clients, log)
-	run(func(ctx context.Context) { _ = cache.Run(ctx) })
-	if err := cache.WaitForSync(ctx); err != nil {
-		t.Fatal(err)
-	}
 	cloud := &observe.Terminations{}
-	reg := prometheus.NewRegistry()
-	ctrl, err := termination.New(termination.Config{Resync: 500 * time.Millisecond}, termination.Deps{Cache: cache, Claims: clients,
-		Kube: c, State: state, Raft: raft, Cloud: cloud, Registerer: reg, Recorder: kube.NewRecorder(ctx, c, "joiner"), Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	run(func(ctx context.Context) { _ = ctrl.Run(ctx) })
+	startTermination(ctx, t, &wg, clients, termination.Deps{Kube: c, State: state, Raft: raft, Cloud: cloud,
+		Registerer: prometheus.NewRegistry(), Recorder: events.NewRecorder(ctx, c, ""), Log: log})
 
 	if err := clients.DeleteNodeClaim(ctx, nc.Name); err != nil {
 		t.Fatal(err)
@@ -153,4 +125,94 @@ func TestDeleteNodeClaimRealControlPlane(t *testing.T) {
 		t.Errorf("ready replicas fell to %d: the PDB (maxUnavailable 1) was violated", least)
 	}
 	t.Logf("minimum ready replicas during the drain: %d", least)
+}
+
+// startTermination runs the coordinator's informer cache and a termination
+// controller (deps completed with the cache and the NodeClaim clients) until
+// ctx ends.
+func startTermination(ctx context.Context, t *testing.T, wg *sync.WaitGroup, clients *kube.Clients, deps termination.Deps) {
+	t.Helper()
+	cache := kube.NewCache(clients, deps.Log)
+	wg.Add(1)
+	go func() { defer wg.Done(); _ = cache.Run(ctx) }()
+	if err := cache.WaitForSync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	deps.Cache, deps.Claims = cache, clients
+	ctrl, err := termination.New(termination.Config{Resync: 500 * time.Millisecond}, deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wg.Add(1)
+	go func() { defer wg.Done(); _ = ctrl.Run(ctx) }()
+}
+
+// On a real control plane, an adopted NodeClaim (its instance unknown to
+// raft) whose Node has a VolumeAttachment is drained, then waits with
+// VolumesDetached Unknown and the instance running; once the attachment is
+// deleted (the attach-detach controller's job) the instance is terminated
+// and the NodeClaim released. The VolumeAttachment comes from the
+// coordinator's informer cache.
+func TestTerminationWaitsForVolumeAttachmentRealControlPlane(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{CRDs: true})
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	c := env.Client
+	const nodeName, instance, attachmentName = "node-vol", "i-0vol", "csi-0123456789abcdef"
+	providerID := "aws:///us-east-1b/" + instance
+	kubetest.RegisterNode(ctx, t, c, nodeName, providerID, []string{karpv1.TerminationFinalizer})
+	pv := "pvc-0f1e2d3c"
+	if _, err := c.StorageV1().VolumeAttachments().Create(ctx, &storagev1.VolumeAttachment{
+		ObjectMeta: metav1.ObjectMeta{Name: attachmentName},
+		Spec: storagev1.VolumeAttachmentSpec{Attacher: "ebs.csi.aws.com", NodeName: nodeName,
+			Source: storagev1.VolumeAttachmentSource{PersistentVolumeName: &pv}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	clients, err := kube.NewClients(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	created := kubetest.CreateLaunched(ctx, t, clients, kubetest.NodeClaim("adopted-vol", nil, corev1.LabelArchStable, "amd64"), providerID, nodeName)
+	state := fsm.New()
+	cloud := &observe.Terminations{}
+	startTermination(ctx, t, &wg, clients, termination.Deps{Kube: c, State: state, Raft: fsmtest.New(state), Cloud: cloud, Log: zaptest.NewLogger(t)})
+
+	if err := clients.DeleteNodeClaim(ctx, created.Name); err != nil {
+		t.Fatal(err)
+	}
+	volumes := func() *metav1.Condition {
+		nc, err := clients.GetNodeClaim(ctx, created.Name)
+		if err != nil {
+			return nil
+		}
+		return meta.FindStatusCondition(nc.Status.Conditions, karpv1.ConditionVolumesDetached)
+	}
+	kubetest.WaitFor(t, 2*time.Minute, "VolumesDetached Unknown (awaiting the attachment)", func() bool {
+		c := volumes()
+		return c != nil && c.Status == metav1.ConditionUnknown && c.Reason == "AwaitingVolumeDetachment"
+	})
+	if got := cloud.IDs(); len(got) != 0 {
+		t.Fatalf("terminated %v while %s exists", got, attachmentName)
+	}
+	if _, err := c.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{}); err != nil {
+		t.Fatalf("node while waiting for volumes: %v", err)
+	}
+
+	if err := c.StorageV1().VolumeAttachments().Delete(ctx, attachmentName, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	kubetest.WaitFor(t, 2*time.Minute, "nodeclaim released", func() bool {
+		_, err := clients.GetNodeClaim(ctx, created.Name)
+		return apierrors.IsNotFound(err)
+	})
+	if got := cloud.IDs(); len(got) != 1 || got[0] != instance {
+		t.Errorf("terminate calls %v, want [%s]", got, instance)
+	}
+	if _, err := c.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("node: %v, want not found", err)
+	}
 }

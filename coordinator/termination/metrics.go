@@ -3,6 +3,7 @@ package termination
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/joiner-dev/joiner/coordinator/karpmetrics"
 	"github.com/joiner-dev/joiner/internal/telemetry"
 )
 
@@ -11,6 +12,8 @@ type metrics struct {
 	duration   prometheus.Histogram
 	drained    prometheus.Counter
 	volumeWait *prometheus.HistogramVec
+	// karp are Karpenter's metrics (shared by the loops of one registry).
+	karp *karpmetrics.Metrics
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -25,6 +28,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		volumeWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "joiner_termination_volume_detach_wait_seconds",
 			Help:    "How long a drained NodeClaim's instance waited for its pods' VolumeAttachments to be deleted; result detached, or grace_elapsed (the terminationGracePeriod ended the wait).",
 			Buckets: prometheus.ExponentialBuckets(1, 2, 12)}, []string{"result"}),
+	}
+	var err error
+	if m.karp, err = karpmetrics.For(reg); err != nil {
+		return nil, err
 	}
 	return m, telemetry.Register(reg, "termination", m.terminated, m.duration, m.drained, m.volumeWait)
 }

@@ -15,6 +15,7 @@ import (
 	"k8s.io/klog/v2"
 
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/events"
 	"github.com/joiner-dev/joiner/internal/logging"
 )
 
@@ -116,8 +117,8 @@ const (
 	reasonGraceElapsed    = "TerminationGracePeriodElapsed"
 )
 
-// attachmentList is names for an Event: the first five, then a count
-// (Karpenter's wording).
+// attachmentList is names for a condition message: the first five, then a
+// count (the wording of Karpenter's AwaitingVolumeDetachment Event).
 func attachmentList(names []string) string {
 	const show = 5
 	if len(names) <= show {
@@ -129,13 +130,13 @@ func attachmentList(names []string) string {
 // awaitVolumes records that the instance waits for VolumeAttachments
 // (VolumesDetached Unknown) and says so on the Node when the list changes.
 func (c *Controller) awaitVolumes(ctx context.Context, log *zap.Logger, in ClaimInput) error {
-	msg := "Awaiting deletion of bound volumeattachments (" + attachmentList(in.Attachments) + ")"
-	changed, err := c.putClaimCondition(ctx, in.Claim.Name, karpv1.ConditionVolumesDetached, metav1.ConditionUnknown, reasonAwaitingVolumes, msg)
+	ev := events.AwaitingVolumes(in.Node, in.Attachments)
+	changed, err := c.putClaimCondition(ctx, in.Claim.Name, karpv1.ConditionVolumesDetached, metav1.ConditionUnknown, reasonAwaitingVolumes, ev.Message)
 	if err != nil || !changed {
 		return err
 	}
 	log.Info("waiting for volumes to detach before terminating", logging.Node(in.Node.Name), zap.Strings("volumeattachments", in.Attachments))
-	c.d.Recorder.Event(in.Node, corev1.EventTypeNormal, reasonAwaitingVolumes, msg)
+	events.Publish(c.d.Recorder, ev)
 	return nil
 }
 

@@ -7,9 +7,7 @@ import (
 
 	"github.com/joiner-dev/joiner/coordinator/view/fake"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8stypes "k8s.io/apimachinery/pkg/types"
@@ -20,25 +18,6 @@ import (
 	"github.com/joiner-dev/joiner/cloud/catalog"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
 )
-
-// fakeCache is a hand-written Cache over plain slices.
-type fakeCache struct {
-	pods   []*corev1.Pod
-	nodes  []*corev1.Node
-	pools  []*karpv1.NodePool
-	claims []*karpv1.NodeClaim
-	sets   []*appsv1.DaemonSet
-	fake.Storage
-}
-
-func (c *fakeCache) Pods() []*corev1.Pod                     { return c.pods }
-func (c *fakeCache) Nodes() []*corev1.Node                   { return c.nodes }
-func (c *fakeCache) NodePools() []*karpv1.NodePool           { return c.pools }
-func (c *fakeCache) NodeClaims() []*karpv1.NodeClaim         { return c.claims }
-func (c *fakeCache) DaemonSets() []*appsv1.DaemonSet         { return c.sets }
-func (c *fakeCache) PDBs() []*policyv1.PodDisruptionBudget   { return nil }
-func (c *fakeCache) NodePool(name string) *karpv1.NodePool   { return fake.Find(c.pools, name) }
-func (c *fakeCache) NodeClaim(name string) *karpv1.NodeClaim { return fake.Find(c.claims, name) }
 
 var now = time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)
 
@@ -112,11 +91,11 @@ func TestBuildFromFixtures(t *testing.T) {
 	}
 	claim2 := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "general-n2", DeletionTimestamp: &deleting},
 		Status: karpv1.NodeClaimStatus{ProviderID: "aws:///us-east-1a/i-2"}}
-	c := &fakeCache{
-		pools:  []*karpv1.NodePool{pool("general"), pool("invalid", karpv1.NodeSelectorRequirementWithMinValues{Key: karpv1.LabelHostname, Operator: karpv1.OpIn, Values: []string{"x"}})},
-		pods:   []*corev1.Pod{pendingPod("p"), bound, onDisrupted, dsPod, notYet, gated, nominated},
-		nodes:  []*corev1.Node{node("n1", "aws:///us-east-1a/i-1"), node("n2", "aws:///us-east-1a/i-2")},
-		claims: []*karpv1.NodeClaim{claim2},
+	c := &fake.Cache{
+		PoolList:  []*karpv1.NodePool{pool("general"), pool("invalid", karpv1.NodeSelectorRequirementWithMinValues{Key: karpv1.LabelHostname, Operator: karpv1.OpIn, Values: []string{"x"}})},
+		PodList:   []*corev1.Pod{pendingPod("p"), bound, onDisrupted, dsPod, notYet, gated, nominated},
+		NodeList:  []*corev1.Node{node("n1", "aws:///us-east-1a/i-1"), node("n2", "aws:///us-east-1a/i-2")},
+		ClaimList: []*karpv1.NodeClaim{claim2},
 	}
 	state := fsm.New()
 	spec := fsm.LaunchSpec{LaunchSpec: cloud.LaunchSpec{NodePool: "general", NodeClass: "default", NodeClaim: "general-new",
@@ -170,7 +149,7 @@ func TestUnpublishedCatalogHasNoClasses(t *testing.T) {
 		t.Fatal("published before Publish")
 	default:
 	}
-	b := &Builder{Cache: &fakeCache{pools: []*karpv1.NodePool{pool("general")}}, State: fsm.New(), Classes: c}
+	b := &Builder{Cache: &fake.Cache{PoolList: []*karpv1.NodePool{pool("general")}}, State: fsm.New(), Classes: c}
 	if v := b.Build(now); len(v.NodePools) != 0 {
 		t.Fatalf("pools %d without a ready class", len(v.NodePools))
 	}
@@ -200,7 +179,7 @@ func TestStaleNominationIsReleased(t *testing.T) {
 			t.Fatal(res)
 		}
 	}
-	b := &Builder{Cache: &fakeCache{pools: []*karpv1.NodePool{pool("general")}, pods: pods, nodes: []*corev1.Node{node}},
+	b := &Builder{Cache: &fake.Cache{PoolList: []*karpv1.NodePool{pool("general")}, PodList: pods, NodeList: []*corev1.Node{node}},
 		State: state, Classes: classes()}
 	v := b.Build(now) // well inside the nomination grace
 	if len(v.Pending) != 1 || v.Pending[0].Name != "b-late" {
@@ -306,7 +285,7 @@ func TestNominationHeldWhileItsPlanIsInFlight(t *testing.T) {
 					fsm.MustEncode(fsm.InstanceStatusType, fsm.InstanceStatus{InstanceID: "i-2", State: fsm.InstanceReady, NodeName: "n2", At: now}))
 				n2 := node.DeepCopy()
 				n2.Name, n2.Spec.ProviderID = "n2", "aws:///us-east-1a/i-2"
-				// n2 is full of other pods: b-late fits nowhere planned.
+				// n2 is full of other PodList: b-late fits nowhere planned.
 				for _, name := range []string{"x", "y", "z"} {
 					p := pendingPod(name)
 					p.Spec.NodeName, p.Status = "n2", corev1.PodStatus{Phase: corev1.PodRunning}
@@ -319,7 +298,7 @@ func TestNominationHeldWhileItsPlanIsInFlight(t *testing.T) {
 					t.Fatal(res)
 				}
 			}
-			b := &Builder{Cache: &fakeCache{pools: []*karpv1.NodePool{pool("general")}, pods: pods, nodes: nodes},
+			b := &Builder{Cache: &fake.Cache{PoolList: []*karpv1.NodePool{pool("general")}, PodList: pods, NodeList: nodes},
 				State: state, Classes: classes()}
 			v := b.Build(now)
 			if got := names(v.Pending); !slices.Equal(got, tc.wantPending) {

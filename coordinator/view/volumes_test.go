@@ -180,7 +180,7 @@ func TestBuildVolumesAndAttachLimits(t *testing.T) {
 	limit := int32(25)
 	p := pendingPod("db")
 	p.Spec.Volumes = []corev1.Volume{pvcVol("data", "data-db")}
-	c := &fakeCache{pools: []*karpv1.NodePool{pool("general")}, pods: []*corev1.Pod{p, pendingPod("plain")}, nodes: []*corev1.Node{n}}
+	c := &fake.Cache{PoolList: []*karpv1.NodePool{pool("general")}, PodList: []*corev1.Pod{p, pendingPod("plain")}, NodeList: []*corev1.Node{n}}
 	c.Storage = fake.Storage{
 		PVCs:           []*corev1.PersistentVolumeClaim{claim("data-db", "", "gp3", false)},
 		StorageClasses: []*storagev1.StorageClass{storageClass("gp3", scheduler.EBSDriver, wffc, []string{"us-east-1b"})},

@@ -1,20 +1,24 @@
-// Package backoff computes retry waits and waits them out.
+// Package backoff is Joiner's one retry schedule, an apimachinery
+// wait.Backoff, and a wait that ends with its context.
 package backoff
 
 import (
 	"context"
-	"math/rand/v2"
+	"math"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
-// Jittered is base*2^attempt capped at maxWait, with ±20% jitter.
-func Jittered(attempt int, base, maxWait time.Duration) time.Duration {
-	w := base
-	for i := 0; i < attempt && w < maxWait; i++ {
-		w *= 2
-	}
-	w = min(w, maxWait)
-	return time.Duration(float64(w) * (0.8 + 0.4*rand.Float64()))
+// Jitter is the most a wait is stretched at random (20 %), so that replicas
+// retrying the same thing spread out.
+const Jitter = 0.2
+
+// New is the schedule base, 2×base, 4×base ... capped at maxWait, each wait
+// stretched by up to Jitter; it never runs out of steps. Call Step for the
+// next wait; start over with a fresh New after a success.
+func New(base, maxWait time.Duration) wait.Backoff {
+	return wait.Backoff{Duration: base, Factor: 2, Jitter: Jitter, Steps: math.MaxInt32, Cap: maxWait}
 }
 
 // Sleep waits for d or ctx; it returns false if ctx ended first.

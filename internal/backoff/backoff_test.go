@@ -6,15 +6,13 @@ import (
 	"time"
 )
 
-func TestJitteredDoublesUpToTheCap(t *testing.T) {
-	for _, tc := range []struct {
-		attempt int
-		want    time.Duration
-	}{{0, time.Second}, {1, 2 * time.Second}, {3, 8 * time.Second}, {4, 10 * time.Second}, {40, 10 * time.Second}} {
-		for range 100 {
-			got := Jittered(tc.attempt, time.Second, 10*time.Second)
-			if lo, hi := tc.want*8/10, tc.want*12/10; got < lo || got > hi {
-				t.Fatalf("attempt %d: %s, want %s ±20%%", tc.attempt, got, tc.want)
+func TestNewDoublesUpToTheCap(t *testing.T) {
+	for range 100 {
+		b := New(time.Second, 10*time.Second)
+		for i, want := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 10 * time.Second, 10 * time.Second, 10 * time.Second} {
+			got := b.Step()
+			if hi := time.Duration(float64(want) * (1 + Jitter)); got < want || got > hi {
+				t.Fatalf("step %d: %s, want %s to %s", i, got, want, hi)
 			}
 		}
 	}

@@ -59,24 +59,18 @@ func Parse(s string) (Gates, []string, error) {
 		if err != nil {
 			return g, nil, fmt.Errorf("invalid value of %s: %s, err: %w", k, v, err)
 		}
-		switch k {
-		case "NodeRepair":
-			g.NodeRepair = b
-		case "ReservedCapacity":
-			g.ReservedCapacity = b
-		case "SpotToSpotConsolidation":
-			g.SpotToSpotConsolidation = b
-		case "NodeOverlay":
-			g.NodeOverlay = b
-		case "StaticCapacity":
-			g.StaticCapacity = b
-		case "CapacityBuffer":
-			g.CapacityBuffer = b
-		default:
-			if !slices.Contains(unknown, k) {
-				unknown = append(unknown, k)
-			}
+		if field, known := g.fields()[k]; known {
+			*field = b
+		} else if !slices.Contains(unknown, k) {
+			unknown = append(unknown, k)
 		}
 	}
 	return g, unknown, nil
+}
+
+// fields names each gate as Karpenter's --feature-gates spells it.
+func (g *Gates) fields() map[string]*bool {
+	return map[string]*bool{"NodeRepair": &g.NodeRepair, "ReservedCapacity": &g.ReservedCapacity,
+		"SpotToSpotConsolidation": &g.SpotToSpotConsolidation, "NodeOverlay": &g.NodeOverlay,
+		"StaticCapacity": &g.StaticCapacity, "CapacityBuffer": &g.CapacityBuffer}
 }

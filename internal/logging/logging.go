@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/go-logr/zapr"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+	"k8s.io/klog/v2"
 )
 
 // Shared field keys. Use these (via the helpers below) rather than ad-hoc names.
@@ -48,17 +50,40 @@ type Options struct {
 	Format string
 }
 
+// EncoderConfig is the encoder Karpenter's JSON logs use, so log queries
+// written for Karpenter carry over: keys time, level, logger, caller and
+// message; levels in capitals (INFO); ISO 8601 times; durations as "1.5s".
+func EncoderConfig() zapcore.EncoderConfig {
+	return zapcore.EncoderConfig{
+		MessageKey:     "message",
+		LevelKey:       "level",
+		TimeKey:        "time",
+		NameKey:        "logger",
+		CallerKey:      "caller",
+		FunctionKey:    zapcore.OmitKey,
+		StacktraceKey:  "stacktrace",
+		LineEnding:     zapcore.DefaultLineEnding,
+		EncodeLevel:    zapcore.CapitalLevelEncoder,
+		EncodeTime:     zapcore.ISO8601TimeEncoder,
+		EncodeDuration: zapcore.StringDurationEncoder,
+		EncodeCaller:   zapcore.ShortCallerEncoder,
+	}
+}
+
 // New builds the root logger. Subsystems call .Named("provisioner") etc.
 func New(opts Options) (*zap.Logger, error) {
+	return NewTo(zapcore.Lock(os.Stderr), opts)
+}
+
+// NewTo is New writing to w.
+func NewTo(w zapcore.WriteSyncer, opts Options) (*zap.Logger, error) {
 	lvl := zapcore.InfoLevel
 	if opts.Level != "" {
 		if err := lvl.UnmarshalText([]byte(opts.Level)); err != nil {
 			return nil, fmt.Errorf("log level %q: want debug, info, warn or error", opts.Level)
 		}
 	}
-	enc := zap.NewProductionEncoderConfig()
-	enc.TimeKey = "time"
-	enc.EncodeTime = zapcore.ISO8601TimeEncoder
+	enc := EncoderConfig()
 	var encoder zapcore.Encoder
 	switch opts.Format {
 	case "", "json":
@@ -69,6 +94,14 @@ func New(opts Options) (*zap.Logger, error) {
 	default:
 		return nil, fmt.Errorf("log format %q: want json or console", opts.Format)
 	}
-	core := zapcore.NewCore(encoder, zapcore.Lock(os.Stderr), lvl)
+	core := zapcore.NewCore(encoder, w, lvl)
 	return zap.New(core, zap.AddCaller()), nil
+}
+
+// RouteKlog sends what client-go and the other Kubernetes libraries log
+// through klog to log (named "klog"), in the same format as everything
+// else, instead of klog's own text on stderr. klog's verbosity levels map
+// to zap's debug levels (V(1) and up are debug), as Karpenter's do.
+func RouteKlog(log *zap.Logger) {
+	klog.SetLogger(zapr.NewLogger(log.Named("klog")))
 }

@@ -2,18 +2,19 @@ package testenv
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
-	"sigs.k8s.io/yaml"
 )
 
 // CRDResource is the apiextensions.k8s.io/v1 customresourcedefinitions resource.
@@ -52,19 +53,23 @@ func InstallCRDs(ctx context.Context, c dynamic.Interface, dir string) ([]string
 	return names, nil
 }
 
-// ReadObjects decodes the YAML documents of a file ("---" separated).
+// ReadObjects decodes the YAML (or JSON) documents of a file, skipping
+// empty ones.
 func ReadObjects(path string) ([]*unstructured.Unstructured, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", path, err)
 	}
+	defer f.Close()
+	dec := utilyaml.NewYAMLOrJSONDecoder(f, 4096)
 	var out []*unstructured.Unstructured
-	for i, doc := range strings.Split("\n"+string(data), "\n---") {
-		if strings.TrimSpace(doc) == "" {
-			continue
-		}
+	for i := 1; ; i++ {
 		var m map[string]any
-		if err := yaml.Unmarshal([]byte(doc), &m); err != nil {
+		err := dec.Decode(&m)
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
 			return nil, fmt.Errorf("decoding %s document %d: %w", path, i, err)
 		}
 		if len(m) == 0 {
@@ -72,7 +77,6 @@ func ReadObjects(path string) ([]*unstructured.Unstructured, error) {
 		}
 		out = append(out, &unstructured.Unstructured{Object: m})
 	}
-	return out, nil
 }
 
 func applyCRD(ctx context.Context, c dynamic.Interface, o *unstructured.Unstructured) error {

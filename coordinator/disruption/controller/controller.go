@@ -236,9 +236,13 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	v = c.pass(snap, now)
 	in := c.input(v)
 	c.report(ctx, v, in)
+	deciding := time.Now()
 	res, err := disruption.Decide(in)
 	if err != nil {
 		return err
+	}
+	if res.Decision != nil {
+		c.metrics.karp.Evaluated(string(res.Decision.Method), time.Since(deciding))
 	}
 	c.singleNodeOffset = res.NextSingleNodeOffset
 	c.events(v, res)

@@ -98,20 +98,36 @@ func (c *cluster) passes(ctl *Controller, n int) {
 
 func TestDriftLaunchesReplacementFirstAndWaitsForIt(t *testing.T) {
 	c := driftCluster(t)
-	ctl := c.controller(nil)
+	rec := &eventLog{}
+	ctl := c.controller(rec)
 	repl := launchReplacement(t, c, ctl, "old")
 	if got := c.fsm.NominatedPods()["default/web"]; got != "intent-"+repl {
 		t.Fatalf("web nominated to %q, want the replacement", got)
 	}
 	// Waiting: passes do nothing until the replacement is initialized.
-	c.passes(ctl, 1)
+	c.passes(ctl, 2)
 	if ops := c.takeOps(); len(ops) != 0 {
 		t.Fatalf("acted before the replacement initialized: %q", ops)
 	}
+	// Karpenter's Events on the replacement, once each.
+	for _, want := range []string{
+		"NodeClaim/" + repl + " DisruptionLaunching: Launching NodeClaim: Drifted",
+		"NodeClaim/" + repl + " DisruptionWaitingReadiness: Waiting on readiness to continue disruption",
+	} {
+		if n := countLines(rec.got, want); n != 1 {
+			t.Errorf("%d Events %q, want 1:\n%s", n, want, strings.Join(rec.got, "\n"))
+		}
+	}
+	rec.take()
 	c.initialize(repl)
 	c.reconcile(ctl)
 	if ops := c.takeOps(); !slices.Equal(ops, []string{"annotate old Drifted", "delete old"}) {
 		t.Fatalf("ops = %q, want the drifted claim annotated and deleted", ops)
+	}
+	for _, want := range []string{"Node/old DisruptionTerminating: Disrupting Node: Drifted", "NodeClaim/old DisruptionTerminating: Disrupting NodeClaim: Drifted"} {
+		if n := countLines(rec.got, want); n != 1 {
+			t.Errorf("%d Events %q, want 1:\n%s", n, want, strings.Join(rec.got, "\n"))
+		}
 	}
 	if c.launchCalls != 1 {
 		t.Fatalf("%d launches", c.launchCalls)
@@ -347,7 +363,7 @@ func TestConditionsEventsAndMetrics(t *testing.T) {
 		events = append(events, <-rec.Events)
 	}
 	if !slices.ContainsFunc(events, func(e string) bool {
-		return strings.Contains(e, "DisruptionBlocked") && strings.Contains(e, "pdb default/web prevents eviction")
+		return strings.Contains(e, "DisruptionBlocked") && strings.Contains(e, "Pdb prevents pod evictions (PodDisruptionBudget=[default/web])")
 	}) {
 		t.Fatalf("no pdb event in %q", events)
 	}
@@ -456,4 +472,15 @@ func TestConsolidationIsValidatedBeforeActing(t *testing.T) {
 	if ops := d.takeOps(); len(ops) == 0 || ops[0] != "commit term-i-old" {
 		t.Fatalf("drift delayed: %q", ops)
 	}
+}
+
+// countLines counts the lines of got equal to want.
+func countLines(got []string, want string) int {
+	n := 0
+	for _, g := range got {
+		if g == want {
+			n++
+		}
+	}
+	return n
 }

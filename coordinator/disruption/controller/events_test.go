@@ -16,10 +16,10 @@ import (
 	"github.com/joiner-dev/joiner/coordinator/disruption"
 )
 
-// events records Events with the kind and name of the object they are on.
-type events struct{ got []string }
+// eventLog records Events with the kind and name of the object they are on.
+type eventLog struct{ got []string }
 
-func (e *events) Event(obj runtime.Object, _, reason, message string) {
+func (e *eventLog) Event(obj runtime.Object, _, reason, message string) {
 	kind := strings.TrimPrefix(fmt.Sprintf("%T", obj), "*v1.")
 	name := ""
 	if o, err := meta.Accessor(obj); err == nil {
@@ -28,22 +28,22 @@ func (e *events) Event(obj runtime.Object, _, reason, message string) {
 	e.got = append(e.got, fmt.Sprintf("%s/%s %s: %s", kind, name, reason, message))
 }
 
-func (e *events) Eventf(obj runtime.Object, typ, reason, format string, args ...any) {
+func (e *eventLog) Eventf(obj runtime.Object, typ, reason, format string, args ...any) {
 	e.Event(obj, typ, reason, fmt.Sprintf(format, args...))
 }
 
-func (e *events) AnnotatedEventf(obj runtime.Object, _ map[string]string, typ, reason, format string, args ...any) {
+func (e *eventLog) AnnotatedEventf(obj runtime.Object, _ map[string]string, typ, reason, format string, args ...any) {
 	e.Eventf(obj, typ, reason, format, args...)
 }
 
 // has says whether an Event on kind/name has reason and a message
 // containing substr.
-func (e *events) has(kind, name, reason, substr string) bool {
+func (e *eventLog) has(kind, name, reason, substr string) bool {
 	prefix := kind + "/" + name + " " + reason + ": "
 	return slices.ContainsFunc(e.got, func(s string) bool { return strings.HasPrefix(s, prefix) && strings.Contains(s, substr) })
 }
 
-func (e *events) take() []string {
+func (e *eventLog) take() []string {
 	out := e.got
 	e.got = nil
 	return out
@@ -67,21 +67,21 @@ func TestEventsSayWhyNodesAreLeftAlone(t *testing.T) {
 	// fresh has room for db, but is inside its consolidateAfter window.
 	c.addNode("fresh", "settling", 4, testPod("api", "1"))
 	c.pdbs = []*policyv1.PodDisruptionBudget{pdb("web", 0)}
-	rec := &events{}
+	rec := &eventLog{}
 	ctl := c.controller(rec)
 	c.reconcile(ctl)
 	if ops := c.takeOps(); len(ops) != 0 {
 		t.Fatalf("acted: %q", ops)
 	}
 	for _, want := range []struct{ kind, name, reason, msg string }{
-		{"NodeClaim", "held", disruption.EventDisruptionBlocked, "pdb default/web prevents eviction"},
-		{"Node", "held", disruption.EventDisruptionBlocked, "pdb default/web prevents eviction"},
-		{"NodeClaim", "snug", disruption.EventUnconsolidatable, "can't replace with a cheaper node"},
-		{"Node", "snug", disruption.EventUnconsolidatable, "can't replace with a cheaper node"},
+		{"NodeClaim", "held", disruption.EventDisruptionBlocked, "Pdb prevents pod evictions (PodDisruptionBudget=[default/web])"},
+		{"Node", "held", disruption.EventDisruptionBlocked, "Pdb prevents pod evictions (PodDisruptionBudget=[default/web])"},
+		{"NodeClaim", "snug", disruption.EventUnconsolidatable, "Can't replace with a cheaper node"},
+		{"Node", "snug", disruption.EventUnconsolidatable, "Can't replace with a cheaper node"},
 		{"NodeClaim", "cold", disruption.EventDisruptionBlocked, "budget of nodepool frozen for reason Underutilized"},
 		{"NodePool", "frozen", disruption.EventDisruptionBlocked, "No allowed disruptions for disruption reason Underutilized due to blocking budget"},
 		{"NodePool", "frozen", disruption.EventDisruptionBlocked, "No allowed disruptions for disruption reason Drifted due to blocking budget"},
-		{"NodeClaim", "fresh", disruption.EventUnconsolidatable, "not consolidatable until"},
+		{"NodeClaim", "fresh", disruption.EventUnconsolidatable, "Not consolidatable until"},
 		{"Node", "fresh", disruption.EventUnconsolidatable, "consolidateAfter 10m"},
 	} {
 		if !rec.has(want.kind, want.name, want.reason, want.msg) {
@@ -133,7 +133,7 @@ func TestSpotToSpotGate(t *testing.T) {
 			for _, obj := range []map[string]string{c.nodes["big"].Labels, c.claims["big"].Labels} {
 				obj[karpv1.LabelCapacityType] = karpv1.CapacityTypeSpot
 			}
-			rec := &events{}
+			rec := &eventLog{}
 			ctl := c.controllerWith(Config{ValidationDelay: -1, FeatureGates: disruption.FeatureGates{SpotToSpotConsolidation: on}}, rec)
 			c.reconcile(ctl)
 			ops := c.takeOps()
@@ -141,7 +141,7 @@ func TestSpotToSpotGate(t *testing.T) {
 			if launched != on {
 				t.Fatalf("ops %q (replacement launched: %v, want %v)", ops, launched, on)
 			}
-			if !on && !rec.has("NodeClaim", "big", disruption.EventUnconsolidatable, "SpotToSpotConsolidation is disabled") {
+			if !on && !rec.has("NodeClaim", "big", disruption.EventUnconsolidatable, "SpotToSpotConsolidation is disabled, can't replace a spot node with a spot node") {
 				t.Fatalf("no Unconsolidatable Event in %q", rec.got)
 			}
 		})

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/joiner-dev/joiner/coordinator/disruption/annotate"
+	"github.com/joiner-dev/joiner/events"
 
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
@@ -40,10 +42,15 @@ type command struct {
 	candidates []candidate
 	// replacements are the NodeClaims that must be Initialized first.
 	replacements []string
-	started      time.Time
+	// announced are the replacements whose DisruptionLaunching Event was
+	// recorded.
+	announced map[string]bool
+	started   time.Time
 	// rollback, when set, is why the command is being rolled back (retried
 	// every pass until done).
 	rollback string
+	// decision is delete or replace (Karpenter's metric label).
+	decision string
 }
 
 // termID is the termination intent ID of an instance.
@@ -115,6 +122,8 @@ func (c *Controller) start(ctx context.Context, v *pass, dec *disruption.Decisio
 		action = "replace"
 	}
 	c.metrics.decisions.WithLabelValues(string(cmd.method), action).Inc()
+	cmd.decision = action
+	c.metrics.karp.Decision(string(cmd.method), action, cmd.pools(v))
 	c.log.Info("disrupting node(s)", zap.String("method", string(cmd.method)), zap.String("action", action),
 		zap.Strings("node", cmd.nodes()), zap.Float64("savings", dec.Savings), zap.String("reason", dec.Message))
 	for _, cd := range cmd.candidates {
@@ -174,6 +183,17 @@ func (c *Controller) start(ctx context.Context, v *pass, dec *disruption.Decisio
 	}
 	// 4. Nothing to wait for.
 	return c.finish(ctx, cmd)
+}
+
+// pools are the NodePools of the candidates' NodeClaims, one per candidate.
+func (cmd *command) pools(v *pass) []string {
+	out := make([]string, 0, len(cmd.candidates))
+	for _, cd := range cmd.candidates {
+		if nc := v.snap.NodeClaims[cd.node]; nc != nil {
+			out = append(out, nc.Labels[karpv1.LabelNodePool])
+		}
+	}
+	return out
 }
 
 func (cmd *command) nodes() []string {
@@ -301,6 +321,7 @@ func (c *Controller) advanceCommand(ctx context.Context, v *pass, cmd *command) 
 			c.beginRollback(cmd, failed)
 			return c.rollbackCommand(ctx, cmd)
 		}
+		c.announce(cmd, name, ok)
 		if !ok {
 			waiting = append(waiting, name)
 		}
@@ -313,6 +334,24 @@ func (c *Controller) advanceCommand(ctx context.Context, v *pass, cmd *command) 
 		return nil
 	}
 	return c.finish(ctx, cmd)
+}
+
+// announce records, once per replacement and as soon as it is in the
+// cache, Karpenter's DisruptionLaunching Event and, while it is not
+// initialized, DisruptionWaitingReadiness.
+func (c *Controller) announce(cmd *command, name string, initialized bool) {
+	nc := c.d.Cache.NodeClaim(name)
+	if nc == nil || cmd.announced[name] {
+		return
+	}
+	if cmd.announced == nil {
+		cmd.announced = map[string]bool{}
+	}
+	cmd.announced[name] = true
+	events.Publish(c.d.Recorder, events.Launching(nc, cmd.reason))
+	if !initialized {
+		events.Publish(c.d.Recorder, events.WaitingOnReadiness(nc))
+	}
 }
 
 // replacementState says whether a replacement NodeClaim is Initialized,
@@ -417,7 +456,8 @@ func (c *Controller) deleteClaim(ctx context.Context, cmd *command, cd candidate
 	if err := c.d.Kube.DeleteNodeClaim(ctx, cd.nodeClaim); err != nil {
 		return err
 	}
-	c.d.Recorder.Eventf(nc, corev1.EventTypeNormal, "DisruptionTerminating", "%s: deleting nodeclaim (reason %s)", cmd.method, cmd.reason)
+	events.Publish(c.d.Recorder, events.Terminating(c.d.Cache.Node(cd.node), nc, cmd.reason)...)
+	c.metrics.karp.NodeClaimDisrupted(nc, strings.ToLower(cmd.reason))
 	return nil
 }
 
@@ -428,6 +468,7 @@ func (c *Controller) beginRollback(cmd *command, why string) {
 	}
 	cmd.rollback = why
 	c.metrics.rollbacks.WithLabelValues(string(cmd.method)).Inc()
+	c.metrics.karp.DecisionFailed(string(cmd.method), cmp.Or(cmd.decision, "delete"))
 	c.log.Warn("rolling back disruption", zap.String("method", string(cmd.method)), zap.Strings("node", cmd.nodes()), zap.String("reason", why))
 }
 

@@ -3,6 +3,7 @@ package controller
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/joiner-dev/joiner/coordinator/karpmetrics"
 	"github.com/joiner-dev/joiner/internal/telemetry"
 )
 
@@ -12,6 +13,8 @@ type metrics struct {
 	eligible  *prometheus.GaugeVec
 	rollbacks *prometheus.CounterVec
 	passes    prometheus.Counter
+	// karp are Karpenter's metrics (shared by the loops of one registry).
+	karp *karpmetrics.Metrics
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -27,6 +30,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Disruptions rolled back (replacement failed or timed out, or a step failed), by method."}, []string{"method"}),
 		passes: prometheus.NewCounter(prometheus.CounterOpts{Name: "joiner_disruption_passes_total",
 			Help: "Disruption passes that judged every node (conditions written, a decision made or none), on this replica while it led."}),
+	}
+	var err error
+	if m.karp, err = karpmetrics.For(reg); err != nil {
+		return nil, err
 	}
 	return m, telemetry.Register(reg, "disruption", m.decisions, m.budget, m.eligible, m.rollbacks, m.passes)
 }

@@ -5,12 +5,12 @@ import (
 	"time"
 
 	"go.uber.org/zap"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 	"github.com/joiner-dev/joiner/coordinator/disruption"
+	"github.com/joiner-dev/joiner/events"
 )
 
 // eligibleMethods are the joiner_nodes_eligible_for_disruption labels.
@@ -28,8 +28,10 @@ func (c *Controller) report(ctx context.Context, v *pass, in *disruption.Input) 
 			}
 		}
 		c.metrics.eligible.WithLabelValues(string(m)).Set(float64(n))
+		c.metrics.karp.Eligible(string(m), n)
 	}
 	c.metrics.budget.Reset()
+	c.metrics.karp.ResetBudgets()
 	blocking := map[string]bool{}
 	for _, r := range karpv1.DisruptionReasons {
 		budgets, err := disruption.PoolBudgets(in, r)
@@ -39,6 +41,7 @@ func (c *Controller) report(ctx context.Context, v *pass, in *disruption.Input) 
 		}
 		for pool, b := range budgets {
 			c.metrics.budget.WithLabelValues(pool, string(r)).Set(float64(b.Allowed))
+			c.metrics.karp.Budget(pool, r, b.Budget, b.Disrupting)
 			if b.Blocking() {
 				blocking[pool+"/"+string(r)] = true
 			}
@@ -110,11 +113,11 @@ func (c *Controller) events(v *pass, res *disruption.Result) {
 			continue
 		}
 		c.lastSkip[k] = s.Event + ": " + s.Reason
-		if nc := v.snap.NodeClaims[s.Node]; nc != nil {
-			c.d.Recorder.Event(nc, corev1.EventTypeNormal, s.Event, s.Reason)
-		}
-		if node := c.d.Cache.Node(s.Node); node != nil {
-			c.d.Recorder.Event(node, corev1.EventTypeNormal, s.Event, s.Reason)
+		nc, node := v.snap.NodeClaims[s.Node], c.d.Cache.Node(s.Node)
+		if s.Event == disruption.EventDisruptionBlocked {
+			events.Publish(c.d.Recorder, events.Blocked(node, nc, s.Reason)...)
+		} else {
+			events.Publish(c.d.Recorder, events.NodeUnconsolidatable(node, nc, s.Reason)...)
 		}
 	}
 	for k := range c.lastSkip {
@@ -132,8 +135,7 @@ func (c *Controller) budgetEvents(in *disruption.Input, blocking map[string]bool
 		for _, r := range karpv1.DisruptionReasons {
 			k := p.Name + "/" + string(r)
 			if blocking[k] && !c.lastBudgetBlock[k] {
-				c.d.Recorder.Eventf(p, corev1.EventTypeNormal, disruption.EventDisruptionBlocked,
-					"No allowed disruptions for disruption reason %s due to blocking budget", r)
+				events.Publish(c.d.Recorder, events.PoolBlockedFor(p, r))
 			}
 		}
 	}

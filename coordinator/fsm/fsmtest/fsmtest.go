@@ -6,7 +6,9 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/joiner-dev/joiner/cloud"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
 )
 
@@ -56,4 +58,31 @@ func (d *Direct) MustPropose(tb testing.TB, t fsm.MessageType, cmd any) {
 	if r, _ := d.Propose(context.Background(), fsm.MustEncode(t, cmd)); r != nil {
 		tb.Fatalf("fsm command %d: %v", t, r)
 	}
+}
+
+// LaunchCommands are what a successful first launch attempt of intentID
+// commits: the attempt starts, then the instance l is launched.
+func LaunchCommands(intentID string, l fsm.Launched, at time.Time) [][]byte {
+	return [][]byte{
+		fsm.MustEncode(fsm.LaunchAttemptStartType, fsm.LaunchAttemptStart{IntentID: intentID, Attempt: 1, At: at}),
+		fsm.MustEncode(fsm.LaunchResultType, fsm.LaunchResult{IntentID: intentID, Attempt: 1, At: at, Launched: &l}),
+	}
+}
+
+// MustLaunch proposes LaunchCommands and fails tb if the FSM rejects them.
+func (d *Direct) MustLaunch(tb testing.TB, intentID string, l fsm.Launched, at time.Time) {
+	tb.Helper()
+	for _, cmd := range LaunchCommands(intentID, l, at) {
+		if r, _ := d.Propose(context.Background(), cmd); r != nil {
+			tb.Fatalf("launching intent %s: %v", intentID, r)
+		}
+	}
+}
+
+// MustPlanAndLaunch commits a plan of one intent for the NodeClaim of spec
+// (holding pods), then its launch as l.
+func (d *Direct) MustPlanAndLaunch(tb testing.TB, intentID string, spec cloud.LaunchSpec, pods []string, l fsm.Launched, at time.Time) {
+	tb.Helper()
+	d.MustPropose(tb, fsm.PlanCommitType, fsm.PlanCommit{Intents: []fsm.NewIntent{{ID: intentID, Spec: fsm.LaunchSpec{LaunchSpec: spec}, Pods: pods}}, At: at})
+	d.MustLaunch(tb, intentID, l, at)
 }

@@ -137,22 +137,13 @@ func LoadWith(files []File, opts Options) (*Result, []error) {
 	for i, f := range files {
 		inputs[i] = convert.Input{Name: f.Name, Data: f.Data}
 	}
-	objs, err := convert.ConvertInputs(inputs, warn)
-	if err != nil {
-		// one bad document must not hide the rest: convert document by
-		// document and report the ones that fail
-		objs = nil
-		for _, f := range files {
-			for i, doc := range splitDocuments(f.Data) {
-				o, err := convert.ConvertInputs([]convert.Input{{Name: f.Name, Data: doc}}, warn)
-				if err != nil {
-					l.errs = append(l.errs, fmt.Errorf("%w: %s document %d: %w", ErrInput, f.Name, i+1, err))
-					continue
-				}
-				objs = append(objs, o...)
-			}
-		}
+	// One bad document must not hide the rest: ConvertAll keeps the
+	// documents that converted and names each one that did not.
+	r := convert.ConvertAll(inputs, convert.Options{Warn: warn})
+	for _, err := range r.Errors {
+		l.errs = append(l.errs, fmt.Errorf("%w: %w", ErrInput, err))
 	}
+	objs := r.Objects
 	for _, o := range objs {
 		switch {
 		case o.NodePool != nil:
@@ -166,16 +157,6 @@ func LoadWith(files []File, opts Options) (*Result, []error) {
 		}
 	}
 	return l.finish(), l.errs
-}
-
-func splitDocuments(in []byte) [][]byte {
-	var out [][]byte
-	for _, d := range bytes.Split(in, []byte("\n---")) {
-		if len(bytes.TrimSpace(d)) > 0 {
-			out = append(out, d)
-		}
-	}
-	return out
 }
 
 type typeMeta struct {

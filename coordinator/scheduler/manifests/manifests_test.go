@@ -179,6 +179,36 @@ spec:
 	}
 }
 
+// TestLoadMalformedDocumentKeepsTheRest: a document that is not YAML is
+// named (file, document, line) and the documents around it still load.
+func TestLoadMalformedDocumentKeepsTheRest(t *testing.T) {
+	doc := `apiVersion: v1
+kind: Pod
+metadata: {name: before}
+spec:
+  containers: [{name: c, image: x}]
+---
+kind: [
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: after}
+spec:
+  containers: [{name: c, image: x}]
+`
+	res, errs := Load([]File{{Name: "bad.yaml", Data: []byte(doc)}})
+	if len(errs) != 1 || !errors.Is(errs[0], ErrInput) || !strings.Contains(errs[0].Error(), "bad.yaml: document 2 (line 7)") {
+		t.Fatalf("want one ErrInput naming bad.yaml document 2 (line 7), got %v", errs)
+	}
+	var names []string
+	for _, p := range res.Input.Pods {
+		names = append(names, p.Name)
+	}
+	if strings.Join(names, ",") != "before,after" {
+		t.Errorf("pods %v, want before,after", names)
+	}
+}
+
 func TestLoadDuplicatePool(t *testing.T) {
 	doc := `apiVersion: karpenter.sh/v1
 kind: NodePool

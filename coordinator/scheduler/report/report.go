@@ -1,5 +1,6 @@
-// Package report renders a scheduler.Plan for people (table) and programs
-// (JSON, YAML). Renderers are pure and deterministic.
+// Package report renders a scheduler.Plan for people (table, wide) and
+// programs (JSON, YAML, name), as kubectl prints its -o formats. Renderers
+// are pure and deterministic.
 package report
 
 import (
@@ -7,19 +8,22 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"text/tabwriter"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/printers"
 	"sigs.k8s.io/yaml"
 
 	"github.com/joiner-dev/joiner/coordinator/scheduler"
 )
 
-// Formats Render accepts.
-var Formats = []string{"table", "yaml", "json"}
+// Formats Render accepts, the default first.
+var Formats = []string{"table", "wide", "yaml", "json", "name"}
 
-// Render writes plan in format (table, yaml or json).
+// Render writes plan in format: table (kubectl's columns), wide (also the
+// NodeClass and every candidate type), yaml, json, or name (a
+// nodeclaim.karpenter.sh/NAME line per planned NodeClaim).
 func Render(plan *scheduler.Plan, format string) ([]byte, error) {
 	switch format {
 	case "json":
@@ -35,21 +39,40 @@ func Render(plan *scheduler.Plan, format string) ([]byte, error) {
 		}
 		return b, nil
 	case "table", "":
-		return table(plan), nil
+		return table(plan, false)
+	case "wide":
+		return table(plan, true)
+	case "name":
+		var b bytes.Buffer
+		for _, nc := range plan.NodeClaims {
+			fmt.Fprintf(&b, "nodeclaim.karpenter.sh/%s\n", nc.Name)
+		}
+		return b.Bytes(), nil
 	}
 	return nil, fmt.Errorf("unknown output format %q (want one of %s)", format, strings.Join(Formats, ", "))
 }
 
-func table(plan *scheduler.Plan) []byte {
+func table(plan *scheduler.Plan, wide bool) ([]byte, error) {
 	var b bytes.Buffer
 	if len(plan.NodeClaims) > 0 {
-		w := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(w, "NODECLAIM\tNODEPOOL\tINSTANCE TYPE\tZONE\tCAPACITY\tPRICE/H\tPODS\tCPU USED/ALLOC\tMEMORY USED/ALLOC\tCANDIDATES")
+		t := &metav1.Table{ColumnDefinitions: []metav1.TableColumnDefinition{
+			{Name: "NodeClaim", Type: "string"}, {Name: "NodePool", Type: "string"}, {Name: "NodeClass", Type: "string", Priority: 1},
+			{Name: "Instance Type", Type: "string"}, {Name: "Zone", Type: "string"}, {Name: "Capacity", Type: "string"},
+			{Name: "Price/h", Type: "string"}, {Name: "Pods", Type: "integer"}, {Name: "CPU Used/Alloc", Type: "string"},
+			{Name: "Memory Used/Alloc", Type: "string"}, {Name: "Candidates", Type: "string"},
+		}}
 		for _, nc := range plan.NodeClaims {
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t$%.4f\t%d\t%s\t%s\t%s\n", nc.Name, nc.NodePool, nc.InstanceType, nc.Zone, nc.CapacityType, nc.Price,
-				len(nc.Pods), usage(nc.Requests, nc.Allocatable, corev1.ResourceCPU), usage(nc.Requests, nc.Allocatable, corev1.ResourceMemory), candidates(nc.InstanceTypes))
+			cands := candidates(nc.InstanceTypes)
+			if wide {
+				cands = strings.Join(nc.InstanceTypes, ",")
+			}
+			t.Rows = append(t.Rows, metav1.TableRow{Cells: []any{nc.Name, nc.NodePool, nc.NodeClass, nc.InstanceType, nc.Zone, nc.CapacityType,
+				fmt.Sprintf("$%.4f", nc.Price), len(nc.Pods), usage(nc.Requests, nc.Allocatable, corev1.ResourceCPU),
+				usage(nc.Requests, nc.Allocatable, corev1.ResourceMemory), cands}})
 		}
-		w.Flush()
+		if err := printers.NewTablePrinter(printers.PrintOptions{Wide: wide}).PrintObj(t, &b); err != nil {
+			return nil, fmt.Errorf("printing the plan: %w", err)
+		}
 		b.WriteString("\n")
 		for _, nc := range plan.NodeClaims {
 			fmt.Fprintf(&b, "%s pods: %s\n", nc.Name, strings.Join(nc.Pods, ", "))
@@ -78,7 +101,7 @@ func table(plan *scheduler.Plan) []byte {
 			fmt.Fprintf(&b, "  %s\n", m)
 		}
 	}
-	return b.Bytes()
+	return b.Bytes(), nil
 }
 
 func usage(req, alloc corev1.ResourceList, r corev1.ResourceName) string {

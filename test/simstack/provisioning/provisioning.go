@@ -22,6 +22,7 @@ import (
 	"github.com/joiner-dev/joiner/coordinator/lifecycle"
 	"github.com/joiner-dev/joiner/coordinator/provisioner"
 	"github.com/joiner-dev/joiner/coordinator/view"
+	"github.com/joiner-dev/joiner/events"
 	"github.com/joiner-dev/joiner/test/simstack"
 	"github.com/joiner-dev/joiner/userdata"
 )
@@ -58,7 +59,7 @@ func StartOn(t testing.TB, r *simstack.Runner, c simstack.SimCloud, cfg *rest.Co
 	s.Clients, s.Cache = simstack.Kube(t, r, cfg, log)
 	raft := fsmtest.New(s.State)
 	s.Raft = raft
-	rec := kube.NewRecorder(r.Ctx, s.Clients.Kube, "joiner")
+	rec := events.NewRecorder(r.Ctx, s.Clients.Kube, "")
 	catalog, views := simstack.Classes(t, r, s.Clients, s.Cache, s.Cloud, s.State, log)
 	s.Views = views
 	launch := launcher.New(launcher.Config{Cluster: cluster, Interval: 200 * time.Millisecond},

@@ -13,16 +13,55 @@
 {{- end -}}
 {{- end -}}
 
-{{- define "joiner.coordinator" -}}{{ include "joiner.fullname" . | trunc 51 }}-coordinator{{- end -}}
+{{/*
+Object names. Every name is at most 63 characters (DNS labels: Services,
+pod hostnames). The StatefulSet's name is at most 52: its pods carry the
+label controller-revision-hash=<name>-<hash of up to 10 characters>, and
+its pods are <name>-<ordinal>. Hence the coordinators' names start with the
+fullname's first 39 characters (39 + "-coordinator" = 51; + "-node-leases",
+the longest suffix, = 63), the agents' with its first 48 (48 + "-agent" +
+"-own-node" = 63).
+*/}}
+{{- define "joiner.base" -}}{{ include "joiner.fullname" . | trunc 39 | trimSuffix "-" }}{{- end -}}
+{{- define "joiner.coordinator" -}}{{ include "joiner.base" . }}-coordinator{{- end -}}
 {{- define "joiner.coordinatorHeadless" -}}{{ include "joiner.coordinator" . }}-peers{{- end -}}
-{{- define "joiner.agent" -}}{{ include "joiner.fullname" . | trunc 57 }}-agent{{- end -}}
+{{- define "joiner.agent" -}}{{ include "joiner.fullname" . | trunc 48 | trimSuffix "-" }}-agent{{- end -}}
+
+{{/* The coordinators' ServiceAccount (Karpenter's serviceAccount.create/name). */}}
+{{- define "joiner.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "joiner.coordinator" .) .Values.serviceAccount.name -}}
+{{- else -}}
+{{- default "default" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "joiner.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
 
 {{- define "joiner.labels" -}}
-helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+helm.sh/chart: {{ include "joiner.chart" . }}
 app.kubernetes.io/name: {{ include "joiner.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- with .Values.additionalLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{/*
+metadata.annotations of an object (at indentation 2, with its leading line
+break): additionalAnnotations and the object's own (dict "ctx" $ "extra"
+map); nothing when both are empty.
+*/}}
+{{- define "joiner.annotations" -}}
+{{- $all := merge (deepCopy (.extra | default dict)) (deepCopy (.ctx.Values.additionalAnnotations | default dict)) -}}
+{{- with $all }}
+  annotations:
+    {{- toYaml . | nindent 4 }}
+{{- end }}
 {{- end -}}
 
 {{- define "joiner.coordinatorSelector" -}}
@@ -35,6 +74,51 @@ app.kubernetes.io/component: coordinator
 app.kubernetes.io/name: {{ include "joiner.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/component: agent
+{{- end -}}
+
+{{/*
+The coordinators' affinity (values affinity): a pod (anti-)affinity term
+without a labelSelector gets the coordinators' selector labels, as
+Karpenter's chart does for its controller.
+*/}}
+{{- define "joiner.coordinatorAffinity" -}}
+{{- $sel := include "joiner.coordinatorSelector" . | fromYaml -}}
+{{- $aff := deepCopy (.Values.affinity | default dict) -}}
+{{- range $kind := list "podAffinity" "podAntiAffinity" -}}
+{{- with (get $aff $kind) -}}
+{{- range (.requiredDuringSchedulingIgnoredDuringExecution | default list) -}}
+{{- if not .labelSelector }}{{ $_ := set . "labelSelector" (dict "matchLabels" $sel) }}{{ end -}}
+{{- end -}}
+{{- range (.preferredDuringSchedulingIgnoredDuringExecution | default list) -}}
+{{- if and .podAffinityTerm (not .podAffinityTerm.labelSelector) }}{{ $_ := set .podAffinityTerm "labelSelector" (dict "matchLabels" $sel) }}{{ end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- with $aff }}{{ toYaml . }}{{ end -}}
+{{- end -}}
+
+{{/* topologySpreadConstraints with the selector filled in where absent. */}}
+{{- define "joiner.coordinatorSpread" -}}
+{{- $sel := include "joiner.coordinatorSelector" . | fromYaml -}}
+{{- $out := list -}}
+{{- range (deepCopy (.Values.topologySpreadConstraints | default list)) -}}
+{{- if not .labelSelector }}{{ $_ := set . "labelSelector" (dict "matchLabels" $sel) }}{{ end -}}
+{{- $out = append $out . -}}
+{{- end -}}
+{{- with $out }}{{ toYaml . }}{{ end -}}
+{{- end -}}
+
+{{/*
+The coordinator container's security context: the restricted profile, with
+controller.securityContext's appArmorProfile, seLinuxOptions and
+seccompProfile set on top where given.
+*/}}
+{{- define "joiner.coordinatorSecurityContext" -}}
+{{- $sc := include "joiner.containerSecurityContext" . | fromYaml -}}
+{{- range $k, $v := (.Values.controller.securityContext | default dict) -}}
+{{- if $v }}{{ $_ := set $sc $k $v }}{{ end -}}
+{{- end -}}
+{{- toYaml $sc -}}
 {{- end -}}
 
 {{- define "joiner.image" -}}
@@ -68,7 +152,81 @@ else the chart's own image. Pinned: a fixed tag or a digest, never :latest.
 {{- define "joiner.coordinatorCA" -}}{{ include "joiner.coordinator" . }}-ca{{- end -}}
 
 {{- define "joiner.coordinatorURL" -}}
-https://{{ include "joiner.coordinator" . }}.{{ .Release.Namespace }}.svc.{{ .Values.settings.clusterDomain }}:{{ .Values.coordinator.ports.http }}
+https://{{ include "joiner.coordinator" . }}.{{ .Release.Namespace }}.svc.{{ .Values.settings.clusterDomain }}:{{ .Values.controller.metrics.port }}
+{{- end -}}
+
+{{/* A settings string, which may hold a template (as in Karpenter's chart). */}}
+{{- define "joiner.setting" -}}
+{{- tpl (toString (index .ctx.Values.settings .key)) .ctx -}}
+{{- end -}}
+
+{{/* bootstrap_expect: coordinator.bootstrapExpect, else replicas. */}}
+{{- define "joiner.bootstrapExpect" -}}
+{{- if kindIs "invalid" .Values.coordinator.bootstrapExpect -}}
+{{- .Values.replicas | int -}}
+{{- else -}}
+{{- .Values.coordinator.bootstrapExpect | int -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+Karpenter's chart values that Joiner does not implement: the chart refuses
+to render when one is set to anything but its default (or to a value Joiner
+behaves as), naming the value. Included once, by the StatefulSet.
+*/}}
+{{- define "joiner.validate" -}}
+{{- $v := .Values -}}
+{{- $s := .Values.settings -}}
+{{- if lt (int $v.replicas) 1 -}}
+{{- fail (printf "replicas=%v: at least one coordinator is needed" $v.replicas) -}}
+{{- end -}}
+{{- if ne (include "joiner.bootstrapExpect" .) (toString (int $v.replicas)) -}}
+{{- fail (printf "coordinator.bootstrapExpect (%v) must equal replicas (%v): leave it empty" $v.coordinator.bootstrapExpect $v.replicas) -}}
+{{- end -}}
+{{- with $v.strategy -}}
+{{- $ru := .rollingUpdate | default dict -}}
+{{- if or (and .type (ne .type "RollingUpdate")) (not (eq (toString ($ru.maxUnavailable | default 1)) "1")) (gt (len (omit $ru "maxUnavailable")) 0) (gt (len (omit . "type" "rollingUpdate")) 0) -}}
+{{- fail (printf "strategy=%s is not supported: the coordinators are a StatefulSet updated one pod at a time so a raft majority stays up (only strategy.rollingUpdate.maxUnavailable=1)" (toJson .)) -}}
+{{- end -}}
+{{- end -}}
+{{- with $v.controller.image -}}
+{{- if and (or .repository .tag .digest) (not (hasPrefix "public.ecr.aws/karpenter/" (.repository | default ""))) -}}
+{{- fail (printf "controller.image=%s is not supported: it is Karpenter's controller image; set Joiner's image with image.repository, image.tag or image.digest" (toJson .)) -}}
+{{- end -}}
+{{- end -}}
+{{- $hp := toString $v.controller.healthProbe.port -}}
+{{- if and (ne $hp "8081") (ne $hp (toString $v.controller.metrics.port)) -}}
+{{- fail (printf "controller.healthProbe.port=%s is not supported: the coordinators answer /healthz and /readyz on controller.metrics.port (%v)" $hp $v.controller.metrics.port) -}}
+{{- end -}}
+{{- range $key := list "logOutputPaths" "logErrorOutputPaths" -}}
+{{- $paths := index $v $key | default list -}}
+{{- if or (gt (len $paths) 1) (and (eq (len $paths) 1) (not (has (first $paths) (list "stdout" "stderr")))) -}}
+{{- fail (printf "%s=%s is not supported: Joiner logs to the container's standard streams (stdout or stderr)" $key (toJson $paths)) -}}
+{{- end -}}
+{{- end -}}
+{{- if ne $s.preferencePolicy "Respect" -}}
+{{- fail (printf "settings.preferencePolicy=%s is not supported: Joiner always respects preferences (Respect)" $s.preferencePolicy) -}}
+{{- end -}}
+{{- if ne (float64 $s.vmMemoryOverheadPercent) 0.075 -}}
+{{- fail (printf "settings.vmMemoryOverheadPercent=%v is not supported: Joiner models Karpenter's default 0.075" $s.vmMemoryOverheadPercent) -}}
+{{- end -}}
+{{- if ne (toString $s.reservedENIs) "0" -}}
+{{- fail (printf "settings.reservedENIs=%v is not supported: Joiner counts every ENI in max-pods (only \"0\")" $s.reservedENIs) -}}
+{{- end -}}
+{{- if $s.enableZonalShift -}}
+{{- fail "settings.enableZonalShift=true is not supported: Joiner does not follow EKS zonal shifts" -}}
+{{- end -}}
+{{- if not $s.ignoreDRARequests -}}
+{{- fail "settings.ignoreDRARequests=false is not supported: Joiner always ignores pods' DRA requests while planning" -}}
+{{- end -}}
+{{- if $s.disableClusterStateObservability -}}
+{{- fail "settings.disableClusterStateObservability=true is not supported: Joiner always serves its cluster state metrics and events" -}}
+{{- end -}}
+{{- range $gate, $on := $s.featureGates -}}
+{{- if and $on (has $gate (list "nodeRepair" "nodeOverlay" "capacityBuffer")) -}}
+{{- fail (printf "settings.featureGates.%s=true is not supported: Joiner does not implement %s" $gate $gate) -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}
 
 {{/*
@@ -78,18 +236,22 @@ POD_NAME and POD_IP come from the downward API (see the StatefulSet).
 */}}
 {{- define "joiner.coordinator.args" -}}
 - coordinator
-- --log-level={{ .Values.settings.logLevel }}
-- --log-format={{ .Values.settings.logFormat }}
-- --cluster-name={{ required "settings.clusterName is required" .Values.settings.clusterName }}
-{{- with .Values.settings.clusterEndpoint }}
+- --log-level={{ .Values.logLevel }}
+- --log-format={{ .Values.logFormat }}
+- --cluster-name={{ required "settings.clusterName is required" (include "joiner.setting" (dict "ctx" . "key" "clusterName")) }}
+{{- with (include "joiner.setting" (dict "ctx" . "key" "clusterEndpoint")) }}
 - --cluster-endpoint={{ . }}
 {{- end }}
-{{- with .Values.settings.clusterCABundle }}
+{{- with (include "joiner.setting" (dict "ctx" . "key" "clusterCABundle")) }}
 - --cluster-ca-bundle={{ . }}
 {{- end }}
 - --kube-client-qps={{ .Values.settings.kubeClientQPS }}
 - --kube-client-burst={{ .Values.settings.kubeClientBurst }}
 - --min-values-policy={{ .Values.settings.minValuesPolicy }}
+- --batch-idle-duration={{ .Values.settings.batchIdleDuration }}
+- --batch-max-duration={{ .Values.settings.batchMaxDuration }}
+- --ami-refresh-interval={{ .Values.settings.amiRefreshInterval }}
+- --subnet-refresh-interval={{ .Values.settings.subnetRefreshInterval }}
 {{- if .Values.settings.isolatedVPC }}
 - --isolated-vpc
 {{- end }}
@@ -102,10 +264,10 @@ POD_NAME and POD_IP come from the downward API (see the StatefulSet).
 - --advertise=$(POD_NAME).{{ include "joiner.peerDomain" . }}:{{ .Values.coordinator.ports.raft }}
 - --gossip-bind=$(POD_IP):{{ .Values.coordinator.ports.gossip }}
 - --join={{ include "joiner.peerDomain" . }}:{{ .Values.coordinator.ports.gossip }}
-- --bootstrap-expect={{ .Values.coordinator.bootstrapExpect }}
-- --http-addr=$(POD_IP):{{ .Values.coordinator.ports.http }}
-{{- if .Values.interruption.queueName }}
-- --interruption-queue={{ .Values.interruption.queueName }}
+- --bootstrap-expect={{ include "joiner.bootstrapExpect" . }}
+- --http-addr=$(POD_IP):{{ .Values.controller.metrics.port }}
+{{- with (include "joiner.setting" (dict "ctx" . "key" "interruptionQueue")) }}
+- --interruption-queue={{ . }}
 {{- end }}
 {{- if .Values.coordinator.tlsSecret }}
 - --tls-cert-file=/etc/joiner/tls/tls.crt
@@ -121,7 +283,7 @@ POD_NAME and POD_IP come from the downward API (see the StatefulSet).
 {{- if .Values.coordinator.gossipKeyringSecret }}
 - --gossip-keyring-file=/etc/joiner/keyring/keyring
 {{- end }}
-{{- range .Values.coordinator.extraArgs }}
+{{- range .Values.controller.extraArgs }}
 - {{ . }}
 {{- end }}
 {{- end -}}
@@ -133,8 +295,8 @@ from the downward API; the pod uses the host network (IMDSv2 with hop limit
 */}}
 {{- define "joiner.agent.args" -}}
 - agent
-- --log-level={{ .Values.settings.logLevel }}
-- --log-format={{ .Values.settings.logFormat }}
+- --log-level={{ .Values.logLevel }}
+- --log-format={{ .Values.logFormat }}
 - --node-name=$(NODE_NAME)
 - --poll-interval={{ .Values.agent.pollInterval }}
 - --min-drain-window={{ .Values.agent.minDrainWindow }}
@@ -180,4 +342,19 @@ capabilities:
   drop: [ALL]
 seccompProfile:
   type: RuntimeDefault
+{{- end -}}
+
+{{/* serviceMonitor's relabelings, metricRelabelings and endpointConfig, for each endpoint. */}}
+{{- define "joiner.serviceMonitorEndpoint" -}}
+{{- with .Values.serviceMonitor.relabelings }}
+relabelings:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.serviceMonitor.metricRelabelings }}
+metricRelabelings:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.serviceMonitor.endpointConfig }}
+{{ toYaml . }}
+{{- end }}
 {{- end -}}
