@@ -144,7 +144,7 @@ func (d *Drainer) Drain(ctx context.Context, req Request) (Result, error) {
 	d.publish(events.NodeDraining(node, req.Deadline, req.Message))
 	res, err := d.evictAll(ctx, log, req, node)
 	if err != nil {
-		d.publish(events.DrainFailed(node, fmt.Errorf("%w; pods left: %s", err, strings.Join(res.Stuck, ", "))))
+		d.publish(events.DrainFailed(node, err)) // err names the pods left at the deadline
 		d.setCondition(ctx, req, "DrainFailed", err.Error())
 		return res, err
 	}
@@ -204,10 +204,14 @@ func (d *Drainer) evictAll(ctx context.Context, log *zap.Logger, req Request, no
 	log.Info("evicting pods", zap.Int("pods", len(evict)), zap.Int("skipped", len(skipped)), zap.Strings("left", left))
 	start := d.opts.Now()
 	var (
-		mu  sync.Mutex
-		wg  sync.WaitGroup
-		sem = make(chan struct{}, d.opts.Parallelism)
+		mu      sync.Mutex
+		wg      sync.WaitGroup
+		sem     = make(chan struct{}, d.opts.Parallelism)
+		blocked sync.Once
 	)
+	blockedBy := func(pod string) {
+		blocked.Do(func() { d.publish(events.DrainFailed(node, events.PDBBlocksEviction(pod))) })
+	}
 	for i := range evict {
 		p := evict[i]
 		wg.Add(1)
@@ -222,7 +226,7 @@ func (d *Drainer) evictAll(ctx context.Context, log *zap.Logger, req Request, no
 				return
 			}
 			defer func() { <-sem }()
-			ok := d.evictPod(ctx, log, req, node, &p, start)
+			ok := d.evictPod(ctx, log, req, &p, start, blockedBy)
 			mu.Lock()
 			defer mu.Unlock()
 			if ok {

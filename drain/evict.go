@@ -26,8 +26,10 @@ const (
 )
 
 // evictPod evicts p (retrying 429 until ctx's deadline) and waits until it
-// is gone. It returns false if the pod is still there when ctx ends.
-func (d *Drainer) evictPod(ctx context.Context, log *zap.Logger, req Request, node *corev1.Node, p *corev1.Pod, start time.Time) bool {
+// is gone. It returns false if the pod is still there when ctx ends. The
+// first time a disruption budget refuses its eviction it calls blockedBy
+// (which records the node's FailedDraining once per drain).
+func (d *Drainer) evictPod(ctx context.Context, log *zap.Logger, req Request, p *corev1.Pod, start time.Time, blockedBy func(pod string)) bool {
 	log = log.With(logging.Pod(p.Namespace, p.Name))
 	if d.opts.DryRun {
 		log.Info("dry-run: would have evicted pod")
@@ -65,7 +67,7 @@ func (d *Drainer) evictPod(ctx context.Context, log *zap.Logger, req Request, no
 				blocked++
 				if blocked == 1 {
 					log.Info("eviction blocked by a disruption budget; retrying until the deadline", zap.Error(err))
-					d.publish(events.DrainFailed(node, events.PDBBlocksEviction(p.Namespace+"/"+p.Name)))
+					blockedBy(p.Namespace + "/" + p.Name)
 				}
 			default:
 				d.observe(ResultError)

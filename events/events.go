@@ -73,10 +73,6 @@ var Scheme = func() *runtime.Scheme {
 // stops when ctx ends. Build one per process.
 func NewRecorder(ctx context.Context, kube kubernetes.Interface, host string) record.EventRecorder {
 	b := record.NewBroadcaster(record.WithContext(ctx))
-	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
-	go func() {
-		<-ctx.Done()
-		b.Shutdown()
-	}()
+	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")}) // WithContext: shut down when ctx ends
 	return b.NewRecorder(Scheme, corev1.EventSource{Component: Component, Host: host})
 }

@@ -565,6 +565,15 @@ func TestHelmNotes(t *testing.T) {
 	if !strings.Contains(n, want) || strings.Contains(n, "127.0.0.1 ") || strings.Contains(n, "WARNING") {
 		t.Errorf("NOTES:\n%s\nwant the status command %q and no warning", n, want)
 	}
+	for _, w := range []string{"joiner status -n joiner\n", "token of ServiceAccount joiner-coordinator-status (audience joiner-status)",
+		"the Role joiner-coordinator-status-reader", "statusReaders value", "No one is bound yet."} {
+		if !strings.Contains(n, w) {
+			t.Errorf("NOTES lack %q:\n%s", w, n)
+		}
+	}
+	if n = get(t, filepath.Join(chartDir, "ci", "default-values.yaml"), "statusReaders[0].kind=Group", "statusReaders[0].name=oncall"); strings.Contains(n, "No one is bound") {
+		t.Errorf("NOTES with statusReaders say no one is bound:\n%s", n)
+	}
 	n = get(t, karpenterValues, "settings.clusterName=x")
 	for _, w := range []string{"-c controller", "replicas=2 is even", "controller.image (public.ecr.aws/karpenter/controller) is Karpenter's controller image and is not used"} {
 		if !strings.Contains(n, w) {

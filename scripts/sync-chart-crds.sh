@@ -4,7 +4,8 @@
 #   packaging/helm/joiner-crd/templates/   the CRDs alone (GitOps: its own release)
 #   packaging/helm/joiner/templates/crds/  rendered when crds.install is true
 # Each gets helm.sh/resource-policy: keep (uninstalling a release never
-# deletes the CRDs, and with them every NodePool and NodeClaim) and the
+# deletes the CRDs, and with them every NodePool and NodeClaim), Argo CD's
+# Prune=false,Delete=false (Argo CD ignores Helm's keep when it prunes) and the
 # chart's additionalAnnotations. packaging/packaging_test.go fails when the
 # rendered CRDs differ from packaging/crds.
 set -euo pipefail
@@ -17,6 +18,7 @@ inject() {
     { print }
     !done && $0 == "  annotations:" {
       print "    helm.sh/resource-policy: keep"
+      print "    argocd.argoproj.io/sync-options: Prune=false,Delete=false"
       print "    {{- with .Values.additionalAnnotations }}"
       print "    {{- toYaml . | nindent 4 }}"
       print "    {{- end }}"

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/memberlist"
@@ -31,6 +32,7 @@ type securityFlags struct {
 	namespace              string
 	sans                   []string
 	agentUsers             []string
+	statusAccount          string
 	insecureDev            bool
 	nodeCredentials        bool
 	keyringFile            string
@@ -48,6 +50,8 @@ func (f *securityFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.tlsCA, "tls-ca-file", "", "PEM CA that signs every coordinator's certificate (files are reloaded when they change)")
 	fl.StringSliceVar(&f.agentUsers, "agent-service-account", []string{"system:serviceaccount:kube-system:joiner-agent"},
 		"ServiceAccount user names whose projected tokens (audience "+karpv1.AgentTokenAudience+", bound to a pod) agents send; each may report only about its pod's node")
+	fl.StringVar(&f.statusAccount, "status-service-account", "",
+		"ServiceAccount whose tokens for audience "+api.StatusTokenAudience+" read /v1/status (what `joiner status` requests through the API server): system:serviceaccount:<namespace>:<name>, or a name in --namespace; empty: status needs a client certificate")
 	fl.BoolVar(&f.nodeCredentials, "accept-node-credentials", true, "also accept a node's own credential (system:node:<name>, e.g. the kubelet's EKS token a systemd-mode agent sends), for reports about that node only")
 	fl.BoolVar(&f.insecureDev, "insecure-dev", false, "development only: run raft and the HTTP API without TLS and accept reports from anyone")
 	fl.StringVar(&f.keyringFile, "gossip-keyring-file", "", "memberlist keyring: one base64 key (16, 24 or 32 bytes) per line, the primary first; empty: gossip unencrypted")
@@ -76,6 +80,9 @@ type security struct {
 // build loads or creates the TLS material and loads the keyring.
 func (f *securityFlags) build(ctx context.Context, kc *kube.Clients, advertise string, log *zap.Logger) (security, error) {
 	var out security
+	if _, err := f.statusUser(); err != nil {
+		return out, err
+	}
 	files := nonEmpty(f.tlsCert, f.tlsKey, f.tlsCA)
 	switch {
 	case files != 0 && files != 3:
@@ -172,16 +179,33 @@ func (f *securityFlags) authenticator(s security, kc *kube.Clients) api.Authenti
 	}
 }
 
+// statusUser is the user of --status-service-account ("" when unset).
+func (f *securityFlags) statusUser() (string, error) {
+	switch {
+	case f.statusAccount == "":
+		return "", nil
+	case !strings.Contains(f.statusAccount, ":"):
+		return kube.ServiceAccountUser(f.namespace, f.statusAccount), nil
+	}
+	if _, _, err := kube.ParseServiceAccountUser(f.statusAccount); err != nil {
+		return "", fmt.Errorf("--status-service-account: %w", err)
+	}
+	return f.statusAccount, nil
+}
+
 // statusAuthenticator lets people and tools without a coordinator
-// certificate read /v1/status (e.g. `joiner status` through the API
-// server's service proxy) with their own Kubernetes bearer token: it must
-// authenticate (TokenReview) and its user be allowed to list
-// nodeclaims.karpenter.sh (SubjectAccessReview). nil with --insecure-dev.
+// certificate read /v1/status (`joiner status` through the API server's
+// service proxy) with a token the API server issued for
+// --status-service-account and audience api.StatusTokenAudience
+// (TokenReview): whoever may create that ServiceAccount's tokens may read
+// status, and never hands the coordinator their own credential. nil with
+// --insecure-dev (status is open) or without --status-service-account.
 func (f *securityFlags) statusAuthenticator(s security, kc *kube.Clients) api.Authenticator {
-	if s.tls == nil {
+	user, err := f.statusUser()
+	if s.tls == nil || user == "" || err != nil {
 		return nil
 	}
-	r := &kube.AccessReviewer{Client: kc.Kube, Access: kube.StatusAccess}
+	r := &kube.StatusReviewer{Client: kc.Kube, Audience: api.StatusTokenAudience, User: user}
 	return func(ctx context.Context, token string) (api.Identity, error) {
 		id, err := r.Review(ctx, token)
 		switch {

@@ -27,6 +27,9 @@ func TestSecurityFlagsBuild(t *testing.T) {
 		{name: "partial TLS", f: securityFlags{tlsCert: "c.pem"}, wantErr: "set all three or none"},
 		{name: "missing TLS files", f: securityFlags{tlsCert: filepath.Join(dir, "c.pem"), tlsKey: "k", tlsCA: "ca"}, wantErr: "c.pem"},
 		{name: "bad keyring names file and line", f: securityFlags{insecureDev: true, keyringFile: bad}, wantErr: bad + " line 1: key is 5 bytes"},
+		{name: "malformed status ServiceAccount", f: securityFlags{insecureDev: true, statusAccount: "system:serviceaccount:joiner"},
+			wantErr: "--status-service-account: ServiceAccount user \"system:serviceaccount:joiner\""},
+		{name: "status ServiceAccount by name", f: securityFlags{insecureDev: true, statusAccount: "joiner-coordinator-status"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sec, err := tc.f.build(context.Background(), nil, "c0.example:7000", zap.NewNop())
@@ -40,5 +43,18 @@ func TestSecurityFlagsBuild(t *testing.T) {
 				t.Fatalf("error %v, want %q", err, tc.wantErr)
 			}
 		})
+	}
+}
+
+func TestStatusServiceAccountUser(t *testing.T) {
+	for _, tc := range []struct{ flag, want string }{
+		{"", ""},
+		{"joiner-coordinator-status", "system:serviceaccount:joiner:joiner-coordinator-status"},
+		{"system:serviceaccount:ops:reader", "system:serviceaccount:ops:reader"},
+	} {
+		f := securityFlags{namespace: "joiner", statusAccount: tc.flag}
+		if got, err := f.statusUser(); got != tc.want || err != nil {
+			t.Errorf("--status-service-account=%q: %q, %v; want %q", tc.flag, got, err, tc.want)
+		}
 	}
 }

@@ -68,6 +68,9 @@ still printed); 2 some pods are unschedulable.`,
 			if err := output.check(); err != nil {
 				return fmt.Errorf("plan: %w", err)
 			}
+			if nodesFile == "-" && slices.Contains(files, "-") {
+				return errors.New("plan: --nodes - and -f -: stdin can be read only once; give one of them a file")
+			}
 			paths := slices.Clone(files)
 			if nodesFile != "" {
 				paths = append(paths, nodesFile)

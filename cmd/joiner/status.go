@@ -14,7 +14,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -25,13 +27,22 @@ import (
 
 func init() { addCommand(newStatusCmd) }
 
-// coordinatorComponent labels the chart's coordinator Services and pods.
-const coordinatorComponent = "app.kubernetes.io/component=coordinator"
+// coordinatorSelector selects the chart's coordinator Services and pods.
+const coordinatorSelector = "app.kubernetes.io/name=joiner,app.kubernetes.io/component=coordinator"
+
+// statusAccountSuffix: the chart names the status ServiceAccount after
+// the coordinator Service (and StatefulSet): <name>-status.
+const statusAccountSuffix = "-status"
+
+// statusTokenTTL is the life of the status token status requests
+// (TokenRequest's shortest).
+const statusTokenTTL = 10 * time.Minute
 
 // statusFlags are the flags of `joiner status`.
 type statusFlags struct {
 	addr, tlsDir string
 	service, pod string
+	statusSA     string
 	scheme       string
 	all          bool
 	timeout      time.Duration
@@ -51,23 +62,28 @@ func newStatusCmd(*globals) *cobra.Command {
 instances and their hourly cost, pending terminations and interruptions. A follower answers
 from its own state, which may lag the leader's.
 
-By default it goes through the Kubernetes API server's service proxy with the kubeconfig's
-credentials, as kubectl would (no port-forward):
+By default it goes through the Kubernetes API server's service proxy, as kubectl would (no
+port-forward):
   GET /api/v1/namespaces/NS/services/https:SERVICE:http/proxy/v1/status
-SERVICE is --service, else the Service labelled ` + coordinatorComponent + ` that
-is not headless (the chart's), in -n or the context's namespace, else in any namespace;
+NS is -n, else the kubeconfig context's namespace (the one Joiner is installed in, e.g. joiner);
+SERVICE is --service, else the Service in NS labelled
+` + coordinatorSelector + ` that is not headless;
 --pod asks one replica through the pods proxy instead.
-This needs get on services/proxy (or pods/proxy) in that namespace. The API server consumes
-the Authorization header, so status sends the kubeconfig's bearer token again in
-` + api.ProxiedAuthorizationHeader + `; the coordinator checks it with TokenReview and answers if
-its user may list nodeclaims.karpenter.sh (SubjectAccessReview). A kubeconfig that
-authenticates with a client certificate has no token to send: add --token (e.g. from
-kubectl create token), or use --addr.
+
+The kubeconfig's credentials go to the API server only, never to the coordinator: status
+requests a token for the status ServiceAccount (--status-service-account, default
+SERVICE-status, which the chart creates) with the TokenRequest API, audience ` + api.StatusTokenAudience + `,
+valid 10 minutes, and sends only that token, in ` + api.ProxiedAuthorizationHeader + ` (the API server
+consumes Authorization). The coordinator accepts no other token (TokenReview for that audience
+and that ServiceAccount). In NS this needs create on serviceaccounts/token for that
+ServiceAccount, get and list on services, and get on services/proxy (pods/proxy with --pod):
+the chart's status-reader Role grants all but pods/proxy to the subjects in its
+statusReaders value. With --as, the token is requested as the impersonated user.
 
 With --addr it dials one coordinator directly, presenting the client certificate the
 coordinator keeps in --tls-dir (run it in a coordinator pod).`,
-		Example: `  # the coordinators of the current context, wherever the chart put them
-  joiner status
+		Example: `  # the coordinators in the namespace Joiner is installed in
+  joiner status -n joiner
   joiner status --context prod -n joiner --all -o wide
   # one replica, as JSON
   joiner status -n joiner --pod joiner-coordinator-1 -o json
@@ -91,8 +107,9 @@ coordinator keeps in --tls-dir (run it in a coordinator pod).`,
 	fl := cmd.Flags()
 	fl.StringVar(&f.addr, "addr", "", "coordinator HTTP API base URL (any replica), dialled directly with the client certificate in --tls-dir; empty: through the API server")
 	fl.StringVar(&f.tlsDir, "tls-dir", "/var/lib/joiner/tls", "with --addr: directory with tls.crt, tls.key and ca.crt, the client certificate the coordinator keeps there for tools run in its pod (https only)")
-	fl.StringVar(&f.service, "service", "", "coordinator Service to proxy to (empty: the one labelled "+coordinatorComponent+" that is not headless, in the namespace, else in any)")
+	fl.StringVar(&f.service, "service", "", "coordinator Service to proxy to (empty: the one in the namespace labelled "+coordinatorSelector+" that is not headless)")
 	fl.StringVar(&f.pod, "pod", "", "ask this coordinator pod through the API server's pods proxy instead of the Service")
+	fl.StringVar(&f.statusSA, "status-service-account", "", "ServiceAccount (in the namespace) whose token, requested for audience "+api.StatusTokenAudience+", is the only credential sent to the coordinator (empty: the coordinator Service's or StatefulSet's name + "+statusAccountSuffix+", as the chart names it)")
 	fl.StringVar(&f.scheme, "scheme", "https", "scheme of the coordinators' HTTP API behind the proxy: https, or http for coordinators run with --insecure-dev")
 	f.output = addOutputFlag(cmd, outTable, outWide, outJSON, outYAML, outName)
 	fl.BoolVar(&f.all, "all", false, "also list cancelled intents and terminated or lost instances")
@@ -102,7 +119,7 @@ coordinator keeps in --tls-dir (run it in a coordinator pod).`,
 		return nil, cobra.ShellCompDirectiveFilterDirs
 	})
 	_ = cmd.RegisterFlagCompletionFunc("service", f.completeObjects(func(ctx context.Context, cs kubernetes.Interface, ns string) ([]string, error) {
-		l, err := cs.CoreV1().Services(ns).List(ctx, metav1.ListOptions{LabelSelector: coordinatorComponent})
+		l, err := cs.CoreV1().Services(ns).List(ctx, metav1.ListOptions{LabelSelector: coordinatorSelector})
 		if err != nil {
 			return nil, err
 		}
@@ -113,7 +130,7 @@ coordinator keeps in --tls-dir (run it in a coordinator pod).`,
 		return out, nil
 	}))
 	_ = cmd.RegisterFlagCompletionFunc("pod", f.completeObjects(func(ctx context.Context, cs kubernetes.Interface, ns string) ([]string, error) {
-		l, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: coordinatorComponent})
+		l, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: coordinatorSelector})
 		if err != nil {
 			return nil, err
 		}
@@ -151,46 +168,76 @@ func (f *statusFlags) fetch(ctx context.Context, cmd *cobra.Command) (api.Status
 		return api.Status{}, fmt.Errorf("%w (or dial a coordinator with --addr)", err)
 	}
 	ns := f.kube.namespaceGiven()
-	if ns == "" && (f.pod != "" || f.service != "") {
-		ns = metav1.NamespaceDefault
+	if ns == "" {
+		return api.Status{}, errors.New("no namespace: give the one Joiner is installed in with -n (e.g. -n joiner), or set it in the kubeconfig context")
 	}
 	cs, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return api.Status{}, fmt.Errorf("kubernetes client: %w", err)
 	}
-	var target string
+	var target proxyTarget
 	if f.pod != "" {
-		target, err = podProxyPath(ctx, cs, ns, f.pod, f.scheme)
+		target, err = podProxyTarget(ctx, cs, ns, f.pod, f.scheme)
 	} else {
-		target, err = serviceProxyPath(ctx, cs, ns, f.service, f.scheme)
+		target, err = serviceProxyTarget(ctx, cs, ns, f.service, f.scheme)
 	}
 	if err != nil {
 		return api.Status{}, err
 	}
-	base, client, err := proxyClient(rc)
+	sa := f.statusSA
+	if sa == "" {
+		sa = target.statusSA
+	}
+	if sa == "" {
+		return api.Status{}, fmt.Errorf("--pod %s/%s belongs to no StatefulSet to name the status ServiceAccount after: give --status-service-account", ns, f.pod)
+	}
+	token, err := requestStatusToken(ctx, cs, ns, sa)
 	if err != nil {
 		return api.Status{}, err
 	}
-	st, err := api.FetchStatus(ctx, client, base+target)
-	if errors.Is(err, api.ErrUnauthorized) && !hasBearer(rc) {
-		return st, fmt.Errorf("%w\n(the kubeconfig's credentials are not a bearer token, which the API server would pass on: add --token, e.g. $(kubectl create token ...), or use --addr)", err)
+	base, client, err := proxyClient(rc, token)
+	if err != nil {
+		return api.Status{}, err
+	}
+	st, err := api.FetchStatus(ctx, client, base+target.path)
+	if errors.Is(err, api.ErrUnauthorized) {
+		return st, fmt.Errorf("%w\n(the coordinator refused the token of ServiceAccount %s/%s: it accepts the one ServiceAccount its --status-service-account names, as the chart sets it; give that one with --status-service-account)", err, ns, sa)
 	}
 	return st, err
 }
 
+// requestStatusToken asks the API server (TokenRequest) for a token of
+// ServiceAccount sa for audience api.StatusTokenAudience, valid
+// statusTokenTTL: the one credential status sends the coordinator.
+func requestStatusToken(ctx context.Context, cs kubernetes.Interface, ns, sa string) (string, error) {
+	exp := int64(statusTokenTTL / time.Second)
+	req := &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{Audiences: []string{api.StatusTokenAudience}, ExpirationSeconds: &exp}}
+	out, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa, req, metav1.CreateOptions{})
+	switch {
+	case apierrors.IsForbidden(err):
+		return "", fmt.Errorf("requesting a status token for ServiceAccount %s/%s needs create on serviceaccounts/token for it (the chart's status-reader Role, bound to the subjects in its statusReaders value): %w", ns, sa, err)
+	case apierrors.IsNotFound(err):
+		return "", fmt.Errorf("ServiceAccount %s/%s, whose tokens read status, not found (a chart that predates it? or give --status-service-account): %w", ns, sa, err)
+	case err != nil:
+		return "", fmt.Errorf("requesting a status token for ServiceAccount %s/%s: %w", ns, sa, err)
+	case out.Status.Token == "":
+		return "", fmt.Errorf("requesting a status token for ServiceAccount %s/%s: the API server returned none", ns, sa)
+	}
+	return out.Status.Token, nil
+}
+
 // proxyClient is an HTTP client for the API server with the kubeconfig's
-// credentials that also sends its bearer token in
-// api.ProxiedAuthorizationHeader, which the proxy passes on (it drops
-// Authorization once it has authenticated the request).
-func proxyClient(rc *rest.Config) (string, *http.Client, error) {
+// credentials (for the API server alone) that sends the status token in
+// api.ProxiedAuthorizationHeader, which the proxy passes on, and follows
+// no redirect: a redirect would carry that header wherever it points.
+func proxyClient(rc *rest.Config, token string) (string, *http.Client, error) {
 	c := rest.CopyConfig(rc)
-	// WrapTransport is the innermost layer: the credential layers (token,
-	// token file, exec plugin) have set Authorization when it runs.
-	c.Wrap(func(rt http.RoundTripper) http.RoundTripper { return forwardBearer{rt} })
+	c.Wrap(func(rt http.RoundTripper) http.RoundTripper { return statusToken{next: rt, token: token} })
 	client, err := rest.HTTPClientFor(c)
 	if err != nil {
 		return "", nil, fmt.Errorf("kubernetes client: %w", err)
 	}
+	client.CheckRedirect = refuseRedirect
 	u, _, err := rest.DefaultServerUrlFor(c)
 	if err != nil {
 		return "", nil, fmt.Errorf("kubeconfig server %q: %w", c.Host, err)
@@ -198,63 +245,71 @@ func proxyClient(rc *rest.Config) (string, *http.Client, error) {
 	return strings.TrimSuffix(u.String(), "/"), client, nil
 }
 
-// forwardBearer copies the request's bearer token into
-// api.ProxiedAuthorizationHeader.
-type forwardBearer struct{ next http.RoundTripper }
-
-func (f forwardBearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	if a := r.Header.Get("Authorization"); strings.HasPrefix(a, "Bearer ") {
-		r = r.Clone(r.Context())
-		r.Header.Set(api.ProxiedAuthorizationHeader, a)
-	}
-	return f.next.RoundTrip(r)
+// refuseRedirect is the proxy client's CheckRedirect.
+func refuseRedirect(req *http.Request, _ []*http.Request) error {
+	return fmt.Errorf("refusing the redirect to %s: the status token goes to the coordinator only", req.URL.Redacted())
 }
 
-// hasBearer reports whether the config authenticates with a bearer token.
-func hasBearer(rc *rest.Config) bool {
-	return rc.BearerToken != "" || rc.BearerTokenFile != "" || rc.ExecProvider != nil || rc.AuthProvider != nil
+// statusToken sets api.ProxiedAuthorizationHeader to the status token.
+type statusToken struct {
+	next  http.RoundTripper
+	token string
 }
 
-// serviceProxyPath is the API server path that proxies to the coordinator
-// Service's HTTP port: name, else the one non-headless Service labelled as
-// the coordinators' in ns (in any namespace when ns is "").
-func serviceProxyPath(ctx context.Context, cs kubernetes.Interface, ns, name, scheme string) (string, error) {
+func (s statusToken) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set(api.ProxiedAuthorizationHeader, "Bearer "+s.token)
+	return s.next.RoundTrip(r)
+}
+
+// proxyTarget is where status asks through the API server.
+type proxyTarget struct {
+	// path proxies to the coordinator's HTTP port.
+	path string
+	// statusSA is the status ServiceAccount the chart pairs with that
+	// coordinator ("" when unknown).
+	statusSA string
+}
+
+// serviceProxyTarget proxies to the coordinator Service's HTTP port:
+// name, else the one non-headless Service in ns labelled as the chart's
+// coordinators.
+func serviceProxyTarget(ctx context.Context, cs kubernetes.Interface, ns, name, scheme string) (proxyTarget, error) {
 	var svc *corev1.Service
 	if name != "" {
 		s, err := cs.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
-			return "", fmt.Errorf("--service %s in namespace %s: %w", name, ns, err)
+			return proxyTarget{}, fmt.Errorf("--service %s in namespace %s: %w", name, ns, err)
 		}
 		svc = s
 	} else {
-		where := "namespace " + ns
-		if ns == "" {
-			where = "any namespace"
-		}
-		l, err := cs.CoreV1().Services(ns).List(ctx, metav1.ListOptions{LabelSelector: coordinatorComponent})
+		l, err := cs.CoreV1().Services(ns).List(ctx, metav1.ListOptions{LabelSelector: coordinatorSelector})
 		if err != nil {
-			return "", fmt.Errorf("finding the coordinator Service in %s (give -n): %w", where, err)
+			return proxyTarget{}, fmt.Errorf("finding the coordinator Service in namespace %s: %w", ns, err)
 		}
 		var found []string
 		for i := range l.Items {
 			if l.Items[i].Spec.ClusterIP != corev1.ClusterIPNone {
 				svc = &l.Items[i]
-				found = append(found, l.Items[i].Namespace+"/"+l.Items[i].Name)
+				found = append(found, l.Items[i].Name)
 			}
 		}
 		switch len(found) {
 		case 0:
-			return "", fmt.Errorf("no coordinator Service in %s (a Service labelled %s that is not headless): give -n or --service", where, coordinatorComponent)
+			return proxyTarget{}, fmt.Errorf("no coordinator Service in namespace %s (a Service labelled %s that is not headless): give the namespace Joiner is installed in with -n, or --service", ns, coordinatorSelector)
 		case 1:
 		default:
-			return "", fmt.Errorf("%d coordinator Services in %s (%s): pick one with -n and --service", len(found), where, strings.Join(found, ", "))
+			return proxyTarget{}, fmt.Errorf("%d coordinator Services in namespace %s (%s): pick one with --service", len(found), ns, strings.Join(found, ", "))
 		}
 	}
 	port, err := servicePort(svc)
 	if err != nil {
-		return "", err
+		return proxyTarget{}, err
 	}
-	return fmt.Sprintf("/api/v1/namespaces/%s/services/%s/proxy", url.PathEscape(svc.Namespace), url.PathEscape(scheme+":"+svc.Name+":"+port)), nil
+	return proxyTarget{
+		path:     fmt.Sprintf("/api/v1/namespaces/%s/services/%s/proxy", url.PathEscape(svc.Namespace), url.PathEscape(scheme+":"+svc.Name+":"+port)),
+		statusSA: svc.Name + statusAccountSuffix,
+	}, nil
 }
 
 // servicePort names the Service's HTTP port: the one named http, else its
@@ -275,12 +330,11 @@ func servicePort(svc *corev1.Service) (string, error) {
 	return "", fmt.Errorf("Service %s/%s: no port named http", svc.Namespace, svc.Name)
 }
 
-// podProxyPath is the API server path that proxies to the pod's
-// container port named http.
-func podProxyPath(ctx context.Context, cs kubernetes.Interface, ns, name, scheme string) (string, error) {
+// podProxyTarget proxies to the pod's container port named http.
+func podProxyTarget(ctx context.Context, cs kubernetes.Interface, ns, name, scheme string) (proxyTarget, error) {
 	pod, err := cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
-		return "", fmt.Errorf("--pod %s in namespace %s: %w", name, ns, err)
+		return proxyTarget{}, fmt.Errorf("--pod %s in namespace %s: %w", name, ns, err)
 	}
 	var ports []corev1.ContainerPort
 	for _, c := range pod.Spec.Containers {
@@ -296,9 +350,13 @@ func podProxyPath(ctx context.Context, cs kubernetes.Interface, ns, name, scheme
 		port = int(ports[0].ContainerPort)
 	}
 	if port == 0 {
-		return "", fmt.Errorf("--pod %s/%s: no container port named http", ns, name)
+		return proxyTarget{}, fmt.Errorf("--pod %s/%s: no container port named http", ns, name)
 	}
-	return fmt.Sprintf("/api/v1/namespaces/%s/pods/%s/proxy", url.PathEscape(ns), url.PathEscape(scheme+":"+name+":"+strconv.Itoa(port))), nil
+	t := proxyTarget{path: fmt.Sprintf("/api/v1/namespaces/%s/pods/%s/proxy", url.PathEscape(ns), url.PathEscape(scheme+":"+name+":"+strconv.Itoa(port)))}
+	if o := metav1.GetControllerOf(pod); o != nil && o.Kind == "StatefulSet" {
+		t.statusSA = o.Name + statusAccountSuffix
+	}
+	return t, nil
 }
 
 // completeObjects completes a flag with names list returns from the

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"path/filepath"
 	"strconv"
@@ -19,9 +20,11 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 	"github.com/joiner-dev/joiner/coordinator/api"
 	"github.com/joiner-dev/joiner/coordinator/cluster"
 	"github.com/joiner-dev/joiner/coordinator/kube"
@@ -45,18 +48,36 @@ func hostIP(t *testing.T) string {
 	return ""
 }
 
+// statusReaderRules are the rules of the chart's status-reader Role
+// (templates/coordinator-rbac.yaml; packaging TestStatusReaderRole checks
+// the chart's own against the API server) for the coordinator Service svc.
+func statusReaderRules(svc string) []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"serviceaccounts/token"}, ResourceNames: []string{svc + "-status"}, Verbs: []string{"create"}},
+		{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: []string{"list"}},
+		{APIGroups: []string{""}, Resources: []string{"services"}, ResourceNames: []string{svc}, Verbs: []string{"get"}},
+		{APIGroups: []string{""}, Resources: []string{"services/proxy"}, ResourceNames: []string{"https:" + svc + ":http"}, Verbs: []string{"get"}},
+	}
+}
+
 // TestStatusThroughAPIServerProxy: `joiner status` with only a kubeconfig
 // reaches a coordinator through the real kube-apiserver's service proxy
-// (and pods proxy with --pod): the API server drops Authorization, the
-// token arrives in X-Joiner-Authorization, and the coordinator's real
-// TokenReview + SubjectAccessReview let a user who may list NodeClaims in
-// and refuse one who may only proxy.
+// (and pods proxy with --pod). It requests a token of the status
+// ServiceAccount for audience joiner-status and sends only that: the
+// coordinator never sees the kubeconfig's credential. A user bound to the
+// status-reader Role reads status (also through --as); one who may proxy
+// but not mint that token gets the API server's 403 naming
+// serviceaccounts/token; the coordinator's real TokenReview refuses the
+// user's own token, another ServiceAccount's token for the status
+// audience and the status ServiceAccount's token for another audience.
 func TestStatusThroughAPIServerProxy(t *testing.T) {
 	env := testenv.Start(t, testenv.Options{})
 	ip := hostIP(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	kc := env.Client
+	const ns, svcName = "joiner", "joiner-coordinator"
+	statusSA := svcName + "-status"
 
 	var mu sync.Mutex
 	var seen []http.Header
@@ -69,7 +90,10 @@ func TestStatusThroughAPIServerProxy(t *testing.T) {
 		})
 	}
 	sec := security{tls: &cluster.TLS{}} // only "TLS is on" matters to the authenticator
-	auth := (&securityFlags{}).statusAuthenticator(sec, &kube.Clients{Kube: kc})
+	auth := (&securityFlags{namespace: ns, statusAccount: statusSA}).statusAuthenticator(sec, &kube.Clients{Kube: kc})
+	if auth == nil {
+		t.Fatal("no status authenticator with --status-service-account")
+	}
 	srv := startStatusServerWith(t, filepath.Join(t.TempDir(), "tls"), statusServerOptions{host: ip, statusAuth: auth, wrap: record})
 	u, err := url.Parse(srv.URL)
 	if err != nil {
@@ -77,7 +101,6 @@ func TestStatusThroughAPIServerProxy(t *testing.T) {
 	}
 	port, _ := strconv.Atoi(u.Port())
 
-	const ns = "joiner"
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
@@ -90,15 +113,15 @@ func TestStatusThroughAPIServerProxy(t *testing.T) {
 	// The chart's two Services: headless for peers (skipped), ClusterIP for
 	// clients. No selector: the endpoints point at the test's server.
 	for _, svc := range []*corev1.Service{
-		{ObjectMeta: metav1.ObjectMeta{Name: "joiner-coordinator-peers", Labels: labels},
+		{ObjectMeta: metav1.ObjectMeta{Name: svcName + "-peers", Labels: labels},
 			Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone, Ports: []corev1.ServicePort{{Name: "http", Port: 8080, TargetPort: intstr.FromInt32(int32(port))}}}},
-		{ObjectMeta: metav1.ObjectMeta{Name: "joiner-coordinator", Labels: labels},
+		{ObjectMeta: metav1.ObjectMeta{Name: svcName, Labels: labels},
 			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 8080, TargetPort: intstr.FromInt32(int32(port))}}}},
 	} {
 		_, err = kc.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{})
 		must(err)
 	}
-	pod, err := kc.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "joiner-coordinator-0", Labels: labels},
+	pod, err := kc.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: svcName + "-0", Labels: labels},
 		Spec: corev1.PodSpec{NodeName: "node-a", Containers: []corev1.Container{{Name: "coordinator", Image: "joiner",
 			Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: int32(port)}}}}}}, metav1.CreateOptions{})
 	must(err)
@@ -109,7 +132,7 @@ func TestStatusThroughAPIServerProxy(t *testing.T) {
 	// (one with a target ref).
 	ready, portName, p32 := true, "http", int32(port)
 	_, err = kc.DiscoveryV1().EndpointSlices(ns).Create(ctx, &discoveryv1.EndpointSlice{
-		ObjectMeta:  metav1.ObjectMeta{Name: "joiner-coordinator-1", Labels: map[string]string{discoveryv1.LabelServiceName: "joiner-coordinator"}},
+		ObjectMeta:  metav1.ObjectMeta{Name: svcName + "-1", Labels: map[string]string{discoveryv1.LabelServiceName: svcName}},
 		AddressType: discoveryv1.AddressTypeIPv4,
 		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{ip}, Conditions: discoveryv1.EndpointConditions{Ready: &ready},
 			TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: pod.Name, UID: pod.UID}}},
@@ -117,29 +140,25 @@ func TestStatusThroughAPIServerProxy(t *testing.T) {
 	}, metav1.CreateOptions{})
 	must(err)
 
-	// Two users: an operator who may proxy and list NodeClaims, and one
-	// who may only proxy.
-	for _, sa := range []string{"operator", "proxy-only"} {
+	// The chart's status ServiceAccount and status-reader Role; an
+	// operator bound to it, an outsider who may only proxy, and "other", a
+	// ServiceAccount that is not the status one.
+	for _, sa := range []string{statusSA, "operator", "outsider", "other"} {
 		_, err = kc.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{})
 		must(err)
-		subject := []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa, Namespace: ns}}
-		_, err = kc.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: sa + "-proxy"},
-			RoleRef: rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "coordinator-proxy"}, Subjects: subject}, metav1.CreateOptions{})
+	}
+	role := func(name, subject string, rules []rbacv1.PolicyRule) {
+		t.Helper()
+		_, err := kc.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules}, metav1.CreateOptions{})
+		must(err)
+		_, err = kc.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: name},
+			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: subject, Namespace: ns}}}, metav1.CreateOptions{})
 		must(err)
 	}
-	_, err = kc.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "coordinator-proxy"}, Rules: []rbacv1.PolicyRule{
-		{APIGroups: []string{""}, Resources: []string{"services", "pods"}, Verbs: []string{"get", "list"}},
-		{APIGroups: []string{""}, Resources: []string{"services/proxy", "pods/proxy"}, Verbs: []string{"get"}},
-	}}, metav1.CreateOptions{})
-	must(err)
-	_, err = kc.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "nodeclaim-viewer"},
-		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"karpenter.sh"}, Resources: []string{"nodeclaims"}, Verbs: []string{"get", "list", "watch"}}}}, metav1.CreateOptions{})
-	must(err)
-	_, err = kc.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "operator-nodeclaims"},
-		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "nodeclaim-viewer"},
-		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "operator", Namespace: ns}}}, metav1.CreateOptions{})
-	must(err)
-	kubeconfig := func(sa string) string {
+	role(svcName+"-status-reader", "operator", statusReaderRules(svcName))
+	role("proxy-only", "outsider", statusReaderRules(svcName)[1:])
+	kubeconfig := func(sa string) (path, token string) {
 		t.Helper()
 		tok, err := kc.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa, &authnv1.TokenRequest{}, metav1.CreateOptions{})
 		must(err)
@@ -148,20 +167,36 @@ func TestStatusThroughAPIServerProxy(t *testing.T) {
 		cfg.AuthInfos[sa] = &clientcmdapi.AuthInfo{Token: tok.Status.Token}
 		cfg.Contexts[sa] = &clientcmdapi.Context{Cluster: "test", AuthInfo: sa, Namespace: ns}
 		cfg.CurrentContext = sa
-		path := filepath.Join(t.TempDir(), sa+".kubeconfig")
+		path = filepath.Join(t.TempDir(), sa+".kubeconfig")
 		must(clientcmd.WriteToFile(*cfg, path))
-		return path
+		return path, tok.Status.Token
 	}
-	operator, proxyOnly := kubeconfig("operator"), kubeconfig("proxy-only")
+	operator, operatorToken := kubeconfig("operator")
+	outsider, _ := kubeconfig("outsider")
+	adminToken := env.Config.BearerToken
+
+	// reviewsAsStatusToken: the token the coordinator got is the status
+	// ServiceAccount's, for the status audience.
+	reviewsAsStatusToken := func(t *testing.T, token string) {
+		t.Helper()
+		tr, err := kc.AuthenticationV1().TokenReviews().Create(ctx, &authnv1.TokenReview{Spec: authnv1.TokenReviewSpec{
+			Token: token, Audiences: []string{api.StatusTokenAudience}}}, metav1.CreateOptions{})
+		must(err)
+		if !tr.Status.Authenticated || tr.Status.User.Username != kube.ServiceAccountUser(ns, statusSA) {
+			t.Errorf("the coordinator got a token of %q (authenticated %v for %s): want the status ServiceAccount's",
+				tr.Status.User.Username, tr.Status.Authenticated, api.StatusTokenAudience)
+		}
+	}
 
 	for _, tc := range []struct {
-		name string
-		args []string
+		name     string
+		args     []string
+		ownToken string // the kubeconfig's credential, which must not reach the coordinator
 	}{
-		{"service proxy, namespace from the context", []string{"--kubeconfig", operator}},
-		{"service proxy, -n and --service", []string{"--kubeconfig", operator, "-n", ns, "--service", "joiner-coordinator"}},
-		{"pods proxy", []string{"--kubeconfig", operator, "--pod", "joiner-coordinator-0"}},
-		{"no namespace anywhere: found in every namespace", []string{"--kubeconfig", env.Kubeconfig}},
+		{"service proxy, namespace from the context", []string{"--kubeconfig", operator}, operatorToken},
+		{"service proxy, --service", []string{"--kubeconfig", operator, "-n", ns, "--service", svcName}, operatorToken},
+		{"impersonating the operator", []string{"--kubeconfig", env.Kubeconfig, "-n", ns, "--as", kube.ServiceAccountUser(ns, "operator")}, adminToken},
+		{"pods proxy, an admin", []string{"--kubeconfig", env.Kubeconfig, "-n", ns, "--pod", svcName + "-0", "--status-service-account", statusSA}, adminToken},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			mu.Lock()
@@ -184,20 +219,105 @@ func TestStatusThroughAPIServerProxy(t *testing.T) {
 				t.Fatal("the coordinator saw no request")
 			}
 			for _, h := range seen {
-				if h.Get("Authorization") != "" || !strings.HasPrefix(h.Get(api.ProxiedAuthorizationHeader), "Bearer ") {
-					t.Errorf("coordinator got Authorization %q, %s %q: want the token only in the latter",
+				for name, values := range h {
+					for _, v := range values {
+						if strings.Contains(v, tc.ownToken) {
+							t.Errorf("the coordinator got the kubeconfig's own token in %s", name)
+						}
+					}
+				}
+				tok, ok := strings.CutPrefix(h.Get(api.ProxiedAuthorizationHeader), "Bearer ")
+				if h.Get("Authorization") != "" || !ok {
+					t.Fatalf("coordinator got Authorization %q, %s %q: want a token only in the latter",
 						h.Get("Authorization"), api.ProxiedAuthorizationHeader, h.Get(api.ProxiedAuthorizationHeader))
 				}
+				reviewsAsStatusToken(t, tok)
 			}
 		})
 	}
 
-	_, err = runStatus(t, "--kubeconfig", proxyOnly)
-	if err == nil || !strings.Contains(err.Error(), "403") || !strings.Contains(err.Error(), `may not list nodeclaims.karpenter.sh`) {
-		t.Fatalf("a user who may not list NodeClaims: %v", err)
+	// Not allowed to mint the status token: the API server's 403 names
+	// the permission, and nothing reaches the coordinator.
+	mu.Lock()
+	seen = nil
+	mu.Unlock()
+	for _, args := range [][]string{
+		{"--kubeconfig", outsider},
+		{"--kubeconfig", env.Kubeconfig, "-n", ns, "--as", kube.ServiceAccountUser(ns, "outsider")},
+	} {
+		_, err = runStatus(t, args...)
+		if err == nil || !strings.Contains(err.Error(), "forbidden") || !strings.Contains(err.Error(), `"serviceaccounts/token"`) ||
+			!strings.Contains(err.Error(), "statusReaders") {
+			t.Fatalf("%v: a user who may not create the status token: %v", args, err)
+		}
 	}
+	mu.Lock()
+	if len(seen) != 0 {
+		t.Errorf("the coordinator got %d requests from users who may not mint the status token", len(seen))
+	}
+	mu.Unlock()
+
+	// Other tokens, sent through the same proxy as the admin: refused by
+	// the coordinator.
+	token := func(sa string, audiences ...string) string {
+		t.Helper()
+		out, err := kc.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa, &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{Audiences: audiences}}, metav1.CreateOptions{})
+		must(err)
+		return out.Status.Token
+	}
+	target := "/api/v1/namespaces/" + ns + "/services/https:" + svcName + ":http/proxy"
+	for _, tc := range []struct{ name, token, want string }{
+		{"the user's own token", operatorToken, "401"},
+		{"the status ServiceAccount's token for the API server", token(statusSA), "401"},
+		{"the status ServiceAccount's token for the agents' audience", token(statusSA, karpv1.AgentTokenAudience), "401"},
+		{"another ServiceAccount's token for the status audience", token("other", api.StatusTokenAudience), "403"},
+		{"the status token", token(statusSA, api.StatusTokenAudience), ""},
+	} {
+		base, client, err := proxyClient(env.Config, tc.token)
+		must(err)
+		_, err = api.FetchStatus(ctx, client, base+target)
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), "answered "+tc.want)) {
+			t.Errorf("%s: %v, want %s", tc.name, err, tc.want)
+		}
+	}
+
 	_, err = runStatus(t, "--kubeconfig", env.Kubeconfig, "-n", "default")
 	if err == nil || !strings.Contains(err.Error(), "no coordinator Service in namespace default") {
 		t.Fatalf("wrong namespace: %v", err)
+	}
+	_, err = runStatus(t, "--kubeconfig", env.Kubeconfig)
+	if err == nil || !strings.Contains(err.Error(), "no namespace: give the one Joiner is installed in with -n") {
+		t.Fatalf("no namespace anywhere: %v", err)
+	}
+}
+
+// TestStatusProxyClientRefusesRedirects: whatever answers behind the proxy
+// cannot bounce the status token elsewhere with a redirect.
+func TestStatusProxyClientRefusesRedirects(t *testing.T) {
+	var mu sync.Mutex
+	var elsewhere []string
+	thief := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		elsewhere = append(elsewhere, r.Header.Get(api.ProxiedAuthorizationHeader))
+		mu.Unlock()
+	}))
+	defer thief.Close()
+	apiserver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, thief.URL+"/v1/status", http.StatusFound)
+	}))
+	defer apiserver.Close()
+
+	base, client, err := proxyClient(&rest.Config{Host: apiserver.URL, BearerToken: "kubeconfig-token"}, "status-token")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = api.FetchStatus(t.Context(), client, base+"/api/v1/namespaces/joiner/services/https:j:http/proxy")
+	if err == nil || !strings.Contains(err.Error(), "refusing the redirect") {
+		t.Fatalf("err %v, want the redirect refused", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(elsewhere) != 0 {
+		t.Fatalf("the redirect target got %d requests (%q)", len(elsewhere), elsewhere)
 	}
 }

@@ -22,11 +22,18 @@ var (
 	ErrForbidden = errors.New("forbidden")
 )
 
-// ProxiedAuthorizationHeader carries a caller's "Bearer <token>" through
-// the Kubernetes API server's service and pod proxy, which authenticates
-// the request with its Authorization header and drops that header before
-// proxying. /v1/status reads it when Authorization is absent.
+// ProxiedAuthorizationHeader carries a status token ("Bearer <token>")
+// through the Kubernetes API server's service and pod proxy, which
+// authenticates the request with its Authorization header and drops that
+// header before proxying. /v1/status reads it when Authorization is
+// absent; the agents' reports never do.
 const ProxiedAuthorizationHeader = "X-Joiner-Authorization"
+
+// StatusTokenAudience is the audience of the tokens that read /v1/status:
+// `joiner status` requests one (TokenRequest) for the status
+// ServiceAccount, never sending the caller's own credential to the
+// coordinator, and no other API accepts it.
+const StatusTokenAudience = "joiner-status"
 
 // bearer returns the token of an "Authorization: Bearer" header, else of
 // ProxiedAuthorizationHeader ("" when neither has one).

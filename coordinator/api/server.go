@@ -64,8 +64,9 @@ type Config struct {
 	// from anyone and /v1/status is open).
 	Authenticate Authenticator
 	// StatusAuthenticate lets callers without a coordinator certificate
-	// read /v1/status with a bearer token (Authorization, or
-	// ProxiedAuthorizationHeader through the API server's proxy): it maps
+	// read /v1/status with a status token (StatusTokenAudience;
+	// Authorization, or ProxiedAuthorizationHeader through the API
+	// server's proxy): it maps
 	// the token to the caller, or fails with ErrUnauthenticated,
 	// ErrForbidden or ErrBusy. nil: client certificates only.
 	StatusAuthenticate Authenticator

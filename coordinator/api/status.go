@@ -208,7 +208,7 @@ func (s *Server) statusCaller(w http.ResponseWriter, r *http.Request) bool {
 	if s.cfg.StatusAuthenticate == nil || token == "" {
 		msg := "status needs a client certificate from the coordinators' CA"
 		if s.cfg.StatusAuthenticate != nil {
-			msg += ", or a Kubernetes bearer token (Authorization, or " + ProxiedAuthorizationHeader + " through the API server's proxy)"
+			msg += ", or a status token for audience " + StatusTokenAudience + " (Authorization, or " + ProxiedAuthorizationHeader + " through the API server's proxy; joiner status requests one)"
 		}
 		w.Header().Set("WWW-Authenticate", `Bearer realm="joiner"`)
 		writeError(w, http.StatusUnauthorized, msg)
@@ -228,9 +228,11 @@ func (s *Server) statusCaller(w http.ResponseWriter, r *http.Request) bool {
 		w.Header().Set("Retry-After", "1")
 		writeError(w, http.StatusTooManyRequests, "too many authentications, retry")
 	default:
+		// Not an answer about the token (e.g. the coordinator may not
+		// create TokenReviews): logged, never shown to an unknown caller.
 		s.log.Warn("authenticating a status request", zap.Error(err))
 		w.Header().Set("Retry-After", "1")
-		writeError(w, http.StatusServiceUnavailable, "cannot check the caller now: "+err.Error())
+		writeError(w, http.StatusServiceUnavailable, "cannot check the caller now, retry")
 	}
 	return false
 }

@@ -286,6 +286,21 @@ func (m *Metrics) Scheduled(controller string, took time.Duration, unschedulable
 	m.unschedulablePods.WithLabelValues(controller).Set(float64(unschedulable))
 }
 
+// EndTerm clears the gauges leader loops set (scheduling, disruption
+// eligibility and budgets), as a leadership term ends: a replica that no
+// longer leads must not keep serving its last values beside the new
+// leader's (Karpenter exits when it loses its lease; Joiner's replicas
+// stay up as followers).
+func (m *Metrics) EndTerm() {
+	if m == nil {
+		return
+	}
+	for _, g := range []*prometheus.GaugeVec{m.unschedulablePods, m.eligible, m.allowed, m.consuming} {
+		g.Reset()
+	}
+	m.ignoredPods.Set(0)
+}
+
 // IgnoredPods sets the pods the last scheduling left out as invalid.
 func (m *Metrics) IgnoredPods(n int) {
 	if m == nil {

@@ -175,3 +175,52 @@ func TestPodsObserver(t *testing.T) {
 		t.Errorf("%v bindings observed, want 1", got)
 	}
 }
+
+// TestEndTerm: the gauges leader loops set are cleared when a term ends, so
+// a replica that stops leading serves none of its last values; counters
+// and histograms stay (they only grow).
+func TestEndTerm(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := karpmetrics.For(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Scheduled("provisioner", time.Second, 3)
+	m.IgnoredPods(2)
+	m.Eligible("Drift", 4)
+	series := func(name string) int {
+		t.Helper()
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() == name {
+				n := 0
+				for _, s := range mf.GetMetric() {
+					if s.GetGauge().GetValue() != 0 || s.GetHistogram() != nil {
+						n++
+					}
+				}
+				return n
+			}
+		}
+		return 0
+	}
+	for _, name := range []string{"karpenter_scheduler_unschedulable_pods_count", "karpenter_scheduler_ignored_pods_count",
+		"karpenter_voluntary_disruption_eligible_nodes"} {
+		if series(name) == 0 {
+			t.Fatalf("%s not set during the term", name)
+		}
+	}
+	m.EndTerm()
+	for _, name := range []string{"karpenter_scheduler_unschedulable_pods_count", "karpenter_scheduler_ignored_pods_count",
+		"karpenter_voluntary_disruption_eligible_nodes"} {
+		if n := series(name); n != 0 {
+			t.Errorf("%s: %d non-zero series after the term ended", name, n)
+		}
+	}
+	if series("karpenter_scheduler_scheduling_duration_seconds") == 0 {
+		t.Error("the scheduling histogram was cleared with the gauges")
+	}
+}

@@ -11,7 +11,7 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// reviewCache is what TokenReviewer and AccessReviewer share: answers
+// reviewCache is what TokenReviewer and StatusReviewer share: answers
 // about a token cached by its hash (TTL; a tenth of it for a rejection),
 // bounded in number, and reviews rate limited, so a flood of forged tokens
 // costs the API server little.
@@ -51,7 +51,7 @@ func (c *reviewCache) do(ctx context.Context, token string, limits func() review
 		c.cache = map[[32]byte]reviewed{}
 	}
 	if c.reviews == nil {
-		c.reviews = rate.NewLimiter(rate.Limit(l.perSecond), int(2*l.perSecond))
+		c.reviews = rate.NewLimiter(rate.Limit(l.perSecond), max(1, int(2*l.perSecond)))
 	}
 	now := l.now()
 	if r, ok := c.cache[key]; ok && now.Before(r.expires) {

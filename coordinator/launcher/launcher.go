@@ -364,8 +364,8 @@ func (l *Launcher) CollectOrphans(ctx context.Context) ([]string, error) {
 	return done, nil
 }
 
-// backed reports whether a NodeClaim names inst (by provider ID, or by the
-// NodeClaim tag before its status records the instance).
+// backed reports whether a NodeClaim names inst: by provider ID, or by the
+// NodeClaim tag while the NodeClaim's status records no instance yet.
 func (l *Launcher) backed(inst cloud.Instance) bool {
 	if l.claims == nil {
 		return false
@@ -373,8 +373,14 @@ func (l *Launcher) backed(inst cloud.Instance) bool {
 	if l.claims.NodeClaimByProviderID(inst.ProviderID()) != nil {
 		return true
 	}
+	// By tag only while the NodeClaim names no instance yet: once its
+	// status has a provider ID, another attempt's instance is not its.
 	name := inst.Tags[karpv1.TagNodeClaim]
-	return name != "" && l.claims.NodeClaim(name) != nil
+	if name == "" {
+		return false
+	}
+	nc := l.claims.NodeClaim(name)
+	return nc != nil && nc.Status.ProviderID == ""
 }
 
 // wanted reports whether a live intent holds (or may still record) inst.

@@ -167,8 +167,10 @@ func (c claimsByName) NodeClaimByProviderID(id string) *karpv1.NodeClaim {
 // volume, an emptyDir install restarted, an old snapshot). Karpenter's
 // garbage collection rule decides then: an instance a NodeClaim names (by
 // provider ID, or by its karpenter.sh/nodeclaim tag before the status has
-// it) is kept; one no NodeClaim names is terminated. An instance raft does
-// know as superseded is terminated even if a stale NodeClaim tag names it.
+// it) is kept; one no NodeClaim names is terminated, and so is another
+// attempt's instance tagged for a NodeClaim whose status names a different
+// instance. An instance raft knows as superseded is terminated even if a
+// NodeClaim tag names it.
 func TestCollectOrphansAfterStateLoss(t *testing.T) {
 	h := newHarness(t, "known")
 	ctx := context.Background()
@@ -180,6 +182,7 @@ func TestCollectOrphansAfterStateLoss(t *testing.T) {
 		{ID: "i-by-provider-id", Zone: "us-east-1a", Tags: tags("lost-1", "web-a")},
 		{ID: "i-by-tag", Zone: "us-east-1a", Tags: tags("lost-2", "web-b")},
 		{ID: "i-unclaimed", Zone: "us-east-1a", Tags: tags("lost-3", "gone")},
+		{ID: "i-other-attempt", Zone: "us-east-1a", Tags: tags("lost-1", "web-a")},
 		{ID: "i-superseded", Zone: "us-east-1a", Tags: map[string]string{karpv1.TagClusterPrefix + "test": "owned",
 			karpv1.TagLaunchID: "known", karpv1.TagAttempt: "9", karpv1.TagNodeClaim: "nc-known"}},
 	} {
@@ -199,7 +202,7 @@ func TestCollectOrphansAfterStateLoss(t *testing.T) {
 		t.Fatal(err)
 	}
 	slices.Sort(got)
-	if want := []string{"i-superseded", "i-unclaimed"}; !slices.Equal(got, want) {
+	if want := []string{"i-other-attempt", "i-superseded", "i-unclaimed"}; !slices.Equal(got, want) {
 		t.Fatalf("terminated %v, want %v", got, want)
 	}
 }

@@ -128,6 +128,8 @@ type Leader struct {
 	catalog *view.Catalog
 	// leading is true during a term (Karpenter's gauges are exported then).
 	leading *atomic.Bool
+	// karp holds Karpenter's metrics; its leader-set gauges end with a term.
+	karp *karpmetrics.Metrics
 	// first run before the catalog is published; after run once it is.
 	first, after []Loop
 }
@@ -208,7 +210,7 @@ func New(d Deps) (*Leader, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Leader{d: d, log: log.Named("leader"), runner: r, catalog: catalog, leading: leading,
+	l := &Leader{d: d, log: log.Named("leader"), runner: r, catalog: catalog, leading: leading, karp: km,
 		first: []Loop{
 			{"cloud", d.Cloud.Run},
 			{"nodeclass", classes.Run},
@@ -247,6 +249,7 @@ func New(d Deps) (*Leader, error) {
 func (l *Leader) Run(ctx context.Context) {
 	l.leading.Store(true)
 	defer l.leading.Store(false)
+	defer l.karp.EndTerm() // after every loop has stopped
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	if m := l.d.Membership; m != nil {

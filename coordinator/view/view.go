@@ -256,11 +256,15 @@ func (b *Builder) Build(now time.Time) *View {
 		if inst, ok := v.Instances[node.Name]; ok {
 			if in, ok := intents[inst.IntentID]; ok {
 				// Pods nominated there but not bound yet keep their room
-				// while they fit beside what kube-scheduler bound there;
-				// the others are planned again.
+				// while they fit beside what kube-scheduler bound there
+				// and their nomination holds; the others are planned
+				// again, and only as pending pods: a pod planned again must
+				// not also stand on this node, where it would satisfy its
+				// own pod affinity (kube-scheduler counts bound pods only).
 				var waiting []*corev1.Pod
+				holds := nominationHolds(in, instByID, now, grace)
 				for _, key := range in.Pods {
-					if pod := podByKey[key]; pod != nil && pod.Spec.NodeName == "" && !Terminal(pod) && nominated[key] == in.ID {
+					if pod := podByKey[key]; holds && pod != nil && pod.Spec.NodeName == "" && !Terminal(pod) && nominated[key] == in.ID {
 						waiting = append(waiting, pod)
 					}
 				}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/joiner-dev/joiner/coordinator/fsm/fsmtest"
 	"github.com/joiner-dev/joiner/coordinator/view/fake"
 
 	corev1 "k8s.io/api/core/v1"
@@ -285,7 +286,7 @@ func TestNominationHeldWhileItsPlanIsInFlight(t *testing.T) {
 					fsm.MustEncode(fsm.InstanceStatusType, fsm.InstanceStatus{InstanceID: "i-2", State: fsm.InstanceReady, NodeName: "n2", At: now}))
 				n2 := node.DeepCopy()
 				n2.Name, n2.Spec.ProviderID = "n2", "aws:///us-east-1a/i-2"
-				// n2 is full of other PodList: b-late fits nowhere planned.
+				// n2 is full of other pods: b-late fits nowhere planned.
 				for _, name := range []string{"x", "y", "z"} {
 					p := pendingPod(name)
 					p.Spec.NodeName, p.Status = "n2", corev1.PodStatus{Phase: corev1.PodRunning}
@@ -309,6 +310,57 @@ func TestNominationHeldWhileItsPlanIsInFlight(t *testing.T) {
 			}
 			if _, said := v.Released["default/b-late"]; said == tc.wantNominated {
 				t.Fatalf("released %v", v.Released)
+			}
+		})
+	}
+}
+
+// TestExpiredNominationLeavesTheNode: a pod nominated to a launch whose
+// instance has been ready longer than the nomination grace (kube-scheduler
+// did not bind it there, e.g. its pod affinity now points at another zone)
+// is planned again as a pending pod only. It must not also stand on the
+// launched node as a waiting pod: there it would satisfy its own pod
+// affinity, the plan would nominate it to that node again and again, and
+// kube-scheduler (which counts bound pods only) would never bind it.
+func TestExpiredNominationLeavesTheNode(t *testing.T) {
+	node, pods := nodeRunning()
+	late := pendingPod("cache-late")
+	pods = append(pods, late)
+	spec := fsm.LaunchSpec{LaunchSpec: cloud.LaunchSpec{NodePool: "general", NodeClass: "default", NodeClaim: "general-1",
+		Candidates: []cloud.Candidate{{InstanceType: "m5.large", Zone: "us-east-1a", CapacityType: "on-demand"}}}}
+	for _, tc := range []struct {
+		name        string
+		readyFor    time.Duration
+		wantPending bool
+	}{
+		{name: "within the grace: waits on the node", readyFor: 10 * time.Second},
+		{name: "past the grace: pending only", readyFor: 5 * time.Minute, wantPending: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			state := fsm.New()
+			ready := now.Add(-tc.readyFor)
+			for i, cmd := range append([][]byte{
+				fsm.MustEncode(fsm.PlanCommitType, fsm.PlanCommit{At: ready, Intents: []fsm.NewIntent{
+					{ID: "in1", Spec: spec, Pods: []string{"default/cache-late"}}}}),
+			}, append(fsmtest.LaunchCommands("in1", fsm.Launched{InstanceID: "i-1", InstanceType: "m5.large", Zone: "us-east-1a",
+				CapacityType: "on-demand", LaunchedAt: ready}, ready),
+				fsm.MustEncode(fsm.InstanceStatusType, fsm.InstanceStatus{InstanceID: "i-1", State: fsm.InstanceReady, NodeName: "n1", At: ready}))...) {
+				if res := state.ApplyCommand(cmd, uint64(i+1)); res != nil {
+					t.Fatal(res)
+				}
+			}
+			b := &Builder{Cache: &fake.Cache{PoolList: []*karpv1.NodePool{pool("general")}, PodList: pods, NodeList: []*corev1.Node{node}},
+				State: state, Classes: classes()}
+			v := b.Build(now)
+			pending := slices.Contains(names(v.Pending), "cache-late")
+			var onNode bool
+			for _, n := range v.Nodes {
+				for _, p := range n.Pods {
+					onNode = onNode || (n.Name == "n1" && p.Name == "cache-late")
+				}
+			}
+			if pending != tc.wantPending || onNode == tc.wantPending {
+				t.Fatalf("cache-late pending %v, waiting on n1 %v; want pending %v and on the node %v", pending, onNode, tc.wantPending, !tc.wantPending)
 			}
 		})
 	}

@@ -15,7 +15,8 @@ import (
 const Jitter = 0.2
 
 // New is the schedule base, 2×base, 4×base ... capped at maxWait, each wait
-// stretched by up to Jitter; it never runs out of steps. Call Step for the
+// then stretched by up to Jitter (so a wait may reach 1.2×maxWait); it never
+// runs out of steps. Call Step for the
 // next wait; start over with a fresh New after a success.
 func New(base, maxWait time.Duration) wait.Backoff {
 	return wait.Backoff{Duration: base, Factor: 2, Jitter: Jitter, Steps: math.MaxInt32, Cap: maxWait}

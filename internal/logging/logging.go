@@ -100,8 +100,9 @@ func NewTo(w zapcore.WriteSyncer, opts Options) (*zap.Logger, error) {
 
 // RouteKlog sends what client-go and the other Kubernetes libraries log
 // through klog to log (named "klog"), in the same format as everything
-// else, instead of klog's own text on stderr. klog's verbosity levels map
-// to zap's debug levels (V(1) and up are debug), as Karpenter's do.
+// else, instead of klog's own text on stderr. zapr maps klog's V(n) to zap
+// level -n, so V(1) shows at --log-level debug and higher verbosities are
+// dropped (klog's own -v stays 0), as Karpenter's logger does.
 func RouteKlog(log *zap.Logger) {
 	klog.SetLogger(zapr.NewLogger(log.Named("klog")))
 }

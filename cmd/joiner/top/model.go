@@ -27,6 +27,9 @@ type Model struct {
 	height  int
 	offset  int
 	loading bool
+	// ticks counts the refresh ticks scheduled; only the newest one
+	// fetches, so a manual refresh (r) does not start a second chain.
+	ticks int
 }
 
 // NewModel returns the view of source, refreshed every refresh.
@@ -42,7 +45,7 @@ type snapshotMsg struct {
 	err  error
 }
 
-type tickMsg struct{}
+type tickMsg struct{ n int }
 
 func (m *Model) fetch() tea.Cmd {
 	m.loading = true
@@ -70,9 +73,11 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.snap = &msg.snap
 			m.render()
 		}
-		return m, tea.Tick(m.refresh, func(time.Time) tea.Msg { return tickMsg{} })
+		m.ticks++
+		n := m.ticks
+		return m, tea.Tick(m.refresh, func(time.Time) tea.Msg { return tickMsg{n: n} })
 	case tickMsg:
-		if !m.loading {
+		if msg.n == m.ticks && !m.loading {
 			return m, m.fetch()
 		}
 	}

@@ -382,8 +382,21 @@ func TestModel(t *testing.T) {
 	if m.offset != 0 {
 		t.Errorf("offset %d after home", m.offset)
 	}
+	// Only the newest scheduled tick fetches: a manual refresh (r) and the
+	// tick its snapshot schedules do not leave two refresh chains running.
+	_, _ = m.Update(snapshotMsg{snap: *m.snap})
+	stale := tickMsg{n: m.ticks}
+	if cmd := key("r"); cmd == nil {
+		t.Fatal("r does not refresh")
+	}
+	_, _ = m.Update(snapshotMsg{snap: *m.snap})
+	if _, cmd := m.Update(stale); cmd != nil {
+		t.Error("a superseded tick started another refresh")
+	}
+	if _, cmd := m.Update(tickMsg{n: m.ticks}); cmd == nil {
+		t.Error("the newest tick did not refresh")
+	}
 	// A failed refresh keeps the last picture and says so.
-	_, _ = m.Update(tickMsg{})
 	_, _ = m.Update(snapshotMsg{err: errors.New("apiserver gone")})
 	if v := m.View(); !strings.Contains(v, "Nodes 7") || !strings.Contains(v, "refresh failed: apiserver gone") {
 		t.Errorf("view after a failed refresh:\n%s", v)

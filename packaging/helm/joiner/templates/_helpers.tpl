@@ -20,11 +20,15 @@ label controller-revision-hash=<name>-<hash of up to 10 characters>, and
 its pods are <name>-<ordinal>. Hence the coordinators' names start with the
 fullname's first 39 characters (39 + "-coordinator" = 51; + "-node-leases",
 the longest suffix, = 63), the agents' with its first 48 (48 + "-agent" +
-"-own-node" = 63).
+"-own-node" = 63). The status ServiceAccount is <coordinator>-status (at
+most 58); its reader Role, whose suffix is longer, takes the fullname's
+first 37 (37 + "-coordinator-status-reader" = 63).
 */}}
 {{- define "joiner.base" -}}{{ include "joiner.fullname" . | trunc 39 | trimSuffix "-" }}{{- end -}}
 {{- define "joiner.coordinator" -}}{{ include "joiner.base" . }}-coordinator{{- end -}}
 {{- define "joiner.coordinatorHeadless" -}}{{ include "joiner.coordinator" . }}-peers{{- end -}}
+{{- define "joiner.statusServiceAccount" -}}{{ include "joiner.coordinator" . }}-status{{- end -}}
+{{- define "joiner.statusReader" -}}{{ include "joiner.fullname" . | trunc 37 | trimSuffix "-" }}-coordinator-status-reader{{- end -}}
 {{- define "joiner.agent" -}}{{ include "joiner.fullname" . | trunc 48 | trimSuffix "-" }}-agent{{- end -}}
 
 {{/* The coordinators' ServiceAccount (Karpenter's serviceAccount.create/name). */}}
@@ -32,7 +36,7 @@ the longest suffix, = 63), the agents' with its first 48 (48 + "-agent" +
 {{- if .Values.serviceAccount.create -}}
 {{- default (include "joiner.coordinator" .) .Values.serviceAccount.name -}}
 {{- else -}}
-{{- default "default" .Values.serviceAccount.name -}}
+{{- required "serviceAccount.name: with serviceAccount.create=false name the ServiceAccount the coordinators run as (the namespace's default account would get the coordinator's ClusterRole)" .Values.serviceAccount.name -}}
 {{- end -}}
 {{- end -}}
 
@@ -180,12 +184,26 @@ behaves as), naming the value. Included once, by the StatefulSet.
 {{- if lt (int $v.replicas) 1 -}}
 {{- fail (printf "replicas=%v: at least one coordinator is needed" $v.replicas) -}}
 {{- end -}}
+{{- range $k := list "amiRefreshInterval" "subnetRefreshInterval" -}}
+{{- $d := toString (index $s $k) -}}
+{{- if not (regexMatch "^([0-9]+h)?([0-9]+m)?([0-9]+s)?$" $d) -}}
+{{- fail (printf "settings.%s=%s: want a duration of whole hours, minutes and seconds, at least 1m" $k $d) -}}
+{{- end -}}
+{{- if not (regexMatch "[hm]" $d) -}}
+{{- fail (printf "settings.%s=%s: at least 1m (the coordinator refuses shorter refreshes)" $k $d) -}}
+{{- end -}}
+{{- end -}}
+{{- $pdb := toString $v.podDisruptionBudget.maxUnavailable -}}
+{{- $tolerated := max 1 (div (sub (int $v.replicas) 1) 2) -}}
+{{- if or (not (regexMatch "^[0-9]+$" $pdb)) (lt (int $pdb) 1) (gt (int $pdb) (int $tolerated)) -}}
+{{- fail (printf "podDisruptionBudget.maxUnavailable=%s: must be a whole number from 1 to %d with replicas=%v, so evictions never take a raft majority (percentages are refused)" $pdb (int $tolerated) $v.replicas) -}}
+{{- end -}}
 {{- if ne (include "joiner.bootstrapExpect" .) (toString (int $v.replicas)) -}}
 {{- fail (printf "coordinator.bootstrapExpect (%v) must equal replicas (%v): leave it empty" $v.coordinator.bootstrapExpect $v.replicas) -}}
 {{- end -}}
 {{- with $v.strategy -}}
 {{- $ru := .rollingUpdate | default dict -}}
-{{- if or (and .type (ne .type "RollingUpdate")) (not (eq (toString ($ru.maxUnavailable | default 1)) "1")) (gt (len (omit $ru "maxUnavailable")) 0) (gt (len (omit . "type" "rollingUpdate")) 0) -}}
+{{- if or (and .type (ne .type "RollingUpdate")) (and (hasKey $ru "maxUnavailable") (ne (toString $ru.maxUnavailable) "1")) (gt (len (omit $ru "maxUnavailable")) 0) (gt (len (omit . "type" "rollingUpdate")) 0) -}}
 {{- fail (printf "strategy=%s is not supported: the coordinators are a StatefulSet updated one pod at a time so a raft majority stays up (only strategy.rollingUpdate.maxUnavailable=1)" (toJson .)) -}}
 {{- end -}}
 {{- end -}}
@@ -280,6 +298,7 @@ POD_NAME and POD_IP come from the downward API (see the StatefulSet).
 - --tls-ca-configmap={{ include "joiner.coordinatorCA" . }}
 - --namespace={{ .Release.Namespace }}
 - --agent-service-account=system:serviceaccount:{{ .Release.Namespace }}:{{ include "joiner.agent" . }}
+- --status-service-account=system:serviceaccount:{{ .Release.Namespace }}:{{ include "joiner.statusServiceAccount" . }}
 {{- if .Values.coordinator.gossipKeyringSecret }}
 - --gossip-keyring-file=/etc/joiner/keyring/keyring
 {{- end }}

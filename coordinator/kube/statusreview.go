@@ -1,0 +1,114 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	authnv1 "k8s.io/api/authentication/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/joiner-dev/joiner/internal/defaults"
+)
+
+// ErrAccessDenied: the token authenticates for the audience, but its user
+// is not the one allowed.
+var ErrAccessDenied = errors.New("access denied")
+
+// StatusReviewer authenticates the tokens `joiner status` presents to read
+// a coordinator's /v1/status: a token the API server issued (TokenRequest)
+// for one ServiceAccount, User, with Audience, which no other API accepts.
+// Whoever may create that ServiceAccount's tokens (RBAC: create
+// serviceaccounts/token on it, the chart's statusReaders) may read status;
+// nobody's own cluster credential is ever needed here. It checks the token
+// with a TokenReview scoped to Audience; answers are cached by token hash
+// (TTL; rejections a tenth of it) and reviews rate limited. It needs RBAC
+// to create tokenreviews.
+type StatusReviewer struct {
+	Client kubernetes.Interface
+	// Audience the token must be issued for.
+	Audience string
+	// User is the ServiceAccount's user name,
+	// system:serviceaccount:<namespace>:<name>.
+	User string
+	// TTL of a cached answer (default 1 min), MaxCached entries (default
+	// 1024), ReviewsPerSecond (default 5, burst twice, at least 1).
+	TTL              time.Duration
+	MaxCached        int
+	ReviewsPerSecond float64
+	Now              func() time.Time
+
+	reviews reviewCache
+}
+
+func (r *StatusReviewer) limits() reviewLimits {
+	defaults.Positive(&r.TTL, time.Minute)
+	defaults.Positive(&r.MaxCached, 1024)
+	defaults.Positive(&r.ReviewsPerSecond, 5)
+	defaults.Clock(&r.Now)
+	return reviewLimits{ttl: r.TTL, maxCached: r.MaxCached, perSecond: r.ReviewsPerSecond, now: r.Now}
+}
+
+// Review returns the token's user, or an error wrapping ErrTokenRejected
+// (not authenticated for Audience), ErrAccessDenied (another user) or
+// ErrReviewBusy; anything else: the review itself failed, e.g. the
+// coordinator may not create reviews.
+func (r *StatusReviewer) Review(ctx context.Context, token string) (TokenIdentity, error) {
+	if r.Audience == "" || r.User == "" {
+		return TokenIdentity{}, fmt.Errorf("status reviewer: audience %q, user %q: both are needed", r.Audience, r.User)
+	}
+	return r.reviews.do(ctx, token, r.limits, r.review, ErrTokenRejected, ErrAccessDenied)
+}
+
+func (r *StatusReviewer) review(ctx context.Context, token string) (TokenIdentity, error) {
+	tr := &authnv1.TokenReview{Spec: authnv1.TokenReviewSpec{Token: token, Audiences: []string{r.Audience}}}
+	out, err := r.Client.AuthenticationV1().TokenReviews().Create(ctx, tr, metav1.CreateOptions{})
+	if err != nil {
+		return TokenIdentity{}, fmt.Errorf("token review: %w", rbacHint(err, "tokenreviews.authentication.k8s.io"))
+	}
+	st := out.Status
+	switch {
+	case !st.Authenticated:
+		msg := st.Error
+		if msg == "" {
+			msg = "not authenticated"
+		}
+		return TokenIdentity{}, fmt.Errorf("%w: %s (want a token for audience %s)", ErrTokenRejected, msg, r.Audience)
+	case !slices.Contains(st.Audiences, r.Audience):
+		// An authenticator that ignores audiences answers for the API
+		// server's own: not a token meant for us.
+		return TokenIdentity{}, fmt.Errorf("%w: token audiences %v, want %s", ErrTokenRejected, st.Audiences, r.Audience)
+	case st.User.Username != r.User:
+		return TokenIdentity{User: st.User.Username}, fmt.Errorf("%w: user %q is not the status ServiceAccount %s", ErrAccessDenied, st.User.Username, r.User)
+	}
+	return TokenIdentity{User: st.User.Username}, nil
+}
+
+// ServiceAccountUser is the user name of ServiceAccount name in namespace.
+func ServiceAccountUser(namespace, name string) string {
+	return "system:serviceaccount:" + namespace + ":" + name
+}
+
+// ParseServiceAccountUser splits system:serviceaccount:<namespace>:<name>.
+func ParseServiceAccountUser(user string) (namespace, name string, err error) {
+	rest, ok := strings.CutPrefix(user, "system:serviceaccount:")
+	namespace, name, ok2 := strings.Cut(rest, ":")
+	if !ok || !ok2 || namespace == "" || name == "" || strings.Contains(name, ":") {
+		return "", "", fmt.Errorf("ServiceAccount user %q: want system:serviceaccount:<namespace>:<name>", user)
+	}
+	return namespace, name, nil
+}
+
+// rbacHint names the permission the coordinator lacks when the API server
+// forbids a review.
+func rbacHint(err error, resource string) error {
+	if apierrors.IsForbidden(err) {
+		return fmt.Errorf("the coordinator's ServiceAccount may not create %s (grant it in its ClusterRole): %w", resource, err)
+	}
+	return err
+}
