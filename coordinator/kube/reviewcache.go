@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"github.com/joiner-dev/joiner/internal/defaults"
 )
 
 // reviewCache is what TokenReviewer and StatusReviewer share: answers
@@ -27,12 +29,31 @@ type reviewed struct {
 	expires time.Time
 }
 
+// ReviewLimits bound a reviewer's cache and review rate: TTL of a cached
+// answer, MaxCached entries, at most ReviewsPerSecond reviews (burst
+// twice, at least 1); zero values take the reviewer's defaults.
+type ReviewLimits struct {
+	TTL              time.Duration
+	MaxCached        int
+	ReviewsPerSecond float64
+	Now              func() time.Time
+}
+
 // reviewLimits are a reviewer's settings with its defaults applied.
 type reviewLimits struct {
 	ttl       time.Duration
 	maxCached int
 	perSecond float64
 	now       func() time.Time
+}
+
+// withDefaults applies the defaults to l's zero fields and returns them.
+func (l *ReviewLimits) withDefaults(maxCached int, perSecond float64) reviewLimits {
+	defaults.Positive(&l.TTL, time.Minute)
+	defaults.Positive(&l.MaxCached, maxCached)
+	defaults.Positive(&l.ReviewsPerSecond, perSecond)
+	defaults.Clock(&l.Now)
+	return reviewLimits{ttl: l.TTL, maxCached: l.MaxCached, perSecond: l.ReviewsPerSecond, now: l.Now}
 }
 
 // do answers for token from the cache, else from review. limits runs under

@@ -6,14 +6,11 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	authnv1 "k8s.io/api/authentication/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-
-	"github.com/joiner-dev/joiner/internal/defaults"
 )
 
 // ErrAccessDenied: the token authenticates for the audience, but its user
@@ -36,22 +33,14 @@ type StatusReviewer struct {
 	// User is the ServiceAccount's user name,
 	// system:serviceaccount:<namespace>:<name>.
 	User string
-	// TTL of a cached answer (default 1 min), MaxCached entries (default
-	// 1024), ReviewsPerSecond (default 5, burst twice, at least 1).
-	TTL              time.Duration
-	MaxCached        int
-	ReviewsPerSecond float64
-	Now              func() time.Time
+	// ReviewLimits default to TTL 1 min, MaxCached 1024, 5 reviews a second.
+	ReviewLimits
 
 	reviews reviewCache
 }
 
 func (r *StatusReviewer) limits() reviewLimits {
-	defaults.Positive(&r.TTL, time.Minute)
-	defaults.Positive(&r.MaxCached, 1024)
-	defaults.Positive(&r.ReviewsPerSecond, 5)
-	defaults.Clock(&r.Now)
-	return reviewLimits{ttl: r.TTL, maxCached: r.MaxCached, perSecond: r.ReviewsPerSecond, now: r.Now}
+	return r.ReviewLimits.withDefaults(1024, 5)
 }
 
 // Review returns the token's user, or an error wrapping ErrTokenRejected

@@ -107,7 +107,7 @@ func TestStatusReviewerStatusReaders(t *testing.T) {
 func TestStatusReviewerSlowRate(t *testing.T) {
 	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 	calls := 0
-	r := &StatusReviewer{Audience: "joiner-status", User: "system:serviceaccount:joiner:s", ReviewsPerSecond: 0.1, Now: func() time.Time { return now }}
+	r := &StatusReviewer{Audience: "joiner-status", User: "system:serviceaccount:joiner:s", ReviewLimits: ReviewLimits{ReviewsPerSecond: 0.1, Now: func() time.Time { return now }}}
 	review := func(token string) error {
 		_, err := r.reviews.do(t.Context(), token, r.limits, func(context.Context, string) (TokenIdentity, error) {
 			calls++

@@ -6,14 +6,12 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	authnv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
-	"github.com/joiner-dev/joiner/internal/defaults"
 )
 
 // Errors of TokenReviewer.Review callers branch on.
@@ -49,22 +47,14 @@ type TokenReviewer struct {
 	// the kubelet): agents run as systemd units send it. Such tokens carry
 	// no audience of ours, so they are reviewed for the API server's.
 	NodeUsers bool
-	// TTL of a cached answer (default 1 min); MaxCached entries (default
-	// 4096); at most ReviewsPerSecond reviews (default 20, burst twice).
-	TTL              time.Duration
-	MaxCached        int
-	ReviewsPerSecond float64
-	Now              func() time.Time
+	// ReviewLimits default to TTL 1 min, MaxCached 4096, 20 reviews a second.
+	ReviewLimits
 
 	reviews reviewCache
 }
 
 func (r *TokenReviewer) limits() reviewLimits {
-	defaults.Positive(&r.TTL, time.Minute)
-	defaults.Positive(&r.MaxCached, 4096)
-	defaults.Positive(&r.ReviewsPerSecond, 20)
-	defaults.Clock(&r.Now)
-	return reviewLimits{ttl: r.TTL, maxCached: r.MaxCached, perSecond: r.ReviewsPerSecond, now: r.Now}
+	return r.ReviewLimits.withDefaults(4096, 20)
 }
 
 // Review returns the identity of token or an error wrapping

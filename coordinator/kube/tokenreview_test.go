@@ -88,8 +88,8 @@ func TestTokenReviewNamesTheCallersNode(t *testing.T) {
 	// A flood of distinct forged tokens: the reviews stop at the rate (a
 	// frozen clock: no refill), the rest are told to come back.
 	frozen := time.Now()
-	flood := &TokenReviewer{Client: kc, Audience: karpv1.AgentTokenAudience, Users: r.Users, ReviewsPerSecond: 5,
-		Now: func() time.Time { return frozen }}
+	flood := &TokenReviewer{Client: kc, Audience: karpv1.AgentTokenAudience, Users: r.Users,
+		ReviewLimits: ReviewLimits{ReviewsPerSecond: 5, Now: func() time.Time { return frozen }}}
 	busy := 0
 	for i := range 50 {
 		if _, err := flood.Review(ctx, fmt.Sprintf("forged-%d", i)); errors.Is(err, ErrReviewBusy) {
