@@ -84,6 +84,19 @@ func tagFilters(tags map[string]string) []ec2types.Filter {
 	return out
 }
 
+// matchesByID is what selector terms matched (seen, keyed by ID) in ID
+// order, or none when they matched nothing.
+func matchesByID[T any](seen map[string]T, none error) ([]T, error) {
+	if len(seen) == 0 {
+		return nil, none
+	}
+	out := make([]T, 0, len(seen))
+	for _, id := range slices.Sorted(maps.Keys(seen)) {
+		out = append(out, seen[id])
+	}
+	return out, nil
+}
+
 func (p *Provider) resolveSubnets(ctx context.Context, terms []awsv1.SubnetSelectorTerm) ([]cloud.Subnet, error) {
 	return cached(p, cacheKey("subnets", terms), func() ([]cloud.Subnet, error) {
 		seen := map[string]cloud.Subnet{}
@@ -104,14 +117,7 @@ func (p *Provider) resolveSubnets(ctx context.Context, terms []awsv1.SubnetSelec
 				}
 			}
 		}
-		if len(seen) == 0 {
-			return nil, cloud.ErrNoSubnets
-		}
-		out := make([]cloud.Subnet, 0, len(seen))
-		for _, id := range slices.Sorted(maps.Keys(seen)) {
-			out = append(out, seen[id])
-		}
-		return out, nil
+		return matchesByID(seen, cloud.ErrNoSubnets)
 	})
 }
 
@@ -155,14 +161,7 @@ func (p *Provider) resolveSecurityGroups(ctx context.Context, terms []awsv1.Secu
 				}
 			}
 		}
-		if len(seen) == 0 {
-			return nil, cloud.ErrNoSecurityGroups
-		}
-		out := make([]awsv1.SecurityGroup, 0, len(seen))
-		for _, id := range slices.Sorted(maps.Keys(seen)) {
-			out = append(out, seen[id])
-		}
-		return out, nil
+		return matchesByID(seen, cloud.ErrNoSecurityGroups)
 	})
 }
 

@@ -496,6 +496,17 @@ func (s *Sim) groupSet(ids []string) []xGroup {
 	return out
 }
 
+// knownInstances is InvalidInstanceID.NotFound for the first of ids that
+// names no instance, nil when all do.
+func (s *Sim) knownInstances(ids []string) *apiError {
+	for _, id := range ids {
+		if _, ok := s.instances[id]; !ok {
+			return badParam("InvalidInstanceID.NotFound", "The instance ID '%s' does not exist", id)
+		}
+	}
+	return nil
+}
+
 type describeInstancesResponse struct {
 	meta
 	Reservations []xReservation `xml:"reservationSet>item"`
@@ -503,10 +514,8 @@ type describeInstancesResponse struct {
 
 func (s *Sim) describeInstances(r Request) (response, *apiError) {
 	ids, filters := r.Strings("InstanceId"), r.Filters()
-	for _, id := range ids {
-		if _, ok := s.instances[id]; !ok {
-			return nil, badParam("InvalidInstanceID.NotFound", "The instance ID '%s' does not exist", id)
-		}
+	if aerr := s.knownInstances(ids); aerr != nil {
+		return nil, aerr
 	}
 	out := &describeInstancesResponse{Reservations: []xReservation{}}
 	for _, id := range s.order {
@@ -534,10 +543,8 @@ func (s *Sim) terminateInstances(r Request) (response, *apiError) {
 	if len(ids) == 0 {
 		return nil, badParam("MissingParameter", "The request must contain the parameter InstanceId")
 	}
-	for _, id := range ids {
-		if _, ok := s.instances[id]; !ok {
-			return nil, badParam("InvalidInstanceID.NotFound", "The instance ID '%s' does not exist", id)
-		}
+	if aerr := s.knownInstances(ids); aerr != nil {
+		return nil, aerr
 	}
 	out := &terminateInstancesResponse{}
 	for _, id := range ids {

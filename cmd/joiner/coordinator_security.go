@@ -165,18 +165,7 @@ func (f *securityFlags) authenticator(s security, kc *kube.Clients) api.Authenti
 		return nil
 	}
 	r := &kube.TokenReviewer{Client: kc.Kube, Audience: karpv1.AgentTokenAudience, Users: f.agentUsers, NodeUsers: f.nodeCredentials}
-	return func(ctx context.Context, token string) (api.Identity, error) {
-		id, err := r.Review(ctx, token)
-		switch {
-		case errors.Is(err, kube.ErrTokenRejected):
-			return api.Identity{}, fmt.Errorf("%w: %v", api.ErrUnauthenticated, err)
-		case errors.Is(err, kube.ErrReviewBusy):
-			return api.Identity{}, api.ErrBusy
-		case err != nil:
-			return api.Identity{}, err
-		}
-		return api.Identity{User: id.User, Node: id.Node}, nil
-	}
+	return reviewAuthenticator(r.Review)
 }
 
 // statusUser is the user of --status-service-account ("" when unset).
@@ -206,8 +195,14 @@ func (f *securityFlags) statusAuthenticator(s security, kc *kube.Clients) api.Au
 		return nil
 	}
 	r := &kube.StatusReviewer{Client: kc.Kube, Audience: api.StatusTokenAudience, User: user}
+	return reviewAuthenticator(r.Review)
+}
+
+// reviewAuthenticator serves the API with a token review: a rejected
+// token is unauthenticated, a denied user forbidden, a busy reviewer busy.
+func reviewAuthenticator(review func(context.Context, string) (kube.TokenIdentity, error)) api.Authenticator {
 	return func(ctx context.Context, token string) (api.Identity, error) {
-		id, err := r.Review(ctx, token)
+		id, err := review(ctx, token)
 		switch {
 		case errors.Is(err, kube.ErrTokenRejected):
 			return api.Identity{}, fmt.Errorf("%w: %v", api.ErrUnauthenticated, err)
@@ -218,7 +213,7 @@ func (f *securityFlags) statusAuthenticator(s security, kc *kube.Clients) api.Au
 		case err != nil:
 			return api.Identity{}, err
 		}
-		return api.Identity{User: id.User}, nil
+		return api.Identity{User: id.User, Node: id.Node}, nil
 	}
 }
 

@@ -17,7 +17,9 @@ import (
 	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -118,27 +120,11 @@ coordinator keeps in --tls-dir (run it in a coordinator pod).`,
 	_ = cmd.RegisterFlagCompletionFunc("tls-dir", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return nil, cobra.ShellCompDirectiveFilterDirs
 	})
-	_ = cmd.RegisterFlagCompletionFunc("service", f.completeObjects(func(ctx context.Context, cs kubernetes.Interface, ns string) ([]string, error) {
-		l, err := cs.CoreV1().Services(ns).List(ctx, metav1.ListOptions{LabelSelector: coordinatorSelector})
-		if err != nil {
-			return nil, err
-		}
-		var out []string
-		for _, s := range l.Items {
-			out = append(out, s.Name)
-		}
-		return out, nil
+	_ = cmd.RegisterFlagCompletionFunc("service", f.completeObjects(func(ctx context.Context, cs kubernetes.Interface, ns string, o metav1.ListOptions) (runtime.Object, error) {
+		return cs.CoreV1().Services(ns).List(ctx, o)
 	}))
-	_ = cmd.RegisterFlagCompletionFunc("pod", f.completeObjects(func(ctx context.Context, cs kubernetes.Interface, ns string) ([]string, error) {
-		l, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: coordinatorSelector})
-		if err != nil {
-			return nil, err
-		}
-		var out []string
-		for _, p := range l.Items {
-			out = append(out, p.Name)
-		}
-		return out, nil
+	_ = cmd.RegisterFlagCompletionFunc("pod", f.completeObjects(func(ctx context.Context, cs kubernetes.Interface, ns string, o metav1.ListOptions) (runtime.Object, error) {
+		return cs.CoreV1().Pods(ns).List(ctx, o)
 	}))
 	return cmd
 }
@@ -359,9 +345,11 @@ func podProxyTarget(ctx context.Context, cs kubernetes.Interface, ns, name, sche
 	return t, nil
 }
 
-// completeObjects completes a flag with names list returns from the
-// cluster the kube flags name (nothing when it is not reachable).
-func (f *statusFlags) completeObjects(list func(context.Context, kubernetes.Interface, string) ([]string, error)) cobra.CompletionFunc {
+// completeObjects completes a flag with the names of the coordinator's
+// objects (labelled coordinatorSelector) in the list (a typed List, e.g.
+// *corev1.PodList) list returns from the cluster the kube flags name
+// (nothing when it is not reachable).
+func (f *statusFlags) completeObjects(list func(context.Context, kubernetes.Interface, string, metav1.ListOptions) (runtime.Object, error)) cobra.CompletionFunc {
 	return func(cmd *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
 		cs, err := f.kube.clientset()
 		if err != nil {
@@ -370,8 +358,18 @@ func (f *statusFlags) completeObjects(list func(context.Context, kubernetes.Inte
 		ns := f.kube.namespaceGiven() // "": every namespace
 		ctx, cancel := context.WithTimeout(cmd.Context(), completionTimeout)
 		defer cancel()
-		names, err := list(ctx, cs, ns)
+		l, err := list(ctx, cs, ns, metav1.ListOptions{LabelSelector: coordinatorSelector})
 		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		var names []string
+		if err := meta.EachListItem(l, func(o runtime.Object) error {
+			m, err := meta.Accessor(o)
+			if err == nil {
+				names = append(names, m.GetName())
+			}
+			return err
+		}); err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
 		return names, cobra.ShellCompDirectiveNoFileComp

@@ -1,19 +1,23 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
 	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -278,6 +282,25 @@ func TestStatusThroughAPIServerProxy(t *testing.T) {
 		_, err = api.FetchStatus(ctx, client, base+target)
 		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), "answered "+tc.want)) {
 			t.Errorf("%s: %v, want %s", tc.name, err, tc.want)
+		}
+	}
+
+	// Shell completion offers the coordinator's Services and pods.
+	for _, tc := range []struct {
+		flag string
+		want []string
+	}{
+		{"--service", []string{svcName, svcName + "-peers"}},
+		{"--pod", []string{svcName + "-0"}},
+	} {
+		root := newRootCmd()
+		var out bytes.Buffer
+		root.SetOut(&out)
+		root.SetErr(io.Discard)
+		root.SetArgs([]string{cobra.ShellCompRequestCmd, "status", "--kubeconfig", env.Kubeconfig, "-n", ns, tc.flag, ""})
+		must(root.Execute())
+		if got, want := strings.Fields(out.String()), append(tc.want, ":4"); !slices.Equal(got, want) {
+			t.Errorf("completing %s: %q, want %q", tc.flag, got, want)
 		}
 	}
 

@@ -22,7 +22,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -32,6 +31,7 @@ import (
 
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 	"github.com/joiner-dev/joiner/cmd/joiner/top"
+	"github.com/joiner-dev/joiner/coordinator/kube"
 )
 
 func init() { addCommand(newTopCmd) }
@@ -155,14 +155,11 @@ func newTopSource(ctx context.Context, cfg *rest.Config, name string) (*topSourc
 	if cfg.QPS == 0 {
 		cfg.QPS, cfg.Burst = 20, 40
 	}
-	kc, err := kubernetes.NewForConfig(cfg)
+	clients, err := kube.NewClients(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("kubernetes client: %w", err)
+		return nil, err
 	}
-	dc, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("dynamic client: %w", err)
-	}
+	kc, dc := clients.Kube, clients.Dynamic
 	s := &topSource{name: name, required: map[string]cache.SharedIndexInformer{}, watchErr: map[string]watchError{}}
 	core := informers.NewSharedInformerFactory(kc, 0)
 	s.required["nodes"] = core.Core().V1().Nodes().Informer()

@@ -7,7 +7,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
@@ -46,10 +45,7 @@ func TestRaftAndMemberlistMetricsExported(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer n.Close()
-	if err := n.Raft.BootstrapCluster(raft.Configuration{Servers: []raft.Server{{ID: n.ID, Address: n.Addr}}}).Error(); err != nil {
-		t.Fatal(err)
-	}
-	waitState(t, n.Raft, raft.Leader)
+	bootstrapAlone(t, n)
 	if _, err := (RaftProposer{Raft: n.Raft}).Propose(context.Background(), fsm.MustEncode(fsm.PlanCommitType, testPlan("m1"))); err != nil {
 		t.Fatal(err)
 	}

@@ -27,14 +27,7 @@ func freePort(t *testing.T) int {
 // DNS name (localhost:port), keeps its UUID across restarts, and recovers
 // its state from BoltDB and snapshots.
 func TestOpenPersistsAndAdvertisesDNS(t *testing.T) {
-	dir := t.TempDir()
-	port := freePort(t)
-	cfg := Config{
-		DataDir: dir, Bind: fmt.Sprintf("127.0.0.1:%d", port), Advertise: fmt.Sprintf("localhost:%d", port),
-		Tune: func(c *raft.Config) {
-			c.HeartbeatTimeout, c.ElectionTimeout, c.LeaderLeaseTimeout = 100*time.Millisecond, 100*time.Millisecond, 100*time.Millisecond
-		},
-	}
+	cfg := fastLoneConfig(t, nil)
 	f := fsm.New()
 	n, err := Open(cfg, f, zap.NewNop())
 	if err != nil {
@@ -43,10 +36,7 @@ func TestOpenPersistsAndAdvertisesDNS(t *testing.T) {
 	if has, _ := n.HasState(); has {
 		t.Fatal("fresh node reports state")
 	}
-	if err := n.Raft.BootstrapCluster(raft.Configuration{Servers: []raft.Server{{ID: n.ID, Address: n.Addr}}}).Error(); err != nil {
-		t.Fatal(err)
-	}
-	waitState(t, n.Raft, raft.Leader)
+	bootstrapAlone(t, n)
 	if addr, _ := n.Raft.LeaderWithID(); addr != raft.ServerAddress(cfg.Advertise) {
 		t.Fatalf("leader address %q, want the DNS name %q", addr, cfg.Advertise)
 	}
@@ -114,26 +104,40 @@ func waitState(t *testing.T, r *raft.Raft, want raft.RaftState) {
 
 func writeFile(p, s string) error { return os.WriteFile(p, []byte(s), 0o600) }
 
-// TestRestartReplaysTheLog: a node restarted on the same data dir with no
-// snapshot taken rebuilds its state from the entries its log store kept.
-func TestRestartReplaysTheLog(t *testing.T) {
-	dir := t.TempDir()
+// fastLoneConfig is a node on a free loopback port that advertises a DNS
+// name (localhost:port), in a data dir of its own, with raft's heartbeat,
+// election and lease timeouts cut to 100ms; tune, when set, changes more.
+func fastLoneConfig(t *testing.T, tune func(*raft.Config)) Config {
 	port := freePort(t)
-	cfg := Config{
-		DataDir: dir, Bind: fmt.Sprintf("127.0.0.1:%d", port), Advertise: fmt.Sprintf("localhost:%d", port),
+	return Config{
+		DataDir: t.TempDir(), Bind: fmt.Sprintf("127.0.0.1:%d", port), Advertise: fmt.Sprintf("localhost:%d", port),
 		Tune: func(c *raft.Config) {
 			c.HeartbeatTimeout, c.ElectionTimeout, c.LeaderLeaseTimeout = 100*time.Millisecond, 100*time.Millisecond, 100*time.Millisecond
-			c.SnapshotThreshold, c.SnapshotInterval = 1<<30, time.Hour
+			if tune != nil {
+				tune(c)
+			}
 		},
 	}
-	n, err := Open(cfg, fsm.New(), zap.NewNop())
-	if err != nil {
-		t.Fatal(err)
-	}
+}
+
+// bootstrapAlone makes n a cluster of one and waits until it leads.
+func bootstrapAlone(t *testing.T, n *Node) {
+	t.Helper()
 	if err := n.Raft.BootstrapCluster(raft.Configuration{Servers: []raft.Server{{ID: n.ID, Address: n.Addr}}}).Error(); err != nil {
 		t.Fatal(err)
 	}
 	waitState(t, n.Raft, raft.Leader)
+}
+
+// TestRestartReplaysTheLog: a node restarted on the same data dir with no
+// snapshot taken rebuilds its state from the entries its log store kept.
+func TestRestartReplaysTheLog(t *testing.T) {
+	cfg := fastLoneConfig(t, func(c *raft.Config) { c.SnapshotThreshold, c.SnapshotInterval = 1<<30, time.Hour })
+	n, err := Open(cfg, fsm.New(), zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	bootstrapAlone(t, n)
 	for _, id := range []string{"i1", "i2", "i3"} {
 		if _, err := (RaftProposer{Raft: n.Raft}).Propose(context.Background(), fsm.MustEncode(fsm.PlanCommitType, testPlan(id))); err != nil {
 			t.Fatal(err)
@@ -143,7 +147,7 @@ func TestRestartReplaysTheLog(t *testing.T) {
 	if err := n.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if snaps, _ := os.ReadDir(dir + "/snapshots"); len(snaps) != 0 {
+	if snaps, _ := os.ReadDir(cfg.DataDir + "/snapshots"); len(snaps) != 0 {
 		t.Fatalf("a snapshot was taken (%d): the test would not exercise the log", len(snaps))
 	}
 

@@ -182,6 +182,12 @@ func (t *tables) putIntent(in LaunchIntent, index uint64) {
 	t.index = index
 }
 
+// moveInstance stores inst moved to state s at time at (raft index index).
+func (t *tables) moveInstance(inst Instance, s InstanceState, at time.Time, index uint64) {
+	inst.State, inst.UpdatedAt, inst.ModifyIndex = s, at, index
+	t.instances[inst.ID] = inst
+}
+
 // decoded adapts the apply function of a command C: the payload is
 // decoded first (an error wraps ErrInvalidCommand).
 func decoded[C any](fn func(t *tables, c C, index uint64) any) applyFunc {
@@ -359,13 +365,10 @@ func applyInstanceStatus(t *tables, c InstanceStatus, index uint64) any {
 	if inst.State.Terminal() || to < instanceOrder[inst.State] {
 		return fmt.Errorf("%w: instance %s %s -> %s", ErrBackwardTransition, inst.ID, inst.State, c.State)
 	}
-	inst.State = c.State
 	if c.NodeName != "" {
 		inst.NodeName = c.NodeName
 	}
-	inst.UpdatedAt = c.At
-	inst.ModifyIndex = index
-	t.instances[inst.ID] = inst
+	t.moveInstance(inst, c.State, c.At, index)
 	t.index = index
 	return nil
 }
@@ -469,8 +472,7 @@ func applyTerminationIntent(t *tables, c TerminationIntentCmd, index uint64) any
 	if inst, ok := t.instances[c.InstanceID]; ok {
 		if !inst.State.Terminal() && inst.State != InstanceTerminating {
 			ti.PriorState = inst.State
-			inst.State, inst.UpdatedAt, inst.ModifyIndex = InstanceTerminating, c.At, index
-			t.instances[inst.ID] = inst
+			t.moveInstance(inst, InstanceTerminating, c.At, index)
 		}
 		t.releasePods(inst)
 	}
@@ -501,8 +503,7 @@ func applyTerminationCancel(t *tables, c TerminationCancel, index uint64) any {
 			}
 		}
 		if !other {
-			inst.State, inst.UpdatedAt, inst.ModifyIndex = ti.PriorState, c.At, index
-			t.instances[inst.ID] = inst
+			t.moveInstance(inst, ti.PriorState, c.At, index)
 		}
 	}
 	t.index = index
@@ -520,8 +521,7 @@ func applyTerminationResult(t *tables, c TerminationResult, index uint64) any {
 	ti.State, ti.DoneAt, ti.ModifyIndex = TerminationDone, c.At, index
 	t.terminations[ti.ID] = ti
 	if inst, ok := t.instances[ti.InstanceID]; ok && !inst.State.Terminal() {
-		inst.State, inst.UpdatedAt, inst.ModifyIndex = InstanceTerminated, c.At, index
-		t.instances[inst.ID] = inst
+		t.moveInstance(inst, InstanceTerminated, c.At, index)
 	}
 	t.index = index
 	return nil

@@ -138,6 +138,22 @@ func (r *rig) report(t *testing.T, id, instance, kind string) {
 		Kind: kind, NoticeTime: t0, Deadline: t0.Add(2 * time.Minute), ReceivedAt: t0}})
 }
 
+// wantActions checks the handler's actions{action} counter.
+func (r *rig) wantActions(t *testing.T, action string, want float64) {
+	t.Helper()
+	if got := observe.Count(t, r.h.metrics.actions.WithLabelValues(action)); got != want {
+		t.Errorf("actions{%s} = %v, want %v", action, got, want)
+	}
+}
+
+// wantHandled checks that the report id is marked handled.
+func (r *rig) wantHandled(t *testing.T, id string) {
+	t.Helper()
+	if rep, _ := r.state.Interruption(id); !rep.Handled {
+		t.Errorf("report %s not handled", id)
+	}
+}
+
 func TestActionFor(t *testing.T) {
 	for kind, want := range map[string]Action{
 		KindSpotInterruption: ActionDelete, KindScheduledEvent: ActionDelete, KindInstanceStopping: ActionDelete,
@@ -178,15 +194,11 @@ func TestTerminationNoticesDeleteTheNodeClaim(t *testing.T) {
 			if len(terms) != 1 || terms[0].ID != "term-i-1" || terms[0].Reason != Reason {
 				t.Errorf("terminations %+v, want term-i-1 interrupted", terms)
 			}
-			if rep, _ := r.state.Interruption(id); !rep.Handled {
-				t.Error("report not handled")
-			}
+			r.wantHandled(t, id)
 			if got := observe.Count(t, r.h.metrics.received.WithLabelValues(tc.kind)); got != 1 {
 				t.Errorf("received{%s} = %v, want 1", tc.kind, got)
 			}
-			if got := observe.Count(t, r.h.metrics.actions.WithLabelValues("delete")); got != 1 {
-				t.Errorf("actions{delete} = %v, want 1", got)
-			}
+			r.wantActions(t, "delete", 1)
 			want := []string{
 				"Warning " + tc.reason + " " + tc.message,
 				"Warning TerminatingOnInterruption Interruption triggered termination for the NodeClaim",
@@ -196,9 +208,7 @@ func TestTerminationNoticesDeleteTheNodeClaim(t *testing.T) {
 			}
 			// A second pass does nothing more.
 			r.reconcile(t)
-			if got := observe.Count(t, r.h.metrics.actions.WithLabelValues("delete")); got != 1 {
-				t.Errorf("after a second pass actions{delete} = %v, want 1", got)
-			}
+			r.wantActions(t, "delete", 1)
 		})
 	}
 }
@@ -214,30 +224,22 @@ func TestRebalanceOnlyRecords(t *testing.T) {
 	if len(r.state.Terminations()) != 0 {
 		t.Error("termination committed for a rebalance recommendation")
 	}
-	if rep, _ := r.state.Interruption("rb"); !rep.Handled {
-		t.Error("report not handled")
-	}
+	r.wantHandled(t, "rb")
 	if ev, want := observe.Events(r.rec), []string{"Normal SpotRebalanceRecommendation Spot rebalance recommendation was triggered"}; !slices.Equal(ev, want) {
 		t.Errorf("events %q, want %q", ev, want)
 	}
-	if got := observe.Count(t, r.h.metrics.actions.WithLabelValues("event")); got != 1 {
-		t.Errorf("actions{event} = %v, want 1", got)
-	}
+	r.wantActions(t, "event", 1)
 }
 
 func TestUnknownInstanceIsHandled(t *testing.T) {
 	r := newRig(t, false)
 	r.report(t, "x", "i-unknown", KindSpotInterruption)
 	r.reconcile(t)
-	if rep, _ := r.state.Interruption("x"); !rep.Handled {
-		t.Error("report not handled")
-	}
+	r.wantHandled(t, "x")
 	if r.claims.NodeClaim("default-1").DeletionTimestamp != nil {
 		t.Error("another nodeclaim was deleted")
 	}
-	if got := observe.Count(t, r.h.metrics.actions.WithLabelValues("unknown-instance")); got != 1 {
-		t.Errorf("actions{unknown-instance} = %v, want 1", got)
-	}
+	r.wantActions(t, "unknown-instance", 1)
 }
 
 // TestNodeNameAloneReachesNoClaim: a made-up instance ID beside a real
@@ -265,10 +267,8 @@ func TestFailureLeavesReportForNextPass(t *testing.T) {
 	if rep, _ := r.state.Interruption("s"); rep.Handled {
 		t.Fatal("report handled although the nodeclaim was not deleted")
 	}
-	r.reconcile(t)
-	if rep, _ := r.state.Interruption("s"); !rep.Handled {
-		t.Error("report not handled on the second pass")
-	}
+	r.reconcile(t) // the second pass finishes
+	r.wantHandled(t, "s")
 	if r.claims.NodeClaim("default-1").DeletionTimestamp == nil {
 		t.Error("nodeclaim not deleted on the second pass")
 	}

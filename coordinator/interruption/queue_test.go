@@ -245,12 +245,8 @@ func TestAgentAndQueueReportActOnce(t *testing.T) {
 			if n := len(r.state.Interruptions()); n != want {
 				t.Errorf("%d reports, want %d", n, want)
 			}
-			if got := observe.Count(t, r.h.metrics.actions.WithLabelValues("delete")); got != 1 {
-				t.Errorf("actions{delete} = %v, want 1", got)
-			}
-			if got := observe.Count(t, r.h.metrics.actions.WithLabelValues("duplicate")); got != float64(want-1) {
-				t.Errorf("actions{duplicate} = %v, want %d", got, want-1)
-			}
+			r.wantActions(t, "delete", 1)
+			r.wantActions(t, "duplicate", float64(want-1))
 			evs := observe.Events(r.rec)
 			if n, m := countEvents(evs, "SpotInterrupted"), countEvents(evs, "TerminatingOnInterruption"); n != 1 || m != 1 {
 				t.Errorf("events %v: want one SpotInterrupted and one TerminatingOnInterruption", evs)
@@ -276,9 +272,7 @@ func TestUnhandledPairActsOnce(t *testing.T) {
 	if countEvents(evs, "InstanceTerminating") != 1 || countEvents(evs, "TerminatingOnInterruption") != 1 {
 		t.Errorf("events %v: want one InstanceTerminating and one TerminatingOnInterruption", evs)
 	}
-	if got := observe.Count(t, r.h.metrics.actions.WithLabelValues("duplicate")); got != 1 {
-		t.Errorf("actions{duplicate} = %v, want 1", got)
-	}
+	r.wantActions(t, "duplicate", 1)
 	if len(spy.marked) != 0 {
 		t.Errorf("a termination marked offerings unavailable: %v", spy.marked)
 	}

@@ -4,12 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
-	authnv1 "k8s.io/api/authentication/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -55,27 +52,14 @@ func (r *StatusReviewer) Review(ctx context.Context, token string) (TokenIdentit
 }
 
 func (r *StatusReviewer) review(ctx context.Context, token string) (TokenIdentity, error) {
-	tr := &authnv1.TokenReview{Spec: authnv1.TokenReviewSpec{Token: token, Audiences: []string{r.Audience}}}
-	out, err := r.Client.AuthenticationV1().TokenReviews().Create(ctx, tr, metav1.CreateOptions{})
+	user, err := reviewForAudience(ctx, r.Client, token, r.Audience)
 	if err != nil {
-		return TokenIdentity{}, fmt.Errorf("token review: %w", rbacHint(err, "tokenreviews.authentication.k8s.io"))
+		return TokenIdentity{}, err
 	}
-	st := out.Status
-	switch {
-	case !st.Authenticated:
-		msg := st.Error
-		if msg == "" {
-			msg = "not authenticated"
-		}
-		return TokenIdentity{}, fmt.Errorf("%w: %s (want a token for audience %s)", ErrTokenRejected, msg, r.Audience)
-	case !slices.Contains(st.Audiences, r.Audience):
-		// An authenticator that ignores audiences answers for the API
-		// server's own: not a token meant for us.
-		return TokenIdentity{}, fmt.Errorf("%w: token audiences %v, want %s", ErrTokenRejected, st.Audiences, r.Audience)
-	case st.User.Username != r.User:
-		return TokenIdentity{User: st.User.Username}, fmt.Errorf("%w: user %q is not the status ServiceAccount %s", ErrAccessDenied, st.User.Username, r.User)
+	if user.Username != r.User {
+		return TokenIdentity{User: user.Username}, fmt.Errorf("%w: user %q is not the status ServiceAccount %s", ErrAccessDenied, user.Username, r.User)
 	}
-	return TokenIdentity{User: st.User.Username}, nil
+	return TokenIdentity{User: user.Username}, nil
 }
 
 // ServiceAccountUser is the user name of ServiceAccount name in namespace.

@@ -77,12 +77,10 @@ func (r *TokenReviewer) review(ctx context.Context, token string) (TokenIdentity
 // reviewNode accepts a node's own credential: user system:node:<name> in
 // group system:nodes.
 func (r *TokenReviewer) reviewNode(ctx context.Context, token string) (TokenIdentity, error) {
-	tr := &authnv1.TokenReview{Spec: authnv1.TokenReviewSpec{Token: token}}
-	out, err := r.Client.AuthenticationV1().TokenReviews().Create(ctx, tr, metav1.CreateOptions{})
+	st, err := reviewToken(ctx, r.Client, token)
 	if err != nil {
-		return TokenIdentity{}, fmt.Errorf("token review: %w", err)
+		return TokenIdentity{}, err
 	}
-	st := out.Status
 	node, isNode := strings.CutPrefix(st.User.Username, nodeUserPrefix)
 	if !st.Authenticated || !isNode || node == "" || !slices.Contains(st.User.Groups, nodesGroup) {
 		return TokenIdentity{}, fmt.Errorf("%w: not a node's credential", ErrTokenRejected)
@@ -96,28 +94,51 @@ const (
 )
 
 func (r *TokenReviewer) reviewAgent(ctx context.Context, token string) (TokenIdentity, error) {
-	tr := &authnv1.TokenReview{Spec: authnv1.TokenReviewSpec{Token: token, Audiences: []string{r.Audience}}}
-	out, err := r.Client.AuthenticationV1().TokenReviews().Create(ctx, tr, metav1.CreateOptions{})
+	user, err := reviewForAudience(ctx, r.Client, token, r.Audience)
 	if err != nil {
-		return TokenIdentity{}, fmt.Errorf("token review: %w", err)
+		return TokenIdentity{}, err
 	}
-	st := out.Status
+	if !slices.Contains(r.Users, user.Username) {
+		return TokenIdentity{}, fmt.Errorf("%w: user %s is not an agent (want one of %v)", ErrTokenRejected, user.Username, r.Users)
+	}
+	nodes := user.Extra[karpv1.UserExtraNodeName]
+	if len(nodes) != 1 || nodes[0] == "" {
+		return TokenIdentity{}, fmt.Errorf("%w: user %s: token not bound to a pod on a node (extra %s %v)",
+			ErrTokenRejected, user.Username, karpv1.UserExtraNodeName, nodes)
+	}
+	return TokenIdentity{User: user.Username, Node: nodes[0]}, nil
+}
+
+// reviewForAudience returns the user of token when the API server
+// authenticates it for audience; otherwise an error wrapping
+// ErrTokenRejected, or the review's own error.
+func reviewForAudience(ctx context.Context, client kubernetes.Interface, token, audience string) (authnv1.UserInfo, error) {
+	st, err := reviewToken(ctx, client, token, audience)
+	if err != nil {
+		return authnv1.UserInfo{}, err
+	}
 	switch {
 	case !st.Authenticated:
 		msg := st.Error
 		if msg == "" {
 			msg = "not authenticated"
 		}
-		return TokenIdentity{}, fmt.Errorf("%w: %s", ErrTokenRejected, msg)
-	case !slices.Contains(st.Audiences, r.Audience):
-		return TokenIdentity{}, fmt.Errorf("%w: token audiences %v, want %s", ErrTokenRejected, st.Audiences, r.Audience)
-	case !slices.Contains(r.Users, st.User.Username):
-		return TokenIdentity{}, fmt.Errorf("%w: user %s is not an agent (want one of %v)", ErrTokenRejected, st.User.Username, r.Users)
+		return authnv1.UserInfo{}, fmt.Errorf("%w: %s (want a token for audience %s)", ErrTokenRejected, msg, audience)
+	case !slices.Contains(st.Audiences, audience):
+		// An authenticator that ignores audiences answers for the API
+		// server's own: not a token meant for us.
+		return authnv1.UserInfo{}, fmt.Errorf("%w: token audiences %v, want %s", ErrTokenRejected, st.Audiences, audience)
 	}
-	nodes := st.User.Extra[karpv1.UserExtraNodeName]
-	if len(nodes) != 1 || nodes[0] == "" {
-		return TokenIdentity{}, fmt.Errorf("%w: user %s: token not bound to a pod on a node (extra %s %v)",
-			ErrTokenRejected, st.User.Username, karpv1.UserExtraNodeName, nodes)
+	return st.User, nil
+}
+
+// reviewToken has the API server review token for audiences (none: its
+// own) and returns the review's status.
+func reviewToken(ctx context.Context, client kubernetes.Interface, token string, audiences ...string) (authnv1.TokenReviewStatus, error) {
+	tr := &authnv1.TokenReview{Spec: authnv1.TokenReviewSpec{Token: token, Audiences: audiences}}
+	out, err := client.AuthenticationV1().TokenReviews().Create(ctx, tr, metav1.CreateOptions{})
+	if err != nil {
+		return authnv1.TokenReviewStatus{}, fmt.Errorf("token review: %w", rbacHint(err, "tokenreviews.authentication.k8s.io"))
 	}
-	return TokenIdentity{User: st.User.Username, Node: nodes[0]}, nil
+	return out.Status, nil
 }

@@ -444,6 +444,22 @@ func FindType(types []*catalog.InstanceType, name string) *catalog.InstanceType 
 	return nil
 }
 
+// OfferingPrice is the hourly price of the offering a node's labels name
+// (instance type, zone and capacity type) among types; false when types
+// have no such offering.
+func OfferingPrice(types []*catalog.InstanceType, labels map[string]string) (float64, bool) {
+	it := FindType(types, labels[karpv1.LabelInstanceType])
+	if it == nil {
+		return 0, false
+	}
+	for _, o := range it.Offerings {
+		if o.Zone == labels[karpv1.LabelZone] && o.CapacityType == labels[karpv1.LabelCapacityType] {
+			return o.Price, true
+		}
+	}
+	return 0, false
+}
+
 // daemonSetPods turns each DaemonSet into the pod its template makes.
 func daemonSetPods(sets []*appsv1.DaemonSet) []*corev1.Pod {
 	var out []*corev1.Pod

@@ -365,3 +365,36 @@ func TestExpiredNominationLeavesTheNode(t *testing.T) {
 		})
 	}
 }
+
+// TestOfferingPrice: a node's labels name one offering of one instance type.
+func TestOfferingPrice(t *testing.T) {
+	types := []*catalog.InstanceType{
+		{Name: "m5.large", Offerings: []catalog.Offering{
+			{Zone: "us-east-1a", CapacityType: karpv1.CapacityTypeOnDemand, Price: 0.096},
+			{Zone: "us-east-1a", CapacityType: karpv1.CapacityTypeSpot, Price: 0.04},
+		}},
+		{Name: "c5.large", Offerings: []catalog.Offering{{Zone: "us-east-1b", CapacityType: karpv1.CapacityTypeSpot, Price: 0.03}}},
+	}
+	labels := func(typ, zone, ct string) map[string]string {
+		return map[string]string{karpv1.LabelInstanceType: typ, karpv1.LabelZone: zone, karpv1.LabelCapacityType: ct}
+	}
+	for _, tc := range []struct {
+		name   string
+		labels map[string]string
+		price  float64
+		ok     bool
+	}{
+		{"on-demand offering", labels("m5.large", "us-east-1a", karpv1.CapacityTypeOnDemand), 0.096, true},
+		{"spot offering of the same type", labels("m5.large", "us-east-1a", karpv1.CapacityTypeSpot), 0.04, true},
+		{"another type", labels("c5.large", "us-east-1b", karpv1.CapacityTypeSpot), 0.03, true},
+		{"no offering in that zone", labels("m5.large", "us-east-1b", karpv1.CapacityTypeOnDemand), 0, false},
+		{"unknown type", labels("t3.nano", "us-east-1a", karpv1.CapacityTypeOnDemand), 0, false},
+		{"no labels", nil, 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if price, ok := OfferingPrice(types, tc.labels); price != tc.price || ok != tc.ok {
+				t.Errorf("OfferingPrice = %v, %v; want %v, %v", price, ok, tc.price, tc.ok)
+			}
+		})
+	}
+}

@@ -61,6 +61,41 @@ func badGtLt(base func(...edit) obj, path string, ops ...string) []obj {
 	return out
 }
 
+// requirementCases are the requirement cases the NodePool and NodeClaim
+// suites share, for the requirements at path of the object base builds.
+// The suites name the subdomain case differently (subdomains) and allow
+// different well-known labels (wellKnown).
+func requirementCases(r string, base func(...edit) obj, path, subdomains string, wellKnown []string) []kcase {
+	reqs := func(rs ...any) obj { return base(set(path, append([]any{}, rs...))) }
+	return []kcase{
+		admits(r+"should allow supported ops", reqs(
+			req(karpv1.LabelZone, "In", "test"), req(karpv1.LabelZone, "Gt", "1"), req(karpv1.LabelZone, "Lt", "1"),
+			req(karpv1.LabelZone, "NotIn"), req(karpv1.LabelZone, "Exists"))),
+		rejects(r+"should fail for unsupported ops", reqs(req(karpv1.LabelZone, "unknown", "test"))),
+		rejects(r+"should fail for restricted domains", each(karpv1.RestrictedLabelDomains,
+			func(d string) obj { return reqs(req(d+"/test", "In", "test")) })...),
+		rejects(r+"should fail for restricted labels", each(karpv1.RestrictedLabels,
+			func(l string) obj { return reqs(req(l+"/test", "In", "test")) })...),
+		admits(r+"should allow kubernetes domains", each([]string{"kubernetes.io", "k8s.io"},
+			func(d string) obj { return reqs(req(d+"/test", "In", "test")) })...),
+		admits(r+subdomains, each([]string{"kubernetes.io", "k8s.io"},
+			func(d string) obj { return reqs(req("subdomain."+d+"/test", "In", "test")) })...),
+		admits(r+"should allow well known label exceptions", each(wellKnown,
+			func(l string) obj { return reqs(req(l, "In", "test")) })...),
+		admits(r+"should allow non-empty set after removing overlapped value", reqs(
+			req(karpv1.LabelZone, "In", "test", "foo"), req(karpv1.LabelZone, "NotIn", "test", "bar"))),
+		admits(r+"should allow empty requirements", reqs()),
+		rejects(r+"should fail with invalid GT or LT values", badGtLt(base, path, "Gt", "Lt")...),
+		rejects(r+"should fail with invalid GTE or LTE values", badGtLt(base, path, "Gte", "Lte")...),
+		rejects(r+"should error when minValues is negative", reqs(reqMin(-1, karpv1.LabelInstanceType, "In", "insance-type-1"))),
+		rejects(r+"should error when minValues is zero", reqs(reqMin(0, karpv1.LabelInstanceType, "In", "insance-type-1"))),
+		rejects(r+"should error when minValues is more than 50", reqs(reqMin(51, karpv1.LabelInstanceType, "Exists"))),
+		admits(r+"should allow more than 50 values if minValues is not specified.", reqs(req(karpv1.LabelInstanceType, "In", manyValues(90)...))),
+		rejects(r+"should error when minValues is greater than the number of unique values specified within In operator",
+			reqs(reqMin(2, karpv1.LabelInstanceType, "In", "insance-type-1"))),
+	}
+}
+
 func manyValues(n int) []string {
 	out := make([]string, n)
 	for i := range out {
@@ -179,7 +214,6 @@ func coreNodePoolCases() []kcase {
 	)
 
 	const r = "Requirements/"
-	const reqs = "spec.template.spec.requirements"
 	add(admits(r+"should succeed for valid requirement keys", corePool(poolReqs(
 		req("Test", "Exists"), req("test.com/Test", "Exists"), req("test.com.com/test", "Exists"), req("key-only", "Exists")))))
 	add(rejects(r+"should fail for invalid requirement keys", each([]string{"test.com.com}", "Test.com/test", "test/test/test", "test/", "/test"},
@@ -189,33 +223,8 @@ func coreNodePoolCases() []kcase {
 		corePool(poolReqs(req("test.com.test/test-"+longName, "Exists"))),
 	).runtimeRejects("Karpenter's runtime validation bounds qualified names"))
 	add(rejects(r+"should fail for the karpenter.sh/nodepool label", corePool(poolReqs(req(karpv1.LabelNodePool, "In", "Wackyname")))))
-	add(admits(r+"should allow supported ops", corePool(poolReqs(
-		req(karpv1.LabelZone, "In", "test"), req(karpv1.LabelZone, "Gt", "1"), req(karpv1.LabelZone, "Lt", "1"),
-		req(karpv1.LabelZone, "NotIn"), req(karpv1.LabelZone, "Exists")))))
-	add(rejects(r+"should fail for unsupported ops", corePool(poolReqs(req(karpv1.LabelZone, "unknown", "test")))))
-	add(rejects(r+"should fail for restricted domains", each(karpv1.RestrictedLabelDomains,
-		func(d string) obj { return corePool(poolReqs(req(d+"/test", "In", "test"))) })...))
-	add(rejects(r+"should fail for restricted labels", each(karpv1.RestrictedLabels,
-		func(l string) obj { return corePool(poolReqs(req(l+"/test", "In", "test"))) })...))
-	add(admits(r+"should allow kubernetes domains", each([]string{"kubernetes.io", "k8s.io"},
-		func(d string) obj { return corePool(poolReqs(req(d+"/test", "In", "test"))) })...))
-	add(admits(r+"should allow kubernetes subdomains exceptions", each([]string{"kubernetes.io", "k8s.io"},
-		func(d string) obj { return corePool(poolReqs(req("subdomain."+d+"/test", "In", "test"))) })...))
-	add(admits(r+"should allow well known label exceptions", each(without(toSet(coreWellKnownLabels), karpv1.LabelNodePool, karpv1.LabelCapacityType),
-		func(l string) obj { return corePool(poolReqs(req(l, "In", "test"))) })...))
-	add(
-		admits(r+"should allow non-empty set after removing overlapped value", corePool(poolReqs(
-			req(karpv1.LabelZone, "In", "test", "foo"), req(karpv1.LabelZone, "NotIn", "test", "bar")))),
-		admits(r+"should allow empty requirements", corePool(poolReqs())),
-		rejects(r+"should fail with invalid GT or LT values", badGtLt(corePool, reqs, "Gt", "Lt")...),
-		rejects(r+"should fail with invalid GTE or LTE values", badGtLt(corePool, reqs, "Gte", "Lte")...),
-		rejects(r+"should error when minValues is negative", corePool(poolReqs(reqMin(-1, karpv1.LabelInstanceType, "In", "insance-type-1")))),
-		rejects(r+"should error when minValues is zero", corePool(poolReqs(reqMin(0, karpv1.LabelInstanceType, "In", "insance-type-1")))),
-		rejects(r+"should error when minValues is more than 50", corePool(poolReqs(reqMin(51, karpv1.LabelInstanceType, "Exists")))),
-		admits(r+"should allow more than 50 values if minValues is not specified.", corePool(poolReqs(req(karpv1.LabelInstanceType, "In", manyValues(90)...)))),
-		rejects(r+"should error when minValues is greater than the number of unique values specified within In operator",
-			corePool(poolReqs(reqMin(2, karpv1.LabelInstanceType, "In", "insance-type-1")))),
-	)
+	add(requirementCases(r, corePool, "spec.template.spec.requirements", "should allow kubernetes subdomains exceptions",
+		without(toSet(coreWellKnownLabels), karpv1.LabelNodePool, karpv1.LabelCapacityType))...)
 
 	const l = "Labels/"
 	add(admits(l+"should allow unrecognized labels", corePool(poolLabels("foo", "Wackyname"))))
@@ -354,33 +363,8 @@ func coreNodeClaimCases() []kcase {
 		rejects(n+"should fail for invalid group", coreClaim(set("spec.nodeClassRef", obj{"kind": "TestNodeClass", "name": "nodeclass-test", "group": "karpenter.test.sh/v1"}))),
 	)
 	const r = "Requirements/"
-	add(
-		admits(r+"should allow supported ops", coreClaim(claimReqs(
-			req(karpv1.LabelZone, "In", "test"), req(karpv1.LabelZone, "Gt", "1"), req(karpv1.LabelZone, "Lt", "1"),
-			req(karpv1.LabelZone, "NotIn"), req(karpv1.LabelZone, "Exists")))),
-		rejects(r+"should fail for unsupported ops", coreClaim(claimReqs(req(karpv1.LabelZone, "unknown", "test")))),
-		rejects(r+"should fail for restricted domains", each(karpv1.RestrictedLabelDomains,
-			func(d string) obj { return coreClaim(claimReqs(req(d+"/test", "In", "test"))) })...),
-		rejects(r+"should fail for restricted labels", each(karpv1.RestrictedLabels,
-			func(l string) obj { return coreClaim(claimReqs(req(l+"/test", "In", "test"))) })...),
-		admits(r+"should allow kubernetes domains", each([]string{"kubernetes.io", "k8s.io"},
-			func(d string) obj { return coreClaim(claimReqs(req(d+"/test", "In", "test"))) })...),
-		admits(r+"should allow kubernetes subdomains", each([]string{"kubernetes.io", "k8s.io"},
-			func(d string) obj { return coreClaim(claimReqs(req("subdomain."+d+"/test", "In", "test"))) })...),
-		admits(r+"should allow well known label exceptions", each(without(toSet(coreWellKnownLabels), karpv1.LabelNodePool),
-			func(l string) obj { return coreClaim(claimReqs(req(l, "In", "test"))) })...),
-		admits(r+"should allow non-empty set after removing overlapped value", coreClaim(claimReqs(
-			req(karpv1.LabelZone, "In", "test", "foo"), req(karpv1.LabelZone, "NotIn", "test", "bar")))),
-		admits(r+"should allow empty requirements", coreClaim(claimReqs())),
-		rejects(r+"should fail with invalid GT or LT values", badGtLt(coreClaim, "spec.requirements", "Gt", "Lt")...),
-		rejects(r+"should fail with invalid GTE or LTE values", badGtLt(coreClaim, "spec.requirements", "Gte", "Lte")...),
-		rejects(r+"should error when minValues is negative", coreClaim(claimReqs(reqMin(-1, karpv1.LabelInstanceType, "In", "insance-type-1")))),
-		rejects(r+"should error when minValues is zero", coreClaim(claimReqs(reqMin(0, karpv1.LabelInstanceType, "In", "insance-type-1")))),
-		rejects(r+"should error when minValues is more than 50", coreClaim(claimReqs(reqMin(51, karpv1.LabelInstanceType, "Exists")))),
-		admits(r+"should allow more than 50 values if minValues is not specified.", coreClaim(claimReqs(req(karpv1.LabelInstanceType, "In", manyValues(90)...)))),
-		rejects(r+"should error when minValues is greater than the number of unique values specified within In operator",
-			coreClaim(claimReqs(reqMin(2, karpv1.LabelInstanceType, "In", "insance-type-1")))),
-	)
+	add(requirementCases(r, coreClaim, "spec.requirements", "should allow kubernetes subdomains",
+		without(toSet(coreWellKnownLabels), karpv1.LabelNodePool))...)
 	var many []any
 	for i := range 101 {
 		many = append(many, req(fmt.Sprintf("key-%d", i), "In", fmt.Sprintf("value-%d", i)))

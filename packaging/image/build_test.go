@@ -35,18 +35,25 @@ func testOptions(t *testing.T, created time.Time) Options {
 	}
 }
 
-func TestLayoutIndexHasBothPlatforms(t *testing.T) {
-	created := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	o := testOptions(t, created)
+// buildLayout builds o and writes it, tagged v1.2.3, to a new directory.
+func buildLayout(t *testing.T, o Options) (dir string, digest v1.Hash) {
+	t.Helper()
 	img, err := Build(o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	digest, err := WriteLayout(dir, "v1.2.3", img)
+	dir = t.TempDir()
+	digest, err = WriteLayout(dir, "v1.2.3", img)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return dir, digest
+}
+
+func TestLayoutIndexHasBothPlatforms(t *testing.T) {
+	created := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	o := testOptions(t, created)
+	dir, digest := buildLayout(t, o)
 	got, err := ReadLayout(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -143,15 +150,7 @@ func TestBuildIsReproducible(t *testing.T) {
 	var digests []v1.Hash
 	var dirs []string
 	for range 2 {
-		img, err := Build(testOptions(t, created))
-		if err != nil {
-			t.Fatal(err)
-		}
-		dir := t.TempDir()
-		d, err := WriteLayout(dir, "v1.2.3", img)
-		if err != nil {
-			t.Fatal(err)
-		}
+		dir, d := buildLayout(t, testOptions(t, created))
 		digests, dirs = append(digests, d), append(dirs, dir)
 	}
 	if digests[0] != digests[1] {

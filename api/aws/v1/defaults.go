@@ -1,7 +1,5 @@
 package v1
 
-import "sort"
-
 // Karpenter's metadataOptions defaults (CRD defaults).
 const (
 	DefaultHTTPEndpoint            = "enabled"
@@ -42,5 +40,3 @@ func (in *EC2NodeClass) SetDefaults() {
 }
 
 func ptr[T any](v T) *T { return &v }
-
-func sortStrings(s []string) { sort.Strings(s) }

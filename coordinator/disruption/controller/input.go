@@ -186,17 +186,9 @@ func (c *Controller) price(v *pass, node *corev1.Node) float64 {
 	if inst, ok := v.snap.Instances[node.Name]; ok && inst.Price > 0 {
 		return inst.Price
 	}
-	typ, zone, ct := node.Labels[karpv1.LabelInstanceType], node.Labels[karpv1.LabelZone], node.Labels[karpv1.LabelCapacityType]
 	for _, its := range v.snap.InstanceTypes {
-		for _, it := range its {
-			if it.Name != typ {
-				continue
-			}
-			for _, o := range it.Offerings {
-				if o.Zone == zone && o.CapacityType == ct {
-					return o.Price
-				}
-			}
+		if p, ok := view.OfferingPrice(its, node.Labels); ok {
+			return p
 		}
 	}
 	return 0
