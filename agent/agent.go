@@ -7,6 +7,7 @@ package agent
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -26,6 +27,7 @@ import (
 	"github.com/joiner-dev/joiner/agent/report"
 	"github.com/joiner-dev/joiner/drain"
 	"github.com/joiner-dev/joiner/internal/defaults"
+	"github.com/joiner-dev/joiner/internal/httpauth"
 	"github.com/joiner-dev/joiner/internal/logging"
 )
 
@@ -92,9 +94,17 @@ type Config struct {
 	MinDrainWindow time.Duration
 	// Report options; no endpoints = notices are not reported (logged once).
 	Report report.Options
-	// MetricsAddr serves /metrics and /healthz ("" = off).
+	// MetricsAddr serves /metrics and /healthz ("" = off). A loopback
+	// address serves plain HTTP to anyone on the node (local tooling); any
+	// other serves HTTPS with a self-signed certificate made at start, and
+	// /metrics only to callers MetricsAuthorize accepts (New refuses such
+	// an address without it). /healthz stays open (probes).
 	MetricsAddr string
-	Version     string
+	// MetricsAuthorize checks a /metrics caller's bearer token (cmd/joiner
+	// wires a TokenReview and a SubjectAccessReview for get /metrics
+	// through the agent's client).
+	MetricsAuthorize httpauth.Authorizer
+	Version          string
 	// ReleaseStartupPages pages out the executable's start-up-only code and
 	// read-only data once the agent is ready (Linux; see releaseStartupPages).
 	ReleaseStartupPages bool
@@ -114,6 +124,8 @@ type Agent struct {
 	lastOK atomic.Int64 // unix nanos of the last IMDS round that answered
 	wg     sync.WaitGroup
 	ln     net.Listener
+	// cert serves the metrics listener's TLS (nil: loopback, plain HTTP).
+	cert *httpauth.SelfSigned
 }
 
 // New wires an agent. It does no I/O except binding the metrics listener.
@@ -161,9 +173,32 @@ func New(cfg Config, kube kubernetes.Interface, log *zap.Logger) (*Agent, error)
 		if err != nil {
 			return nil, fmt.Errorf("metrics listener on %s: %w", cfg.MetricsAddr, err)
 		}
+		if err := a.secureMetrics(ln); err != nil {
+			_ = ln.Close()
+			return nil, err
+		}
 		a.ln = ln
 	}
 	return a, nil
+}
+
+// secureMetrics makes the certificate of a metrics listener bound to a
+// non-loopback address (judged by the address bound, not the flag's
+// text), whose /metrics must be authenticated; a loopback one is served
+// as it is.
+func (a *Agent) secureMetrics(ln net.Listener) error {
+	addr := a.cfg.MetricsAddr
+	if httpauth.IsLoopback(ln.Addr()) {
+		return nil
+	}
+	if a.cfg.MetricsAuthorize == nil {
+		return fmt.Errorf("--metrics-addr %q: bound %s, not a loopback address, so /metrics must be authenticated, and no token reviewer is wired (use a loopback address, e.g. 127.0.0.1:9464, for unauthenticated local scrapes)", addr, ln.Addr())
+	}
+	a.cert = &httpauth.SelfSigned{Hosts: certHosts(addr, a.cfg.NodeName)}
+	if _, err := a.cert.Certificate(); err != nil {
+		return fmt.Errorf("--metrics-addr %q: %w", addr, err)
+	}
+	return nil
 }
 
 // Metrics returns the agent's metrics.
@@ -175,6 +210,30 @@ func (a *Agent) MetricsAddr() string {
 		return ""
 	}
 	return a.ln.Addr().String()
+}
+
+// MetricsURL is the metrics listener's base URL, https:// unless it is a
+// loopback one ("" when off).
+func (a *Agent) MetricsURL() string {
+	if a.ln == nil {
+		return ""
+	}
+	if a.cert != nil {
+		return "https://" + a.MetricsAddr()
+	}
+	return "http://" + a.MetricsAddr()
+}
+
+// certHosts are the names in the metrics listener's certificate: its
+// address's host (unless unspecified) and the node's name.
+func certHosts(addr, node string) []string {
+	var hosts []string
+	if host, _, err := net.SplitHostPort(addr); err == nil && host != "" {
+		if ip := net.ParseIP(host); ip == nil || !ip.IsUnspecified() {
+			hosts = append(hosts, host)
+		}
+	}
+	return append(hosts, node)
 }
 
 // Healthy reports whether IMDS answered recently.
@@ -194,10 +253,15 @@ func (a *Agent) Run(ctx context.Context) error {
 	defer a.wg.Wait()
 	if a.ln != nil {
 		srv := a.metricsServer()
+		ln := a.ln
+		if a.cert != nil {
+			srv.TLSConfig = a.cert.TLSConfig()
+			ln = tls.NewListener(ln, srv.TLSConfig)
+		}
 		a.wg.Add(1)
 		go func() {
 			defer a.wg.Done()
-			if err := srv.Serve(a.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				a.log.Error("metrics server", zap.Error(err))
 			}
 		}()
@@ -236,7 +300,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		a.notify.watchdog(ctx, a.Healthy)
 	}()
 	log.Info("agent started", zap.Duration("interval", a.cfg.Interval), zap.Bool("dry-run", a.cfg.Drain.DryRun),
-		zap.String("metrics", a.MetricsAddr()))
+		zap.String("metrics", a.MetricsURL()))
 	_ = a.watcher.Run(ctx, func(n imds.Notice) { a.onNotice(ctx, n) })
 	a.notify.send(daemon.SdNotifyStopping)
 	log.Info("agent stopping")
@@ -245,7 +309,12 @@ func (a *Agent) Run(ctx context.Context) error {
 
 func (a *Agent) metricsServer() *http.Server {
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(a.metrics.Registry, promhttp.HandlerOpts{}))
+	var metrics http.Handler = promhttp.HandlerFor(a.metrics.Registry, promhttp.HandlerOpts{})
+	if a.cert != nil {
+		metrics = &httpauth.Guard{Next: metrics, Authorize: a.cfg.MetricsAuthorize, Log: a.log.Named("metrics"),
+			Want: "metrics need a bearer token whose user may get /metrics (RBAC nonResourceURLs; the chart's metricsReaders)"}
+	}
+	mux.Handle("/metrics", metrics)
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		if !a.Healthy() {
 			http.Error(w, "imds not answering", http.StatusServiceUnavailable)

@@ -25,6 +25,7 @@ const (
 	DisruptionTerminating      = "DisruptionTerminating"
 	DisruptionWaitingReadiness = "DisruptionWaitingReadiness"
 	Unconsolidatable           = "Unconsolidatable"
+	ConsolidationApproved      = "ConsolidationApproved"
 	// node termination
 	Evicted                        = "Evicted"
 	FailedDraining                 = "FailedDraining"
@@ -63,7 +64,7 @@ const (
 // each has a constructor case).
 var karpenterReasons = []string{
 	Nominated, FailedScheduling, NoCompatibleInstanceTypes,
-	DisruptionBlocked, DisruptionLaunching, DisruptionTerminating, DisruptionWaitingReadiness, Unconsolidatable,
+	DisruptionBlocked, DisruptionLaunching, DisruptionTerminating, DisruptionWaitingReadiness, Unconsolidatable, ConsolidationApproved,
 	Evicted, FailedDraining, AwaitingVolumeDetachment, TerminationGracePeriodExpiring,
 	InsufficientCapacityError, NodeClassNotReady, UnregisteredTaintMissing, Finalized,
 	SpotInterrupted, SpotRebalanceRecommendation, CapacityReservationInstanceInterrupted, InstanceStopping,
@@ -168,6 +169,30 @@ func PoolBlockedFor(pool *karpv1.NodePool, reason karpv1.DisruptionReason) Event
 		Message: fmt.Sprintf("No allowed disruptions for disruption reason %s due to blocking budget", reason)}
 }
 
+// scoreMessage is Karpenter's wording of a Balanced consolidation score
+// that passed: score, threshold (1/k), k, and the move's savings and
+// disruption as percentages of its pool's.
+func scoreMessage(score, threshold float64, k int, savingsPct, disruptionPct float64) string {
+	return fmt.Sprintf("score %.2f >= threshold %.2f (k: %d, savings %.1f%%, disruption %.1f%%)", score, threshold, k, savingsPct, disruptionPct)
+}
+
+// Approved: Balanced consolidation approved a move of one node (node
+// and nc), with its score.
+func Approved(node *corev1.Node, nc *karpv1.NodeClaim, score, threshold float64, k int, savingsPct, disruptionPct float64) []Event {
+	msg := scoreMessage(score, threshold, k, savingsPct, disruptionPct)
+	return []Event{
+		{Object: node, Type: corev1.EventTypeNormal, Reason: ConsolidationApproved, Message: msg},
+		{Object: nc, Type: corev1.EventTypeNormal, Reason: ConsolidationApproved, Message: msg},
+	}
+}
+
+// PoolApproved: Balanced consolidation approved a move of several nodes;
+// pool's share of it scored so.
+func PoolApproved(pool *karpv1.NodePool, score, threshold float64, k int, savingsPct, disruptionPct float64) Event {
+	return Event{Object: pool, Type: corev1.EventTypeNormal, Reason: ConsolidationApproved,
+		Message: scoreMessage(score, threshold, k, savingsPct, disruptionPct)}
+}
+
 // PoolBlocked: pool's budgets allow no disruption at all now.
 func PoolBlocked(pool *karpv1.NodePool) Event {
 	return Event{Object: pool, Type: corev1.EventTypeNormal, Reason: DisruptionBlocked, Message: "No allowed disruptions due to blocking budget"}
@@ -198,14 +223,14 @@ func AwaitingVolumes(node *corev1.Node, attachments []string) Event {
 		Message: "Awaiting deletion of bound volumeattachments (" + list(attachments) + ")"}
 }
 
-// GracePeriodExpiring: the pods of node (or nc) are deleted by end, the
-// end of the NodeClaim's terminationGracePeriod.
-func GracePeriodExpiring(node *corev1.Node, nc *karpv1.NodeClaim, end time.Time) []Event {
-	msg := "All pods will be deleted by " + end.UTC().Format(time.RFC3339)
-	return []Event{
-		{Object: node, Type: corev1.EventTypeWarning, Reason: TerminationGracePeriodExpiring, Message: msg},
-		{Object: nc, Type: corev1.EventTypeWarning, Reason: TerminationGracePeriodExpiring, Message: msg},
-	}
+// GracePeriodExpiring: the pods of obj (a Node, or its NodeClaim) are
+// deleted by terminationTime, the end of the NodeClaim's
+// terminationGracePeriod as its karpenter.sh/nodeclaim-termination-timestamp
+// annotation writes it (RFC 3339). Karpenter tells the annotation's value
+// as it is, before parsing it.
+func GracePeriodExpiring(obj runtime.Object, terminationTime string) Event {
+	return Event{Object: obj, Type: corev1.EventTypeWarning, Reason: TerminationGracePeriodExpiring,
+		Message: "All pods will be deleted by " + terminationTime}
 }
 
 // --- nodeclaim lifecycle ---

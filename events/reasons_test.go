@@ -3,6 +3,7 @@ package events
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -76,9 +77,14 @@ func TestKarpentersWords(t *testing.T) {
 			"Node/ip-10-0-0-1 Normal AwaitingVolumeDetachment: Awaiting deletion of bound volumeattachments (a, b)",
 			"Node/ip-10-0-0-1 Normal AwaitingVolumeDetachment: Awaiting deletion of bound volumeattachments (a, b, c, d, e and 2 other(s))",
 		}},
-		{TerminationGracePeriodExpiring, GracePeriodExpiring(node, nc, end), []string{
+		{ConsolidationApproved, append(Approved(node, nc, 0.75, 0.5, 2, 10, 13.3333), PoolApproved(pool, math.Inf(1), 0.5, 2, 20, 0)), []string{
+			"Node/ip-10-0-0-1 Normal ConsolidationApproved: score 0.75 >= threshold 0.50 (k: 2, savings 10.0%, disruption 13.3%)",
+			"NodeClaim/default-abcde Normal ConsolidationApproved: score 0.75 >= threshold 0.50 (k: 2, savings 10.0%, disruption 13.3%)",
+			"NodePool/default Normal ConsolidationApproved: score +Inf >= threshold 0.50 (k: 2, savings 20.0%, disruption 0.0%)",
+		}},
+		{TerminationGracePeriodExpiring, []Event{GracePeriodExpiring(node, "2026-11-27T12:00:00Z"), GracePeriodExpiring(nc, "soon")}, []string{
 			"Node/ip-10-0-0-1 Warning TerminationGracePeriodExpiring: All pods will be deleted by 2026-11-27T12:00:00Z",
-			"NodeClaim/default-abcde Warning TerminationGracePeriodExpiring: All pods will be deleted by 2026-11-27T12:00:00Z",
+			"NodeClaim/default-abcde Warning TerminationGracePeriodExpiring: All pods will be deleted by soon",
 		}},
 		{InsufficientCapacityError, []Event{NoCapacity(nc, errors.New("all requested instance types were unavailable during launch")), NoCapacity(nc, errors.New(long))}, []string{
 			"NodeClaim/default-abcde Warning InsufficientCapacityError: NodeClaim default-abcde event: all requested instance types were unavailable during launch",

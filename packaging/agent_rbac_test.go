@@ -2,7 +2,6 @@ package packaging_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -14,12 +13,10 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/restmapper"
 
 	"github.com/joiner-dev/joiner/test/testenv"
 )
@@ -40,46 +37,20 @@ func TestAgentHoldsOnlyItsOwnNode(t *testing.T) {
 	if _, err := kc.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "joiner"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	disc, err := discovery.NewDiscoveryClientForConfig(env.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))
 	applyAgent := func(t *testing.T, sets ...string) {
 		out, err := render(t, []string{filepath.Join(chartDir, "ci", "default-values.yaml")}, sets...)
 		if err != nil {
 			t.Fatalf("helm template: %v\n%s", err, out)
 		}
-		n := 0
-		for _, o := range objects(t, out) {
+		applied := applyObjects(ctx, t, env, objects(t, out), func(o *unstructured.Unstructured) bool {
 			switch o.GetKind() {
 			case "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding":
-			default:
-				continue
+				return strings.Contains(o.GetName(), "agent")
 			}
-			if !strings.Contains(o.GetName(), "agent") {
-				continue
-			}
-			gvk := o.GroupVersionKind()
-			m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-			if err != nil {
-				t.Fatal(err)
-			}
-			body, _ := json.Marshal(o.Object)
-			ri := env.Dynamic().Resource(m.Resource)
-			force := true
-			if m.Scope.Name() == "namespace" {
-				_, err = ri.Namespace(o.GetNamespace()).Patch(ctx, o.GetName(), types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: "test", Force: &force})
-			} else {
-				_, err = ri.Patch(ctx, o.GetName(), types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: "test", Force: &force})
-			}
-			if err != nil {
-				t.Fatalf("applying %s %s: %v", o.GetKind(), o.GetName(), err)
-			}
-			n++
-		}
-		if n < 5 {
-			t.Fatalf("applied %d agent objects, want the service account, roles, bindings and policy", n)
+			return false
+		})
+		if len(applied) < 5 {
+			t.Fatalf("applied %d agent objects, want the service account, roles, bindings and policy", len(applied))
 		}
 	}
 	applyAgent(t)

@@ -574,6 +574,13 @@ func TestHelmNotes(t *testing.T) {
 	if n = get(t, filepath.Join(chartDir, "ci", "default-values.yaml"), "statusReaders[0].kind=Group", "statusReaders[0].name=oncall"); strings.Contains(n, "No one is bound") {
 		t.Errorf("NOTES with statusReaders say no one is bound:\n%s", n)
 	}
+	if n = get(t, filepath.Join(chartDir, "ci", "default-values.yaml"), "serviceMonitor.enabled=true"); !strings.Contains(n, "ClusterRole joiner-metrics-reader") ||
+		!strings.Contains(n, "No metrics reader is bound yet: the ServiceMonitor's scrapes are refused (403)") {
+		t.Errorf("NOTES with a ServiceMonitor and no metricsReaders do not say scrapes are refused:\n%s", n)
+	}
+	if n = get(t, filepath.Join(chartDir, "ci", "default-values.yaml"), "metricsReaders[0].kind=ServiceAccount", "metricsReaders[0].name=prometheus"); strings.Contains(n, "No metrics reader") {
+		t.Errorf("NOTES with metricsReaders say no one is bound:\n%s", n)
+	}
 	n = get(t, karpenterValues, "settings.clusterName=x")
 	for _, w := range []string{"-c controller", "replicas=2 is even", "controller.image (public.ecr.aws/karpenter/controller) is Karpenter's controller image and is not used"} {
 		if !strings.Contains(n, w) {

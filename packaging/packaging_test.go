@@ -465,6 +465,17 @@ func TestHelmTemplateFullValues(t *testing.T) {
 	if len(eps) == 0 || eps[0].(map[string]any)["scheme"] != "https" {
 		t.Errorf("coordinator metrics endpoint %v: want scheme https", eps)
 	}
+	// Every scrape sends Prometheus' own token (metricsReaders authorize
+	// it); the agents serve HTTPS with a self-signed certificate.
+	for _, ep := range eps {
+		if ep.(map[string]any)["bearerTokenFile"] != "/var/run/secrets/kubernetes.io/serviceaccount/token" {
+			t.Errorf("metrics endpoint %v sends no ServiceAccount token", ep)
+		}
+	}
+	if len(eps) != 2 || eps[1].(map[string]any)["scheme"] != "https" ||
+		eps[1].(map[string]any)["tlsConfig"].(map[string]any)["insecureSkipVerify"] != true {
+		t.Errorf("agent metrics endpoint %v: want https, insecureSkipVerify", eps)
+	}
 	var sa corev1.ServiceAccount
 	into(t, find(objs, "ServiceAccount", "joiner-coordinator"), &sa)
 	if got := sa.Annotations["eks.amazonaws.com/role-arn"]; got != "arn:aws:iam::111122223333:role/JoinerControllerRole-ci-full" {
@@ -496,6 +507,9 @@ func TestHelmTemplateFullValues(t *testing.T) {
 		if !strings.Contains(aargs, want) {
 			t.Errorf("agent args %q lack %q", aargs, want)
 		}
+	}
+	if p := ds.Spec.Template.Spec.Containers[0].LivenessProbe; p == nil || p.HTTPGet == nil || p.HTTPGet.Scheme != corev1.URISchemeHTTPS {
+		t.Errorf("agent liveness probe %+v: want HTTPS (its metrics address is the node's)", p)
 	}
 }
 

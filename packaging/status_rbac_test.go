@@ -2,7 +2,6 @@ package packaging_test
 
 import (
 	"context"
-	"encoding/json"
 	"path/filepath"
 	"testing"
 	"time"
@@ -11,12 +10,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/restmapper"
 
 	"github.com/joiner-dev/joiner/test/testenv"
 )
@@ -49,33 +45,19 @@ func TestStatusReaderRole(t *testing.T) {
 	if err != nil {
 		t.Fatalf("helm template: %v\n%s", err, out)
 	}
-	disc, err := discovery.NewDiscoveryClientForConfig(env.Config)
-	must(err)
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))
-	applied := map[string]bool{}
-	for _, o := range objects(t, out) {
-		if o.GetLabels()["app.kubernetes.io/component"] != "status" {
-			continue
-		}
-		if o.GetKind() == "ServiceAccount" {
+	objs := objects(t, out)
+	for _, o := range objs {
+		if o.GetKind() == "ServiceAccount" && o.GetLabels()["app.kubernetes.io/component"] == "status" {
 			var sa corev1.ServiceAccount
 			into(t, o, &sa)
 			if sa.AutomountServiceAccountToken == nil || *sa.AutomountServiceAccountToken {
 				t.Errorf("status ServiceAccount %s mounts its token into pods", sa.Name)
 			}
 		}
-		gvk := o.GroupVersionKind()
-		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-		must(err)
-		body, _ := json.Marshal(o.Object)
-		force := true
-		_, err = env.Dynamic().Resource(m.Resource).Namespace(o.GetNamespace()).Patch(ctx, o.GetName(), types.ApplyPatchType, body,
-			metav1.PatchOptions{FieldManager: "test", Force: &force})
-		if err != nil {
-			t.Fatalf("applying %s %s: %v", o.GetKind(), o.GetName(), err)
-		}
-		applied[o.GetKind()+"/"+o.GetName()] = true
 	}
+	applied := applyObjects(ctx, t, env, objs, func(o *unstructured.Unstructured) bool {
+		return o.GetLabels()["app.kubernetes.io/component"] == "status"
+	})
 	for _, want := range []string{"ServiceAccount/joiner-coordinator-status", "Role/joiner-coordinator-status-reader", "RoleBinding/joiner-coordinator-status-reader"} {
 		if !applied[want] {
 			t.Fatalf("applied %v: no %s", applied, want)

@@ -100,7 +100,7 @@ As a systemd service use Type=notify (READY=1 and watchdog pings are sent).`,
 	fl.StringSliceVar(&f.coordinators, "coordinator", nil, "coordinator API base URL (repeatable; any replica)")
 	fl.StringVar(&f.tokenFile, "coordinator-token-file", "", "file holding the bearer token for the coordinator API, read at each report (the projected ServiceAccount token the chart mounts)")
 	fl.StringVar(&f.caFile, "coordinator-ca-file", "", "PEM CA the coordinators' certificates are checked against (the chart mounts the coordinators' CA ConfigMap)")
-	fl.StringVar(&f.metricsAddr, "metrics-addr", "127.0.0.1:9464", "serve /metrics and /healthz here (empty: off)")
+	fl.StringVar(&f.metricsAddr, "metrics-addr", "127.0.0.1:9464", "serve /metrics and /healthz here (empty: off). A loopback address serves plain HTTP to anyone on the node; any other serves HTTPS (a self-signed certificate made at start) and /metrics only to bearer tokens whose user may get /metrics (TokenReview and SubjectAccessReview; the chart's metricsReaders)")
 	fl.BoolVar(&f.releasePages, "release-startup-pages", true, "once ready, page out the binary's start-up-only code (lower RSS; Linux)")
 	fl.BoolVar(&f.coordinatorDrains, "coordinator-drains", false, "only cordon and taint this node and report; the coordinator evicts the pods (the agent then needs no eviction or pod delete rights)")
 	fl.DurationVar(&f.minWindow, "min-drain-window", 30*time.Second, "give a drain at least this long even when the notice's deadline is nearer or past")
@@ -188,6 +188,7 @@ func (f *agentFlags) build(cmd *cobra.Command) (agent.Config, kubernetes.Interfa
 	if err != nil {
 		return cfg, nil, err
 	}
+	cfg.MetricsAuthorize = metricsAuthorizer(kube)
 	return cfg, kube, nil
 }
 

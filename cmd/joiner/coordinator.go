@@ -173,7 +173,8 @@ func runCoordinator(ctx context.Context, f *coordinatorFlags, log *zap.Logger) e
 	go func() { defer close(cacheDone); _ = cache.Run(cacheCtx) }()
 	defer func() { stopCache(); <-cacheDone }()
 	stopHTTP, err := serveAPI(ctx, f, sec, api.Config{Authenticate: f.security.authenticator(sec, clients), NodeInstance: nodeInstance(cache),
-		ClusterFacts: statusCluster(discovery), StatusAuthenticate: f.security.statusAuthenticator(sec, clients)},
+		ClusterFacts: statusCluster(discovery), StatusAuthenticate: f.security.statusAuthenticator(sec, clients),
+		MetricsAuthorize: f.security.metricsAuthorizer(sec, clients)},
 		node, state, reg, log)
 	if err != nil {
 		return err
@@ -204,7 +205,7 @@ func serveAPI(ctx context.Context, f *coordinatorFlags, sec security, auth api.C
 	}
 	h := api.New(api.Config{Cluster: c, Reports: state, Raft: c, State: state,
 		Authenticate: auth.Authenticate, NodeInstance: auth.NodeInstance, ClusterFacts: auth.ClusterFacts, StatusAuthenticate: auth.StatusAuthenticate,
-		Resolve: api.PortResolver(sec.scheme(), port), Client: sec.peerClient(10 * time.Second),
+		MetricsAuthorize: auth.MetricsAuthorize, Resolve: api.PortResolver(sec.scheme(), port), Client: sec.peerClient(10 * time.Second),
 		Gatherer: reg, Metrics: m}, log)
 	ln, err := api.Listen(f.httpAddr, api.DefaultLimits)
 	if err != nil {

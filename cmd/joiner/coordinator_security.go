@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/memberlist"
 	"github.com/spf13/pflag"
 	"go.uber.org/zap"
+	"k8s.io/client-go/kubernetes"
 
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 	"github.com/joiner-dev/joiner/cloud"
@@ -21,6 +22,7 @@ import (
 	"github.com/joiner-dev/joiner/coordinator/cluster"
 	"github.com/joiner-dev/joiner/coordinator/kube"
 	"github.com/joiner-dev/joiner/coordinator/leader"
+	"github.com/joiner-dev/joiner/internal/httpauth"
 )
 
 // securityFlags configure the coordinators' mutual TLS (raft and the HTTP
@@ -198,20 +200,32 @@ func (f *securityFlags) statusAuthenticator(s security, kc *kube.Clients) api.Au
 	return reviewAuthenticator(r.Review)
 }
 
+// metricsAuthorizer lets callers without a coordinator certificate scrape
+// /metrics with a token the API server authenticates whose user may get
+// /metrics (TokenReview + SubjectAccessReview; the chart's metricsReaders).
+// nil with --insecure-dev (/metrics is open).
+func (f *securityFlags) metricsAuthorizer(s security, kc *kube.Clients) httpauth.Authorizer {
+	if s.tls == nil {
+		return nil
+	}
+	return metricsAuthorizer(kc.Kube)
+}
+
+// metricsAuthorizer checks a /metrics caller's bearer token through kc
+// (the coordinator's or the agent's client).
+func metricsAuthorizer(kc kubernetes.Interface) httpauth.Authorizer {
+	r := &kube.AccessReviewer{Client: kc, Path: kube.MetricsPath, Verb: "get"}
+	return r.Authorize
+}
+
 // reviewAuthenticator serves the API with a token review: a rejected
-// token is unauthenticated, a denied user forbidden, a busy reviewer busy.
+// token is unauthenticated, a denied user forbidden, a busy reviewer busy
+// (kube.HTTPAuthError).
 func reviewAuthenticator(review func(context.Context, string) (kube.TokenIdentity, error)) api.Authenticator {
 	return func(ctx context.Context, token string) (api.Identity, error) {
 		id, err := review(ctx, token)
-		switch {
-		case errors.Is(err, kube.ErrTokenRejected):
-			return api.Identity{}, fmt.Errorf("%w: %v", api.ErrUnauthenticated, err)
-		case errors.Is(err, kube.ErrAccessDenied):
-			return api.Identity{}, fmt.Errorf("%w: %v", api.ErrForbidden, err)
-		case errors.Is(err, kube.ErrReviewBusy):
-			return api.Identity{}, api.ErrBusy
-		case err != nil:
-			return api.Identity{}, err
+		if err != nil {
+			return api.Identity{}, kube.HTTPAuthError(err)
 		}
 		return api.Identity{User: id.User, Node: id.Node}, nil
 	}

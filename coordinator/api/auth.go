@@ -2,24 +2,26 @@ package api
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"strings"
 	"sync"
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"github.com/joiner-dev/joiner/internal/httpauth"
 )
 
 // Errors an Authenticator returns that the server answers specially
-// (anything else: 503, retry).
+// (anything else: 503, retry); the same values as httpauth's, so one
+// review answer serves reports, status and /metrics.
 var (
 	// ErrUnauthenticated: no token, or one that does not authenticate.
-	ErrUnauthenticated = errors.New("unauthenticated")
+	ErrUnauthenticated = httpauth.ErrUnauthenticated
 	// ErrBusy: too many authentications right now; 429, retry.
-	ErrBusy = errors.New("authentication busy")
+	ErrBusy = httpauth.ErrBusy
 	// ErrForbidden: the caller is known but may not do this; 403.
-	ErrForbidden = errors.New("forbidden")
+	ErrForbidden = httpauth.ErrForbidden
 )
 
 // ProxiedAuthorizationHeader carries a status token ("Bearer <token>")

@@ -1,7 +1,9 @@
 // Package api is the coordinator's HTTP server: agents' interruption
 // reports (POST /v1/interruptions, the contract documented in agent/report),
 // the replica's view of raft and the FSM (GET /v1/status, read by `joiner
-// status` and by autopilot's health checks), /healthz, /readyz and /metrics.
+// status` and by autopilot's health checks), /healthz and /readyz (open:
+// probes) and /metrics (a CA client certificate, or a bearer token whose
+// user may get /metrics).
 //
 // A report is committed to raft as an InterruptionReport (upsert by notice
 // ID) by the leader and acknowledged only after the commit. A follower
@@ -25,6 +27,7 @@ import (
 
 	agentv1 "github.com/joiner-dev/joiner/api/agent/v1"
 	"github.com/joiner-dev/joiner/internal/defaults"
+	"github.com/joiner-dev/joiner/internal/httpauth"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -82,9 +85,16 @@ type Config struct {
 	Resolve func(raftAddr string) (baseURL string, ok bool)
 	// Client forwards to the leader (default: 10 s timeout).
 	Client *http.Client
-	// Gatherer serves /metrics (default: none, 404).
+	// Gatherer serves /metrics (default: none, 404) to coordinators and
+	// tools with a certificate from the coordinators' CA and to callers
+	// whose bearer token MetricsAuthorize accepts (open only when
+	// Authenticate is nil, --insecure-dev).
 	Gatherer prometheus.Gatherer
 	Metrics  *Metrics
+	// MetricsAuthorize checks a /metrics caller's bearer token (a
+	// TokenReview and a SubjectAccessReview for get /metrics). nil:
+	// client certificates only.
+	MetricsAuthorize httpauth.Authorizer
 	// Now stamps ReceivedAt (default time.Now).
 	Now func() time.Time
 	// RetryAfter is sent with 503 answers (default 1 s).
@@ -121,7 +131,12 @@ func New(cfg Config, log *zap.Logger) *Server {
 	s.mux.HandleFunc("GET /readyz", s.ready)
 	s.mux.HandleFunc("GET "+StatusPath, s.status)
 	if cfg.Gatherer != nil {
-		s.mux.Handle("GET /metrics", promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{}))
+		want := "metrics need a client certificate from the coordinators' CA"
+		if cfg.MetricsAuthorize != nil {
+			want += ", or a bearer token whose user may get /metrics (RBAC nonResourceURLs; the chart's metricsReaders)"
+		}
+		s.mux.Handle("GET /metrics", &httpauth.Guard{Next: promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{}),
+			Peer: s.peer, Authorize: cfg.MetricsAuthorize, Want: want, Log: s.log})
 	}
 	return s
 }

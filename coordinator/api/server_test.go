@@ -398,11 +398,19 @@ func TestRejectsAndUnavailable(t *testing.T) {
 	}
 }
 
+// TestHealthReadyMetrics: /healthz and /readyz answer anyone (probes);
+// /metrics a client with the coordinators' CA certificate, and a caller
+// with neither certificate nor token gets 401.
 func TestHealthReadyMetrics(t *testing.T) {
 	rs := startCluster(t, 3, true)
 	lonely := startCluster(t, 1, false)[0]
+	// Probes need no certificate; /metrics does (or a token: metricsauth_test).
 	get := func(url string) (int, string) {
-		resp, err := agentClient.Get(url)
+		c := agentClient
+		if strings.HasSuffix(url, "/metrics") {
+			c = peerClient
+		}
+		resp, err := c.Get(url)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -431,6 +439,11 @@ func TestHealthReadyMetrics(t *testing.T) {
 			if code, body := get(tc.url); code != tc.code || !strings.Contains(body, tc.inBody) {
 				failed = append(failed, fmt.Sprintf("GET %s: %d %q, want %d containing %q", tc.url, code, body, tc.code, tc.inBody))
 			}
+		}
+		if resp, err := agentClient.Get(follower.srv.URL + "/metrics"); err != nil || resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("/metrics without a certificate or token: %v %v, want 401", resp, err)
+		} else {
+			resp.Body.Close()
 		}
 		if len(failed) == 0 {
 			return

@@ -9,11 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/joiner-dev/joiner/cloud"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
+	"github.com/joiner-dev/joiner/test/observe"
 	"github.com/joiner-dev/joiner/test/poll"
 )
 
@@ -149,22 +149,23 @@ func TestStatusFromLeaderAndFollower(t *testing.T) {
 
 	// State gauges, read from each replica's FSM at scrape time.
 	for _, tc := range []struct {
-		name, label string
-		want        float64
+		name   string
+		labels map[string]string
+		want   float64
 	}{
-		{"joiner_launch_intents", "launched", 2},
-		{"joiner_launch_intents", "pending", 1},
-		{"joiner_launch_intents", "failed", 0},
-		{"joiner_instances", "ready", 1},
-		{"joiner_instances", "terminating", 1},
-		{"joiner_raft_peers", "voter", 3},
+		{"joiner_launch_intents", map[string]string{"state": "launched"}, 2},
+		{"joiner_launch_intents", map[string]string{"state": "pending"}, 1},
+		{"joiner_launch_intents", map[string]string{"state": "failed"}, 0},
+		{"joiner_instances", map[string]string{"state": "ready"}, 1},
+		{"joiner_instances", map[string]string{"state": "terminating"}, 1},
+		{"joiner_raft_peers", map[string]string{"suffrage": "voter"}, 3},
 	} {
-		if got := gauge(t, follower.reg, tc.name, tc.label); got != tc.want {
-			t.Errorf("%s{%s} = %v, want %v", tc.name, tc.label, got, tc.want)
+		if got, ok := observe.Sample(t, follower.reg, tc.name, tc.labels); !ok || got != tc.want {
+			t.Errorf("%s%v = %v (served %v), want %v", tc.name, tc.labels, got, ok, tc.want)
 		}
 	}
-	if got := gauge(t, follower.reg, "joiner_raft_last_index", ""); got < float64(want) {
-		t.Errorf("joiner_raft_last_index %v, want >= %d", got, want)
+	if got, ok := observe.Sample(t, follower.reg, "joiner_raft_last_index", nil); !ok || got < float64(want) {
+		t.Errorf("joiner_raft_last_index %v (served %v), want >= %d", got, ok, want)
 	}
 }
 
@@ -184,26 +185,6 @@ func TestStatusNotWired(t *testing.T) {
 	if rec.Code != http.StatusNotImplemented {
 		t.Fatalf("got %d", rec.Code)
 	}
-}
-
-func gauge(t *testing.T, reg *prometheus.Registry, name, label string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			if label == "" || (len(m.GetLabel()) > 0 && m.GetLabel()[0].GetValue() == label) {
-				return m.GetGauge().GetValue()
-			}
-		}
-	}
-	t.Fatalf("no %s{%s}", name, label)
-	return 0
 }
 
 func eventually(t *testing.T, what string, cond func() bool) {

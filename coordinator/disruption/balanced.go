@@ -186,7 +186,8 @@ func (d *decider) canPassThreshold(n *Node) (bool, Score) {
 // among its candidates; it passes when every one approves (other pools are
 // not scored). With candidates of several pools, each pool is credited
 // the share of the savings its candidates' price is of theirs (Karpenter's
-// EvaluateBalancedMove). The string says why not.
+// EvaluateBalancedMove). The string says why not; an approved decision
+// carries the scores (Approvals).
 func (d *decider) approveBalanced(dec *Decision) (bool, string) {
 	byPool := map[string][]*Node{}
 	for _, n := range dec.Candidates {
@@ -199,6 +200,7 @@ func (d *decider) approveBalanced(dec *Decision) (bool, string) {
 	}
 	sort.Strings(names)
 	var why []string
+	var approvals []Approval
 	for _, pn := range names {
 		if !d.balanced(pn) {
 			continue
@@ -216,11 +218,14 @@ func (d *decider) approveBalanced(dec *Decision) (bool, string) {
 		if !s.Approved() {
 			why = append(why, fmt.Sprintf("nodepool %s (Balanced) scores the move %s, below %.2f: it saves %.1f%% of the pool's cost for %.1f%% of its disruption cost",
 				pn, formatScore(s.Value()), s.Threshold(), 100*s.SavingsFraction, 100*s.DisruptionFraction))
+			continue
 		}
+		approvals = append(approvals, Approval{Pool: pn, Score: s})
 	}
 	if len(why) > 0 {
 		return false, strings.Join(why, "; ")
 	}
+	dec.Approvals = approvals
 	return true, ""
 }
 

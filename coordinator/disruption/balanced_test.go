@@ -1,6 +1,7 @@
 package disruption
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"strconv"
@@ -160,24 +161,34 @@ func TestApproveBalanced(t *testing.T) {
 		dec  *Decision
 		ok   bool
 		why  string
+		// approvals: "pool score" of the approved decision's Approvals
+		// (Karpenter's ConsolidationApproved Events).
+		approvals []string
 	}{
 		// 1/5 of the cost for 2/10 of the disruption: score 1.
-		{"one node of a 10-node Balanced pool", del("b0"), true, ""},
-		{"other pools are not scored", del("o0", "o1", "o2", "o3"), true, ""},
+		{"one node of a 10-node Balanced pool", del("b0"), true, "", []string{"balanced 1.00"}},
+		{"other pools are not scored", del("o0", "o1", "o2", "o3"), true, "", nil},
 		// The Balanced pool is credited half the savings: still 1/5 of its
 		// cost for 2/10 of its disruption.
-		{"savings split by source price across pools", del("b0", "o0"), true, ""},
+		{"savings split by source price across pools", del("b0", "o0"), true, "", []string{"balanced 1.00"}},
 		// heavy: half its cost for 41/43 of its disruption (0.52) passes;
 		// a replacement eating into the savings does not.
-		{"heavy node deleted", del("h0"), true, ""},
-		{"heavy node replaced at 0.8 of its price", func() *Decision { d := del("h0"); d.Savings *= 0.2; return d }(), false, "nodepool heavy (Balanced) scores the move 0.10"},
-		{"every Balanced pool must approve", func() *Decision { d := del("b0", "h0"); d.Savings *= 0.2; return d }(), false, "nodepool heavy"},
+		{"heavy node deleted", del("h0"), true, "", []string{"heavy 0.52"}},
+		{"heavy node replaced at 0.8 of its price", func() *Decision { d := del("h0"); d.Savings *= 0.2; return d }(), false, "nodepool heavy (Balanced) scores the move 0.10", nil},
+		{"every Balanced pool must approve", func() *Decision { d := del("b0", "h0"); d.Savings *= 0.2; return d }(), false, "nodepool heavy", nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			ok, why := d.approveBalanced(c.dec)
 			if ok != c.ok || !strings.Contains(why, c.why) {
 				t.Fatalf("approved %v (%s), want %v (%q)", ok, why, c.ok, c.why)
+			}
+			var got []string
+			for _, a := range c.dec.Approvals {
+				got = append(got, fmt.Sprintf("%s %.2f", a.Pool, a.Score.Value()))
+			}
+			if !slices.Equal(got, c.approvals) {
+				t.Errorf("approvals %q, want %q", got, c.approvals)
 			}
 		})
 	}

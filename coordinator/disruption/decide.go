@@ -38,6 +38,8 @@ type decider struct {
 	simulations, nextOffset int
 	// totals are the Balanced score's denominators (poolTotals).
 	totals map[string]PoolTotals
+	// tables keeps the pools' instance-type tables between simulations.
+	tables scheduler.TypeTables
 	// settling are the simulation copies of the nodes under their
 	// consolidateAfter (destination).
 	settling map[*Node]*scheduler.Node
@@ -706,6 +708,7 @@ func (d *decider) simulate(cands []*Node, consolidation bool) (*scheduler.Plan, 
 		Pods: pods, NodePools: d.in.NodePools, NodeClasses: d.in.NodeClasses,
 		InstanceTypes: d.in.InstanceTypes, Nodes: append(ready, unready...), DaemonSetPods: d.in.DaemonSetPods,
 		Volumes: d.in.Volumes, Namespaces: d.in.Namespaces, MinValuesPolicy: d.in.MinValuesPolicy, Moved: sm,
+		TypeTables: &d.tables,
 	})
 	var stuck []scheduler.Unschedulable
 	for _, u := range plan.Unschedulable {

@@ -190,6 +190,16 @@ type Decision struct {
 	Savings float64
 	// Message says why, for Events and logs.
 	Message string
+	// Approvals are the scores of the Balanced pools among the
+	// candidates that approved a consolidation (none for other
+	// policies), by pool name: Karpenter's ConsolidationApproved Events.
+	Approvals []Approval
+}
+
+// Approval is a Balanced pool's passing score of a consolidation.
+type Approval struct {
+	Pool  string
+	Score Score
 }
 
 // Skip says why a node was not disrupted by a method.

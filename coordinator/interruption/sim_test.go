@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap/zaptest"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -21,6 +20,7 @@ import (
 	"github.com/joiner-dev/joiner/coordinator/kube"
 	"github.com/joiner-dev/joiner/coordinator/termination"
 	"github.com/joiner-dev/joiner/events"
+	"github.com/joiner-dev/joiner/test/observe"
 	"github.com/joiner-dev/joiner/test/simstack"
 	"github.com/joiner-dev/joiner/test/simstack/provisioning"
 )
@@ -151,7 +151,7 @@ func TestQueueOnSimStack(t *testing.T) {
 		n, handled, ids := reportsOf(idB)
 		return n == 2 && handled == 2, ids
 	})
-	if got := gathered(t, stack.Registry, "joiner_interruption_actions_total", "duplicate"); got != 1 {
+	if got, _ := observe.Sample(t, stack.Registry, "joiner_interruption_actions_total", map[string]string{"action": "duplicate"}); got != 1 {
 		t.Errorf("duplicate actions %v, want 1 (the second report of %s)", got, idB)
 	}
 	simstack.Eventually(t, time.Minute, "SpotInterrupted and TerminatingOnInterruption events of "+b.Name, func() (bool, string) {
@@ -170,7 +170,8 @@ func TestQueueOnSimStack(t *testing.T) {
 	})
 	settled("nodeclaim " + b.Name + " replaced, every pod bound again")
 
-	if got := gathered(t, stack.Registry, "karpenter_interruption_received_messages_total", "spot_interrupted"); got != 2 {
+	if got, _ := observe.Sample(t, stack.Registry, "karpenter_interruption_received_messages_total",
+		map[string]string{"message_type": "spot_interrupted"}); got != 2 {
 		t.Errorf("spot_interrupted messages received %v, want 2", got)
 	}
 	simstack.Eventually(t, time.Minute, "every queue message deleted", func() (bool, string) {
@@ -195,24 +196,4 @@ func available(t *testing.T, ctx context.Context, p *joineraws.Provider, cache *
 	}
 	t.Fatalf("no offering %s", k)
 	return false
-}
-
-// gathered is the value of a counter in reg whose one label has value.
-func gathered(t *testing.T, reg *prometheus.Registry, name, value string) float64 {
-	t.Helper()
-	fams, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range fams {
-		if f.GetName() != name {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			if len(m.GetLabel()) == 1 && m.GetLabel()[0].GetValue() == value {
-				return m.GetCounter().GetValue()
-			}
-		}
-	}
-	return 0
 }

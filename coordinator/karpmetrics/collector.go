@@ -14,6 +14,7 @@ import (
 
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 	"github.com/joiner-dev/joiner/coordinator/view"
+	"github.com/joiner-dev/joiner/internal/podresources"
 )
 
 // Cache is what the collector reads of the informer cache (kube.Cache).
@@ -209,12 +210,12 @@ func (c *Collector) collectNodes(ch chan<- prometheus.Metric, nodes []*corev1.No
 		// so series do not come and go with pods.
 		podReq, podLim, dsReq, dsLim := zeros(n.Status.Allocatable), zeros(n.Status.Allocatable), zeros(n.Status.Allocatable), zeros(n.Status.Allocatable)
 		for _, p := range podsByNode[n.Name] {
-			r, l := podResources(p, requests), podResources(p, limits)
-			add(podReq, r)
-			add(podLim, l)
+			r, l := podresources.Requests(p), podresources.Limits(p)
+			podresources.Add(podReq, r)
+			podresources.Add(podLim, l)
 			if view.OwnedByDaemonSet(p) {
-				add(dsReq, r)
-				add(dsLim, l)
+				podresources.Add(dsReq, r)
+				podresources.Add(dsLim, l)
 			}
 		}
 		for d, list := range map[*prometheus.Desc]corev1.ResourceList{c.allocatable: n.Status.Allocatable, c.podRequests: podReq,
@@ -224,8 +225,8 @@ func (c *Collector) collectNodes(ch chan<- prometheus.Metric, nodes []*corev1.No
 			}
 		}
 		gauge(ch, c.lifetime, now.Sub(n.CreationTimestamp.Time).Seconds(), labels...)
-		add(allocTotal, n.Status.Allocatable)
-		add(requestTotal, podReq)
+		podresources.Add(allocTotal, n.Status.Allocatable)
+		podresources.Add(requestTotal, podReq)
 	}
 	for name, alloc := range allocTotal {
 		if alloc.IsZero() {
@@ -326,16 +327,8 @@ func price(class *view.Class, labels map[string]string) float64 {
 	if class == nil {
 		return 0
 	}
-	it := view.FindType(class.InstanceTypes, labels[karpv1.LabelInstanceType])
-	if it == nil {
-		return 0
-	}
-	for _, o := range it.Offerings {
-		if o.Zone == labels[karpv1.LabelZone] && o.CapacityType == labels[karpv1.LabelCapacityType] {
-			return o.Price
-		}
-	}
-	return 0
+	p, _ := view.OfferingPrice(class.InstanceTypes, labels)
+	return p
 }
 
 func (c *Collector) collectState(ch chan<- prometheus.Metric, nodes []*corev1.Node, now time.Time) {

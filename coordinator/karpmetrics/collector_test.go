@@ -6,59 +6,10 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 
 	"github.com/joiner-dev/joiner/coordinator/karpmetrics"
+	"github.com/joiner-dev/joiner/test/observe"
 )
-
-// sample is the value of the one series of name whose labels include
-// want; ok false when there is none (the test fails on several).
-func sample(t *testing.T, reg prometheus.Gatherer, name string, want map[string]string) (float64, bool) {
-	t.Helper()
-	fams, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var found []*dto.Metric
-	for _, f := range fams {
-		if f.GetName() != name {
-			continue
-		}
-	next:
-		for _, m := range f.GetMetric() {
-			have := map[string]string{}
-			for _, lp := range m.GetLabel() {
-				have[lp.GetName()] = lp.GetValue()
-			}
-			for k, v := range want {
-				if have[k] != v {
-					continue next
-				}
-			}
-			found = append(found, m)
-		}
-	}
-	switch len(found) {
-	case 0:
-		return 0, false
-	case 1:
-	default:
-		t.Fatalf("%s%v: %d series, want 1", name, want, len(found))
-	}
-	m := found[0]
-	switch {
-	case m.Gauge != nil:
-		return m.GetGauge().GetValue(), true
-	case m.Counter != nil:
-		return m.GetCounter().GetValue(), true
-	case m.Histogram != nil:
-		return float64(m.GetHistogram().GetSampleCount()), true
-	case m.Summary != nil:
-		return float64(m.GetSummary().GetSampleCount()), true
-	}
-	t.Fatalf("%s: unexpected metric type", name)
-	return 0, false
-}
 
 func collectorRegistry(t *testing.T, fx *fixtures, leading func() bool) *prometheus.Registry {
 	t.Helper()
@@ -120,7 +71,7 @@ func TestCollectorGauges(t *testing.T) {
 		{"karpenter_cloudprovider_instance_type_cpu_cores", map[string]string{"instance_type": "t-4"}, 4},
 		{"karpenter_cloudprovider_instance_type_memory_bytes", map[string]string{"instance_type": "t-4"}, 16 << 30},
 	} {
-		got, ok := sample(t, reg, tc.name, tc.labels)
+		got, ok := observe.Sample(t, reg, tc.name, tc.labels)
 		if !ok {
 			t.Errorf("%s%v: no series", tc.name, tc.labels)
 			continue
@@ -129,13 +80,13 @@ func TestCollectorGauges(t *testing.T) {
 			t.Errorf("%s%v = %v, want %v", tc.name, tc.labels, got, tc.want)
 		}
 	}
-	if _, ok := sample(t, reg, "karpenter_pods_unbound_time_seconds", map[string]string{"name": "p-1"}); ok {
+	if _, ok := observe.Sample(t, reg, "karpenter_pods_unbound_time_seconds", map[string]string{"name": "p-1"}); ok {
 		t.Error("a bound pod has an unbound time")
 	}
 	// Without DaemonSet pods the node's daemon requests are zero, not
 	// absent.
 	fx.cache.PodList = fx.cache.PodList[:1]
-	if got, ok := sample(t, reg, "karpenter_nodes_total_daemon_requests", cpu); !ok || got != 0 {
+	if got, ok := observe.Sample(t, reg, "karpenter_nodes_total_daemon_requests", cpu); !ok || got != 0 {
 		t.Errorf("daemon cpu requests without DaemonSet pods = %v (found %v), want 0", got, ok)
 	}
 }
@@ -153,7 +104,7 @@ func TestCollectorUnsynced(t *testing.T) {
 	}{{0, false, 0}, {30 * time.Second, false, 30}, {10 * time.Second, true, 0}} {
 		fx.now = fx.now.Add(step.advance)
 		fx.cache.synced = step.synced
-		if got, _ := sample(t, reg, "karpenter_cluster_state_unsynced_time_seconds", nil); got != step.want {
+		if got, _ := observe.Sample(t, reg, "karpenter_cluster_state_unsynced_time_seconds", nil); got != step.want {
 			t.Errorf("after %v (synced %v): unsynced %v s, want %v", step.advance, step.synced, got, step.want)
 		}
 	}
@@ -165,11 +116,11 @@ func TestCollectorLeaderOnly(t *testing.T) {
 	fx := newFixtures()
 	leading := false
 	reg := collectorRegistry(t, fx, func() bool { return leading })
-	if _, ok := sample(t, reg, "karpenter_nodes_allocatable", map[string]string{"resource_type": "cpu"}); ok {
+	if _, ok := observe.Sample(t, reg, "karpenter_nodes_allocatable", map[string]string{"resource_type": "cpu"}); ok {
 		t.Error("a follower exports karpenter_nodes_allocatable")
 	}
 	leading = true
-	if _, ok := sample(t, reg, "karpenter_nodes_allocatable", map[string]string{"resource_type": "cpu"}); !ok {
+	if _, ok := observe.Sample(t, reg, "karpenter_nodes_allocatable", map[string]string{"resource_type": "cpu"}); !ok {
 		t.Error("the leader does not export karpenter_nodes_allocatable")
 	}
 }

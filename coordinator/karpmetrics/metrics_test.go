@@ -12,6 +12,7 @@ import (
 
 	"github.com/joiner-dev/joiner/cloud"
 	"github.com/joiner-dev/joiner/coordinator/karpmetrics"
+	"github.com/joiner-dev/joiner/test/observe"
 )
 
 func TestCreatedReason(t *testing.T) {
@@ -82,14 +83,14 @@ func TestEvents(t *testing.T) {
 		{"karpenter_nodes_terminated_total", map[string]string{"nodepool": "default", "zone": "z-a"}, 1},
 		{"karpenter_nodes_lifetime_duration_seconds", map[string]string{"nodepool": "default"}, 1},
 	} {
-		if got, ok := sample(t, reg, tc.name, tc.labels); !ok || got != tc.want {
+		if got, ok := observe.Sample(t, reg, tc.name, tc.labels); !ok || got != tc.want {
 			t.Errorf("%s%v = %v (found %v), want %v", tc.name, tc.labels, got, ok, tc.want)
 		}
 	}
-	if _, ok := sample(t, reg, "karpenter_voluntary_disruption_decisions_total", map[string]string{"reason": "expired"}); ok {
+	if _, ok := observe.Sample(t, reg, "karpenter_voluntary_disruption_decisions_total", map[string]string{"reason": "expired"}); ok {
 		t.Error("an expiration counted as a voluntary disruption decision")
 	}
-	if _, ok := sample(t, reg, "karpenter_nodes_termination_duration_seconds", nil); ok {
+	if _, ok := observe.Sample(t, reg, "karpenter_nodes_termination_duration_seconds", nil); ok {
 		t.Error("a node without a deletion time observed in the termination duration")
 	}
 	// A nil set (no registry wired) takes every event.
@@ -138,7 +139,7 @@ func TestCloudDecorator(t *testing.T) {
 		{"karpenter_cloudprovider_errors_total", map[string]string{"method": "Get", "error": "NodeClaimNotFoundError"}},
 		{"karpenter_cloudprovider_errors_total", map[string]string{"method": "Create", "error": ""}},
 	} {
-		if got, ok := sample(t, reg, tc.name, tc.labels); !ok || got != 1 {
+		if got, ok := observe.Sample(t, reg, tc.name, tc.labels); !ok || got != 1 {
 			t.Errorf("%s%v = %v (found %v), want 1", tc.name, tc.labels, got, ok)
 		}
 	}
@@ -168,10 +169,10 @@ func TestPodsObserver(t *testing.T) {
 	fx.cache.PodList[0] = running
 	pods.Pass()
 	pods.Pass() // observed once only
-	if got, _ := sample(t, reg, "karpenter_pods_startup_duration_seconds", nil); got != 1 {
+	if got, _ := observe.Sample(t, reg, "karpenter_pods_startup_duration_seconds", nil); got != 1 {
 		t.Errorf("%v start-ups observed, want 1", got)
 	}
-	if got, _ := sample(t, reg, "karpenter_pods_bound_duration_seconds", nil); got != 1 {
+	if got, _ := observe.Sample(t, reg, "karpenter_pods_bound_duration_seconds", nil); got != 1 {
 		t.Errorf("%v bindings observed, want 1", got)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -13,10 +15,14 @@ import (
 	"github.com/joiner-dev/joiner/internal/defaults"
 )
 
-// reviewCache is what TokenReviewer and StatusReviewer share: answers
-// about a token cached by its hash (TTL; a tenth of it for a rejection),
-// bounded in number, and reviews rate limited, so a flood of forged tokens
-// costs the API server little.
+// reviewCache is what TokenReviewer, StatusReviewer and AccessReviewer
+// share (each reviewer has its own): answers about a token cached by its
+// hash (TTL; a tenth of it for a rejection), bounded in number, and
+// reviews rate limited, so a flood of forged tokens costs the API server
+// little. While the rate is spent, a token allowed before is still allowed
+// for staleAllows TTLs after its answer expired, so a flood of forged
+// tokens cannot lock out a caller the cache already knows (nothing new is
+// cached then).
 type reviewCache struct {
 	mu      sync.Mutex
 	cache   map[[32]byte]reviewed
@@ -27,6 +33,19 @@ type reviewed struct {
 	id      TokenIdentity
 	err     error
 	expires time.Time
+}
+
+// staleAllows is how many TTLs past its expiry a cached allow still
+// answers while the review rate is spent.
+const staleAllows = 5
+
+// usable reports whether r may still answer at now: until it expires, or
+// for an allow, while the review rate is spent, staleAllows TTLs longer.
+func (r reviewed) usable(now time.Time, ttl time.Duration, busy bool) bool {
+	if busy && r.err == nil {
+		return now.Before(r.expires.Add(staleAllows * ttl))
+	}
+	return now.Before(r.expires)
 }
 
 // ReviewLimits bound a reviewer's cache and review rate: TTL of a cached
@@ -75,12 +94,16 @@ func (c *reviewCache) do(ctx context.Context, token string, limits func() review
 		c.reviews = rate.NewLimiter(rate.Limit(l.perSecond), max(1, int(2*l.perSecond)))
 	}
 	now := l.now()
-	if r, ok := c.cache[key]; ok && now.Before(r.expires) {
+	r, cached := c.cache[key]
+	if cached && r.usable(now, l.ttl, false) {
 		c.mu.Unlock()
 		return r.id, r.err
 	}
 	if !c.reviews.AllowN(now, 1) {
 		c.mu.Unlock()
+		if cached && r.err == nil && r.usable(now, l.ttl, true) {
+			return r.id, nil // a stale allow: better than 429 for a known caller
+		}
 		return TokenIdentity{}, ErrReviewBusy
 	}
 	c.mu.Unlock()
@@ -97,7 +120,7 @@ func (c *reviewCache) do(ctx context.Context, token string, limits func() review
 	defer c.mu.Unlock()
 	if len(c.cache) >= l.maxCached {
 		for k, r := range c.cache {
-			if !now.Before(r.expires) {
+			if !r.usable(now, l.ttl, true) { // stale allows are kept
 				delete(c.cache, k)
 			}
 		}
@@ -107,6 +130,40 @@ func (c *reviewCache) do(ctx context.Context, token string, limits func() review
 	}
 	c.cache[key] = reviewed{id: id, err: err, expires: now.Add(ttl)}
 	return id, err
+}
+
+// requireJWT refuses, before it spends any review budget, a token that
+// is not shaped as a JWT (JWS compact serialization: three non-empty
+// base64url segments separated by dots). ServiceAccount tokens (legacy,
+// TokenRequest and projected) and OIDC ID tokens are JWTs; a reviewer that
+// takes only those uses it so that junk strings are 401 for free. (Static
+// tokens, webhook-authenticated ones such as EKS's k8s-aws-v1. and node
+// credentials are not JWTs: TokenReviewer does not use it.)
+func requireJWT(token string) error {
+	if token == "" {
+		return fmt.Errorf("%w: no bearer token", ErrTokenRejected)
+	}
+	segments := strings.Split(token, ".")
+	if len(segments) != 3 || slices.ContainsFunc(segments, func(s string) bool { return !isBase64URL(s) }) {
+		return fmt.Errorf("%w: not a JWT (ServiceAccount and OIDC tokens are)", ErrTokenRejected)
+	}
+	return nil
+}
+
+// isBase64URL reports whether s is a non-empty run of the unpadded
+// base64url alphabet.
+func isBase64URL(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range []byte(s) {
+		switch {
+		case 'A' <= c && c <= 'Z', 'a' <= c && c <= 'z', '0' <= c && c <= '9', c == '-', c == '_':
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 func isAnyOf(err error, targets []error) bool {

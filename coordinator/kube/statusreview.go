@@ -20,7 +20,8 @@ var ErrAccessDenied = errors.New("access denied")
 // Whoever may create that ServiceAccount's tokens (RBAC: create
 // serviceaccounts/token on it, the chart's statusReaders) may read status;
 // nobody's own cluster credential is ever needed here. It checks the token
-// with a TokenReview scoped to Audience; answers are cached by token hash
+// with a TokenReview scoped to Audience (a token that is not a JWT is
+// refused unreviewed); answers are cached by token hash
 // (TTL; rejections a tenth of it) and reviews rate limited. It needs RBAC
 // to create tokenreviews.
 type StatusReviewer struct {
@@ -47,6 +48,11 @@ func (r *StatusReviewer) limits() reviewLimits {
 func (r *StatusReviewer) Review(ctx context.Context, token string) (TokenIdentity, error) {
 	if r.Audience == "" || r.User == "" {
 		return TokenIdentity{}, fmt.Errorf("status reviewer: audience %q, user %q: both are needed", r.Audience, r.User)
+	}
+	// TokenRequest tokens are JWTs: anything else is refused before it
+	// spends the review rate.
+	if err := requireJWT(token); err != nil {
+		return TokenIdentity{}, err
 	}
 	return r.reviews.do(ctx, token, r.limits, r.review, ErrTokenRejected, ErrAccessDenied)
 }
@@ -77,11 +83,11 @@ func ParseServiceAccountUser(user string) (namespace, name string, err error) {
 	return namespace, name, nil
 }
 
-// rbacHint names the permission the coordinator lacks when the API server
-// forbids a review.
+// rbacHint names the permission we (a coordinator or an agent) lack when
+// the API server forbids a review.
 func rbacHint(err error, resource string) error {
 	if apierrors.IsForbidden(err) {
-		return fmt.Errorf("the coordinator's ServiceAccount may not create %s (grant it in its ClusterRole): %w", resource, err)
+		return fmt.Errorf("our ServiceAccount may not create %s (grant it in its ClusterRole): %w", resource, err)
 	}
 	return err
 }

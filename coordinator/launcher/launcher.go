@@ -7,9 +7,11 @@ import (
 	"strconv"
 	"time"
 
+	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/events"
 	"github.com/joiner-dev/joiner/internal/defaults"
 	"github.com/joiner-dev/joiner/internal/telemetry"
 
@@ -99,11 +101,15 @@ type Deps struct {
 	Raft  fsm.Proposer
 	State State
 	// Claims lets orphan collection keep an instance raft has no intent
-	// for while a NodeClaim backs it (nil: raft alone decides).
+	// for while a NodeClaim backs it (nil: raft alone decides), and names
+	// the NodeClaim a capacity failure is told on.
 	Claims Claims
 	// Registerer receives joiner_launch_errors_total{reason} (nil: none).
 	Registerer prometheus.Registerer
-	Log        *zap.Logger
+	// Recorder receives Karpenter's InsufficientCapacityError Events
+	// (nil, or nil Claims: none).
+	Recorder record.EventRecorder
+	Log      *zap.Logger
 }
 
 // Launcher drives launch intents to launched instances. It runs on the
@@ -118,6 +124,10 @@ type Launcher struct {
 	wake   loop.Waker
 	// errors counts failed cloud calls by reason.
 	errors *prometheus.CounterVec
+	// recorder and dedupe tell capacity failures on their NodeClaims, at
+	// most once per NodeClaim in Karpenter's dedupe window.
+	recorder record.EventRecorder
+	dedupe   *events.Dedupe
 }
 
 // New builds a Launcher.
@@ -135,6 +145,7 @@ func New(cfg Config, d Deps) *Launcher {
 	}
 	defaults.Zero(&d.Log, zap.NewNop())
 	l := &Launcher{cfg: cfg, cloud: d.Cloud, raft: d.Raft, state: d.State, claims: d.Claims, log: d.Log.Named("launcher"), wake: loop.NewWaker(),
+		recorder: d.Recorder, dedupe: events.NewDedupe(cfg.Now),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "joiner_launch_errors_total",
 			Help: "Failed launch calls, by reason (insufficient-capacity, token-instance-terminated, invalid, unknown)."}, []string{"reason"})}
 	if err := telemetry.Register(d.Registerer, "launcher", l.errors); err != nil {
@@ -238,7 +249,7 @@ func (l *Launcher) launch(ctx context.Context, log *zap.Logger, intentID string,
 		}
 	}
 	if err != nil {
-		return l.recordFailure(ctx, log, intentID, n, err)
+		return l.recordFailure(ctx, log, intentID, n, spec.NodeClaim, err)
 	}
 	log.Info("launched instance", zap.String("instance", inst.ID), zap.String("instance-type", inst.InstanceType), zap.String("zone", inst.Zone))
 	if inst.CapacityType == karpv1.CapacityTypeReserved {
@@ -285,7 +296,9 @@ func (l *Launcher) recordLaunched(ctx context.Context, log *zap.Logger, intentID
 	return nil
 }
 
-func (l *Launcher) recordFailure(ctx context.Context, log *zap.Logger, intentID string, n int, launchErr error) error {
+// recordFailure commits attempt n's failure (launchErr) of the intent
+// launching NodeClaim claim; a capacity failure is told on the NodeClaim.
+func (l *Launcher) recordFailure(ctx context.Context, log *zap.Logger, intentID string, n int, claim string, launchErr error) error {
 	var failed *fsm.Failed
 	switch {
 	case errors.Is(launchErr, cloud.ErrInsufficientCapacity):
@@ -309,10 +322,35 @@ func (l *Launcher) recordFailure(ctx context.Context, log *zap.Logger, intentID 
 		return err
 	}
 	err := fsm.Propose(ctx, l.raft, fsm.LaunchResultType, fsm.LaunchResult{IntentID: intentID, Attempt: n, Failed: failed, At: l.cfg.Now()})
-	if err != nil && !errors.Is(err, fsm.ErrStaleAttempt) {
+	if errors.Is(err, fsm.ErrStaleAttempt) {
+		return nil
+	}
+	if err != nil {
 		return fmt.Errorf("recording failure of intent %s attempt %d: %w", intentID, n, err)
 	}
+	if errors.Is(launchErr, cloud.ErrInsufficientCapacity) {
+		l.tellNoCapacity(claim, launchErr)
+	}
 	return nil
+}
+
+// tellNoCapacity records Karpenter's InsufficientCapacityError on the
+// NodeClaim named claim, whose launch attempt failed for want of capacity
+// (launchErr), unless one was recorded for it within Karpenter's dedupe
+// window (events.DefaultDedupeTimeout per NodeClaim UID): the intent
+// retries the other offerings about every pass, where Karpenter deletes
+// the NodeClaim after one failure.
+func (l *Launcher) tellNoCapacity(claim string, launchErr error) {
+	if l.recorder == nil || l.claims == nil || claim == "" {
+		return
+	}
+	nc := l.claims.NodeClaim(claim)
+	if nc == nil {
+		return
+	}
+	if l.dedupe.Allow(0, events.InsufficientCapacityError, events.ObjectKey(nc)) {
+		events.Publish(l.recorder, events.NoCapacity(nc, launchErr))
+	}
 }
 
 func (l *Launcher) hook(p Point, intentID string) error {

@@ -12,6 +12,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
 
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 	"github.com/joiner-dev/joiner/cloud"
@@ -20,6 +22,7 @@ import (
 	"github.com/joiner-dev/joiner/coordinator/launcher"
 	"github.com/joiner-dev/joiner/coordinator/launcher/fake"
 	"github.com/joiner-dev/joiner/test/fakeclock"
+	"github.com/joiner-dev/joiner/test/observe"
 )
 
 var errCrash = errors.New("crashed")
@@ -309,5 +312,58 @@ func TestPassIsConcurrent(t *testing.T) {
 	}
 	if launched != 39 || h.cloud.LaunchCalls != 39 {
 		t.Fatalf("%d intents launched with %d cloud calls, want 39 and 39", launched, h.cloud.LaunchCalls)
+	}
+}
+
+// TestInsufficientCapacityEvent: a launch attempt that fails for want of
+// capacity is told on its NodeClaim (Karpenter's InsufficientCapacityError
+// Warning) once its failure is committed, at most once per NodeClaim in
+// two minutes (Karpenter's dedupe) while the next attempts retry; other
+// failures, and a NodeClaim the cache does not hold, tell nothing.
+func TestInsufficientCapacityEvent(t *testing.T) {
+	h := newHarness(t, "i1", "i2", "i3") // nc-i3 is not in the cache
+	nodeClaim := func(name string) *karpv1.NodeClaim {
+		return &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name)}}
+	}
+	claims := claimsByName{"nc-i1": nodeClaim("nc-i1"), "nc-i2": nodeClaim("nc-i2")}
+	rec := record.NewFakeRecorder(100)
+	l := launcher.New(launcher.Config{Cluster: "test", Now: h.clk.Now},
+		launcher.Deps{Cloud: h.cloud, Raft: h.d, State: h.f, Claims: claims, Recorder: rec})
+	ice := fmt.Errorf("insufficient capacity for 1 offerings [m5.large/a/on-demand]: %w", cloud.ErrInsufficientCapacity)
+	told := func(claims ...string) []string {
+		var out []string
+		for _, nc := range claims {
+			out = append(out, "Warning InsufficientCapacityError NodeClaim "+nc+" event: "+ice.Error())
+		}
+		return out
+	}
+	for i, step := range []struct {
+		advance time.Duration
+		err     error // every intent's attempt fails so (nil: launches)
+		want    []string
+	}{
+		{0, ice, told("nc-i1", "nc-i2")},
+		{time.Minute, ice, nil}, // the same NodeClaims within two minutes
+		{time.Minute, cloud.ErrTokenInstanceTerminated, nil},
+		{0, ice, told("nc-i1", "nc-i2")}, // two minutes on
+		{0, nil, nil},
+	} {
+		h.clk.Add(step.advance)
+		if step.err != nil {
+			h.cloud.LaunchErrors = []error{step.err, step.err, step.err}
+		}
+		if err := l.Pass(context.Background()); err != nil {
+			t.Fatalf("pass %d: %v", i, err)
+		}
+		got := observe.Events(rec)
+		slices.Sort(got) // intents fail concurrently
+		if !slices.Equal(got, step.want) {
+			t.Fatalf("pass %d: events %q, want %q", i, got, step.want)
+		}
+	}
+	for _, in := range h.f.Intents() {
+		if in.State != fsm.IntentLaunched || in.Attempt != 5 {
+			t.Errorf("intent %s %s at attempt %d, want launched at attempt 5", in.ID, in.State, in.Attempt)
+		}
 	}
 }

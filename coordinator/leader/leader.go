@@ -169,7 +169,7 @@ func New(d Deps) (*Leader, error) {
 	classes := nodeclass.New(nodeclass.Config{CABundle: d.UserData.CABundle, Refresh: d.NodeClassRefresh}, nodeclass.Deps{Cache: d.Cache, Kube: d.Clients, Cloud: d.Cloud,
 		Catalog: catalog, Cluster: classCluster, Recorder: d.Recorder, Log: log})
 	launch := launcher.New(launcher.Config{Cluster: d.Cluster, OnCapacityError: classes.Wake, OnReservedLaunch: classes.Wake},
-		launcher.Deps{Cloud: d.Cloud, Raft: d.Raft, State: d.State, Claims: d.Cache, Registerer: d.Registerer, Log: log})
+		launcher.Deps{Cloud: d.Cloud, Raft: d.Raft, State: d.State, Claims: d.Cache, Registerer: d.Registerer, Recorder: d.Recorder, Log: log})
 	prov, err := provisioner.New(provisioner.Config{Cluster: d.UserData, ClusterFunc: planCluster, BootstrapImage: d.BootstrapImage, Wake: launch.Wake,
 		BatchIdle: d.BatchIdle, BatchMax: d.BatchMax},
 		provisioner.Deps{Cache: d.Cache, Kube: d.Clients, State: d.State, Raft: d.Raft, Cloud: d.Cloud, Views: views,

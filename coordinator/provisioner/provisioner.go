@@ -26,6 +26,7 @@ import (
 	"github.com/joiner-dev/joiner/coordinator/view"
 	"github.com/joiner-dev/joiner/events"
 	"github.com/joiner-dev/joiner/internal/defaults"
+	"github.com/joiner-dev/joiner/internal/logging"
 	"github.com/joiner-dev/joiner/userdata"
 )
 
@@ -118,6 +119,8 @@ type Provisioner struct {
 	// nominatedTo remembers where each pending pod was last told it
 	// would go (Nominated Events are not repeated for the same place).
 	nominatedTo map[string]string
+	// dedupe holds Karpenter's dedupe windows (NoCompatibleInstanceTypes).
+	dedupe *events.Dedupe
 
 	mu sync.Mutex
 	// passDone is the start time of the last provisioning pass that
@@ -142,7 +145,8 @@ func New(cfg Config, d Deps) (*Provisioner, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Provisioner{cfg: cfg, d: d, log: d.Log.Named("provisioner"), metrics: m, said: map[string]string{}, nominatedTo: map[string]string{}}, nil
+	return &Provisioner{cfg: cfg, d: d, log: d.Log.Named("provisioner"), metrics: m, said: map[string]string{}, nominatedTo: map[string]string{},
+		dedupe: events.NewDedupe(cfg.Now)}, nil
 }
 
 // cluster is what the next node joins.
@@ -209,6 +213,7 @@ func (p *Provisioner) reconcile(ctx context.Context) error {
 	for _, u := range plan.Unschedulable {
 		p.log.Info("could not schedule pod", zap.String("pod", u.Pod), zap.String("reason", u.Reason))
 	}
+	p.eventNoInstanceTypes(s, plan)
 	p.eventUnschedulable(s, plan)
 	p.eventNominations(s, plan)
 	if len(plan.NodeClaims) == 0 {
@@ -258,6 +263,52 @@ func (p *Provisioner) eventUnschedulable(s *view.View, plan *scheduler.Plan) {
 			events.Publish(p.d.Recorder, events.PodFailedToSchedule(pod, u.Reason))
 		}
 	}
+}
+
+// noTypesDedupe is how long Karpenter keeps a NodePool's
+// NoCompatibleInstanceTypes from being recorded again.
+const noTypesDedupe = time.Minute
+
+// eventNoInstanceTypes tells each NodePool whose requirements leave none
+// of its class's instance types (Karpenter's NoCompatibleInstanceTypes,
+// recorded when a scheduler is built, at most once a minute per pool).
+func (p *Provisioner) eventNoInstanceTypes(s *view.View, plan *scheduler.Plan) {
+	for _, np := range poolsWithoutTypes(s.NodePools, plan.NodePools) {
+		if p.dedupe.Allow(noTypesDedupe, events.NoCompatibleInstanceTypes, events.ObjectKey(np)) {
+			p.log.Info("skipping, nodepool requirements filtered out all instance types", logging.NodePool(np.Name))
+			events.Publish(p.d.Recorder, events.PoolHasNoInstanceTypes(np, false))
+		}
+	}
+}
+
+// poolsWithoutTypes are the pools whose requirements and offerings leave
+// none of their class's instance types, by the scheduler's explanation:
+// every type excluded for the pool's requirements or for want of an
+// available offering. (Types too small for DaemonSets or over limits do
+// not count: Karpenter's filter leaves them in.) Static pools, which the
+// scheduler leaves out, have no explanation and are not reported.
+func poolsWithoutTypes(pools []*karpv1.NodePool, expl []scheduler.PoolExplanation) []*karpv1.NodePool {
+	byName := make(map[string]*karpv1.NodePool, len(pools))
+	for _, np := range pools {
+		byName[np.Name] = np
+	}
+	var out []*karpv1.NodePool
+	for _, e := range expl {
+		np := byName[e.NodePool]
+		if np == nil {
+			continue
+		}
+		left := e.InstanceTypes
+		for _, x := range e.Excluded {
+			if x.Reason == scheduler.ExcludedRequirements || x.Reason == scheduler.ExcludedNoOffering {
+				left -= x.Count
+			}
+		}
+		if left <= 0 {
+			out = append(out, np)
+		}
+	}
+	return out
 }
 
 // eventNominated tells the pods of a new NodeClaim where they will go.

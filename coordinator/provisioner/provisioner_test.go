@@ -29,6 +29,7 @@ import (
 	"github.com/joiner-dev/joiner/coordinator/scheduler"
 	"github.com/joiner-dev/joiner/coordinator/view"
 	"github.com/joiner-dev/joiner/coordinator/view/fake"
+	"github.com/joiner-dev/joiner/events"
 	"github.com/joiner-dev/joiner/test/observe"
 	"github.com/joiner-dev/joiner/userdata"
 )
@@ -481,5 +482,79 @@ func TestNominatedEvents(t *testing.T) {
 	}
 	if got := observe.Events(rec); len(got) != 0 {
 		t.Fatalf("events repeated: %q", got)
+	}
+}
+
+// TestPoolsWithoutTypes: a pool is reported when its requirements and
+// offerings exclude every type of its class (Karpenter's filter); types
+// excluded for DaemonSet overhead or limits do not make it so.
+func TestPoolsWithoutTypes(t *testing.T) {
+	a, b := pool("a"), pool("b")
+	excl := func(reason string, n int) scheduler.Exclusion { return scheduler.Exclusion{Reason: reason, Count: n} }
+	cases := []struct {
+		name string
+		expl scheduler.PoolExplanation
+		want bool
+	}{
+		{"some types left", scheduler.PoolExplanation{NodePool: "a", InstanceTypes: 10, Excluded: []scheduler.Exclusion{excl(scheduler.ExcludedRequirements, 9)}}, false},
+		{"requirements exclude all", scheduler.PoolExplanation{NodePool: "a", InstanceTypes: 10, Excluded: []scheduler.Exclusion{excl(scheduler.ExcludedRequirements, 10)}}, true},
+		{"requirements and offerings exclude all", scheduler.PoolExplanation{NodePool: "a", InstanceTypes: 10,
+			Excluded: []scheduler.Exclusion{excl(scheduler.ExcludedRequirements, 4), excl(scheduler.ExcludedNoOffering, 6)}}, true},
+		{"class has no types", scheduler.PoolExplanation{NodePool: "a"}, true},
+		{"too small and limits do not count", scheduler.PoolExplanation{NodePool: "a", InstanceTypes: 10,
+			Excluded: []scheduler.Exclusion{excl(scheduler.ExcludedRequirements, 5), excl(scheduler.ExcludedTooSmall, 3), excl(scheduler.ExcludedLimits, 2)}}, false},
+		{"pool not in the view", scheduler.PoolExplanation{NodePool: "gone"}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := poolsWithoutTypes([]*karpv1.NodePool{a, b}, []scheduler.PoolExplanation{tc.expl})
+			if tc.want != (len(got) == 1 && got[0] == a) || (!tc.want && len(got) != 0) {
+				t.Fatalf("got %v, want pool a: %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestNoCompatibleInstanceTypesEvent: a pool whose requirements leave no
+// instance type gets Karpenter's NoCompatibleInstanceTypes Warning on a
+// provisioning pass, at most once a minute per pool (by UID, or by name
+// while it has none).
+func TestNoCompatibleInstanceTypesEvent(t *testing.T) {
+	none := pool("none", req(corev1.LabelInstanceTypeStable, "In", "no-such-type"))
+	none.TypeMeta = metav1.TypeMeta{Kind: "NodePool", APIVersion: "karpenter.sh/v1"} // the fake recorder names the object by it
+	unsaved := func(name string) *karpv1.NodePool {
+		np := none.DeepCopy()
+		np.Name, np.UID = name, ""
+		return np
+	}
+	c := &fake.Cache{PoolList: []*karpv1.NodePool{none, unsaved("unsaved-a"), unsaved("unsaved-b")},
+		ClassList: []*awsv1.EC2NodeClass{class()}, PodList: []*corev1.Pod{pendingPod("p", "1")}}
+	r := newTestProvisioner(t, c)
+	rec := record.NewFakeRecorder(100)
+	rec.IncludeObject = true
+	r.p.d.Recorder = rec
+	clock := now
+	r.p.dedupe = events.NewDedupe(func() time.Time { return clock })
+	const want = "Warning NoCompatibleInstanceTypes NodePool requirements filtered out all compatible available instance types involvedObject{kind=NodePool,apiVersion=karpenter.sh/v1}"
+	noTypes := func() []string {
+		var out []string
+		for _, e := range observe.Events(rec) {
+			if strings.Contains(e, events.NoCompatibleInstanceTypes) {
+				out = append(out, e)
+			}
+		}
+		return out
+	}
+	for i, step := range []struct {
+		advance time.Duration
+		want    []string
+	}{{0, []string{want, want, want}}, {30 * time.Second, nil}, {30 * time.Second, []string{want, want, want}}} {
+		clock = clock.Add(step.advance)
+		if err := r.p.Reconcile(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if got := noTypes(); !slices.Equal(got, step.want) {
+			t.Fatalf("pass %d: events %q, want %q", i, got, step.want)
+		}
 	}
 }

@@ -128,27 +128,117 @@ func (s *solver) buildPool(i int, np *karpv1.NodePool, in *Input) *pool {
 		p.committed = p.committed.add(s.ri.toVec(c, nil))
 		p.nodes++
 	}
-	s.prepareTypes(p, in.InstanceTypes[p.nodeClass])
+	s.prepareTypes(p, in.InstanceTypes[p.nodeClass], in.TypeTables)
 	if p.err == nil && in.InstanceTypes[p.nodeClass] == nil {
 		p.err = fmt.Errorf("nodepool %s: no instance types for node class %q", p.name, p.nodeClass)
 	}
 	return p
 }
 
-func (s *solver) prepareTypes(p *pool, its []*catalog.InstanceType) {
-	p.typeKeys = map[string]bool{}
+// The reasons an Exclusion counts instance types for.
+const (
+	// ExcludedRequirements: the type does not meet the NodePool's requirements.
+	ExcludedRequirements = "requirements"
+	// ExcludedNoOffering: no available offering matches the NodePool's
+	// zones and capacity types.
+	ExcludedNoOffering = "no offering"
+	// ExcludedTooSmall: the NodePool's DaemonSet overhead does not fit.
+	ExcludedTooSmall = "too small for daemonsets"
+	// ExcludedLimits: a node of the type would breach the NodePool's limits.
+	ExcludedLimits = "limits"
+)
+
+func (s *solver) prepareTypes(p *pool, its []*catalog.InstanceType, tables *TypeTables) {
+	t := tables.lookup(s, p, its)
+	p.typeKeys = t.keys
 	p.expl.InstanceTypes = len(its)
-	var exReq, exOff, exSmall, exLimit int
-	off := offeringReqsOf(p.reqs)
+	exLimit := 0
+	p.types = make([]*typeInfo, 0, len(t.types))
+	for _, ti := range t.types {
+		if p.limited && !p.withinLimits(ti.capacity, vec{}) {
+			exLimit++
+			continue
+		}
+		p.types = append(p.types, ti)
+	}
+	add := func(reason, why string, n int) {
+		if n == 0 {
+			return
+		}
+		p.expl.Excluded = append(p.expl.Excluded, Exclusion{Reason: reason, Count: n})
+		p.expl.Messages = append(p.expl.Messages, fmt.Sprintf("%d out of %d instance types were excluded because %s", n, len(its), why))
+	}
+	add(ExcludedRequirements, "they do not meet the nodepool requirements", t.exReq)
+	add(ExcludedNoOffering, "no available offering matches the nodepool's zones and capacity types", t.exOff)
+	add(ExcludedTooSmall, "daemonset overhead does not fit", t.exSmall)
+	add(ExcludedLimits, "they would breach limits", exLimit)
+}
+
+// TypeTables keeps each pool's instance-type table (the types its
+// requirements, offerings and DaemonSet overhead allow, cheapest first)
+// between Solve calls over the same NodePools and catalogue: the
+// simulations of one disruption pass build the same tables again for
+// every candidate otherwise. Use one for one pass; nil keeps none. Not
+// safe for concurrent use.
+type TypeTables struct {
+	m map[typeTableKey]*typeTable
+}
+
+// typeTableKey is what a pool's table depends on besides the NodePool
+// itself: the catalogue slice, the DaemonSet overhead and the resource
+// slots of the Solve.
+type typeTableKey struct {
+	pool   string
+	reqs   string
+	first  *catalog.InstanceType
+	n      int
+	daemon vec
+	slots  string
+}
+
+type typeTable struct {
+	keys                  map[string]bool
+	types                 []*typeInfo
+	exReq, exOff, exSmall int
+}
+
+func (tt *TypeTables) lookup(s *solver, p *pool, its []*catalog.InstanceType) *typeTable {
+	if tt == nil {
+		return s.buildTypeTable(p, its)
+	}
+	k := typeTableKey{pool: p.name, reqs: p.reqs.String(), n: len(its), daemon: p.daemon, slots: fmt.Sprint(s.ri.names)}
+	if len(its) > 0 {
+		k.first = its[0]
+	}
+	if t, ok := tt.m[k]; ok {
+		return t
+	}
+	t := s.buildTypeTable(p, its)
+	if tt.m == nil {
+		tt.m = map[typeTableKey]*typeTable{}
+	}
+	tt.m[k] = t
+	return t
+}
+
+// buildTypeTable lists the types pool p may launch before its limits:
+// matching its requirements, with an offering it allows, and room for its
+// DaemonSets; cheapest first, then by name.
+func (s *solver) buildTypeTable(p *pool, its []*catalog.InstanceType) *typeTable {
+	t := &typeTable{keys: map[string]bool{}}
 	for _, it := range its {
 		for k := range it.Labels {
-			p.typeKeys[k] = true
+			t.keys[k] = true
 		}
 	}
+	// matchLabels reads the pool's type keys.
+	p.typeKeys = t.keys
+	off := offeringReqsOf(p.reqs)
+	infos := make([]typeInfo, 0, len(its))
 	for _, it := range its {
-		ti := &typeInfo{it: it, minPrice: math.Inf(1)}
+		ti := typeInfo{it: it, minPrice: math.Inf(1)}
 		if !p.matchLabels(it, p.reqs) {
-			exReq++
+			t.exReq++
 			continue
 		}
 		for _, o := range it.Offerings {
@@ -157,7 +247,7 @@ func (s *solver) prepareTypes(p *pool, its []*catalog.InstanceType) {
 			}
 		}
 		if math.IsInf(ti.minPrice, 1) {
-			exOff++
+			t.exOff++
 			continue
 		}
 		ti.capacity = s.ri.toVec(it.Capacity, nil)
@@ -173,33 +263,21 @@ func (s *solver) prepareTypes(p *pool, its []*catalog.InstanceType) {
 			alloc[i] = max(alloc[i], 0)
 		}
 		if !p.daemon.fits(alloc) {
-			exSmall++
+			t.exSmall++
 			continue
 		}
 		ti.alloc = alloc.sub(p.daemon)
-		if p.limited && !p.withinLimits(ti.capacity, vec{}) {
-			exLimit++
-			continue
-		}
-		p.types = append(p.types, ti)
+		// infos never grows past its capacity, so these pointers hold.
+		infos = append(infos, ti)
+		t.types = append(t.types, &infos[len(infos)-1])
 	}
-	slices.SortStableFunc(p.types, func(a, b *typeInfo) int {
+	slices.SortStableFunc(t.types, func(a, b *typeInfo) int {
 		if c := cmp.Compare(a.minPrice, b.minPrice); c != 0 {
 			return c
 		}
 		return cmp.Compare(a.it.Name, b.it.Name)
 	})
-	add := func(reason, why string, n int) {
-		if n == 0 {
-			return
-		}
-		p.expl.Excluded = append(p.expl.Excluded, Exclusion{Reason: reason, Count: n})
-		p.expl.Messages = append(p.expl.Messages, fmt.Sprintf("%d out of %d instance types were excluded because %s", n, len(its), why))
-	}
-	add("requirements", "they do not meet the nodepool requirements", exReq)
-	add("no offering", "no available offering matches the nodepool's zones and capacity types", exOff)
-	add("too small for daemonsets", "daemonset overhead does not fit", exSmall)
-	add("limits", "they would breach limits", exLimit)
+	return t
 }
 
 // withinLimits: would adding capacity c (after giving back own) keep the

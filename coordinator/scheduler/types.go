@@ -74,6 +74,9 @@ type Input struct {
 	// Moved are the pods (namespace/name) a consolidation moves off their
 	// nodes: they are not placed on a node with NoMovedPods.
 	Moved map[string]bool
+	// TypeTables, when set, keeps the pools' instance-type tables for
+	// the next Solve over the same NodePools and catalogue.
+	TypeTables *TypeTables
 }
 
 // MinValuesPolicy is Karpenter's --min-values-policy.
@@ -181,8 +184,8 @@ type Unschedulable struct {
 type PoolExplanation struct {
 	NodePool      string `json:"nodePool"`
 	InstanceTypes int    `json:"instanceTypes"`
-	// Excluded counts by reason ("requirements", "no offering",
-	// "too small for daemonsets", "limits").
+	// Excluded counts by reason (ExcludedRequirements,
+	// ExcludedNoOffering, ExcludedTooSmall, ExcludedLimits).
 	Excluded []Exclusion `json:"excluded,omitempty"`
 	// Messages are human sentences for the same counts.
 	Messages []string `json:"messages,omitempty"`

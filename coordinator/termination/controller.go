@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
@@ -125,6 +126,9 @@ type Controller struct {
 	mu     sync.Mutex
 	drains *drains
 	wake   loop.Waker
+	// dedupe holds Karpenter's dedupe windows (the Node's
+	// TerminationGracePeriodExpiring).
+	dedupe *events.Dedupe
 }
 
 // New builds a Controller.
@@ -146,7 +150,7 @@ func New(cfg Config, d Deps) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Controller{cfg: cfg, d: d, log: log, metrics: m, wake: loop.NewWaker()}, nil
+	return &Controller{cfg: cfg, d: d, log: log, metrics: m, wake: loop.NewWaker(), dedupe: events.NewDedupe(cfg.Now)}, nil
 }
 
 // Run terminates deleted NodeClaims and Nodes until ctx ends (the leader's
@@ -229,6 +233,11 @@ func (c *Controller) reconcileClaim(ctx context.Context, name string) error {
 			return err
 		}
 		step := Decide(in)
+		for _, ev := range NodeExpiring(in, step) {
+			if c.dedupe.Allow(0, ev.Reason, in.Node.Name) {
+				events.Publish(c.d.Recorder, ev)
+			}
+		}
 		done, err := c.doClaimStep(ctx, step, in)
 		if err != nil {
 			return fmt.Errorf("terminating nodeclaim %s (%s): %w", name, step, err)
@@ -325,15 +334,22 @@ func (c *Controller) doClaimStep(ctx context.Context, step Step, in ClaimInput) 
 		return false, nil
 	case StepMarkDisrupting:
 		if end, ok := GraceDeadline(nc); ok {
-			if err := c.annotateTerminationTime(ctx, nc.Name, end); err != nil {
+			annotated, err := c.annotateTerminationTime(ctx, nc.Name, end)
+			if err != nil {
 				return true, err
 			}
+			if annotated != nil {
+				// Karpenter says so when it annotates the NodeClaim.
+				events.Publish(c.d.Recorder, events.GracePeriodExpiring(annotated, annotated.Annotations[karpv1.AnnotationTerminationTimestamp]))
+			}
 		}
+		// Karpenter records no Event of its own here: the condition
+		// appears (no transition), and a disruption's NodeClaim already
+		// has DisruptionTerminating.
 		if err := c.setClaimCondition(ctx, nc.Name, karpv1.ConditionDisruptionReason, ConditionReason(reason), reason); err != nil {
 			return true, err
 		}
 		log.Info("disrupting nodeclaim", zap.String("reason", reason), zap.String(logging.KeyInstance, in.InstanceID))
-		c.d.Recorder.Eventf(nc, corev1.EventTypeNormal, "Disrupting", "Disrupting NodeClaim: %s", reason)
 		return false, nil
 	case StepCommitTermination:
 		err := fsm.Propose(ctx, c.d.Raft, fsm.TerminationIntentType, fsm.TerminationIntentCmd{ID: TerminationID(in.InstanceID),
@@ -352,6 +368,13 @@ func (c *Controller) doClaimStep(ctx context.Context, step Step, in ClaimInput) 
 	case StepDrain:
 		if c.awaitReplacement(nc) {
 			return true, nil
+		}
+		if meta.FindStatusCondition(nc.Status.Conditions, karpv1.ConditionDrained) == nil {
+			// Karpenter's Drained is Unknown while the drain runs, so its
+			// end is a transition (Unknown -> True) with an Event.
+			if _, err := c.putClaimCondition(ctx, nc.Name, karpv1.ConditionDrained, metav1.ConditionUnknown, reasonDraining, reasonDraining); err != nil {
+				return true, err
+			}
 		}
 		return true, c.startDrain(ctx, claimKey(nc.Name), nc, in.Node.Name, reason)
 	case StepAwaitVolumes:
@@ -404,9 +427,6 @@ func (c *Controller) awaitReplacement(nc *karpv1.NodeClaim) bool {
 // InstanceTerminating and commits the TerminationResult.
 func (c *Controller) terminate(ctx context.Context, log *zap.Logger, in ClaimInput) error {
 	nc := in.Claim
-	if !conditionTrue(nc, karpv1.ConditionInstanceTerminating) {
-		c.d.Recorder.Eventf(nc, corev1.EventTypeNormal, "Terminating", "Terminating instance %s", in.InstanceID)
-	}
 	if err := ctx.Err(); err != nil { // a deposed leader makes no cloud call
 		return err
 	}
@@ -524,7 +544,6 @@ func (c *Controller) startDrain(ctx context.Context, key string, nc *karpv1.Node
 		log := c.log.With(logging.Node(node))
 		if claimName != "" {
 			log = log.With(logging.NodeClaim(claimName))
-			c.d.Recorder.Eventf(nc, corev1.EventTypeNormal, "Draining", "Draining node %s", node)
 		}
 		log.Info("draining node", zap.Time("deadline", deadline))
 		res, err := c.d.Drainer.Drain(ctx, req)
@@ -542,8 +561,8 @@ func (c *Controller) startDrain(ctx context.Context, key string, nc *karpv1.Node
 			return retryLeft
 		}
 		if claimName != "" {
-			if err := c.setClaimCondition(ctx, claimName, karpv1.ConditionDrained, "Drained",
-				fmt.Sprintf("%d pods evicted", len(res.Evicted))); err != nil {
+			// Karpenter's Drained: True, its reason the type, no message.
+			if err := c.setClaimCondition(ctx, claimName, karpv1.ConditionDrained, karpv1.ConditionDrained, ""); err != nil {
 				log.Warn("recording drained condition", zap.Error(err))
 				return retryFailed
 			}
@@ -571,28 +590,43 @@ func (c *Controller) setClaimCondition(ctx context.Context, name, typ, reason, m
 // says whether it was not so already.
 func (c *Controller) putClaimCondition(ctx context.Context, name, typ string, status metav1.ConditionStatus, reason, msg string) (bool, error) {
 	changed := false
+	var evs []events.Event
 	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
 		nc, err := c.d.Claims.GetNodeClaim(ctx, name)
 		if err != nil {
 			return err
 		}
+		var prior *metav1.Condition
+		if p := meta.FindStatusCondition(nc.Status.Conditions, typ); p != nil {
+			prior = p.DeepCopy()
+		}
 		if changed = putCondition(nc, typ, status, reason, msg, c.cfg.Now()); !changed {
 			return nil
 		}
-		_, err = c.d.Claims.UpdateNodeClaimStatus(ctx, nc)
+		updated, err := c.d.Claims.UpdateNodeClaimStatus(ctx, nc)
+		if err == nil {
+			if updated == nil {
+				updated = nc
+			}
+			evs = conditionEvents(updated, prior, typ)
+		}
 		return err
 	})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return false, fmt.Errorf("setting condition %s on nodeclaim %s: %w", typ, name, err)
 	}
+	events.Publish(c.d.Recorder, evs...)
 	return changed && err == nil, nil
 }
 
 // annotateTerminationTime records when the grace period ends
-// (karpenter.sh/nodeclaim-termination-timestamp), as Karpenter does.
-func (c *Controller) annotateTerminationTime(ctx context.Context, name string, end time.Time) error {
+// (karpenter.sh/nodeclaim-termination-timestamp), as Karpenter does; it
+// returns the NodeClaim as written, nil when it already had the value.
+func (c *Controller) annotateTerminationTime(ctx context.Context, name string, end time.Time) (*karpv1.NodeClaim, error) {
 	value := end.UTC().Format(time.RFC3339)
+	var written *karpv1.NodeClaim
 	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		written = nil
 		nc, err := c.d.Claims.GetNodeClaim(ctx, name)
 		if err != nil {
 			return err
@@ -604,13 +638,16 @@ func (c *Controller) annotateTerminationTime(ctx context.Context, name string, e
 			nc.Annotations = map[string]string{}
 		}
 		nc.Annotations[karpv1.AnnotationTerminationTimestamp] = value
-		_, err = c.d.Claims.UpdateNodeClaim(ctx, nc)
+		written, err = c.d.Claims.UpdateNodeClaim(ctx, nc)
 		return err
 	})
 	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("annotating nodeclaim %s with its termination time: %w", name, err)
+		return nil, fmt.Errorf("annotating nodeclaim %s with its termination time: %w", name, err)
 	}
-	return nil
+	if err != nil {
+		return nil, nil
+	}
+	return written, nil
 }
 
 // releaseClaim removes the finalizer from the NodeClaim.
@@ -665,6 +702,10 @@ func (c *Controller) releaseNode(ctx context.Context, name string) error {
 	}
 	return nil
 }
+
+// reasonDraining is the reason and message of Karpenter's Drained
+// condition while the drain runs.
+const reasonDraining = "Draining"
 
 func claimKey(name string) string { return "nodeclaim/" + name }
 func nodeKey(name string) string  { return "node/" + name }

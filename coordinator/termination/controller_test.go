@@ -3,6 +3,7 @@ package termination
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -150,10 +151,22 @@ func TestTerminateNodeClaim(t *testing.T) {
 	if inst, _ := r.state.Instance("i-0123"); inst.State != fsm.InstanceTerminated {
 		t.Errorf("instance state %s, want terminated", inst.State)
 	}
+	// Karpenter's Events only: the Drained condition's transition (it is
+	// Unknown while the drain runs) and the finalizers'; DisruptionReason
+	// and InstanceTerminating appear True at once, which Karpenter's
+	// status controller does not report.
 	ev := observe.EventsText(r.rec)
-	for _, want := range []string{"Disrupting", "Draining", "Terminating", "Normal Finalized Finalized karpenter.sh/termination"} {
-		if !strings.Contains(ev, want) {
-			t.Errorf("events %q: missing %s", ev, want)
+	for _, want := range []string{
+		"Normal Drained Status condition transitioned, Type: Drained, Status: Unknown -> True, Reason: Drained\n",
+		"Normal Finalized Finalized karpenter.sh/termination",
+	} {
+		if !strings.Contains(ev+"\n", want) {
+			t.Errorf("events %q: missing %q", ev, want)
+		}
+	}
+	for _, gone := range []string{"Disrupting", "Draining", "Terminating", "DisruptionReason", "InstanceTerminating"} {
+		if strings.Contains(ev, " "+gone+" ") {
+			t.Errorf("events %q: Joiner's own %s, which Karpenter does not record", ev, gone)
 		}
 	}
 	if got := observe.Count(t, r.c.metrics.terminated.WithLabelValues("Drifted")); got != 1 {
@@ -495,5 +508,45 @@ func TestCancelledTerminationIsReopened(t *testing.T) {
 	}
 	if got := r.cloud.calls(); len(got) != 1 {
 		t.Fatalf("terminate calls %v", got)
+	}
+}
+
+// TestGracePeriodExpiringEvents: a NodeClaim with a terminationGracePeriod
+// gets Karpenter's TerminationGracePeriodExpiring Warning once, when its
+// termination time is annotated; its Node gets one on the passes that work
+// on it, at most every two minutes (Karpenter's dedupe).
+func TestGracePeriodExpiringEvents(t *testing.T) {
+	nc := claim(fresh, tgp(time.Hour))
+	nc.TypeMeta = metav1.TypeMeta{Kind: "NodeClaim", APIVersion: "karpenter.sh/v1"} // the fake recorder names objects by it
+	n := node()
+	n.TypeMeta = metav1.TypeMeta{Kind: "Node", APIVersion: "v1"}
+	r := newRig(t, Config{}, []*karpv1.NodeClaim{nc}, []*corev1.Node{n})
+	r.rec.IncludeObject = true
+	r.drainer.left = []string{"default/keep"} // do-not-disrupt: the drain holds
+	r.launch(nc.Name, "intent-1", "i-0123", fsm.IntentLaunched)
+	const msg = "Warning TerminationGracePeriodExpiring All pods will be deleted by 2026-11-22T02:00:00Z involvedObject"
+	onClaim, onNode := msg+"{kind=NodeClaim,apiVersion=karpenter.sh/v1}", msg+"{kind=Node,apiVersion=v1}"
+	expiring := func() []string {
+		var out []string
+		for _, e := range observe.Events(r.rec) {
+			if strings.Contains(e, "TerminationGracePeriodExpiring") {
+				out = append(out, e)
+			}
+		}
+		return out
+	}
+	for i, step := range []struct {
+		advance time.Duration
+		want    []string
+	}{
+		{0, []string{onClaim, onNode}},
+		{time.Minute, nil},
+		{time.Minute, []string{onNode}},
+	} {
+		r.now = r.now.Add(step.advance)
+		r.settle(t, 3)
+		if got := expiring(); !slices.Equal(got, step.want) {
+			t.Fatalf("step %d: events %q, want %q", i, got, step.want)
+		}
 	}
 }

@@ -43,6 +43,7 @@ import (
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
 	"github.com/joiner-dev/joiner/drain"
+	"github.com/joiner-dev/joiner/events"
 )
 
 // DefaultReason is the disruption reason of a NodeClaim deleted without
@@ -307,6 +308,44 @@ func conditionTrue(nc *karpv1.NodeClaim, typ string) bool {
 // setCondition sets a True condition on nc; false when it already was.
 func setCondition(nc *karpv1.NodeClaim, typ, reason, msg string, now time.Time) bool {
 	return putCondition(nc, typ, metav1.ConditionTrue, reason, msg, now)
+}
+
+// conditionEvents are the Events Karpenter's status controller
+// (awslabs/operatorpkg) records when a write set condition typ of nc,
+// which was prior before it (nil when nc had none): one when the status
+// changed from one the condition had. A condition that appears records
+// none: the termination's conditions (DisruptionReason, Drained,
+// VolumesDetached, InstanceTerminating) are not among those a NodeClaim
+// starts with, so Karpenter has no earlier status to report.
+func conditionEvents(nc *karpv1.NodeClaim, prior *metav1.Condition, typ string) []events.Event {
+	now := meta.FindStatusCondition(nc.Status.Conditions, typ)
+	if prior == nil || now == nil || prior.Status == now.Status {
+		return nil
+	}
+	return []events.Event{events.ConditionTransitioned(nc, typ, string(prior.Status), string(now.Status), now.Reason, now.Message)}
+}
+
+// NodeExpiring is Karpenter's TerminationGracePeriodExpiring Event on the
+// Node while the NodeClaim's termination works on it (taint, drain, the
+// wait for volumes, the instance's termination) and the NodeClaim carries
+// its termination time (karpenter.sh/nodeclaim-termination-timestamp):
+// Karpenter's node termination records it on every reconcile, deduplicated
+// per Node (events.DefaultDedupeTimeout), with the annotation's value as
+// written, before (and whether or not) it parses. None otherwise.
+func NodeExpiring(in ClaimInput, step Step) []events.Event {
+	switch step {
+	case StepTaint, StepDrain, StepAwaitVolumes, StepVolumesDetached, StepTerminate:
+	default:
+		return nil
+	}
+	if !nodeLive(in.Node) || in.Claim == nil {
+		return nil
+	}
+	end, ok := in.Claim.Annotations[karpv1.AnnotationTerminationTimestamp]
+	if !ok {
+		return nil
+	}
+	return []events.Event{events.GracePeriodExpiring(in.Node, end)}
 }
 
 // putCondition sets a condition on nc; false when it already was so.

@@ -189,3 +189,86 @@ func TestGraceDeadline(t *testing.T) {
 		t.Errorf("GraceDeadline = %s, %v; want %s", end, ok, t0.Add(90*time.Second))
 	}
 }
+
+// TestNodeExpiring: the Node's TerminationGracePeriodExpiring goes with
+// the steps that work on a live Node, once the NodeClaim carries its
+// termination time.
+func TestNodeExpiring(t *testing.T) {
+	annotated := func(v string) claimOpt {
+		return func(nc *karpv1.NodeClaim) { nc.Annotations[karpv1.AnnotationTerminationTimestamp] = v }
+	}
+	const when = "2026-11-22T02:00:00Z"
+	cases := []struct {
+		name string
+		in   ClaimInput
+		step Step
+		want string
+	}{
+		{"drain", ClaimInput{Claim: claim(deleting, annotated(when)), Node: node()}, StepDrain,
+			"ip-10-0-0-1 Warning TerminationGracePeriodExpiring: All pods will be deleted by " + when},
+		{"taint", ClaimInput{Claim: claim(deleting, annotated(when)), Node: node()}, StepTaint,
+			"ip-10-0-0-1 Warning TerminationGracePeriodExpiring: All pods will be deleted by " + when},
+		{"terminate", ClaimInput{Claim: claim(deleting, annotated(when)), Node: node()}, StepTerminate,
+			"ip-10-0-0-1 Warning TerminationGracePeriodExpiring: All pods will be deleted by " + when},
+		{"no grace period", ClaimInput{Claim: claim(deleting), Node: node()}, StepDrain, ""},
+		{"unreadable time: told as written", ClaimInput{Claim: claim(deleting, annotated("soon")), Node: node()}, StepDrain,
+			"ip-10-0-0-1 Warning TerminationGracePeriodExpiring: All pods will be deleted by soon"},
+		{"no node", ClaimInput{Claim: claim(deleting, annotated(when))}, StepTerminate, ""},
+		{"node released", ClaimInput{Claim: claim(deleting, annotated(when)), Node: node(nodeDeleting, nodeNoFinalizer)}, StepDrain, ""},
+		{"other step", ClaimInput{Claim: claim(deleting, annotated(when)), Node: node()}, StepRemoveFinalizer, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			evs := NodeExpiring(tc.in, tc.step)
+			got := ""
+			for _, e := range evs {
+				n, ok := e.Object.(*corev1.Node)
+				if !ok {
+					t.Fatalf("event on %T, want the Node", e.Object)
+				}
+				got += n.Name + " " + e.Type + " " + e.Reason + ": " + e.Message
+			}
+			if got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestConditionEvents: a termination condition's write records Karpenter's
+// status-transition Event when the status changed from one it had; a
+// condition that appears, or keeps its status, records none.
+func TestConditionEvents(t *testing.T) {
+	with := func(status metav1.ConditionStatus, reason, msg string) *karpv1.NodeClaim {
+		nc := claim()
+		putCondition(nc, karpv1.ConditionDrained, status, reason, msg, t0)
+		return nc
+	}
+	prior := func(status metav1.ConditionStatus) *metav1.Condition {
+		return &metav1.Condition{Type: karpv1.ConditionDrained, Status: status, Reason: "Draining"}
+	}
+	cases := []struct {
+		name  string
+		nc    *karpv1.NodeClaim
+		prior *metav1.Condition
+		want  string
+	}{
+		{"unknown to true", with(metav1.ConditionTrue, "Drained", ""), prior(metav1.ConditionUnknown),
+			"default-abcde Normal Drained: Status condition transitioned, Type: Drained, Status: Unknown -> True, Reason: Drained"},
+		{"with a message", with(metav1.ConditionFalse, "TerminationGracePeriodElapsed", "volumes left"), prior(metav1.ConditionUnknown),
+			"default-abcde Normal Drained: Status condition transitioned, Type: Drained, Status: Unknown -> False, Reason: TerminationGracePeriodElapsed, Message: volumes left"},
+		{"appears", with(metav1.ConditionTrue, "Drained", ""), nil, ""},
+		{"same status", with(metav1.ConditionUnknown, "Draining", "other"), prior(metav1.ConditionUnknown), ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := ""
+			for _, e := range conditionEvents(tc.nc, tc.prior, karpv1.ConditionDrained) {
+				got += e.Object.(*karpv1.NodeClaim).Name + " " + e.Type + " " + e.Reason + ": " + e.Message
+			}
+			if got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -2,9 +2,7 @@ package termination
 
 import (
 	"context"
-	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -111,32 +109,28 @@ func volumesUndecided(nc *karpv1.NodeClaim) bool {
 	return true
 }
 
-// Reasons of the VolumesDetached condition (Karpenter's).
+// Reasons (and messages) of the VolumesDetached condition, Karpenter's:
+// the attachments waited for are named in the Node's
+// AwaitingVolumeDetachment Event, not in the condition.
 const (
 	reasonAwaitingVolumes = "AwaitingVolumeDetachment"
 	reasonGraceElapsed    = "TerminationGracePeriodElapsed"
 )
 
-// attachmentList is names for a condition message: the first five, then a
-// count (the wording of Karpenter's AwaitingVolumeDetachment Event).
-func attachmentList(names []string) string {
-	const show = 5
-	if len(names) <= show {
-		return strings.Join(names, ", ")
-	}
-	return fmt.Sprintf("%s and %d other(s)", strings.Join(names[:show], ", "), len(names)-show)
-}
-
 // awaitVolumes records that the instance waits for VolumeAttachments
-// (VolumesDetached Unknown) and says so on the Node when the list changes.
+// (VolumesDetached Unknown) and names them on the Node, as Karpenter does
+// on every pass, deduplicated per Node (events.DefaultDedupeTimeout).
 func (c *Controller) awaitVolumes(ctx context.Context, log *zap.Logger, in ClaimInput) error {
-	ev := events.AwaitingVolumes(in.Node, in.Attachments)
-	changed, err := c.putClaimCondition(ctx, in.Claim.Name, karpv1.ConditionVolumesDetached, metav1.ConditionUnknown, reasonAwaitingVolumes, ev.Message)
-	if err != nil || !changed {
+	changed, err := c.putClaimCondition(ctx, in.Claim.Name, karpv1.ConditionVolumesDetached, metav1.ConditionUnknown, reasonAwaitingVolumes, reasonAwaitingVolumes)
+	if err != nil {
 		return err
 	}
-	log.Info("waiting for volumes to detach before terminating", logging.Node(in.Node.Name), zap.Strings("volumeattachments", in.Attachments))
-	events.Publish(c.d.Recorder, ev)
+	if changed {
+		log.Info("waiting for volumes to detach before terminating", logging.Node(in.Node.Name), zap.Strings("volumeattachments", in.Attachments))
+	}
+	if c.dedupe.Allow(0, events.AwaitingVolumeDetachment, in.Node.Name) {
+		events.Publish(c.d.Recorder, events.AwaitingVolumes(in.Node, in.Attachments))
+	}
 	return nil
 }
 
@@ -144,10 +138,11 @@ func (c *Controller) awaitVolumes(ctx context.Context, log *zap.Logger, in Claim
 // VolumesDetached True, or False when the grace period ended it with
 // attachments left; the wait's length goes to the metric.
 func (c *Controller) volumesDetached(ctx context.Context, log *zap.Logger, in ClaimInput) error {
-	status, reason, msg, result := metav1.ConditionTrue, karpv1.ConditionVolumesDetached, "no volume attachment of drained pods remains", "detached"
+	// Karpenter's: True with the type as its reason and no message;
+	// False with TerminationGracePeriodElapsed as reason and message.
+	status, reason, msg, result := metav1.ConditionTrue, karpv1.ConditionVolumesDetached, "", "detached"
 	if len(in.Attachments) > 0 {
-		status, reason, result = metav1.ConditionFalse, reasonGraceElapsed, "grace_elapsed"
-		msg = "terminationGracePeriod elapsed with volumeattachments left (" + attachmentList(in.Attachments) + ")"
+		status, reason, msg, result = metav1.ConditionFalse, reasonGraceElapsed, reasonGraceElapsed, "grace_elapsed"
 	}
 	waiting := meta.FindStatusCondition(in.Claim.Status.Conditions, karpv1.ConditionVolumesDetached)
 	changed, err := c.putClaimCondition(ctx, in.Claim.Name, karpv1.ConditionVolumesDetached, status, reason, msg)

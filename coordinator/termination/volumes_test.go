@@ -228,8 +228,8 @@ func TestTerminationWaitsForVolumes(t *testing.T) {
 
 			r.settle(t, 4)
 			c := volumesDetachedCondition(t, r, nc.Name)
-			if c == nil || c.Status != metav1.ConditionUnknown || c.Reason != "AwaitingVolumeDetachment" || !strings.Contains(c.Message, "(va-web)") {
-				t.Fatalf("VolumesDetached = %+v, want Unknown AwaitingVolumeDetachment naming va-web only", c)
+			if c == nil || c.Status != metav1.ConditionUnknown || c.Reason != "AwaitingVolumeDetachment" || c.Message != "AwaitingVolumeDetachment" {
+				t.Fatalf("VolumesDetached = %+v, want Unknown AwaitingVolumeDetachment (Karpenter's reason and message)", c)
 			}
 			if got := r.claims.get(nc.Name); !conditionTrue(got, karpv1.ConditionDrained) {
 				t.Error("waiting for volumes before the drain finished")
@@ -237,8 +237,11 @@ func TestTerminationWaitsForVolumes(t *testing.T) {
 			if calls := r.cloud.calls(); len(calls) != 0 {
 				t.Fatalf("terminated %v while a volume is attached", calls)
 			}
-			if ev := observe.EventsText(r.rec); strings.Count(ev, "AwaitingVolumeDetachment") != 1 {
-				t.Errorf("events %q: want one AwaitingVolumeDetachment (passes repeat, the event does not)", ev)
+			// The Node's Event names the attachments (va-web only: the
+			// DaemonSet pod's volume is not waited for).
+			const want = "Normal AwaitingVolumeDetachment Awaiting deletion of bound volumeattachments (va-web)"
+			if ev := observe.EventsText(r.rec); strings.Count(ev, "AwaitingVolumeDetachment") != 1 || !strings.Contains(ev, want) {
+				t.Errorf("events %q: want one %q (passes repeat within two minutes, the event does not)", ev, want)
 			}
 
 			tc.end(r, v)
@@ -260,16 +263,17 @@ func TestTerminationWaitsForVolumes(t *testing.T) {
 // the attachments went, False when the grace period ended the wait.
 func TestVolumesDetachedCondition(t *testing.T) {
 	for _, tc := range []struct {
-		name   string
-		opts   []claimOpt
-		left   []*storagev1.VolumeAttachment
-		now    time.Time
-		status metav1.ConditionStatus
-		reason string
+		name    string
+		opts    []claimOpt
+		left    []*storagev1.VolumeAttachment
+		now     time.Time
+		status  metav1.ConditionStatus
+		reason  string
+		message string
 	}{
-		{"detached", nil, nil, t0.Add(time.Second), metav1.ConditionTrue, karpv1.ConditionVolumesDetached},
+		{"detached", nil, nil, t0.Add(time.Second), metav1.ConditionTrue, karpv1.ConditionVolumesDetached, ""},
 		{"given up", []claimOpt{tgp(time.Minute)}, []*storagev1.VolumeAttachment{attachment("va-web", "pv-data-web")}, t0.Add(time.Minute),
-			metav1.ConditionFalse, "TerminationGracePeriodElapsed"},
+			metav1.ConditionFalse, "TerminationGracePeriodElapsed", "TerminationGracePeriodElapsed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			nc := claim(append([]claimOpt{deleting, cond(karpv1.ConditionDrained)}, tc.opts...)...)
@@ -289,8 +293,8 @@ func TestVolumesDetachedCondition(t *testing.T) {
 				t.Fatal(err)
 			}
 			c := volumesDetachedCondition(t, r, nc.Name)
-			if c == nil || c.Status != tc.status || c.Reason != tc.reason {
-				t.Errorf("VolumesDetached = %+v, want %s %s", c, tc.status, tc.reason)
+			if c == nil || c.Status != tc.status || c.Reason != tc.reason || c.Message != tc.message {
+				t.Errorf("VolumesDetached = %+v, want %s %s %q", c, tc.status, tc.reason, tc.message)
 			}
 			if n := observe.Count(t, r.c.metrics.volumeWait); n != 0 {
 				t.Errorf("%v wait samples: there was no wait", n)

@@ -22,6 +22,7 @@ import (
 
 	"github.com/joiner-dev/joiner/cloud/catalog"
 	"github.com/joiner-dev/joiner/cloud/sim"
+	"github.com/joiner-dev/joiner/coordinator/view"
 )
 
 // NodeClaimResource is karpenter.sh/v1 nodeclaims.
@@ -189,17 +190,10 @@ func (h *Harness) State(ctx context.Context, namespace, selector string) (*State
 // Price is the hourly price of an offering in the embedded catalogue, 0
 // when unknown.
 func Price(instanceType, zone, capacityType string) float64 {
-	for _, it := range catalog.InstanceTypes(catalog.Options{Region: Region, Zones: catalog.DefaultZones(Region)}) {
-		if it.Name != instanceType {
-			continue
-		}
-		for _, o := range it.Offerings {
-			if o.Zone == zone && o.CapacityType == capacityType {
-				return o.Price
-			}
-		}
-	}
-	return 0
+	types := catalog.InstanceTypes(catalog.Options{Region: Region, Zones: catalog.DefaultZones(Region)})
+	price, _ := view.OfferingPrice(types, map[string]string{
+		LabelInstanceType: instanceType, LabelZone: zone, LabelCapacityType: capacityType})
+	return price
 }
 
 // Cost is the hourly price of every Node.

@@ -58,6 +58,57 @@ func Count(t testing.TB, c prometheus.Collector) float64 {
 	return total
 }
 
+// Sample is the value of the one series of name in g whose labels include
+// want (nil: any labels): a gauge's or counter's value, a histogram's or
+// summary's sample count. ok is false when there is none; the test fails
+// when several match.
+func Sample(t testing.TB, g prometheus.Gatherer, name string, want map[string]string) (value float64, ok bool) {
+	t.Helper()
+	fams, err := g.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found []*dto.Metric
+	for _, f := range fams {
+		if f.GetName() != name {
+			continue
+		}
+	next:
+		for _, m := range f.GetMetric() {
+			have := map[string]string{}
+			for _, lp := range m.GetLabel() {
+				have[lp.GetName()] = lp.GetValue()
+			}
+			for k, v := range want {
+				if have[k] != v {
+					continue next
+				}
+			}
+			found = append(found, m)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return 0, false
+	case 1:
+	default:
+		t.Fatalf("%s%v: %d series, want 1", name, want, len(found))
+	}
+	m := found[0]
+	switch {
+	case m.Gauge != nil:
+		return m.GetGauge().GetValue(), true
+	case m.Counter != nil:
+		return m.GetCounter().GetValue(), true
+	case m.Histogram != nil:
+		return float64(m.GetHistogram().GetSampleCount()), true
+	case m.Summary != nil:
+		return float64(m.GetSummary().GetSampleCount()), true
+	}
+	t.Fatalf("%s: unexpected metric type", name)
+	return 0, false
+}
+
 // Terminations is a cloud that only records the instances it is asked to
 // terminate (the Terminate method the termination controller calls).
 type Terminations struct {

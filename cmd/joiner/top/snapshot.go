@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/internal/podresources"
 )
 
 // HoursPerMonth turns $/h into $/month: 730 hours, AWS's billing month
@@ -530,30 +531,10 @@ func finished(p *corev1.Pod) bool {
 }
 
 // podRequests is the pod's effective CPU (millicores) and memory (bytes)
-// request, as the scheduler counts it: the larger of its containers plus
-// restartable init ("sidecar") containers and of each init container plus
-// the sidecars started before it, plus the pod overhead.
+// request, as the scheduler counts it (podresources.Requests).
 func podRequests(p *corev1.Pod) (cpu, memory int64) {
-	var sum, sidecars, initMax [2]int64
-	get := func(l corev1.ResourceList) [2]int64 {
-		return [2]int64{l.Cpu().MilliValue(), l.Memory().Value()}
-	}
-	for i := range p.Spec.Containers {
-		r := get(p.Spec.Containers[i].Resources.Requests)
-		sum[0], sum[1] = sum[0]+r[0], sum[1]+r[1]
-	}
-	for i := range p.Spec.InitContainers {
-		c := &p.Spec.InitContainers[i]
-		r := get(c.Resources.Requests)
-		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
-			sidecars[0], sidecars[1] = sidecars[0]+r[0], sidecars[1]+r[1]
-			initMax[0], initMax[1] = max(initMax[0], sidecars[0]), max(initMax[1], sidecars[1])
-			continue
-		}
-		initMax[0], initMax[1] = max(initMax[0], sidecars[0]+r[0]), max(initMax[1], sidecars[1]+r[1])
-	}
-	o := get(p.Spec.Overhead)
-	return max(sum[0]+sidecars[0], initMax[0]) + o[0], max(sum[1]+sidecars[1], initMax[1]) + o[1]
+	r := podresources.Requests(p)
+	return r.Cpu().MilliValue(), r.Memory().Value()
 }
 
 // pendingPods are the pods not bound to a node, oldest first, each with

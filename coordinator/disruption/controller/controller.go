@@ -47,6 +47,7 @@ import (
 	"github.com/joiner-dev/joiner/coordinator/loop"
 	"github.com/joiner-dev/joiner/coordinator/scheduler"
 	"github.com/joiner-dev/joiner/coordinator/view"
+	"github.com/joiner-dev/joiner/events"
 	"github.com/joiner-dev/joiner/internal/defaults"
 )
 
@@ -163,6 +164,8 @@ type Controller struct {
 	coolDown map[string]time.Time
 	// lastSkip: "node/method" -> last reason reported in an Event.
 	lastSkip map[string]string
+	// dedupe holds Karpenter's dedupe windows (ConsolidationApproved).
+	dedupe *events.Dedupe
 	// lastBudgetBlock: "pool/reason" keys whose budget blocked last pass.
 	lastBudgetBlock map[string]bool
 	// finished: termination intent IDs whose NodeClaim this leader deleted
@@ -195,7 +198,8 @@ func New(cfg Config, d Deps) (*Controller, error) {
 		return nil, err
 	}
 	return &Controller{cfg: cfg, d: d, log: d.Log.Named("disruption"), metrics: m,
-		commands: map[string]*command{}, finished: map[string]bool{}, coolDown: map[string]time.Time{}, lastSkip: map[string]string{}}, nil
+		commands: map[string]*command{}, finished: map[string]bool{}, coolDown: map[string]time.Time{}, lastSkip: map[string]string{},
+		dedupe: events.NewDedupe(cfg.Now)}, nil
 }
 
 // Run disrupts until ctx ends: a pass every Interval, after cache events
@@ -246,6 +250,7 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	}
 	c.singleNodeOffset = res.NextSingleNodeOffset
 	c.events(v, res)
+	c.approvals(v, res.Decision)
 	c.metrics.passes.Inc()
 	dec := res.Decision
 	if dec == nil {

@@ -14,6 +14,7 @@ import (
 
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 	"github.com/joiner-dev/joiner/coordinator/disruption"
+	"github.com/joiner-dev/joiner/events"
 )
 
 // eventLog records Events with the kind and name of the object they are on.
@@ -176,5 +177,41 @@ func TestPendingPodsJoinTheSimulation(t *testing.T) {
 				t.Fatalf("replacement launched: %v, want %v", launched, !withPending)
 			}
 		})
+	}
+}
+
+// A consolidation its Balanced pool scores gets Karpenter's
+// ConsolidationApproved with the score: here a move of several nodes, on
+// the pool (a one-node move has it on the Node and NodeClaim). The
+// decision made again while it waits for validation does not repeat it
+// within two minutes.
+func TestConsolidationApprovedEvents(t *testing.T) {
+	c := newCluster(t)
+	pool := testPool("default")
+	pool.Spec.Disruption.ConsolidationPolicy = karpv1.ConsolidationPolicyBalanced
+	c.pools = []*karpv1.NodePool{pool}
+	c.addNode("a", "default", 4, testPod("web-a", "1"))
+	c.addNode("b", "default", 4, testPod("web-b", "1"))
+	c.addNode("c", "default", 4, testPod("web-c", "1"))
+	rec := &eventLog{}
+	ctl := c.controllerWith(Config{ValidationDelay: time.Minute}, rec)
+	approved := func() []string {
+		var out []string
+		for _, e := range rec.take() {
+			if strings.Contains(e, events.ConsolidationApproved) {
+				out = append(out, e)
+			}
+		}
+		return out
+	}
+	c.reconcile(ctl)
+	want := []string{"NodePool/default ConsolidationApproved: score 0.75 >= threshold 0.50 (k: 2, savings 75.0%, disruption 100.0%)"}
+	if got := approved(); !slices.Equal(got, want) {
+		t.Fatalf("ConsolidationApproved Events %q, want %q", got, want)
+	}
+	c.now = c.now.Add(30 * time.Second)
+	c.reconcile(ctl)
+	if got := approved(); len(got) != 0 {
+		t.Fatalf("repeated within the dedupe window: %q", got)
 	}
 }

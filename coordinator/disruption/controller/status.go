@@ -127,6 +127,35 @@ func (c *Controller) events(v *pass, res *disruption.Result) {
 	}
 }
 
+// approvals records Karpenter's ConsolidationApproved for a decision its
+// Balanced pools scored: on the Node and NodeClaim of a one-node move, on
+// each pool of a move of several nodes; at most one per object every
+// events.DefaultDedupeTimeout (a decision is made again each pass while it
+// waits for validation).
+func (c *Controller) approvals(v *pass, dec *disruption.Decision) {
+	if dec == nil {
+		return
+	}
+	for _, a := range dec.Approvals {
+		s := a.Score
+		if len(dec.Candidates) == 1 {
+			name := dec.Candidates[0].Name()
+			nc, node := v.snap.NodeClaims[name], c.d.Cache.Node(name)
+			var evs []events.Event
+			for _, e := range events.Approved(node, nc, s.Value(), s.Threshold(), s.K, 100*s.SavingsFraction, 100*s.DisruptionFraction) {
+				if key := events.ObjectKey(e.Object); key != "" && c.dedupe.Allow(0, e.Reason, key) {
+					evs = append(evs, e)
+				}
+			}
+			events.Publish(c.d.Recorder, evs...)
+			continue
+		}
+		if p := v.snap.NodePool(a.Pool); p != nil && c.dedupe.Allow(0, events.ConsolidationApproved, events.ObjectKey(p)) {
+			events.Publish(c.d.Recorder, events.PoolApproved(p, s.Value(), s.Threshold(), s.K, 100*s.SavingsFraction, 100*s.DisruptionFraction))
+		}
+	}
+}
+
 // budgetEvents leaves Karpenter's DisruptionBlocked Event on a NodePool
 // when its budgets start to allow no disruption for a reason while it has
 // nodes (blocking holds "pool/reason" keys).

@@ -28,6 +28,7 @@ first 37 (37 + "-coordinator-status-reader" = 63).
 {{- define "joiner.coordinator" -}}{{ include "joiner.base" . }}-coordinator{{- end -}}
 {{- define "joiner.coordinatorHeadless" -}}{{ include "joiner.coordinator" . }}-peers{{- end -}}
 {{- define "joiner.statusServiceAccount" -}}{{ include "joiner.coordinator" . }}-status{{- end -}}
+{{- define "joiner.metricsReader" -}}{{ include "joiner.fullname" . | trunc 48 | trimSuffix "-" }}-metrics-reader{{- end -}}
 {{- define "joiner.statusReader" -}}{{ include "joiner.fullname" . | trunc 37 | trimSuffix "-" }}-coordinator-status-reader{{- end -}}
 {{- define "joiner.agent" -}}{{ include "joiner.fullname" . | trunc 48 | trimSuffix "-" }}-agent{{- end -}}
 
@@ -365,6 +366,9 @@ seccompProfile:
 
 {{/* serviceMonitor's relabelings, metricRelabelings and endpointConfig, for each endpoint. */}}
 {{- define "joiner.serviceMonitorEndpoint" -}}
+{{- with .Values.serviceMonitor.bearerTokenFile }}
+bearerTokenFile: {{ . }}
+{{- end }}
 {{- with .Values.serviceMonitor.relabelings }}
 relabelings:
   {{- toYaml . | nindent 2 }}

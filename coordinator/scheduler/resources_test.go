@@ -1,0 +1,41 @@
+package scheduler
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/joiner-dev/joiner/internal/podresources"
+)
+
+// TestPodRequestsMatchPodresources: the solver's vector form of a pod's
+// effective request (kept allocation-free for the hot path) is
+// podresources.Requests, which the metrics and joiner top use, plus one pod
+// slot.
+func TestPodRequestsMatchPodresources(t *testing.T) {
+	always := corev1.ContainerRestartPolicyAlways
+	req := func(cpu, mem string) corev1.ResourceRequirements {
+		return corev1.ResourceRequirements{Requests: corev1.ResourceList{
+			corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(mem)}}
+	}
+	for name, spec := range map[string]corev1.PodSpec{
+		"containers": {Containers: []corev1.Container{{Resources: req("1", "1Gi")}, {Resources: req("500m", "2Gi")}}},
+		"init wins": {Containers: []corev1.Container{{Resources: req("1", "4Gi")}},
+			InitContainers: []corev1.Container{{Resources: req("3", "1Gi")}}},
+		"sidecars": {Containers: []corev1.Container{{Resources: req("1", "1Gi")}},
+			InitContainers: []corev1.Container{{Resources: req("2", "1Gi")}, {Resources: req("100m", "64Mi"), RestartPolicy: &always},
+				{Resources: req("3", "3Gi")}, {Resources: req("200m", "8Gi"), RestartPolicy: &always}}},
+		"overhead": {Containers: []corev1.Container{{Resources: req("1", "1Gi")}},
+			Overhead: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m"), corev1.ResourceMemory: resource.MustParse("128Mi")}},
+	} {
+		p := &corev1.Pod{Spec: spec}
+		ri := newResourceIndex([][]*corev1.Pod{{p}}, nil)
+		got, ok := ri.podRequests(p)
+		want := ri.toVec(podresources.Requests(p), nil)
+		want[resPods]++
+		if !ok || got != want {
+			t.Errorf("%s: podRequests = %v (%v), want %v", name, got, ok, want)
+		}
+	}
+}
