@@ -137,3 +137,22 @@ func cpuTime() float64 {
 	}
 	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
 }
+
+// BenchmarkTypeTables is one disruption simulation's Solve (100 pods, the
+// embedded catalogue, two pools) without and with the pools' type tables
+// kept from an earlier Solve of the same pass.
+func BenchmarkTypeTables(b *testing.B) {
+	for _, keep := range []bool{false, true} {
+		b.Run(fmt.Sprintf("kept=%v", keep), func(b *testing.B) {
+			in := realisticInput(100)
+			if keep {
+				in.TypeTables = &TypeTables{}
+				Solve(in)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				Solve(in)
+			}
+		})
+	}
+}
