@@ -27,7 +27,7 @@ import (
 // ServiceAccount not bound 403, no token or a forged one 401; /healthz
 // stays open (the liveness probe), and plain HTTP is not served.
 func TestMetricsScrapers(t *testing.T) {
-	env := testenv.Start(t, testenv.Options{})
+	env := testenv.Start(t, testenv.Options{APIServerArgs: testenv.NodeAuthorization})
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	s := kubetest.SetUpMetricsRBAC(ctx, t, env.Client, env.Config, "monitoring")

@@ -30,7 +30,7 @@ import (
 // node-a's pods but still not node-b's.
 func TestAgentHoldsOnlyItsOwnNode(t *testing.T) {
 	tool(t, "helm")
-	env := testenv.Start(t, testenv.Options{APIServerArgs: []string{"--authorization-mode=Node,RBAC", "--enable-admission-plugins=NodeRestriction"}})
+	env := testenv.Start(t, testenv.Options{APIServerArgs: testenv.NodeAuthorization})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	kc := env.Client

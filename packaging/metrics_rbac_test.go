@@ -30,7 +30,7 @@ import (
 // bound may not; the reader may do nothing else.
 func TestMetricsReaderRBAC(t *testing.T) {
 	tool(t, "helm")
-	env := testenv.Start(t, testenv.Options{})
+	env := testenv.Start(t, testenv.Options{APIServerArgs: testenv.NodeAuthorization})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	kc := env.Client

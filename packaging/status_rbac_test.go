@@ -27,7 +27,7 @@ import (
 // nothing at all.
 func TestStatusReaderRole(t *testing.T) {
 	tool(t, "helm")
-	env := testenv.Start(t, testenv.Options{})
+	env := testenv.Start(t, testenv.Options{APIServerArgs: testenv.NodeAuthorization})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	kc := env.Client

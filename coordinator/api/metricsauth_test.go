@@ -29,7 +29,7 @@ import (
 // no credential and a forged token 401; a client certificate from another
 // CA fails the handshake. Probes stay open.
 func TestMetricsScrapers(t *testing.T) {
-	env := testenv.Start(t, testenv.Options{})
+	env := testenv.Start(t, testenv.Options{APIServerArgs: testenv.NodeAuthorization})
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	s := kubetest.SetUpMetricsRBAC(ctx, t, env.Client, env.Config, "monitoring")

@@ -85,6 +85,11 @@ type Options struct {
 	APIServerArgs []string
 }
 
+// NodeAuthorization are the kube-apiserver flags of an EKS cluster's
+// authorization (Node,RBAC with NodeRestriction), for security tests:
+// Options{APIServerArgs: NodeAuthorization}.
+var NodeAuthorization = []string{"--authorization-mode=Node,RBAC", "--enable-admission-plugins=NodeRestriction"}
+
 // Env is a running control plane.
 type Env struct {
 	// Config reaches the API server as cluster admin.
