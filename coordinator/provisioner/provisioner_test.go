@@ -95,7 +95,7 @@ func (c *fakeCloud) InstanceTypes(_ context.Context, nc *awsv1.EC2NodeClass) ([]
 var now = time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)
 
 func pool(name string, reqs ...karpv1.NodeSelectorRequirementWithMinValues) *karpv1.NodePool {
-	return &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: name, UID: "uid-" + "pool"},
+	return &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: name, UID: k8stypes.UID("uid-" + name)},
 		Spec: karpv1.NodePoolSpec{Template: karpv1.NodeClaimTemplate{
 			ObjectMeta: karpv1.ObjectMeta{Labels: map[string]string{"team": "a"}},
 			Spec: karpv1.NodeClaimTemplateSpec{
