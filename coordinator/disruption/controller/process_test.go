@@ -17,7 +17,9 @@ import (
 // The issue-10 integration scenarios, on real processes: a control plane,
 // `joiner sim` and one `joiner coordinator` (raft, provisioner, launcher,
 // lifecycle, termination, disruption). They skip under -short and when the
-// control-plane tools are missing (make tools builds them).
+// control-plane tools are missing (make tools builds them). Each has its own
+// harness and they run in parallel: most of their time is spent waiting on
+// consolidateAfter and expireAfter clocks, not on the CPU.
 
 func startHarness(t *testing.T) *harness.Harness { return startHarnessN(t, 1) }
 
@@ -216,6 +218,7 @@ func settled(st *harness.State, pods int) bool {
 // BENCHMARKS.md; the bound here only catches a consolidation that never
 // finishes.)
 func TestProcessConsolidation(t *testing.T) {
+	t.Parallel()
 	h := startHarness(t)
 	get := applyPool(t, h, "general", "720h", `    consolidationPolicy: WhenEmptyOrUnderutilized
     consolidateAfter: 10s
@@ -279,6 +282,7 @@ func driftSpread(t *testing.T, h *harness.Harness, n int) (get func() *harness.S
 // disrupted at once, and no pod stays Pending longer than a replacement
 // takes (bounded here by 60 s).
 func TestProcessDriftOneBudgetAtATime(t *testing.T) {
+	t.Parallel()
 	h := startHarness(t)
 	get, old := driftSpread(t, h, 3)
 	pendingSince := map[string]time.Time{}
@@ -367,6 +371,7 @@ func TestProcessDriftOneBudgetAtATime(t *testing.T) {
 // open schedule window keeps empty nodes (emptiness blocked); expiration
 // still removes them.
 func TestProcessZeroBudgetBlocksAllButExpiration(t *testing.T) {
+	t.Parallel()
 	h := startHarness(t)
 	get := applyPool(t, h, "frozen", "2m", `    consolidationPolicy: WhenEmptyOrUnderutilized
     consolidateAfter: 0s
@@ -418,6 +423,7 @@ func TestProcessZeroBudgetBlocksAllButExpiration(t *testing.T) {
 // from raft and the API: it waits for the same replacement (no second
 // one), keeps the budget, and finishes the replacement of every node.
 func TestProcessDriftSurvivesLeaderKill(t *testing.T) {
+	t.Parallel()
 	h := startHarnessN(t, 3)
 	get, old := driftSpread(t, h, 2)
 	// Kill the leader as soon as a replacement is in flight.
