@@ -19,9 +19,11 @@
 package drain
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -80,9 +82,33 @@ type Result struct {
 }
 
 // Observer is told about each eviction outcome (metrics). result is one of
-// evicted, blocked (429), deleted (forced), gone, error.
+// evicted, blocked (429), deleted (forced), gone, error. code is the HTTP
+// status of the eviction request as Karpenter counts it
+// (karpenter_pods_eviction_requests_total): 200 for an eviction made (the
+// API answers 201), the error's status otherwise (404, 409, 429, 500, ...);
+// 0 when no eviction request was answered with a status: a forced delete
+// (no eviction) or an error carrying no API status (transport, timeout).
+// reason is the drain's reason as Karpenter labels the pods it drained
+// (karpenter_pods_drained_total, counted for result evicted): see
+// DrainedReason.
 type Observer interface {
-	Eviction(result string)
+	Eviction(result string, code int, reason string)
+}
+
+// ReasonForceful is Karpenter's drained reason of a node not disrupted
+// voluntarily (expired, interrupted, deleted by hand, ...).
+const ReasonForceful = "Forceful Termination"
+
+// DrainedReason is the reason Karpenter gives the pods it evicts from a
+// node (karpenter_pods_drained_total): the reason of its NodeClaim's
+// DisruptionReason condition, which only voluntary disruption sets (Empty,
+// Drifted, Underutilized), or "Forceful Termination" without one. reason is
+// the drain's (Request.EvictionReason, else Request.Reason).
+func DrainedReason(reason string) string {
+	if slices.Contains(corekarp.DisruptionReasons, corekarp.DisruptionReason(reason)) {
+		return reason
+	}
+	return ReasonForceful
 }
 
 // Options configure a Drainer.
@@ -248,8 +274,8 @@ func (d *Drainer) evictAll(ctx context.Context, log *zap.Logger, req Request, no
 	return res, nil
 }
 
-func (d *Drainer) observe(result string) {
+func (d *Drainer) observe(req Request, result string, code int) {
 	if d.opts.Observer != nil {
-		d.opts.Observer.Eviction(result)
+		d.opts.Observer.Eviction(result, code, DrainedReason(cmp.Or(req.EvictionReason, req.Reason)))
 	}
 }

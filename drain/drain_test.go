@@ -132,12 +132,30 @@ func fastOpts() Options {
 	return Options{RetryBase: 5 * time.Millisecond, RetryMax: 20 * time.Millisecond, PollInterval: 5 * time.Millisecond}
 }
 
+// obs counts outcomes by result, keeps them in order as "result/code" and
+// the drained reasons of the pods evicted.
 type obs struct {
-	mu sync.Mutex
-	n  map[string]int
+	mu      sync.Mutex
+	n       map[string]int
+	seen    []string
+	drained []string
 }
 
-func (o *obs) Eviction(r string) { o.mu.Lock(); o.n[r]++; o.mu.Unlock() }
+func (o *obs) Eviction(r string, code int, reason string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.n[r]++
+	o.seen = append(o.seen, fmt.Sprintf("%s/%d", r, code))
+	if r == ResultEvicted {
+		o.drained = append(o.drained, reason)
+	}
+}
+
+func (o *obs) all() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Clone(o.seen)
+}
 
 func TestDrainEvictsSkipsAndLeaves(t *testing.T) {
 	c, e := setup(t, map[string]int{"web-1": 3},

@@ -3,6 +3,8 @@ package drain
 import (
 	"cmp"
 	"context"
+	"errors"
+	"net/http"
 	"time"
 
 	"go.uber.org/zap"
@@ -50,27 +52,28 @@ func (d *Drainer) evictPod(ctx context.Context, log *zap.Logger, req Request, p 
 					ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace}, DeleteOptions: opts,
 				})
 			}
+			code := evictionCode(err, forced)
 			switch {
 			case err == nil && forced:
-				d.observe(ResultDeleted)
+				d.observe(req, ResultDeleted, code)
 				log.Warn("pod deleted: eviction blocked past force-after", zap.Duration("force-after", d.opts.ForceAfter))
 			case err == nil:
-				d.observe(ResultEvicted)
+				d.observe(req, ResultEvicted, code)
 				log.Info("pod evicted", zap.Int64p("grace-seconds", grace))
 				d.publish(events.PodEvicted(p, cmp.Or(req.EvictionReason, req.Reason)))
 			case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
 				// Gone, or replaced by a pod with another UID: nothing to evict.
-				d.observe(ResultGone)
+				d.observe(req, ResultGone, code)
 				return true
 			case apierrors.IsTooManyRequests(err):
-				d.observe(ResultBlocked)
+				d.observe(req, ResultBlocked, code)
 				blocked++
 				if blocked == 1 {
 					log.Info("eviction blocked by a disruption budget; retrying until the deadline", zap.Error(err))
 					blockedBy(p.Namespace + "/" + p.Name)
 				}
 			default:
-				d.observe(ResultError)
+				d.observe(req, ResultError, code)
 				log.Warn("evicting pod", zap.Error(err), zap.Int("attempt", attempt+1))
 			}
 			if err == nil {
@@ -83,6 +86,23 @@ func (d *Drainer) evictPod(ctx context.Context, log *zap.Logger, req Request, p 
 		}
 	}
 	return d.waitGone(ctx, log, p)
+}
+
+// evictionCode is the status of an eviction request as Karpenter counts it
+// (see Observer): 200 when it succeeded, the error's API status code, 0 for
+// a forced delete (no eviction) or an error without an API status.
+func evictionCode(err error, forced bool) int {
+	if forced {
+		return 0
+	}
+	if err == nil {
+		return http.StatusOK
+	}
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		return int(status.Status().Code)
+	}
+	return 0
 }
 
 // grace is the pod's own grace period capped by the time left (nil: keep the pod's).

@@ -26,6 +26,8 @@ const (
 	DisruptionWaitingReadiness = "DisruptionWaitingReadiness"
 	Unconsolidatable           = "Unconsolidatable"
 	ConsolidationApproved      = "ConsolidationApproved"
+	ConsolidationCandidate     = "ConsolidationCandidate"
+	ConsolidationRejected      = "ConsolidationRejected"
 	// node termination
 	Evicted                        = "Evicted"
 	FailedDraining                 = "FailedDraining"
@@ -65,7 +67,7 @@ const (
 var karpenterReasons = []string{
 	Nominated, FailedScheduling, NoCompatibleInstanceTypes,
 	DisruptionBlocked, DisruptionLaunching, DisruptionTerminating, DisruptionWaitingReadiness, Unconsolidatable, ConsolidationApproved,
-	Evicted, FailedDraining, AwaitingVolumeDetachment, TerminationGracePeriodExpiring,
+	ConsolidationCandidate, ConsolidationRejected, Evicted, FailedDraining, AwaitingVolumeDetachment, TerminationGracePeriodExpiring,
 	InsufficientCapacityError, NodeClassNotReady, UnregisteredTaintMissing, Finalized,
 	SpotInterrupted, SpotRebalanceRecommendation, CapacityReservationInstanceInterrupted, InstanceStopping,
 	InstanceTerminating, InstanceUnhealthy, TerminatingOnInterruption, WaitingOnNodeClaimTermination,
@@ -191,6 +193,50 @@ func Approved(node *corev1.Node, nc *karpv1.NodeClaim, score, threshold float64,
 func PoolApproved(pool *karpv1.NodePool, score, threshold float64, k int, savingsPct, disruptionPct float64) Event {
 	return Event{Object: pool, Type: corev1.EventTypeNormal, Reason: ConsolidationApproved,
 		Message: scoreMessage(score, threshold, k, savingsPct, disruptionPct)}
+}
+
+// Command spells a consolidation command as Karpenter's Command.String
+// does before the command has a method and an ID (as in the Events it
+// records): "replace: [n1, n2] -> [1 replacement]", or "delete: [n1]".
+func Command(decision string, nodes []string, replacements int) string {
+	out := fmt.Sprintf("%s: [%s]", decision, strings.Join(nodes, ", "))
+	if replacements > 0 {
+		plural := "replacements"
+		if replacements == 1 {
+			plural = "replacement"
+		}
+		out += fmt.Sprintf(" -> [%d %s]", replacements, plural)
+	}
+	return out
+}
+
+// CommandForNode is Karpenter's StringForNode: the whole command for a
+// one-node command, else the node's part of it.
+func CommandForNode(command, decision, node string, nodes int) string {
+	if nodes == 1 {
+		return command
+	}
+	return fmt.Sprintf("%s: [%s] (part of %d-node consolidation)", decision, node, nodes)
+}
+
+// Candidate: consolidation chose node (and nc) for command, which saves
+// savings per hour; the command now waits for its validation.
+func Candidate(node *corev1.Node, nc *karpv1.NodeClaim, command string, savings float64) []Event {
+	msg := fmt.Sprintf("Consolidation candidate: %s (savings: $%.2f)", command, savings)
+	return []Event{
+		{Object: node, Type: corev1.EventTypeNormal, Reason: ConsolidationCandidate, Message: msg},
+		{Object: nc, Type: corev1.EventTypeNormal, Reason: ConsolidationCandidate, Message: msg},
+	}
+}
+
+// Rejected: the consolidation command for node (and nc) failed its
+// validation for reason (Karpenter's budget, scheduling, churn).
+func Rejected(node *corev1.Node, nc *karpv1.NodeClaim, command, reason string, savings float64) []Event {
+	msg := fmt.Sprintf("Consolidation rejected: %s, reason: %s (savings: $%.2f)", command, reason, savings)
+	return []Event{
+		{Object: node, Type: corev1.EventTypeNormal, Reason: ConsolidationRejected, Message: msg},
+		{Object: nc, Type: corev1.EventTypeNormal, Reason: ConsolidationRejected, Message: msg},
+	}
 }
 
 // PoolBlocked: pool's budgets allow no disruption at all now.

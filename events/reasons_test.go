@@ -77,6 +77,17 @@ func TestKarpentersWords(t *testing.T) {
 			"Node/ip-10-0-0-1 Normal AwaitingVolumeDetachment: Awaiting deletion of bound volumeattachments (a, b)",
 			"Node/ip-10-0-0-1 Normal AwaitingVolumeDetachment: Awaiting deletion of bound volumeattachments (a, b, c, d, e and 2 other(s))",
 		}},
+		{ConsolidationCandidate, append(Candidate(node, nc, Command("replace", []string{"ip-10-0-0-1"}, 1), 0.0416),
+			Candidate(node, nc, CommandForNode("ignored", "delete", "ip-10-0-0-1", 3), 0.5)...), []string{
+			"Node/ip-10-0-0-1 Normal ConsolidationCandidate: Consolidation candidate: replace: [ip-10-0-0-1] -> [1 replacement] (savings: $0.04)",
+			"NodeClaim/default-abcde Normal ConsolidationCandidate: Consolidation candidate: replace: [ip-10-0-0-1] -> [1 replacement] (savings: $0.04)",
+			"Node/ip-10-0-0-1 Normal ConsolidationCandidate: Consolidation candidate: delete: [ip-10-0-0-1] (part of 3-node consolidation) (savings: $0.50)",
+			"NodeClaim/default-abcde Normal ConsolidationCandidate: Consolidation candidate: delete: [ip-10-0-0-1] (part of 3-node consolidation) (savings: $0.50)",
+		}},
+		{ConsolidationRejected, Rejected(node, nc, Command("delete", []string{"ip-10-0-0-1"}, 0), "churn", 1.25), []string{
+			"Node/ip-10-0-0-1 Normal ConsolidationRejected: Consolidation rejected: delete: [ip-10-0-0-1], reason: churn (savings: $1.25)",
+			"NodeClaim/default-abcde Normal ConsolidationRejected: Consolidation rejected: delete: [ip-10-0-0-1], reason: churn (savings: $1.25)",
+		}},
 		{ConsolidationApproved, append(Approved(node, nc, 0.75, 0.5, 2, 10, 13.3333), PoolApproved(pool, math.Inf(1), 0.5, 2, 20, 0)), []string{
 			"Node/ip-10-0-0-1 Normal ConsolidationApproved: score 0.75 >= threshold 0.50 (k: 2, savings 10.0%, disruption 13.3%)",
 			"NodeClaim/default-abcde Normal ConsolidationApproved: score 0.75 >= threshold 0.50 (k: 2, savings 10.0%, disruption 13.3%)",

@@ -2,8 +2,9 @@ package disruption
 
 import (
 	"fmt"
+	"maps"
 	"math"
-	"sort"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -130,15 +131,15 @@ func (d *decider) poolTotals() map[string]PoolTotals {
 	d.totals = map[string]PoolTotals{}
 	candidate := map[*Node]bool{}
 	for _, n := range d.in.Nodes {
-		if n.NodeClaim != nil && d.pools[poolName(n)] != nil && d.gracefulBlocker(n, false) == "" {
+		if n.NodeClaim != nil && d.pools[n.Pool()] != nil && d.gracefulBlocker(n, false) == "" {
 			candidate[n] = true
-			d.totals[poolName(n)] = PoolTotals{}
+			d.totals[n.Pool()] = PoolTotals{}
 		}
 	}
 	for _, n := range d.in.Nodes {
 		pn := n.Node.Labels[karpv1.LabelNodePool]
 		if n.NodeClaim != nil {
-			pn = poolName(n)
+			pn = n.Pool()
 		}
 		t, ok := d.totals[pn]
 		if !ok {
@@ -170,7 +171,7 @@ func (d *decider) balanced(pool string) bool {
 // candidate that cannot is not simulated. Other policies, and pools
 // without a cost, pass (Karpenter's CanPassThreshold).
 func (d *decider) canPassThreshold(n *Node) (bool, Score) {
-	pn := poolName(n)
+	pn := n.Pool()
 	if !d.balanced(pn) {
 		return true, Score{}
 	}
@@ -187,22 +188,30 @@ func (d *decider) canPassThreshold(n *Node) (bool, Score) {
 // not scored). With candidates of several pools, each pool is credited
 // the share of the savings its candidates' price is of theirs (Karpenter's
 // EvaluateBalancedMove). The string says why not; an approved decision
-// carries the scores (Approvals).
-func (d *decider) approveBalanced(dec *Decision) (bool, string) {
+// carries the scores (Approvals). moves are the move as Karpenter's
+// consolidation metrics count it: one per pool of its candidates.
+func (d *decider) approveBalanced(dec *Decision) (ok bool, why string, moves []Move) {
 	byPool := map[string][]*Node{}
 	for _, n := range dec.Candidates {
-		byPool[poolName(n)] = append(byPool[poolName(n)], n)
+		byPool[n.Pool()] = append(byPool[n.Pool()], n)
 	}
 	source := totalPrice(dec.Candidates)
-	names := make([]string, 0, len(byPool))
-	for pn := range byPool {
-		names = append(names, pn)
+	names := slices.Sorted(maps.Keys(byPool))
+	nodes := make([]string, len(dec.Candidates))
+	for i, n := range dec.Candidates {
+		nodes[i] = n.Name()
 	}
-	sort.Strings(names)
-	var why []string
+	slices.Sort(nodes)
+	key := string(dec.Method) + ":" + strings.Join(nodes, ",")
+	var whys []string
 	var approvals []Approval
 	for _, pn := range names {
+		mv := Move{Key: key, Pool: pn}
+		if p := d.pools[pn]; p != nil {
+			mv.Policy = p.Spec.Disruption.ConsolidationPolicy
+		}
 		if !d.balanced(pn) {
+			moves = append(moves, mv)
 			continue
 		}
 		cands := byPool[pn]
@@ -215,18 +224,24 @@ func (d *decider) approveBalanced(dec *Decision) (bool, string) {
 			disruption += rescheduleCost(n)
 		}
 		s := ScoreMove(savings, disruption, d.poolTotals()[pn], BalancedK)
+		mv.Score, mv.Scored = s, true
+		moves = append(moves, mv)
 		if !s.Approved() {
-			why = append(why, fmt.Sprintf("nodepool %s (Balanced) scores the move %s, below %.2f: it saves %.1f%% of the pool's cost for %.1f%% of its disruption cost",
+			whys = append(whys, fmt.Sprintf("nodepool %s (Balanced) scores the move %s, below %.2f: it saves %.1f%% of the pool's cost for %.1f%% of its disruption cost",
 				pn, formatScore(s.Value()), s.Threshold(), 100*s.SavingsFraction, 100*s.DisruptionFraction))
 			continue
 		}
 		approvals = append(approvals, Approval{Pool: pn, Score: s})
 	}
-	if len(why) > 0 {
-		return false, strings.Join(why, "; ")
+	ok = len(whys) == 0
+	for i := range moves {
+		moves[i].Approved = ok
+	}
+	if !ok {
+		return false, strings.Join(whys, "; "), moves
 	}
 	dec.Approvals = approvals
-	return true, ""
+	return true, "", moves
 }
 
 func formatScore(v float64) string {

@@ -164,22 +164,32 @@ func TestApproveBalanced(t *testing.T) {
 		// approvals: "pool score" of the approved decision's Approvals
 		// (Karpenter's ConsolidationApproved Events).
 		approvals []string
+		// moves: "pool policy move-verdict [pool-score pool-verdict]" per
+		// pool (Karpenter's consolidation_moves_total and _score).
+		moves []string
 	}{
 		// 1/5 of the cost for 2/10 of the disruption: score 1.
-		{"one node of a 10-node Balanced pool", del("b0"), true, "", []string{"balanced 1.00"}},
-		{"other pools are not scored", del("o0", "o1", "o2", "o3"), true, "", nil},
+		{"one node of a 10-node Balanced pool", del("b0"), true, "", []string{"balanced 1.00"},
+			[]string{"balanced Balanced approved 1.00 approved"}},
+		{"other pools are not scored", del("o0", "o1", "o2", "o3"), true, "", nil,
+			[]string{"other WhenEmptyOrUnderutilized approved"}},
 		// The Balanced pool is credited half the savings: still 1/5 of its
 		// cost for 2/10 of its disruption.
-		{"savings split by source price across pools", del("b0", "o0"), true, "", []string{"balanced 1.00"}},
+		{"savings split by source price across pools", del("b0", "o0"), true, "", []string{"balanced 1.00"},
+			[]string{"balanced Balanced approved 1.00 approved", "other WhenEmptyOrUnderutilized approved"}},
 		// heavy: half its cost for 41/43 of its disruption (0.52) passes;
 		// a replacement eating into the savings does not.
-		{"heavy node deleted", del("h0"), true, "", []string{"heavy 0.52"}},
-		{"heavy node replaced at 0.8 of its price", func() *Decision { d := del("h0"); d.Savings *= 0.2; return d }(), false, "nodepool heavy (Balanced) scores the move 0.10", nil},
-		{"every Balanced pool must approve", func() *Decision { d := del("b0", "h0"); d.Savings *= 0.2; return d }(), false, "nodepool heavy", nil},
+		{"heavy node deleted", del("h0"), true, "", []string{"heavy 0.52"},
+			[]string{"heavy Balanced approved 0.52 approved"}},
+		{"heavy node replaced at 0.8 of its price", func() *Decision { d := del("h0"); d.Savings *= 0.2; return d }(), false, "nodepool heavy (Balanced) scores the move 0.10", nil,
+			[]string{"heavy Balanced rejected 0.10 rejected"}},
+		// The move is rejected as a whole; each pool's score keeps its own verdict.
+		{"every Balanced pool must approve", func() *Decision { d := del("b0", "h0"); d.Savings *= 0.2; return d }(), false, "nodepool heavy", nil,
+			[]string{"balanced Balanced rejected 0.20 rejected", "heavy Balanced rejected 0.10 rejected"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			ok, why := d.approveBalanced(c.dec)
+			ok, why, moves := d.approveBalanced(c.dec)
 			if ok != c.ok || !strings.Contains(why, c.why) {
 				t.Fatalf("approved %v (%s), want %v (%q)", ok, why, c.ok, c.why)
 			}
@@ -190,8 +200,39 @@ func TestApproveBalanced(t *testing.T) {
 			if !slices.Equal(got, c.approvals) {
 				t.Errorf("approvals %q, want %q", got, c.approvals)
 			}
+			if gotMoves := moveLines(moves); !slices.Equal(gotMoves, c.moves) {
+				t.Errorf("moves %q, want %q", moveLines(moves), c.moves)
+			}
 		})
 	}
+}
+
+// wantMoves checks the moves a pass scored, as moveLines spells them.
+func wantMoves(t *testing.T, r *Result, want ...string) {
+	t.Helper()
+	if got := moveLines(r.Moves); !slices.Equal(got, want) {
+		t.Errorf("moves %q, want %q", got, want)
+	}
+}
+
+// moveLines spells moves "pool policy move-verdict [score pool-verdict]".
+func moveLines(moves []Move) []string {
+	var out []string
+	for _, m := range moves {
+		line := fmt.Sprintf("%s %s %s", m.Pool, m.Policy, verdict(m.Approved))
+		if m.Scored {
+			line += fmt.Sprintf(" %s %s", formatScore(m.Score.Value()), verdict(m.Score.Approved()))
+		}
+		out = append(out, line)
+	}
+	return out
+}
+
+func verdict(ok bool) string {
+	if ok {
+		return "approved"
+	}
+	return "rejected"
 }
 
 // Karpenter v1.14.1's sortCandidates cases: consolidation candidates of
@@ -252,6 +293,8 @@ func TestBalancedDecide(t *testing.T) {
 			t.Fatalf("decision %s of %v", r.Decision.Method, names(r.Decision.Candidates))
 		}
 		wantSkip(t, r, "p-a", "Nodepool p (Balanced) scores the move 0.28, below 0.50: it saves 12.5% of the pool's cost for 44.4% of its disruption cost")
+		// The multi-node search's last rejected move, then each single node.
+		wantMoves(t, r, "p Balanced rejected 0.12 rejected", "p Balanced rejected 0.28 rejected", "p Balanced rejected 0.22 rejected")
 	})
 
 	t.Run("mixed policies: only the Balanced pool is scored", func(t *testing.T) {
@@ -262,6 +305,7 @@ func TestBalancedDecide(t *testing.T) {
 			t.Fatalf("replacements %+v", d.Replacements)
 		}
 		wantSkip(t, r, "bal-a", "Nodepool bal (Balanced) scores the move")
+		wantMoves(t, r, "bal Balanced rejected 0.28 rejected", "def WhenEmptyOrUnderutilized approved")
 	})
 
 	t.Run("delete a node whose pods fit on another", func(t *testing.T) {
@@ -283,6 +327,7 @@ func TestBalancedDecide(t *testing.T) {
 		if r.Decision == nil || r.Decision.Method != MethodMultiNode || len(r.Decision.Candidates) < 2 {
 			t.Fatalf("decision %+v", r.Decision)
 		}
+		wantMoves(t, r, "b Balanced approved 0.97 approved")
 	})
 
 	t.Run("a node the pool cannot spare is not simulated", func(t *testing.T) {

@@ -311,7 +311,7 @@ func EvictionCost(p *corev1.Pod) float64 {
 func (d *decider) expireAfter(n *Node) (time.Duration, bool) {
 	e := n.NodeClaim.Spec.ExpireAfter
 	if e.IsZero() {
-		if pool := d.pools[poolName(n)]; pool != nil {
+		if pool := d.pools[n.Pool()]; pool != nil {
 			e = pool.Spec.Template.Spec.ExpireAfter
 		}
 	}
@@ -321,7 +321,9 @@ func (d *decider) expireAfter(n *Node) (time.Duration, bool) {
 	return *e.Duration, true
 }
 
-func poolName(n *Node) string {
+// Pool is the name of the node's NodePool ("" for a node Joiner does not
+// manage).
+func (n *Node) Pool() string {
 	if n.NodeClaim == nil {
 		return ""
 	}

@@ -32,7 +32,9 @@ type decider struct {
 	// types indexes each class's catalogue by instance type name.
 	types   map[string]map[string]*catalog.InstanceType
 	skipped []Skip
-	bound   *capacityBound
+	// moves are the consolidation moves scored this pass (Result.Moves).
+	moves []Move
+	bound *capacityBound
 	// simulations counts scheduler runs; nextOffset is where single-node
 	// consolidation stopped.
 	simulations, nextOffset int
@@ -58,7 +60,7 @@ func newDecider(in *Input) *decider {
 		if n.NodeClaim == nil || !n.Initialized || instanceTerminating(n.NodeClaim) {
 			continue
 		}
-		pn := poolName(n)
+		pn := n.Pool()
 		d.poolNodes[pn]++
 		if d.deleting(n) || !n.Ready {
 			d.disrupting[pn]++
@@ -88,6 +90,7 @@ func Decide(in *Input) (*Result, error) {
 		}
 	}
 	res.Skipped = d.skipped
+	res.Moves = d.moves
 	res.NextSingleNodeOffset = d.nextOffset
 	return res, nil
 }
@@ -96,6 +99,13 @@ func Decide(in *Input) (*Result, error) {
 // from disruption altogether (Karpenter's DisruptionBlocked Event).
 func (d *decider) blocked(n *Node, m Method, format string, args ...any) {
 	d.skipAs(n, m, EventDisruptionBlocked, format, args...)
+}
+
+// budgetBlocked records that n was left alone by m because its pool's
+// budget allows no more disruptions (Skip.Budget).
+func (d *decider) budgetBlocked(n *Node, m Method, format string, args ...any) {
+	d.blocked(n, m, format, args...)
+	d.skipped[len(d.skipped)-1].Budget = true
 }
 
 // unconsolidatable records that consolidation left n alone (Karpenter's
@@ -162,10 +172,10 @@ func (d *decider) consolidationCandidates(record bool) []*Node {
 		if n.NodeClaim == nil {
 			continue
 		}
-		pool := d.pools[poolName(n)]
+		pool := d.pools[n.Pool()]
 		if pool == nil {
 			if record {
-				d.blocked(n, methodConsolidation, "NodePool not found (NodePool=%s)", poolName(n))
+				d.blocked(n, methodConsolidation, "NodePool not found (NodePool=%s)", n.Pool())
 			}
 			continue
 		}
@@ -216,9 +226,9 @@ func (d *decider) emptiness() (*Decision, error) {
 		if !isEmpty(n) {
 			continue
 		}
-		pn := poolName(n)
+		pn := n.Pool()
 		if budget[pn] <= 0 {
-			d.blocked(n, MethodEmptiness, "empty, but the disruption budget of nodepool %s for reason Empty allows no more disruptions", pn)
+			d.budgetBlocked(n, MethodEmptiness, "empty, but the disruption budget of nodepool %s for reason Empty allows no more disruptions", pn)
 			continue
 		}
 		budget[pn]--
@@ -257,7 +267,7 @@ func (d *decider) drifted(n *Node) (reason, message string) {
 	if nc.Status.ProviderID == "" {
 		return "", "" // not launched
 	}
-	pn := poolName(n)
+	pn := n.Pool()
 	if want, ok := d.in.NodePoolHashes[pn]; ok && nc.Annotations[karpv1.AnnotationNodePoolHashVersion] == karpv1.NodePoolHashVersion {
 		if got, found := nc.Annotations[karpv1.AnnotationNodePoolHash]; found && got != want {
 			return DriftNodePool, fmt.Sprintf("nodepool %s changed (hash %s, now %s)", pn, got, want)
@@ -399,7 +409,7 @@ func (d *decider) drift() (*Decision, error) {
 	since := map[*Node]time.Time{}
 	empty := map[*Node]bool{}
 	for _, n := range d.in.Nodes {
-		if p := d.pools[poolName(n)]; p != nil && isStatic(p) {
+		if p := d.pools[n.Pool()]; p != nil && isStatic(p) {
 			continue // static drift's
 		}
 		r := d.driftCandidate(n, MethodDrift)
@@ -421,9 +431,9 @@ func (d *decider) drift() (*Decision, error) {
 		return a.NodeClaim.CreationTimestamp.Before(&b.NodeClaim.CreationTimestamp)
 	})
 	for _, n := range cands {
-		pn := poolName(n)
+		pn := n.Pool()
 		if budget[pn] <= 0 {
-			d.blocked(n, MethodDrift, "drifted (%s) but the disruption budget of nodepool %s for reason Drifted allows no more disruptions", why[n], pn)
+			d.budgetBlocked(n, MethodDrift, "drifted (%s) but the disruption budget of nodepool %s for reason Drifted allows no more disruptions", why[n], pn)
 			continue
 		}
 		plan, r := d.simulate([]*Node{n}, false)
@@ -463,7 +473,7 @@ func (d *decider) underutilized(take bool) ([]*Node, error) {
 		if isEmpty(n) {
 			continue // emptiness's (reason Empty, its budget)
 		}
-		pool := d.pools[poolName(n)]
+		pool := d.pools[n.Pool()]
 		if why := d.unpriceable(n, pool); why != "" {
 			d.unconsolidatable(n, methodConsolidation, "%s", why)
 			continue
@@ -473,7 +483,7 @@ func (d *decider) underutilized(take bool) ([]*Node, error) {
 			continue
 		}
 		if budget[pool.Name] <= 0 {
-			d.blocked(n, methodConsolidation, "not consolidatable: the disruption budget of nodepool %s for reason Underutilized allows no more disruptions", pool.Name)
+			d.budgetBlocked(n, methodConsolidation, "not consolidatable: the disruption budget of nodepool %s for reason Underutilized allows no more disruptions", pool.Name)
 			continue
 		}
 		if take {
@@ -548,14 +558,25 @@ func (d *decider) multiNode() (*Decision, error) {
 		return nil, nil
 	}
 	var best *Decision
+	var bestMoves, rejected []Move
 	lo, hi := 1, len(cands)-1
 	for lo <= hi {
 		mid := (lo + hi) / 2
-		if dec, _ := d.consolidate(MethodMultiNode, cands[:mid+1]); dec != nil {
-			best, lo = dec, mid+1
+		if dec, _, moves := d.consolidate(MethodMultiNode, cands[:mid+1]); dec != nil {
+			best, bestMoves, lo = dec, moves, mid+1
 		} else {
+			if moves != nil {
+				rejected = moves
+			}
 			hi = mid - 1
 		}
+	}
+	// Karpenter counts the move a multi-node pass settles on, or, when the
+	// search found none, the last one a Balanced pool rejected.
+	if best != nil {
+		d.moves = append(d.moves, bestMoves...)
+	} else {
+		d.moves = append(d.moves, rejected...)
 	}
 	return best, nil
 }
@@ -588,10 +609,11 @@ func (d *decider) singleNode() (*Decision, error) {
 			// Not even deleting it would pass its Balanced pool's score:
 			// no need to simulate.
 			d.unconsolidatable(n, MethodSingleNode, "not consolidatable: nodepool %s (Balanced) would score even its deletion %s, below %.2f: it is %.1f%% of the pool's cost and %.1f%% of its disruption cost",
-				poolName(n), formatScore(s.Value()), s.Threshold(), 100*s.SavingsFraction, 100*s.DisruptionFraction)
+				n.Pool(), formatScore(s.Value()), s.Threshold(), 100*s.SavingsFraction, 100*s.DisruptionFraction)
 			continue
 		}
-		dec, why := d.consolidate(MethodSingleNode, []*Node{n})
+		dec, why, moves := d.consolidate(MethodSingleNode, []*Node{n})
+		d.moves = append(d.moves, moves...)
 		if dec != nil {
 			return dec, nil
 		}
@@ -602,16 +624,18 @@ func (d *decider) singleNode() (*Decision, error) {
 
 // consolidate simulates removing cands: a decision when their pods fit on
 // the remaining nodes plus at most one new node that is cheaper than them,
-// and every Balanced pool among them approves the move.
-func (d *decider) consolidate(m Method, cands []*Node) (*Decision, string) {
+// and every Balanced pool among them approves the move. moves are the
+// move's score per pool when the simulation found one (approved or not).
+func (d *decider) consolidate(m Method, cands []*Node) (*Decision, string, []Move) {
 	dec, why := d.consolidation(m, cands)
 	if dec == nil {
-		return nil, why
+		return nil, why, nil
 	}
-	if ok, why := d.approveBalanced(dec); !ok {
-		return nil, why
+	ok, why, moves := d.approveBalanced(dec)
+	if !ok {
+		return nil, why, moves
 	}
-	return dec, ""
+	return dec, "", moves
 }
 
 func (d *decider) consolidation(m Method, cands []*Node) (*Decision, string) {
@@ -755,7 +779,7 @@ func (d *decider) destination(n *Node) *scheduler.Node {
 // consolidateAfter (neither Never nor 0) has not passed since its last pod
 // event (Karpenter's IsUnderConsolidateAfter).
 func (d *decider) underConsolidateAfter(n *Node) bool {
-	pool := d.pools[poolName(n)]
+	pool := d.pools[n.Pool()]
 	if pool == nil || n.NodeClaim == nil || !n.Initialized {
 		return false
 	}

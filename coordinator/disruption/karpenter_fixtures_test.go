@@ -542,7 +542,7 @@ func disruptedInPasses(n, count int, perPool map[string]int) karpCheck {
 		for _, d := range ds {
 			got += len(d.Candidates)
 			for _, c := range d.Candidates {
-				byPool[poolName(c)]++
+				byPool[c.Pool()]++
 			}
 		}
 		if got != count {

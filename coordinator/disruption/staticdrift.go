@@ -22,7 +22,7 @@ func (d *decider) staticDrift() (*Decision, error) {
 	var byPool map[string][]*Node
 	why := map[*Node]string{}
 	for _, n := range d.in.Nodes {
-		pool := d.pools[poolName(n)]
+		pool := d.pools[n.Pool()]
 		if pool == nil || !isStatic(pool) {
 			continue
 		}
@@ -107,7 +107,7 @@ func (d *decider) staticCount(pool string) StaticCount {
 	}
 	var c StaticCount
 	for _, n := range d.in.Nodes {
-		if n.NodeClaim == nil || poolName(n) != pool {
+		if n.NodeClaim == nil || n.Pool() != pool {
 			continue
 		}
 		if d.deleting(n) {

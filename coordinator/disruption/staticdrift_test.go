@@ -98,7 +98,7 @@ func TestStaticDrift(t *testing.T) {
 					t.Fatalf("reason %s, %d replacements", d.Reason, len(d.Replacements))
 				}
 				for i, rep := range d.Replacements {
-					if want := poolName(d.Candidates[i]); rep.NodePool != want || len(rep.Pods) != 0 || rep.InstanceType != "t-1" {
+					if want := d.Candidates[i].Pool(); rep.NodePool != want || len(rep.Pods) != 0 || rep.InstanceType != "t-1" {
 						t.Fatalf("replacement %d: %+v, want an empty claim of pool %s", i, rep, want)
 					}
 				}

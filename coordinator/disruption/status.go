@@ -75,9 +75,9 @@ func Status(in *Input) []NodeStatus {
 		if exp, ok := d.expireAfter(n); ok {
 			s.Expired = !in.Now.Before(n.NodeClaim.CreationTimestamp.Add(exp))
 		}
-		pool := d.pools[poolName(n)]
+		pool := d.pools[n.Pool()]
 		if pool == nil {
-			s.Blocker = "nodepool " + poolName(n) + " not found"
+			s.Blocker = "nodepool " + n.Pool() + " not found"
 			s.DriftBlocker = s.Blocker
 			out = append(out, s)
 			continue

@@ -202,6 +202,22 @@ type Approval struct {
 	Score Score
 }
 
+// Move is one pool's part in a consolidation move the simulation found:
+// every policy's moves are counted; only Balanced pools are scored.
+type Move struct {
+	// Key names the move: its method and candidates (the same move found
+	// again on a later pass has the same key).
+	Key    string
+	Pool   string
+	Policy karpv1.ConsolidationPolicy
+	// Approved is the whole move's verdict (every Balanced pool approved).
+	Approved bool
+	// Score is the pool's Balanced score when Scored; the pool's own
+	// verdict is Score.Approved().
+	Score  Score
+	Scored bool
+}
+
 // Skip says why a node was not disrupted by a method.
 type Skip struct {
 	Node   string
@@ -214,6 +230,20 @@ type Skip struct {
 	// consolidateAfter, policy, no cheaper replacement), or "" (nothing to
 	// act on, e.g. not evaluated this pass).
 	Event string
+	// Budget: the node's pool's budget allowed no more disruptions.
+	Budget bool
+}
+
+// Of says whether the skip was recorded by m or, for a consolidation
+// method, by the candidate filtering every consolidation shares.
+func (s Skip) Of(m Method) bool {
+	if s.Method == m {
+		return true
+	}
+	consolidation := func(m Method) bool {
+		return m == MethodSingleNode || m == MethodMultiNode || m == methodConsolidation
+	}
+	return consolidation(s.Method) && consolidation(m)
 }
 
 // Event reasons of skips, Karpenter's (pkg/controllers/disruption/events).
@@ -227,6 +257,9 @@ const (
 type Result struct {
 	Decision *Decision
 	Skipped  []Skip
+	// Moves are the consolidation moves the pass scored, approved or not
+	// (Karpenter's karpenter_consolidation_moves_total and _score).
+	Moves []Move
 	// NextSingleNodeOffset is Input.SingleNodeOffset for the next pass.
 	NextSingleNodeOffset int
 }

@@ -55,7 +55,7 @@ func lifetimeBuckets() []float64 {
 // one set per registry (For); every method is safe on a nil *Metrics.
 type Metrics struct {
 	nodeClaimsCreated, nodeClaimsTerminated, nodeClaimsDisrupted *prometheus.CounterVec
-	nodeClaimTermination                                         *prometheus.HistogramVec
+	nodeClaimTermination, instanceTermination                    *prometheus.HistogramVec
 
 	nodesCreated, nodesTerminated, nodesDrained *prometheus.CounterVec
 	nodesTermination                            *prometheus.SummaryVec
@@ -77,6 +77,11 @@ type Metrics struct {
 
 	cloudDuration *prometheus.HistogramVec
 	cloudErrors   *prometheus.CounterVec
+
+	evictions        evictionMetrics
+	scheduling       schedulingMetrics
+	consolidation    consolidationMetrics
+	podsProvisioning *provisioningMetrics
 }
 
 var (
@@ -114,6 +119,9 @@ func newMetrics() *Metrics {
 		nodeClaimTermination: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "karpenter_nodeclaims_termination_duration_seconds",
 			Help:    "Duration of NodeClaim termination in seconds.",
 			Buckets: prometheus.ExponentialBuckets(1, 2, 12)}, []string{labelNodePool}),
+		instanceTermination: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "karpenter_nodeclaims_instance_termination_duration_seconds",
+			Help:    "Duration of CloudProvider Instance termination in seconds.",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 11)}, []string{labelNodePool}),
 		nodesCreated: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "karpenter_nodes_created_total",
 			Help: "Number of nodes created in total by Karpenter. Labeled by owning nodepool and zone."}, []string{labelNodePool, labelZone}),
 		nodesTerminated: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "karpenter_nodes_terminated_total",
@@ -165,14 +173,22 @@ func newMetrics() *Metrics {
 	// Karpenter's do.
 	m.consolidationTimeouts.WithLabelValues("multi")
 	m.consolidationTimeouts.WithLabelValues("single")
+	m.evictions = newEvictionMetrics()
+	m.scheduling = newSchedulingMetrics()
+	m.consolidation = newConsolidationMetrics()
+	m.podsProvisioning = newProvisioningMetrics()
 	return m
 }
 
 func (m *Metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.nodeClaimsCreated, m.nodeClaimsTerminated, m.nodeClaimsDisrupted, m.nodeClaimTermination,
+	c := []prometheus.Collector{m.nodeClaimsCreated, m.nodeClaimsTerminated, m.nodeClaimsDisrupted, m.nodeClaimTermination, m.instanceTermination,
 		m.nodesCreated, m.nodesTerminated, m.nodesDrained, m.nodesTermination, m.nodesLifetime, m.podsStartup, m.podsBound,
 		m.schedulingDuration, m.unschedulablePods, m.ignoredPods, m.decisions, m.decisionsByPool, m.eligible, m.evaluation,
 		m.allowed, m.consuming, m.queueFailures, m.consolidationTimeouts, m.cloudDuration, m.cloudErrors}
+	c = append(c, m.evictions.collectors()...)
+	c = append(c, m.scheduling.collectors()...)
+	c = append(c, m.consolidation.collectors()...)
+	return append(c, m.podsProvisioning.collectors()...)
 }
 
 // NodeClaimCreated counts a NodeClaim created by the provisioner (Joiner's
@@ -244,6 +260,15 @@ func (m *Metrics) NodeClaimTerminated(nc *karpv1.NodeClaim, took time.Duration) 
 	m.nodeClaimTermination.WithLabelValues(pool).Observe(took.Seconds())
 }
 
+// InstanceTerminated observes how long the NodeClaim's instance took to
+// be gone since the termination call (its InstanceTerminating condition).
+func (m *Metrics) InstanceTerminated(nc *karpv1.NodeClaim, took time.Duration) {
+	if m == nil {
+		return
+	}
+	m.instanceTermination.WithLabelValues(nc.Labels[karpv1.LabelNodePool]).Observe(max(0, took.Seconds()))
+}
+
 // NodeRegistered counts a node created for a NodeClaim (it registered).
 func (m *Metrics) NodeRegistered(nc *karpv1.NodeClaim) {
 	if m == nil {
@@ -299,6 +324,7 @@ func (m *Metrics) EndTerm() {
 		g.Reset()
 	}
 	m.ignoredPods.Set(0)
+	m.endSchedulingTerm()
 }
 
 // IgnoredPods sets the pods the last scheduling left out as invalid.

@@ -17,6 +17,7 @@
 //	static                   static NodePools at their replicas (feature gate StaticCapacity)
 //	retention                prune finished records from the replicated state
 //	metrics.pod              pods' start-up and bound times (Karpenter's metrics)
+//	metrics.status           status condition transitions, terminations (Karpenter's operator_* metrics)
 package leader
 
 import (
@@ -158,6 +159,19 @@ func New(d Deps) (*Leader, error) {
 			return nil, fmt.Errorf("registering karpenter gauges: %w", err)
 		}
 	}
+	// Karpenter's operator_* status condition gauges (leader only) and the
+	// observer of condition transitions and terminations.
+	if d.Registerer != nil {
+		if err := d.Registerer.Register(karpmetrics.NewStatusCollector(karpmetrics.StatusCollectorConfig{Cache: d.Cache,
+			Leading: leading.Load})); err != nil {
+			return nil, fmt.Errorf("registering operator status condition gauges: %w", err)
+		}
+	}
+	statusObserver, err := karpmetrics.NewStatusObserver(karpmetrics.StatusObserverConfig{Cache: d.Cache, Registerer: d.Registerer,
+		Log: log.Named("metrics")})
+	if err != nil {
+		return nil, err
+	}
 	views := &view.Builder{Cache: d.Cache, State: d.State, Classes: catalog, Fleet: fleet, MinValuesPolicy: d.MinValuesPolicy}
 
 	var classCluster func() (string, error)
@@ -225,6 +239,7 @@ func New(d Deps) (*Leader, error) {
 			{"podevents", podEvents.Run},
 			{"retention", ret.Run},
 			{"metrics.pod", karpmetrics.NewPods(d.Cache, km, log.Named("metrics")).Run},
+			{"metrics.status", statusObserver.Run},
 		}}
 	if d.InterruptionQueue != nil {
 		q, err := interruption.NewQueueLoop(interruption.QueueConfig{OnCommit: intr.Wake}, interruption.QueueDeps{Queue: d.InterruptionQueue,

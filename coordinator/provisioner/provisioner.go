@@ -193,8 +193,10 @@ func (p *Provisioner) reconcile(ctx context.Context) error {
 	if err := p.ensureNodeClaims(ctx); err != nil {
 		return err
 	}
-	s := p.d.Views.Build(p.cfg.Now())
+	seen := p.cfg.Now()
+	s := p.d.Views.Build(seen)
 	p.metrics.pending.Set(float64(len(s.Pending)))
+	p.trackDecisions(s, seen)
 	if len(s.Pending) == 0 {
 		return nil
 	}
@@ -206,10 +208,17 @@ func (p *Provisioner) reconcile(ctx context.Context) error {
 		}
 		p.log.Info("planning pod(s) again whose nomination no longer holds", zap.Int("pods", len(s.Released)), zap.Strings("pod", sample))
 	}
+	in := s.SchedulerInput(s.Pending, s.Nodes)
+	solved := p.metrics.karp.SolveStarted("provisioner", len(in.Pods))
 	start := time.Now()
-	plan := scheduler.Solve(s.SchedulerInput(s.Pending, s.Nodes))
+	plan := scheduler.Solve(in)
 	p.metrics.schedulingDuration.Observe(time.Since(start).Seconds())
 	p.metrics.karp.Scheduled("provisioner", time.Since(start), len(plan.Unschedulable))
+	solved(len(plan.Unschedulable))
+	// classified on the input beside the solve, not timed with it
+	p.metrics.karp.PendingByZone("provisioner", scheduler.EffectiveZones(in))
+	p.metrics.karp.PodsDecided(p.cfg.Now(), decidedPods(plan)...)
+	p.metrics.karp.PodsPlanned(p.cfg.Now(), plan, s.PendingByKey)
 	for _, u := range plan.Unschedulable {
 		p.log.Info("could not schedule pod", zap.String("pod", u.Pod), zap.String("reason", u.Reason))
 	}
@@ -244,6 +253,37 @@ func (p *Provisioner) LaunchClaims(ctx context.Context, claims []scheduler.NodeC
 		}
 	}
 	return p.launch(ctx, s, claims, reason)
+}
+
+// trackDecisions keeps Karpenter's per-pod scheduling bookkeeping of a
+// pass: pods neither pending nor nominated (bound, deleted) are forgotten,
+// pending ones are seen at now, and nominated ones count as decided (a
+// plan placed them; they are not planned again while it holds).
+func (p *Provisioner) trackDecisions(s *view.View, now time.Time) {
+	p.metrics.karp.RetainPods(func(key string) bool {
+		_, nominated := s.Nominated[key]
+		return nominated || s.PendingByKey[key] != nil
+	})
+	p.metrics.karp.AckPods(now, s.Pending...)
+	if len(s.Nominated) > 0 {
+		p.metrics.karp.PodsDecided(now, slices.Collect(maps.Keys(s.Nominated))...)
+	}
+}
+
+// decidedPods are the pods the plan decided: placed on a new NodeClaim,
+// in-flight capacity or an existing node, or unschedulable.
+func decidedPods(plan *scheduler.Plan) []string {
+	var keys []string
+	for _, c := range plan.NodeClaims {
+		keys = append(keys, c.Pods...)
+	}
+	for _, n := range plan.Nominations {
+		keys = append(keys, n.Pod)
+	}
+	for _, u := range plan.Unschedulable {
+		keys = append(keys, u.Pod)
+	}
+	return keys
 }
 
 // ErrNotReady: a claim's pool or class is not usable right now.

@@ -65,16 +65,7 @@ type claim struct {
 
 // Solve computes a Plan. It is deterministic and does not modify in.
 func Solve(in *Input) *Plan {
-	s := &solver{groups: map[string]*group{}, matchCache: map[string][]*typeInfo{}, fitCache: map[fitKey][]*typeInfo{}, domainCache: map[string]domainSet{},
-		vols: in.Volumes, namespaces: in.Namespaces, bestEffort: in.MinValuesPolicy == MinValuesBestEffort}
-	s.ri = newResourceIndex([][]*corev1.Pod{in.Pods, in.DaemonSetPods}, volumeRequests(in.Volumes))
-	s.existing = in.Nodes
-	s.buildPools(in)
-	s.reservations = newReservations(s.pools)
-	s.memPerMilli = memoryPerMilliCPU(s.pools)
-	s.buildClasses(in.Pods, in.Moved)
-	s.buildExisting(in)
-
+	s := newSolver(in, in.Pods)
 	for _, c := range s.classes {
 		s.variant(c, 0)
 	}
@@ -86,6 +77,21 @@ func Solve(in *Input) *Plan {
 	s.placeAll()
 	s.finish()
 	return &s.plan
+}
+
+// newSolver prepares a solve of in whose classes are those of pods (in.Pods
+// for Solve): pools, classes, existing nodes and their pods' anti-affinity.
+func newSolver(in *Input, pods []*corev1.Pod) *solver {
+	s := &solver{groups: map[string]*group{}, matchCache: map[string][]*typeInfo{}, fitCache: map[fitKey][]*typeInfo{}, domainCache: map[string]domainSet{},
+		vols: in.Volumes, namespaces: in.Namespaces, bestEffort: in.MinValuesPolicy == MinValuesBestEffort}
+	s.ri = newResourceIndex([][]*corev1.Pod{in.Pods, in.DaemonSetPods}, volumeRequests(in.Volumes))
+	s.existing = in.Nodes
+	s.buildPools(in)
+	s.reservations = newReservations(s.pools)
+	s.memPerMilli = memoryPerMilliCPU(s.pools)
+	s.buildClasses(pods, in.Moved)
+	s.buildExisting(in)
+	return s
 }
 
 func (s *solver) buildExisting(in *Input) {
@@ -226,7 +232,11 @@ func (r *domainRule) ok(d string) bool {
 }
 
 // rules computes the per-pod domain rules of a variant from current counts.
-func (s *solver) rules(v *variant) []domainRule {
+func (s *solver) rules(v *variant) []domainRule { return s.domainRules(v, v.c.memberOf) }
+
+// domainRules are the rules of a variant's own constraints and of members,
+// the groups that count its pods (rules: every group of its class).
+func (s *solver) domainRules(v *variant, members []*group) []domainRule {
 	if len(v.pinKeys) == 0 {
 		return nil
 	}
@@ -311,7 +321,7 @@ func (s *solver) rules(v *variant) []domainRule {
 			}
 		}
 	}
-	for _, g := range v.c.memberOf {
+	for _, g := range members {
 		r := rule(g.key)
 		if r == nil {
 			continue

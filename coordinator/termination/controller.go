@@ -52,10 +52,12 @@ type State interface {
 	Terminations() []fsm.TerminationIntent
 }
 
-// Cloud terminates instances (cloud/aws.Provider). Terminating a
+// Cloud terminates instances and says whether they are gone
+// (cloud/aws.Provider). Terminating a
 // terminated or unknown instance succeeds.
 type Cloud interface {
 	Terminate(ctx context.Context, instanceID string) error
+	Get(ctx context.Context, instanceID string) (cloud.Instance, error)
 }
 
 // Drainer takes a node out of service (*drain.Drainer).
@@ -129,7 +131,23 @@ type Controller struct {
 	// dedupe holds Karpenter's dedupe windows (the Node's
 	// TerminationGracePeriodExpiring).
 	dedupe *events.Dedupe
+	// checked: NodeClaim name -> the cloud's last answer about its
+	// terminated instance (the pass loop's goroutine only).
+	checked map[string]instanceCheck
 }
+
+// instanceCheck is when the cloud was asked about an instance and whether
+// it was gone.
+type instanceCheck struct {
+	at   time.Time
+	gone bool
+}
+
+// instanceCheckEvery is how often the cloud is asked about the instance of
+// a NodeClaim waiting for it to terminate (Karpenter requeues its
+// finalizer every 5 s): passes come faster while the cache changes, and a
+// scale-down of many nodes must not flood DescribeInstances.
+const instanceCheckEvery = 5 * time.Second
 
 // New builds a Controller.
 func New(cfg Config, d Deps) (*Controller, error) {
@@ -140,17 +158,18 @@ func New(cfg Config, d Deps) (*Controller, error) {
 	defaults.Positive(&cfg.DrainTimeout, time.Hour)
 	loop.Defaults(&cfg.Now, &d.Recorder, &d.Log)
 	log := d.Log.Named("termination")
-	if d.Drainer == nil {
-		d.Drainer = drain.New(d.Kube, log.Named("drain"), drain.Options{Now: cfg.Now, Recorder: d.Recorder})
-	}
-	if d.Volumes == nil {
-		d.Volumes, _ = d.Cache.(Volumes)
-	}
 	m, err := newMetrics(d.Registerer)
 	if err != nil {
 		return nil, err
 	}
-	return &Controller{cfg: cfg, d: d, log: log, metrics: m, wake: loop.NewWaker(), dedupe: events.NewDedupe(cfg.Now)}, nil
+	if d.Drainer == nil {
+		d.Drainer = drain.New(d.Kube, log.Named("drain"), drain.Options{Now: cfg.Now, Recorder: d.Recorder, Observer: m})
+	}
+	if d.Volumes == nil {
+		d.Volumes, _ = d.Cache.(Volumes)
+	}
+	return &Controller{cfg: cfg, d: d, log: log, metrics: m, wake: loop.NewWaker(), dedupe: events.NewDedupe(cfg.Now),
+		checked: map[string]instanceCheck{}}, nil
 }
 
 // Run terminates deleted NodeClaims and Nodes until ctx ends (the leader's
@@ -201,6 +220,11 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	}
 	if d := c.currentDrains(); d != nil {
 		d.forget(keep)
+	}
+	for name := range c.checked {
+		if !keep[claimKey(name)] {
+			delete(c.checked, name)
+		}
 	}
 	return first
 }
@@ -279,7 +303,36 @@ func (c *Controller) claimInput(ctx context.Context, nc *karpv1.NodeClaim) (Clai
 	if c.d.Volumes != nil && nodeLive(node) {
 		in.VolumesChecked, in.Attachments = true, c.pendingAttachments(node.Name, in.Now)
 	}
+	if AwaitsInstance(in) {
+		if err := c.checkInstance(ctx, &in); err != nil {
+			return in, err
+		}
+	}
 	return in, nil
+}
+
+// checkInstance asks the cloud whether the terminated instance of in is
+// gone, at most every instanceCheckEvery per NodeClaim (in between, the
+// last answer holds; a gone instance stays gone).
+func (c *Controller) checkInstance(ctx context.Context, in *ClaimInput) error {
+	name, now := in.Claim.Name, c.cfg.Now()
+	in.InstanceChecked = true
+	if last, ok := c.checked[name]; ok && (last.gone || now.Sub(last.at) < instanceCheckEvery) {
+		in.InstanceGone = last.gone
+		return nil
+	}
+	inst, err := c.d.Cloud.Get(ctx, in.InstanceID)
+	switch {
+	case errors.Is(err, cloud.ErrNotFound):
+		in.InstanceGone = true
+	case err != nil:
+		return fmt.Errorf("looking up terminated instance %s: %w", in.InstanceID, err)
+	default:
+		in.InstanceState = inst.State
+		in.InstanceGone = inst.State == "terminated"
+	}
+	c.checked[name] = instanceCheck{at: now, gone: in.InstanceGone}
+	return nil
 }
 
 // pendingAttachments reads the VolumeAttachments that hold a node's
@@ -394,9 +447,29 @@ func (c *Controller) doClaimStep(ctx context.Context, step Step, in ClaimInput) 
 		c.metrics.karp.NodeTerminated(in.Node, deleting, c.cfg.Now())
 		log.Info("deleted node", logging.Node(in.Node.Name))
 		return false, nil
+	case StepAwaitInstance:
+		switch in.InstanceState {
+		case "", "shutting-down":
+			log.Debug("waiting for the instance to terminate", zap.String(logging.KeyInstance, in.InstanceID))
+		default:
+			// Still up (EC2's eventual consistency can answer a fresh
+			// instance's termination with not found): terminate again, as
+			// Karpenter's finalizer calls Delete until the instance is gone.
+			log.Info("instance still up after its termination: terminating again",
+				zap.String(logging.KeyInstance, in.InstanceID), zap.String("state", in.InstanceState))
+			if err := c.d.Cloud.Terminate(ctx, in.InstanceID); err != nil {
+				return true, fmt.Errorf("terminating instance %s again: %w", in.InstanceID, err)
+			}
+		}
+		return true, nil
 	case StepRemoveFinalizer:
 		if err := c.releaseClaim(ctx, nc.Name); err != nil {
 			return true, err
+		}
+		if in.InstanceGone {
+			if cond := meta.FindStatusCondition(nc.Status.Conditions, karpv1.ConditionInstanceTerminating); cond != nil && cond.Status == metav1.ConditionTrue {
+				c.metrics.karp.InstanceTerminated(nc, c.cfg.Now().Sub(cond.LastTransitionTime.Time))
+			}
 		}
 		took := c.cfg.Now().Sub(nc.DeletionTimestamp.Time)
 		c.metrics.terminated.WithLabelValues(reason).Inc()

@@ -33,6 +33,7 @@ type rig struct {
 	state   *fsm.FSM
 	raft    *fsmtest.Direct
 	rec     *record.FakeRecorder
+	reg     *prometheus.Registry
 	now     time.Time
 	t       testing.TB
 }
@@ -45,7 +46,8 @@ func newRig(t *testing.T, cfg Config, claims []*karpv1.NodeClaim, nodes []*corev
 // newRigWith is newRig with a Replacements (nil: none).
 func newRigWith(t *testing.T, cfg Config, replacements Replacements, claims []*karpv1.NodeClaim, nodes []*corev1.Node) *rig {
 	t.Helper()
-	r := &rig{kube: fake.NewClientset(), cloud: &fakeCloud{}, state: fsm.New(), rec: record.NewFakeRecorder(100), now: t0.Add(time.Second)}
+	r := &rig{kube: fake.NewClientset(), cloud: &fakeCloud{}, state: fsm.New(), rec: record.NewFakeRecorder(100), reg: prometheus.NewRegistry(),
+		now: t0.Add(time.Second)}
 	for _, n := range nodes {
 		if _, err := r.kube.CoreV1().Nodes().Create(context.Background(), n, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
@@ -57,7 +59,7 @@ func newRigWith(t *testing.T, cfg Config, replacements Replacements, claims []*k
 	r.drainer = &fakeDrainer{kube: r.kube}
 	cfg.Now = func() time.Time { return r.now }
 	c, err := New(cfg, Deps{Cache: r.claims, Claims: r.claims, Kube: r.kube, State: r.state, Raft: r.raft, Cloud: r.cloud,
-		Drainer: r.drainer, Replacements: replacements, Registerer: prometheus.NewRegistry(), Recorder: r.rec, Log: zaptest.NewLogger(t)})
+		Drainer: r.drainer, Replacements: replacements, Registerer: r.reg, Recorder: r.rec, Log: zaptest.NewLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,6 +179,77 @@ func TestTerminateNodeClaim(t *testing.T) {
 	}
 	if got := observe.Count(t, r.c.metrics.duration); got != 1 {
 		t.Errorf("termination duration samples = %v, want 1", got)
+	}
+}
+
+// As Karpenter's NodeClaim finalizer, the termination holds the NodeClaim
+// until the cloud has the instance terminated: while it shuts down the
+// Node is gone but the NodeClaim stays; then Karpenter's
+// karpenter_nodeclaims_instance_termination_duration_seconds observes the
+// time since the termination call.
+func TestNodeClaimWaitsForItsInstance(t *testing.T) {
+	nc := claim(fresh)
+	r := newRig(t, Config{}, []*karpv1.NodeClaim{nc}, []*corev1.Node{node()})
+	r.launch(nc.Name, "intent-1", "i-0123", fsm.IntentLaunched)
+	r.cloud.after = "shutting-down"
+	r.settle(t, 5)
+	got := r.claims.get(nc.Name)
+	if got == nil || !hasFinalizer(got.Finalizers) {
+		t.Fatal("nodeclaim released while its instance shuts down")
+	}
+	if !conditionTrue(got, karpv1.ConditionInstanceTerminating) || r.node(t, "ip-10-0-0-1") != nil {
+		t.Fatalf("want the instance terminating and the node deleted first: conditions %+v", got.Status.Conditions)
+	}
+	if n, _ := observe.Sample(t, r.reg, "karpenter_nodeclaims_instance_termination_duration_seconds", nil); n != 0 {
+		t.Fatalf("%v instance terminations observed while it shuts down", n)
+	}
+	r.now = r.now.Add(40 * time.Second)
+	r.cloud.after = ""
+	r.settle(t, 1)
+	if r.claims.get(nc.Name) != nil {
+		t.Fatal("nodeclaim not released once its instance terminated")
+	}
+	if got := r.cloud.calls(); len(got) != 1 {
+		t.Errorf("terminate calls %v, want one", got)
+	}
+	fams, err := r.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fams {
+		if f.GetName() == "karpenter_nodeclaims_instance_termination_duration_seconds" {
+			h := f.GetMetric()[0].GetHistogram()
+			if h.GetSampleCount() != 1 || h.GetSampleSum() != 40 {
+				t.Fatalf("instance termination observed %d times, sum %v s: want once, 40 s", h.GetSampleCount(), h.GetSampleSum())
+			}
+			return
+		}
+	}
+	t.Fatal("karpenter_nodeclaims_instance_termination_duration_seconds not served")
+}
+
+// An instance the cloud no longer knows is gone; one still running after
+// its termination (EC2's eventual consistency) is terminated again, at most
+// once per instanceCheckEvery however often passes come.
+func TestInstanceGoneOrTerminatedAgain(t *testing.T) {
+	nc := claim(fresh)
+	r := newRig(t, Config{}, []*karpv1.NodeClaim{nc}, []*corev1.Node{node()})
+	r.launch(nc.Name, "intent-1", "i-0123", fsm.IntentLaunched)
+	r.cloud.after = "running"
+	r.settle(t, 5)
+	if got := r.cloud.calls(); len(got) != 2 {
+		t.Fatalf("terminate calls %v: want the termination and one more within %s", got, instanceCheckEvery)
+	}
+	r.now = r.now.Add(instanceCheckEvery)
+	r.settle(t, 3)
+	if got := r.cloud.calls(); len(got) != 3 {
+		t.Fatalf("terminate calls %v: want one more after %s", got, instanceCheckEvery)
+	}
+	r.now = r.now.Add(instanceCheckEvery)
+	r.cloud.after = "gone"
+	r.settle(t, 1)
+	if r.claims.get(nc.Name) != nil {
+		t.Fatal("nodeclaim not released once the cloud no longer knows its instance")
 	}
 }
 

@@ -20,7 +20,12 @@
 //  5. terminates the instance, sets InstanceTerminating and commits the
 //     TerminationResult;
 //  6. deletes the Node and removes the finalizer from it;
-//  7. removes the finalizer from the NodeClaim.
+//  7. waits until the cloud has the instance terminated (or no longer
+//     knows it), terminating it again while it is still up, as Karpenter's
+//     NodeClaim finalizer does: the NodeClaim (in its pool's resources and
+//     limits, not its disruption budget) and its EC2NodeClass's deletion
+//     wait until then;
+//  8. removes the finalizer from the NodeClaim.
 //
 // A Node deleted while its NodeClaim lives gets its NodeClaim deleted (the
 // NodeClaim's termination then removes the Node); a deleted Node with the
@@ -92,6 +97,9 @@ const (
 	StepTerminate
 	// StepDeleteNode: delete the Node and remove its finalizer.
 	StepDeleteNode
+	// StepAwaitInstance: the instance is still shutting down; look again
+	// at the next pass.
+	StepAwaitInstance
 	// StepRemoveFinalizer: release the NodeClaim (or, for a lone Node, the Node).
 	StepRemoveFinalizer
 	// StepDeleteClaim: a Node was deleted; delete its NodeClaim.
@@ -101,7 +109,7 @@ const (
 )
 
 var stepNames = [...]string{"none", "cancel-intent", "wait-launch", "mark-disrupting", "commit-termination", "taint", "drain",
-	"await-volumes", "volumes-detached", "terminate", "delete-node", "remove-finalizer", "delete-nodeclaim", "wait-nodeclaim"}
+	"await-volumes", "volumes-detached", "terminate", "delete-node", "await-instance", "remove-finalizer", "delete-nodeclaim", "wait-nodeclaim"}
 
 func (s Step) String() string {
 	if int(s) < len(stepNames) {
@@ -133,7 +141,12 @@ type ClaimInput struct {
 	// Attachments are the VolumeAttachments that hold the instance
 	// (PendingAttachments).
 	Attachments []string
-	Now         time.Time
+	// InstanceChecked: the instance was looked at after its termination
+	// (InstanceGone: the cloud has it terminated or does not know it;
+	// InstanceState: its state when the cloud was asked this pass).
+	InstanceChecked, InstanceGone bool
+	InstanceState                 string
+	Now                           time.Time
 }
 
 // Decide names the next termination step of a NodeClaim.
@@ -174,7 +187,17 @@ func Decide(in ClaimInput) Step {
 	if in.Node != nil && !nodeReleased(in.Node) {
 		return StepDeleteNode
 	}
+	if in.InstanceID != "" && in.InstanceChecked && !in.InstanceGone {
+		return StepAwaitInstance
+	}
 	return StepRemoveFinalizer
+}
+
+// AwaitsInstance says whether the termination has come to the point where
+// it waits for the instance to be gone: the cloud should be asked
+// (ClaimInput.InstanceChecked).
+func AwaitsInstance(in ClaimInput) bool {
+	return in.InstanceID != "" && terminated(in) && (in.Node == nil || nodeReleased(in.Node))
 }
 
 // NodeInput is what DecideNode looks at for one Node.

@@ -121,6 +121,16 @@ func TestDecide(t *testing.T) {
 			cond(karpv1.ConditionInstanceTerminating)), Node: node(tainted), InstanceID: "i-0123"}, StepDeleteNode},
 		{"all done: release", ClaimInput{Claim: claim(deleting, cond(karpv1.ConditionDrained)), InstanceID: "i-0123", Instance: true,
 			Termination: done}, StepRemoveFinalizer},
+		// Karpenter's NodeClaim finalizer stays until the cloud no longer
+		// has the instance (terminated, or not found).
+		{"instance still shutting down: wait", ClaimInput{Claim: claim(deleting, cond(karpv1.ConditionDrained)), InstanceID: "i-0123", Instance: true,
+			Termination: done, InstanceChecked: true}, StepAwaitInstance},
+		{"instance gone: release", ClaimInput{Claim: claim(deleting, cond(karpv1.ConditionDrained)), InstanceID: "i-0123", Instance: true,
+			Termination: done, InstanceChecked: true, InstanceGone: true}, StepRemoveFinalizer},
+		{"adopted instance terminating per condition, still shutting down: wait", ClaimInput{Claim: claim(deleting, cond(karpv1.ConditionDrained),
+			cond(karpv1.ConditionInstanceTerminating)), InstanceID: "i-0123", InstanceChecked: true}, StepAwaitInstance},
+		{"node still to delete first", ClaimInput{Claim: claim(deleting, cond(karpv1.ConditionDrained)), Node: node(tainted),
+			InstanceID: "i-0123", Instance: true, Termination: done, InstanceChecked: true}, StepDeleteNode},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -128,6 +138,28 @@ func TestDecide(t *testing.T) {
 				t.Errorf("Decide = %s, want %s", got, c.want)
 			}
 		})
+	}
+}
+
+// The cloud is asked about the instance only once it is terminated and
+// its Node is gone or released.
+func TestAwaitsInstance(t *testing.T) {
+	done, pending := term(fsm.TerminationDone), term(fsm.TerminationPending)
+	drained := claim(deleting, cond(karpv1.ConditionDrained))
+	for _, c := range []struct {
+		name string
+		in   ClaimInput
+		want bool
+	}{
+		{"terminated, node deleted", ClaimInput{Claim: drained, InstanceID: "i-0123", Instance: true, Termination: done}, true},
+		{"terminated, node released", ClaimInput{Claim: drained, Node: node(tainted, nodeDeleting, nodeNoFinalizer), InstanceID: "i-0123", Instance: true, Termination: done}, true},
+		{"terminated, node still there", ClaimInput{Claim: drained, Node: node(tainted), InstanceID: "i-0123", Instance: true, Termination: done}, false},
+		{"not terminated yet", ClaimInput{Claim: drained, InstanceID: "i-0123", Instance: true, Termination: pending}, false},
+		{"no instance", ClaimInput{Claim: drained}, false},
+	} {
+		if got := AwaitsInstance(c.in); got != c.want {
+			t.Errorf("%s: AwaitsInstance = %v, want %v", c.name, got, c.want)
+		}
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/cloud"
 	"github.com/joiner-dev/joiner/drain"
 	"github.com/joiner-dev/joiner/test/fixture"
 	"github.com/joiner-dev/joiner/test/observe"
@@ -223,10 +224,23 @@ func (d *fakeDrainer) Drain(ctx context.Context, req drain.Request) (drain.Resul
 }
 
 // fakeCloud records the instances terminated, and fails with err while it
-// is set.
+// is set; a terminated instance is in state after when that is set
+// ("gone": not found).
 type fakeCloud struct {
 	observe.Terminations
-	err error
+	err   error
+	after string
+}
+
+func (c *fakeCloud) Get(ctx context.Context, id string) (cloud.Instance, error) {
+	inst, err := c.Terminations.Get(ctx, id)
+	if inst.State == "terminated" && c.after != "" {
+		if c.after == "gone" {
+			return cloud.Instance{}, fmt.Errorf("instance %s: %w", id, cloud.ErrNotFound)
+		}
+		inst.State = c.after
+	}
+	return inst, err
 }
 
 func (c *fakeCloud) Terminate(ctx context.Context, id string) error {

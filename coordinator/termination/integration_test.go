@@ -93,8 +93,9 @@ func TestDeleteNodeClaimRealControlPlane(t *testing.T) {
 	minReady := kubetest.MinReadyReplicas(ctx, t, c, ns, "web", 2)
 
 	cloud := &observe.Terminations{}
+	reg := prometheus.NewRegistry()
 	startTermination(ctx, t, &wg, clients, termination.Deps{Kube: c, State: state, Raft: raft, Cloud: cloud,
-		Registerer: prometheus.NewRegistry(), Recorder: events.NewRecorder(ctx, c, ""), Log: log})
+		Registerer: reg, Recorder: events.NewRecorder(ctx, c, ""), Log: log})
 
 	if err := clients.DeleteNodeClaim(ctx, nc.Name); err != nil {
 		t.Fatal(err)
@@ -119,6 +120,11 @@ func TestDeleteNodeClaimRealControlPlane(t *testing.T) {
 	})
 	if !sawTaint.Load() {
 		t.Error("never saw karpenter.sh/disrupted:NoSchedule on the target")
+	}
+	// Karpenter's eviction requests count each pod's eviction as 200 (the
+	// PDB's refusals, if any, as 429).
+	if got, ok := observe.Sample(t, reg, "karpenter_pods_eviction_requests_total", map[string]string{"code": "200"}); !ok || got != 2 {
+		t.Errorf(`karpenter_pods_eviction_requests_total{code="200"} = %v (found %v), want 2`, got, ok)
 	}
 	least := minReady()
 	if least < 1 {

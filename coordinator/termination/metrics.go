@@ -4,6 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/joiner-dev/joiner/coordinator/karpmetrics"
+	"github.com/joiner-dev/joiner/drain"
 	"github.com/joiner-dev/joiner/internal/telemetry"
 )
 
@@ -34,4 +35,15 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		return nil, err
 	}
 	return m, telemetry.Register(reg, "termination", m.terminated, m.duration, m.drained, m.volumeWait)
+}
+
+// Eviction implements drain.Observer: Karpenter's
+// karpenter_pods_eviction_requests_total counts the drainer's eviction
+// requests by response code, karpenter_pods_drained_total the pods it
+// evicted by reason.
+func (m *metrics) Eviction(result string, code int, reason string) {
+	m.karp.EvictionRequest(code)
+	if result == drain.ResultEvicted {
+		m.karp.PodDrained(reason)
+	}
 }

@@ -5,6 +5,7 @@ package observe
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +13,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"k8s.io/client-go/tools/record"
+
+	"github.com/joiner-dev/joiner/cloud"
 )
 
 // Events takes every Event rec holds now, oldest first.
@@ -110,7 +113,8 @@ func Sample(t testing.TB, g prometheus.Gatherer, name string, want map[string]st
 }
 
 // Terminations is a cloud that only records the instances it is asked to
-// terminate (the Terminate method the termination controller calls).
+// terminate (the Terminate and Get methods the termination controller
+// calls).
 type Terminations struct {
 	mu    sync.Mutex
 	calls []string
@@ -122,6 +126,17 @@ func (c *Terminations) Terminate(_ context.Context, id string) error {
 	defer c.mu.Unlock()
 	c.calls = append(c.calls, id)
 	return nil
+}
+
+// Get reports an instance terminated once it was asked to terminate it,
+// running before.
+func (c *Terminations) Get(_ context.Context, id string) (cloud.Instance, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if slices.Contains(c.calls, id) {
+		return cloud.Instance{ID: id, State: "terminated"}, nil
+	}
+	return cloud.Instance{ID: id, State: "running"}, nil
 }
 
 // IDs lists the terminated instances in call order.

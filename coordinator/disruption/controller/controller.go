@@ -166,6 +166,9 @@ type Controller struct {
 	lastSkip map[string]string
 	// dedupe holds Karpenter's dedupe windows (ConsolidationApproved).
 	dedupe *events.Dedupe
+	// moves holds the consolidation moves counted in the last
+	// movesRecount (karpenter_consolidation_moves_total).
+	moves *events.Dedupe
 	// lastBudgetBlock: "pool/reason" keys whose budget blocked last pass.
 	lastBudgetBlock map[string]bool
 	// finished: termination intent IDs whose NodeClaim this leader deleted
@@ -183,6 +186,7 @@ type Controller struct {
 type validation struct {
 	key   string
 	since time.Time
+	dec   *disruption.Decision
 }
 
 // New builds a Controller.
@@ -199,13 +203,15 @@ func New(cfg Config, d Deps) (*Controller, error) {
 	}
 	return &Controller{cfg: cfg, d: d, log: d.Log.Named("disruption"), metrics: m,
 		commands: map[string]*command{}, finished: map[string]bool{}, coolDown: map[string]time.Time{}, lastSkip: map[string]string{},
-		dedupe: events.NewDedupe(cfg.Now)}, nil
+		dedupe: events.NewDedupe(cfg.Now), moves: events.NewDedupe(cfg.Now)}, nil
 }
 
 // Run disrupts until ctx ends: a pass every Interval, after cache events
 // (at most one pass per MinInterval), and when a decision's validation
 // delay is over.
 func (c *Controller) Run(ctx context.Context) error {
+	// A decision of an earlier term is validated afresh.
+	c.validating = nil
 	changes, stop := c.d.Cache.Changes()
 	defer stop()
 	return loop.Run(ctx, loop.Spec{Name: "disruption", Log: c.log, Pass: c.Reconcile,
@@ -248,16 +254,18 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	if res.Decision != nil {
 		c.metrics.karp.Evaluated(string(res.Decision.Method), time.Since(deciding))
 	}
+	c.countMoves(res.Moves)
 	c.singleNodeOffset = res.NextSingleNodeOffset
 	c.events(v, res)
 	c.approvals(v, res.Decision)
 	c.metrics.passes.Inc()
 	dec := res.Decision
 	if dec == nil {
+		c.failValidation(v, res)
 		c.validating = nil
 		return nil
 	}
-	if !c.validated(dec, now) {
+	if !c.validated(v, res, now) {
 		return nil
 	}
 	return c.start(ctx, v, dec)
@@ -266,8 +274,12 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 // validated says whether dec may be executed now: at once for drift and
 // expiration, else once the same decision (method and candidates) has been
 // made for ValidationDelay.
-func (c *Controller) validated(dec *disruption.Decision, now time.Time) bool {
+func (c *Controller) validated(v *pass, res *disruption.Result, now time.Time) bool {
+	dec := res.Decision
 	if dec.Method == disruption.MethodDrift || dec.Method == disruption.MethodStaticDrift || dec.Method == disruption.MethodExpiration || c.cfg.ValidationDelay < 0 {
+		// A consolidation waiting for validation was not decided this
+		// pass (a method before it was): it starts its wait again.
+		c.validating = nil
 		return true
 	}
 	names := make([]string, len(dec.Candidates))
@@ -277,7 +289,9 @@ func (c *Controller) validated(dec *disruption.Decision, now time.Time) bool {
 	sort.Strings(names)
 	key := string(dec.Method) + ":" + strings.Join(names, ",")
 	if c.validating == nil || c.validating.key != key {
-		c.validating = &validation{key: key, since: now}
+		c.failValidation(v, res)
+		c.validating = &validation{key: key, since: now, dec: dec}
+		c.candidateEvents(v, c.validating)
 		c.log.Info("validating disruption decision", zap.String("method", string(dec.Method)), zap.Strings("node", names),
 			zap.Duration("delay", c.cfg.ValidationDelay), zap.String("reason", dec.Message))
 		return false

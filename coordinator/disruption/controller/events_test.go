@@ -1,12 +1,15 @@
 package controller
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -15,6 +18,7 @@ import (
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 	"github.com/joiner-dev/joiner/coordinator/disruption"
 	"github.com/joiner-dev/joiner/events"
+	"github.com/joiner-dev/joiner/test/observe"
 )
 
 // eventLog records Events with the kind and name of the object they are on.
@@ -213,5 +217,135 @@ func TestConsolidationApprovedEvents(t *testing.T) {
 	c.reconcile(ctl)
 	if got := approved(); len(got) != 0 {
 		t.Fatalf("repeated within the dedupe window: %q", got)
+	}
+}
+
+// A consolidation that replaces nodes leaves Karpenter's
+// ConsolidationCandidate Event on its candidates when it starts its
+// validation; one that is not made again before the delay runs out counts
+// its candidates in karpenter_voluntary_disruption_failed_validations_total
+// when they changed (churn) or ran out of budget, and a single-node one
+// leaves ConsolidationRejected with Karpenter's reason. Every move the
+// simulation finds is counted once in karpenter_consolidation_moves_total,
+// however many passes find it again.
+func TestValidationEventsAndMetrics(t *testing.T) {
+	c := newCluster(t)
+	c.pools = []*karpv1.NodePool{testPool("default")}
+	c.addNode("a", "default", 4, testPod("web-a", "1"))
+	c.addNode("b", "default", 4, testPod("web-b", "1"))
+	c.addNode("c", "default", 4, testPod("web-c", "1"))
+	rec := &eventLog{}
+	reg := prometheus.NewRegistry()
+	ctl, err := New(Config{ValidationDelay: time.Minute, Now: c.Now}, c.deps(reg, rec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	with := func(reason string) []string {
+		var out []string
+		for _, e := range rec.got {
+			if strings.Contains(e, " "+reason+": ") {
+				out = append(out, e)
+			}
+		}
+		return out
+	}
+	sample := func(name string, labels map[string]string) float64 {
+		t.Helper()
+		v, _ := observe.Sample(t, reg, name, labels)
+		return v
+	}
+	const failed, moves = "karpenter_voluntary_disruption_failed_validations_total", "karpenter_consolidation_moves_total"
+	approved := map[string]string{"decision": "approved", "nodepool": "default", "policy": "WhenEmptyOrUnderutilized"}
+
+	// Three passes find the same move: one Event per candidate, one move.
+	for range 3 {
+		c.reconcile(ctl)
+		c.now = c.now.Add(10 * time.Second)
+	}
+	var want []string
+	for _, n := range []string{"a", "b", "c"} {
+		for _, kind := range []string{"Node", "NodeClaim"} {
+			want = append(want, kind+"/"+n+" ConsolidationCandidate: Consolidation candidate: replace: ["+n+"] (part of 3-node consolidation) (savings: $0.45)")
+		}
+	}
+	if got := with(events.ConsolidationCandidate); !slices.Equal(got, want) {
+		t.Fatalf("candidate Events\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if got := sample(moves, approved); got != 1 {
+		t.Fatalf("%v moves counted for one move found on 3 passes, want 1", got)
+	}
+	if got := sample(failed, map[string]string{"consolidation_type": "multi"}); got != 0 {
+		t.Fatalf("failed validations %v, want 0", got)
+	}
+
+	// A pod that may not be disrupted lands on b: the move is not made
+	// again (churn, 3 candidates; multi-node consolidation leaves no
+	// ConsolidationRejected); a smaller one that only deletes is, without
+	// a ConsolidationCandidate Event.
+	p := testPod("pinned", "100m")
+	p.Annotations = map[string]string{karpv1.AnnotationDoNotDisrupt: "true"}
+	p.Spec.NodeName = "b"
+	c.pods = append(c.pods, p)
+	rec.got = nil
+	c.reconcile(ctl)
+	if got := append(with(events.ConsolidationRejected), with(events.ConsolidationCandidate)...); len(got) != 0 {
+		t.Fatalf("Events %q, want no rejection (multi-node) and no candidate (a delete)", got)
+	}
+	if got := sample(failed, map[string]string{"consolidation_type": "multi"}); got != 3 {
+		t.Fatalf("failed validations %v, want 3", got)
+	}
+	if got := sample(moves, approved); got != 2 {
+		t.Fatalf("%v moves counted, want 2", got)
+	}
+
+	// The pool's budget drops to 0: that move fails for its budget.
+	c.pools[0].Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "0"}}
+	c.now = c.now.Add(10 * time.Second)
+	c.reconcile(ctl)
+	if got := sample(failed, map[string]string{"consolidation_type": "multi"}); got != 5 {
+		t.Fatalf("failed validations %v, want 5", got)
+	}
+	if n, err := testutil.GatherAndCount(reg, "karpenter_consolidation_score"); err != nil || n != 0 {
+		t.Fatalf("%d score series (%v), want none outside Balanced pools", n, err)
+	}
+}
+
+// A single-node consolidation that replaces its node and is not made again
+// leaves Karpenter's ConsolidationRejected Event with its reason; a new
+// term validates afresh.
+func TestSingleNodeRejected(t *testing.T) {
+	c := newCluster(t)
+	c.pools = []*karpv1.NodePool{testPool("default")}
+	c.addNode("big", "default", 16, testPod("web", "1"))
+	rec := &eventLog{}
+	ctl, err := New(Config{ValidationDelay: time.Minute, Now: c.Now}, c.deps(nil, rec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.reconcile(ctl)
+	const command = "replace: [big] -> [1 replacement]"
+	if !rec.has("NodeClaim", "big", events.ConsolidationCandidate, "Consolidation candidate: "+command+" (savings: $") {
+		t.Fatalf("no candidate Event: %q", rec.got)
+	}
+	p := testPod("pinned", "100m")
+	p.Annotations = map[string]string{karpv1.AnnotationDoNotDisrupt: "true"}
+	p.Spec.NodeName = "big"
+	c.pods = append(c.pods, p)
+	c.now = c.now.Add(10 * time.Second)
+	c.reconcile(ctl)
+	if !rec.has("Node", "big", events.ConsolidationRejected, "Consolidation rejected: "+command+", reason: churn (savings: $") {
+		t.Fatalf("no rejection for churn: %q", rec.got)
+	}
+
+	// The decision is made again, then the leadership changes: the next
+	// term (its first pass a minute later) waits the full delay again.
+	c.pods = c.pods[:len(c.pods)-1]
+	c.reconcile(ctl)
+	c.now = c.now.Add(time.Minute)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_ = ctl.Run(ctx) // one pass, then the term ends
+	if ops := c.takeOps(); len(ops) != 0 {
+		t.Fatalf("acted at once on a decision validated in an earlier term: %q", ops)
 	}
 }

@@ -1,0 +1,38 @@
+package karpmetrics_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/joiner-dev/joiner/coordinator/karpmetrics"
+)
+
+// TestEvictionRequests: karpenter_pods_eviction_requests_total is served
+// with Karpenter's help and label code (the decimal status); 0 (no eviction
+// request answered with a status) is not counted.
+func TestEvictionRequests(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := karpmetrics.For(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, code := range []int{200, 200, 429, 429, 429, 404, 409, 500, 0} {
+		m.EvictionRequest(code)
+	}
+	const want = `# HELP karpenter_pods_eviction_requests_total The total number of pod eviction requests made by Karpenter, labeled by response code
+# TYPE karpenter_pods_eviction_requests_total counter
+karpenter_pods_eviction_requests_total{code="200"} 2
+karpenter_pods_eviction_requests_total{code="404"} 1
+karpenter_pods_eviction_requests_total{code="409"} 1
+karpenter_pods_eviction_requests_total{code="429"} 3
+karpenter_pods_eviction_requests_total{code="500"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "karpenter_pods_eviction_requests_total"); err != nil {
+		t.Error(err)
+	}
+	var none *karpmetrics.Metrics
+	none.EvictionRequest(200)
+}
