@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -79,41 +78,12 @@ func statusRegistry(t *testing.T, fx *statusFixtures, leading func() bool) (*pro
 	return reg, obs
 }
 
-// matching are the series of name whose labels include want.
-func matching(t *testing.T, reg prometheus.Gatherer, name string, want map[string]string) []*dto.Metric {
-	t.Helper()
-	fams, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []*dto.Metric
-	for _, f := range fams {
-		if f.GetName() != name {
-			continue
-		}
-	next:
-		for _, m := range f.GetMetric() {
-			have := map[string]string{}
-			for _, lp := range m.GetLabel() {
-				have[lp.GetName()] = lp.GetValue()
-			}
-			for k, v := range want {
-				if have[k] != v {
-					continue next
-				}
-			}
-			out = append(out, m)
-		}
-	}
-	return out
-}
-
 // total sums the matching series: gauge and counter values, histogram
 // sample counts.
 func total(t *testing.T, reg prometheus.Gatherer, name string, want map[string]string) float64 {
 	t.Helper()
 	sum := 0.0
-	for _, m := range matching(t, reg, name, want) {
+	for _, m := range observe.Series(t, reg, name, want) {
 		sum += m.GetGauge().GetValue() + m.GetCounter().GetValue() + float64(m.GetHistogram().GetSampleCount())
 	}
 	return sum
@@ -122,7 +92,7 @@ func total(t *testing.T, reg prometheus.Gatherer, name string, want map[string]s
 // histogram is the one matching histogram's sample count and sum.
 func histogram(t *testing.T, reg prometheus.Gatherer, name string, want map[string]string) (count uint64, sum float64) {
 	t.Helper()
-	ms := matching(t, reg, name, want)
+	ms := observe.Series(t, reg, name, want)
 	switch len(ms) {
 	case 0:
 		return 0, 0
@@ -423,7 +393,7 @@ func TestStatusTermination(t *testing.T) {
 	}
 	for _, name := range []string{"operator_nodeclaim_termination_current_time_seconds", "operator_termination_current_time_seconds",
 		"operator_nodeclaim_status_condition_count", "operator_status_condition_current_status_seconds"} {
-		if got := matching(t, reg, name, map[string]string{"name": "default-abc"}); len(got) != 0 {
+		if got := observe.Series(t, reg, name, map[string]string{"name": "default-abc"}); len(got) != 0 {
 			t.Errorf("%s: %d series of a NodeClaim that is gone", name, len(got))
 		}
 	}
@@ -487,7 +457,7 @@ func TestStatusBuckets(t *testing.T) {
 	fx.now = fx.now.Add(time.Second)
 	obs.Pass()
 	bounds := func(name string) []float64 {
-		ms := matching(t, reg, name, nil)
+		ms := observe.Series(t, reg, name, nil)
 		if len(ms) == 0 {
 			t.Fatalf("%s: no series", name)
 		}

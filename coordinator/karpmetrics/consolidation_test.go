@@ -4,8 +4,6 @@ import (
 	"math"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/joiner-dev/joiner/coordinator/karpmetrics"
 	"github.com/joiner-dev/joiner/test/observe"
 )
@@ -14,11 +12,7 @@ import (
 // observes a Balanced pool's score by the pool's own verdict; failed
 // validations count candidates by consolidation type (none for drift).
 func TestConsolidationMetrics(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	m, err := karpmetrics.For(reg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, reg := registered(t)
 	for _, mv := range []karpmetrics.MoveScore{
 		{Pool: "web", Policy: "WhenEmptyOrUnderutilized", Approved: true},
 		{Pool: "web", Policy: "WhenEmptyOrUnderutilized", Approved: true},

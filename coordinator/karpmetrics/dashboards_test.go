@@ -54,11 +54,7 @@ func dashboardNames(t *testing.T) (served []string, exempt map[string]string) {
 // family has a series.
 func coordinatorRegistry(t *testing.T) *prometheus.Registry {
 	t.Helper()
-	reg := prometheus.NewRegistry()
-	m, err := karpmetrics.For(reg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, reg := registered(t)
 	fx := newFixtures()
 	if err := reg.Register(karpmetrics.NewCollector(karpmetrics.CollectorConfig{Cache: fx.cache, Classes: fx.classes,
 		Now: func() time.Time { return fx.now }})); err != nil {

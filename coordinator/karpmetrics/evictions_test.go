@@ -4,7 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/joiner-dev/joiner/coordinator/karpmetrics"
@@ -14,11 +13,7 @@ import (
 // with Karpenter's help and label code (the decimal status); 0 (no eviction
 // request answered with a status) is not counted.
 func TestEvictionRequests(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	m, err := karpmetrics.For(reg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, reg := registered(t)
 	for _, code := range []int{200, 200, 429, 429, 429, 404, 409, 500, 0} {
 		m.EvictionRequest(code)
 	}

@@ -325,6 +325,7 @@ func (m *Metrics) EndTerm() {
 	}
 	m.ignoredPods.Set(0)
 	m.endSchedulingTerm()
+	m.podsProvisioning.reset()
 }
 
 // IgnoredPods sets the pods the last scheduling left out as invalid.

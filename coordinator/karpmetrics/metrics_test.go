@@ -15,6 +15,17 @@ import (
 	"github.com/joiner-dev/joiner/test/observe"
 )
 
+// registered is a fresh registry and the Metrics For registered on it.
+func registered(t *testing.T) (*karpmetrics.Metrics, *prometheus.Registry) {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	m, err := karpmetrics.For(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, reg
+}
+
 func TestCreatedReason(t *testing.T) {
 	for in, want := range map[string]string{
 		"provisioning":                       "provisioned",
@@ -53,11 +64,7 @@ func TestDisruptionLabels(t *testing.T) {
 // expiration is no voluntary disruption method (Karpenter's expiration
 // controller deletes directly).
 func TestEvents(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	m, err := karpmetrics.For(reg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, reg := registered(t)
 	if again, err := karpmetrics.For(reg); err != nil || again != m {
 		t.Fatalf("For twice on one registry: %p, %v; want the same set", again, err)
 	}
@@ -119,11 +126,7 @@ func (f *fakeCloud) MarkUnavailable(k cloud.OfferingKey, _ string) { f.marked = 
 // name and provider; errors counted with Karpenter's error type; the
 // offering cache still reachable.
 func TestCloudDecorator(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	m, err := karpmetrics.For(reg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, reg := registered(t)
 	inner := &fakeCloud{}
 	c := karpmetrics.DecorateCloud(inner, m, "aws")
 	ctx := karpmetrics.WithController(context.Background(), "lifecycle")
@@ -155,11 +158,7 @@ func TestCloudDecorator(t *testing.T) {
 // and once bound; a pod first seen running (created before the term) is
 // not observed.
 func TestPodsObserver(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	m, err := karpmetrics.For(reg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, reg := registered(t)
 	fx := newFixtures()
 	running := fx.cache.PodList[0]
 	pods := karpmetrics.NewPods(fx.cache, m, nil)
@@ -181,11 +180,7 @@ func TestPodsObserver(t *testing.T) {
 // a replica that stops leading serves none of its last values; counters
 // and histograms stay (they only grow).
 func TestEndTerm(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	m, err := karpmetrics.For(reg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, reg := registered(t)
 	m.Scheduled("provisioner", time.Second, 3)
 	m.IgnoredPods(2)
 	m.Eligible("Drift", 4)

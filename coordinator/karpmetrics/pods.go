@@ -82,6 +82,15 @@ func (p *Pods) Pass() {
 	// A pod is seen by Karpenter's provisioner as soon as it shows up
 	// provisionable, before a provisioning pass batches it.
 	p.m.AckPods(now, pods...)
+	// A pod bound or gone has no scheduling decision left to wait for
+	// (the provisioner also forgets them, but only when its passes run).
+	waiting := make(map[string]bool, len(pods))
+	for _, pod := range pods {
+		if pod.Spec.NodeName == "" {
+			waiting[view.Key(pod)] = true
+		}
+	}
+	p.m.RetainPods(func(key string) bool { return waiting[key] })
 	prov := p.m.provisioning()
 	live := make(map[string]types.UID, len(pods))
 	for _, pod := range pods {

@@ -171,11 +171,7 @@ func TestProvisioningMetrics(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			reg := prometheus.NewRegistry()
-			m, err := karpmetrics.For(reg)
-			if err != nil {
-				t.Fatal(err)
-			}
+			m, reg := registered(t)
 			cache := &fake.Cache{}
 			now := provT0
 			pods := karpmetrics.NewPods(cache, m, nil)
@@ -203,11 +199,7 @@ func TestProvisioningMetrics(t *testing.T) {
 // nomination (an existing node, in-flight capacity); either makes it
 // schedulable.
 func TestPodsPlannedPlacements(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	m, err := karpmetrics.For(reg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, reg := registered(t)
 	a, b, c := provUnschedulable(provT0), provUnschedulable(provT0), provUnschedulable(provT0)
 	a.Name, a.UID = "a", "uid-a"
 	b.Name, b.UID = "b", "uid-b"
@@ -235,11 +227,7 @@ func TestPodsPlannedPlacements(t *testing.T) {
 // TestPodsRunEndsSeries: when the observer's term ends, its provisioning
 // gauges go (a follower serves none).
 func TestPodsRunEndsSeries(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	m, err := karpmetrics.For(reg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, reg := registered(t)
 	cache := &fake.Cache{PodList: []*corev1.Pod{provUnschedulable(provT0)}}
 	m.PodsPlanned(time.Now(), provPlan(provPlaced, "default/web-0"), provByKey(cache.PodList))
 	pods := karpmetrics.NewPods(cache, m, nil)

@@ -7,6 +7,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/joiner-dev/joiner/coordinator/view"
 )
@@ -66,6 +67,8 @@ type decisions struct {
 
 type podDecision struct {
 	namespace, name string
+	// uid is the pod's (a pod recreated under its name is a new pod).
+	uid types.UID
 	// acked is when the pod was first seen provisionable (zero: decided
 	// before it was seen, not observed).
 	acked   time.Time
@@ -127,8 +130,10 @@ func (m *Metrics) AckPods(now time.Time, pods ...*corev1.Pod) {
 			continue
 		}
 		key := view.Key(p)
-		if _, ok := d.pods[key]; !ok {
-			d.pods[key] = &podDecision{namespace: p.Namespace, name: p.Name, acked: now}
+		if old, ok := d.pods[key]; !ok || (old.uid != "" && old.uid != p.UID) {
+			d.pods[key] = &podDecision{namespace: p.Namespace, name: p.Name, uid: p.UID, acked: now}
+		} else if old.uid == "" {
+			old.uid = p.UID
 		}
 	}
 }

@@ -344,3 +344,27 @@ func TestPendingByZone(t *testing.T) {
 	var m *Metrics
 	m.PendingByZone("provisioner", map[string]int{"flexible": 1})
 }
+
+// A pod recreated under the name of a decided one is a new pod: seen anew,
+// undecided until its own decision.
+func TestRecreatedPodIsNew(t *testing.T) {
+	r := newSchedulingRig(t)
+	old := unschedulablePod("web-0")
+	old.UID = "uid-1"
+	r.m.AckPods(r.clock, old)
+	r.m.PodsDecided(r.clock, "ns/web-0")
+	if got := r.undecided(t); len(got) != 0 {
+		t.Fatalf("undecided %v after the decision", got)
+	}
+	again := unschedulablePod("web-0")
+	again.UID = "uid-2"
+	r.m.AckPods(r.clock, again)
+	r.clock = r.clock.Add(3 * time.Second)
+	if got := r.undecided(t); got["ns/web-0"] != 3 {
+		t.Fatalf("undecided %v, want the recreated pod's 3 s", got)
+	}
+	r.m.PodsDecided(r.clock, "ns/web-0")
+	if n, sum := r.decisions(t); n != 2 || sum != 3 {
+		t.Fatalf("%d decisions summing %v s, want 2 summing 3 s", n, sum)
+	}
+}

@@ -209,6 +209,8 @@ func (p *Provisioner) reconcile(ctx context.Context) error {
 		p.log.Info("planning pod(s) again whose nomination no longer holds", zap.Int("pods", len(s.Released)), zap.Strings("pod", sample))
 	}
 	in := s.SchedulerInput(s.Pending, s.Nodes)
+	// EffectiveZones below prepares the same pools: the tables are built once.
+	in.TypeTables = &scheduler.TypeTables{}
 	solved := p.metrics.karp.SolveStarted("provisioner", len(in.Pods))
 	start := time.Now()
 	plan := scheduler.Solve(in)

@@ -43,6 +43,15 @@ func newRig(t *testing.T, cfg Config, claims []*karpv1.NodeClaim, nodes []*corev
 	return newRigWith(t, cfg, nil, claims, nodes)
 }
 
+// launchedRig is a rig of the NodeClaim nc, launched as instance i-0123
+// (intent intent-1), and its Node.
+func launchedRig(t *testing.T, nc *karpv1.NodeClaim) *rig {
+	t.Helper()
+	r := newRig(t, Config{}, []*karpv1.NodeClaim{nc}, []*corev1.Node{node()})
+	r.launch(nc.Name, "intent-1", "i-0123", fsm.IntentLaunched)
+	return r
+}
+
 // newRigWith is newRig with a Replacements (nil: none).
 func newRigWith(t *testing.T, cfg Config, replacements Replacements, claims []*karpv1.NodeClaim, nodes []*corev1.Node) *rig {
 	t.Helper()
@@ -125,8 +134,7 @@ func (r *rig) node(t *testing.T, name string) *corev1.Node {
 // the Node, release the NodeClaim; raft records the intent and the result.
 func TestTerminateNodeClaim(t *testing.T) {
 	nc := claim(fresh, func(nc *karpv1.NodeClaim) { nc.Annotations[karpv1.AnnotationDisruptionReason] = "Drifted" })
-	r := newRig(t, Config{}, []*karpv1.NodeClaim{nc}, []*corev1.Node{node()})
-	r.launch(nc.Name, "intent-1", "i-0123", fsm.IntentLaunched)
+	r := launchedRig(t, nc)
 
 	r.settle(t, 5)
 
@@ -189,8 +197,7 @@ func TestTerminateNodeClaim(t *testing.T) {
 // time since the termination call.
 func TestNodeClaimWaitsForItsInstance(t *testing.T) {
 	nc := claim(fresh)
-	r := newRig(t, Config{}, []*karpv1.NodeClaim{nc}, []*corev1.Node{node()})
-	r.launch(nc.Name, "intent-1", "i-0123", fsm.IntentLaunched)
+	r := launchedRig(t, nc)
 	r.cloud.after = "shutting-down"
 	r.settle(t, 5)
 	got := r.claims.get(nc.Name)
@@ -233,8 +240,7 @@ func TestNodeClaimWaitsForItsInstance(t *testing.T) {
 // once per instanceCheckEvery however often passes come.
 func TestInstanceGoneOrTerminatedAgain(t *testing.T) {
 	nc := claim(fresh)
-	r := newRig(t, Config{}, []*karpv1.NodeClaim{nc}, []*corev1.Node{node()})
-	r.launch(nc.Name, "intent-1", "i-0123", fsm.IntentLaunched)
+	r := launchedRig(t, nc)
 	r.cloud.after = "running"
 	r.settle(t, 5)
 	if got := r.cloud.calls(); len(got) != 2 {
@@ -257,8 +263,7 @@ func TestInstanceGoneOrTerminatedAgain(t *testing.T) {
 // pass resumes from the objects and raft without repeating finished work.
 func TestResumeAfterFailures(t *testing.T) {
 	nc := claim(fresh)
-	r := newRig(t, Config{}, []*karpv1.NodeClaim{nc}, []*corev1.Node{node()})
-	r.launch(nc.Name, "intent-1", "i-0123", fsm.IntentLaunched)
+	r := launchedRig(t, nc)
 
 	r.cloud.err = errors.New("throttled")
 	r.settle(t, 3)
@@ -333,8 +338,7 @@ func TestLaunchInFlightWaits(t *testing.T) {
 
 func TestGracePeriodElapsedSkipsDrain(t *testing.T) {
 	nc := claim(fresh, tgp(30*time.Second))
-	r := newRig(t, Config{}, []*karpv1.NodeClaim{nc}, []*corev1.Node{node()})
-	r.launch(nc.Name, "intent-1", "i-0123", fsm.IntentLaunched)
+	r := launchedRig(t, nc)
 	r.drainer.gate = make(chan struct{}) // the drain never finishes on its own
 	r.now = t0.Add(10 * time.Second)
 	if err := r.c.Reconcile(context.Background()); err != nil {
@@ -477,8 +481,7 @@ func TestTaintValue(t *testing.T) {
 // period passes.
 func TestDoNotDisruptPodsHoldUntilGracePeriod(t *testing.T) {
 	nc := claim(fresh, tgp(time.Hour))
-	r := newRig(t, Config{}, []*karpv1.NodeClaim{nc}, []*corev1.Node{node()})
-	r.launch(nc.Name, "intent-1", "i-0123", fsm.IntentLaunched)
+	r := launchedRig(t, nc)
 	r.drainer.left = []string{"default/batch"}
 	r.settle(t, 3)
 	got := r.claims.get(nc.Name)
@@ -498,8 +501,7 @@ func TestDoNotDisruptPodsHoldUntilGracePeriod(t *testing.T) {
 // A drain whose NodeClaim went away (finalizer removed by hand) is cancelled.
 func TestDrainOfVanishedClaimIsCancelled(t *testing.T) {
 	nc := claim(fresh)
-	r := newRig(t, Config{}, []*karpv1.NodeClaim{nc}, []*corev1.Node{node()})
-	r.launch(nc.Name, "intent-1", "i-0123", fsm.IntentLaunched)
+	r := launchedRig(t, nc)
 	r.drainer.gate = make(chan struct{}) // never opened
 	for range 4 {
 		if err := r.c.Reconcile(context.Background()); err != nil {
@@ -570,8 +572,7 @@ func TestDrainWaitsForReplacementPlan(t *testing.T) {
 // a later deletion of the NodeClaim re-opens it and finishes normally.
 func TestCancelledTerminationIsReopened(t *testing.T) {
 	nc := claim(fresh)
-	r := newRig(t, Config{}, []*karpv1.NodeClaim{nc}, []*corev1.Node{node()})
-	r.launch(nc.Name, "intent-1", "i-0123", fsm.IntentLaunched)
+	r := launchedRig(t, nc)
 	r.raft.MustPropose(r.t, fsm.TerminationIntentType, fsm.TerminationIntentCmd{ID: "term-i-0123", InstanceID: "i-0123", Reason: "Underutilized", At: t0})
 	r.raft.MustPropose(r.t, fsm.TerminationCancelType, fsm.TerminationCancel{ID: "term-i-0123", At: t0})
 	r.settle(t, 5)

@@ -61,11 +61,9 @@ func Count(t testing.TB, c prometheus.Collector) float64 {
 	return total
 }
 
-// Sample is the value of the one series of name in g whose labels include
-// want (nil: any labels): a gauge's or counter's value, a histogram's or
-// summary's sample count. ok is false when there is none; the test fails
-// when several match.
-func Sample(t testing.TB, g prometheus.Gatherer, name string, want map[string]string) (value float64, ok bool) {
+// Series are the series of name in g whose labels include want (nil: any
+// labels).
+func Series(t testing.TB, g prometheus.Gatherer, name string, want map[string]string) []*dto.Metric {
 	t.Helper()
 	fams, err := g.Gather()
 	if err != nil {
@@ -90,6 +88,16 @@ func Sample(t testing.TB, g prometheus.Gatherer, name string, want map[string]st
 			found = append(found, m)
 		}
 	}
+	return found
+}
+
+// Sample is the value of the one series of name in g whose labels include
+// want (nil: any labels): a gauge's or counter's value, a histogram's or
+// summary's sample count. ok is false when there is none; the test fails
+// when several match.
+func Sample(t testing.TB, g prometheus.Gatherer, name string, want map[string]string) (value float64, ok bool) {
+	t.Helper()
+	found := Series(t, g, name, want)
 	switch len(found) {
 	case 0:
 		return 0, false
