@@ -28,16 +28,7 @@ func TestCollectorGauges(t *testing.T) {
 	reg := collectorRegistry(t, fx, nil)
 	node := map[string]string{"node_name": "n-1", "nodepool": "default", "zone": "z-a", "capacity_type": "spot",
 		"instance_type": "t-4", "arch": "amd64", "managed": "true"}
-	with := func(extra map[string]string) map[string]string {
-		out := map[string]string{}
-		for k, v := range node {
-			out[k] = v
-		}
-		for k, v := range extra {
-			out[k] = v
-		}
-		return out
-	}
+	with := func(extra map[string]string) map[string]string { return mergeLabels(node, extra) }
 	cpu := with(map[string]string{"resource_type": "cpu"})
 	for _, tc := range []struct {
 		name   string

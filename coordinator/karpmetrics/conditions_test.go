@@ -1,6 +1,7 @@
 package karpmetrics_test
 
 import (
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -340,14 +341,13 @@ func TestStatusTransitions(t *testing.T) {
 	}
 }
 
+// mergeLabels is a new map of a's labels and b's, b's winning.
 func mergeLabels(a, b map[string]string) map[string]string {
-	out := map[string]string{}
-	for k, v := range a {
-		out[k] = v
+	out := maps.Clone(a)
+	if out == nil {
+		out = map[string]string{}
 	}
-	for k, v := range b {
-		out[k] = v
-	}
+	maps.Copy(out, b)
 	return out
 }
 

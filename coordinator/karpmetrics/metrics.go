@@ -389,13 +389,14 @@ func (m *Metrics) Eligible(method string, n int) {
 	m.eligible.WithLabelValues(reason).Set(float64(n))
 }
 
-// ResetBudgets forgets the budgets of the last pass (pools go away).
-func (m *Metrics) ResetBudgets() {
+// DeleteBudget forgets the budget series of a pool and reason (the pool
+// went away, or its budgets could not be read this pass).
+func (m *Metrics) DeleteBudget(pool string, reason karpv1.DisruptionReason) {
 	if m == nil {
 		return
 	}
-	m.allowed.Reset()
-	m.consuming.Reset()
+	m.allowed.DeleteLabelValues(pool, string(reason))
+	m.consuming.DeleteLabelValues(pool, string(reason))
 }
 
 // Budget sets what a pool's budgets allow for a reason (Empty, Drifted,

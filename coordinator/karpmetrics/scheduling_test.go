@@ -68,22 +68,18 @@ func (r *schedulingRig) decisions(t *testing.T) (count uint64, sum float64) {
 // undecided are the undecided times by pod name.
 func (r *schedulingRig) undecided(t *testing.T) map[string]float64 {
 	t.Helper()
+	return gaugesBy(r.family(t, undecidedName), "namespace", "name")
+}
+
+// gaugesBy are the values of f's series by their labels a and b ("a/b").
+func gaugesBy(f *dto.MetricFamily, a, b string) map[string]float64 {
 	out := map[string]float64{}
-	f := r.family(t, undecidedName)
-	if f == nil {
-		return out
-	}
 	for _, m := range f.GetMetric() {
-		var name, ns string
+		labels := map[string]string{}
 		for _, lp := range m.GetLabel() {
-			switch lp.GetName() {
-			case "name":
-				name = lp.GetValue()
-			case "namespace":
-				ns = lp.GetValue()
-			}
+			labels[lp.GetName()] = lp.GetValue()
 		}
-		out[ns+"/"+name] = m.GetGauge().GetValue()
+		out[labels[a]+"/"+labels[b]] = m.GetGauge().GetValue()
 	}
 	return out
 }
@@ -299,26 +295,7 @@ func TestSolveMetrics(t *testing.T) {
 func TestPendingByZone(t *testing.T) {
 	const name = "karpenter_scheduler_pending_pods_by_effective_zone_count"
 	r := newSchedulingRig(t)
-	series := func() map[string]float64 {
-		out := map[string]float64{}
-		f := r.family(t, name)
-		if f == nil {
-			return out
-		}
-		for _, m := range f.GetMetric() {
-			var controller, zone string
-			for _, lp := range m.GetLabel() {
-				switch lp.GetName() {
-				case "controller":
-					controller = lp.GetValue()
-				case "zone":
-					zone = lp.GetValue()
-				}
-			}
-			out[controller+"/"+zone] = m.GetGauge().GetValue()
-		}
-		return out
-	}
+	series := func() map[string]float64 { return gaugesBy(r.family(t, name), "controller", "zone") }
 	for _, step := range []struct {
 		controller string
 		counts     map[string]int

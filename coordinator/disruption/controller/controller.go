@@ -171,6 +171,8 @@ type Controller struct {
 	moves *events.Dedupe
 	// lastBudgetBlock: "pool/reason" keys whose budget blocked last pass.
 	lastBudgetBlock map[string]bool
+	// budgetSeries are the budget gauges' series the last pass set.
+	budgetSeries map[budgetSeries]bool
 	// finished: termination intent IDs whose NodeClaim this leader deleted
 	// (the cache may not show the deletion yet: never adopt them).
 	finished map[string]bool

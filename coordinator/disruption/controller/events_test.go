@@ -349,3 +349,37 @@ func TestSingleNodeRejected(t *testing.T) {
 		t.Fatalf("acted at once on a decision validated in an earlier term: %q", ops)
 	}
 }
+
+// The budget gauges are set in place each pass and a pool's series go
+// when the pool does (never all of them between two passes).
+func TestBudgetSeriesFollowPools(t *testing.T) {
+	c := newCluster(t)
+	c.pools = []*karpv1.NodePool{testPool("a"), testPool("b")}
+	c.addNode("a-1", "a", 4, testPod("web-a", "1"))
+	c.addNode("b-1", "b", 4, testPod("web-b", "1"))
+	reg := prometheus.NewRegistry()
+	ctl, err := New(Config{Now: c.Now}, c.deps(reg, &eventLog{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	has := func(pool string) (joiner, karp bool) {
+		_, joiner = observe.Sample(t, reg, "joiner_disruption_budget_allowed", map[string]string{"nodepool": pool, "reason": "Drifted"})
+		_, karp = observe.Sample(t, reg, "karpenter_nodepools_allowed_disruptions", map[string]string{"nodepool": pool, "reason": "Drifted"})
+		return joiner, karp
+	}
+	c.reconcile(ctl)
+	for _, p := range []string{"a", "b"} {
+		if j, k := has(p); !j || !k {
+			t.Fatalf("pool %s: budget series %v %v, want both", p, j, k)
+		}
+	}
+	c.pools = c.pools[:1]
+	c.now = c.now.Add(10 * time.Second)
+	c.reconcile(ctl)
+	if j, k := has("a"); !j || !k {
+		t.Fatalf("kept pool a: budget series %v %v, want both", j, k)
+	}
+	if j, k := has("b"); j || k {
+		t.Fatalf("removed pool b: budget series %v %v, want none", j, k)
+	}
+}

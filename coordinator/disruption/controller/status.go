@@ -30,8 +30,9 @@ func (c *Controller) report(ctx context.Context, v *pass, in *disruption.Input) 
 		c.metrics.eligible.WithLabelValues(string(m)).Set(float64(n))
 		c.metrics.karp.Eligible(string(m), n)
 	}
-	c.metrics.budget.Reset()
-	c.metrics.karp.ResetBudgets()
+	// Budget series are replaced in place and the stale ones deleted
+	// after: a scrape never finds them missing between two passes.
+	series := map[budgetSeries]bool{}
 	blocking := map[string]bool{}
 	for _, r := range karpv1.DisruptionReasons {
 		budgets, err := disruption.PoolBudgets(in, r)
@@ -42,11 +43,19 @@ func (c *Controller) report(ctx context.Context, v *pass, in *disruption.Input) 
 		for pool, b := range budgets {
 			c.metrics.budget.WithLabelValues(pool, string(r)).Set(float64(b.Allowed))
 			c.metrics.karp.Budget(pool, r, b.Budget, b.Disrupting)
+			series[budgetSeries{pool, r}] = true
 			if b.Blocking() {
 				blocking[pool+"/"+string(r)] = true
 			}
 		}
 	}
+	for k := range c.budgetSeries {
+		if !series[k] {
+			c.metrics.budget.DeleteLabelValues(k.pool, string(k.reason))
+			c.metrics.karp.DeleteBudget(k.pool, k.reason)
+		}
+	}
+	c.budgetSeries = series
 	c.budgetEvents(in, blocking)
 	for i := range statuses {
 		c.writeConditions(ctx, &statuses[i], v.now)
@@ -154,6 +163,12 @@ func (c *Controller) approvals(v *pass, dec *disruption.Decision) {
 			events.Publish(c.d.Recorder, events.PoolApproved(p, s.Value(), s.Threshold(), s.K, 100*s.SavingsFraction, 100*s.DisruptionFraction))
 		}
 	}
+}
+
+// budgetSeries names the budget gauges' series of a pool and reason.
+type budgetSeries struct {
+	pool   string
+	reason karpv1.DisruptionReason
 }
 
 // budgetEvents leaves Karpenter's DisruptionBlocked Event on a NodePool
