@@ -315,10 +315,10 @@ const noTypesDedupe = time.Minute
 // of its class's instance types (Karpenter's NoCompatibleInstanceTypes,
 // recorded when a scheduler is built, at most once a minute per pool).
 func (p *Provisioner) eventNoInstanceTypes(s *view.View, plan *scheduler.Plan) {
-	for _, np := range poolsWithoutTypes(s.NodePools, plan.NodePools) {
+	for np, minValues := range poolsWithoutTypes(s.NodePools, plan.NodePools) {
 		if p.dedupe.Allow(noTypesDedupe, events.NoCompatibleInstanceTypes, events.ObjectKey(np)) {
-			p.log.Info("skipping, nodepool requirements filtered out all instance types", logging.NodePool(np.Name))
-			events.Publish(p.d.Recorder, events.PoolHasNoInstanceTypes(np, false))
+			p.log.Info("skipping, nodepool requirements filtered out all instance types", logging.NodePool(np.Name), zap.Bool("minValuesIncompatible", minValues))
+			events.Publish(p.d.Recorder, events.PoolHasNoInstanceTypes(np, minValues))
 		}
 	}
 }
@@ -326,15 +326,17 @@ func (p *Provisioner) eventNoInstanceTypes(s *view.View, plan *scheduler.Plan) {
 // poolsWithoutTypes are the pools whose requirements and offerings leave
 // none of their class's instance types, by the scheduler's explanation:
 // every type excluded for the pool's requirements or for want of an
-// available offering. (Types too small for DaemonSets or over limits do
-// not count: Karpenter's filter leaves them in.) Static pools, which the
-// scheduler leaves out, have no explanation and are not reported.
-func poolsWithoutTypes(pools []*karpv1.NodePool, expl []scheduler.PoolExplanation) []*karpv1.NodePool {
+// available offering, or (true) the types left cannot meet the pool's
+// minValues (Karpenter's "due to minValues incompatibility"). (Types too
+// small for DaemonSets or over limits do not count: Karpenter's filter
+// leaves them in.) Static pools, which the scheduler leaves out, have no
+// explanation and are not reported.
+func poolsWithoutTypes(pools []*karpv1.NodePool, expl []scheduler.PoolExplanation) map[*karpv1.NodePool]bool {
 	byName := make(map[string]*karpv1.NodePool, len(pools))
 	for _, np := range pools {
 		byName[np.Name] = np
 	}
-	var out []*karpv1.NodePool
+	out := map[*karpv1.NodePool]bool{}
 	for _, e := range expl {
 		np := byName[e.NodePool]
 		if np == nil {
@@ -346,8 +348,11 @@ func poolsWithoutTypes(pools []*karpv1.NodePool, expl []scheduler.PoolExplanatio
 				left -= x.Count
 			}
 		}
-		if left <= 0 {
-			out = append(out, np)
+		switch {
+		case left <= 0:
+			out[np] = false
+		case e.MinValuesUnmet:
+			out[np] = true
 		}
 	}
 	return out

@@ -495,21 +495,26 @@ func TestPoolsWithoutTypes(t *testing.T) {
 		name string
 		expl scheduler.PoolExplanation
 		want bool
+		// minValues: reported as Karpenter's minValues incompatibility.
+		minValues bool
 	}{
-		{"some types left", scheduler.PoolExplanation{NodePool: "a", InstanceTypes: 10, Excluded: []scheduler.Exclusion{excl(scheduler.ExcludedRequirements, 9)}}, false},
-		{"requirements exclude all", scheduler.PoolExplanation{NodePool: "a", InstanceTypes: 10, Excluded: []scheduler.Exclusion{excl(scheduler.ExcludedRequirements, 10)}}, true},
+		{"some types left", scheduler.PoolExplanation{NodePool: "a", InstanceTypes: 10, Excluded: []scheduler.Exclusion{excl(scheduler.ExcludedRequirements, 9)}}, false, false},
+		{"requirements exclude all", scheduler.PoolExplanation{NodePool: "a", InstanceTypes: 10, Excluded: []scheduler.Exclusion{excl(scheduler.ExcludedRequirements, 10)}}, true, false},
 		{"requirements and offerings exclude all", scheduler.PoolExplanation{NodePool: "a", InstanceTypes: 10,
-			Excluded: []scheduler.Exclusion{excl(scheduler.ExcludedRequirements, 4), excl(scheduler.ExcludedNoOffering, 6)}}, true},
-		{"class has no types", scheduler.PoolExplanation{NodePool: "a"}, true},
+			Excluded: []scheduler.Exclusion{excl(scheduler.ExcludedRequirements, 4), excl(scheduler.ExcludedNoOffering, 6)}}, true, false},
+		{"class has no types", scheduler.PoolExplanation{NodePool: "a"}, true, false},
 		{"too small and limits do not count", scheduler.PoolExplanation{NodePool: "a", InstanceTypes: 10,
-			Excluded: []scheduler.Exclusion{excl(scheduler.ExcludedRequirements, 5), excl(scheduler.ExcludedTooSmall, 3), excl(scheduler.ExcludedLimits, 2)}}, false},
-		{"pool not in the view", scheduler.PoolExplanation{NodePool: "gone"}, false},
+			Excluded: []scheduler.Exclusion{excl(scheduler.ExcludedRequirements, 5), excl(scheduler.ExcludedTooSmall, 3), excl(scheduler.ExcludedLimits, 2)}}, false, false},
+		{"pool not in the view", scheduler.PoolExplanation{NodePool: "gone"}, false, false},
+		{"types left cannot meet minValues", scheduler.PoolExplanation{NodePool: "a", InstanceTypes: 10, MinValuesUnmet: true}, true, true},
+		{"no types at all says so, not minValues", scheduler.PoolExplanation{NodePool: "a", MinValuesUnmet: true}, true, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			got := poolsWithoutTypes([]*karpv1.NodePool{a, b}, []scheduler.PoolExplanation{tc.expl})
-			if tc.want != (len(got) == 1 && got[0] == a) || (!tc.want && len(got) != 0) {
-				t.Fatalf("got %v, want pool a: %v", got, tc.want)
+			minValues, reported := got[a]
+			if tc.want != reported || len(got) > 1 || minValues != tc.minValues {
+				t.Fatalf("got %v, want pool a: %v (minValues %v)", got, tc.want, tc.minValues)
 			}
 		})
 	}

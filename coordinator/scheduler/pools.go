@@ -172,6 +172,9 @@ func (s *solver) prepareTypes(p *pool, its []*catalog.InstanceType, tables *Type
 	add(ExcludedNoOffering, "no available offering matches the nodepool's zones and capacity types", t.exOff)
 	add(ExcludedTooSmall, "daemonset overhead does not fit", t.exSmall)
 	add(ExcludedLimits, "they would breach limits", exLimit)
+	// Karpenter's Strict policy drops such a pool altogether (its
+	// NoCompatibleInstanceTypes Event says so); BestEffort relaxes minValues.
+	p.expl.MinValuesUnmet = t.minValuesUnmet && !s.bestEffort
 }
 
 // TypeTables keeps each pool's instance-type table (the types its
@@ -200,6 +203,9 @@ type typeTable struct {
 	keys                  map[string]bool
 	types                 []*typeInfo
 	exReq, exOff, exSmall int
+	// minValuesUnmet: the types leave fewer distinct values of a key than
+	// the pool's minValues for it asks.
+	minValuesUnmet bool
 }
 
 func (tt *TypeTables) lookup(s *solver, p *pool, its []*catalog.InstanceType) *typeTable {
@@ -277,7 +283,29 @@ func (s *solver) buildTypeTable(p *pool, its []*catalog.InstanceType) *typeTable
 		}
 		return cmp.Compare(a.it.Name, b.it.Name)
 	})
+	t.minValuesUnmet = !minValuesMet(p.reqs, t.types)
 	return t
+}
+
+// minValuesMet: types carry at least minValues distinct values of every
+// label key the requirements ask it for (zones and capacity types, which
+// come from offerings, are left to the claims).
+func minValuesMet(reqs requirements.Requirements, types []*typeInfo) bool {
+	for _, r := range reqs.All() {
+		if r.MinValues == nil || offeringKeys[r.Key] {
+			continue
+		}
+		seen := map[string]bool{}
+		for _, ti := range types {
+			if v, ok := ti.it.Labels[r.Key]; ok {
+				seen[v] = true
+			}
+		}
+		if len(seen) < *r.MinValues {
+			return false
+		}
+	}
+	return true
 }
 
 // withinLimits: would adding capacity c (after giving back own) keep the

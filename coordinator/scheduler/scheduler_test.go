@@ -577,6 +577,32 @@ func TestMinValuesCandidates(t *testing.T) {
 	}
 }
 
+// TestMinValuesUnmetExplained: a pool whose types cannot meet its minValues
+// says so in its explanation under the Strict policy (Karpenter drops such
+// a pool with a NoCompatibleInstanceTypes Event), not under BestEffort.
+func TestMinValuesUnmetExplained(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		min    int
+		policy MinValuesPolicy
+		want   bool
+	}{
+		{"enough types", 20, MinValuesStrict, false},
+		{"too few types", 5000, MinValuesStrict, true},
+		{"too few types, best effort", 5000, MinValuesBestEffort, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := input(pod("a", nil, "1", ""))
+			in.MinValuesPolicy = tc.policy
+			in.NodePools[0].Spec.Template.Spec.Requirements = []karpv1.NodeSelectorRequirementWithMinValues{{Key: karpv1.LabelInstanceType, Operator: karpv1.OpExists, MinValues: ptr(tc.min)}}
+			p := Solve(in)
+			if len(p.NodePools) != 1 || p.NodePools[0].MinValuesUnmet != tc.want {
+				t.Fatalf("explanations %+v, want MinValuesUnmet %v", p.NodePools, tc.want)
+			}
+		})
+	}
+}
+
 // TestPlainWorkloadNearLowerBound: without constraints that force nodes,
 // the plan costs within 5 % of the LP lower bound.
 func TestPlainWorkloadNearLowerBound(t *testing.T) {

@@ -189,6 +189,9 @@ type PoolExplanation struct {
 	Excluded []Exclusion `json:"excluded,omitempty"`
 	// Messages are human sentences for the same counts.
 	Messages []string `json:"messages,omitempty"`
+	// MinValuesUnmet: the types the NodePool's requirements and offerings
+	// leave cannot meet its minValues (policy Strict).
+	MinValuesUnmet bool `json:"minValuesUnmet,omitempty"`
 }
 
 // Exclusion is a count of instance types excluded for one reason.
