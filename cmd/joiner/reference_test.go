@@ -188,6 +188,18 @@ func stringLit(e ast.Expr) string {
 		}
 	case *ast.BinaryExpr:
 		return stringLit(x.X) + stringLit(x.Y)
+	case *ast.Ident:
+		// a constant of the same file (the parser resolves those)
+		if x.Obj == nil {
+			break
+		}
+		if spec, ok := x.Obj.Decl.(*ast.ValueSpec); ok {
+			for i, n := range spec.Names {
+				if n.Name == x.Name && i < len(spec.Values) {
+					return stringLit(spec.Values[i])
+				}
+			}
+		}
 	}
 	return ""
 }

@@ -197,12 +197,7 @@ func (d *decider) approveBalanced(dec *Decision) (ok bool, why string, moves []M
 	}
 	source := totalPrice(dec.Candidates)
 	names := slices.Sorted(maps.Keys(byPool))
-	nodes := make([]string, len(dec.Candidates))
-	for i, n := range dec.Candidates {
-		nodes[i] = n.Name()
-	}
-	slices.Sort(nodes)
-	key := string(dec.Method) + ":" + strings.Join(nodes, ",")
+	key := dec.Key()
 	var whys []string
 	var approvals []Approval
 	for _, pn := range names {

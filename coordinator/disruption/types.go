@@ -43,6 +43,8 @@
 package disruption
 
 import (
+	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -195,6 +197,20 @@ type Decision struct {
 	// policies), by pool name: Karpenter's ConsolidationApproved Events.
 	Approvals []Approval
 }
+
+// Nodes are the names of the decision's candidates, sorted.
+func (d *Decision) Nodes() []string {
+	names := make([]string, len(d.Candidates))
+	for i, n := range d.Candidates {
+		names[i] = n.Name()
+	}
+	slices.Sort(names)
+	return names
+}
+
+// Key names the decision by its method and candidates: the same decision
+// made again on a later pass has the same key.
+func (d *Decision) Key() string { return string(d.Method) + ":" + strings.Join(d.Nodes(), ",") }
 
 // Approval is a Balanced pool's passing score of a consolidation.
 type Approval struct {

@@ -130,10 +130,11 @@ func (m *Metrics) AckPods(now time.Time, pods ...*corev1.Pod) {
 			continue
 		}
 		key := view.Key(p)
-		if old, ok := d.pods[key]; !ok || (old.uid != "" && old.uid != p.UID) {
+		// A pod recreated under a known name, or known only by a
+		// decision made before it was seen (a bound pod of a node being
+		// disrupted), is seen anew.
+		if old, ok := d.pods[key]; !ok || old.uid != p.UID {
 			d.pods[key] = &podDecision{namespace: p.Namespace, name: p.Name, uid: p.UID, acked: now}
-		} else if old.uid == "" {
-			old.uid = p.UID
 		}
 	}
 }

@@ -203,8 +203,9 @@ type typeTable struct {
 	keys                  map[string]bool
 	types                 []*typeInfo
 	exReq, exOff, exSmall int
-	// minValuesUnmet: the types leave fewer distinct values of a key than
-	// the pool's minValues for it asks.
+	// minValuesUnmet: the types the requirements and offerings allow (too
+	// small for the DaemonSets or not) leave fewer distinct values of a key
+	// than the pool's minValues for it asks.
 	minValuesUnmet bool
 }
 
@@ -241,6 +242,11 @@ func (s *solver) buildTypeTable(p *pool, its []*catalog.InstanceType) *typeTable
 	p.typeKeys = t.keys
 	off := offeringReqsOf(p.reqs)
 	infos := make([]typeInfo, 0, len(its))
+	// labelSets are the labels of the types the requirements and offerings
+	// allow and of their allowed offerings (zone, capacity type): what
+	// Karpenter checks the pool's minValues against.
+	var labelSets []map[string]string
+	offered := map[[2]string]bool{}
 	for _, it := range its {
 		ti := typeInfo{it: it, minPrice: math.Inf(1)}
 		if !p.matchLabels(it, p.reqs) {
@@ -250,11 +256,18 @@ func (s *solver) buildTypeTable(p *pool, its []*catalog.InstanceType) *typeTable
 		for _, o := range it.Offerings {
 			if off.allows(o) {
 				ti.minPrice = min(ti.minPrice, o.Price)
+				if p.minValues && !offered[[2]string{o.Zone, o.CapacityType}] {
+					offered[[2]string{o.Zone, o.CapacityType}] = true
+					labelSets = append(labelSets, map[string]string{karpv1.LabelZone: o.Zone, karpv1.LabelCapacityType: o.CapacityType})
+				}
 			}
 		}
 		if math.IsInf(ti.minPrice, 1) {
 			t.exOff++
 			continue
+		}
+		if p.minValues {
+			labelSets = append(labelSets, it.Labels)
 		}
 		ti.capacity = s.ri.toVec(it.Capacity, nil)
 		for i := numFixed; i < min(len(s.ri.names), maxResources); i++ {
@@ -283,29 +296,10 @@ func (s *solver) buildTypeTable(p *pool, its []*catalog.InstanceType) *typeTable
 		}
 		return cmp.Compare(a.it.Name, b.it.Name)
 	})
-	t.minValuesUnmet = !minValuesMet(p.reqs, t.types)
-	return t
-}
-
-// minValuesMet: types carry at least minValues distinct values of every
-// label key the requirements ask it for (zones and capacity types, which
-// come from offerings, are left to the claims).
-func minValuesMet(reqs requirements.Requirements, types []*typeInfo) bool {
-	for _, r := range reqs.All() {
-		if r.MinValues == nil || offeringKeys[r.Key] {
-			continue
-		}
-		seen := map[string]bool{}
-		for _, ti := range types {
-			if v, ok := ti.it.Labels[r.Key]; ok {
-				seen[v] = true
-			}
-		}
-		if len(seen) < *r.MinValues {
-			return false
-		}
+	if p.minValues {
+		t.minValuesUnmet = p.reqs.MinValuesError(slices.Values(labelSets)) != nil
 	}
-	return true
+	return t
 }
 
 // withinLimits: would adding capacity c (after giving back own) keep the

@@ -326,6 +326,9 @@ func (c *Controller) checkInstance(ctx context.Context, in *ClaimInput) error {
 	case errors.Is(err, cloud.ErrNotFound):
 		in.InstanceGone = true
 	case err != nil:
+		// Asked again after instanceCheckEvery, not every pass: a
+		// throttled API is not asked harder.
+		c.checked[name] = instanceCheck{at: now}
 		return fmt.Errorf("looking up terminated instance %s: %w", in.InstanceID, err)
 	default:
 		in.InstanceState = inst.State

@@ -31,8 +31,6 @@ package controller
 
 import (
 	"context"
-	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -284,17 +282,12 @@ func (c *Controller) validated(v *pass, res *disruption.Result, now time.Time) b
 		c.validating = nil
 		return true
 	}
-	names := make([]string, len(dec.Candidates))
-	for i, n := range dec.Candidates {
-		names[i] = n.Name()
-	}
-	sort.Strings(names)
-	key := string(dec.Method) + ":" + strings.Join(names, ",")
+	key := dec.Key()
 	if c.validating == nil || c.validating.key != key {
 		c.failValidation(v, res)
 		c.validating = &validation{key: key, since: now, dec: dec}
 		c.candidateEvents(v, c.validating)
-		c.log.Info("validating disruption decision", zap.String("method", string(dec.Method)), zap.Strings("node", names),
+		c.log.Info("validating disruption decision", zap.String("method", string(dec.Method)), zap.Strings("node", dec.Nodes()),
 			zap.Duration("delay", c.cfg.ValidationDelay), zap.String("reason", dec.Message))
 		return false
 	}
