@@ -1,8 +1,6 @@
 package agent
 
 import (
-	"strconv"
-
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
@@ -20,13 +18,8 @@ type Metrics struct {
 	Reports       *prometheus.CounterVec
 	pollOK        func()
 
-	// EvictionRequests is Karpenter's karpenter_pods_eviction_requests_total
-	// for this agent's drains (the coordinator serves the same name for its
-	// own), so sums over all scrape targets count every eviction.
-	EvictionRequests *prometheus.CounterVec
-	// Drained is Karpenter's karpenter_pods_drained_total for this agent's
-	// drains, by reason (drain.DrainedReason), as EvictionRequests.
-	Drained *prometheus.CounterVec
+	// karpenter are Karpenter's eviction counters for this agent's drains.
+	karpenter *drain.KarpenterCounters
 }
 
 // NewMetrics registers the agent's metrics (and Go/process collectors) on a
@@ -44,12 +37,6 @@ func NewMetrics() *Metrics {
 		Evictions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "joiner_agent_evictions_total", Help: "Eviction attempts by result (evicted, blocked, deleted, gone, error).",
 		}, []string{"result"}),
-		EvictionRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "karpenter_pods_eviction_requests_total", Help: "The total number of pod eviction requests made by Karpenter, labeled by response code",
-		}, []string{"code"}),
-		Drained: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "karpenter_pods_drained_total", Help: "The total number of pods drained during node termination by Karpenter, labeled by reason",
-		}, []string{"reason"}),
 		IMDSErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "joiner_agent_imds_errors_total", Help: "Failed IMDS reads, by metadata path.",
 		}, []string{"path"}),
@@ -57,8 +44,10 @@ func NewMetrics() *Metrics {
 			Name: "joiner_agent_report_attempts_total", Help: "Interruption report attempts by result (acked, rejected, error).",
 		}, []string{"result"}),
 	}
-	m.Registry.MustRegister(m.Notices, m.DrainDuration, m.Evictions, m.EvictionRequests, m.Drained, m.IMDSErrors, m.Reports,
+	m.karpenter = drain.NewKarpenterCounters()
+	m.Registry.MustRegister(m.Notices, m.DrainDuration, m.Evictions, m.IMDSErrors, m.Reports,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.Registry.MustRegister(m.karpenter.Collectors()...)
 	return m
 }
 
@@ -72,17 +61,11 @@ func (m *Metrics) PollOK() {
 	}
 }
 
-// Eviction implements drain.Observer: every outcome by result, eviction
-// requests answered with a status by code (0: none, not counted), and the
-// pods evicted by drained reason.
+// Eviction implements drain.Observer: every outcome by result, and
+// Karpenter's eviction counters.
 func (m *Metrics) Eviction(result string, code int, reason string) {
 	m.Evictions.WithLabelValues(result).Inc()
-	if code != 0 {
-		m.EvictionRequests.WithLabelValues(strconv.Itoa(code)).Inc()
-	}
-	if result == drain.ResultEvicted {
-		m.Drained.WithLabelValues(reason).Inc()
-	}
+	m.karpenter.Eviction(result, code, reason)
 }
 
 // Attempt implements report.Observer.

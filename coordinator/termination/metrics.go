@@ -4,7 +4,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/joiner-dev/joiner/coordinator/karpmetrics"
-	"github.com/joiner-dev/joiner/drain"
 	"github.com/joiner-dev/joiner/internal/telemetry"
 )
 
@@ -42,8 +41,5 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 // requests by response code, karpenter_pods_drained_total the pods it
 // evicted by reason.
 func (m *metrics) Eviction(result string, code int, reason string) {
-	m.karp.EvictionRequest(code)
-	if result == drain.ResultEvicted {
-		m.karp.PodDrained(reason)
-	}
+	m.karp.Evictions().Eviction(result, code, reason)
 }
