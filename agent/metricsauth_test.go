@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"crypto/tls"
-	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -16,7 +15,6 @@ import (
 	"github.com/joiner-dev/joiner/agent/imds"
 	"github.com/joiner-dev/joiner/coordinator/kube"
 	"github.com/joiner-dev/joiner/test/kubetest"
-	"github.com/joiner-dev/joiner/test/testenv"
 )
 
 // TestMetricsScrapers: an agent's metrics listener on a non-loopback
@@ -27,10 +25,7 @@ import (
 // ServiceAccount not bound 403, no token or a forged one 401; /healthz
 // stays open (the liveness probe), and plain HTTP is not served.
 func TestMetricsScrapers(t *testing.T) {
-	env := testenv.Start(t, testenv.Options{APIServerArgs: testenv.NodeAuthorization})
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
-	s := kubetest.SetUpMetricsRBAC(ctx, t, env.Client, env.Config, "monitoring")
+	ctx, s := kubetest.StartMetricsRBAC(t, 2*time.Minute, "monitoring")
 
 	im := &fakeIMDS{bodies: map[string]string{imds.PathInstanceID: "i-1"}}
 	a, err := New(Config{NodeName: "node-1", IMDSGetter: im, Interval: 20 * time.Millisecond, MetricsAddr: "0.0.0.0:0",
@@ -48,24 +43,11 @@ func TestMetricsScrapers(t *testing.T) {
 	_, port, _ := net.SplitHostPort(a.MetricsAddr())
 	base := "https://127.0.0.1:" + port
 	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
-	get := func(path, token string) (int, string) {
-		t.Helper()
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
-	waitFor(t, func() bool { code, _ := get("/healthz", ""); return code == http.StatusOK }, "agent healthy over HTTPS without a token")
+	waitFor(t, func() bool {
+		code, _ := kubetest.Scrape(ctx, t, client, base+"/healthz", "")
+		return code == http.StatusOK
+	},
+		"agent healthy over HTTPS without a token")
 	for _, tc := range []struct {
 		name, token string
 		code        int
@@ -77,7 +59,7 @@ func TestMetricsScrapers(t *testing.T) {
 		{name: "forged token", token: "forged", code: 401, inBody: "bearer token rejected"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if code, body := get("/metrics", tc.token); code != tc.code || !strings.Contains(body, tc.inBody) {
+			if code, body := kubetest.Scrape(ctx, t, client, base+"/metrics", tc.token); code != tc.code || !strings.Contains(body, tc.inBody) {
 				t.Fatalf("%d %q, want %d containing %q", code, body, tc.code, tc.inBody)
 			}
 		})

@@ -85,11 +85,13 @@ func graceSeconds(s int64) podOpt {
 	return func(p *corev1.Pod) { p.Spec.TerminationGracePeriodSeconds = &s }
 }
 
-// evictions is a reactor for create pods/eviction: it answers 429 block[name]
-// times (forever if < 0), then deletes the pod and answers 201.
+// evictions is a reactor for create pods/eviction: it counts each pod's
+// requests and their grace periods, answers the error refuse returns for
+// the pod (called under mu; nil or a nil error: no refusal), else deletes
+// the pod and answers 201.
 type evictions struct {
 	mu     sync.Mutex
-	block  map[string]int
+	refuse func(pod string) error
 	calls  map[string]int
 	graces map[string]*int64
 	client *fake.Clientset
@@ -106,26 +108,42 @@ func (e *evictions) react(a k8stesting.Action) (bool, runtime.Object, error) {
 	if ev.DeleteOptions != nil {
 		e.graces[ev.Name] = ev.DeleteOptions.GracePeriodSeconds
 	}
-	n := e.block[ev.Name]
-	if n != 0 {
-		if n > 0 {
-			e.block[ev.Name] = n - 1
-		}
-		e.mu.Unlock()
-		return true, nil, apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 1)
+	var err error
+	if e.refuse != nil {
+		err = e.refuse(ev.Name)
 	}
 	e.mu.Unlock()
-	if err := e.client.Tracker().Delete(corev1.SchemeGroupVersion.WithResource("pods"), a.GetNamespace(), ev.Name); err != nil {
+	if err != nil {
 		return true, nil, err
 	}
-	return true, nil, nil
+	return true, nil, e.client.Tracker().Delete(corev1.SchemeGroupVersion.WithResource("pods"), a.GetNamespace(), ev.Name)
+}
+
+// reactEvictions answers c's evictions with an evictions reactor.
+func reactEvictions(c *fake.Clientset, refuse func(pod string) error) *evictions {
+	e := &evictions{refuse: refuse, calls: map[string]int{}, graces: map[string]*int64{}, client: c}
+	c.PrependReactor("create", "pods", e.react)
+	return e
+}
+
+// pdbBlocks refuses pod's eviction with 429 block[pod] times (for ever if
+// < 0).
+func pdbBlocks(block map[string]int) func(pod string) error {
+	return func(pod string) error {
+		n := block[pod]
+		if n == 0 {
+			return nil
+		}
+		if n > 0 {
+			block[pod] = n - 1
+		}
+		return apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 1)
+	}
 }
 
 func setup(t *testing.T, block map[string]int, objs ...runtime.Object) (*fake.Clientset, *evictions) {
 	c := fake.NewClientset(append([]runtime.Object{node()}, objs...)...)
-	e := &evictions{block: block, calls: map[string]int{}, graces: map[string]*int64{}, client: c}
-	c.PrependReactor("create", "pods", e.react)
-	return c, e
+	return c, reactEvictions(c, pdbBlocks(block))
 }
 
 func fastOpts() Options {

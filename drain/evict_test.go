@@ -4,47 +4,28 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
 	"go.uber.org/zap/zaptest"
-	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
-	k8stesting "k8s.io/client-go/testing"
 )
 
-// scripted is a reactor for create pods/eviction: it answers the errors of
-// script in turn (the last one for ever when always), then deletes the pod
-// and answers 201.
-type scripted struct {
-	mu     sync.Mutex
-	script []error
-	always bool
-	client *fake.Clientset
-}
-
-func (s *scripted) react(a k8stesting.Action) (bool, runtime.Object, error) {
-	ca, ok := a.(k8stesting.CreateAction)
-	if !ok || a.GetSubresource() != "eviction" {
-		return false, nil, nil
-	}
-	ev := ca.GetObject().(*policyv1.Eviction)
-	s.mu.Lock()
-	if len(s.script) > 0 {
-		err := s.script[0]
-		if !s.always || len(s.script) > 1 {
-			s.script = s.script[1:]
+// scripted refuses evictions with the errors of script in turn (the last
+// one for ever when always), then lets them through.
+func scripted(script []error, always bool) func(pod string) error {
+	return func(string) error {
+		if len(script) == 0 {
+			return nil
 		}
-		s.mu.Unlock()
-		return true, nil, err
+		err := script[0]
+		if !always || len(script) > 1 {
+			script = script[1:]
+		}
+		return err
 	}
-	s.mu.Unlock()
-	return true, nil, s.client.Tracker().Delete(corev1.SchemeGroupVersion.WithResource("pods"), a.GetNamespace(), ev.Name)
 }
 
 // TestEvictionCodes: the Observer gets each eviction request's status as
@@ -71,8 +52,7 @@ func TestEvictionCodes(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := fake.NewClientset(node(), pod("web"))
-			s := &scripted{script: tc.script, always: tc.always, client: c}
-			c.PrependReactor("create", "pods", s.react)
+			reactEvictions(c, scripted(tc.script, tc.always))
 			o := &obs{n: map[string]int{}}
 			opts := fastOpts()
 			opts.Observer = o

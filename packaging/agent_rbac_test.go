@@ -1,9 +1,7 @@
 package packaging_test
 
 import (
-	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,10 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 
-	"github.com/joiner-dev/joiner/test/testenv"
+	"github.com/joiner-dev/joiner/test/kubetest"
 )
 
 // TestAgentHoldsOnlyItsOwnNode: against a real kube-apiserver with
@@ -29,20 +25,10 @@ import (
 // drains) may not evict any pod. With agent.localDrain it may delete
 // node-a's pods but still not node-b's.
 func TestAgentHoldsOnlyItsOwnNode(t *testing.T) {
-	tool(t, "helm")
-	env := testenv.Start(t, testenv.Options{APIServerArgs: testenv.NodeAuthorization})
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
+	ctx, env := rbacEnv(t, 3*time.Minute, "joiner")
 	kc := env.Client
-	if _, err := kc.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "joiner"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 	applyAgent := func(t *testing.T, sets ...string) {
-		out, err := render(t, []string{filepath.Join(chartDir, "ci", "default-values.yaml")}, sets...)
-		if err != nil {
-			t.Fatalf("helm template: %v\n%s", err, out)
-		}
-		applied := applyObjects(ctx, t, env, objects(t, out), func(o *unstructured.Unstructured) bool {
+		applied := applyObjects(ctx, t, env, objects(t, renderDefault(t, sets...)), func(o *unstructured.Unstructured) bool {
 			switch o.GetKind() {
 			case "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding":
 				return strings.Contains(o.GetName(), "agent")
@@ -76,12 +62,7 @@ func TestAgentHoldsOnlyItsOwnNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	agentCfg := rest.AnonymousClientConfig(env.Config)
-	agentCfg.BearerToken = tr.Status.Token
-	agent, err := kubernetes.NewForConfig(agentCfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	agent := kubetest.ClientAs(t, env.Config, tr.Status.Token)
 	cordon := func(node string) error {
 		patch := fmt.Sprintf(`{"spec":{"unschedulable":true,"taints":[{"key":"joiner.io/interruption","effect":"NoSchedule"}]}}`)
 		_, err := agent.CoreV1().Nodes().Patch(ctx, node, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{})

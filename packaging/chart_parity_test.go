@@ -486,10 +486,7 @@ func TestHelmTemplatePersistence(t *testing.T) {
 		{"emptyDir for test clusters", []string{"coordinator.persistence.enabled=false"}, nil, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			out, err := render(t, []string{filepath.Join(chartDir, "ci", "default-values.yaml")}, c.sets...)
-			if err != nil {
-				t.Fatalf("helm template: %v\n%s", err, out)
-			}
+			out := renderDefault(t, c.sets...)
 			var sts appsv1.StatefulSet
 			into(t, find(objects(t, out), "StatefulSet", ""), &sts)
 			var data *corev1.Volume

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -29,17 +28,10 @@ import (
 // with), a metrics reader's token may get /metrics and a ServiceAccount not
 // bound may not; the reader may do nothing else.
 func TestMetricsReaderRBAC(t *testing.T) {
-	tool(t, "helm")
-	env := testenv.Start(t, testenv.Options{APIServerArgs: testenv.NodeAuthorization})
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	kc := env.Client
 	const ns = "joiner"
-	out, err := render(t, []string{filepath.Join(chartDir, "ci", "default-values.yaml")},
-		"metricsReaders[0].kind=ServiceAccount", "metricsReaders[0].name=prometheus", "metricsReaders[0].namespace=monitoring")
-	if err != nil {
-		t.Fatalf("helm template: %v\n%s", err, out)
-	}
+	ctx, env := rbacEnv(t, 2*time.Minute, ns, "monitoring")
+	kc := env.Client
+	out := renderDefault(t, "metricsReaders[0].kind=ServiceAccount", "metricsReaders[0].name=prometheus", "metricsReaders[0].namespace=monitoring")
 	applied := applyObjects(ctx, t, env, objects(t, out), func(o *unstructured.Unstructured) bool {
 		k := o.GetKind()
 		return k == "ClusterRole" || k == "ClusterRoleBinding"
@@ -55,11 +47,6 @@ func TestMetricsReaderRBAC(t *testing.T) {
 		t.Errorf("metrics-reader rules %s: want exactly get on /metrics", got)
 	}
 
-	for _, n := range []string{ns, "monitoring"} {
-		if _, err := kc.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
 	reader := kubetest.Token(ctx, t, kc, "monitoring", "prometheus")
 	stranger := kubetest.Token(ctx, t, kc, "monitoring", "grafana")
 	for _, sa := range []string{"joiner-coordinator", "joiner-agent"} {
@@ -72,13 +59,30 @@ func TestMetricsReaderRBAC(t *testing.T) {
 		}
 	}
 	rc := kubetest.ClientAs(t, env.Config, reader)
-	_, err = rc.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	_, err := rc.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 	if !apierrors.IsForbidden(err) {
 		t.Errorf("metrics reader lists pods: %v, want forbidden", err)
 	}
 	if err := rc.CoreV1().RESTClient().Get().AbsPath("/metrics").Do(ctx).Error(); err != nil {
 		t.Errorf("metrics reader gets the API server's /metrics: %v, want allowed (the same non-resource URL)", err)
 	}
+}
+
+// rbacEnv starts a kube-apiserver authorizing as EKS does (Node and RBAC,
+// NodeRestriction) for a test of the chart's RBAC, which needs helm, and
+// creates namespaces. Its context ends after timeout or with the test.
+func rbacEnv(t *testing.T, timeout time.Duration, namespaces ...string) (context.Context, *testenv.Env) {
+	t.Helper()
+	tool(t, "helm")
+	env := testenv.Start(t, testenv.Options{APIServerArgs: testenv.NodeAuthorization})
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	t.Cleanup(cancel)
+	for _, n := range namespaces {
+		if _, err := env.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ctx, env
 }
 
 // applyObjects server-side applies the objects keep selects and returns

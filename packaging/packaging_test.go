@@ -85,6 +85,17 @@ func render(t testing.TB, values []string, sets ...string) (string, error) {
 	return run(t, ".", nil, helm, args...)
 }
 
+// renderDefault renders the chart with ci/default-values.yaml and the
+// --set flags, failing the test when helm does.
+func renderDefault(t testing.TB, sets ...string) string {
+	t.Helper()
+	out, err := render(t, []string{filepath.Join(chartDir, "ci", "default-values.yaml")}, sets...)
+	if err != nil {
+		t.Fatalf("helm template: %v\n%s", err, out)
+	}
+	return out
+}
+
 // objects splits a multi-document YAML stream into objects.
 func objects(t testing.TB, manifest string) []*unstructured.Unstructured {
 	t.Helper()
@@ -259,10 +270,7 @@ func TestHelmTemplateRejectsBadValues(t *testing.T) {
 }
 
 func TestHelmTemplateDefaults(t *testing.T) {
-	out, err := render(t, []string{filepath.Join(chartDir, "ci", "default-values.yaml")})
-	if err != nil {
-		t.Fatalf("helm template: %v\n%s", err, out)
-	}
+	out := renderDefault(t)
 	objs := objects(t, out)
 
 	var sts appsv1.StatefulSet

@@ -1,8 +1,6 @@
 package packaging_test
 
 import (
-	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -12,9 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 
-	"github.com/joiner-dev/joiner/test/testenv"
+	"github.com/joiner-dev/joiner/test/kubetest"
 )
 
 // TestStatusReaderRole: against a real kube-apiserver (RBAC), the chart's
@@ -26,26 +23,16 @@ import (
 // bound may mint nothing, and the status ServiceAccount's own token may do
 // nothing at all.
 func TestStatusReaderRole(t *testing.T) {
-	tool(t, "helm")
-	env := testenv.Start(t, testenv.Options{APIServerArgs: testenv.NodeAuthorization})
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	kc := env.Client
 	const ns = "joiner"
+	ctx, env := rbacEnv(t, 2*time.Minute, ns)
+	kc := env.Client
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	_, err := kc.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
-	must(err)
-	out, err := render(t, []string{filepath.Join(chartDir, "ci", "default-values.yaml")},
-		"statusReaders[0].kind=ServiceAccount", "statusReaders[0].name=reader")
-	if err != nil {
-		t.Fatalf("helm template: %v\n%s", err, out)
-	}
-	objs := objects(t, out)
+	objs := objects(t, renderDefault(t, "statusReaders[0].kind=ServiceAccount", "statusReaders[0].name=reader"))
 	for _, o := range objs {
 		if o.GetKind() == "ServiceAccount" && o.GetLabels()["app.kubernetes.io/component"] == "status" {
 			var sa corev1.ServiceAccount
@@ -66,24 +53,18 @@ func TestStatusReaderRole(t *testing.T) {
 	// The coordinators' ServiceAccount and Service (no endpoints: a proxied
 	// request that passes authorization ends in 503), another Service.
 	for _, sa := range []string{"joiner-coordinator", "reader", "stranger"} {
-		_, err = kc.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{})
+		_, err := kc.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{})
 		must(err)
 	}
 	for _, svc := range []string{"joiner-coordinator", "other"} {
-		_, err = kc.CoreV1().Services(ns).Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: svc},
+		_, err := kc.CoreV1().Services(ns).Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: svc},
 			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 8080}}}}, metav1.CreateOptions{})
 		must(err)
 	}
 
-	as := func(sa string, audiences ...string) kubernetes.Interface {
+	as := func(sa string) kubernetes.Interface {
 		t.Helper()
-		tr, err := kc.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa, &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{Audiences: audiences}}, metav1.CreateOptions{})
-		must(err)
-		c := rest.AnonymousClientConfig(env.Config)
-		c.BearerToken = tr.Status.Token
-		cs, err := kubernetes.NewForConfig(c)
-		must(err)
-		return cs
+		return kubetest.ClientAs(t, env.Config, kubetest.Token(ctx, t, kc, ns, sa))
 	}
 	mint := func(cs kubernetes.Interface, sa string) error {
 		exp := int64(600)
@@ -110,7 +91,7 @@ func TestStatusReaderRole(t *testing.T) {
 		}
 	}
 	allowed("reader mints the status token", mint(reader, "joiner-coordinator-status"))
-	_, err = reader.CoreV1().Services(ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=coordinator"})
+	_, err := reader.CoreV1().Services(ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=coordinator"})
 	allowed("reader lists Services", err)
 	_, err = reader.CoreV1().Services(ns).Get(ctx, "joiner-coordinator", metav1.GetOptions{})
 	allowed("reader gets the coordinator Service", err)

@@ -3,7 +3,6 @@ package api
 import (
 	"context"
 	"errors"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -16,7 +15,6 @@ import (
 	"github.com/joiner-dev/joiner/coordinator/cluster"
 	"github.com/joiner-dev/joiner/coordinator/kube"
 	"github.com/joiner-dev/joiner/test/kubetest"
-	"github.com/joiner-dev/joiner/test/testenv"
 )
 
 // TestMetricsScrapers: a coordinator's real HTTPS listener, its /metrics
@@ -29,10 +27,7 @@ import (
 // no credential and a forged token 401; a client certificate from another
 // CA fails the handshake. Probes stay open.
 func TestMetricsScrapers(t *testing.T) {
-	env := testenv.Start(t, testenv.Options{APIServerArgs: testenv.NodeAuthorization})
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
-	s := kubetest.SetUpMetricsRBAC(ctx, t, env.Client, env.Config, "monitoring")
+	ctx, s := kubetest.StartMetricsRBAC(t, 2*time.Minute, "monitoring")
 
 	reg := prometheus.NewRegistry()
 	m, err := NewMetrics(reg, func() bool { return true }, false)
@@ -67,21 +62,8 @@ func TestMetricsScrapers(t *testing.T) {
 		{name: "healthz", client: agentClient, path: "/healthz", code: 200, inBody: "ok"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+tc.path, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if tc.token != "" {
-				req.Header.Set("Authorization", "Bearer "+tc.token)
-			}
-			resp, err := tc.client.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
-			b, _ := io.ReadAll(resp.Body)
-			if resp.StatusCode != tc.code || !strings.Contains(string(b), tc.inBody) {
-				t.Fatalf("%d %q, want %d containing %q", resp.StatusCode, b, tc.code, tc.inBody)
+			if code, body := kubetest.Scrape(ctx, t, tc.client, base+tc.path, tc.token); code != tc.code || !strings.Contains(body, tc.inBody) {
+				t.Fatalf("%d %q, want %d containing %q", code, body, tc.code, tc.inBody)
 			}
 		})
 	}
