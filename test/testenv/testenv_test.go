@@ -391,9 +391,12 @@ func TestStopKillsEverything(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(testenv.ToolsBin(), testenv.APIServerBin)); err != nil || testing.Short() {
 				t.Skip("needs the control plane: run `make tools` (and not -short)")
 			}
-			pidFile := filepath.Join(t.TempDir(), "pids")
+			dir := t.TempDir()
+			pidFile := filepath.Join(dir, "pids")
 			cmd := exec.Command(os.Args[0], "-test.run=^TestHelperEnv$", "-test.v")
-			cmd.Env = append(os.Environ(), "JOINER_TESTENV_HELPER="+mode, "JOINER_TESTENV_PIDFILE="+pidFile)
+			// The helper's temporary directories go under ours: a killed
+			// helper cannot remove its own.
+			cmd.Env = append(os.Environ(), "JOINER_TESTENV_HELPER="+mode, "JOINER_TESTENV_PIDFILE="+pidFile, "TMPDIR="+dir)
 			out := &strings.Builder{}
 			cmd.Stdout, cmd.Stderr = out, out
 			if err := cmd.Start(); err != nil {
