@@ -69,6 +69,11 @@ func newDecider(in *Input) *decider {
 	return d
 }
 
+// Expiration is Decide's first method alone: the NodeClaims past
+// expireAfter. Karpenter expires them in a controller of its own, which a
+// consolidation waiting for its validation never holds up.
+func Expiration(in *Input) (*Decision, error) { return newDecider(in).expiration() }
+
 // Decide picks at most one disruption action for this pass. The error is
 // for input it cannot trust (a bad PDB selector or budget); a budget error
 // names the pool and field and fails closed.
@@ -664,6 +669,7 @@ func (d *decider) consolidation(m Method, cands []*Node) (*Decision, string) {
 	if why != "" {
 		return nil, why
 	}
+	dec.simulated = plan.NodeClaims[0].InstanceTypes
 	dec.Replacements = []scheduler.NodeClaim{rep}
 	dec.Savings = cur - rep.Price
 	dec.Message = fmt.Sprintf("replace %d node(s) (%.4f/h) with %s %s (%.4f/h)", len(cands), cur, rep.CapacityType, rep.InstanceType, rep.Price)

@@ -196,6 +196,10 @@ type Decision struct {
 	// candidates that approved a consolidation (none for other
 	// policies), by pool name: Karpenter's ConsolidationApproved Events.
 	Approvals []Approval
+	// simulated are the instance types the simulation allowed the
+	// replacement before they were cut to the cheaper ones (Revalidate
+	// checks a held decision's types against them, as Karpenter does).
+	simulated []string
 }
 
 // Nodes are the names of the decision's candidates, sorted.

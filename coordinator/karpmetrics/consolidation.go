@@ -55,8 +55,7 @@ func (m *Metrics) ConsolidationMove(mv MoveScore) {
 }
 
 // FailedValidation counts the candidates of an emptiness or consolidation
-// decision of method that was not made again before its validation delay
-// ran out.
+// decision of method that failed its validation once its delay ran out.
 func (m *Metrics) FailedValidation(method string, candidates int) {
 	if m == nil {
 		return

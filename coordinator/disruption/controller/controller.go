@@ -131,10 +131,11 @@ type Config struct {
 	// (default 5 min).
 	CoolDown time.Duration
 	// ValidationDelay is how long an emptiness or consolidation decision
-	// must keep being made before it is executed (Karpenter re-validates
-	// consolidation commands after 15 s), so a transient state does not
-	// cause churn. Default 15 s; negative: act at once. Drift and
-	// expiration are not delayed.
+	// waits before it is validated again and executed (Karpenter's 15 s
+	// consolidation TTL, disruption.Revalidate), so a transient state does
+	// not cause churn; no other decision but expiration is made
+	// meanwhile. Default 15 s; negative: act at once. Drift and
+	// expiration decisions are not validated.
 	ValidationDelay time.Duration
 	// MaxSimulations is disruption.Input.MaxSimulations (0: the core's
 	// default).
@@ -228,8 +229,9 @@ func (c *Controller) validationDue() (time.Duration, bool) {
 }
 
 // Reconcile runs one pass: advance the commands in flight (and adopt the
-// ones a previous leader left), refresh conditions and metrics, decide and
-// start a new command.
+// ones a previous leader left), refresh conditions and metrics, then
+// either wait for the decision being validated, validate it once its delay
+// is over, or decide and start (or begin validating) a new command.
 func (c *Controller) Reconcile(ctx context.Context) error {
 	now := c.cfg.Now()
 	snap := c.d.Views.Build(now)
@@ -246,6 +248,24 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	v = c.pass(snap, now)
 	in := c.input(v)
 	c.report(ctx, v, in)
+	c.metrics.passes.Inc()
+	if val := c.validating; val != nil {
+		if now.Sub(val.since) < c.cfg.ValidationDelay {
+			// As in Karpenter, which blocks for its validation, nothing
+			// else is decided while a decision waits, but expiration
+			// (Karpenter's own controller).
+			return c.expire(ctx, v, in)
+		}
+		c.validating = nil
+		dec, rej, err := disruption.Revalidate(in, val.dec)
+		if err != nil {
+			return err
+		}
+		c.failValidation(v, val.dec, rej)
+		if dec != nil {
+			return c.start(ctx, v, dec)
+		}
+	}
 	deciding := time.Now()
 	res, err := disruption.Decide(in)
 	if err != nil {
@@ -258,42 +278,39 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	c.singleNodeOffset = res.NextSingleNodeOffset
 	c.events(v, res)
 	c.approvals(v, res.Decision)
-	c.metrics.passes.Inc()
 	dec := res.Decision
 	if dec == nil {
-		c.failValidation(v, res)
-		c.validating = nil
 		return nil
 	}
-	if !c.validated(v, res, now) {
+	if c.validates(dec) {
+		c.validating = &validation{key: dec.Key(), since: now, dec: dec}
+		c.candidateEvents(v, c.validating)
+		c.log.Info("validating disruption decision", zap.String("method", string(dec.Method)), zap.Strings("node", dec.Nodes()),
+			zap.Duration("delay", c.cfg.ValidationDelay), zap.String("reason", dec.Message))
 		return nil
 	}
 	return c.start(ctx, v, dec)
 }
 
-// validated says whether dec may be executed now: at once for drift and
-// expiration, else once the same decision (method and candidates) has been
-// made for ValidationDelay.
-func (c *Controller) validated(v *pass, res *disruption.Result, now time.Time) bool {
-	dec := res.Decision
-	if dec.Method == disruption.MethodDrift || dec.Method == disruption.MethodStaticDrift || dec.Method == disruption.MethodExpiration || c.cfg.ValidationDelay < 0 {
-		// A consolidation waiting for validation was not decided this
-		// pass (a method before it was): it starts its wait again.
-		c.validating = nil
+// expire starts the expiration of the NodeClaims past expireAfter, if any.
+func (c *Controller) expire(ctx context.Context, v *pass, in *disruption.Input) error {
+	dec, err := disruption.Expiration(in)
+	if err != nil || dec == nil {
+		return err
+	}
+	return c.start(ctx, v, dec)
+}
+
+// validates says whether dec waits ValidationDelay and is validated again
+// before it is executed, as Karpenter's emptiness and consolidation
+// commands are; drift and expiration act at once.
+func (c *Controller) validates(dec *disruption.Decision) bool {
+	if c.cfg.ValidationDelay < 0 {
+		return false
+	}
+	switch dec.Method {
+	case disruption.MethodEmptiness, disruption.MethodSingleNode, disruption.MethodMultiNode:
 		return true
 	}
-	key := dec.Key()
-	if c.validating == nil || c.validating.key != key {
-		c.failValidation(v, res)
-		c.validating = &validation{key: key, since: now, dec: dec}
-		c.candidateEvents(v, c.validating)
-		c.log.Info("validating disruption decision", zap.String("method", string(dec.Method)), zap.Strings("node", dec.Nodes()),
-			zap.Duration("delay", c.cfg.ValidationDelay), zap.String("reason", dec.Message))
-		return false
-	}
-	if now.Sub(c.validating.since) < c.cfg.ValidationDelay {
-		return false
-	}
-	c.validating = nil
-	return true
+	return false
 }

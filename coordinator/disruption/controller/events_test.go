@@ -187,8 +187,8 @@ func TestPendingPodsJoinTheSimulation(t *testing.T) {
 // A consolidation its Balanced pool scores gets Karpenter's
 // ConsolidationApproved with the score: here a move of several nodes, on
 // the pool (a one-node move has it on the Node and NodeClaim). The
-// decision made again while it waits for validation does not repeat it
-// within two minutes.
+// decision made again after a failed validation does not repeat it within
+// two minutes.
 func TestConsolidationApprovedEvents(t *testing.T) {
 	c := newCluster(t)
 	pool := testPool("default")
@@ -213,8 +213,17 @@ func TestConsolidationApprovedEvents(t *testing.T) {
 	if got := approved(); !slices.Equal(got, want) {
 		t.Fatalf("ConsolidationApproved Events %q, want %q", got, want)
 	}
-	c.now = c.now.Add(30 * time.Second)
+	// The budget runs out during the wait (the validation fails, nothing
+	// is decided), then comes back: the same move is made again.
+	budgets := pool.Spec.Disruption.Budgets
+	pool.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "0"}}
+	c.now = c.now.Add(61 * time.Second)
 	c.reconcile(ctl)
+	pool.Spec.Disruption.Budgets = budgets
+	c.reconcile(ctl)
+	if ops := c.takeOps(); len(ops) != 0 {
+		t.Fatalf("acted: %q", ops)
+	}
 	if got := approved(); len(got) != 0 {
 		t.Fatalf("repeated within the dedupe window: %q", got)
 	}
@@ -222,12 +231,13 @@ func TestConsolidationApprovedEvents(t *testing.T) {
 
 // A consolidation that replaces nodes leaves Karpenter's
 // ConsolidationCandidate Event on its candidates when it starts its
-// validation; one that is not made again before the delay runs out counts
-// its candidates in karpenter_voluntary_disruption_failed_validations_total
-// when they changed (churn) or ran out of budget, and a single-node one
-// leaves ConsolidationRejected with Karpenter's reason. Every move the
-// simulation finds is counted once in karpenter_consolidation_moves_total,
-// however many passes find it again.
+// validation; one that fails its validation once the delay has run out
+// counts its candidates in
+// karpenter_voluntary_disruption_failed_validations_total when they
+// changed (churn) or ran out of budget (a single-node one also leaves
+// ConsolidationRejected with Karpenter's reason, TestSingleNodeRejected).
+// Every move the simulation finds is counted once in
+// karpenter_consolidation_moves_total, however many passes find it again.
 func TestValidationEventsAndMetrics(t *testing.T) {
 	c := newCluster(t)
 	c.pools = []*karpv1.NodePool{testPool("default")}
@@ -257,11 +267,23 @@ func TestValidationEventsAndMetrics(t *testing.T) {
 	const failed, moves = "karpenter_voluntary_disruption_failed_validations_total", "karpenter_consolidation_moves_total"
 	approved := map[string]string{"decision": "approved", "nodepool": "default", "policy": "WhenEmptyOrUnderutilized"}
 
-	// Three passes find the same move: one Event per candidate, one move.
+	// A pass finds the move, two more wait for its validation; then the
+	// budget runs out (a failed validation, nothing decided) and comes
+	// back, and a pass finds the same move again: one Event per
+	// candidate, one move.
 	for range 3 {
 		c.reconcile(ctl)
 		c.now = c.now.Add(10 * time.Second)
 	}
+	c.now = c.now.Add(31 * time.Second)
+	budgets := c.pools[0].Spec.Disruption.Budgets
+	c.pools[0].Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "0"}}
+	c.reconcile(ctl)
+	if got := sample(failed, map[string]string{"consolidation_type": "multi"}); got != 3 {
+		t.Fatalf("failed validations %v, want 3 (budget)", got)
+	}
+	c.pools[0].Spec.Disruption.Budgets = budgets
+	c.reconcile(ctl)
 	var want []string
 	for _, n := range []string{"a", "b", "c"} {
 		for _, kind := range []string{"Node", "NodeClaim"} {
@@ -272,10 +294,7 @@ func TestValidationEventsAndMetrics(t *testing.T) {
 		t.Fatalf("candidate Events\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 	if got := sample(moves, approved); got != 1 {
-		t.Fatalf("%v moves counted for one move found on 3 passes, want 1", got)
-	}
-	if got := sample(failed, map[string]string{"consolidation_type": "multi"}); got != 0 {
-		t.Fatalf("failed validations %v, want 0", got)
+		t.Fatalf("%v moves counted for one move found twice, want 1", got)
 	}
 
 	// A pod that may not be disrupted lands on b: the move is not made
@@ -288,11 +307,16 @@ func TestValidationEventsAndMetrics(t *testing.T) {
 	c.pods = append(c.pods, p)
 	rec.got = nil
 	c.reconcile(ctl)
+	if got := sample(failed, map[string]string{"consolidation_type": "multi"}); got != 3 {
+		t.Fatalf("failed validations %v before the delay ran out, want 3", got)
+	}
+	c.now = c.now.Add(time.Minute)
+	c.reconcile(ctl)
 	if got := append(with(events.ConsolidationRejected), with(events.ConsolidationCandidate)...); len(got) != 0 {
 		t.Fatalf("Events %q, want no rejection (multi-node) and no candidate (a delete)", got)
 	}
-	if got := sample(failed, map[string]string{"consolidation_type": "multi"}); got != 3 {
-		t.Fatalf("failed validations %v, want 3", got)
+	if got := sample(failed, map[string]string{"consolidation_type": "multi"}); got != 6 {
+		t.Fatalf("failed validations %v, want 6", got)
 	}
 	if got := sample(moves, approved); got != 2 {
 		t.Fatalf("%v moves counted, want 2", got)
@@ -300,10 +324,10 @@ func TestValidationEventsAndMetrics(t *testing.T) {
 
 	// The pool's budget drops to 0: that move fails for its budget.
 	c.pools[0].Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "0"}}
-	c.now = c.now.Add(10 * time.Second)
+	c.now = c.now.Add(time.Minute)
 	c.reconcile(ctl)
-	if got := sample(failed, map[string]string{"consolidation_type": "multi"}); got != 5 {
-		t.Fatalf("failed validations %v, want 5", got)
+	if got := sample(failed, map[string]string{"consolidation_type": "multi"}); got != 8 {
+		t.Fatalf("failed validations %v, want 8", got)
 	}
 	if n, err := testutil.GatherAndCount(reg, "karpenter_consolidation_score"); err != nil || n != 0 {
 		t.Fatalf("%d score series (%v), want none outside Balanced pools", n, err)
@@ -332,6 +356,11 @@ func TestSingleNodeRejected(t *testing.T) {
 	p.Spec.NodeName = "big"
 	c.pods = append(c.pods, p)
 	c.now = c.now.Add(10 * time.Second)
+	c.reconcile(ctl)
+	if rec.has("Node", "big", events.ConsolidationRejected, "") {
+		t.Fatalf("rejected before the validation delay ran out: %q", rec.got)
+	}
+	c.now = c.now.Add(time.Minute)
 	c.reconcile(ctl)
 	if !rec.has("Node", "big", events.ConsolidationRejected, "Consolidation rejected: "+command+", reason: churn (savings: $") {
 		t.Fatalf("no rejection for churn: %q", rec.got)

@@ -139,8 +139,8 @@ func (c *Controller) events(v *pass, res *disruption.Result) {
 // approvals records Karpenter's ConsolidationApproved for a decision its
 // Balanced pools scored: on the Node and NodeClaim of a one-node move, on
 // each pool of a move of several nodes; at most one per object every
-// events.DefaultDedupeTimeout (a decision is made again each pass while it
-// waits for validation).
+// events.DefaultDedupeTimeout (a decision failing its validation may be
+// made again pass after pass).
 func (c *Controller) approvals(v *pass, dec *disruption.Decision) {
 	if dec == nil {
 		return

@@ -4,16 +4,11 @@ import (
 	"strconv"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/joiner-dev/joiner/coordinator/disruption"
 	"github.com/joiner-dev/joiner/coordinator/karpmetrics"
 	"github.com/joiner-dev/joiner/events"
-)
-
-// Karpenter's reasons for a failed validation (getValidationFailureReason).
-const (
-	rejectedBudget     = "budget"
-	rejectedChurn      = "churn"
-	rejectedScheduling = "scheduling"
 )
 
 // consolidates says whether m is a consolidation method (Karpenter's
@@ -22,44 +17,25 @@ func consolidates(m disruption.Method) bool {
 	return m == disruption.MethodSingleNode || m == disruption.MethodMultiNode
 }
 
-// failValidation accounts for the decision being validated when this
-// pass (res) no longer makes it, as Karpenter's validation does: the
-// candidates that failed for churn or their budget count in
-// karpenter_voluntary_disruption_failed_validations_total (for emptiness,
-// those no longer in the pass's emptiness decision; Karpenter does not
-// count a simulation that now decides otherwise), and the candidate of a
-// single-node consolidation gets a ConsolidationRejected Event (Karpenter's
-// multi-node consolidation records none).
-func (c *Controller) failValidation(v *pass, res *disruption.Result) {
-	old := c.validating
-	if old == nil || old.dec == nil {
-		return
+// failValidation accounts for what disruption.Revalidate found against
+// dec, as Karpenter's validation does: the candidates that failed count in
+// karpenter_voluntary_disruption_failed_validations_total, and a
+// single-node consolidation turned down leaves a ConsolidationRejected
+// Event with the reason on its candidate (Karpenter's multi-node
+// consolidation records none).
+func (c *Controller) failValidation(v *pass, dec *disruption.Decision, rej disruption.Rejection) {
+	if rej.Failed > 0 {
+		c.metrics.karp.FailedValidation(string(dec.Method), rej.Failed)
 	}
-	dec := old.dec
-	reason := rejection(v, res, dec)
-	switch {
-	case dec.Method == disruption.MethodEmptiness:
-		kept := map[string]bool{}
-		if res.Decision != nil && res.Decision.Method == disruption.MethodEmptiness {
-			for _, n := range res.Decision.Candidates {
-				kept[n.Name()] = true
-			}
-		}
-		dropped := 0
-		for _, n := range dec.Candidates {
-			if !kept[n.Name()] {
-				dropped++
-			}
-		}
-		c.metrics.karp.FailedValidation(string(dec.Method), dropped)
-	case reason != rejectedScheduling:
-		c.metrics.karp.FailedValidation(string(dec.Method), len(dec.Candidates))
+	if rej.Reason != "" {
+		c.log.Info("disruption decision failed validation", zap.String("method", string(dec.Method)), zap.Strings("node", dec.Nodes()),
+			zap.String("reason", rej.Reason), zap.String("detail", rej.Detail))
 	}
-	if dec.Method != disruption.MethodSingleNode {
+	if rej.Reason == "" || dec.Method != disruption.MethodSingleNode {
 		return
 	}
 	name := dec.Candidates[0].Name()
-	c.publishDeduped(events.Rejected(c.d.Cache.Node(name), v.snap.NodeClaims[name], commandString(dec), reason, dec.Savings), string(dec.Method), reason)
+	c.publishDeduped(events.Rejected(c.d.Cache.Node(name), v.snap.NodeClaims[name], commandString(dec), rej.Reason, dec.Savings), string(dec.Method), rej.Reason)
 }
 
 // candidateEvents leaves Karpenter's ConsolidationCandidate Event on each
@@ -108,34 +84,6 @@ func (c *Controller) publishDeduped(evs []events.Event, values ...string) {
 		}
 	}
 	events.Publish(c.d.Recorder, out...)
-}
-
-// rejection says why dec was not made again, in Karpenter's words: a
-// candidate's budget ran out (budget), a candidate is gone or its
-// method's candidate filtering now leaves it out (churn), or the
-// simulation now decides otherwise (scheduling).
-func rejection(v *pass, res *disruption.Result, dec *disruption.Decision) string {
-	cands := map[string]bool{}
-	for _, n := range dec.Candidates {
-		cands[n.Name()] = true
-		if v.snap.NodeClaims[n.Name()] == nil {
-			return rejectedChurn
-		}
-	}
-	churn := false
-	for _, s := range res.Skipped {
-		if !cands[s.Node] || !s.Of(dec.Method) {
-			continue
-		}
-		if s.Budget {
-			return rejectedBudget
-		}
-		churn = churn || s.Event == disruption.EventDisruptionBlocked
-	}
-	if churn {
-		return rejectedChurn
-	}
-	return rejectedScheduling
 }
 
 // decisionOf is Karpenter's command decision: delete, or replace when the
