@@ -21,6 +21,7 @@ import (
 	agentv1 "github.com/joiner-dev/joiner/api/agent/v1"
 	"github.com/joiner-dev/joiner/coordinator/cluster"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
+	"github.com/joiner-dev/joiner/test/kubetest"
 	"github.com/joiner-dev/joiner/test/raftmem"
 )
 
@@ -410,13 +411,7 @@ func TestHealthReadyMetrics(t *testing.T) {
 		if strings.HasSuffix(url, "/metrics") {
 			c = peerClient
 		}
-		resp, err := c.Get(url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
+		return kubetest.Scrape(t.Context(), t, c, url, "")
 	}
 	type check struct {
 		url    string

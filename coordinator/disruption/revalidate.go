@@ -50,27 +50,33 @@ func Revalidate(in *Input, dec *Decision) (*Decision, Rejection, error) {
 	if d.pdbs, err = buildPDBIndex(in); err != nil {
 		return nil, Rejection{}, err
 	}
-	if dec.Method == MethodEmptiness {
-		return d.revalidateEmptiness(dec)
+	budget, err := d.budgets(dec.Reason)
+	if err != nil {
+		return nil, Rejection{}, err
 	}
-	return d.revalidateConsolidation(dec)
+	if dec.Method == MethodEmptiness {
+		return d.revalidateEmptiness(dec, budget)
+	}
+	return d.revalidateConsolidation(dec, budget)
+}
+
+// candidatesWhere are the consolidation candidates keep accepts, by name.
+func (d *decider) candidatesWhere(keep func(*Node) bool) map[string]*Node {
+	out := map[string]*Node{}
+	for _, n := range d.consolidationCandidates(false) {
+		if keep(n) {
+			out[n.Name()] = n
+		}
+	}
+	return out
 }
 
 // revalidateEmptiness keeps the candidates still empty, each while its
 // pool's Empty budget allows. As in Karpenter, candidates that are no
 // longer empty count as failed only when none is left (churn); one over
 // its budget counts on its own.
-func (d *decider) revalidateEmptiness(dec *Decision) (*Decision, Rejection, error) {
-	budget, err := d.budgets(karpv1.DisruptionReasonEmpty)
-	if err != nil {
-		return nil, Rejection{}, err
-	}
-	empty := map[string]*Node{}
-	for _, n := range d.consolidationCandidates(false) {
-		if isEmpty(n) {
-			empty[n.Name()] = n
-		}
-	}
+func (d *decider) revalidateEmptiness(dec *Decision, budget map[string]int) (*Decision, Rejection, error) {
+	empty := d.candidatesWhere(isEmpty)
 	var still []*Node
 	for _, c := range dec.Candidates {
 		if n := empty[c.Name()]; n != nil {
@@ -102,19 +108,11 @@ func (d *decider) revalidateEmptiness(dec *Decision) (*Decision, Rejection, erro
 // changed (churn: all candidates count), ran out of budget (budget: all
 // count) or the simulation now decides otherwise (scheduling: none count,
 // as in Karpenter).
-func (d *decider) revalidateConsolidation(dec *Decision) (*Decision, Rejection, error) {
-	budget, err := d.budgets(karpv1.DisruptionReasonUnderutilized)
-	if err != nil {
-		return nil, Rejection{}, err
-	}
-	current := map[string]*Node{}
-	for _, n := range d.consolidationCandidates(false) {
-		if isEmpty(n) || d.unpriceable(n, d.pools[n.Pool()]) != "" ||
-			d.pools[n.Pool()].Spec.Disruption.ConsolidationPolicy == karpv1.ConsolidationPolicyWhenEmpty {
-			continue
-		}
-		current[n.Name()] = n
-	}
+func (d *decider) revalidateConsolidation(dec *Decision, budget map[string]int) (*Decision, Rejection, error) {
+	current := d.candidatesWhere(func(n *Node) bool {
+		pool := d.pools[n.Pool()]
+		return !isEmpty(n) && d.unpriceable(n, pool) == "" && pool.Spec.Disruption.ConsolidationPolicy != karpv1.ConsolidationPolicyWhenEmpty
+	})
 	all := len(dec.Candidates)
 	cands := make([]*Node, 0, all)
 	for _, c := range dec.Candidates {

@@ -103,11 +103,7 @@ func TestRevalidate(t *testing.T) {
 			name:  "a do-not-disrupt pod on the candidate of a replacement: churn",
 			from:  `"should not replace node if a pod schedules with karpenter.sh/do-not-disrupt set to true during the TTL wait"`,
 			build: oneBig, method: MethodSingleNode,
-			during: func(c *cluster) {
-				p := testPod("pinned", "100m")
-				p.Annotations = map[string]string{karpv1.AnnotationDoNotDisrupt: "true"}
-				addPod(node(c, "big"), p)
-			},
+			during: func(c *cluster) { addPod(node(c, "big"), withDoNotDisrupt(testPod("pinned", "100m"), "true")) },
 			reason: RejectedChurn, failed: 1,
 		},
 		{
@@ -150,11 +146,7 @@ func TestRevalidate(t *testing.T) {
 			name:  "a do-not-disrupt pod on one of a multi-node move's candidates: churn, every candidate counted",
 			from:  `"should not delete node if pods schedule with karpenter.sh/do-not-disrupt set to true during the TTL wait"`,
 			build: threeSmall, method: MethodMultiNode,
-			during: func(c *cluster) {
-				p := testPod("pinned", "100m")
-				p.Annotations = map[string]string{karpv1.AnnotationDoNotDisrupt: "true"}
-				addPod(node(c, "b"), p)
-			},
+			during: func(c *cluster) { addPod(node(c, "b"), withDoNotDisrupt(testPod("pinned", "100m"), "true")) },
 			reason: RejectedChurn, failed: 3,
 		},
 		{
