@@ -70,7 +70,7 @@ const (
 )
 
 // podStateLabels are karpenter_pods_state's labels, in order.
-var podStateLabels = []string{"name", "namespace", "owner", "node", "scheduled", labelNodePool, labelZone, "arch",
+var podStateLabels = []string{labelPodName, labelPodNamespace, "owner", "node", "scheduled", labelNodePool, labelZone, "arch",
 	labelCapacityType, "instance_type", labelPhase, "ready", labelManaged}
 
 // NewCollector returns a Collector; register it on the registry /metrics
@@ -101,9 +101,9 @@ func NewCollector(cfg CollectorConfig) *Collector {
 			"Pod state is the current state of pods. This metric can be used several ways as it is labeled by the pod name, namespace, "+
 				"owner, node, nodepool name, zone, architecture, capacity type, instance type, pod phase, and pod readiness.", podStateLabels, nil),
 		podUnbound: prometheus.NewDesc("karpenter_pods_unbound_time_seconds", "The time from pod creation until the pod is bound.",
-			[]string{"name", "namespace"}, nil),
+			[]string{labelPodName, labelPodNamespace}, nil),
 		podUnstarted: prometheus.NewDesc("karpenter_pods_unstarted_time_seconds", "The time from pod creation until the pod is running.",
-			[]string{"name", "namespace"}, nil),
+			[]string{labelPodName, labelPodNamespace}, nil),
 		poolUsage: prometheus.NewDesc("karpenter_nodepools_usage",
 			"The amount of resources that have been provisioned for a nodepool. Labeled by nodepool name and resource type.",
 			[]string{labelResourceType, labelNodePool}, nil),
