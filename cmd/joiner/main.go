@@ -9,6 +9,10 @@ import (
 
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
+	// The Mozilla roots Go falls back to where the system has none (the
+	// FROM-scratch image): AWS's endpoints are checked against them. A
+	// system bundle, a mounted one or SSL_CERT_FILE takes precedence.
+	_ "golang.org/x/crypto/x509roots/fallback"
 
 	"github.com/joiner-dev/joiner/internal/logging"
 )

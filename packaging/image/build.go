@@ -44,7 +44,12 @@ type Binary struct {
 type Options struct {
 	// Binaries, one per platform, in the index's order.
 	Binaries []Binary
-	// CACerts is the PEM bundle installed at CACertsPath.
+	// CACerts, when given, is a PEM bundle installed at CACertsPath. The
+	// default image has none: the binary carries the Mozilla roots of
+	// golang.org/x/crypto/x509roots/fallback, which Go uses where the
+	// system has no roots, so the image is a function of the sources
+	// alone. A bundle there (or one mounted, or SSL_CERT_FILE) replaces
+	// them.
 	CACerts []byte
 	// Created stamps files, configs, history and annotations
 	// (SOURCE_DATE_EPOCH).
@@ -71,9 +76,6 @@ type Artifact struct {
 func Build(o Options) (Image, error) {
 	if len(o.Binaries) == 0 {
 		return Image{}, errors.New("no binaries: want one per platform")
-	}
-	if len(o.CACerts) == 0 {
-		return Image{}, errors.New("no CA certificates: the image's " + CACertsPath + " would be empty")
 	}
 	ann := o.annotations()
 	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)

@@ -174,6 +174,39 @@ func TestBuildIsReproducible(t *testing.T) {
 	}
 }
 
+// TestCABundleOnlyWhenGiven: by default the image holds no CA bundle (the
+// binary carries its roots), so nothing of the build machine's goes in;
+// a bundle given is installed at CACertsPath with its parent directories.
+func TestCABundleOnlyWhenGiven(t *testing.T) {
+	o := testOptions(t, time.Unix(1767225600, 0))
+	o.CACerts = nil
+	dir, _ := buildLayout(t, o)
+	l, err := ReadLayout(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range l.Platforms {
+		for name := range p.Files {
+			if strings.HasPrefix(name, "/etc/ssl") {
+				t.Errorf("%s: the default image holds %s", p.Platform, name)
+			}
+		}
+	}
+	o.CACerts = []byte("-----BEGIN CERTIFICATE-----\nx\n-----END CERTIFICATE-----\n")
+	dir, _ = buildLayout(t, o)
+	if l, err = ReadLayout(dir); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range l.Platforms {
+		if f := p.Files[CACertsPath]; !bytes.Equal(f.Data, o.CACerts) || f.Mode != 0o644 {
+			t.Errorf("%s: %s %q mode %o, want the bundle given, 0644", p.Platform, CACertsPath, f.Data, f.Mode)
+		}
+		if f := p.Files["/etc/ssl/certs"]; !f.Dir {
+			t.Errorf("%s: /etc/ssl/certs is not a directory", p.Platform)
+		}
+	}
+}
+
 func TestWriteLayoutRefusesOtherDirectories(t *testing.T) {
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "precious"), []byte("x"), 0o644); err != nil {

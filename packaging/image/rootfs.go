@@ -1,6 +1,6 @@
 // Package image assembles Joiner's container image without a container
 // runtime: one static binary per platform on a FROM-scratch root file system
-// (a non-root user, CA certificates), an OCI image index of the platforms,
+// (a non-root user; CA certificates only when given), an OCI image index of the platforms,
 // an SPDX SBOM per platform attached as an OCI 1.1 referrer, all written as
 // an OCI image layout. Every byte is a function of the inputs and the
 // creation time (SOURCE_DATE_EPOCH), so two builds of the same sources give
@@ -40,7 +40,8 @@ type file struct {
 }
 
 // rootFS is the file system of one platform's image: the binary, the
-// users, the CA certificates and the directories that hold them.
+// users, the CA certificates when given and the directories that hold
+// them.
 func rootFS(binary, caCerts []byte) []file {
 	passwd := "root:x:0:0:root:/root:/sbin/nologin\n" +
 		fmt.Sprintf("nonroot:x:%d:%d:nonroot:/home/nonroot:/sbin/nologin\n", UID, GID)
@@ -49,10 +50,12 @@ func rootFS(binary, caCerts []byte) []file {
 		{name: BinaryPath, mode: 0o755, data: binary},
 		{name: "/etc/passwd", mode: 0o644, data: []byte(passwd)},
 		{name: "/etc/group", mode: 0o644, data: []byte(group)},
-		{name: CACertsPath, mode: 0o644, data: caCerts},
 		{name: "/home/nonroot", dir: true, mode: 0o700, uid: UID, gid: GID},
 		{name: "/root", dir: true, mode: 0o700},
 		{name: "/tmp", dir: true, mode: 0o1777},
+	}
+	if len(caCerts) > 0 {
+		files = append(files, file{name: CACertsPath, mode: 0o644, data: caCerts})
 	}
 	return withParents(files)
 }

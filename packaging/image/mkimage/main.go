@@ -1,8 +1,9 @@
 // Command mkimage builds Joiner's multi-platform container image without a
 // container runtime (`make image`): it cross-compiles the binary for each
 // platform (CGO_ENABLED=0, -trimpath), puts it on a FROM-scratch root file
-// system (user 65532, the build machine's CA certificates), attaches an
-// SPDX SBOM per platform and writes an OCI image layout. Timestamps are
+// system (user 65532; no CA bundle unless --ca-file names one: the binary
+// carries the Mozilla roots of golang.org/x/crypto/x509roots/fallback),
+// attaches an SPDX SBOM per platform and writes an OCI image layout. Timestamps are
 // --created (SOURCE_DATE_EPOCH, else the commit time), so a rebuild of the
 // same sources gives the same digest.
 package main
@@ -44,7 +45,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.StringVar(&o.platforms, "platforms", "linux/amd64,linux/arm64", "comma-separated os/arch[/variant] list")
 	fs.StringVar(&o.version, "version", "dev", "version: -X main.version, the OCI version annotation and the layout's tag")
 	fs.StringVar(&o.commit, "commit", "unknown", "commit: -X main.commit and the OCI revision annotation")
-	fs.StringVar(&o.caFile, "ca-file", "/etc/ssl/certs/ca-certificates.crt", "PEM CA bundle installed in the image")
+	fs.StringVar(&o.caFile, "ca-file", "", "PEM CA bundle to install at "+image.CACertsPath+" in place of the binary's own roots (default none)")
 	fs.StringVar(&o.repository, "repository", "ghcr.io/joiner-dev/joiner", "repository the image is meant for (printed reference only)")
 	fs.StringVar(&o.goTool, "go", "go", "go command")
 	fs.StringVar(&o.created, "created", os.Getenv("SOURCE_DATE_EPOCH"), "creation time, Unix seconds (default $SOURCE_DATE_EPOCH, else the last commit's time)")
@@ -62,9 +63,14 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	ca, err := os.ReadFile(o.caFile)
-	if err != nil {
-		return fmt.Errorf("--ca-file: %w", err)
+	var ca []byte
+	if o.caFile != "" {
+		if ca, err = os.ReadFile(o.caFile); err != nil {
+			return fmt.Errorf("--ca-file: %w", err)
+		}
+		if len(ca) == 0 {
+			return fmt.Errorf("--ca-file %s: empty", o.caFile)
+		}
 	}
 	tmp, err := os.MkdirTemp("", "mkimage-")
 	if err != nil {

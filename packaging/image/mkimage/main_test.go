@@ -18,19 +18,16 @@ import (
 // on a small package instead of joiner: two builds give the same digest,
 // the index has linux/amd64 and linux/arm64, and each platform's binary
 // is an ELF for that machine, static, with an SBOM listing its module.
+// Nothing of the build machine goes in: no CA bundle by default.
 func TestMkimageCrossCompilesReproducibly(t *testing.T) {
 	if testing.Short() {
 		t.Skip("cross-compiles twice")
-	}
-	ca := filepath.Join(t.TempDir(), "ca.pem")
-	if err := os.WriteFile(ca, []byte("-----BEGIN CERTIFICATE-----\nx\n-----END CERTIFICATE-----\n"), 0o644); err != nil {
-		t.Fatal(err)
 	}
 	var dirs, digests []string
 	for range 2 {
 		dir := filepath.Join(t.TempDir(), "image")
 		var out bytes.Buffer
-		args := []string{"--out", dir, "--package", "./testdata/hello", "--version", "v0.0.1-test", "--commit", "abc", "--created", "1767225600", "--ca-file", ca}
+		args := []string{"--out", dir, "--package", "./testdata/hello", "--version", "v0.0.1-test", "--commit", "abc", "--created", "1767225600"}
 		if err := run(context.Background(), args, &out); err != nil {
 			t.Fatal(err)
 		}
@@ -54,6 +51,9 @@ func TestMkimageCrossCompilesReproducibly(t *testing.T) {
 	var got []string
 	for _, p := range l.Platforms {
 		got = append(got, p.Platform.String())
+		if _, ok := p.Files[image.CACertsPath]; ok {
+			t.Errorf("%s: %s in an image built without --ca-file", p.Platform, image.CACertsPath)
+		}
 		bin := p.Files[image.BinaryPath].Data
 		f, err := elf.NewFile(bytes.NewReader(bin))
 		if err != nil {
@@ -84,5 +84,20 @@ func TestMkimageCrossCompilesReproducibly(t *testing.T) {
 	}
 	if strings.Join(got, " ") != "linux/amd64 linux/arm64/v8" {
 		t.Errorf("platforms %v, want linux/amd64 linux/arm64/v8", got)
+	}
+}
+
+func TestMkimageRefusesAnEmptyCAFile(t *testing.T) {
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(ca, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "image")
+	err := run(context.Background(), []string{"--out", out, "--created", "1767225600", "--ca-file", ca}, &bytes.Buffer{})
+	if err == nil || !strings.Contains(err.Error(), "--ca-file "+ca+": empty") {
+		t.Fatalf("err %v, want the empty --ca-file named", err)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("%s written (stat: %v)", out, err)
 	}
 }
