@@ -28,7 +28,8 @@ const (
 	// Launch: the intent launched; write providerID, capacity, labels and
 	// Launched=True.
 	Launch
-	// LaunchFailed: the intent failed; Launched=False, then delete.
+	// LaunchFailed: the intent failed; Launched stays Unknown with the
+	// error (LaunchFailed), then delete.
 	LaunchFailed
 	// Register: a Node with the providerID joined; sync it, Registered=True.
 	Register
@@ -198,10 +199,10 @@ func ApplyLaunch(nc *karpv1.NodeClaim, in fsm.LaunchIntent, inst fsm.Instance, i
 		}
 	}
 	t := metav1.NewTime(now)
-	if setCondition(&s.Conditions, karpv1.ConditionLaunched, metav1.ConditionTrue, ReasonLaunched, "", nc.Generation, t) {
+	if initConditions(nc, t) {
 		status = true
 	}
-	if setReady(nc, t) {
+	if setCondition(nc, karpv1.ConditionLaunched, metav1.ConditionTrue, ReasonLaunched, "", t) {
 		status = true
 	}
 	return meta, status
@@ -241,13 +242,38 @@ func equalResources(a, b corev1.ResourceList) bool {
 	return true
 }
 
-// ApplyLaunchFailed sets Launched=False with the failure on a copy of the
-// claim; it reports whether the status changed.
+// ApplyLaunchFailed records a failed launch on a copy of the claim as
+// Karpenter does: Launched stays Unknown, reason LaunchFailed, the error as
+// message. It reports whether the status changed.
 func ApplyLaunchFailed(nc *karpv1.NodeClaim, reason string, now time.Time) bool {
 	t := metav1.NewTime(now)
-	changed := setCondition(&nc.Status.Conditions, karpv1.ConditionLaunched, metav1.ConditionFalse, ReasonLaunchFailed,
-		truncate(reason, 1024), nc.Generation, t)
-	return setReady(nc, t) || changed
+	changed := initConditions(nc, t)
+	return setCondition(nc, karpv1.ConditionLaunched, metav1.ConditionUnknown, ReasonLaunchFailed, truncate(reason, 1024), t) || changed
+}
+
+// ApplyWaiting writes, on a copy of the claim, what Karpenter's lifecycle
+// shows while the claim waits: every condition present, Registered Unknown
+// (NodeNotFound) while no Node has its providerID, and once registered,
+// Initialized Unknown with what the Node still lacks. node is the claim's
+// Node or nil. It reports whether the status changed.
+func ApplyWaiting(nc *karpv1.NodeClaim, node *corev1.Node, now time.Time) bool {
+	t := metav1.NewTime(now)
+	changed := initConditions(nc, t)
+	// As Karpenter's, each step touches its condition only while Unknown.
+	unknown := func(typ string) bool {
+		return condition(nc.Status.Conditions, typ).Status == metav1.ConditionUnknown
+	}
+	if unknown(karpv1.ConditionRegistered) && node == nil &&
+		setCondition(nc, karpv1.ConditionRegistered, metav1.ConditionUnknown, ReasonNodeNotFound, messageNodeNotFound, t) {
+		changed = true
+	}
+	if isTrue(nc.Status.Conditions, karpv1.ConditionRegistered) && unknown(karpv1.ConditionInitialized) {
+		if reason, msg := initializationGap(nc, node); reason != "" &&
+			setCondition(nc, karpv1.ConditionInitialized, metav1.ConditionUnknown, reason, msg, t) {
+			changed = true
+		}
+	}
+	return changed
 }
 
 func truncate(s string, n int) string {
@@ -313,35 +339,48 @@ func SyncNode(nc *karpv1.NodeClaim, node *corev1.Node) bool {
 
 // Initialized reports whether a registered claim's Node is usable
 // (Karpenter's initialization): Ready, no startup taint of the claim and no
-// ephemeral taint left, and every requested extended resource registered
-// (non-zero allocatable). Otherwise it says what is missing.
+// known ephemeral taint left, and every requested extended resource
+// registered (non-zero allocatable). Otherwise it says what is missing, in
+// Karpenter's words (the Initialized condition's message).
 func Initialized(nc *karpv1.NodeClaim, node *corev1.Node) (bool, string) {
+	reason, msg := initializationGap(nc, node)
+	return reason == "", msg
+}
+
+// initializationGap is the reason and message of Initialized=Unknown while
+// node is not usable yet ("" when it is), in Karpenter's order.
+func initializationGap(nc *karpv1.NodeClaim, node *corev1.Node) (reason, message string) {
+	if node == nil {
+		return ReasonNodeNotFound, messageNodeNotFound
+	}
 	if !nodeReady(node) {
-		return false, "node " + node.Name + " is not ready"
+		return ReasonNodeNotReady, "Node status is NotReady"
 	}
 	if ts := startupTaintsOn(nc, node); len(ts) > 0 {
-		return false, "startup taint(s) " + taintKeys(ts) + " still on node " + node.Name
+		return ReasonStartupTaintsExist, fmt.Sprintf("StartupTaint %q still exists", formatTaint(ts[0]))
 	}
 	for _, t := range node.Spec.Taints {
 		if slices.Contains(karpv1.EphemeralTaintKeys, t.Key) {
-			return false, "taint " + t.Key + " still on node " + node.Name
+			return ReasonKnownEphemeralTaintsExist, fmt.Sprintf("KnownEphemeralTaint %q still exists", formatTaint(t))
 		}
 	}
-	names := make([]string, 0, len(nc.Spec.Resources.Requests))
-	for name := range nc.Spec.Resources.Requests {
-		names = append(names, string(name))
-	}
-	slices.Sort(names)
-	for _, name := range names {
-		r := corev1.ResourceName(name)
-		if q := nc.Spec.Resources.Requests[r]; !extended(r) || q.IsZero() {
+	for _, name := range slices.Sorted(maps.Keys(nc.Spec.Resources.Requests)) {
+		if q := nc.Spec.Resources.Requests[name]; !extended(name) || q.IsZero() {
 			continue
 		}
-		if q, ok := node.Status.Allocatable[r]; !ok || q.IsZero() {
-			return false, "resource " + name + " not registered on node " + node.Name
+		if q, ok := node.Status.Allocatable[name]; !ok || q.IsZero() {
+			return ReasonResourceNotRegistered, fmt.Sprintf("Resource %q was requested but not registered", name)
 		}
 	}
-	return true, ""
+	return "", ""
+}
+
+// formatTaint writes a taint as Karpenter's messages do: key[=value]:effect.
+func formatTaint(t corev1.Taint) string {
+	if t.Value == "" {
+		return t.Key + ":" + string(t.Effect)
+	}
+	return t.Key + "=" + t.Value + ":" + string(t.Effect)
 }
 
 // extended reports whether a resource is an extended one (not cpu,
@@ -398,18 +437,18 @@ func ApplyRegistered(nc *karpv1.NodeClaim, node string, now time.Time) bool {
 	t := metav1.NewTime(now)
 	changed := nc.Status.NodeName != node
 	nc.Status.NodeName = node
-	if setCondition(&nc.Status.Conditions, karpv1.ConditionRegistered, metav1.ConditionTrue, ReasonRegistered, "", nc.Generation, t) {
+	if initConditions(nc, t) {
 		changed = true
 	}
-	return setReady(nc, t) || changed
+	return setCondition(nc, karpv1.ConditionRegistered, metav1.ConditionTrue, ReasonRegistered, "", t) || changed
 }
 
 // ApplyInitialized sets Initialized=True (and so Ready=True) on a copy of
 // the claim; it reports whether the status changed.
 func ApplyInitialized(nc *karpv1.NodeClaim, now time.Time) bool {
 	t := metav1.NewTime(now)
-	changed := setCondition(&nc.Status.Conditions, karpv1.ConditionInitialized, metav1.ConditionTrue, ReasonInitialized, "", nc.Generation, t)
-	return setReady(nc, t) || changed
+	changed := initConditions(nc, t)
+	return setCondition(nc, karpv1.ConditionInitialized, metav1.ConditionTrue, ReasonInitialized, "", t) || changed
 }
 
 // GCVerdict is what GC makes of a live fsm instance the cloud answered for.

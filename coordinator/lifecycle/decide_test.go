@@ -1,6 +1,7 @@
 package lifecycle
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -38,7 +39,7 @@ func claim(mods ...func(*karpv1.NodeClaim)) *karpv1.NodeClaim {
 
 func withCond(t string, s metav1.ConditionStatus, at time.Time) func(*karpv1.NodeClaim) {
 	return func(nc *karpv1.NodeClaim) {
-		setCondition(&nc.Status.Conditions, t, s, "x", "", 0, metav1.NewTime(at))
+		nc.Status.Conditions = append(nc.Status.Conditions, metav1.Condition{Type: t, Status: s, Reason: "x", LastTransitionTime: metav1.NewTime(at)})
 	}
 }
 
@@ -123,9 +124,9 @@ func TestDecide(t *testing.T) {
 		{name: "launched, instance terminated", claim: claim(launchedClaim(t0)), intent: ptr(intent(fsm.IntentLaunched)),
 			inst: ptr(instance(fsm.InstanceTerminated)), node: node(), now: t0, want: DeleteInstanceGone},
 		{name: "registered, node not ready", claim: claim(launchedClaim(t0), registered), intent: ptr(intent(fsm.IntentLaunched)),
-			inst: ptr(instance(fsm.InstanceRegistered)), node: node(notReady), remove: true, now: t0, want: None, wantMatch: "not ready"},
+			inst: ptr(instance(fsm.InstanceRegistered)), node: node(notReady), remove: true, now: t0, want: None, wantMatch: "Node status is NotReady"},
 		{name: "registered, startup taint left (Karpenter waits)", claim: claim(launchedClaim(t0), registered), intent: ptr(intent(fsm.IntentLaunched)),
-			inst: ptr(instance(fsm.InstanceRegistered)), node: node(), now: t0, want: None, wantMatch: "startup taint"},
+			inst: ptr(instance(fsm.InstanceRegistered)), node: node(), now: t0, want: None, wantMatch: `StartupTaint "` + startupKey + `:NoSchedule" still exists`},
 		{name: "registered, startup taint left (sim removes)", claim: claim(launchedClaim(t0), registered), intent: ptr(intent(fsm.IntentLaunched)),
 			inst: ptr(instance(fsm.InstanceRegistered)), node: node(), remove: true, now: t0, want: RemoveStartupTaints},
 		{name: "registered, ephemeral taint left", claim: claim(launchedClaim(t0), registered), intent: ptr(intent(fsm.IntentLaunched)),
@@ -219,8 +220,12 @@ func TestConditionsLifecycle(t *testing.T) {
 	if !ApplyLaunchFailed(nc, "boom", t0) {
 		t.Fatal("ApplyLaunchFailed changed nothing")
 	}
-	if c := condition(nc.Status.Conditions, karpv1.ConditionReady); c.Status != metav1.ConditionFalse {
-		t.Fatalf("Ready after failure = %s, want False", c.Status)
+	// Karpenter retries a failed launch: Launched stays Unknown.
+	if c := condition(nc.Status.Conditions, karpv1.ConditionLaunched); c.Status != metav1.ConditionUnknown || c.Reason != ReasonLaunchFailed || c.Message != "boom" {
+		t.Fatalf("Launched after failure = %+v, want Unknown, LaunchFailed, boom", c)
+	}
+	if c := condition(nc.Status.Conditions, karpv1.ConditionReady); c.Status != metav1.ConditionUnknown || c.Reason != ReasonReconcilingDependents {
+		t.Fatalf("Ready after failure = %+v, want Unknown, ReconcilingDependents", c)
 	}
 	if ApplyLaunchFailed(nc, "boom", t0.Add(time.Minute)) {
 		t.Fatal("second ApplyLaunchFailed changed the status")
@@ -243,6 +248,103 @@ func TestConditionsLifecycle(t *testing.T) {
 	}
 	if ApplyInitialized(nc, t0.Add(time.Hour)) {
 		t.Fatal("second ApplyInitialized changed the status")
+	}
+}
+
+// TestConditionsAsKarpenter follows one NodeClaim through its lifecycle and
+// checks its whole condition list at each step against what Karpenter
+// v1.14.1 stores (its lifecycle controller's reasons and messages, written
+// through operatorpkg's ConditionSet: absent conditions start Unknown at
+// creation, Ready derived from Launched, Registered and Initialized, the
+// list sorted by transition time with Ready last).
+func TestConditionsAsKarpenter(t *testing.T) {
+	created := t0.Add(-time.Minute)
+	nc := claim(func(nc *karpv1.NodeClaim) { nc.CreationTimestamp = metav1.NewTime(created); nc.Generation = 1 })
+	type cond struct {
+		typ, status, reason, message string
+		at                           time.Time
+	}
+	unknown := string(metav1.ConditionUnknown)
+	awaiting := func(typ string) cond {
+		return cond{typ, unknown, ReasonAwaitingReconciliation, "object is awaiting reconciliation", created}
+	}
+	notFound := cond{karpv1.ConditionRegistered, unknown, ReasonNodeNotFound, "Node not registered with cluster", created}
+	ready := func(status, reason, message string, at time.Time) cond {
+		return cond{karpv1.ConditionReady, status, reason, message, at}
+	}
+	for _, step := range []struct {
+		name  string
+		apply func() bool
+		want  []cond
+	}{
+		{"created, waiting for its launch", func() bool { return ApplyWaiting(nc, nil, t0) }, []cond{
+			awaiting(karpv1.ConditionLaunched), notFound, awaiting(karpv1.ConditionInitialized),
+			ready(unknown, ReasonReconcilingDependents, "Launched=Unknown, Registered=Unknown, Initialized=Unknown", created)}},
+		{"launch failed once", func() bool { return ApplyLaunchFailed(nc, "capacity", t0) }, []cond{
+			{karpv1.ConditionLaunched, unknown, ReasonLaunchFailed, "capacity", created}, notFound, awaiting(karpv1.ConditionInitialized),
+			ready(unknown, ReasonReconcilingDependents, "Launched=Unknown, Registered=Unknown, Initialized=Unknown", created)}},
+		{"launched", func() bool {
+			_, status := ApplyLaunch(nc, intent(fsm.IntentLaunched), instance(fsm.InstanceLaunched), nil, t0.Add(time.Minute))
+			return ApplyWaiting(nc, nil, t0.Add(time.Minute)) || status
+		}, []cond{
+			notFound, awaiting(karpv1.ConditionInitialized), {karpv1.ConditionLaunched, "True", ReasonLaunched, "", t0.Add(time.Minute)},
+			ready(unknown, ReasonReconcilingDependents, "Registered=Unknown, Initialized=Unknown", created)}},
+		{"registered, node not ready", func() bool {
+			changed := ApplyRegistered(nc, "ip-10-0-0-1", t0.Add(2*time.Minute))
+			return ApplyWaiting(nc, node(notReady), t0.Add(2*time.Minute)) || changed
+		}, []cond{
+			{karpv1.ConditionInitialized, unknown, ReasonNodeNotReady, "Node status is NotReady", created},
+			{karpv1.ConditionLaunched, "True", ReasonLaunched, "", t0.Add(time.Minute)},
+			{karpv1.ConditionRegistered, "True", ReasonRegistered, "", t0.Add(2 * time.Minute)},
+			ready(unknown, ReasonReconcilingDependents, "Initialized=Unknown", created)}},
+		{"startup taint left", func() bool { return ApplyWaiting(nc, node(), t0.Add(3*time.Minute)) }, []cond{
+			{karpv1.ConditionInitialized, unknown, ReasonStartupTaintsExist, `StartupTaint "` + startupKey + `:NoSchedule" still exists`, created},
+			{karpv1.ConditionLaunched, "True", ReasonLaunched, "", t0.Add(time.Minute)},
+			{karpv1.ConditionRegistered, "True", ReasonRegistered, "", t0.Add(2 * time.Minute)},
+			ready(unknown, ReasonReconcilingDependents, "Initialized=Unknown", created)}},
+		{"initialized", func() bool { return ApplyInitialized(nc, t0.Add(4*time.Minute)) }, []cond{
+			{karpv1.ConditionLaunched, "True", ReasonLaunched, "", t0.Add(time.Minute)},
+			{karpv1.ConditionRegistered, "True", ReasonRegistered, "", t0.Add(2 * time.Minute)},
+			{karpv1.ConditionInitialized, "True", ReasonInitialized, "", t0.Add(4 * time.Minute)},
+			ready("True", ReasonReady, "", t0.Add(4*time.Minute))}},
+		{"nothing left to wait for", func() bool { return ApplyWaiting(nc, nil, t0.Add(time.Hour)) }, nil},
+	} {
+		before := slices.Clone(nc.Status.Conditions)
+		changed := step.apply()
+		if step.want == nil {
+			if changed || !slices.Equal(before, nc.Status.Conditions) {
+				t.Fatalf("%s: changed %v: %+v", step.name, changed, nc.Status.Conditions)
+			}
+			continue
+		}
+		if !changed {
+			t.Errorf("%s: reported no change", step.name)
+		}
+		var got []cond
+		for _, c := range nc.Status.Conditions {
+			if c.ObservedGeneration != 1 {
+				t.Errorf("%s: %s observedGeneration %d, want 1", step.name, c.Type, c.ObservedGeneration)
+			}
+			got = append(got, cond{c.Type, string(c.Status), c.Reason, c.Message, c.LastTransitionTime.Time})
+		}
+		if !slices.Equal(got, step.want) {
+			t.Fatalf("%s:\n got  %+v\n want %+v", step.name, got, step.want)
+		}
+		if step.apply() {
+			t.Errorf("%s: applying again changed the conditions", step.name)
+		}
+	}
+}
+
+// TestReadyFalseOnAFalseDependent: Ready is False (UnhealthyDependents) when
+// a dependent of the current generation is False (an adopted claim
+// Karpenter marked Registered=False, MultipleNodesFound).
+func TestReadyFalseOnAFalseDependent(t *testing.T) {
+	nc := claim(launchedClaim(t0), withCond(karpv1.ConditionRegistered, metav1.ConditionFalse, t0.Add(time.Minute)))
+	ApplyWaiting(nc, nil, t0.Add(2*time.Minute))
+	c := condition(nc.Status.Conditions, karpv1.ConditionReady)
+	if c.Status != metav1.ConditionFalse || c.Reason != ReasonUnhealthyDependents || c.Message != "Registered=False, Initialized=Unknown" {
+		t.Fatalf("Ready = %+v, want False, UnhealthyDependents, Registered=False, Initialized=Unknown", c)
 	}
 }
 

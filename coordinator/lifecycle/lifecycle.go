@@ -251,7 +251,7 @@ func (l *Lifecycle) reconcileClaim(ctx context.Context, cached *karpv1.NodeClaim
 	in := l.inputs(cached)
 	action, why := Decide(in)
 	if action == None {
-		return nil
+		return l.await(ctx, cached, in)
 	}
 	nc := cached.DeepCopy()
 	pool := nc.Labels[karpv1.LabelNodePool]

@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"context"
+	"maps"
 	"strings"
 	"sync"
 	"testing"
@@ -254,10 +255,13 @@ func TestLifecycleHappyPath(t *testing.T) {
 		t.Fatalf("instance after registration: %+v", inst)
 	}
 
-	// Not ready: nothing happens, the startup taint stays.
+	// Not ready: the startup taint stays; the claim says what it waits for.
 	h.reconcile()
 	if len(h.node().Spec.Taints) != 2 {
 		t.Fatalf("taints touched before the node was ready: %v", h.node().Spec.Taints)
+	}
+	if c := condition(h.claim().Status.Conditions, karpv1.ConditionInitialized); c.Status != metav1.ConditionUnknown || c.Reason != ReasonNodeNotReady {
+		t.Fatalf("Initialized while the node is not ready: %+v", c)
 	}
 	// Ready: the startup taint is removed, then the claim initializes.
 	n = h.node()
@@ -306,8 +310,8 @@ func TestLifecycleHappyPath(t *testing.T) {
 	}
 	wantEvents(t, h.rec, "Normal Launched Status condition transitioned, Type: Launched, Status: Unknown -> True, Reason: Launched",
 		"Normal Registered Status condition transitioned, Type: Registered, Status: Unknown -> True, Reason: Registered",
-		"Normal Ready Status condition transitioned, Type: Ready, Status: Unknown -> True, Reason: Ready",
-		"Normal Initialized Status condition transitioned, Type: Initialized, Status: Unknown -> True, Reason: Initialized")
+		"Normal Initialized Status condition transitioned, Type: Initialized, Status: Unknown -> True, Reason: Initialized",
+		"Normal Ready Status condition transitioned, Type: Ready, Status: Unknown -> True, Reason: Ready")
 }
 
 func counter(t *testing.T, reg *prometheus.Registry, name string) float64 {
@@ -338,6 +342,31 @@ func wantEvents(t *testing.T, rec *record.FakeRecorder, reasons ...string) {
 			t.Errorf("event %d = %q, want reason %s", i, got[i], r)
 		}
 	}
+}
+
+// TestWaitingClaimConditions: a claim whose launch is still pending shows
+// Karpenter's conditions (all four, Registered NodeNotFound) from the first
+// pass, written once.
+func TestWaitingClaimConditions(t *testing.T) {
+	h := newHarness(t, Config{}, claim())
+	h.commitIntent(fsm.IntentPending)
+	h.reconcile()
+	got := map[string]string{}
+	for _, c := range h.claim().Status.Conditions {
+		got[c.Type] = string(c.Status) + "/" + c.Reason
+	}
+	want := map[string]string{karpv1.ConditionLaunched: "Unknown/AwaitingReconciliation", karpv1.ConditionRegistered: "Unknown/NodeNotFound",
+		karpv1.ConditionInitialized: "Unknown/AwaitingReconciliation", karpv1.ConditionReady: "Unknown/ReconcilingDependents"}
+	if !maps.Equal(got, want) {
+		t.Fatalf("conditions %v, want %v", got, want)
+	}
+	writes := h.kube.writes
+	h.now = h.now.Add(time.Minute)
+	h.reconcile()
+	if h.kube.writes != writes {
+		t.Fatalf("a second pass wrote %d times", h.kube.writes-writes)
+	}
+	wantEvents(t, h.rec)
 }
 
 func TestLaunchTimeoutCancelsPendingIntent(t *testing.T) {
@@ -397,16 +426,14 @@ func TestFailedIntent(t *testing.T) {
 	h.commitIntent(fsm.IntentFailed)
 	h.reconcile()
 	c := condition(h.claim().Status.Conditions, karpv1.ConditionLaunched)
-	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != ReasonLaunchFailed || !strings.Contains(c.Message, "no such image") {
-		t.Fatalf("Launched = %+v", c)
+	if c == nil || c.Status != metav1.ConditionUnknown || c.Reason != ReasonLaunchFailed || !strings.Contains(c.Message, "no such image") {
+		t.Fatalf("Launched = %+v, want Unknown, LaunchFailed with the error (Karpenter's)", c)
 	}
 	if len(h.kube.deleted) != 1 {
 		t.Fatalf("deleted %v", h.kube.deleted)
 	}
-	// Karpenter's status-condition Event says why (Ready follows Launched).
-	wantEvents(t, h.rec,
-		"Normal Launched Status condition transitioned, Type: Launched, Status: Unknown -> False, Reason: LaunchFailed, Message: invalid launch request: no such image",
-		"Normal Ready Status condition transitioned, Type: Ready, Status: Unknown -> False, Reason: ConditionsNotAllTrue")
+	// No status changed (Unknown to Unknown): no condition Event.
+	wantEvents(t, h.rec)
 }
 
 func TestOrphansAndForeignClaims(t *testing.T) {

@@ -24,6 +24,7 @@ func (l *Lifecycle) launch(ctx context.Context, log *zap.Logger, nc *karpv1.Node
 	before := slices.Clone(nc.Status.Conditions)
 	it := l.instanceType(log, nc, in.Instance.InstanceType)
 	meta, status := ApplyLaunch(nc, in.Intent, in.Instance, it, in.Now)
+	status = ApplyWaiting(nc, nil, in.Now) || status // no Node can have the new providerID yet
 	if meta {
 		st := nc.Status
 		out, err := l.d.Claims.UpdateNodeClaim(ctx, nc)
@@ -42,6 +43,21 @@ func (l *Lifecycle) launch(ctx context.Context, log *zap.Logger, nc *karpv1.Node
 	events.Publish(l.d.Recorder, transitions(before, nc)...)
 	log.Info("launched nodeclaim", zap.String("provider-id", nc.Status.ProviderID), logging.InstanceType(in.Instance.InstanceType),
 		zap.String(logging.KeyZone, in.Instance.Zone), zap.String(logging.KeyCapacityType, in.Instance.CapacityType))
+	return nil
+}
+
+// await writes the conditions of a claim that waits (for its launch, its
+// Node, or the Node's initialization), when they changed.
+func (l *Lifecycle) await(ctx context.Context, cached *karpv1.NodeClaim, in Inputs) error {
+	nc := cached.DeepCopy()
+	before := slices.Clone(nc.Status.Conditions)
+	if !ApplyWaiting(nc, in.Node, in.Now) {
+		return nil
+	}
+	if _, err := l.d.Claims.UpdateNodeClaimStatus(ctx, nc); err != nil {
+		return fmt.Errorf("writing the conditions of nodeclaim %s: %w", nc.Name, err)
+	}
+	events.Publish(l.d.Recorder, transitions(before, nc)...)
 	return nil
 }
 
@@ -83,7 +99,7 @@ func (l *Lifecycle) register(ctx context.Context, log *zap.Logger, nc *karpv1.No
 		return err
 	}
 	before := slices.Clone(nc.Status.Conditions)
-	if ApplyRegistered(nc, node.Name, in.Now) {
+	if changed := ApplyRegistered(nc, node.Name, in.Now); ApplyWaiting(nc, node, in.Now) || changed {
 		if _, err := l.d.Claims.UpdateNodeClaimStatus(ctx, nc); err != nil {
 			return err
 		}
