@@ -6,7 +6,9 @@
 //
 // A new leader adopts launching intents by tag, or retries them with the
 // same token, so a failover never launches an intent twice; orphan GC
-// terminates tagged instances that no live intent wants.
+// terminates tagged instances that no live intent wants, and, as
+// Karpenter's instance garbage collection does, those of launched intents
+// and Karpenter's own that no NodeClaim backs (Launcher.CollectOrphans).
 package launcher
 
 import (

@@ -27,6 +27,7 @@ import (
 type State interface {
 	Intents() []fsm.LaunchIntent
 	Intent(id string) (fsm.LaunchIntent, bool)
+	Instance(id string) (fsm.Instance, bool)
 }
 
 // Point names a step of the protocol, for tests that crash there.
@@ -75,7 +76,11 @@ type Config struct {
 	GCInterval time.Duration
 	// GCGrace is how old an unwanted tagged instance must be before GC
 	// terminates it (default 2 min): a launch may be between the cloud call
-	// and its LaunchResult that long.
+	// and its LaunchResult that long. A launched intent's instance that no
+	// NodeClaim backs is also kept for GCGrace after its LaunchResult
+	// committed, which covers the provisioner's NodeClaim create and
+	// recreate (provisioner NominationGrace, 1 min) reaching the cache.
+	// Karpenter waits 30 s; its NodeClaim exists before its launch.
 	GCGrace time.Duration
 	// Now is the clock (default time.Now).
 	Now   func() time.Time
@@ -100,9 +105,11 @@ type Deps struct {
 	Cloud Cloud
 	Raft  fsm.Proposer
 	State State
-	// Claims lets orphan collection keep an instance raft has no intent
-	// for while a NodeClaim backs it (nil: raft alone decides), and names
-	// the NodeClaim a capacity failure is told on.
+	// Claims lets orphan collection apply Karpenter's rule (an instance no
+	// NodeClaim backs is terminated) to launched intents, unknown intents
+	// and Karpenter's own instances (nil: raft alone decides, and only
+	// instances raft does not want are terminated), and names the
+	// NodeClaim a capacity failure is told on.
 	Claims Claims
 	// Registerer receives joiner_launch_errors_total{reason} (nil: none).
 	Registerer prometheus.Registerer
@@ -360,11 +367,11 @@ func (l *Launcher) hook(p Point, intentID string) error {
 	return l.cfg.Hooks.At(p, intentID)
 }
 
-// CollectOrphans terminates instances tagged for this cluster that no live
-// intent wants and that are older than the grace period. It lists the cloud
-// before reading the FSM, so an instance launched after the list cannot be
-// mistaken for an orphan (Karpenter's ordering). It returns the IDs it
-// terminated.
+// CollectOrphans terminates the cluster's instances that nothing wants
+// and that are older than the grace period (orphan reports when). It lists
+// the cloud before reading the FSM and the NodeClaims, so an instance
+// launched after the list cannot be mistaken for an orphan (Karpenter's
+// ordering). It returns the IDs it terminated.
 func (l *Launcher) CollectOrphans(ctx context.Context) ([]string, error) {
 	insts, err := l.cloud.List(ctx, map[string]string{karpv1.TagClusterPrefix + l.cfg.Cluster: "owned"})
 	if err != nil {
@@ -373,21 +380,11 @@ func (l *Launcher) CollectOrphans(ctx context.Context) ([]string, error) {
 	now := l.cfg.Now()
 	var done []string
 	for _, inst := range insts {
-		id := inst.LaunchID()
-		if inst.Gone() || id == "" || now.Sub(inst.LaunchTime) < l.cfg.GCGrace {
+		if inst.Gone() || now.Sub(inst.LaunchTime) < l.cfg.GCGrace {
 			continue
 		}
-		in, ok := l.state.Intent(id)
-		if ok && wanted(in, inst) {
-			continue
-		}
-		if !ok && l.backed(inst) {
-			// Raft does not know the intent (its state was lost or
-			// restored from an older snapshot) but a NodeClaim still
-			// names the instance: Karpenter's garbage collection rule
-			// keeps it, and so do we; disruption may retire it later.
-			l.log.Warn("keeping instance of an unknown launch intent: a nodeclaim backs it",
-				zap.String("instance", inst.ID), zap.String("intent_id", id))
+		why := l.orphan(inst, now)
+		if why == "" {
 			continue
 		}
 		if err := ctx.Err(); err != nil {
@@ -396,38 +393,112 @@ func (l *Launcher) CollectOrphans(ctx context.Context) ([]string, error) {
 		if err := l.cloud.Terminate(ctx, inst.ID); err != nil {
 			return done, fmt.Errorf("terminating orphan instance %s: %w", inst.ID, err)
 		}
-		l.log.Info("terminated orphan instance", zap.String("instance", inst.ID), zap.String("intent_id", id), zap.Int("attempt", inst.Attempt()))
+		l.log.Info("terminated orphan instance", zap.String("instance", inst.ID), zap.String("intent_id", inst.LaunchID()),
+			zap.Int("attempt", inst.Attempt()), zap.String("reason", why))
 		done = append(done, inst.ID)
 	}
 	return done, nil
 }
 
-// backed reports whether a NodeClaim names inst: by provider ID, or by the
-// NodeClaim tag while the NodeClaim's status records no instance yet.
-func (l *Launcher) backed(inst cloud.Instance) bool {
+// orphan says why inst, past the grace period since its launch, is to be
+// terminated ("": it is kept). The rules, in order:
+//
+//   - An instance raft records as terminated or lost is terminated again:
+//     a TerminateInstances that answered InvalidInstanceID.NotFound for a
+//     fresh instance (EC2's eventual consistency) counted as done, or a
+//     lookup that did not find it; raft and its NodeClaim have moved on.
+//   - An instance of the current attempt of a launching intent is kept:
+//     its LaunchResult may still be on its way (the fenced protocol).
+//   - An instance of a launched intent that records it is kept while a
+//     NodeClaim backs it (backed), and for the grace period after the
+//     launch result committed; then it is Karpenter's instance garbage
+//     collection's case, an instance whose NodeClaim does not exist, and
+//     is terminated. The grace period from the commit covers the
+//     provisioner's NodeClaim create (and its recreate, which it tries
+//     for NominationGrace, 1 min, after the commit) reaching the cache.
+//   - An instance of another attempt, or of a failed or cancelled intent,
+//     is terminated.
+//   - An instance of an intent raft does not know (a lost state, an old
+//     snapshot) is kept while a NodeClaim backs it, terminated otherwise.
+//   - An instance without a launch ID is Karpenter's if it carries the
+//     tags Karpenter lists its own by (karpenter.sh/nodepool and
+//     karpenter.k8s.aws/ec2nodeclass present, eks:eks-cluster-name of
+//     this cluster): terminated when no NodeClaim backs it, as Karpenter
+//     does. Anything else (a managed node group's, a self-managed node's)
+//     is never touched.
+//
+// Without a NodeClaim cache (Deps.Claims nil) raft alone decides: no
+// instance is terminated for want of a NodeClaim.
+func (l *Launcher) orphan(inst cloud.Instance, now time.Time) string {
+	id := inst.LaunchID()
+	if id == "" {
+		if !l.karpenters(inst) || l.claims == nil || l.backed(inst, "") {
+			return ""
+		}
+		return "launched by karpenter, no nodeclaim"
+	}
+	if rec, ok := l.state.Instance(inst.ID); ok && rec.State.Terminal() {
+		return "recorded " + string(rec.State)
+	}
+	in, ok := l.state.Intent(id)
+	if !ok {
+		if l.backed(inst, "") {
+			// Raft does not know the intent (its state was lost or
+			// restored from an older snapshot) but a NodeClaim still
+			// names the instance: Karpenter's garbage collection rule
+			// keeps it, and so do we; disruption may retire it later.
+			l.log.Warn("keeping instance of an unknown launch intent: a nodeclaim backs it",
+				zap.String("instance", inst.ID), zap.String("intent_id", id))
+			return ""
+		}
+		return "unknown launch intent"
+	}
+	switch in.State {
+	case fsm.IntentLaunching:
+		if inst.Attempt() == in.Attempt {
+			return ""
+		}
+		return "superseded attempt"
+	case fsm.IntentLaunched:
+		if in.InstanceID != inst.ID {
+			return "superseded attempt"
+		}
+		if l.claims == nil || now.Sub(in.UpdatedAt) < l.cfg.GCGrace || l.backed(inst, in.Spec.NodeClaim) {
+			return ""
+		}
+		return "launched, no nodeclaim"
+	}
+	return "intent " + string(in.State)
+}
+
+// karpenters reports whether inst carries the tags Karpenter v1.14 lists
+// its instances by (instance.List's filters).
+func (l *Launcher) karpenters(inst cloud.Instance) bool {
+	_, pool := inst.Tags[karpv1.TagNodePool]
+	_, class := inst.Tags[karpv1.TagNodeClass]
+	return pool && class && inst.Tags[karpv1.TagEKSClusterName] == l.cfg.Cluster
+}
+
+// backed reports whether a NodeClaim names inst: by provider ID, or by
+// name while the NodeClaim's status records no instance yet. The name is
+// the instance's karpenter.sh/nodeclaim tag, or claim (its intent's).
+func (l *Launcher) backed(inst cloud.Instance, claim string) bool {
 	if l.claims == nil {
 		return false
 	}
 	if l.claims.NodeClaimByProviderID(inst.ProviderID()) != nil {
 		return true
 	}
-	// By tag only while the NodeClaim names no instance yet: once its
-	// status has a provider ID, another attempt's instance is not its.
-	name := inst.Tags[karpv1.TagNodeClaim]
-	if name == "" {
-		return false
-	}
-	nc := l.claims.NodeClaim(name)
-	return nc != nil && nc.Status.ProviderID == ""
-}
-
-// wanted reports whether a live intent holds (or may still record) inst.
-func wanted(in fsm.LaunchIntent, inst cloud.Instance) bool {
-	switch in.State {
-	case fsm.IntentLaunched:
-		return in.InstanceID == inst.ID
-	case fsm.IntentLaunching:
-		return inst.Attempt() == in.Attempt
+	// By name while the NodeClaim names no instance yet (or names this
+	// one, however its provider ID spells the zone): once its status has
+	// another instance, another attempt's instance is not its.
+	for _, name := range []string{inst.Tags[karpv1.TagNodeClaim], claim} {
+		if name == "" {
+			continue
+		}
+		if nc := l.claims.NodeClaim(name); nc != nil && (nc.Status.ProviderID == "" || cloud.InstanceID(nc.Status.ProviderID) == inst.ID) {
+			return true
+		}
 	}
 	return false
 }

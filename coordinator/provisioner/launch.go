@@ -489,7 +489,10 @@ func (p *Provisioner) ensureNodeClaims(ctx context.Context) error {
 		}
 		if in.State == fsm.IntentLaunched && p.cfg.Now().Sub(in.UpdatedAt) > p.cfg.NominationGrace {
 			// Launched a while ago and its NodeClaim is gone: it was
-			// deleted; lifecycle GC terminates what is left.
+			// deleted (or never made it); the launcher's orphan
+			// collection terminates the instance once the GC grace
+			// period (2 min, longer than this window) has passed since
+			// the launch result.
 			continue
 		}
 		pool := p.d.Cache.NodePool(in.Spec.NodePool)

@@ -107,6 +107,11 @@ func (c *Cloud) launch(ctx context.Context, req cloud.LaunchRequest) (cloud.Inst
 		tags = map[string]string{}
 	}
 	tags[karpv1.TagClusterPrefix+c.cluster] = "owned"
+	tags[karpv1.TagEKSClusterName] = c.cluster
+	tags[karpv1.TagNodePool] = req.Spec.NodePool
+	tags[karpv1.TagNodeClass] = req.Spec.NodeClass
+	tags[karpv1.TagName] = req.Spec.NodeClaim
+	tags[karpv1.TagNodeClaim] = req.Spec.NodeClaim
 	tags[karpv1.TagLaunchID] = req.LaunchID
 	tags[karpv1.TagAttempt] = strconv.Itoa(req.Attempt)
 	inst := cloud.Instance{
