@@ -21,11 +21,13 @@ import (
 	"github.com/coreos/go-systemd/v22/daemon"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/joiner-dev/joiner/agent/imds"
 	"github.com/joiner-dev/joiner/agent/report"
 	"github.com/joiner-dev/joiner/drain"
+	"github.com/joiner-dev/joiner/internal/backoff"
 	"github.com/joiner-dev/joiner/internal/defaults"
 	"github.com/joiner-dev/joiner/internal/httpauth"
 	"github.com/joiner-dev/joiner/internal/logging"
@@ -81,7 +83,9 @@ type Config struct {
 	Deadlines imds.Deadlines
 	// Policy per kind (missing kinds: DefaultPolicy).
 	Policy Policy
-	// Drain options (DryRun, ForceAfter, ...).
+	// Drain options (DryRun, ForceAfter, ...). Their RetryBase and RetryMax
+	// also bound the back-off of a cordon or drain start that failed (an
+	// API error), retried until it succeeds or the agent stops.
 	Drain drain.Options
 	// CoordinatorDrains: the agent only cordons and taints its own node and
 	// reports; the coordinator drains it (it deletes the NodeClaim, whose
@@ -135,6 +139,8 @@ func New(cfg Config, kube kubernetes.Interface, log *zap.Logger) (*Agent, error)
 	}
 	defaults.Positive(&cfg.Interval, time.Second)
 	defaults.Positive(&cfg.MinDrainWindow, 30*time.Second)
+	defaults.Positive(&cfg.Drain.RetryBase, drain.DefaultRetryBase)
+	defaults.Positive(&cfg.Drain.RetryMax, drain.DefaultRetryMax)
 	pol := DefaultPolicy()
 	for k, v := range cfg.Policy {
 		pol[k] = v
@@ -355,6 +361,12 @@ func (a *Agent) onNotice(ctx context.Context, n imds.Notice) {
 	}()
 }
 
+// handle cordons the node for n and, when action drains, drains it. The
+// watcher hands each notice over once, so an API error (a timeout, a 5xx)
+// must not lose it: the cordon is retried with back-off until it succeeds
+// or ctx ends, and so is a drain that failed to start (cordon or pod list)
+// while its deadline is ahead. A drain that ran to its deadline is not
+// retried. Each notice has its own goroutine: retries delay no other.
 func (a *Agent) handle(ctx context.Context, n imds.Notice, action Action, observed time.Time) {
 	log := a.log.With(logging.Node(a.cfg.NodeName), zap.String(logging.KeyNotice, n.ID))
 	deadline := n.Deadline
@@ -365,23 +377,53 @@ func (a *Agent) handle(ctx context.Context, n imds.Notice, action Action, observ
 		Node: a.cfg.NodeName, Reason: string(n.Kind), Deadline: deadline, Evict: action == ActionDrain && !a.cfg.CoordinatorDrains,
 		Message: describe(n),
 	}
-	if err := a.drainer.Cordon(ctx, req); err != nil {
-		log.Error("cordoning node", zap.Error(err))
-		return
+	retry := backoff.New(a.cfg.Drain.RetryBase, a.cfg.Drain.RetryMax)
+	for attempt := 1; ; attempt++ {
+		err := a.drainer.Cordon(ctx, req)
+		if err == nil {
+			break
+		}
+		if !retryAfter(ctx, log, "cordoning node", err, attempt, &retry) {
+			return
+		}
 	}
 	log.Info("node cordoned", zap.Duration("since-notice-seen", time.Since(observed)))
 	if !req.Evict {
 		return
 	}
-	res, err := a.drainer.Drain(ctx, req)
-	a.metrics.DrainDuration.Observe(time.Since(observed).Seconds())
-	if err != nil {
-		if ctx.Err() == nil {
-			log.Error("draining node", zap.Error(err), zap.Strings("stuck", res.Stuck))
+	retry = backoff.New(a.cfg.Drain.RetryBase, a.cfg.Drain.RetryMax)
+	for attempt := 1; ; attempt++ {
+		res, err := a.drainer.Drain(ctx, req)
+		if err == nil {
+			a.metrics.DrainDuration.Observe(time.Since(observed).Seconds())
+			log.Info("node drained")
+			return
 		}
-		return
+		if ctx.Err() != nil {
+			return
+		}
+		if errors.Is(err, drain.ErrDeadline) || !time.Now().Before(deadline) {
+			a.metrics.DrainDuration.Observe(time.Since(observed).Seconds())
+			log.Error("draining node", zap.Error(err), zap.Strings("stuck", res.Stuck))
+			return
+		}
+		if !retryAfter(ctx, log, "starting the drain", err, attempt, &retry) {
+			return
+		}
 	}
-	log.Info("node drained")
+}
+
+// retryAfter logs a failed attempt (the first, then every 10th) and
+// waits out the next back-off step; false when ctx ended.
+func retryAfter(ctx context.Context, log *zap.Logger, what string, err error, attempt int, b *wait.Backoff) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	d := b.Step()
+	if attempt == 1 || attempt%10 == 0 {
+		log.Error(what+"; retrying", zap.Error(err), zap.Int("attempt", attempt), zap.Duration("retry-in", d))
+	}
+	return backoff.Sleep(ctx, d)
 }
 
 func describe(n imds.Notice) string {

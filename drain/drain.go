@@ -9,8 +9,12 @@
 //
 // Rules:
 //   - DaemonSet pods, mirror (static) pods and finished pods are not evicted.
-//   - Pods annotated karpenter.sh/do-not-disrupt=true are left alone until the
-//     deadline (the drain completes without them; they are listed in Result.Left).
+//   - Pods stuck terminating (deletionTimestamp over a minute past: their
+//     kubelet is gone) are neither evicted nor waited for, as Karpenter's.
+//   - Pods whose karpenter.sh/do-not-disrupt protects them ("true", or a
+//     duration not yet elapsed since the pod started) are left alone until
+//     the deadline (the drain completes without them; they are listed in
+//     Result.Left).
 //   - Each eviction asks for the pod's own terminationGracePeriodSeconds,
 //     capped by the time left before the deadline.
 //   - 429 (a PDB forbids it now) is retried with back-off until the deadline;
@@ -40,6 +44,7 @@ import (
 	"github.com/joiner-dev/joiner/events"
 	"github.com/joiner-dev/joiner/internal/defaults"
 	"github.com/joiner-dev/joiner/internal/logging"
+	"github.com/joiner-dev/joiner/internal/podutil"
 )
 
 // Taint and condition names Joiner puts on a node it drains.
@@ -76,8 +81,8 @@ type Request struct {
 // Result says what a drain did.
 type Result struct {
 	Evicted []string // namespace/name of pods evicted (or deleted after ForceAfter)
-	Skipped []string // DaemonSet, mirror and finished pods
-	Left    []string // do-not-disrupt pods left until the deadline
+	Skipped []string // DaemonSet, mirror, finished pods and pods stuck terminating
+	Left    []string // pods do-not-disrupt protects, left until the deadline
 	Stuck   []string // pods still there when the deadline passed
 }
 
@@ -111,6 +116,13 @@ func DrainedReason(reason string) string {
 	return ReasonForceful
 }
 
+// The default bounds of the back-off of a blocked eviction
+// (Options.RetryBase, Options.RetryMax).
+const (
+	DefaultRetryBase = 500 * time.Millisecond
+	DefaultRetryMax  = 5 * time.Second
+)
+
 // Options configure a Drainer.
 type Options struct {
 	// DryRun logs mutations instead of making them.
@@ -143,8 +155,8 @@ type Drainer struct {
 
 // New builds a Drainer.
 func New(kube kubernetes.Interface, log *zap.Logger, o Options) *Drainer {
-	defaults.Positive(&o.RetryBase, 500*time.Millisecond)
-	defaults.Positive(&o.RetryMax, 5*time.Second)
+	defaults.Positive(&o.RetryBase, DefaultRetryBase)
+	defaults.Positive(&o.RetryMax, DefaultRetryMax)
 	defaults.Positive(&o.PollInterval, 500*time.Millisecond)
 	defaults.Positive(&o.Parallelism, 32)
 	defaults.Clock(&o.Now)
@@ -174,7 +186,7 @@ func (d *Drainer) Drain(ctx context.Context, req Request) (Result, error) {
 		d.setCondition(ctx, req, "DrainFailed", err.Error())
 		return res, err
 	}
-	msg := fmt.Sprintf("Drained: %d evicted, %d skipped (DaemonSet/mirror/finished)", len(res.Evicted), len(res.Skipped))
+	msg := fmt.Sprintf("Drained: %d evicted, %d skipped (DaemonSet/mirror/finished/stuck terminating)", len(res.Evicted), len(res.Skipped))
 	if len(res.Left) > 0 {
 		msg += fmt.Sprintf(", %d do-not-disrupt pods left until the deadline: %s", len(res.Left), strings.Join(res.Left, ", "))
 	}
@@ -184,16 +196,19 @@ func (d *Drainer) Drain(ctx context.Context, req Request) (Result, error) {
 	return res, nil
 }
 
-// classify splits the node's pods into those to evict, skip and leave.
-func (d *Drainer) classify(pods []corev1.Pod) (evict []corev1.Pod, skipped, left []string) {
+// classify splits the node's pods into those to evict (or, already
+// terminating, wait for), skip and leave, at now. A pod stuck terminating
+// is skipped before do-not-disrupt is looked at: like Karpenter's
+// IsDrainable, nothing waits for it, whatever its annotations.
+func (d *Drainer) classify(pods []corev1.Pod, now time.Time) (evict []corev1.Pod, skipped, left []string) {
 	for i := range pods {
 		p := &pods[i]
 		name := p.Namespace + "/" + p.Name
 		switch {
 		case isDaemonSetPod(p), isMirrorPod(p), p.Status.Phase == corev1.PodSucceeded, p.Status.Phase == corev1.PodFailed,
-			d.opts.Skip != nil && d.opts.Skip(p):
+			podutil.StuckTerminating(p, now), d.opts.Skip != nil && d.opts.Skip(p):
 			skipped = append(skipped, name)
-		case p.Annotations[corekarp.AnnotationDoNotDisrupt] == "true":
+		case podutil.DoNotDisruptActive(p, now):
 			left = append(left, name)
 		default:
 			evict = append(evict, *p)
@@ -225,7 +240,7 @@ func (d *Drainer) evictAll(ctx context.Context, log *zap.Logger, req Request, no
 	if err != nil {
 		return Result{}, err
 	}
-	evict, skipped, left := d.classify(pods)
+	evict, skipped, left := d.classify(pods, d.opts.Now())
 	res := Result{Skipped: skipped, Left: left}
 	log.Info("evicting pods", zap.Int("pods", len(evict)), zap.Int("skipped", len(skipped)), zap.Strings("left", left))
 	start := d.opts.Now()

@@ -16,6 +16,7 @@ import (
 	"github.com/joiner-dev/joiner/events"
 	"github.com/joiner-dev/joiner/internal/backoff"
 	"github.com/joiner-dev/joiner/internal/logging"
+	"github.com/joiner-dev/joiner/internal/podutil"
 )
 
 // Eviction results reported to the Observer.
@@ -28,7 +29,9 @@ const (
 )
 
 // evictPod evicts p (retrying 429 until ctx's deadline) and waits until it
-// is gone. It returns false if the pod is still there when ctx ends. The
+// is gone or stuck terminating. It returns false if the pod is still there
+// (and not stuck) when ctx ends. A pod already terminating is not evicted
+// again, only waited for. The
 // first time a disruption budget refuses its eviction it calls blockedBy
 // (which records the node's FailedDraining once per drain).
 func (d *Drainer) evictPod(ctx context.Context, log *zap.Logger, req Request, p *corev1.Pod, start time.Time, blockedBy func(pod string)) bool {
@@ -119,10 +122,20 @@ func (d *Drainer) grace(p *corev1.Pod, deadline time.Time) *int64 {
 	return &g
 }
 
+// waitGone polls p until it is gone (or replaced by a pod of another UID)
+// or stuck terminating by the drain's clock: a pod whose kubelet is gone
+// keeps its deletionTimestamp for ever, and Karpenter stops waiting for it
+// a minute past that (IsStuckTerminating). It returns false if ctx ends
+// first.
 func (d *Drainer) waitGone(ctx context.Context, log *zap.Logger, p *corev1.Pod) bool {
 	for {
 		cur, err := d.kube.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) || (err == nil && cur.UID != p.UID) {
+			return true
+		}
+		if err == nil && podutil.StuckTerminating(cur, d.opts.Now()) {
+			log.Warn("pod stuck terminating (its kubelet is gone?); not waiting for it",
+				zap.Time("deletion-timestamp", cur.DeletionTimestamp.Time))
 			return true
 		}
 		if err != nil && ctx.Err() == nil {

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/internal/podutil"
 )
 
 // podDeletionCost is the annotation Kubernetes uses to rank pods of a
@@ -161,39 +162,18 @@ func reschedulablePods(n *Node) []*corev1.Pod {
 	return out
 }
 
-// PodDoNotDisrupt says whether a pod's karpenter.sh/do-not-disrupt
-// annotation protects it at now (Karpenter's IsDoNotDisruptActive):
-// "true", or a positive duration (e.g. "5m") not yet elapsed since the pod
-// started (a pod without a start time is protected). Any other value is
-// ignored, as if the annotation were not there.
-func PodDoNotDisrupt(p *corev1.Pod, now time.Time) bool {
-	v, ok := p.Annotations[karpv1.AnnotationDoNotDisrupt]
-	if !ok {
-		return false
-	}
-	if v == "true" {
-		return true
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d <= 0 {
-		return false
-	}
-	if p.Status.StartTime == nil {
-		return true
-	}
-	return now.Sub(p.Status.StartTime.Time) < d
-}
-
 // disruptable: the pod does not keep its node (Karpenter's IsDisruptable):
 // it is not active, or no do-not-disrupt protects it. DaemonSet and static
 // pods can keep their node this way too.
-func disruptable(p *corev1.Pod, now time.Time) bool { return !active(p) || !PodDoNotDisrupt(p, now) }
+func disruptable(p *corev1.Pod, now time.Time) bool {
+	return !active(p) || !podutil.DoNotDisruptActive(p, now)
+}
 
 // evictable: draining the node evicts the pod (Karpenter's IsEvictable):
 // active, not tolerating the karpenter.sh/disrupted:NoSchedule taint, not
 // static, not protected by do-not-disrupt.
 func evictable(p *corev1.Pod, now time.Time) bool {
-	return active(p) && !toleratesDisrupted(p) && !static(p) && !PodDoNotDisrupt(p, now)
+	return active(p) && !toleratesDisrupted(p) && !static(p) && !podutil.DoNotDisruptActive(p, now)
 }
 
 // toleratesDisrupted: the pod tolerates karpenter.sh/disrupted:NoSchedule

@@ -12,6 +12,7 @@ import (
 
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 	"github.com/joiner-dev/joiner/coordinator/disruption"
+	"github.com/joiner-dev/joiner/internal/podutil"
 )
 
 // Input is what Decide looks at. Nothing in it is modified.
@@ -131,7 +132,7 @@ func scaleDown(now time.Time, pool string, claims []Claim, n int) []Deletion {
 			take(c, "no pods to move")
 			continue
 		}
-		busy = append(busy, ranked{c: c, doNotEvict: slices.ContainsFunc(c.Pods, func(p *corev1.Pod) bool { return disruption.PodDoNotDisrupt(p, now) }),
+		busy = append(busy, ranked{c: c, doNotEvict: slices.ContainsFunc(c.Pods, func(p *corev1.Pod) bool { return podutil.DoNotDisruptActive(p, now) }),
 			cost: reschedulingCost(c.Pods) * lifetimeRemaining(c, now)})
 	}
 	slices.SortStableFunc(busy, func(a, b ranked) int {
@@ -159,7 +160,7 @@ func scaleDown(now time.Time, pool string, claims []Claim, n int) []Deletion {
 // do-not-disrupt.
 func empty(pods []*corev1.Pod, now time.Time) bool {
 	for _, p := range pods {
-		if !ownedByDaemonSet(p) || disruption.PodDoNotDisrupt(p, now) {
+		if !ownedByDaemonSet(p) || podutil.DoNotDisruptActive(p, now) {
 			return false
 		}
 	}

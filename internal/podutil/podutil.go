@@ -1,0 +1,49 @@
+// Package podutil holds the pod predicates Karpenter's disruption and
+// termination share (its pkg/utils/pod), one implementation for the
+// coordinator and the node agent's drain.
+package podutil
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+)
+
+// StuckAfter is how long past its deletionTimestamp a terminating pod
+// counts as stuck (Karpenter's IsStuckTerminating). The deletionTimestamp
+// is the deletion's time plus the pod's grace period, so a kubelet that is
+// alive has had the whole grace period and this minute more to remove it.
+const StuckAfter = time.Minute
+
+// StuckTerminating says whether p is being deleted and its
+// deletionTimestamp is more than StuckAfter before now: its kubelet is
+// gone, so a drain neither evicts it nor waits for it (Karpenter's
+// IsStuckTerminating, part of IsDrainable).
+func StuckTerminating(p *corev1.Pod, now time.Time) bool {
+	return p.DeletionTimestamp != nil && now.Sub(p.DeletionTimestamp.Time) > StuckAfter
+}
+
+// DoNotDisruptActive says whether a pod's karpenter.sh/do-not-disrupt
+// annotation protects it at now (Karpenter's IsDoNotDisruptActive):
+// "true", or a positive duration (e.g. "5m") not yet elapsed since the pod
+// started (status.startTime; a pod without one is protected). Any other
+// value is ignored, as if the annotation were not there.
+func DoNotDisruptActive(p *corev1.Pod, now time.Time) bool {
+	v, ok := p.Annotations[karpv1.AnnotationDoNotDisrupt]
+	if !ok {
+		return false
+	}
+	if v == "true" {
+		return true
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return false
+	}
+	if p.Status.StartTime == nil {
+		return true
+	}
+	return now.Sub(p.Status.StartTime.Time) < d
+}
