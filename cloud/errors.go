@@ -16,6 +16,11 @@ var (
 	// ErrInvalidSpec: the launch spec or NodeClass is wrong; retrying the
 	// same input fails the same way.
 	ErrInvalidSpec = errors.New("invalid launch spec")
+	// ErrRejected: the cloud refused the request outright (a client error
+	// such as UnauthorizedOperation or InvalidParameterValue): nothing was
+	// made, and the same request fails the same way until its cause (a
+	// permission, a parameter) is fixed.
+	ErrRejected = errors.New("request rejected")
 	// ErrRetryable marks transient failures (throttling, 5xx, network).
 	ErrRetryable = errors.New("retryable cloud error")
 	// ErrTokenInstanceTerminated: the client token's instance exists but
@@ -72,7 +77,7 @@ func IsRetryable(err error) bool {
 	switch {
 	case err == nil:
 		return false
-	case errors.Is(err, ErrInvalidSpec), errors.Is(err, ErrNotFound):
+	case errors.Is(err, ErrInvalidSpec), errors.Is(err, ErrNotFound), errors.Is(err, ErrRejected):
 		return false
 	case errors.Is(err, ErrInsufficientCapacity), errors.Is(err, ErrRetryable):
 		return true

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/joiner-dev/joiner/cloud"
 )
@@ -57,8 +59,22 @@ func classify(err error) error {
 		return fmt.Errorf("%w: %w", cloud.ErrIdempotentMismatch, err)
 	case isCapacityCode(code):
 		return fmt.Errorf("%w: %w", cloud.ErrInsufficientCapacity, err)
+	case clientFault(err, ae):
+		return fmt.Errorf("%w: %w", cloud.ErrRejected, err)
 	}
 	return err
+}
+
+// clientFault reports whether an API error is the caller's: HTTP 4xx but
+// timeouts and throttling (EC2's query protocol leaves the error's fault
+// unknown; its status says it), or a fault the SDK marked as the client's.
+func clientFault(err error, ae smithy.APIError) bool {
+	var re *smithyhttp.ResponseError
+	if errors.As(err, &re) {
+		s := re.HTTPStatusCode()
+		return s >= 400 && s < 500 && s != http.StatusRequestTimeout && s != http.StatusTooManyRequests
+	}
+	return ae.ErrorFault() == smithy.FaultClient
 }
 
 // unavailableOfferings remembers offerings that failed with a capacity

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"testing"
+
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/aws/smithy-go"
 
@@ -14,6 +17,9 @@ import (
 func TestClassify(t *testing.T) {
 	api := func(code string, fault smithy.ErrorFault) error {
 		return &smithy.GenericAPIError{Code: code, Message: "m", Fault: fault}
+	}
+	status := func(code int, err error) error {
+		return &smithyhttp.ResponseError{Response: &smithyhttp.Response{Response: &http.Response{StatusCode: code}}, Err: err}
 	}
 	for _, tt := range []struct {
 		err       error
@@ -25,7 +31,13 @@ func TestClassify(t *testing.T) {
 		{api("RequestLimitExceeded", smithy.FaultClient), cloud.ErrRetryable, true},
 		{api("SomethingBroke", smithy.FaultServer), cloud.ErrRetryable, true},
 		{api("InsufficientInstanceCapacity", smithy.FaultClient), cloud.ErrInsufficientCapacity, true},
-		{api("UnauthorizedOperation", smithy.FaultClient), nil, false},
+		{api("UnauthorizedOperation", smithy.FaultClient), cloud.ErrRejected, false},
+		// EC2's query protocol leaves the fault unknown: the HTTP status
+		// tells a refused request (nothing made) from anything else.
+		{status(400, api("InvalidParameterValue", smithy.FaultUnknown)), cloud.ErrRejected, false},
+		{status(403, api("UnauthorizedOperation", smithy.FaultUnknown)), cloud.ErrRejected, false},
+		{status(503, api("RequestLimitExceeded", smithy.FaultUnknown)), cloud.ErrRetryable, true},
+		{status(500, api("InternalError", smithy.FaultUnknown)), cloud.ErrRetryable, true},
 		{api("IdempotentParameterMismatch", smithy.FaultClient), cloud.ErrIdempotentMismatch, false},
 		{api("IdempotentInstanceTerminated", smithy.FaultClient), cloud.ErrTokenInstanceTerminated, false},
 		{errors.New("connection refused"), cloud.ErrRetryable, true},
@@ -40,6 +52,9 @@ func TestClassify(t *testing.T) {
 		}
 		if !errors.Is(got, tt.err) {
 			t.Errorf("classify(%v) lost the cause", tt.err)
+		}
+		if errors.Is(got, cloud.ErrRejected) != (tt.is == cloud.ErrRejected) {
+			t.Errorf("classify(%v) rejected = %v", tt.err, errors.Is(got, cloud.ErrRejected))
 		}
 	}
 }

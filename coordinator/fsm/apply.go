@@ -314,14 +314,14 @@ func applyLaunchResult(t *tables, c LaunchResult, index uint64) any {
 		}
 		in.State = IntentLaunched
 		in.InstanceID = l.InstanceID
-		in.LastError = ""
+		in.LastError, in.NoCapacity = "", false
 		t.instances[l.InstanceID] = Instance{
 			ID: l.InstanceID, IntentID: in.ID, Attempt: c.Attempt,
 			InstanceType: l.InstanceType, Zone: l.Zone, CapacityType: l.CapacityType, Price: l.Price,
 			State: InstanceLaunched, LaunchedAt: l.LaunchedAt, UpdatedAt: c.At, ModifyIndex: index,
 		}
 	} else {
-		in.LastError = c.Failed.Reason
+		in.LastError, in.NoCapacity = c.Failed.Reason, c.Failed.NoCapacity
 		if c.Failed.Retryable {
 			in.State = IntentPending // next attempt is Attempt+1
 		} else {

@@ -148,6 +148,9 @@ type Launched struct {
 type Failed struct {
 	Reason    string `json:"reason"`
 	Retryable bool   `json:"retryable"`
+	// NoCapacity: every candidate offering was out of capacity (Karpenter
+	// counts the NodeClaim it gives up as insufficient_capacity).
+	NoCapacity bool `json:"noCapacity,omitempty"`
 }
 
 // LaunchResult records the outcome of attempt n. Exactly one of Launched and

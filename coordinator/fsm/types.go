@@ -80,9 +80,12 @@ type LaunchIntent struct {
 	Pods  []string    `json:"pods"` // nominated pod keys (UID or namespace/name), sorted
 	State IntentState `json:"state"`
 	// Attempt is the last committed attempt number (0: none yet).
-	Attempt    int       `json:"attempt"`
-	InstanceID string    `json:"instanceID,omitempty"`
-	LastError  string    `json:"lastError,omitempty"`
+	Attempt    int    `json:"attempt"`
+	InstanceID string `json:"instanceID,omitempty"`
+	LastError  string `json:"lastError,omitempty"`
+	// NoCapacity: the last failed attempt found no capacity on any
+	// candidate (Failed.NoCapacity).
+	NoCapacity bool      `json:"noCapacity,omitempty"`
 	CreatedAt  time.Time `json:"createdAt"`
 	UpdatedAt  time.Time `json:"updatedAt"`
 	// ModifyIndex is the raft index of the last change.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"k8s.io/client-go/tools/record"
@@ -135,6 +136,45 @@ type Launcher struct {
 	// most once per NodeClaim in Karpenter's dedupe window.
 	recorder record.EventRecorder
 	dedupe   *events.Dedupe
+	// retry spaces out the passes of an intent whose attempt failed.
+	retry *retries
+}
+
+// retries holds, per intent, when its next pass may be: after a failed
+// attempt (or a cloud call of unknown outcome) the intent waits 1 s, 2 s,
+// 4 s ... up to a minute, as Karpenter's NodeClaim launch is requeued with
+// exponential backoff, instead of calling the cloud every pass. The memory
+// is the leader's: a new leader tries every intent at once (the failover
+// recovery).
+type retries struct {
+	mu      sync.Mutex
+	limiter workqueue.TypedRateLimiter[string]
+	next    map[string]time.Time
+}
+
+func newRetries(base time.Duration) *retries {
+	return &retries{limiter: workqueue.NewTypedItemExponentialFailureRateLimiter[string](base, time.Minute), next: map[string]time.Time{}}
+}
+
+// due reports whether intent id may be driven at now.
+func (r *retries) due(id string, now time.Time) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return !now.Before(r.next[id])
+}
+
+// failed delays intent id's next pass; done forgets it.
+func (r *retries) failed(id string, now time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.next[id] = now.Add(r.limiter.When(id))
+}
+
+func (r *retries) done(id string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.limiter.Forget(id)
+	delete(r.next, id)
 }
 
 // New builds a Launcher.
@@ -152,9 +192,9 @@ func New(cfg Config, d Deps) *Launcher {
 	}
 	defaults.Zero(&d.Log, zap.NewNop())
 	l := &Launcher{cfg: cfg, cloud: d.Cloud, raft: d.Raft, state: d.State, claims: d.Claims, log: d.Log.Named("launcher"), wake: loop.NewWaker(),
-		recorder: d.Recorder, dedupe: events.NewDedupe(cfg.Now),
+		recorder: d.Recorder, dedupe: events.NewDedupe(cfg.Now), retry: newRetries(cfg.Interval),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "joiner_launch_errors_total",
-			Help: "Failed launch calls, by reason (insufficient-capacity, token-instance-terminated, invalid, unknown)."}, []string{"reason"})}
+			Help: "Failed launch calls, by reason (insufficient-capacity, token-instance-terminated, invalid, rejected, unknown)."}, []string{"reason"})}
 	if err := telemetry.Register(d.Registerer, "launcher", l.errors); err != nil {
 		l.log.Warn("metrics not exported", zap.Error(err))
 	}
@@ -177,18 +217,29 @@ func (l *Launcher) Run(ctx context.Context) error {
 }
 
 // Pass takes every pending or launching intent one step toward launched,
-// up to Concurrency at once, in intent order. It returns the first error
-// (in intent order) that stopped an intent; other intents still get their
+// up to Concurrency at once, in intent order; an intent whose last attempt
+// failed waits its backoff (retries). It returns the first error (in
+// intent order) that stopped an intent; other intents still get their
 // turn.
 func (l *Launcher) Pass(ctx context.Context) error {
 	var ids []string
+	now := l.cfg.Now()
 	for _, in := range l.state.Intents() {
-		if in.State == fsm.IntentPending || in.State == fsm.IntentLaunching {
+		if (in.State == fsm.IntentPending || in.State == fsm.IntentLaunching) && l.retry.due(in.ID, now) {
 			ids = append(ids, in.ID)
 		}
 	}
 	errs := make([]error, len(ids))
-	workqueue.ParallelizeUntil(ctx, l.cfg.Concurrency, len(ids), func(i int) { errs[i] = l.Drive(ctx, ids[i]) })
+	workqueue.ParallelizeUntil(ctx, l.cfg.Concurrency, len(ids), func(i int) {
+		errs[i] = l.Drive(ctx, ids[i])
+		// Still pending or launching after its pass: the attempt failed
+		// (or its outcome is unknown); the intent waits before the next.
+		if in, ok := l.state.Intent(ids[i]); ok && (in.State == fsm.IntentPending || in.State == fsm.IntentLaunching) {
+			l.retry.failed(ids[i], l.cfg.Now())
+		} else {
+			l.retry.done(ids[i])
+		}
+	})
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -309,14 +360,23 @@ func (l *Launcher) recordFailure(ctx context.Context, log *zap.Logger, intentID 
 	var failed *fsm.Failed
 	switch {
 	case errors.Is(launchErr, cloud.ErrInsufficientCapacity):
+		// Every candidate offering failed (Launch falls back through them
+		// all) and is marked unavailable: as Karpenter, the NodeClaim is
+		// given up (the lifecycle deletes it) and its pods are planned
+		// again, on the offerings still available.
 		l.errors.WithLabelValues("insufficient-capacity").Inc()
 		l.cfg.OnCapacityError()
-		failed = &fsm.Failed{Reason: launchErr.Error(), Retryable: true}
+		failed = &fsm.Failed{Reason: launchErr.Error(), NoCapacity: true}
 	case errors.Is(launchErr, cloud.ErrTokenInstanceTerminated):
 		l.errors.WithLabelValues("token-instance-terminated").Inc()
 		failed = &fsm.Failed{Reason: launchErr.Error(), Retryable: true}
 	case errors.Is(launchErr, cloud.ErrInvalidSpec):
 		l.errors.WithLabelValues("invalid").Inc()
+		failed = &fsm.Failed{Reason: launchErr.Error()}
+	case errors.Is(launchErr, cloud.ErrRejected):
+		// Refused outright (a permission, a parameter): nothing was made,
+		// and the same token would be refused the same way.
+		l.errors.WithLabelValues("rejected").Inc()
 		failed = &fsm.Failed{Reason: launchErr.Error()}
 	default:
 		l.errors.WithLabelValues("unknown").Inc()

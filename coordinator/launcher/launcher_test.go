@@ -78,7 +78,8 @@ func TestLaunchAndRecover(t *testing.T) {
 		{name: "after cloud launch: adopt by tag", crash: launcher.AfterCloudLaunch, wantAttempt: 1, wantCreated: 1, wantState: fsm.IntentLaunched},
 		{name: "after cloud launch, tag lookup lags: same token", crash: launcher.AfterCloudLaunch, listLag: time.Hour, wantAttempt: 1, wantCreated: 1, wantState: fsm.IntentLaunched},
 		{name: "before result", crash: launcher.BeforeLaunchResult, wantAttempt: 1, wantCreated: 1, wantState: fsm.IntentLaunched},
-		{name: "capacity error: next attempt", errs: []error{cloud.ErrInsufficientCapacity}, wantAttempt: 2, wantCreated: 1, wantState: fsm.IntentLaunched},
+		{name: "capacity error: failed, as Karpenter", errs: []error{cloud.ErrInsufficientCapacity}, wantAttempt: 1, wantCreated: 0, wantState: fsm.IntentFailed},
+		{name: "rejected (UnauthorizedOperation): failed", errs: []error{fmt.Errorf("UnauthorizedOperation: %w", cloud.ErrRejected)}, wantAttempt: 1, wantCreated: 0, wantState: fsm.IntentFailed},
 		{name: "unknown error: same token", errs: []error{errors.New("connection reset")}, wantAttempt: 1, wantCreated: 1, wantState: fsm.IntentLaunched},
 		{name: "invalid: failed", errs: []error{cloud.ErrInvalidSpec}, wantAttempt: 1, wantCreated: 0, wantState: fsm.IntentFailed},
 		{name: "parameter mismatch, no instance: next attempt", errs: []error{cloud.ErrIdempotentMismatch}, wantAttempt: 2, wantCreated: 1, wantState: fsm.IntentLaunched},
@@ -241,11 +242,12 @@ func TestParameterMismatchAdopts(t *testing.T) {
 
 func TestLaunchErrorsCounted(t *testing.T) {
 	h := newHarness(t, "i1")
-	h.cloud.LaunchErrors = []error{cloud.ErrInsufficientCapacity, errors.New("connection reset")}
+	h.cloud.LaunchErrors = []error{errors.New("connection reset"), cloud.ErrInsufficientCapacity}
 	reg := prometheus.NewRegistry()
 	l := launcher.New(launcher.Config{Cluster: "c", Now: h.clk.Now}, launcher.Deps{Cloud: h.cloud, Raft: h.d, State: h.f, Registerer: reg})
 	for range 3 {
 		_ = l.Pass(context.Background())
+		h.clk.Add(time.Minute) // past the backoff
 	}
 	mfs, err := reg.Gather()
 	if err != nil {
@@ -315,55 +317,76 @@ func TestPassIsConcurrent(t *testing.T) {
 	}
 }
 
-// TestInsufficientCapacityEvent: a launch attempt that fails for want of
-// capacity is told on its NodeClaim (Karpenter's InsufficientCapacityError
-// Warning) once its failure is committed, at most once per NodeClaim in
-// two minutes (Karpenter's dedupe) while the next attempts retry; other
-// failures, and a NodeClaim the cache does not hold, tell nothing.
+// TestInsufficientCapacityEvent: an attempt that finds no capacity fails
+// its intent (as Karpenter deletes the NodeClaim) and tells the NodeClaim
+// (Karpenter's InsufficientCapacityError Event, Warning) once its failure
+// is committed; other failures, and a NodeClaim the cache does not hold,
+// tell nothing.
 func TestInsufficientCapacityEvent(t *testing.T) {
-	h := newHarness(t, "i1", "i2", "i3") // nc-i3 is not in the cache
+	h := newHarness(t, "i1", "i2", "i3", "i4") // nc-i3 is not in the cache
 	nodeClaim := func(name string) *karpv1.NodeClaim {
 		return &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name)}}
 	}
-	claims := claimsByName{"nc-i1": nodeClaim("nc-i1"), "nc-i2": nodeClaim("nc-i2")}
+	claims := claimsByName{"nc-i1": nodeClaim("nc-i1"), "nc-i2": nodeClaim("nc-i2"), "nc-i4": nodeClaim("nc-i4")}
 	rec := record.NewFakeRecorder(100)
-	l := launcher.New(launcher.Config{Cluster: "test", Now: h.clk.Now},
+	l := launcher.New(launcher.Config{Cluster: "test", Now: h.clk.Now, Concurrency: 1},
 		launcher.Deps{Cloud: h.cloud, Raft: h.d, State: h.f, Claims: claims, Recorder: rec})
 	ice := fmt.Errorf("insufficient capacity for 1 offerings [m5.large/a/on-demand]: %w", cloud.ErrInsufficientCapacity)
-	told := func(claims ...string) []string {
-		var out []string
-		for _, nc := range claims {
-			out = append(out, "Warning InsufficientCapacityError NodeClaim "+nc+" event: "+ice.Error())
-		}
-		return out
+	h.cloud.LaunchErrors = []error{ice, ice, ice, cloud.ErrInvalidSpec} // i1, i2, i3 (not cached), i4
+	if err := l.Pass(context.Background()); err != nil {
+		t.Fatal(err)
 	}
-	for i, step := range []struct {
-		advance time.Duration
-		err     error // every intent's attempt fails so (nil: launches)
-		want    []string
-	}{
-		{0, ice, told("nc-i1", "nc-i2")},
-		{time.Minute, ice, nil}, // the same NodeClaims within two minutes
-		{time.Minute, cloud.ErrTokenInstanceTerminated, nil},
-		{0, ice, told("nc-i1", "nc-i2")}, // two minutes on
-		{0, nil, nil},
-	} {
-		h.clk.Add(step.advance)
-		if step.err != nil {
-			h.cloud.LaunchErrors = []error{step.err, step.err, step.err}
-		}
-		if err := l.Pass(context.Background()); err != nil {
-			t.Fatalf("pass %d: %v", i, err)
-		}
-		got := observe.Events(rec)
-		slices.Sort(got) // intents fail concurrently
-		if !slices.Equal(got, step.want) {
-			t.Fatalf("pass %d: events %q, want %q", i, got, step.want)
-		}
+	got := observe.Events(rec)
+	want := []string{"Warning InsufficientCapacityError NodeClaim nc-i1 event: " + ice.Error(),
+		"Warning InsufficientCapacityError NodeClaim nc-i2 event: " + ice.Error()}
+	if !slices.Equal(got, want) {
+		t.Fatalf("events %q, want %q", got, want)
 	}
 	for _, in := range h.f.Intents() {
-		if in.State != fsm.IntentLaunched || in.Attempt != 5 {
-			t.Errorf("intent %s %s at attempt %d, want launched at attempt 5", in.ID, in.State, in.Attempt)
+		if in.State != fsm.IntentFailed || in.Attempt != 1 {
+			t.Errorf("intent %s %s at attempt %d, want failed at attempt 1", in.ID, in.State, in.Attempt)
 		}
+	}
+	// Nothing more to launch: no more calls, no more Events.
+	h.clk.Add(time.Hour)
+	if err := l.Pass(context.Background()); err != nil || h.cloud.LaunchCalls != 4 {
+		t.Fatalf("second pass: %v, %d launch calls, want 4", err, h.cloud.LaunchCalls)
+	}
+	if got := observe.Events(rec); len(got) != 0 {
+		t.Fatalf("events on the second pass: %q", got)
+	}
+}
+
+// TestFailedAttemptsBackOff: an intent whose cloud call failed (here with
+// an outcome the launcher cannot know, so it stays launching) waits 1 s,
+// 2 s, 4 s ... before its next call instead of calling every pass, as
+// Karpenter's launch is requeued with backoff; success forgets the count.
+func TestFailedAttemptsBackOff(t *testing.T) {
+	h := newHarness(t, "i1")
+	reset := errors.New("connection reset")
+	h.cloud.LaunchErrors = []error{reset, reset, reset}
+	l := launcher.New(launcher.Config{Cluster: "c", Now: h.clk.Now, Interval: time.Second}, launcher.Deps{Cloud: h.cloud, Raft: h.d, State: h.f})
+	ctx := context.Background()
+	for i, step := range []struct {
+		advance   time.Duration
+		wantCalls int
+	}{
+		{0, 1},               // fails: next in 1 s
+		{0, 1},               // too early
+		{time.Second, 2},     // fails: next in 2 s
+		{time.Second, 2},     // too early
+		{time.Second, 3},     // fails: next in 4 s
+		{3 * time.Second, 3}, // too early
+		{time.Second, 4},     // launches
+		{time.Hour, 4},       // launched: nothing to do
+	} {
+		h.clk.Add(step.advance)
+		_ = l.Pass(ctx)
+		if h.cloud.LaunchCalls != step.wantCalls {
+			t.Fatalf("step %d: %d launch calls, want %d", i, h.cloud.LaunchCalls, step.wantCalls)
+		}
+	}
+	if in, _ := h.f.Intent("i1"); in.State != fsm.IntentLaunched || in.Attempt != 1 || h.cloud.Created != 1 {
+		t.Fatalf("intent %s attempt %d, %d created; want launched at attempt 1 (the same token), 1 created", in.State, in.Attempt, h.cloud.Created)
 	}
 }

@@ -211,26 +211,19 @@ func TestCapacityErrors(t *testing.T) {
 		t.Fatalf("intent %s attempt %d on %q, want launched attempt 1 on m5.large", in.State, in.Attempt, inst.InstanceType)
 	}
 
-	// Every candidate out of capacity: the attempt fails retryably, the
-	// intent goes back to pending, and attempt 2 (new token) launches once
-	// capacity returns.
+	// Every candidate out of capacity: as Karpenter, the intent fails
+	// (its NodeClaim is given up and its pods planned again, on offerings
+	// still available); nothing is launched.
 	e.commit(t, "none", nil, cands[1])
 	if err := l.Drive(ctx, "none"); err != nil {
 		t.Fatal(err)
 	}
 	in = e.intent(t, "none")
-	if in.State != fsm.IntentPending || in.Attempt != 1 || !strings.Contains(in.LastError, "insufficient capacity") {
-		t.Fatalf("intent %s attempt %d (%q), want pending after attempt 1 with a capacity error", in.State, in.Attempt, in.LastError)
+	if in.State != fsm.IntentFailed || in.Attempt != 1 || !strings.Contains(in.LastError, "insufficient capacity") {
+		t.Fatalf("intent %s attempt %d (%q), want failed after attempt 1 with a capacity error", in.State, in.Attempt, in.LastError)
 	}
-	e.sim.InjectCapacityError("c5.large", "us-east-1b", "on-demand", "")
-	if err := l.Drive(ctx, "none"); err != nil {
-		t.Fatal(err)
-	}
-	if in = e.intent(t, "none"); in.State != fsm.IntentLaunched || in.Attempt != 2 {
-		t.Fatalf("intent %s attempt %d, want launched attempt 2", in.State, in.Attempt)
-	}
-	if n := len(e.sim.Instances()); n != 2 {
-		t.Errorf("sim has %d instances, want 2", n)
+	if n := len(e.sim.Instances()); n != 1 {
+		t.Errorf("sim has %d instances, want 1", n)
 	}
 }
 

@@ -53,6 +53,9 @@ const (
 	ReasonOrphan              = "orphan"
 	ReasonInstanceGone        = "instance_gone"
 	reasonLaunchFailed        = "launch_failed"
+	// ReasonInsufficientCapacity: the launch found no capacity on any
+	// candidate offering (Karpenter's reason for such a NodeClaim).
+	ReasonInsufficientCapacity = "insufficient_capacity"
 )
 
 // Cache is the informer cache the lifecycle reads (kube.Cache).
@@ -270,6 +273,9 @@ func (l *Lifecycle) reconcileClaim(ctx context.Context, cached *karpv1.NodeClaim
 			events.Publish(l.d.Recorder, transitions(before, nc)...)
 		}
 		log.Warn("launching nodeclaim failed", zap.String("reason", why))
+		if in.Intent.NoCapacity {
+			return l.delete(ctx, log, nc, ReasonInsufficientCapacity, why)
+		}
 		return l.delete(ctx, log, nc, reasonLaunchFailed, why)
 	case DeleteLaunchTimeout:
 		if in.Intent.State == fsm.IntentPending {

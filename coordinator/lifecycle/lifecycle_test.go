@@ -344,6 +344,23 @@ func wantEvents(t *testing.T, rec *record.FakeRecorder, reasons ...string) {
 	}
 }
 
+// TestNoCapacityIntent: a NodeClaim whose launch found no capacity is
+// deleted with Karpenter's reason, insufficient_capacity.
+func TestNoCapacityIntent(t *testing.T) {
+	h := newHarness(t, Config{}, claim())
+	h.commitIntent(fsm.IntentPending)
+	h.raft.MustPropose(t, fsm.LaunchAttemptStartType, fsm.LaunchAttemptStart{IntentID: "intent1", Attempt: 1, At: t0})
+	h.raft.MustPropose(t, fsm.LaunchResultType, fsm.LaunchResult{IntentID: "intent1", Attempt: 1, At: t0,
+		Failed: &fsm.Failed{Reason: "insufficient capacity for 2 offerings", NoCapacity: true}})
+	h.reconcile()
+	if len(h.kube.deleted) != 1 || h.claim().Annotations[karpv1.AnnotationDisruptionReason] != ReasonInsufficientCapacity {
+		t.Fatalf("deleted %v, annotations %v", h.kube.deleted, h.claim().Annotations)
+	}
+	if got := value(h.l.metrics.deleted.WithLabelValues("default", ReasonInsufficientCapacity)); got != 1 {
+		t.Fatalf("deleted metric %v", got)
+	}
+}
+
 // TestWaitingClaimConditions: a claim whose launch is still pending shows
 // Karpenter's conditions (all four, Registered NodeNotFound) from the first
 // pass, written once.
