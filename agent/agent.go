@@ -39,7 +39,7 @@ type Action string
 // Actions.
 const (
 	ActionDrain  Action = "drain"  // taint, cordon, evict
-	ActionTaint  Action = "taint"  // taint and cordon only
+	ActionTaint  Action = "taint"  // cordon and the joiner.io/interruption taint only (the node is not marked disrupted)
 	ActionIgnore Action = "ignore" // report only
 )
 
@@ -48,13 +48,15 @@ type Policy map[imds.Kind]Action
 
 // DefaultPolicy: spot ITN, ASG terminate and scheduled events (reboot, stop,
 // retirement: drain before the event time) drain; a rebalance
-// recommendation only taints and cordons.
+// recommendation is only reported, as Karpenter records it and
+// aws-node-termination-handler ignores it by default (taint: cordon, as
+// NTH's rebalance monitoring does).
 func DefaultPolicy() Policy {
 	return Policy{
 		imds.KindSpotInterruption: ActionDrain,
 		imds.KindASGLifecycle:     ActionDrain,
 		imds.KindScheduledEvent:   ActionDrain,
-		imds.KindRebalance:        ActionTaint,
+		imds.KindRebalance:        ActionIgnore,
 	}
 }
 
@@ -375,7 +377,8 @@ func (a *Agent) handle(ctx context.Context, n imds.Notice, action Action, observ
 	}
 	req := drain.Request{
 		Node: a.cfg.NodeName, Reason: string(n.Kind), Deadline: deadline, Evict: action == ActionDrain && !a.cfg.CoordinatorDrains,
-		Message: describe(n),
+		Advisory: action == ActionTaint,
+		Message:  describe(n),
 	}
 	retry := backoff.New(a.cfg.Drain.RetryBase, a.cfg.Drain.RetryMax)
 	for attempt := 1; ; attempt++ {

@@ -103,7 +103,11 @@ func TestHandleRetriesCordonAndDrainStart(t *testing.T) {
 				t.Fatal(err)
 			}
 			node := obj.(*corev1.Node)
-			if node.Spec.Unschedulable != tc.wantCordoned || len(node.Spec.Taints) != 2 && tc.wantCordoned {
+			wantTaints := 2 // karpenter.sh/disrupted and joiner.io/interruption
+			if tc.action == ActionTaint {
+				wantTaints = 1 // advisory: not marked disrupted
+			}
+			if node.Spec.Unschedulable != tc.wantCordoned || len(node.Spec.Taints) != wantTaints && tc.wantCordoned {
 				t.Errorf("node unschedulable %v, taints %v; want cordoned %v", node.Spec.Unschedulable, node.Spec.Taints, tc.wantCordoned)
 			}
 			var reason string

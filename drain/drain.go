@@ -72,6 +72,10 @@ type Request struct {
 	Deadline time.Time
 	// Evict: when false, only taint and cordon.
 	Evict bool
+	// Advisory: the notice only warns (a rebalance recommendation under
+	// the taint policy): cordon and the joiner.io/interruption taint, not
+	// karpenter.sh/disrupted. Never with Evict.
+	Advisory bool
 	// EvictionReason ends each evicted pod's Evicted Event ("Evicted pod:
 	// <reason>", Karpenter's: the NodeClaim's disruption reason); default
 	// Reason.

@@ -370,3 +370,35 @@ func TestCordonDrainReasonOutranksTaintOnly(t *testing.T) {
 		t.Errorf("a taint-only reason replaced a drain's: %q", r)
 	}
 }
+
+// TestAdvisoryCordonIsNotDisrupted: an advisory request (a rebalance
+// recommendation under the taint policy) cordons without
+// karpenter.sh/disrupted, which would tell the coordinator the node is
+// going away when nothing takes it away; a later drain adds it.
+func TestAdvisoryCordonIsNotDisrupted(t *testing.T) {
+	c, _ := setup(t, nil)
+	d := New(c, zaptest.NewLogger(t), fastOpts())
+	ctx := context.Background()
+	dl := time.Now().Add(time.Minute)
+	disrupted := func() (bool, bool) {
+		n, _ := c.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+		for _, tt := range n.Spec.Taints {
+			if tt.Key == corekarp.TaintDisruptedKey {
+				return true, n.Spec.Unschedulable
+			}
+		}
+		return false, n.Spec.Unschedulable
+	}
+	if err := d.Cordon(ctx, Request{Node: nodeName, Reason: "rebalance-recommendation", Deadline: dl, Advisory: true}); err != nil {
+		t.Fatal(err)
+	}
+	if tainted, cordoned := disrupted(); tainted || !cordoned {
+		t.Fatalf("advisory: disrupted taint %v, cordoned %v; want no taint, cordoned", tainted, cordoned)
+	}
+	if err := d.Cordon(ctx, Request{Node: nodeName, Reason: "spot-interruption", Deadline: dl, Evict: true}); err != nil {
+		t.Fatal(err)
+	}
+	if tainted, _ := disrupted(); !tainted {
+		t.Fatal("a drain after the advisory cordon did not add karpenter.sh/disrupted")
+	}
+}

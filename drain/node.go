@@ -27,6 +27,18 @@ func Taints(reason string) []corev1.Taint {
 	}
 }
 
+// taintsFor are the taints of req: an advisory request's lack
+// karpenter.sh/disrupted, which tells the coordinator the node is going
+// away (its pods are given new capacity, disruption leaves it alone) when
+// nothing will take it away.
+func taintsFor(req Request) []corev1.Taint {
+	ts := Taints(req.Reason)
+	if req.Advisory {
+		return ts[1:]
+	}
+	return ts
+}
+
 // Cordon puts the taints on the node, marks it unschedulable and sets the
 // condition, in one update where possible. It is a no-op on a node that
 // already has all of them.
@@ -40,7 +52,7 @@ func (d *Drainer) Cordon(ctx context.Context, req Request) error {
 func (d *Drainer) cordon(ctx context.Context, req Request) (*corev1.Node, error) {
 	log := d.log.With(logging.Node(req.Node), zap.String("reason", req.Reason))
 	if d.opts.DryRun {
-		log.Info("dry-run: would have tainted and cordoned the node", zap.Any("taints", Taints(req.Reason)))
+		log.Info("dry-run: would have tainted and cordoned the node", zap.Any("taints", taintsFor(req)))
 		return nil, nil
 	}
 	changed := false
@@ -52,7 +64,7 @@ func (d *Drainer) cordon(ctx context.Context, req Request) (*corev1.Node, error)
 		}
 		latest = node
 		changed = false
-		for _, t := range Taints(req.Reason) {
+		for _, t := range taintsFor(req) {
 			i := taintIndex(node.Spec.Taints, t)
 			switch {
 			case i < 0:

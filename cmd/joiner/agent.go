@@ -94,7 +94,7 @@ As a systemd service use Type=notify (READY=1 and watchdog pings are sent).`,
 	fl.DurationVar(&f.imdsTokenTTL, "imds-token-ttl", 6*time.Hour, "IMDSv2 token lifetime to request (refreshed before expiry)")
 	fl.DurationVar(&f.interval, "poll-interval", time.Second, "IMDS poll interval")
 	fl.StringSliceVar(&f.kinds, "kinds", nil, "notice kinds to watch (default all: spot-interruption, rebalance-recommendation, scheduled-event, asg-lifecycle)")
-	fl.StringToStringVar(&f.policy, "policy", nil, "per-kind action, e.g. rebalance-recommendation=drain (drain, taint or ignore)")
+	fl.StringToStringVar(&f.policy, "policy", nil, "per-kind action, e.g. rebalance-recommendation=drain (drain, taint or ignore; default drain but rebalance-recommendation=ignore)")
 	fl.BoolVar(&f.dryRun, "dry-run", false, "log taints, cordons and evictions instead of making them")
 	fl.DurationVar(&f.forceAfter, "force-after", 0, "delete pods whose eviction is still blocked this long after a drain starts (0: never)")
 	fl.StringSliceVar(&f.coordinators, "coordinator", nil, "coordinator API base URL (repeatable; any replica)")
