@@ -17,7 +17,8 @@ import (
 
 // CollectGarbage checks every live instance in raft against the cloud. One
 // that is terminated, or unknown to the cloud past the grace period, is
-// recorded as terminated (a termination intent exists) or lost, and its
+// recorded as terminated (a termination intent exists) or lost (unless
+// its Node still says Ready: kubeletReady), and its
 // NodeClaim is deleted (Karpenter: "garbage collecting nodeclaim with no
 // cloudprovider representation"); the planner then sees its pods as
 // pending again. The same listing demotes reserved NodeClaims whose
@@ -68,7 +69,7 @@ func (l *Lifecycle) CollectGarbage(ctx context.Context) ([]string, error) {
 			state = CloudTerminated
 		}
 		verdict := DecideGC(inst, state, terminating[inst.ID], l.cfg.Now(), l.cfg.GCGrace)
-		if verdict == Keep {
+		if verdict == Keep || verdict == Lost && l.kubeletReady(ProviderID(inst)) {
 			continue
 		}
 		if err := l.collect(ctx, inst, verdict); err != nil {
@@ -109,6 +110,9 @@ func (l *Lifecycle) collectAdopted(ctx context.Context, listed map[string]bool) 
 		case ci.State != "terminated":
 			continue
 		}
+		if l.kubeletReady(nc.Status.ProviderID) {
+			continue
+		}
 		nc = nc.DeepCopy()
 		log := l.log.With(zap.String(logging.KeyInstance, id), logging.NodeClaim(nc.Name))
 		l.d.Recorder.Eventf(nc, corev1.EventTypeWarning, "InstanceGone", "Instance %s is gone", id)
@@ -122,6 +126,15 @@ func (l *Lifecycle) collectAdopted(ctx context.Context, listed map[string]bool) 
 		gone = append(gone, id)
 	}
 	return gone, first
+}
+
+// kubeletReady reports whether the Node of providerID says Ready: its
+// kubelet runs, whatever the cloud answered (an instance lookup can miss a
+// live instance), so Karpenter's garbage collection leaves such a
+// NodeClaim alone, and so does this.
+func (l *Lifecycle) kubeletReady(providerID string) bool {
+	node := l.d.Cache.NodeByProviderID(providerID)
+	return node != nil && nodeReady(node)
 }
 
 // collect records one gone instance and deletes its NodeClaim.

@@ -188,10 +188,32 @@ func TestLifecycleControlPlane(t *testing.T) {
 		t.Fatalf("the initialized nodeclaim was deleted at the launch timeout")
 	}
 
-	// GC: the instance vanishes.
+	// GC: the instance vanishes. While its Node still says Ready nothing
+	// is collected (Karpenter's guard); once the node controller marks it
+	// Unknown (the kubelet went with the instance), it is.
 	cl.mu.Lock()
 	cl.insts["i-1"] = cloud.Instance{ID: "i-1", State: "terminated"}
 	cl.mu.Unlock()
+	if gone, err := l.CollectGarbage(ctx); err != nil || len(gone) != 0 {
+		t.Fatalf("CollectGarbage with the node Ready = %v, %v", gone, err)
+	}
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := env.Client.CoreV1().Nodes().Get(ctx, created.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		cur.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionUnknown, Reason: "NodeStatusUnknown",
+			LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
+		_, err = env.Client.CoreV1().Nodes().UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	simstack.Eventually(t, time.Minute, "the node not Ready in the cache", func() (bool, string) {
+		n := cache.Node(created.Name)
+		return n != nil && !nodeReady(n), "still Ready"
+	})
 	if gone, err := l.CollectGarbage(ctx); err != nil || len(gone) != 1 {
 		t.Fatalf("CollectGarbage = %v, %v", gone, err)
 	}

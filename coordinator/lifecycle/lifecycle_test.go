@@ -491,6 +491,32 @@ func TestGarbageCollection(t *testing.T) {
 	}
 }
 
+// TestGarbageCollectionSparesAReadyNode: the cloud says the instance is
+// gone but its Node says Ready (its kubelet runs): as Karpenter's garbage
+// collection, the NodeClaim is left alone until the Node stops saying so.
+func TestGarbageCollectionSparesAReadyNode(t *testing.T) {
+	ctx := context.Background()
+	h := newHarness(t, Config{GCGrace: time.Minute}, claim())
+	h.commitIntent(fsm.IntentLaunched)
+	h.reconcile()
+	if _, err := h.kube.nodes.CoreV1().Nodes().Create(ctx, node(), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	delete(h.cloud.insts, "i-1")
+	h.now = t0.Add(time.Hour)
+	if gone, err := h.l.CollectGarbage(ctx); err != nil || len(gone) != 0 || len(h.kube.deleted) != 0 {
+		t.Fatalf("collected %v (%v), deleted %v, while the node is Ready", gone, err, h.kube.deleted)
+	}
+	n := h.node()
+	notReady(n)
+	if _, err := h.kube.nodes.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if gone, err := h.l.CollectGarbage(ctx); err != nil || len(gone) != 1 || len(h.kube.deleted) != 1 {
+		t.Fatalf("collected %v (%v), deleted %v, once the node is not Ready", gone, err, h.kube.deleted)
+	}
+}
+
 func TestGarbageCollectionNotFound(t *testing.T) {
 	ctx := context.Background()
 	h := newHarness(t, Config{GCGrace: time.Minute}, claim())
