@@ -59,8 +59,8 @@ func TestFstabLine(t *testing.T) {
 	}{
 		{Unit{What: "/dev/disk/by-uuid/u1", Where: "/data1", Type: "xfs", Options: "defaults,nofail"}, "UUID=u1 /data1 xfs defaults,nofail 0 0"},
 		{Unit{What: "/dev/disk/by-uuid/u1", Where: "/data1", Type: "ext4", Options: "defaults"}, "UUID=u1 /data1 ext4 defaults 0 2"},
-		{Unit{What: "/mnt/is/var_lib_kubelet", Where: "/var/lib/kubelet", Type: "none", Options: "bind", After: "/mnt/is"},
-			"/mnt/is/var_lib_kubelet /var/lib/kubelet none bind,x-systemd.requires-mounts-for=/mnt/is 0 0"},
+		{Unit{What: "/mnt/is/var_lib_kubelet", Where: "/var/lib/kubelet", Type: "none", Options: "bind,nofail", After: "/mnt/is"},
+			"/mnt/is/var_lib_kubelet /var/lib/kubelet none bind,nofail,x-systemd.requires-mounts-for=/mnt/is 0 0"},
 	} {
 		if got := tc.u.FstabLine(); got != tc.want {
 			t.Errorf("FstabLine() = %q, want %q", got, tc.want)

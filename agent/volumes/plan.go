@@ -433,7 +433,9 @@ func (p *planner) binds(src string) {
 	for _, dir := range p.cfg.InstanceStore.BindDirs {
 		where := path.Join("/", p.cfg.MountRoot, dir)
 		from := path.Join(src, strings.ReplaceAll(strings.Trim(path.Clean(dir), "/"), "/", "_"))
-		u := p.unit(from, where, "none", "bind")
+		// nofail, as the data mounts: an instance store that comes back
+		// blank (a stop and start) must not stop the boot at local-fs.target.
+		u := p.unit(from, where, "none", "bind,nofail")
 		u.After = src
 		p.persist(where, &u)
 		p.add(Action{Op: OpMount, Group: where, Device: from, Unit: &u, Reason: "bind mount"})

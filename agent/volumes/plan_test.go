@@ -3,6 +3,7 @@ package volumes
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -205,6 +206,13 @@ func TestPlanInstanceStore(t *testing.T) {
 			p := PlanVolumes(PlanInput{Inventory: Inventory{Disks: tc.disks}, Config: testCfg(tc.cfg), Journal: j, AllowFormat: true, NewUUID: seqUUID()})
 			if got := ops(p); got != tc.ops {
 				t.Errorf("actions:\n%s\nwant:\n%s\nvolumes %+v", got, tc.ops, p.Volumes)
+			}
+			// Every mount, bind mounts included, is nofail: a volume that
+			// does not come back must not stop the boot.
+			for _, a := range p.Actions {
+				if a.Unit != nil && !slices.Contains(strings.Split(a.Unit.Options, ","), "nofail") {
+					t.Errorf("%s: options %q lack nofail", a.Unit.Where, a.Unit.Options)
+				}
 			}
 		})
 	}
