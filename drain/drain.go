@@ -8,13 +8,24 @@
 // resume after a crash (taints, condition) lives on the Node.
 //
 // Rules:
-//   - DaemonSet pods, mirror (static) pods and finished pods are not evicted.
+//   - Mirror (static) pods and finished pods are not evicted.
+//   - By default (the node agent's drain, as aws-node-termination-handler)
+//     DaemonSet pods are not evicted either and the others are evicted all
+//     at once. With Options.KarpenterTermination (the coordinator's
+//     termination) the drain follows Karpenter's: pods go in four groups,
+//     each evicted only once the previous one is gone (non-critical pods,
+//     non-critical DaemonSet pods, critical pods, critical DaemonSet pods;
+//     critical: priorityClassName system-cluster-critical or
+//     system-node-critical), and pods that tolerate
+//     karpenter.sh/disrupted:NoSchedule are neither evicted nor waited for
+//     (they could be scheduled right back).
 //   - Pods stuck terminating (deletionTimestamp over a minute past: their
 //     kubelet is gone) are neither evicted nor waited for, as Karpenter's.
 //   - Pods whose karpenter.sh/do-not-disrupt protects them ("true", or a
 //     duration not yet elapsed since the pod started) are left alone until
 //     the deadline (the drain completes without them; they are listed in
-//     Result.Left).
+//     Result.Left). In Karpenter's order they also hold the groups after
+//     their own (Result.Held), as Karpenter waits for them.
 //   - Each eviction asks for the pod's own terminationGracePeriodSeconds,
 //     capped by the time left before the deadline.
 //   - 429 (a PDB forbids it now) is retried with back-off until the deadline;
@@ -39,6 +50,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
 
 	corekarp "github.com/joiner-dev/joiner/api/core/v1"
 	"github.com/joiner-dev/joiner/events"
@@ -85,8 +97,9 @@ type Request struct {
 // Result says what a drain did.
 type Result struct {
 	Evicted []string // namespace/name of pods evicted (or deleted after ForceAfter)
-	Skipped []string // DaemonSet, mirror, finished pods and pods stuck terminating
+	Skipped []string // DaemonSet (unless KarpenterTermination), mirror, finished pods, pods stuck terminating (and, with KarpenterTermination, tolerating karpenter.sh/disrupted)
 	Left    []string // pods do-not-disrupt protects, left until the deadline
+	Held    []string // KarpenterTermination: pods of the groups after a Left pod's, not evicted while it is there
 	Stuck   []string // pods still there when the deadline passed
 }
 
@@ -140,6 +153,15 @@ type Options struct {
 	PollInterval time.Duration
 	// Parallelism bounds concurrent evictions (default 32).
 	Parallelism int
+	// KarpenterTermination drains as Karpenter's node termination (the
+	// coordinator's): four groups in order, each evicted once the previous
+	// is gone (non-critical pods, non-critical DaemonSet pods, critical
+	// pods, critical DaemonSet pods), DaemonSet pods evicted in theirs, a
+	// do-not-disrupt pod holding the groups after its own (Result.Held),
+	// pods tolerating karpenter.sh/disrupted:NoSchedule neither evicted nor
+	// waited for. Default false, aws-node-termination-handler's (the node
+	// agent's): DaemonSet pods skipped, every other pod evicted at once.
+	KarpenterTermination bool
 	// Skip returns true for pods that must never be evicted (e.g. the agent's own pod).
 	Skip     func(*corev1.Pod) bool
 	Observer Observer
@@ -190,37 +212,124 @@ func (d *Drainer) Drain(ctx context.Context, req Request) (Result, error) {
 		d.setCondition(ctx, req, "DrainFailed", err.Error())
 		return res, err
 	}
-	msg := fmt.Sprintf("Drained: %d evicted, %d skipped (DaemonSet/mirror/finished/stuck terminating)", len(res.Evicted), len(res.Skipped))
+	msg := fmt.Sprintf("Drained: %d evicted, %d skipped (%s)", len(res.Evicted), len(res.Skipped), d.skippedKinds())
 	if len(res.Left) > 0 {
 		msg += fmt.Sprintf(", %d do-not-disrupt pods left until the deadline: %s", len(res.Left), strings.Join(res.Left, ", "))
 	}
+	if len(res.Held) > 0 {
+		msg += fmt.Sprintf(", %d pods of later groups held while they are there: %s", len(res.Held), strings.Join(res.Held, ", "))
+	}
 	d.publish(events.NodeDrained(node, msg))
 	d.setCondition(ctx, req, "Drained", msg)
-	log.Info("node drained", zap.Int("evicted", len(res.Evicted)), zap.Int("skipped", len(res.Skipped)), zap.Strings("left", res.Left))
+	log.Info("node drained", zap.Int("evicted", len(res.Evicted)), zap.Int("skipped", len(res.Skipped)), zap.Strings("left", res.Left),
+		zap.Strings("held", res.Held))
 	return res, nil
 }
 
-// classify splits the node's pods into those to evict (or, already
-// terminating, wait for), skip and leave, at now. A pod stuck terminating
-// is skipped before do-not-disrupt is looked at: like Karpenter's
-// IsDrainable, nothing waits for it, whatever its annotations.
-func (d *Drainer) classify(pods []corev1.Pod, now time.Time) (evict []corev1.Pod, skipped, left []string) {
+// skippedKinds names the pods a drain skips, for the Drained message.
+func (d *Drainer) skippedKinds() string {
+	if d.opts.KarpenterTermination {
+		return "mirror/finished/stuck terminating/tolerating karpenter.sh/disrupted"
+	}
+	return "DaemonSet/mirror/finished/stuck terminating"
+}
+
+// Karpenter's eviction groups (KarpenterTermination), in order.
+const (
+	groupNonCritical = iota
+	groupNonCriticalDaemonSet
+	groupCritical
+	groupCriticalDaemonSet
+	groupCount
+)
+
+var groupNames = [groupCount]string{"non-critical", "non-critical DaemonSet", "critical", "critical DaemonSet"}
+
+// plan is what a drain does with a node's pods.
+type plan struct {
+	// groups are the pods to evict (or, already terminating, wait for),
+	// group by group: each starts once the previous one is gone. Without
+	// KarpenterTermination there is one.
+	groups              [][]corev1.Pod
+	skipped, left, held []string
+}
+
+// classify plans the drain of the node's pods at now. A pod stuck
+// terminating is skipped before do-not-disrupt is looked at: like
+// Karpenter's IsDrainable, nothing waits for it, whatever its annotations.
+// With KarpenterTermination, a do-not-disrupt pod holds the groups after
+// its own, as Karpenter's drain waits for it before going on.
+func (d *Drainer) classify(pods []corev1.Pod, now time.Time) plan {
+	karp := d.opts.KarpenterTermination
+	var p plan
+	if karp {
+		p.groups = make([][]corev1.Pod, groupCount)
+	} else {
+		p.groups = make([][]corev1.Pod, 1)
+	}
+	firstLeft := len(p.groups) // the first group with a do-not-disrupt pod
 	for i := range pods {
-		p := &pods[i]
-		name := p.Namespace + "/" + p.Name
+		pod := &pods[i]
+		g := 0
+		if karp {
+			g = groupOf(pod)
+		}
+		name := pod.Namespace + "/" + pod.Name
 		switch {
-		case isDaemonSetPod(p), isMirrorPod(p), p.Status.Phase == corev1.PodSucceeded, p.Status.Phase == corev1.PodFailed,
-			podutil.StuckTerminating(p, now), d.opts.Skip != nil && d.opts.Skip(p):
-			skipped = append(skipped, name)
-		case podutil.DoNotDisruptActive(p, now):
-			left = append(left, name)
+		case !karp && isDaemonSetPod(pod), isMirrorPod(pod), pod.Status.Phase == corev1.PodSucceeded, pod.Status.Phase == corev1.PodFailed,
+			podutil.StuckTerminating(pod, now), karp && toleratesDisrupted(pod), d.opts.Skip != nil && d.opts.Skip(pod):
+			p.skipped = append(p.skipped, name)
+		case podutil.DoNotDisruptActive(pod, now):
+			p.left = append(p.left, name)
+			firstLeft = min(firstLeft, g)
 		default:
-			evict = append(evict, *p)
+			p.groups[g] = append(p.groups[g], *pod)
 		}
 	}
-	sort.Strings(skipped)
-	sort.Strings(left)
-	return evict, skipped, left
+	for _, later := range p.groups[min(firstLeft+1, len(p.groups)):] {
+		p.held = append(p.held, podNames(later)...)
+	}
+	p.groups = p.groups[:min(firstLeft+1, len(p.groups))]
+	sort.Strings(p.skipped)
+	sort.Strings(p.left)
+	sort.Strings(p.held)
+	return p
+}
+
+// groupOf is the pod's eviction group in Karpenter's order.
+func groupOf(p *corev1.Pod) int {
+	g := groupNonCritical
+	if p.Spec.PriorityClassName == "system-cluster-critical" || p.Spec.PriorityClassName == "system-node-critical" {
+		g = groupCritical
+	}
+	if isDaemonSetPod(p) {
+		g++ // groupNonCriticalDaemonSet, groupCriticalDaemonSet
+	}
+	return g
+}
+
+// disruptedTaint is what the drain puts on the node to keep pods off it.
+var disruptedTaint = corev1.Taint{Key: corekarp.TaintDisruptedKey, Effect: corev1.TaintEffectNoSchedule}
+
+// toleratesDisrupted says whether p tolerates karpenter.sh/disrupted:NoSchedule
+// (a toleration of that key, or operator Exists without a key), so it may
+// be scheduled again onto the node it was evicted from (Karpenter's
+// ToleratesDisruptedNoScheduleTaint).
+func toleratesDisrupted(p *corev1.Pod) bool {
+	for i := range p.Spec.Tolerations {
+		if p.Spec.Tolerations[i].ToleratesTaint(klog.Background(), &disruptedTaint, false) {
+			return true
+		}
+	}
+	return false
+}
+
+func podNames(pods []corev1.Pod) []string {
+	out := make([]string, len(pods))
+	for i := range pods {
+		out[i] = pods[i].Namespace + "/" + pods[i].Name
+	}
+	return out
 }
 
 func isDaemonSetPod(p *corev1.Pod) bool {
@@ -237,6 +346,9 @@ func isMirrorPod(p *corev1.Pod) bool {
 	return ok
 }
 
+// evictAll evicts the node's pods group by group (see plan) until the
+// deadline; a group that is not gone by then leaves the later ones on the
+// node (Result.Stuck).
 func (d *Drainer) evictAll(ctx context.Context, log *zap.Logger, req Request, node *corev1.Node) (Result, error) {
 	ctx, cancel := context.WithDeadline(ctx, req.Deadline)
 	defer cancel()
@@ -244,44 +356,36 @@ func (d *Drainer) evictAll(ctx context.Context, log *zap.Logger, req Request, no
 	if err != nil {
 		return Result{}, err
 	}
-	evict, skipped, left := d.classify(pods, d.opts.Now())
-	res := Result{Skipped: skipped, Left: left}
-	log.Info("evicting pods", zap.Int("pods", len(evict)), zap.Int("skipped", len(skipped)), zap.Strings("left", left))
+	p := d.classify(pods, d.opts.Now())
+	res := Result{Skipped: p.skipped, Left: p.left, Held: p.held}
+	total := 0
+	for _, g := range p.groups {
+		total += len(g)
+	}
+	log.Info("evicting pods", zap.Int("pods", total), zap.Int("skipped", len(p.skipped)), zap.Strings("left", p.left),
+		zap.Strings("held", p.held))
 	start := d.opts.Now()
-	var (
-		mu      sync.Mutex
-		wg      sync.WaitGroup
-		sem     = make(chan struct{}, d.opts.Parallelism)
-		blocked sync.Once
-	)
+	var blocked sync.Once
 	blockedBy := func(pod string) {
 		blocked.Do(func() { d.publish(events.DrainFailed(node, events.PDBBlocksEviction(pod))) })
 	}
-	for i := range evict {
-		p := evict[i]
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			select {
-			case sem <- struct{}{}:
-			case <-ctx.Done():
-				mu.Lock()
-				res.Stuck = append(res.Stuck, p.Namespace+"/"+p.Name)
-				mu.Unlock()
-				return
+	for i, g := range p.groups {
+		if len(g) == 0 {
+			continue
+		}
+		if d.opts.KarpenterTermination {
+			log.Info("evicting pod group", zap.String("group", groupNames[i]), zap.Int("pods", len(g)))
+		}
+		evicted, stuck := d.evictGroup(ctx, log, req, g, start, blockedBy)
+		res.Evicted = append(res.Evicted, evicted...)
+		res.Stuck = append(res.Stuck, stuck...)
+		if len(stuck) > 0 { // ctx ended: the later groups stay on the node too
+			for _, later := range p.groups[i+1:] {
+				res.Stuck = append(res.Stuck, podNames(later)...)
 			}
-			defer func() { <-sem }()
-			ok := d.evictPod(ctx, log, req, &p, start, blockedBy)
-			mu.Lock()
-			defer mu.Unlock()
-			if ok {
-				res.Evicted = append(res.Evicted, p.Namespace+"/"+p.Name)
-			} else {
-				res.Stuck = append(res.Stuck, p.Namespace+"/"+p.Name)
-			}
-		}()
+			break
+		}
 	}
-	wg.Wait()
 	sort.Strings(res.Evicted)
 	sort.Strings(res.Stuck)
 	if len(res.Stuck) > 0 {
@@ -291,6 +395,45 @@ func (d *Drainer) evictAll(ctx context.Context, log *zap.Logger, req Request, no
 		return res, fmt.Errorf("draining node %s: %w", req.Node, ctx.Err())
 	}
 	return res, nil
+}
+
+// evictGroup evicts pods, at most Parallelism at once, and waits until
+// each is gone; it returns the pods evicted and those still there when ctx
+// ended (a pod is stuck only once ctx has ended).
+func (d *Drainer) evictGroup(ctx context.Context, log *zap.Logger, req Request, pods []corev1.Pod, start time.Time,
+	blockedBy func(pod string)) (evicted, stuck []string) {
+	var (
+		mu  sync.Mutex
+		wg  sync.WaitGroup
+		sem = make(chan struct{}, d.opts.Parallelism)
+	)
+	for i := range pods {
+		p := pods[i]
+		name := p.Namespace + "/" + p.Name
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				mu.Lock()
+				stuck = append(stuck, name)
+				mu.Unlock()
+				return
+			}
+			defer func() { <-sem }()
+			ok := d.evictPod(ctx, log, req, &p, start, blockedBy)
+			mu.Lock()
+			defer mu.Unlock()
+			if ok {
+				evicted = append(evicted, name)
+			} else {
+				stuck = append(stuck, name)
+			}
+		}()
+	}
+	wg.Wait()
+	return evicted, stuck
 }
 
 func (d *Drainer) observe(req Request, result string, code int) {

@@ -163,7 +163,7 @@ func New(cfg Config, d Deps) (*Controller, error) {
 		return nil, err
 	}
 	if d.Drainer == nil {
-		d.Drainer = drain.New(d.Kube, log.Named("drain"), drain.Options{Now: cfg.Now, Recorder: d.Recorder, Observer: m})
+		d.Drainer = drain.New(d.Kube, log.Named("drain"), drain.Options{Now: cfg.Now, Recorder: d.Recorder, Observer: m, KarpenterTermination: true})
 	}
 	if d.Volumes == nil {
 		d.Volumes, _ = d.Cache.(Volumes)
