@@ -402,3 +402,35 @@ func TestAdvisoryCordonIsNotDisrupted(t *testing.T) {
 		t.Fatal("a drain after the advisory cordon did not add karpenter.sh/disrupted")
 	}
 }
+
+// TestDrainWatchesTheCache: with Options.Pod (the coordinator's informer
+// cache) an evicted pod is watched there until it is gone, never read from
+// the API server one GET per poll.
+func TestDrainWatchesTheCache(t *testing.T) {
+	c, _ := setup(t, nil, pod("a"), pod("b"))
+	var mu sync.Mutex
+	reads := map[string]int{}
+	opts := fastOpts()
+	opts.Pod = func(namespace, name string) *corev1.Pod {
+		mu.Lock()
+		defer mu.Unlock()
+		reads[name]++
+		if reads[name] < 3 { // still there for two polls
+			return pod(name)
+		}
+		return nil
+	}
+	d := New(c, zaptest.NewLogger(t), opts)
+	res, err := d.Drain(context.Background(), Request{Node: nodeName, Reason: "test", Deadline: time.Now().Add(time.Minute), Evict: true})
+	if err != nil || len(res.Evicted) != 2 {
+		t.Fatalf("drain: %v, evicted %v", err, res.Evicted)
+	}
+	for _, a := range c.Actions() {
+		if a.GetVerb() == "get" && a.GetResource().Resource == "pods" && a.GetSubresource() == "" {
+			t.Fatalf("a pod was read from the API server: %v", a)
+		}
+	}
+	if reads["a"] < 3 || reads["b"] < 3 {
+		t.Fatalf("cache reads %v, want each pod watched until gone", reads)
+	}
+}

@@ -122,6 +122,18 @@ func (d *Drainer) grace(p *corev1.Pod, deadline time.Time) *int64 {
 	return &g
 }
 
+// currentPod reads p as it is now: from the cache (Options.Pod), else from
+// the API server; NotFound when it is gone.
+func (d *Drainer) currentPod(ctx context.Context, p *corev1.Pod) (*corev1.Pod, error) {
+	if d.opts.Pod == nil {
+		return d.kube.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
+	}
+	if cur := d.opts.Pod(p.Namespace, p.Name); cur != nil {
+		return cur, nil
+	}
+	return nil, apierrors.NewNotFound(corev1.Resource("pods"), p.Name)
+}
+
 // waitGone polls p until it is gone (or replaced by a pod of another UID)
 // or stuck terminating by the drain's clock: a pod whose kubelet is gone
 // keeps its deletionTimestamp for ever, and Karpenter stops waiting for it
@@ -129,7 +141,7 @@ func (d *Drainer) grace(p *corev1.Pod, deadline time.Time) *int64 {
 // first.
 func (d *Drainer) waitGone(ctx context.Context, log *zap.Logger, p *corev1.Pod) bool {
 	for {
-		cur, err := d.kube.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
+		cur, err := d.currentPod(ctx, p)
 		if apierrors.IsNotFound(err) || (err == nil && cur.UID != p.UID) {
 			return true
 		}

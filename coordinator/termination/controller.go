@@ -37,6 +37,12 @@ type Cache interface {
 	Changes() (<-chan struct{}, func())
 }
 
+// podCache reads one pod from the informer cache (kube.Cache), nil when
+// it is not there.
+type podCache interface {
+	Pod(namespace, name string) *corev1.Pod
+}
+
 // Claims reads and writes NodeClaims on the API server (kube.Clients).
 type Claims interface {
 	GetNodeClaim(ctx context.Context, name string) (*karpv1.NodeClaim, error)
@@ -163,7 +169,11 @@ func New(cfg Config, d Deps) (*Controller, error) {
 		return nil, err
 	}
 	if d.Drainer == nil {
-		d.Drainer = drain.New(d.Kube, log.Named("drain"), drain.Options{Now: cfg.Now, Recorder: d.Recorder, Observer: m, KarpenterTermination: true})
+		opts := drain.Options{Now: cfg.Now, Recorder: d.Recorder, Observer: m, KarpenterTermination: true}
+		if pods, ok := d.Cache.(podCache); ok {
+			opts.Pod = pods.Pod // evicted pods watched in the cache, not polled
+		}
+		d.Drainer = drain.New(d.Kube, log.Named("drain"), opts)
 	}
 	if d.Volumes == nil {
 		d.Volumes, _ = d.Cache.(Volumes)

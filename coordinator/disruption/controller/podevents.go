@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -125,8 +127,10 @@ func (p *PodEvents) Reconcile(ctx context.Context) error {
 		upd.Status.LastPodEventTime = metav1.NewTime(at)
 		if _, err := p.kube.UpdateNodeClaimStatus(ctx, upd); err != nil {
 			p.log.Debug("writing lastPodEventTime", zap.String("nodeclaim", name), zap.Error(err))
-			failed = err // retried next pass
-			continue
+			if !apierrors.IsConflict(err) { // another writer was first: not a failure
+				failed = err
+			}
+			continue // retried next pass, from the newer object
 		}
 		delete(p.due, name)
 	}

@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -109,12 +112,17 @@ func TestLastPodEventTimeFollowsPodEvents(t *testing.T) {
 		t.Fatalf("terminal pod: a %v, want %v", c.last("nc-a"), c.now)
 	}
 
-	// A terminating pod is an event; a failed write is retried.
+	// A terminating pod is an event; a failed write is retried (a
+	// conflict, another writer first, is not reported as a failure).
 	c.now = c.now.Add(time.Minute)
 	c.pods[1].DeletionTimestamp = &metav1.Time{Time: c.now}
-	c.err = errors.New("conflict")
+	c.err = errors.New("connection refused")
 	if err := pe.Reconcile(context.Background()); err == nil {
 		t.Fatal("failed write not reported")
+	}
+	c.err = apierrors.NewConflict(schema.GroupResource{Group: karpv1.Group, Resource: "nodeclaims"}, "nc-b", errors.New("the object has been modified"))
+	if err := pe.Reconcile(context.Background()); err != nil {
+		t.Fatalf("a conflict reported as a failure: %v", err)
 	}
 	c.err = nil
 	at := c.now
