@@ -109,19 +109,23 @@ func TestLifecycleControlPlane(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The lifecycle syncs the Node concurrently: retry on conflicts.
-	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cur, err := env.Client.CoreV1().Nodes().Get(ctx, created.Name, metav1.GetOptions{})
-		if err != nil {
+	setReady := func(status corev1.ConditionStatus, reason string) {
+		t.Helper()
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			cur, err := env.Client.CoreV1().Nodes().Get(ctx, created.Name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			cur.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: status, Reason: reason,
+				LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
+			_, err = env.Client.CoreV1().Nodes().UpdateStatus(ctx, cur, metav1.UpdateOptions{})
 			return err
+		})
+		if err != nil {
+			t.Fatal(err)
 		}
-		cur.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
-			LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
-		_, err = env.Client.CoreV1().Nodes().UpdateStatus(ctx, cur, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
+	setReady(corev1.ConditionTrue, "KubeletReady")
 
 	simstack.Eventually(t, time.Minute, "Initialized", func() (bool, string) {
 		nc := cache.NodeClaim("default-aaaaa")
@@ -197,19 +201,7 @@ func TestLifecycleControlPlane(t *testing.T) {
 	if gone, err := l.CollectGarbage(ctx); err != nil || len(gone) != 0 {
 		t.Fatalf("CollectGarbage with the node Ready = %v, %v", gone, err)
 	}
-	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cur, err := env.Client.CoreV1().Nodes().Get(ctx, created.Name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		cur.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionUnknown, Reason: "NodeStatusUnknown",
-			LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
-		_, err = env.Client.CoreV1().Nodes().UpdateStatus(ctx, cur, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	setReady(corev1.ConditionUnknown, "NodeStatusUnknown")
 	simstack.Eventually(t, time.Minute, "the node not Ready in the cache", func() (bool, string) {
 		n := cache.Node(created.Name)
 		return n != nil && !nodeReady(n), "still Ready"

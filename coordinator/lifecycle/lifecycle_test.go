@@ -203,6 +203,18 @@ func (h *harness) reconcile() {
 	}
 }
 
+// wantDeleted checks that the claim, and only it, was deleted for reason:
+// annotated and counted.
+func (h *harness) wantDeleted(reason string) {
+	h.t.Helper()
+	if len(h.kube.deleted) != 1 || h.claim().Annotations[karpv1.AnnotationDisruptionReason] != reason {
+		h.t.Fatalf("deleted %v, annotations %v; want the claim deleted for %s", h.kube.deleted, h.claim().Annotations, reason)
+	}
+	if got := value(h.l.metrics.deleted.WithLabelValues("default", reason)); got != 1 {
+		h.t.Fatalf("joiner_nodeclaims_lifecycle_deleted_total{reason=%q} = %v, want 1", reason, got)
+	}
+}
+
 func (h *harness) claim() *karpv1.NodeClaim { return h.kube.NodeClaim("default-abcde") }
 
 func (h *harness) node() *corev1.Node {
@@ -353,12 +365,7 @@ func TestNoCapacityIntent(t *testing.T) {
 	h.raft.MustPropose(t, fsm.LaunchResultType, fsm.LaunchResult{IntentID: "intent1", Attempt: 1, At: t0,
 		Failed: &fsm.Failed{Reason: "insufficient capacity for 2 offerings", NoCapacity: true}})
 	h.reconcile()
-	if len(h.kube.deleted) != 1 || h.claim().Annotations[karpv1.AnnotationDisruptionReason] != ReasonInsufficientCapacity {
-		t.Fatalf("deleted %v, annotations %v", h.kube.deleted, h.claim().Annotations)
-	}
-	if got := value(h.l.metrics.deleted.WithLabelValues("default", ReasonInsufficientCapacity)); got != 1 {
-		t.Fatalf("deleted metric %v", got)
-	}
+	h.wantDeleted(ReasonInsufficientCapacity)
 }
 
 // TestWaitingClaimConditions: a claim whose launch is still pending shows
@@ -399,9 +406,7 @@ func TestLaunchTimeoutCancelsPendingIntent(t *testing.T) {
 	if in, _ := h.state.Intent("intent1"); in.State != fsm.IntentCancelled {
 		t.Fatalf("intent %s, want cancelled", in.State)
 	}
-	if len(h.kube.deleted) != 1 || h.claim().Annotations[karpv1.AnnotationDisruptionReason] != ReasonLaunchTimeout {
-		t.Fatalf("deleted %v, annotations %v", h.kube.deleted, h.claim().Annotations)
-	}
+	h.wantDeleted(ReasonLaunchTimeout)
 	if got := len(h.state.NominatedPods()); got != 0 {
 		t.Fatalf("%d pods still nominated: they must go back to the provisioner", got)
 	}
@@ -423,18 +428,13 @@ func TestRegistrationTimeoutTerminates(t *testing.T) {
 	}
 	h.now = t0.Add(10*time.Minute + time.Second)
 	h.reconcile()
-	if len(h.kube.deleted) != 1 || h.claim().Annotations[karpv1.AnnotationDisruptionReason] != ReasonRegistrationTimeout {
-		t.Fatalf("deleted %v, annotations %v", h.kube.deleted, h.claim().Annotations)
-	}
+	h.wantDeleted(ReasonRegistrationTimeout)
 	terms := h.state.Terminations()
 	if len(terms) != 1 || terms[0].ID != "term-i-1" || terms[0].Reason != ReasonRegistrationTimeout {
 		t.Fatalf("terminations %+v", terms)
 	}
 	if inst, _ := h.state.Instance("i-1"); inst.State != fsm.InstanceTerminating {
 		t.Fatalf("instance %s, want terminating", inst.State)
-	}
-	if got := value(h.l.metrics.deleted.WithLabelValues("default", ReasonRegistrationTimeout)); got != 1 {
-		t.Fatalf("deleted metric %v", got)
 	}
 }
 
@@ -480,9 +480,7 @@ func TestGarbageCollection(t *testing.T) {
 	if inst, _ := h.state.Instance("i-1"); inst.State != fsm.InstanceLost {
 		t.Fatalf("instance %s, want lost", inst.State)
 	}
-	if len(h.kube.deleted) != 1 || h.claim().Annotations[karpv1.AnnotationDisruptionReason] != ReasonInstanceGone {
-		t.Fatalf("deleted %v annotations %v", h.kube.deleted, h.claim().Annotations)
-	}
+	h.wantDeleted(ReasonInstanceGone)
 	if gone, _ := h.l.CollectGarbage(ctx); len(gone) != 0 {
 		t.Fatalf("lost instance collected again: %v", gone)
 	}
