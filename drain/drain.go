@@ -50,7 +50,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/klog/v2"
 
 	corekarp "github.com/joiner-dev/joiner/api/core/v1"
 	"github.com/joiner-dev/joiner/events"
@@ -281,8 +280,8 @@ func (d *Drainer) classify(pods []corev1.Pod, now time.Time) plan {
 		}
 		name := pod.Namespace + "/" + pod.Name
 		switch {
-		case !karp && isDaemonSetPod(pod), isMirrorPod(pod), pod.Status.Phase == corev1.PodSucceeded, pod.Status.Phase == corev1.PodFailed,
-			podutil.StuckTerminating(pod, now), karp && toleratesDisrupted(pod), d.opts.Skip != nil && d.opts.Skip(pod):
+		case !karp && isDaemonSetPod(pod), podutil.OwnedByNode(pod), pod.Status.Phase == corev1.PodSucceeded, pod.Status.Phase == corev1.PodFailed,
+			podutil.StuckTerminating(pod, now), karp && podutil.ToleratesDisrupted(pod), d.opts.Skip != nil && d.opts.Skip(pod):
 			p.skipped = append(p.skipped, name)
 		case podutil.DoNotDisruptActive(pod, now):
 			p.left = append(p.left, name)
@@ -313,22 +312,6 @@ func groupOf(p *corev1.Pod) int {
 	return g
 }
 
-// disruptedTaint is what the drain puts on the node to keep pods off it.
-var disruptedTaint = corev1.Taint{Key: corekarp.TaintDisruptedKey, Effect: corev1.TaintEffectNoSchedule}
-
-// toleratesDisrupted says whether p tolerates karpenter.sh/disrupted:NoSchedule
-// (a toleration of that key, or operator Exists without a key), so it may
-// be scheduled again onto the node it was evicted from (Karpenter's
-// ToleratesDisruptedNoScheduleTaint).
-func toleratesDisrupted(p *corev1.Pod) bool {
-	for i := range p.Spec.Tolerations {
-		if p.Spec.Tolerations[i].ToleratesTaint(klog.Background(), &disruptedTaint, false) {
-			return true
-		}
-	}
-	return false
-}
-
 func podNames(pods []corev1.Pod) []string {
 	out := make([]string, len(pods))
 	for i := range pods {
@@ -344,11 +327,6 @@ func isDaemonSetPod(p *corev1.Pod) bool {
 		}
 	}
 	return false
-}
-
-func isMirrorPod(p *corev1.Pod) bool {
-	_, ok := p.Annotations[corev1.MirrorPodAnnotationKey]
-	return ok
 }
 
 // evictAll evicts the node's pods group by group (see plan) until the

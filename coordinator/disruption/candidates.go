@@ -125,16 +125,6 @@ func ownerIs(p *corev1.Pod, apiVersion, kind string) bool {
 func ownedByDaemonSet(p *corev1.Pod) bool   { return ownerIs(p, "apps/v1", "DaemonSet") }
 func ownedByStatefulSet(p *corev1.Pod) bool { return ownerIs(p, "apps/v1", "StatefulSet") }
 
-// static says whether p is a static (mirror) pod: owned by its Node, or
-// carrying the kubelet's mirror annotation. The API cannot evict it.
-func static(p *corev1.Pod) bool {
-	if ownerIs(p, "v1", "Node") {
-		return true
-	}
-	_, ok := p.Annotations[corev1.MirrorPodAnnotationKey]
-	return ok
-}
-
 func terminal(p *corev1.Pod) bool {
 	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
 }
@@ -149,7 +139,7 @@ func active(p *corev1.Pod) bool { return !terminal(p) && !terminating(p) }
 // (its replacement can only start once it is gone, so its room is needed),
 // and neither a DaemonSet nor a static pod.
 func Reschedulable(p *corev1.Pod) bool {
-	return (active(p) || ownedByStatefulSet(p) && terminating(p)) && !ownedByDaemonSet(p) && !static(p)
+	return (active(p) || ownedByStatefulSet(p) && terminating(p)) && !ownedByDaemonSet(p) && !podutil.OwnedByNode(p)
 }
 
 func reschedulablePods(n *Node) []*corev1.Pod {
@@ -173,25 +163,7 @@ func disruptable(p *corev1.Pod, now time.Time) bool {
 // active, not tolerating the karpenter.sh/disrupted:NoSchedule taint, not
 // static, not protected by do-not-disrupt.
 func evictable(p *corev1.Pod, now time.Time) bool {
-	return active(p) && !toleratesDisrupted(p) && !static(p) && !podutil.DoNotDisruptActive(p, now)
-}
-
-// toleratesDisrupted: the pod tolerates karpenter.sh/disrupted:NoSchedule
-// (Karpenter then neither evicts it nor waits for it).
-func toleratesDisrupted(p *corev1.Pod) bool {
-	for _, t := range p.Spec.Tolerations {
-		if t.Effect != "" && t.Effect != corev1.TaintEffectNoSchedule {
-			continue
-		}
-		switch {
-		case t.Key == "" && t.Operator == corev1.TolerationOpExists:
-			return true
-		case t.Key != karpv1.TaintDisruptedKey:
-		case t.Operator == corev1.TolerationOpExists, t.Value == "" && (t.Operator == "" || t.Operator == corev1.TolerationOpEqual):
-			return true
-		}
-	}
-	return false
+	return active(p) && !podutil.ToleratesDisrupted(p) && !podutil.OwnedByNode(p) && !podutil.DoNotDisruptActive(p, now)
 }
 
 // currentlyReschedulable: a reschedulable pod that would move now

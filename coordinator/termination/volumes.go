@@ -10,11 +10,11 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/klog/v2"
 
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 	"github.com/joiner-dev/joiner/events"
 	"github.com/joiner-dev/joiner/internal/logging"
+	"github.com/joiner-dev/joiner/internal/podutil"
 )
 
 // Volumes is what the wait for volume detachment reads (kube.Cache): after
@@ -27,10 +27,6 @@ type Volumes interface {
 	PodsOnNode(node string) []*corev1.Pod
 	PersistentVolumeClaim(namespace, name string) *corev1.PersistentVolumeClaim
 }
-
-// stuckTerminating is how long after its deletion time a pod counts as
-// stuck: its volumes are not waited for (Karpenter's IsStuckTerminating).
-const stuckTerminating = time.Minute
 
 // PendingAttachments names the VolumeAttachments that hold the
 // termination of a drained node, sorted: those of PersistentVolumes, except
@@ -72,31 +68,11 @@ func PendingAttachments(vas []*storagev1.VolumeAttachment, pods []*corev1.Pod,
 	return out
 }
 
-var disruptedTaint = corev1.Taint{Key: karpv1.TaintDisruptedKey, Effect: corev1.TaintEffectNoSchedule}
-
-// Undrainable reports whether the drain leaves a pod on the node: a
-// DaemonSet or mirror pod (agent/drain skips them), a pod that tolerates
-// karpenter.sh/disrupted:NoSchedule, or one stuck terminating (Karpenter's
-// not-drainable pods).
-func Undrainable(p *corev1.Pod, now time.Time) bool {
-	if ctl := metav1.GetControllerOf(p); ctl != nil && ctl.Kind == "DaemonSet" {
-		return true
-	}
-	if _, mirror := p.Annotations[corev1.MirrorPodAnnotationKey]; mirror {
-		return true
-	}
-	for _, o := range p.OwnerReferences {
-		if o.Kind == "Node" && o.APIVersion == "v1" {
-			return true
-		}
-	}
-	for i := range p.Spec.Tolerations {
-		if p.Spec.Tolerations[i].ToleratesTaint(klog.Background(), &disruptedTaint, false) {
-			return true
-		}
-	}
-	return p.DeletionTimestamp != nil && now.Sub(p.DeletionTimestamp.Time) > stuckTerminating
-}
+// Undrainable reports whether the drain leaves a pod on the node, so
+// the instance does not wait for its volumes: not drainable as Karpenter
+// has it (tolerating karpenter.sh/disrupted, stuck terminating, a mirror
+// pod). DaemonSet pods are drained (in their groups) and count.
+func Undrainable(p *corev1.Pod, now time.Time) bool { return !podutil.Drainable(p, now) }
 
 // volumesUndecided: the NodeClaim's VolumesDetached condition is not yet
 // True or False (absent, or Unknown while waiting).

@@ -88,7 +88,7 @@ func TestPendingAttachments(t *testing.T) {
 	}{
 		{"none", nil, []*corev1.Pod{volumePod("web")}, ""},
 		{"evicted pods' volumes and volumes no pod uses", vas, []*corev1.Pod{volumePod("web")}, "va-ds,va-orphan,va-web"},
-		{"a DaemonSet pod keeps its volume", vas, []*corev1.Pod{volumePod("ds", ownedBy("DaemonSet", "apps/v1"))}, "va-orphan,va-web"},
+		{"a DaemonSet pod does not (drained in its group)", vas, []*corev1.Pod{volumePod("ds", ownedBy("DaemonSet", "apps/v1"))}, "va-ds,va-orphan,va-web"},
 		{"a ReplicaSet pod does not", vas, []*corev1.Pod{volumePod("ds", ownedBy("ReplicaSet", "apps/v1"))}, "va-ds,va-orphan,va-web"},
 		{"a static pod keeps its volume", vas, []*corev1.Pod{volumePod("ds", ownedBy("Node", "v1"))}, "va-orphan,va-web"},
 		{"a mirror pod keeps its volume", vas, []*corev1.Pod{volumePod("ds", func(p *corev1.Pod) {
@@ -103,9 +103,9 @@ func TestPendingAttachments(t *testing.T) {
 		{"stuck terminating keeps it", vas, []*corev1.Pod{volumePod("ds", podDeleted(2*time.Minute))}, "va-orphan,va-web"},
 		{"terminating a short while does not", vas, []*corev1.Pod{volumePod("ds", podDeleted(30*time.Second))}, "va-ds,va-orphan,va-web"},
 		{"generic ephemeral volume of a kept pod", []*storagev1.VolumeAttachment{attachment("va-eph", "pv-job-scratch")},
-			[]*corev1.Pod{volumePod("job", ephemeral, ownedBy("DaemonSet", "apps/v1"))}, ""},
+			[]*corev1.Pod{volumePod("job", ephemeral, tolerating(corev1.Toleration{Operator: corev1.TolerationOpExists}))}, ""},
 		{"claim not found: the attachment holds", []*storagev1.VolumeAttachment{attachment("va-x", "pv-data-lost")},
-			[]*corev1.Pod{volumePod("lost", ownedBy("DaemonSet", "apps/v1"))}, "va-x"},
+			[]*corev1.Pod{volumePod("lost", tolerating(corev1.Toleration{Operator: corev1.TolerationOpExists}))}, "va-x"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := strings.Join(PendingAttachments(tc.vas, tc.pods, all, t0), ","); got != tc.want {
@@ -206,7 +206,8 @@ func volumesDetachedCondition(t *testing.T, r *rig, name string) *metav1.Conditi
 }
 
 // A drained NodeClaim's instance waits for the VolumeAttachment of its
-// evicted pod's volume (not for the DaemonSet pod's), then terminates; the
+// evicted pod's volume (not for that of the pod tolerating every taint,
+// which the drain leaves on the node), then terminates; the
 // condition, the Node's Event and the metric record the wait.
 func TestTerminationWaitsForVolumes(t *testing.T) {
 	for _, tc := range []struct {
@@ -222,7 +223,7 @@ func TestTerminationWaitsForVolumes(t *testing.T) {
 			nc := claim(append([]claimOpt{fresh}, tc.opts...)...)
 			r := newRig(t, Config{}, []*karpv1.NodeClaim{nc}, []*corev1.Node{node()})
 			r.launch(nc.Name, "intent-1", "i-0123", fsm.IntentLaunched)
-			v := &fakeVolumes{pods: []*corev1.Pod{volumePod("ds", ownedBy("DaemonSet", "apps/v1"))}}
+			v := &fakeVolumes{pods: []*corev1.Pod{volumePod("ds", tolerating(corev1.Toleration{Operator: corev1.TolerationOpExists}))}}
 			v.set(attachment("va-web", "pv-data-web"), attachment("va-ds", "pv-data-ds"))
 			r.c.d.Volumes = v
 
@@ -238,7 +239,7 @@ func TestTerminationWaitsForVolumes(t *testing.T) {
 				t.Fatalf("terminated %v while a volume is attached", calls)
 			}
 			// The Node's Event names the attachments (va-web only: the
-			// DaemonSet pod's volume is not waited for).
+			// tolerating pod's volume is not waited for).
 			const want = "Normal AwaitingVolumeDetachment Awaiting deletion of bound volumeattachments (va-web)"
 			if ev := observe.EventsText(r.rec); strings.Count(ev, "AwaitingVolumeDetachment") != 1 || !strings.Contains(ev, want) {
 				t.Errorf("events %q: want one %q (passes repeat within two minutes, the event does not)", ev, want)

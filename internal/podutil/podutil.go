@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
 
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 )
@@ -46,4 +47,43 @@ func DoNotDisruptActive(p *corev1.Pod, now time.Time) bool {
 		return true
 	}
 	return now.Sub(p.Status.StartTime.Time) < d
+}
+
+// disruptedNoSchedule is the taint a node being disrupted carries.
+var disruptedNoSchedule = corev1.Taint{Key: karpv1.TaintDisruptedKey, Effect: corev1.TaintEffectNoSchedule}
+
+// ToleratesDisrupted says whether p tolerates karpenter.sh/disrupted:NoSchedule
+// (a toleration of that key, or operator Exists without a key): it could be
+// scheduled right back onto the node being drained, so Karpenter neither
+// evicts it nor waits for it (ToleratesDisruptedNoScheduleTaint).
+func ToleratesDisrupted(p *corev1.Pod) bool {
+	for i := range p.Spec.Tolerations {
+		if p.Spec.Tolerations[i].ToleratesTaint(klog.Background(), &disruptedNoSchedule, true) {
+			return true
+		}
+	}
+	return false
+}
+
+// OwnedByNode says whether p is a static pod's mirror (the kubelet owns
+// it; the API server cannot evict it): Karpenter's IsOwnedByNode, or the
+// mirror annotation.
+func OwnedByNode(p *corev1.Pod) bool {
+	if _, ok := p.Annotations[corev1.MirrorPodAnnotationKey]; ok {
+		return true
+	}
+	for _, o := range p.OwnerReferences {
+		if o.APIVersion == "v1" && o.Kind == "Node" {
+			return true
+		}
+	}
+	return false
+}
+
+// Drainable says whether a drain evicts p or waits for it (Karpenter's
+// IsDrainable): not tolerating karpenter.sh/disrupted, not stuck
+// terminating at now, not a mirror pod. Do-not-disrupt pods are drainable:
+// the drain waits for them, it does not evict them.
+func Drainable(p *corev1.Pod, now time.Time) bool {
+	return !ToleratesDisrupted(p) && !StuckTerminating(p, now) && !OwnedByNode(p)
 }

@@ -70,3 +70,32 @@ func TestDoNotDisruptActive(t *testing.T) {
 		})
 	}
 }
+
+func TestDrainable(t *testing.T) {
+	now := time.Now()
+	tol := func(tl corev1.Toleration) *corev1.Pod { return &corev1.Pod{Spec: corev1.PodSpec{Tolerations: []corev1.Toleration{tl}}} }
+	for _, tc := range []struct {
+		name string
+		pod  *corev1.Pod
+		want bool
+	}{
+		{"a plain pod", &corev1.Pod{}, true},
+		{"a DaemonSet pod", &corev1.Pod{ObjectMeta: metav1.ObjectMeta{OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "ds"}}}}, true},
+		{"do-not-disrupt: waited for", &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{karpv1.AnnotationDoNotDisrupt: "true"}}}, true},
+		{"tolerates every taint", tol(corev1.Toleration{Operator: corev1.TolerationOpExists}), false},
+		{"tolerates karpenter.sh/disrupted", tol(corev1.Toleration{Key: karpv1.TaintDisruptedKey, Operator: corev1.TolerationOpExists}), false},
+		{"tolerates it by value", tol(corev1.Toleration{Key: karpv1.TaintDisruptedKey, Operator: corev1.TolerationOpEqual, Effect: corev1.TaintEffectNoSchedule}), false},
+		{"tolerates it for NoExecute only", tol(corev1.Toleration{Key: karpv1.TaintDisruptedKey, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute}), true},
+		{"tolerates another taint", tol(corev1.Toleration{Key: "dedicated", Operator: corev1.TolerationOpExists}), true},
+		{"a mirror pod (annotation)", &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{corev1.MirrorPodAnnotationKey: "x"}}}, false},
+		{"a static pod (owned by its Node)", &corev1.Pod{ObjectMeta: metav1.ObjectMeta{OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: "n"}}}}, false},
+		{"stuck terminating", &corev1.Pod{ObjectMeta: metav1.ObjectMeta{DeletionTimestamp: new(metav1.NewTime(now.Add(-2 * time.Minute)))}}, false},
+		{"terminating within its minute", &corev1.Pod{ObjectMeta: metav1.ObjectMeta{DeletionTimestamp: new(metav1.NewTime(now.Add(-30 * time.Second)))}}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Drainable(tc.pod, now); got != tc.want {
+				t.Errorf("Drainable = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
