@@ -73,7 +73,9 @@ func TestDoNotDisruptActive(t *testing.T) {
 
 func TestDrainable(t *testing.T) {
 	now := time.Now()
-	tol := func(tl corev1.Toleration) *corev1.Pod { return &corev1.Pod{Spec: corev1.PodSpec{Tolerations: []corev1.Toleration{tl}}} }
+	tol := func(tl corev1.Toleration) *corev1.Pod {
+		return &corev1.Pod{Spec: corev1.PodSpec{Tolerations: []corev1.Toleration{tl}}}
+	}
 	for _, tc := range []struct {
 		name string
 		pod  *corev1.Pod
