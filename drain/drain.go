@@ -280,7 +280,7 @@ func (d *Drainer) classify(pods []corev1.Pod, now time.Time) plan {
 		}
 		name := pod.Namespace + "/" + pod.Name
 		switch {
-		case !karp && isDaemonSetPod(pod), podutil.OwnedByNode(pod), pod.Status.Phase == corev1.PodSucceeded, pod.Status.Phase == corev1.PodFailed,
+		case !karp && podutil.OwnedByDaemonSet(pod), podutil.OwnedByNode(pod), pod.Status.Phase == corev1.PodSucceeded, pod.Status.Phase == corev1.PodFailed,
 			podutil.StuckTerminating(pod, now), karp && podutil.ToleratesDisrupted(pod), d.opts.Skip != nil && d.opts.Skip(pod):
 			p.skipped = append(p.skipped, name)
 		case podutil.DoNotDisruptActive(pod, now):
@@ -306,7 +306,7 @@ func groupOf(p *corev1.Pod) int {
 	if p.Spec.PriorityClassName == "system-cluster-critical" || p.Spec.PriorityClassName == "system-node-critical" {
 		g = groupCritical
 	}
-	if isDaemonSetPod(p) {
+	if podutil.OwnedByDaemonSet(p) {
 		g++ // groupNonCriticalDaemonSet, groupCriticalDaemonSet
 	}
 	return g
@@ -318,15 +318,6 @@ func podNames(pods []corev1.Pod) []string {
 		out[i] = pods[i].Namespace + "/" + pods[i].Name
 	}
 	return out
-}
-
-func isDaemonSetPod(p *corev1.Pod) bool {
-	for _, o := range p.OwnerReferences {
-		if o.Kind == "DaemonSet" && o.Controller != nil && *o.Controller {
-			return true
-		}
-	}
-	return false
 }
 
 // evictAll evicts the node's pods group by group (see plan) until the

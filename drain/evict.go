@@ -122,16 +122,17 @@ func (d *Drainer) grace(p *corev1.Pod, deadline time.Time) *int64 {
 	return &g
 }
 
-// currentPod reads p as it is now: from the cache (Options.Pod), else from
-// the API server; NotFound when it is gone.
+// currentPod reads p as it is now: from the cache (Options.Pod) while it
+// holds the pod, else from the API server. The cache may not have seen a
+// pod the drain listed from the API server yet, so its "not there" is
+// confirmed once by a GET: one per pod, not one per poll.
 func (d *Drainer) currentPod(ctx context.Context, p *corev1.Pod) (*corev1.Pod, error) {
-	if d.opts.Pod == nil {
-		return d.kube.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
+	if d.opts.Pod != nil {
+		if cur := d.opts.Pod(p.Namespace, p.Name); cur != nil {
+			return cur, nil
+		}
 	}
-	if cur := d.opts.Pod(p.Namespace, p.Name); cur != nil {
-		return cur, nil
-	}
-	return nil, apierrors.NewNotFound(corev1.Resource("pods"), p.Name)
+	return d.kube.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
 }
 
 // waitGone polls p until it is gone (or replaced by a pod of another UID)

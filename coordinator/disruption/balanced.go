@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/internal/podutil"
 )
 
 // Balanced consolidation (Karpenter v1.14.1, designs/balanced-consolidation.md):
@@ -111,7 +112,7 @@ func nodePrice(n *Node) float64 {
 func stateDisruptionCost(n *Node) float64 {
 	c := perNodeDisruptionCost
 	for _, p := range n.Node.Pods {
-		if !ownedByDaemonSet(p) {
+		if !podutil.OwnedByDaemonSet(p) {
 			c += PodDisruptionCost(p)
 		}
 	}

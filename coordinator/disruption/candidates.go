@@ -122,7 +122,6 @@ func ownerIs(p *corev1.Pod, apiVersion, kind string) bool {
 	return false
 }
 
-func ownedByDaemonSet(p *corev1.Pod) bool   { return ownerIs(p, "apps/v1", "DaemonSet") }
 func ownedByStatefulSet(p *corev1.Pod) bool { return ownerIs(p, "apps/v1", "StatefulSet") }
 
 func terminal(p *corev1.Pod) bool {
@@ -139,7 +138,7 @@ func active(p *corev1.Pod) bool { return !terminal(p) && !terminating(p) }
 // (its replacement can only start once it is gone, so its room is needed),
 // and neither a DaemonSet nor a static pod.
 func Reschedulable(p *corev1.Pod) bool {
-	return (active(p) || ownedByStatefulSet(p) && terminating(p)) && !ownedByDaemonSet(p) && !podutil.OwnedByNode(p)
+	return (active(p) || ownedByStatefulSet(p) && terminating(p)) && !podutil.OwnedByDaemonSet(p) && !podutil.OwnedByNode(p)
 }
 
 func reschedulablePods(n *Node) []*corev1.Pod {

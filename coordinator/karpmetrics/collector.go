@@ -15,6 +15,7 @@ import (
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 	"github.com/joiner-dev/joiner/coordinator/view"
 	"github.com/joiner-dev/joiner/internal/podresources"
+	"github.com/joiner-dev/joiner/internal/podutil"
 )
 
 // Cache is what the collector reads of the informer cache (kube.Cache).
@@ -213,7 +214,7 @@ func (c *Collector) collectNodes(ch chan<- prometheus.Metric, nodes []*corev1.No
 			r, l := podresources.Requests(p), podresources.Limits(p)
 			podresources.Add(podReq, r)
 			podresources.Add(podLim, l)
-			if view.OwnedByDaemonSet(p) {
+			if podutil.OwnedByDaemonSet(p) {
 				podresources.Add(dsReq, r)
 				podresources.Add(dsLim, l)
 			}

@@ -132,10 +132,8 @@ type Launcher struct {
 	wake   loop.Waker
 	// errors counts failed cloud calls by reason.
 	errors *prometheus.CounterVec
-	// recorder and dedupe tell capacity failures on their NodeClaims, at
-	// most once per NodeClaim in Karpenter's dedupe window.
+	// recorder tells capacity failures on their NodeClaims.
 	recorder record.EventRecorder
-	dedupe   *events.Dedupe
 	// retry spaces out the passes of an intent whose attempt failed.
 	retry *retries
 }
@@ -170,6 +168,19 @@ func (r *retries) failed(id string, now time.Time) {
 	r.next[id] = now.Add(r.limiter.When(id))
 }
 
+// keep forgets the intents not in live (launched, failed or cancelled
+// while they waited).
+func (r *retries) keep(live map[string]bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for id := range r.next {
+		if !live[id] {
+			r.limiter.Forget(id)
+			delete(r.next, id)
+		}
+	}
+}
+
 func (r *retries) done(id string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -192,7 +203,7 @@ func New(cfg Config, d Deps) *Launcher {
 	}
 	defaults.Zero(&d.Log, zap.NewNop())
 	l := &Launcher{cfg: cfg, cloud: d.Cloud, raft: d.Raft, state: d.State, claims: d.Claims, log: d.Log.Named("launcher"), wake: loop.NewWaker(),
-		recorder: d.Recorder, dedupe: events.NewDedupe(cfg.Now), retry: newRetries(cfg.Interval),
+		recorder: d.Recorder, retry: newRetries(cfg.Interval),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "joiner_launch_errors_total",
 			Help: "Failed launch calls, by reason (insufficient-capacity, token-instance-terminated, invalid, rejected, unknown)."}, []string{"reason"})}
 	if err := telemetry.Register(d.Registerer, "launcher", l.errors); err != nil {
@@ -224,11 +235,17 @@ func (l *Launcher) Run(ctx context.Context) error {
 func (l *Launcher) Pass(ctx context.Context) error {
 	var ids []string
 	now := l.cfg.Now()
+	live := map[string]bool{}
 	for _, in := range l.state.Intents() {
-		if (in.State == fsm.IntentPending || in.State == fsm.IntentLaunching) && l.retry.due(in.ID, now) {
+		if in.State != fsm.IntentPending && in.State != fsm.IntentLaunching {
+			continue
+		}
+		live[in.ID] = true
+		if l.retry.due(in.ID, now) {
 			ids = append(ids, in.ID)
 		}
 	}
+	l.retry.keep(live)
 	errs := make([]error, len(ids))
 	workqueue.ParallelizeUntil(ctx, l.cfg.Concurrency, len(ids), func(i int) {
 		errs[i] = l.Drive(ctx, ids[i])
@@ -375,9 +392,12 @@ func (l *Launcher) recordFailure(ctx context.Context, log *zap.Logger, intentID 
 		failed = &fsm.Failed{Reason: launchErr.Error()}
 	case errors.Is(launchErr, cloud.ErrRejected):
 		// Refused outright (a permission, a parameter): nothing was made,
-		// and the same token would be refused the same way.
+		// so a new attempt (a new token) is safe. As Karpenter retries a
+		// failed launch, the intent tries again after its backoff until
+		// the lifecycle's launch timeout gives the NodeClaim up, instead
+		// of a new NodeClaim every provisioning pass.
 		l.errors.WithLabelValues("rejected").Inc()
-		failed = &fsm.Failed{Reason: launchErr.Error()}
+		failed = &fsm.Failed{Reason: launchErr.Error(), Retryable: true}
 	default:
 		l.errors.WithLabelValues("unknown").Inc()
 		// Outcome unknown: stay launching(n); the next pass adopts by tag
@@ -402,20 +422,14 @@ func (l *Launcher) recordFailure(ctx context.Context, log *zap.Logger, intentID 
 }
 
 // tellNoCapacity records Karpenter's InsufficientCapacityError on the
-// NodeClaim named claim, whose launch attempt failed for want of capacity
-// (launchErr), unless one was recorded for it within Karpenter's dedupe
-// window (events.DefaultDedupeTimeout per NodeClaim UID): the intent
-// retries the other offerings about every pass, where Karpenter deletes
-// the NodeClaim after one failure.
+// NodeClaim named claim, whose launch failed for want of capacity
+// (launchErr): once, since the intent fails and the NodeClaim is given up,
+// as in Karpenter.
 func (l *Launcher) tellNoCapacity(claim string, launchErr error) {
 	if l.recorder == nil || l.claims == nil || claim == "" {
 		return
 	}
-	nc := l.claims.NodeClaim(claim)
-	if nc == nil {
-		return
-	}
-	if l.dedupe.Allow(0, events.InsufficientCapacityError, events.ObjectKey(nc)) {
+	if nc := l.claims.NodeClaim(claim); nc != nil {
 		events.Publish(l.recorder, events.NoCapacity(nc, launchErr))
 	}
 }

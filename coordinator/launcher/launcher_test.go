@@ -79,7 +79,7 @@ func TestLaunchAndRecover(t *testing.T) {
 		{name: "after cloud launch, tag lookup lags: same token", crash: launcher.AfterCloudLaunch, listLag: time.Hour, wantAttempt: 1, wantCreated: 1, wantState: fsm.IntentLaunched},
 		{name: "before result", crash: launcher.BeforeLaunchResult, wantAttempt: 1, wantCreated: 1, wantState: fsm.IntentLaunched},
 		{name: "capacity error: failed, as Karpenter", errs: []error{cloud.ErrInsufficientCapacity}, wantAttempt: 1, wantCreated: 0, wantState: fsm.IntentFailed},
-		{name: "rejected (UnauthorizedOperation): failed", errs: []error{fmt.Errorf("UnauthorizedOperation: %w", cloud.ErrRejected)}, wantAttempt: 1, wantCreated: 0, wantState: fsm.IntentFailed},
+		{name: "rejected (UnauthorizedOperation): next attempt, as Karpenter retries", errs: []error{fmt.Errorf("UnauthorizedOperation: %w", cloud.ErrRejected)}, wantAttempt: 2, wantCreated: 1, wantState: fsm.IntentLaunched},
 		{name: "unknown error: same token", errs: []error{errors.New("connection reset")}, wantAttempt: 1, wantCreated: 1, wantState: fsm.IntentLaunched},
 		{name: "invalid: failed", errs: []error{cloud.ErrInvalidSpec}, wantAttempt: 1, wantCreated: 0, wantState: fsm.IntentFailed},
 		{name: "parameter mismatch, no instance: next attempt", errs: []error{cloud.ErrIdempotentMismatch}, wantAttempt: 2, wantCreated: 1, wantState: fsm.IntentLaunched},
@@ -388,5 +388,37 @@ func TestFailedAttemptsBackOff(t *testing.T) {
 	}
 	if in, _ := h.f.Intent("i1"); in.State != fsm.IntentLaunched || in.Attempt != 1 || h.cloud.Created != 1 {
 		t.Fatalf("intent %s attempt %d, %d created; want launched at attempt 1 (the same token), 1 created", in.State, in.Attempt, h.cloud.Created)
+	}
+}
+
+// TestRejectedAttemptsBackOff: a request the cloud refused (a missing
+// permission) is tried again with a new token after the backoff, not every
+// pass, and never fails the intent by itself (the lifecycle's launch
+// timeout gives the NodeClaim up, as Karpenter's).
+func TestRejectedAttemptsBackOff(t *testing.T) {
+	h := newHarness(t, "i1")
+	refused := fmt.Errorf("UnauthorizedOperation: %w", cloud.ErrRejected)
+	h.cloud.LaunchErrors = []error{refused, refused}
+	l := launcher.New(launcher.Config{Cluster: "c", Now: h.clk.Now, Interval: time.Second}, launcher.Deps{Cloud: h.cloud, Raft: h.d, State: h.f})
+	ctx := context.Background()
+	for i, step := range []struct {
+		advance     time.Duration
+		wantCalls   int
+		wantAttempt int
+		wantState   fsm.IntentState
+	}{
+		{0, 1, 1, fsm.IntentPending},
+		{0, 1, 1, fsm.IntentPending},           // too early
+		{time.Second, 2, 2, fsm.IntentPending}, // refused again: next in 2 s
+		{time.Second, 2, 2, fsm.IntentPending},
+		{time.Second, 3, 3, fsm.IntentLaunched},
+	} {
+		h.clk.Add(step.advance)
+		_ = l.Pass(ctx)
+		in, _ := h.f.Intent("i1")
+		if h.cloud.LaunchCalls != step.wantCalls || in.Attempt != step.wantAttempt || in.State != step.wantState {
+			t.Fatalf("step %d: %d launch calls, intent %s at attempt %d; want %d calls, %s at attempt %d",
+				i, h.cloud.LaunchCalls, in.State, in.Attempt, step.wantCalls, step.wantState, step.wantAttempt)
+		}
 	}
 }

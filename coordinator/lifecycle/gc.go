@@ -69,7 +69,11 @@ func (l *Lifecycle) CollectGarbage(ctx context.Context) ([]string, error) {
 			state = CloudTerminated
 		}
 		verdict := DecideGC(inst, state, terminating[inst.ID], l.cfg.Now(), l.cfg.GCGrace)
-		if verdict == Keep || verdict == Lost && l.kubeletReady(ProviderID(inst)) {
+		if verdict == Keep {
+			continue
+		}
+		if verdict == Lost && l.kubeletReady(ProviderID(inst)) {
+			l.log.Debug("instance not found, but its node says Ready: kept", zap.String(logging.KeyInstance, inst.ID))
 			continue
 		}
 		if err := l.collect(ctx, inst, verdict); err != nil {
@@ -111,6 +115,7 @@ func (l *Lifecycle) collectAdopted(ctx context.Context, listed map[string]bool) 
 			continue
 		}
 		if l.kubeletReady(nc.Status.ProviderID) {
+			l.log.Debug("instance gone, but its node says Ready: kept", zap.String(logging.KeyInstance, id), logging.NodeClaim(nc.Name))
 			continue
 		}
 		nc = nc.DeepCopy()

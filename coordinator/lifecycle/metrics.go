@@ -25,7 +25,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		initialized: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "joiner_nodeclaims_initialized_total",
 			Help: "NodeClaims marked Initialized (their Node is usable), by nodepool."}, []string{"nodepool"}),
 		deleted: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "joiner_nodeclaims_lifecycle_deleted_total",
-			Help: "NodeClaims the lifecycle deleted, by nodepool and reason (launch_failed, launch_timeout, registration_timeout, orphan, instance_gone)."},
+			Help: "NodeClaims the lifecycle deleted, by nodepool and reason (insufficient_capacity, launch_failed, launch_timeout, registration_timeout, orphan, instance_gone)."},
 			[]string{"nodepool", "reason"}),
 		instancesGone: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "joiner_instances_gone_total",
 			Help: "Instances garbage collection found gone from the cloud, by recorded state (lost, terminated)."}, []string{"state"}),

@@ -160,20 +160,11 @@ func scaleDown(now time.Time, pool string, claims []Claim, n int) []Deletion {
 // do-not-disrupt.
 func empty(pods []*corev1.Pod, now time.Time) bool {
 	for _, p := range pods {
-		if !ownedByDaemonSet(p) || podutil.DoNotDisruptActive(p, now) {
+		if !podutil.OwnedByDaemonSet(p) || podutil.DoNotDisruptActive(p, now) {
 			return false
 		}
 	}
 	return true
-}
-
-func ownedByDaemonSet(p *corev1.Pod) bool {
-	for _, o := range p.OwnerReferences {
-		if o.Kind == "DaemonSet" {
-			return true
-		}
-	}
-	return false
 }
 
 // reschedulingCost is the sum of the pods' eviction costs (DaemonSet pods

@@ -1,6 +1,10 @@
 package view
 
-import corev1 "k8s.io/api/core/v1"
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/joiner-dev/joiner/internal/podutil"
+)
 
 // Key is a pod's namespace/name, the key raft nominations use.
 func Key(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
@@ -10,21 +14,11 @@ func Terminal(p *corev1.Pod) bool {
 	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
 }
 
-// OwnedByDaemonSet reports whether a DaemonSet controls the pod.
-func OwnedByDaemonSet(p *corev1.Pod) bool {
-	for _, o := range p.OwnerReferences {
-		if o.Controller != nil && *o.Controller && o.Kind == "DaemonSet" {
-			return true
-		}
-	}
-	return false
-}
-
 // Provisionable: a pending pod kube-scheduler could not place (Karpenter
 // waits for PodScheduled=False/Unschedulable so it never races the
 // scheduler onto existing capacity).
 func Provisionable(p *corev1.Pod) bool {
-	if p.Spec.NodeName != "" || p.DeletionTimestamp != nil || Terminal(p) || len(p.Spec.SchedulingGates) > 0 || OwnedByDaemonSet(p) {
+	if p.Spec.NodeName != "" || p.DeletionTimestamp != nil || Terminal(p) || len(p.Spec.SchedulingGates) > 0 || podutil.OwnedByDaemonSet(p) {
 		return false
 	}
 	for _, c := range p.Status.Conditions {
@@ -38,7 +32,7 @@ func Provisionable(p *corev1.Pod) bool {
 // Reschedulable: a pod on a disrupted node that its controller will
 // recreate elsewhere (not a DaemonSet or mirror pod, not finished).
 func Reschedulable(p *corev1.Pod) bool {
-	if Terminal(p) || p.DeletionTimestamp != nil || OwnedByDaemonSet(p) {
+	if Terminal(p) || p.DeletionTimestamp != nil || podutil.OwnedByDaemonSet(p) {
 		return false
 	}
 	if _, mirror := p.Annotations[corev1.MirrorPodAnnotationKey]; mirror {

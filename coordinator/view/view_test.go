@@ -78,7 +78,7 @@ func TestBuildFromFixtures(t *testing.T) {
 	onDisrupted.Spec.NodeName = "n2"
 	onDisrupted.Status = corev1.PodStatus{Phase: corev1.PodRunning}
 	dsPod := pendingPod("ds")
-	dsPod.OwnerReferences = []metav1.OwnerReference{{Kind: "DaemonSet", Name: "ds", Controller: yes()}}
+	dsPod.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "ds", Controller: yes()}}
 	notYet := pendingPod("not-yet")
 	notYet.Status.Conditions = nil
 	gated := pendingPod("gated")

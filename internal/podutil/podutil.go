@@ -87,3 +87,14 @@ func OwnedByNode(p *corev1.Pod) bool {
 func Drainable(p *corev1.Pod, now time.Time) bool {
 	return !ToleratesDisrupted(p) && !StuckTerminating(p, now) && !OwnedByNode(p)
 }
+
+// OwnedByDaemonSet says whether a DaemonSet owns p (an owner reference of
+// apps/v1 DaemonSet, Karpenter's IsOwnedByDaemonSet).
+func OwnedByDaemonSet(p *corev1.Pod) bool {
+	for _, o := range p.OwnerReferences {
+		if o.APIVersion == "apps/v1" && o.Kind == "DaemonSet" {
+			return true
+		}
+	}
+	return false
+}

@@ -24,6 +24,7 @@ import (
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 	"github.com/joiner-dev/joiner/coordinator/disruption"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
+	"github.com/joiner-dev/joiner/coordinator/lifecycle"
 	"github.com/joiner-dev/joiner/coordinator/scheduler"
 )
 
@@ -365,7 +366,8 @@ func (c *Controller) replacementState(v *pass, name string) (ok bool, failed str
 		if init, _ := initialized(nc); init {
 			return true, ""
 		}
-		if cond := meta.FindStatusCondition(nc.Status.Conditions, karpv1.ConditionLaunched); cond != nil && cond.Status == metav1.ConditionFalse {
+		if cond := meta.FindStatusCondition(nc.Status.Conditions, karpv1.ConditionLaunched); cond != nil && cond.Status != metav1.ConditionTrue &&
+			cond.Reason == lifecycle.ReasonLaunchFailed {
 			return false, fmt.Sprintf("replacement nodeclaim %s failed to launch: %s", name, cond.Message)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 	"github.com/joiner-dev/joiner/coordinator/loop"
 	"github.com/joiner-dev/joiner/internal/defaults"
+	"github.com/joiner-dev/joiner/internal/podutil"
 )
 
 // PodEventsCache is the informer cache the pod-events loop reads
@@ -91,7 +92,7 @@ func (p *PodEvents) Reconcile(ctx context.Context) error {
 	for _, pod := range p.cache.Pods() {
 		// A pod arriving (bound), finishing or terminating changes the
 		// set; DaemonSet pods do not count (Karpenter's predicates).
-		if pod.Spec.NodeName == "" || ownedByDaemonSet(pod) || pod.DeletionTimestamp != nil ||
+		if pod.Spec.NodeName == "" || podutil.OwnedByDaemonSet(pod) || pod.DeletionTimestamp != nil ||
 			pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 			continue
 		}
@@ -135,17 +136,6 @@ func (p *PodEvents) Reconcile(ctx context.Context) error {
 		delete(p.due, name)
 	}
 	return failed
-}
-
-// ownedByDaemonSet: a DaemonSet controls the pod (matched by API version
-// and kind, as Karpenter does).
-func ownedByDaemonSet(p *corev1.Pod) bool {
-	for _, o := range p.OwnerReferences {
-		if o.APIVersion == "apps/v1" && o.Kind == "DaemonSet" {
-			return true
-		}
-	}
-	return false
 }
 
 func sameKeys(a, b map[string]bool) bool {
