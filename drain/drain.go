@@ -151,9 +151,10 @@ type Options struct {
 	// PollInterval for "is the pod gone yet" (default 500 ms).
 	PollInterval time.Duration
 	// Pod, when set, answers "is the pod gone yet" from an informer cache
-	// (nil: not there) instead of a GET per pod and poll: the
-	// coordinator's, which drains many nodes at once, reads its cache as
-	// Karpenter does.
+	// (nil: not there, then confirmed by one GET, since the cache may not
+	// have seen a pod listed from the API server) instead of a GET per pod
+	// and poll: the coordinator's, which drains many nodes at once, reads
+	// its cache as Karpenter does.
 	Pod func(namespace, name string) *corev1.Pod
 	// Parallelism bounds concurrent evictions (default 32).
 	Parallelism int
