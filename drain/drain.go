@@ -87,6 +87,15 @@ type Request struct {
 	// the taint policy): cordon and the joiner.io/interruption taint, not
 	// karpenter.sh/disrupted. Never with Evict.
 	Advisory bool
+	// TerminationTime, when set, is when the node will be terminated
+	// whatever is still on it (the NodeClaim's terminationGracePeriod
+	// ends): each pod still waiting to go (do-not-disrupt, PDB-blocked,
+	// in a later group, or terminating with a grace period past it) is
+	// deleted once less than its own terminationGracePeriodSeconds remain
+	// before it, with the time left (at least 1 s) as grace, bypassing its
+	// PDB and do-not-disrupt, as Karpenter's DeleteExpiringPods; a Disrupted
+	// Event tells the pod so. Zero: never.
+	TerminationTime time.Time
 	// EvictionReason ends each evicted pod's Evicted Event ("Evicted pod:
 	// <reason>", Karpenter's: the NodeClaim's disruption reason); default
 	// Reason.
@@ -257,6 +266,9 @@ type plan struct {
 	// KarpenterTermination there is one.
 	groups              [][]corev1.Pod
 	skipped, left, held []string
+	// waiting is every pod the drain waits for or leaves (groups, left
+	// and held): the pods a termination time deletes.
+	waiting []corev1.Pod
 }
 
 // classify plans the drain of the node's pods at now. A pod stuck
@@ -286,9 +298,11 @@ func (d *Drainer) classify(pods []corev1.Pod, now time.Time) plan {
 			p.skipped = append(p.skipped, name)
 		case podutil.DoNotDisruptActive(pod, now):
 			p.left = append(p.left, name)
+			p.waiting = append(p.waiting, *pod)
 			firstLeft = min(firstLeft, g)
 		default:
 			p.groups[g] = append(p.groups[g], *pod)
+			p.waiting = append(p.waiting, *pod)
 		}
 	}
 	for _, later := range p.groups[min(firstLeft+1, len(p.groups)):] {
@@ -339,6 +353,18 @@ func (d *Drainer) evictAll(ctx context.Context, log *zap.Logger, req Request, no
 	}
 	log.Info("evicting pods", zap.Int("pods", total), zap.Int("skipped", len(p.skipped)), zap.Strings("left", p.left),
 		zap.Strings("held", p.held))
+	if !req.TerminationTime.IsZero() {
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d.deleteExpiring(ctx, log, req, p.waiting)
+		}()
+		// evictAll returns once its groups are gone or ctx ends; the
+		// deletions still to come are made by the next drain of the node.
+		defer wg.Wait()
+		defer cancel()
+	}
 	start := d.opts.Now()
 	var blocked sync.Once
 	blockedBy := func(pod string) {

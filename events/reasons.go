@@ -30,6 +30,7 @@ const (
 	ConsolidationRejected      = "ConsolidationRejected"
 	// node termination
 	Evicted                        = "Evicted"
+	Disrupted                      = "Disrupted"
 	FailedDraining                 = "FailedDraining"
 	AwaitingVolumeDetachment       = "AwaitingVolumeDetachment"
 	TerminationGracePeriodExpiring = "TerminationGracePeriodExpiring"
@@ -250,6 +251,20 @@ func PoolBlocked(pool *karpv1.NodePool) Event {
 // NodeClaim's DisruptionReason).
 func PodEvicted(pod *corev1.Pod, reason string) Event {
 	return Event{Object: pod, Type: corev1.EventTypeNormal, Reason: Evicted, Message: "Evicted pod: " + reason}
+}
+
+// PodDeletedForTermination: pod was deleted, bypassing its PDB and
+// do-not-disrupt, so that it gets as much of its grace period as the
+// node's termination time leaves: grace seconds of its own (Karpenter's
+// message, the time printed as Go prints it, to the second, in UTC).
+func PodDeletedForTermination(pod *corev1.Pod, grace int64, terminationTime time.Time) Event {
+	var own int64
+	if pod.Spec.TerminationGracePeriodSeconds != nil {
+		own = *pod.Spec.TerminationGracePeriodSeconds
+	}
+	return Event{Object: pod, Type: corev1.EventTypeNormal, Reason: Disrupted, Message: fmt.Sprintf("Deleting the pod to accommodate the terminationTime %s of the node. "+
+		"The pod was granted %d seconds of grace-period of its %d terminationGracePeriodSeconds. This bypasses the PDB of the pod and the do-not-disrupt annotation.",
+		terminationTime.UTC().Truncate(time.Second).String(), grace, own)}
 }
 
 // DrainFailed: draining node failed (or is blocked), for err.

@@ -616,12 +616,16 @@ func (c *Controller) startDrain(ctx context.Context, key string, nc *karpv1.Node
 		return errors.New("drain requested outside Run")
 	}
 	deadline := c.cfg.Now().Add(c.cfg.DrainTimeout)
+	var terminationTime time.Time
 	if nc != nil {
 		if end, ok := GraceDeadline(nc); ok {
-			deadline = end
+			deadline, terminationTime = end, end
 		}
 	}
 	req := c.drainRequest(nc, node, reason, deadline)
+	// Pods are deleted in time to get their own grace period before the
+	// terminationGracePeriod ends (Karpenter's DeleteExpiringPods).
+	req.TerminationTime = terminationTime
 	var claimName string
 	if nc != nil {
 		claimName = nc.Name

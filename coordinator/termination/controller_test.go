@@ -154,6 +154,9 @@ func TestTerminateNodeClaim(t *testing.T) {
 	if req.Node != "ip-10-0-0-1" || req.Reason != "Drifted" || !req.Evict || !req.Deadline.Equal(r.now.Add(time.Hour)) {
 		t.Errorf("drain request %+v: want node ip-10-0-0-1, reason Drifted, evict, deadline now+1h", req)
 	}
+	if !req.TerminationTime.IsZero() {
+		t.Errorf("drain request's termination time %s, want none without a terminationGracePeriod", req.TerminationTime)
+	}
 	terms := r.state.Terminations()
 	if len(terms) != 1 || terms[0].ID != "term-i-0123" || terms[0].Reason != "Drifted" || terms[0].State != fsm.TerminationDone {
 		t.Errorf("terminations %+v: want term-i-0123 Drifted done", terms)
@@ -348,8 +351,8 @@ func TestGracePeriodElapsedSkipsDrain(t *testing.T) {
 	r.drainer.mu.Lock()
 	drains := append([]drain.Request(nil), r.drainer.drains...)
 	r.drainer.mu.Unlock()
-	if len(drains) != 1 || !drains[0].Deadline.Equal(t0.Add(30*time.Second)) {
-		t.Fatalf("drains %+v: want one with the grace deadline %s", drains, t0.Add(30*time.Second))
+	if len(drains) != 1 || !drains[0].Deadline.Equal(t0.Add(30*time.Second)) || !drains[0].TerminationTime.Equal(t0.Add(30*time.Second)) {
+		t.Fatalf("drains %+v: want one with the grace deadline %s as deadline and termination time", drains, t0.Add(30*time.Second))
 	}
 	r.now = t0.Add(31 * time.Second) // past the grace period: terminate anyway
 	if err := r.c.Reconcile(context.Background()); err != nil {
