@@ -241,3 +241,55 @@ func placementGroupReason(err error) string {
 	}
 	return "PlacementGroupResolutionFailed"
 }
+
+// settled reports whether a part's resolution error is an answer (the
+// selector matched nothing, the alias or profile does not exist), not a
+// failure to ask (throttling, a timeout, a refused call).
+func settled(err error) bool {
+	for _, s := range []error{ErrNoSubnets, ErrNoSecurityGroups, ErrNoAMIs, ErrUnknownAlias, ErrUnsupportedAlias, ErrNoRole, ErrNoPlacementGroup, ErrNotFound} {
+		if errors.Is(err, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// KeepOnFailure merges a new resolution with the last good one, as
+// Karpenter's EC2NodeClass reconcilers leave a part's status alone when
+// they could not ask EC2: each part whose resolution failed (an error that
+// is not an answer, see settled) is taken from prev and its error dropped.
+// It returns the merged resolution, the condition types of the parts kept
+// from prev and the error that remains (nil when none).
+func KeepOnFailure(prev, cur Resolved, err error) (Resolved, []string, error) {
+	if err == nil {
+		return cur, nil, nil
+	}
+	var rerr *ResolveError
+	if !errors.As(err, &rerr) {
+		// Not a resolution error: nothing of cur was resolved.
+		if settled(err) {
+			return cur, nil, err
+		}
+		return prev, []string{awsv1.ConditionSubnetsReady, awsv1.ConditionSecurityGroupsReady, awsv1.ConditionAMIsReady,
+			awsv1.ConditionInstanceProfileReady, ConditionPlacementGroupReady, ConditionCapacityReservationsReady}, nil
+	}
+	left := *rerr
+	var kept []string
+	keep := func(typ string, partErr *error, take func()) {
+		if *partErr != nil && !settled(*partErr) {
+			take()
+			*partErr = nil
+			kept = append(kept, typ)
+		}
+	}
+	keep(awsv1.ConditionSubnetsReady, &left.Subnets, func() { cur.Subnets = prev.Subnets })
+	keep(awsv1.ConditionSecurityGroupsReady, &left.SecurityGroups, func() { cur.SecurityGroups = prev.SecurityGroups })
+	keep(awsv1.ConditionAMIsReady, &left.AMIs, func() { cur.AMIs = prev.AMIs })
+	keep(awsv1.ConditionInstanceProfileReady, &left.InstanceProfile, func() { cur.InstanceProfile = prev.InstanceProfile })
+	keep(ConditionPlacementGroupReady, &left.PlacementGroup, func() { cur.PlacementGroup = prev.PlacementGroup })
+	keep(ConditionCapacityReservationsReady, &left.CapacityReservations, func() { cur.CapacityReservations = prev.CapacityReservations })
+	if len(left.parts()) == 0 {
+		return cur, kept, nil
+	}
+	return cur, kept, &left
+}

@@ -107,6 +107,9 @@ type resolution struct {
 	version string // the cluster's Kubernetes version it resolved for
 	at      time.Time
 	err     error
+	// partial: some parts could not be resolved and were kept from the
+	// resolution before (retried as soon as a failed one).
+	partial bool
 	class   *view.Class
 	typesAt time.Time
 }
@@ -218,13 +221,25 @@ func (l *Loop) class(ctx context.Context, cached *awsv1.EC2NodeClass, now time.T
 	r := l.resolved[nc.Name]
 	spec := specKey(nc)
 	due := r == nil || r.uid != nc.UID || r.spec != spec || r.version != version || now.Sub(r.at) >= l.cfg.Refresh ||
-		(r.err != nil && now.Sub(r.at) >= l.cfg.Retry)
+		((r.err != nil || r.partial) && now.Sub(r.at) >= l.cfg.Retry)
 	if due {
 		res, err := l.d.Cloud.Resolve(ctx, nc)
 		if ctx.Err() != nil {
 			return nil
 		}
-		r = &resolution{uid: nc.UID, spec: spec, version: version, at: now, err: err}
+		var kept []string
+		if r != nil && r.class != nil && r.uid == nc.UID && r.spec == spec {
+			// A part EC2, SSM or IAM could not be asked for keeps its last
+			// answer, status and condition (Karpenter's reconcilers return
+			// the error and leave the status alone): a throttled call does
+			// not take the class out of service.
+			failed := err
+			if res, kept, err = cloud.KeepOnFailure(r.class.Resolved, res, err); len(kept) > 0 {
+				l.log.Warn("ec2nodeclass partly not resolved; keeping the last resolution of those parts", zap.String("ec2nodeclass", nc.Name),
+					zap.Strings("kept", kept), zap.Error(failed))
+			}
+		}
+		r = &resolution{uid: nc.UID, spec: spec, version: version, at: now, err: err, partial: len(kept) > 0}
 		l.resolved[nc.Name] = r
 		l.updateClassStatus(ctx, cached, res, err, now)
 		if err != nil {

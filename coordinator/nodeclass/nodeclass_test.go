@@ -22,9 +22,12 @@ import (
 	"github.com/joiner-dev/joiner/test/observe"
 )
 
-// fakeCloud resolves every class (or fails with err) and counts calls.
+// fakeCloud resolves every class (or fails with err, or answers with
+// partErr beside what it resolved) and counts calls.
 type fakeCloud struct {
 	err                    error
+	partErr                *cloud.ResolveError
+	amiID                  string // default ami-1
 	resolves, typeListings int
 }
 
@@ -32,8 +35,20 @@ func (c *fakeCloud) Resolve(context.Context, *awsv1.EC2NodeClass) (cloud.Resolve
 	c.resolves++
 	r := cloud.Resolved{Subnets: []cloud.Subnet{{ID: "subnet-a", Zone: "us-east-1a"}}, AMIs: []cloud.AMI{{ID: "ami-1", Arch: "amd64"}},
 		SecurityGroups: []awsv1.SecurityGroup{{ID: "sg-1"}}, InstanceProfile: "p"}
+	if c.amiID != "" {
+		r.AMIs[0].ID = c.amiID
+	}
 	if c.err != nil {
 		return cloud.Resolved{}, &cloud.ResolveError{AMIs: c.err}
+	}
+	if c.partErr != nil {
+		if c.partErr.AMIs != nil {
+			r.AMIs = nil
+		}
+		if c.partErr.Subnets != nil {
+			r.Subnets = nil
+		}
+		return r, c.partErr
 	}
 	return r, nil
 }
@@ -182,6 +197,60 @@ func TestResolutionSchedule(t *testing.T) {
 	step(30 * time.Second)
 	if r.cloud.resolves != before+1 || len(r.catalog.Classes()) != 1 {
 		t.Fatalf("after Retry: %d resolves (want %d), %d classes published", r.cloud.resolves, before+1, len(r.catalog.Classes()))
+	}
+}
+
+// A part EC2 could not be asked for (throttled, timed out) keeps its last
+// resolution, status and condition, as Karpenter's reconcilers leave the
+// status alone on an error, and is asked again after Retry; an answer
+// ("matched nothing") takes the class out of service.
+func TestFailedCallsKeepTheLastResolution(t *testing.T) {
+	c := &fake.Cache{ClassList: []*awsv1.EC2NodeClass{class("default")}}
+	r := newRig(c)
+	ctx := context.Background()
+	step := func(d time.Duration) {
+		r.now = r.now.Add(d)
+		r.l.Reconcile(ctx)
+		if n := len(r.kube.Classes); n > 0 {
+			c.ClassList[0] = r.kube.Classes[n-1] // the cache sees the status written
+		}
+	}
+	step(0)
+	written := len(r.kube.Classes)
+	r.cloud.amiID = "ami-2" // a newer image, which this resolution does see
+	r.cloud.partErr = &cloud.ResolveError{Subnets: fmt.Errorf("describing subnets: %w", errors.New("RequestLimitExceeded: Request limit exceeded."))}
+	step(5 * time.Minute) // Refresh
+	got := r.catalog.Classes()["default"]
+	if got == nil {
+		t.Fatal("a throttled subnet lookup took the class out of service")
+	}
+	if s := got.Resolved.Subnets; len(s) != 1 || s[0].ID != "subnet-a" || got.Resolved.AMIs[0].ID != "ami-2" {
+		t.Fatalf("published subnets %+v and AMIs %+v: want the last subnets kept and the new AMI", s, got.Resolved.AMIs)
+	}
+	last := r.kube.Classes[len(r.kube.Classes)-1]
+	for _, typ := range []string{awsv1.ConditionSubnetsReady, awsv1.ConditionReady} {
+		if cond := meta.FindStatusCondition(last.Status.Conditions, typ); cond == nil || cond.Status != metav1.ConditionTrue {
+			t.Errorf("%s = %+v, want True kept", typ, cond)
+		}
+	}
+	if len(last.Status.Subnets) != 1 || len(r.kube.Classes) != written+1 || last.Status.AMIs[0].ID != "ami-2" {
+		t.Errorf("status written %d times (before %d), subnets %+v, AMIs %+v: want one write, for the new AMI only",
+			len(r.kube.Classes), written, last.Status.Subnets, last.Status.AMIs)
+	}
+	before := r.cloud.resolves
+	step(time.Second)
+	if r.cloud.resolves != before {
+		t.Fatal("a partly failed class was resolved again before Retry")
+	}
+	// Now EC2 answers: no subnet matches.
+	r.cloud.partErr = &cloud.ResolveError{Subnets: cloud.ErrNoSubnets}
+	step(30 * time.Second)
+	if r.cloud.resolves != before+1 || len(r.catalog.Classes()) != 0 {
+		t.Fatalf("after Retry: %d resolves (want %d), published %v: want the class out of service", r.cloud.resolves, before+1, r.catalog.Classes())
+	}
+	last = r.kube.Classes[len(r.kube.Classes)-1]
+	if cond := meta.FindStatusCondition(last.Status.Conditions, awsv1.ConditionSubnetsReady); cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != "SubnetsNotFound" {
+		t.Errorf("SubnetsReady = %+v, want False SubnetsNotFound", cond)
 	}
 }
 
