@@ -15,6 +15,10 @@ const (
 	// InterruptionRebalance: EC2 Instance Rebalance Recommendation (the
 	// spot instance is at elevated risk of interruption).
 	InterruptionRebalance InterruptionKind = "rebalance_recommendation"
+	// InterruptionCapacityReservation: EC2 Capacity Reservation Instance
+	// Interruption Warning (the owner of the interruptible reservation the
+	// instance runs in reclaims it; the instance goes two minutes later).
+	InterruptionCapacityReservation InterruptionKind = "capacity_reservation_interrupted"
 	// InterruptionScheduledChange: an AWS Health scheduledChange event of
 	// EC2 (instance retirement, maintenance) naming the instances.
 	InterruptionScheduledChange InterruptionKind = "scheduled_change"
@@ -57,7 +61,7 @@ type InterruptionEvent struct {
 	// after the warning; scheduled change: its start; a state change: at
 	// once); zero when the event gives none (rebalance).
 	Deadline time.Time
-	// Detail is the spot instance-action, the health event type code or
-	// the instance state.
+	// Detail is the spot or reservation instance-action, the health event
+	// type code or the instance state.
 	Detail string
 }

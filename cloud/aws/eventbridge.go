@@ -12,8 +12,8 @@ import (
 
 // The EventBridge events an interruption queue receives: the rules
 // Karpenter's getting-started stack creates send EC2's spot interruption
-// warnings, rebalance recommendations and instance state-change
-// notifications (source aws.ec2) and AWS Health events (aws.health) to
+// warnings, capacity reservation interruption warnings, rebalance
+// recommendations and instance state-change notifications (source aws.ec2) and AWS Health events (aws.health) to
 // the queue. Each arrives as the SQS message body, the event's JSON.
 const (
 	sourceEC2    = "aws.ec2"
@@ -21,8 +21,11 @@ const (
 
 	detailSpotInterruption = "EC2 Spot Instance Interruption Warning"
 	detailRebalance        = "EC2 Instance Rebalance Recommendation"
-	detailStateChange      = "EC2 Instance State-change Notification"
-	detailHealth           = "AWS Health Event"
+	// detailReservationInterruption: an interruptible capacity
+	// reservation's owner reclaims it.
+	detailReservationInterruption = "EC2 Capacity Reservation Instance Interruption Warning"
+	detailStateChange             = "EC2 Instance State-change Notification"
+	detailHealth                  = "AWS Health Event"
 
 	// eventVersion is the only EventBridge envelope version there is.
 	eventVersion = "0"
@@ -48,8 +51,10 @@ type event struct {
 // ec2Detail is the detail of the aws.ec2 events Joiner reads.
 type ec2Detail struct {
 	InstanceID     string `json:"instance-id"`
-	InstanceAction string `json:"instance-action"` // spot interruption warning
+	InstanceAction string `json:"instance-action"` // spot and reservation interruption warnings
 	State          string `json:"state"`           // state-change notification
+	// TerminationTime: reservation interruption warning (RFC 3339).
+	TerminationTime string `json:"instance-termination-time"`
 }
 
 // healthDetail is the detail of an AWS Health event.
@@ -94,7 +99,7 @@ func parseEvent(body string) cloud.InterruptionMessage {
 	var err error
 	switch {
 	case ev.Source == sourceEC2 && (ev.DetailType == detailSpotInterruption || ev.DetailType == detailRebalance ||
-		ev.DetailType == detailStateChange):
+		ev.DetailType == detailStateChange || ev.DetailType == detailReservationInterruption):
 		err = ec2Event(&out, ev)
 	case ev.Source == sourceHealth && ev.DetailType == detailHealth:
 		err = healthEvent(&out, ev)
@@ -120,6 +125,13 @@ func ec2Event(out *cloud.InterruptionMessage, ev event) error {
 	switch ev.DetailType {
 	case detailSpotInterruption:
 		ie.Kind, ie.Detail, ie.Deadline = cloud.InterruptionSpot, d.InstanceAction, ev.Time.Add(spotNotice)
+	case detailReservationInterruption:
+		// The instance goes at instance-termination-time, two minutes
+		// after the warning.
+		ie.Kind, ie.Detail, ie.Deadline = cloud.InterruptionCapacityReservation, d.InstanceAction, ev.Time.Add(spotNotice)
+		if t, err := time.Parse(time.RFC3339, d.TerminationTime); err == nil {
+			ie.Deadline = t.UTC()
+		}
 	case detailRebalance:
 		ie.Kind = cloud.InterruptionRebalance
 	default: // a state-change notification

@@ -16,3 +16,13 @@ func (p *Provider) MarkUnavailable(k cloud.OfferingKey, reason string) {
 	p.log.Info("marked offering unavailable", zap.String("reason", reason), zap.String("instance-type", k.InstanceType),
 		zap.String("zone", k.Zone), zap.String("capacity-type", k.CapacityType), zap.Duration("ttl", p.opts.UnavailableTTL))
 }
+
+// MarkReservationUnavailable makes a capacity reservation take no more
+// instances until EC2 reports it again (Karpenter's capacity reservation
+// MarkUnavailable), as a reservation's capacity error at launch does. The
+// interruption handler calls it for the reservation of an instance whose
+// interruptible reservation is reclaimed; reason is logged.
+func (p *Provider) MarkReservationUnavailable(id, reason string) {
+	p.res.exhausted(id)
+	p.log.Info("marked capacity reservation unavailable", zap.String("reason", reason), zap.String("capacity-reservation-id", id))
+}

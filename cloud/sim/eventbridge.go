@@ -24,8 +24,11 @@ import (
 const (
 	detailSpotInterruption = "EC2 Spot Instance Interruption Warning"
 	detailRebalance        = "EC2 Instance Rebalance Recommendation"
-	detailStateChange      = "EC2 Instance State-change Notification"
-	detailHealth           = "AWS Health Event"
+	// detailReservationInterruption: the owner of an interruptible
+	// capacity reservation reclaims it.
+	detailReservationInterruption = "EC2 Capacity Reservation Instance Interruption Warning"
+	detailStateChange             = "EC2 Instance State-change Notification"
+	detailHealth                  = "AWS Health Event"
 
 	// DefaultScheduledChange is the AWS Health event type a scheduled
 	// change is of when the caller names none.
@@ -52,6 +55,13 @@ type ebEvent struct {
 type spotDetail struct {
 	InstanceID     string `json:"instance-id"`
 	InstanceAction string `json:"instance-action"`
+}
+
+type reservationDetail struct {
+	InstanceID      string `json:"instance-id"`
+	InstanceAction  string `json:"instance-action"`
+	TerminationTime string `json:"instance-termination-time"`
+	AZID            string `json:"azId"`
 }
 
 type rebalanceDetail struct {
@@ -178,6 +188,25 @@ func (s *Sim) Rebalance(id string) error {
 	})
 }
 
+// ReclaimReservation is the owner of the interruptible capacity
+// reservation an instance runs in taking the capacity back: EC2 sends the
+// instance's interruption warning (EventBridge only) and terminates it
+// after the interruption notice time, which it returns.
+func (s *Sim) ReclaimReservation(id string) (time.Time, error) {
+	var t time.Time
+	err := s.onLiveInstance(id, func(in *instance) error {
+		if cr := s.reservation(in.ReservationID); cr == nil || !cr.Interruptible {
+			return fmt.Errorf("instance %s does not run in an interruptible capacity reservation", id)
+		}
+		t = s.now().Add(s.cfg.InterruptionNotice.Duration).UTC().Truncate(time.Second)
+		in.Reclaimed = &t
+		s.emitEvent(detailReservationInterruption, "aws.ec2", []string{fmt.Sprintf("arn:aws:ec2:%s:%s:instance/%s", s.cfg.Region, ownerID, in.ID)},
+			reservationDetail{InstanceID: in.ID, InstanceAction: "terminate", TerminationTime: t.Format(time.RFC3339), AZID: zoneID(in.Zone)})
+		return nil
+	})
+	return t, err
+}
+
 // ScheduleChange sends an AWS Health scheduledChange event of EC2 for an
 // instance: code is the event type (DefaultScheduledChange when ""), start
 // when the change begins (two weeks ahead when zero); it lasts an hour.
@@ -231,7 +260,7 @@ type instanceEvent struct {
 
 // instanceEventPath is the control path of the instance events:
 // instances/<id>/<action>.
-var instanceEventPath = regexp.MustCompile(`^instances/([^/]+)/(rebalance|scheduled-change|stop)$`)
+var instanceEventPath = regexp.MustCompile(`^instances/([^/]+)/(rebalance|scheduled-change|stop|reservation-interruption)$`)
 
 // serveInstanceEvent answers POST /control/instances/<id>/<action>:
 // rebalance, scheduled-change or stop.
@@ -242,6 +271,8 @@ func (s *Sim) serveInstanceEvent(w http.ResponseWriter, r *http.Request, id, act
 		err = s.Rebalance(id)
 	case "stop":
 		err = s.Stop(id)
+	case "reservation-interruption":
+		_, err = s.ReclaimReservation(id)
 	case "scheduled-change":
 		var ev instanceEvent
 		if r.ContentLength != 0 {

@@ -16,6 +16,7 @@
 //	POST /control/instances/<id>/rebalance  rebalance recommendation (spot instances; EventBridge only)
 //	POST /control/instances/<id>/scheduled-change  AWS Health scheduled change {"eventTypeCode","startTime"} (optional)
 //	POST /control/instances/<id>/stop       stop the instance (stopping, then stopped)
+//	POST /control/instances/<id>/reservation-interruption  reclaim its interruptible capacity reservation (EventBridge only; termination after the notice time)
 //	GET  /control/instances                 instances as JSON
 //	POST /control/instances/<id>/imds       serve the instance's IMDS on its own loopback port
 //	/imds/<id>/latest/...                    IMDSv2 token and meta-data of one instance
@@ -112,9 +113,12 @@ type instance struct {
 	// FleetContext is the CreateFleet Context it was launched with.
 	FleetContext string
 	Interrupted  *time.Time // spot instance-action time
-	NodeName     string
-	Registered   bool
-	LastBeat     time.Time
+	// Reclaimed: its interruptible capacity reservation is reclaimed; it
+	// terminates then.
+	Reclaimed  *time.Time
+	NodeName   string
+	Registered bool
+	LastBeat   time.Time
 
 	// ReservationID is the capacity reservation it runs in ("" for none);
 	// CapResPreference its launch template's reservation preference.
@@ -412,7 +416,7 @@ func (s *Sim) step(ctx context.Context) {
 			s.setState(in, "running")
 			in.LastBeat = now
 			boot = append(boot, in)
-		case in.State == "running" && in.Interrupted != nil && !now.Before(*in.Interrupted):
+		case in.State == "running" && ((in.Interrupted != nil && !now.Before(*in.Interrupted)) || (in.Reclaimed != nil && !now.Before(*in.Reclaimed))):
 			s.setState(in, "shutting-down")
 			s.setState(in, "terminated")
 			gone = append(gone, in)

@@ -331,3 +331,53 @@ func TestEventBridgeEvents(t *testing.T) {
 		t.Errorf("health detail %v (start %v, %v)", health, start, err)
 	}
 }
+
+// TestReservationInterruption: reclaiming an interruptible capacity
+// reservation sends its instance's warning, shaped as AWS documents it,
+// and terminates the instance after the notice; an instance outside such a
+// reservation gets nothing.
+func TestReservationInterruption(t *testing.T) {
+	clk := fakeclock.New(time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC))
+	r := newQueueRig(t, clk)
+	s := r.sim
+	s.mu.Lock()
+	s.cfg.CapacityReservations = append(s.cfg.CapacityReservations,
+		CapacityReservation{ID: "cr-0int", InstanceType: "m5.large", Zone: "us-east-1a", Total: 2, Interruptible: true},
+		CapacityReservation{ID: "cr-0odcr", InstanceType: "m5.large", Zone: "us-east-1a", Total: 2})
+	for _, in := range []*instance{
+		{ID: "i-0int", Type: "m5.large", Zone: "us-east-1a", State: "running", LastBeat: clk.Now(), ReservationID: "cr-0int"},
+		{ID: "i-0odcr", Type: "m5.large", Zone: "us-east-1a", State: "running", LastBeat: clk.Now(), ReservationID: "cr-0odcr"},
+	} {
+		s.instances[in.ID] = in
+		s.order = append(s.order, in.ID)
+	}
+	s.mu.Unlock()
+	at, err := s.ReclaimReservation("i-0int")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ReclaimReservation("i-0odcr"); err == nil {
+		t.Error("an instance in a reservation that is not interruptible was reclaimed")
+	}
+	msgs := r.receive(t, context.Background(), 30, 0)
+	if len(msgs) != 1 {
+		t.Fatalf("%d messages, want the one warning: %v", len(msgs), bodies(msgs))
+	}
+	var ev ebEvent
+	if err := json.Unmarshal([]byte(aws.ToString(msgs[0].Body)), &ev); err != nil {
+		t.Fatal(err)
+	}
+	detail, _ := json.Marshal(ev.Detail)
+	if ev.DetailType != "EC2 Capacity Reservation Instance Interruption Warning" || ev.Source != "aws.ec2" ||
+		string(detail) != `{"azId":"`+zoneID("us-east-1a")+`","instance-action":"terminate","instance-id":"i-0int","instance-termination-time":"2026-11-22T01:02:00Z"}` {
+		t.Errorf("event %s %s %s", ev.DetailType, ev.Source, detail)
+	}
+	clk.Add(at.Sub(clk.Now()) + time.Second) // past the notice
+	s.Step(context.Background())
+	s.mu.Lock()
+	state, other := s.instances["i-0int"].State, s.instances["i-0odcr"].State
+	s.mu.Unlock()
+	if state != "terminated" || other != "running" {
+		t.Errorf("states after the notice: reclaimed %s, other %s; want terminated and running", state, other)
+	}
+}

@@ -57,6 +57,9 @@ const (
 	// KindInstanceTerminating: the instance is shutting down or
 	// terminated (an EC2 state-change notification).
 	KindInstanceTerminating = "instance-terminating"
+	// KindCapacityReservation: the interruptible capacity reservation
+	// the instance runs in is reclaimed (the interruption queue only).
+	KindCapacityReservation = "capacity-reservation-interruption"
 )
 
 // Action is what a report leads to.
@@ -80,7 +83,7 @@ const (
 // only recorded.
 func ActionFor(kind string) Action {
 	switch kind {
-	case KindSpotInterruption, KindScheduledEvent, KindInstanceStopping, KindInstanceTerminating, KindASGLifecycle:
+	case KindSpotInterruption, KindScheduledEvent, KindInstanceStopping, KindInstanceTerminating, KindASGLifecycle, KindCapacityReservation:
 		return ActionDelete
 	}
 	return ActionEvent
@@ -95,6 +98,7 @@ var kindEvents = map[string]func(*corev1.Node, *karpv1.NodeClaim) []events.Event
 	KindInstanceStopping:    events.Stopping,
 	KindInstanceTerminating: events.InstanceGoingAway,
 	KindASGLifecycle:        events.InstanceGoingAway,
+	KindCapacityReservation: events.ReservationInterruption,
 }
 
 // Cache is the informer cache the handler reads (kube.Cache).
@@ -122,6 +126,9 @@ type State interface {
 // (cloud/aws.Provider).
 type Offerings interface {
 	MarkUnavailable(k cloud.OfferingKey, reason string)
+	// MarkReservationUnavailable: the capacity reservation takes no more
+	// instances until EC2 reports it again.
+	MarkReservationUnavailable(id, reason string)
 }
 
 // Deps are the handler's collaborators.
@@ -225,8 +232,13 @@ func (h *Handler) handle(ctx context.Context, r fsm.InterruptionReport, duplicat
 	case nc == nil:
 		action = ActionUnknownInstance
 	}
-	if action != ActionDuplicate && r.Kind == KindSpotInterruption {
-		h.markUnavailable(log, r, nc)
+	if action != ActionDuplicate {
+		switch r.Kind {
+		case KindSpotInterruption:
+			h.markUnavailable(log, r, nc)
+		case KindCapacityReservation:
+			h.markReservationUnavailable(log, r, nc)
+		}
 	}
 	switch action {
 	case ActionDuplicate:
@@ -242,6 +254,9 @@ func (h *Handler) handle(ctx context.Context, r fsm.InterruptionReport, duplicat
 		log.Info("interruption recorded; no action for this kind")
 	case ActionDelete:
 		log = log.With(logging.NodeClaim(nc.Name))
+		// The kind's Events come first, even for a NodeClaim already
+		// being deleted (Karpenter's notifyForMessage).
+		h.event(nc, r)
 		if err := h.disrupt(ctx, log, nc, r); err != nil {
 			return err
 		}
@@ -276,7 +291,6 @@ func (h *Handler) disrupt(ctx context.Context, log *zap.Logger, cached *karpv1.N
 		log.Info("interrupted nodeclaim already gone")
 		return nil
 	}
-	h.event(cached, r)
 	if err := h.d.Claims.DeleteNodeClaim(ctx, cached.Name); err != nil {
 		return err
 	}
@@ -329,6 +343,28 @@ func (h *Handler) markUnavailable(log *zap.Logger, r fsm.InterruptionReport, nc 
 		return
 	}
 	h.d.Offerings.MarkUnavailable(k, r.Kind)
+	if h.cfg.OnUnavailable != nil {
+		h.cfg.OnUnavailable()
+	}
+}
+
+// markReservationUnavailable makes the interruptible capacity reservation
+// a reclaimed instance ran in take no more instances until EC2 reports it
+// again (Karpenter's capacity reservation MarkUnavailable): the
+// reservation of its NodeClaim's karpenter.k8s.aws/capacity-reservation-id.
+func (h *Handler) markReservationUnavailable(log *zap.Logger, r fsm.InterruptionReport, nc *karpv1.NodeClaim) {
+	if h.d.Offerings == nil {
+		return
+	}
+	var id string
+	if nc != nil {
+		id = nc.Labels[karpv1.LabelCapacityReservationID]
+	}
+	if id == "" {
+		log.Info("capacity reservation interruption of an instance whose reservation is unknown; no reservation marked unavailable")
+		return
+	}
+	h.d.Offerings.MarkReservationUnavailable(id, r.Kind)
 	if h.cfg.OnUnavailable != nil {
 		h.cfg.OnUnavailable()
 	}

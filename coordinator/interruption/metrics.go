@@ -36,7 +36,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 // disruptedReason is Karpenter's karpenter_nodeclaims_disrupted_total
 // reason for a NodeClaim deleted on a notice of kind: its interruption
 // message kind (spot_interrupted, scheduled_change, instance_stopped,
-// instance_terminated), else the kind in snake case.
+// instance_terminated, capacity_reservation_interrupted), else the kind in snake case.
 func disruptedReason(kind string) string {
 	switch kind {
 	case KindSpotInterruption:
@@ -47,6 +47,8 @@ func disruptedReason(kind string) string {
 		return "instance_stopped"
 	case KindInstanceTerminating:
 		return "instance_terminated"
+	case KindCapacityReservation:
+		return "capacity_reservation_interrupted"
 	}
 	return strings.ReplaceAll(kind, "-", "_")
 }
@@ -62,13 +64,14 @@ func newQueueMetrics(reg prometheus.Registerer) (*queueMetrics, error) {
 	m := &queueMetrics{
 		received: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "karpenter_interruption_received_messages_total",
 			Help: "Messages received from the interruption queue, by message type (spot_interrupted, rebalance_recommendation, " +
-				"scheduled_change, instance_stopped, instance_terminated, no_op)."},
+				"scheduled_change, instance_stopped, instance_terminated, capacity_reservation_interrupted, no_op); " +
+				"a message that does not parse is deleted uncounted, as in Karpenter."},
 			[]string{"message_type"}),
 		deleted: prometheus.NewCounter(prometheus.CounterOpts{Name: "karpenter_interruption_deleted_messages_total",
 			Help: "Messages deleted from the interruption queue."}),
 		latency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "karpenter_interruption_message_queue_duration_seconds",
 			Help:    "Time from an interruption event until its message was acted on and deleted from the queue.",
-			Buckets: []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600}}),
+			Buckets: karpmetrics.DurationBuckets()}),
 	}
 	return m, telemetry.Register(reg, "interruption queue", m.received, m.deleted, m.latency)
 }

@@ -31,11 +31,12 @@ type Queue interface {
 // kindOfEvent maps the queue's event kinds to report kinds (the agent's
 // where they mean the same notice).
 var kindOfEvent = map[cloud.InterruptionKind]string{
-	cloud.InterruptionSpot:            KindSpotInterruption,
-	cloud.InterruptionRebalance:       KindRebalance,
-	cloud.InterruptionScheduledChange: KindScheduledEvent,
-	cloud.InterruptionStopped:         KindInstanceStopping,
-	cloud.InterruptionTerminated:      KindInstanceTerminating,
+	cloud.InterruptionSpot:                KindSpotInterruption,
+	cloud.InterruptionRebalance:           KindRebalance,
+	cloud.InterruptionCapacityReservation: KindCapacityReservation,
+	cloud.InterruptionScheduledChange:     KindScheduledEvent,
+	cloud.InterruptionStopped:             KindInstanceStopping,
+	cloud.InterruptionTerminated:          KindInstanceTerminating,
 }
 
 // QueueConfig configures a QueueLoop.
@@ -144,11 +145,11 @@ func (q *QueueLoop) Poll(ctx context.Context) error {
 // many reports it committed.
 func (q *QueueLoop) handle(ctx context.Context, m cloud.InterruptionMessage) (int, error) {
 	log := q.log.With(zap.String("message-id", m.ID), zap.String("event-id", m.EventID), zap.String("message-type", string(m.Kind)))
-	q.metrics.received.WithLabelValues(string(m.Kind)).Inc()
 	if m.Err != nil {
 		log.Error("interruption message does not parse; deleting it", zap.Error(m.Err))
 		return 0, q.delete(ctx, m)
 	}
+	q.metrics.received.WithLabelValues(string(m.Kind)).Inc()
 	n := 0
 	for _, ev := range m.Events {
 		ok, err := q.commit(ctx, log, m, ev)

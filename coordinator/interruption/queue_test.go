@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap/zaptest"
 
+	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 	"github.com/joiner-dev/joiner/cloud"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
 	"github.com/joiner-dev/joiner/test/observe"
@@ -49,10 +50,17 @@ func (f *fakeQueue) Delete(_ context.Context, receipt string) error {
 	return nil
 }
 
-// offeringsSpy records the offerings marked unavailable.
+// offeringsSpy records the offerings and reservations marked unavailable.
 type offeringsSpy struct {
-	mu     sync.Mutex
-	marked []cloud.OfferingKey
+	mu           sync.Mutex
+	marked       []cloud.OfferingKey
+	reservations []string
+}
+
+func (o *offeringsSpy) MarkReservationUnavailable(id, _ string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.reservations = append(o.reservations, id)
 }
 
 func (o *offeringsSpy) MarkUnavailable(k cloud.OfferingKey, _ string) {
@@ -145,7 +153,8 @@ func TestQueueMessagesBecomeReports(t *testing.T) {
 	if woke != 1 {
 		t.Errorf("handler woken %d times, want once", woke)
 	}
-	for typ, want := range map[string]float64{"spot_interrupted": 3, "rebalance_recommendation": 1, "no_op": 2} {
+	// The body that does not parse is deleted uncounted, as Karpenter's.
+	for typ, want := range map[string]float64{"spot_interrupted": 3, "rebalance_recommendation": 1, "no_op": 1} {
 		if got := observe.Count(t, q.metrics.received.WithLabelValues(typ)); got != want {
 			t.Errorf("received{%s} = %v, want %v", typ, got, want)
 		}
@@ -170,6 +179,32 @@ func TestQueueMessagesBecomeReports(t *testing.T) {
 	if n, m := countEvents(evs, "SpotInterrupted"), countEvents(evs, "SpotRebalanceRecommendation"); n != 1 || m != 1 {
 		t.Errorf("SpotInterrupted events %d, SpotRebalanceRecommendation events %d; want 1 each: %v", n, m, evs)
 	}
+}
+
+// TestQueueReservationInterruption: an interruptible capacity
+// reservation's reclaim deletes the NodeClaim (Karpenter's CordonAndDrain),
+// records its Events, counts the disruption by Karpenter's message kind and
+// makes the reservation take no more instances; no offering is marked.
+func TestQueueReservationInterruption(t *testing.T) {
+	r, q, _, spy, _ := newQueueRig(t, []cloud.InterruptionMessage{message("odcr", cloud.InterruptionCapacityReservation, "i-1")})
+	r.claims.items["default-1"].Labels = map[string]string{karpv1.LabelCapacityReservationID: "cr-0123", karpv1.LabelNodePool: "default"}
+	if err := q.Poll(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := observe.Count(t, q.metrics.received.WithLabelValues("capacity_reservation_interrupted")); got != 1 {
+		t.Errorf("received{capacity_reservation_interrupted} = %v, want 1", got)
+	}
+	r.reconcile(t)
+	if r.claims.NodeClaim("default-1").DeletionTimestamp == nil {
+		t.Error("nodeclaim not deleted")
+	}
+	if len(spy.reservations) != 1 || spy.reservations[0] != "cr-0123" || len(spy.marked) != 0 {
+		t.Errorf("reservations marked %v, offerings %v: want cr-0123 and no offering", spy.reservations, spy.marked)
+	}
+	if n := countEvents(observe.Events(r.rec), "CapacityReservationInstanceInterrupted"); n != 1 {
+		t.Errorf("CapacityReservationInstanceInterrupted events %d, want 1 (the NodeClaim's; no Node)", n)
+	}
+	r.wantActions(t, string(ActionDelete), 1)
 }
 
 // TestQueueKeepsMessagesItCouldNotCommit: a message whose report did not

@@ -31,9 +31,9 @@ const (
 	labelConsolidationType = "consolidation_type"
 )
 
-// durationBuckets are Karpenter's duration buckets (controller-runtime's,
+// DurationBuckets are Karpenter's duration buckets (controller-runtime's,
 // extended past 60 s).
-func durationBuckets() []float64 {
+func DurationBuckets() []float64 {
 	return []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0,
 		1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5, 6, 7, 8, 9, 10, 15, 20, 25, 30, 40, 50, 60, 120, 150, 300, 450, 600}
 }
@@ -137,10 +137,10 @@ func newMetrics() *Metrics {
 		podsStartup: prometheus.NewSummary(prometheus.SummaryOpts{Name: "karpenter_pods_startup_duration_seconds",
 			Help: "The time from pod creation until the pod is running.", Objectives: summaryObjectives()}),
 		podsBound: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "karpenter_pods_bound_duration_seconds",
-			Help: "The time from pod creation until the pod is bound.", Buckets: durationBuckets()}),
+			Help: "The time from pod creation until the pod is bound.", Buckets: DurationBuckets()}),
 		schedulingDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "karpenter_scheduler_scheduling_duration_seconds",
 			Help:    "Duration of scheduling simulations used for deprovisioning and provisioning in seconds.",
-			Buckets: durationBuckets()}, []string{labelController}),
+			Buckets: DurationBuckets()}, []string{labelController}),
 		unschedulablePods: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "karpenter_scheduler_unschedulable_pods_count",
 			Help: "The number of unschedulable Pods."}, []string{labelController}),
 		ignoredPods: prometheus.NewGauge(prometheus.GaugeOpts{Name: "karpenter_scheduler_ignored_pods_count",
@@ -153,7 +153,7 @@ func newMetrics() *Metrics {
 			Help: "Number of nodes eligible for disruption by Karpenter. Labeled by disruption reason."}, []string{labelReason}),
 		evaluation: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "karpenter_voluntary_disruption_decision_evaluation_duration_seconds",
 			Help:    "Duration of the disruption decision evaluation process in seconds. Labeled by method and consolidation type.",
-			Buckets: durationBuckets()}, []string{labelReason, labelConsolidationType}),
+			Buckets: DurationBuckets()}, []string{labelReason, labelConsolidationType}),
 		allowed: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "karpenter_nodepools_allowed_disruptions",
 			Help: "The number of nodes for a given NodePool that can be concurrently disrupting at a point in time. Labeled by NodePool. " +
 				"Note that allowed disruptions can change very rapidly, as new nodes may be created and others may be deleted at any point."}, []string{labelNodePool, labelReason}),

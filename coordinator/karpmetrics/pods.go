@@ -197,11 +197,11 @@ func newProvisioningMetrics() *provisioningMetrics {
 	labels := []string{labelPodName, labelPodNamespace}
 	return &provisioningMetrics{
 		boundDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "karpenter_pods_provisioning_bound_duration_seconds",
-			Help: boundHelp, Buckets: durationBuckets()}),
+			Help: boundHelp, Buckets: DurationBuckets()}),
 		unbound: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "karpenter_pods_provisioning_unbound_time_seconds",
 			Help: boundHelp}, labels),
 		startupDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "karpenter_pods_provisioning_startup_duration_seconds",
-			Help: startupHelp, Buckets: durationBuckets()}),
+			Help: startupHelp, Buckets: DurationBuckets()}),
 		unstarted: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "karpenter_pods_provisioning_unstarted_time_seconds",
 			Help: startupHelp}, labels),
 		schedulable: map[string]schedulable{},

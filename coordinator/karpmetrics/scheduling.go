@@ -36,7 +36,7 @@ type schedulingMetrics struct {
 func newSchedulingMetrics() schedulingMetrics {
 	return schedulingMetrics{
 		decisionDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "karpenter_pods_scheduling_decision_duration_seconds",
-			Help: "The time it takes for Karpenter to first try to schedule a pod after it's been seen.", Buckets: durationBuckets()}),
+			Help: "The time it takes for Karpenter to first try to schedule a pod after it's been seen.", Buckets: DurationBuckets()}),
 		queueDepth: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "karpenter_scheduler_queue_depth",
 			Help: "The number of pods currently waiting to be scheduled."}, []string{labelController, labelSchedulingID}),
 		pendingByZone: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "karpenter_scheduler_pending_pods_by_effective_zone_count",
