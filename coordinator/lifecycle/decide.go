@@ -384,13 +384,15 @@ func formatTaint(t corev1.Taint) string {
 }
 
 // extended reports whether a resource is an extended one (not cpu,
-// memory, pods, ephemeral-storage or hugepages).
+// memory, pods, ephemeral-storage or hugepages). CSI attach counts
+// (attachable-volumes-*) are not: no node registers them, and NodeClaims
+// Joiner wrote before it stopped requesting them must not wait for them.
 func extended(r corev1.ResourceName) bool {
 	switch r {
 	case corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourcePods, corev1.ResourceEphemeralStorage:
 		return false
 	}
-	return !strings.HasPrefix(string(r), corev1.ResourceHugePagesPrefix)
+	return !strings.HasPrefix(string(r), corev1.ResourceHugePagesPrefix) && !strings.HasPrefix(string(r), "attachable-volumes-")
 }
 
 func nodeReady(node *corev1.Node) bool {

@@ -139,6 +139,10 @@ func TestDecide(t *testing.T) {
 			inst: ptr(instance(fsm.InstanceRegistered)), node: node(noTaints, func(n *corev1.Node) {
 				n.Status.Allocatable = corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}
 			}), now: t0, want: Initialize},
+		{name: "registered, an earlier Joiner's CSI attach count requested (never registered)", claim: claim(launchedClaim(t0), registered, func(nc *karpv1.NodeClaim) {
+			nc.Spec.StartupTaints = nil
+			nc.Spec.Resources.Requests = corev1.ResourceList{"attachable-volumes-csi-ebs.csi.aws.com": resource.MustParse("2")}
+		}), intent: ptr(intent(fsm.IntentLaunched)), inst: ptr(instance(fsm.InstanceRegistered)), node: node(noTaints), now: t0, want: Initialize},
 		{name: "registered, usable", claim: claim(launchedClaim(t0), registered), intent: ptr(intent(fsm.IntentLaunched)),
 			inst: ptr(instance(fsm.InstanceRegistered)), node: node(noTaints), now: t0, want: Initialize},
 		{name: "initialized is done", claim: claim(launchedClaim(t0), registered, withCond(karpv1.ConditionInitialized, metav1.ConditionTrue, t0)),

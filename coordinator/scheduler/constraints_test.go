@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -217,6 +218,20 @@ func TestVolumeAttachLimits(t *testing.T) {
 		p := solveOK(t, in)
 		if len(p.NodeClaims) != 2 {
 			t.Fatalf("%d claims, want 2 (26 EBS volumes per Nitro node)\n%s", len(p.NodeClaims), dump(p))
+		}
+		// The attach count is the scheduler's, not a resource the node
+		// registers: a NodeClaim requesting it would never be Initialized.
+		for _, nc := range p.NodeClaims {
+			for name := range nc.Requests {
+				if strings.HasPrefix(string(name), "attachable-volumes-csi-") {
+					t.Errorf("claim %s requests %s: %v", nc.Name, name, nc.Requests)
+				}
+			}
+			for name := range nc.Allocatable {
+				if strings.HasPrefix(string(name), "attachable-volumes-csi-") {
+					t.Errorf("claim %s's allocatable lists %s", nc.Name, name)
+				}
+			}
 		}
 	})
 	t.Run("a driver the node does not list is not limited", func(t *testing.T) {

@@ -153,7 +153,11 @@ func quantity(slot int, q resource.Quantity) int64 {
 	return q.Value()
 }
 
-// toList converts back, omitting zero extended resources.
+// toList converts back, omitting zero extended resources and the CSI
+// attach slots: those are the scheduler's count of volumes, not resources
+// a node registers, and a NodeClaim requesting them would wait for ever to
+// see them in the Node's allocatable (Karpenter's NodeClaim requests are
+// the pods' requests and the DaemonSet overhead only).
 func (ri *resourceIndex) toList(v vec) corev1.ResourceList {
 	out := corev1.ResourceList{}
 	for i, n := range ri.names {
@@ -161,6 +165,9 @@ func (ri *resourceIndex) toList(v vec) corev1.ResourceList {
 			break
 		}
 		if i >= numFixed && v[i] == 0 {
+			continue
+		}
+		if _, ok := ri.isAttach(i); ok {
 			continue
 		}
 		if i == resCPU {
