@@ -53,13 +53,14 @@ func (s *solver) buildPools(in *Input) {
 		}
 		s.pools = append(s.pools, s.buildPool(len(s.pools), np, in))
 	}
-	// higher weight first, then name
+	// Higher weight first, then name descending: Karpenter's OrderByWeight
+	// (of two pools of equal weight, "zeta" is tried before "alpha").
 	s.poolOrder = slices.Clone(s.pools)
 	slices.SortStableFunc(s.poolOrder, func(a, b *pool) int {
 		if a.weight != b.weight {
 			return cmp.Compare(b.weight, a.weight)
 		}
-		return cmp.Compare(a.name, b.name)
+		return cmp.Compare(b.name, a.name)
 	})
 }
 

@@ -339,6 +339,15 @@ func TestConstraints(t *testing.T) {
 				t.Fatalf("pool %s, want heavy", p.NodeClaims[0].NodePool)
 			}
 		}},
+		{"equal weights: name descending, as Karpenter's OrderByWeight", func() *Input {
+			in := input(pod("a", nil, "100m", ""))
+			in.NodePools = append(in.NodePools, nodePool("alpha"), nodePool("zeta"))
+			return in
+		}, func(t *testing.T, p *Plan) {
+			if p.NodeClaims[0].NodePool != "zeta" {
+				t.Fatalf("pool %s, want zeta", p.NodeClaims[0].NodePool)
+			}
+		}},
 		{"cpu limits", func() *Input {
 			in := input(pods(3, "a", nil, "4", nil)...)
 			in.NodePools[0].Spec.Limits = karpv1.Limits{corev1.ResourceCPU: resource.MustParse("10")}
