@@ -360,7 +360,7 @@ func initializationGap(nc *karpv1.NodeClaim, node *corev1.Node) (reason, message
 		return ReasonStartupTaintsExist, fmt.Sprintf("StartupTaint %q still exists", formatTaint(ts[0]))
 	}
 	for _, t := range node.Spec.Taints {
-		if slices.Contains(karpv1.EphemeralTaintKeys, t.Key) {
+		if karpv1.IsKnownEphemeralTaint(t) {
 			return ReasonKnownEphemeralTaintsExist, fmt.Sprintf("KnownEphemeralTaint %q still exists", formatTaint(t))
 		}
 	}

@@ -133,6 +133,14 @@ func TestDecide(t *testing.T) {
 			inst: ptr(instance(fsm.InstanceRegistered)), node: node(func(n *corev1.Node) {
 				n.Spec.Taints = []corev1.Taint{{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule}}
 			}), remove: true, now: t0, want: None, wantMatch: "not-ready"},
+		{name: "registered, a Node Readiness Controller taint left", claim: claim(launchedClaim(t0), registered), intent: ptr(intent(fsm.IntentLaunched)),
+			inst: ptr(instance(fsm.InstanceRegistered)), node: node(func(n *corev1.Node) {
+				n.Spec.Taints = []corev1.Taint{{Key: "readiness.k8s.io/network-ready", Effect: corev1.TaintEffectNoSchedule}}
+			}), remove: true, now: t0, want: None, wantMatch: `KnownEphemeralTaint "readiness.k8s.io/network-ready:NoSchedule" still exists`},
+		{name: "registered, not-ready taint of another effect than Karpenter's is not ephemeral", claim: claim(launchedClaim(t0), registered), intent: ptr(intent(fsm.IntentLaunched)),
+			inst: ptr(instance(fsm.InstanceRegistered)), node: node(func(n *corev1.Node) {
+				n.Spec.Taints = []corev1.Taint{{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoExecute}}
+			}), remove: true, now: t0, want: Initialize},
 		{name: "registered, gpu not registered", claim: claim(launchedClaim(t0), registered, gpuClaim), intent: ptr(intent(fsm.IntentLaunched)),
 			inst: ptr(instance(fsm.InstanceRegistered)), node: node(noTaints), now: t0, want: None, wantMatch: "nvidia.com/gpu"},
 		{name: "registered, gpu registered", claim: claim(launchedClaim(t0), registered, gpuClaim), intent: ptr(intent(fsm.IntentLaunched)),

@@ -225,6 +225,9 @@ func (w *keyWriter) classKey(p *corev1.Pod, req vec, vol PodVolumes) string {
 		}
 	}
 	w.tolerations(p.Spec.Tolerations)
+	if hasDRA(p) {
+		w.sep('D')
+	}
 	w.sep('P')
 	for _, hp := range hostPorts(p) {
 		w.s(string(hp.protocol))

@@ -348,6 +348,32 @@ func TestConstraints(t *testing.T) {
 				t.Fatalf("pool %s, want zeta", p.NodeClaims[0].NodePool)
 			}
 		}},
+		{"DRA claims: not planned (Karpenter's IgnoreDRARequests)", func() *Input {
+			dra := pod("dra", nil, "100m", "")
+			dra.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: ptr("gpu-template")}}
+			return input(dra, pod("plain", nil, "100m", ""))
+		}, func(t *testing.T, p *Plan) {
+			wantUnschedulable(t, p, 1, "Dynamic Resource Allocation requirements that are not yet supported by Karpenter")
+			if p.Unschedulable[0].Pod != "default/dra" || len(p.NodeClaims) != 1 {
+				t.Fatalf("want only the DRA pod left out:\n%s", dump(p))
+			}
+		}},
+		{"a container's DRA claim too", func() *Input {
+			dra := pod("dra", nil, "100m", "")
+			dra.Spec.Containers[0].Resources.Claims = []corev1.ResourceClaim{{Name: "gpu"}}
+			return input(dra)
+		}, func(t *testing.T, p *Plan) { wantUnschedulable(t, p, 1, "Dynamic Resource Allocation") }},
+		{"matchFields: not planned (Karpenter's pod validation)", func() *Input {
+			mf := pod("mf", nil, "100m", "")
+			mf.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+				NodeSelectorTerms: []corev1.NodeSelectorTerm{
+					{MatchExpressions: []corev1.NodeSelectorRequirement{req(karpv1.LabelZone, corev1.NodeSelectorOpIn, "test-zone-1")}},
+					{MatchFields: []corev1.NodeSelectorRequirement{req("metadata.name", corev1.NodeSelectorOpIn, "node-a")}},
+				}}}}
+			return input(mf)
+		}, func(t *testing.T, p *Plan) {
+			wantUnschedulable(t, p, 1, "node selector term with matchFields is not supported")
+		}},
 		{"cpu limits", func() *Input {
 			in := input(pods(3, "a", nil, "4", nil)...)
 			in.NodePools[0].Spec.Limits = karpv1.Limits{corev1.ResourceCPU: resource.MustParse("10")}

@@ -89,6 +89,41 @@ func sortedWeighted(in []corev1.WeightedPodAffinityTerm) []corev1.WeightedPodAff
 	return out
 }
 
+// unsupported says why a pod is not planned at all, in Karpenter's words:
+// it asks for Dynamic Resource Allocation devices (Karpenter, with the
+// IgnoreDRARequests its chart sets, neither plans nor relaxes such pods: a
+// node without the device would not do), or a required node selector term
+// uses matchFields (Karpenter's pod validation).
+func unsupported(p *corev1.Pod) error {
+	if hasDRA(p) {
+		return errors.New("pod has Dynamic Resource Allocation requirements that are not yet supported by Karpenter")
+	}
+	if na := nodeAffinity(p); na != nil && na.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+		for _, t := range na.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+			if t.MatchFields != nil {
+				return errors.New("node selector term with matchFields is not supported")
+			}
+		}
+	}
+	return nil
+}
+
+// hasDRA reports whether the pod or any of its containers claims
+// Dynamic Resource Allocation resources (Karpenter's HasDRARequirements).
+func hasDRA(p *corev1.Pod) bool {
+	if len(p.Spec.ResourceClaims) > 0 {
+		return true
+	}
+	for _, cs := range [][]corev1.Container{p.Spec.InitContainers, p.Spec.Containers} {
+		for i := range cs {
+			if len(cs[i].Resources.Claims) > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // nodeRequirements is nodeSelector ∩ the required node affinity term termIdx.
 func nodeRequirements(p *corev1.Pod, termIdx int) (requirements.Requirements, error) {
 	reqs := requirements.FromLabels(p.Spec.NodeSelector)
@@ -174,6 +209,10 @@ func (s *solver) compile(c *class, cons constraints, level int) *variant {
 	p := c.rep
 	if !c.reqOK {
 		v.err = fmt.Errorf("requests more distinct extended resources than the scheduler tracks (%d)", maxResources-numFixed)
+		return v
+	}
+	if err := unsupported(p); err != nil {
+		v.err = err
 		return v
 	}
 	reqs, err := nodeRequirements(p, cons.termIdx)

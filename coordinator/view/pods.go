@@ -16,9 +16,12 @@ func Terminal(p *corev1.Pod) bool {
 
 // Provisionable: a pending pod kube-scheduler could not place (Karpenter
 // waits for PodScheduled=False/Unschedulable so it never races the
-// scheduler onto existing capacity).
+// scheduler onto existing capacity), as Karpenter's IsProvisionable: not
+// one kube-scheduler is preempting pods for (status.nominatedNodeName: it
+// will run where the victims were), not a DaemonSet's or a static pod.
 func Provisionable(p *corev1.Pod) bool {
-	if p.Spec.NodeName != "" || p.DeletionTimestamp != nil || Terminal(p) || len(p.Spec.SchedulingGates) > 0 || podutil.OwnedByDaemonSet(p) {
+	if p.Spec.NodeName != "" || p.DeletionTimestamp != nil || Terminal(p) || len(p.Spec.SchedulingGates) > 0 || podutil.OwnedByDaemonSet(p) ||
+		p.Status.NominatedNodeName != "" || podutil.OwnedByNode(p) {
 		return false
 	}
 	for _, c := range p.Status.Conditions {

@@ -482,7 +482,7 @@ func schedulingTaints(node *corev1.Node, nc *karpv1.NodeClaim, managed bool) []c
 		return node.Spec.Taints
 	}
 	return slices.DeleteFunc(slices.Clone(node.Spec.Taints), func(t corev1.Taint) bool {
-		if slices.Contains(karpv1.EphemeralTaintKeys, t.Key) {
+		if karpv1.IsKnownEphemeralTaint(t) {
 			return true
 		}
 		return nc != nil && slices.ContainsFunc(nc.Spec.StartupTaints, func(st corev1.Taint) bool { return st.MatchTaint(&t) })

@@ -3,6 +3,7 @@ package v1
 import (
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -259,13 +260,36 @@ var NormalizedLabels = map[string]string{
 	"beta.kubernetes.io/instance-type":         LabelInstanceType,
 }
 
-// EphemeralTaintKeys are the taints Kubernetes and Karpenter put on a node
-// while it comes up: a node is not initialized while it has one, and the
-// scheduler ignores them (and the NodeClaim's startup taints) on a node that
-// is not initialized yet, since they will go.
-var EphemeralTaintKeys = []string{
-	"node.kubernetes.io/not-ready",
-	"node.kubernetes.io/unreachable",
-	TaintCloudProviderUninitializedKey,
-	TaintUnregisteredKey,
+// ephemeralTaints are the taints Kubernetes and Karpenter put on a node
+// while it comes up (Karpenter's KnownEphemeralTaints, matched by key and
+// effect), and ephemeralTaintPrefixes the key prefixes of taint families
+// that go the same way (the Node Readiness Controller's
+// readiness.k8s.io/<rule>).
+var (
+	ephemeralTaints = []corev1.Taint{
+		{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule},
+		{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoExecute},
+		{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoSchedule},
+		{Key: TaintCloudProviderUninitializedKey, Effect: corev1.TaintEffectNoSchedule},
+		{Key: TaintUnregisteredKey, Effect: corev1.TaintEffectNoExecute},
+	}
+	ephemeralTaintPrefixes = []string{"readiness.k8s.io/"}
+)
+
+// IsKnownEphemeralTaint reports whether t is one a node has while it comes
+// up (Karpenter's IsKnownEphemeralTaint): a node is not initialized while it
+// has one, and the scheduler ignores them (and the NodeClaim's startup
+// taints) on a node that is not initialized yet, since they will go.
+func IsKnownEphemeralTaint(t corev1.Taint) bool {
+	for i := range ephemeralTaints {
+		if ephemeralTaints[i].MatchTaint(&t) {
+			return true
+		}
+	}
+	for _, p := range ephemeralTaintPrefixes {
+		if strings.HasPrefix(t.Key, p) {
+			return true
+		}
+	}
+	return false
 }
