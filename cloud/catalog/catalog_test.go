@@ -351,12 +351,24 @@ func TestNodeClassOverrides(t *testing.T) {
 			allocatable: map[corev1.ResourceName]string{"memory": "6503Mi", "ephemeral-storage": "17Gi"},
 		},
 		{
-			name: "the larger of evictionHard and evictionSoft counts", typ: m5,
+			name: "evictionSoft does not count beside evictionHard", typ: m5,
 			nc: nodeClass("AL2023", kubelet(awsv1.KubeletConfiguration{
 				EvictionHard: map[string]string{"memory.available": "500Mi"},
 				EvictionSoft: map[string]string{"memory.available": "1Gi"},
 			})),
-			allocatable: map[corev1.ResourceName]string{"memory": "5979Mi"},
+			allocatable: map[corev1.ResourceName]string{"memory": "6503Mi"},
+		},
+		{
+			name: "evictionSoft alone keeps the default", typ: m5,
+			nc: nodeClass("AL2023", kubelet(awsv1.KubeletConfiguration{
+				EvictionSoft: map[string]string{"memory.available": "500Mi", "nodefs.available": "50%"},
+			})),
+			allocatable: map[corev1.ResourceName]string{"memory": "6903Mi", "ephemeral-storage": "17Gi"},
+		},
+		{
+			name: "evictionHard 100% disables the threshold", typ: m5,
+			nc:          nodeClass("AL2023", kubelet(awsv1.KubeletConfiguration{EvictionHard: map[string]string{"memory.available": "100%"}})),
+			allocatable: map[corev1.ResourceName]string{"memory": "7003Mi"},
 		},
 		{
 			name: "Bottlerocket ignores evictionSoft", typ: m5,
@@ -756,6 +768,7 @@ func TestCacheKeyIgnoresIrrelevantFields(t *testing.T) {
 	b.Name = "other"
 	b.Spec.Kubelet.ClusterDNS = []string{"10.0.0.10"}
 	b.Spec.Kubelet.EvictionSoftGracePeriod = map[string]karpv1.Duration{"memory.available": {}}
+	b.Spec.Kubelet.EvictionSoft = map[string]string{"memory.available": "1Gi"} // only warns: no overhead
 	b.Spec.Tags = map[string]string{"team": "a"}
 	if cacheKey(Options{NodeClass: a}) != cacheKey(Options{NodeClass: b}) {
 		t.Error("fields that do not shape instance types changed the cache key")
@@ -765,7 +778,7 @@ func TestCacheKeyIgnoresIrrelevantFields(t *testing.T) {
 		"maxPods":  func(nc *awsv1.EC2NodeClass) { nc.Spec.Kubelet.MaxPods = ptr(int32(21)) },
 		"reserved": func(nc *awsv1.EC2NodeClass) { nc.Spec.Kubelet.SystemReserved = map[string]string{"cpu": "1"} },
 		"eviction": func(nc *awsv1.EC2NodeClass) {
-			nc.Spec.Kubelet.EvictionSoft = map[string]string{"memory.available": "1Gi"}
+			nc.Spec.Kubelet.EvictionHard = map[string]string{"memory.available": "1Gi"}
 		},
 		"volume": func(nc *awsv1.EC2NodeClass) {
 			nc.Spec.BlockDeviceMappings = []*awsv1.BlockDeviceMapping{bdm("/dev/xvda", "30Gi", true)}

@@ -106,8 +106,8 @@ var typesCache = struct {
 // kubeletKey is the part of the kubelet block that shapes capacity and
 // overhead.
 type kubeletKey struct {
-	MaxPods, PodsPerCore                                     *int32
-	KubeReserved, SystemReserved, EvictionHard, EvictionSoft map[string]string
+	MaxPods, PodsPerCore                       *int32
+	KubeReserved, SystemReserved, EvictionHard map[string]string
 }
 
 // cacheKey encodes every input InstanceTypes depends on, and nothing else.
@@ -130,7 +130,7 @@ func cacheKey(opts Options) string {
 		Spot: opts.SpotPrice, Unpriced: opts.IncludeUnpriced}
 	if nc := opts.NodeClass; nc != nil {
 		if kc := nc.Spec.Kubelet; kc != nil {
-			k.Kubelet = &kubeletKey{kc.MaxPods, kc.PodsPerCore, kc.KubeReserved, kc.SystemReserved, kc.EvictionHard, kc.EvictionSoft}
+			k.Kubelet = &kubeletKey{kc.MaxPods, kc.PodsPerCore, kc.KubeReserved, kc.SystemReserved, kc.EvictionHard}
 		}
 		for _, m := range nc.Spec.BlockDeviceMappings {
 			// A nil mapping stays in as an empty one: position matters
@@ -388,19 +388,16 @@ func overhead(e Entry, fam family, k *awsv1.KubeletConfiguration, capacity corev
 		corev1.ResourceEphemeralStorage: kubeReservedStorage.DeepCopy(),
 	}
 	system := corev1.ResourceList{}
-	var hard, soft map[string]string
+	var hard map[string]string
 	if k != nil {
 		applyReserved(kube, k.KubeReserved)
 		applyReserved(system, k.SystemReserved)
 		hard = k.EvictionHard
-		if fam.evictionSoft {
-			soft = k.EvictionSoft
-		}
 	}
 	return Overhead{
 		KubeReserved:      kube,
 		SystemReserved:    system,
-		EvictionThreshold: evictionThreshold(capacity, hard, soft),
+		EvictionThreshold: evictionThreshold(capacity, hard),
 	}
 }
 
@@ -419,47 +416,39 @@ func applyReserved(dst corev1.ResourceList, src map[string]string) {
 }
 
 // evictionThreshold: 100Mi of memory and 10 % of ephemeral-storage by
-// default; memory.available / nodefs.available in evictionHard or
-// evictionSoft (the larger of the two wins) replace the default for their
-// resource. Percentages are of capacity.
-func evictionThreshold(capacity corev1.ResourceList, hard, soft map[string]string) corev1.ResourceList {
+// default; memory.available / nodefs.available in evictionHard replace the
+// default for their resource. Percentages are of capacity. evictionSoft
+// does not count: it only warns before evicting (Karpenter v1.14).
+func evictionThreshold(capacity corev1.ResourceList, hard map[string]string) corev1.ResourceList {
 	storage := capacity[corev1.ResourceEphemeralStorage]
 	out := corev1.ResourceList{
 		corev1.ResourceMemory:           evictionMemoryDefault.DeepCopy(),
 		corev1.ResourceEphemeralStorage: *resource.NewQuantity(int64(math.Ceil(float64(storage.Value())/100*10)), resource.BinarySI),
 	}
-	override := corev1.ResourceList{}
-	for _, signals := range []map[string]string{hard, soft} {
-		for signal, name := range map[string]corev1.ResourceName{
-			signalMemoryAvailable: corev1.ResourceMemory,
-			signalNodeFSAvailable: corev1.ResourceEphemeralStorage,
-		} {
-			v, ok := signals[signal]
-			if !ok {
-				continue
-			}
-			q, ok := evictionSignal(capacity[name], v)
-			if !ok {
-				continue
-			}
-			if cur, set := override[name]; !set || q.Cmp(cur) > 0 {
-				override[name] = q
+	for signal, name := range map[string]corev1.ResourceName{
+		signalMemoryAvailable: corev1.ResourceMemory,
+		signalNodeFSAvailable: corev1.ResourceEphemeralStorage,
+	} {
+		if v, ok := hard[signal]; ok {
+			if q, ok := evictionSignal(capacity[name], v); ok {
+				out[name] = q
 			}
 		}
-	}
-	for name, q := range override {
-		out[name] = q
 	}
 	return out
 }
 
 // evictionSignal is an eviction threshold in resource units: a percentage
-// of capacity (rounded up to a whole unit) or an absolute quantity.
+// of capacity (rounded up to a whole unit; "100%" disables the threshold,
+// as the kubelet reads it: 0) or an absolute quantity.
 func evictionSignal(capacity resource.Quantity, v string) (resource.Quantity, bool) {
 	if p, ok := strings.CutSuffix(v, "%"); ok {
 		f, err := strconv.ParseFloat(p, 64)
 		if err != nil || f < 0 || f > 100 {
 			return resource.Quantity{}, false
+		}
+		if f == 100 {
+			f = 0
 		}
 		return *resource.NewQuantity(int64(math.Ceil(capacity.AsApproximateFloat64()/100*f)), resource.BinarySI), true
 	}

@@ -23,7 +23,6 @@ type family struct {
 	// capacity (Bottlerocket, Windows).
 	eniLimitedMemoryOverhead bool
 	podsPerCore              bool // kubelet.podsPerCore is honoured
-	evictionSoft             bool // kubelet.evictionSoft counts
 	// ephemeralDevice is the device whose size becomes ephemeral-storage;
 	// empty for Custom.
 	ephemeralDevice string
@@ -44,11 +43,11 @@ var (
 // Linux families share one shape; Bottlerocket and Windows differ.
 func linuxFamily(name, ephemeralDevice string) family {
 	return family{name: name, os: "linux", eniLimitedPods: true, eniLimitedMemoryOverhead: true,
-		podsPerCore: true, evictionSoft: true, ephemeralDevice: ephemeralDevice, defaultEphemeral: gi20}
+		podsPerCore: true, ephemeralDevice: ephemeralDevice, defaultEphemeral: gi20}
 }
 
 func windowsFamily(name, build string) family {
-	return family{name: name, os: "windows", podsPerCore: true, evictionSoft: true,
+	return family{name: name, os: "windows", podsPerCore: true,
 		ephemeralDevice: "/dev/sda1", defaultEphemeral: gi50, windowsBuild: build, amd64Only: true}
 }
 
