@@ -173,7 +173,9 @@ func (r *Requirement) Values() []string {
 }
 
 // Any returns some value in the set, preferring the smallest, and false when
-// the set has no values.
+// the set has no values. Like Karpenter's, a value of a set given by what
+// it excludes (Exists, NotIn, Gt, Lt) is a whole number: the smallest in
+// bounds that is not excluded (Karpenter picks one at random).
 func (r *Requirement) Any() (string, bool) {
 	if !r.complement {
 		if len(r.values) == 0 {
@@ -197,8 +199,7 @@ func (r *Requirement) Any() (string, bool) {
 		return "", false
 	}
 	for i := 0; ; i++ {
-		v := "value-" + strconv.Itoa(i)
-		if r.Has(v) {
+		if v := strconv.Itoa(i); r.Has(v) {
 			return v, true
 		}
 	}

@@ -412,6 +412,28 @@ func relaxMinValues(reqs []karpv1.NodeSelectorRequirementWithMinValues, cands []
 	}
 }
 
+// customLabels are the labels of the requirement keys a NodePool or its
+// pods define that are not well-known, each some value the requirement
+// allows (Karpenter's resolveCustomLabelsFromRequirements): a pod needing
+// team Exists, team In [a b] or gen Gt 4 gets a node labelled so. A key
+// that only allows absence (DoesNotExist) gets none.
+func customLabels(reqs []karpv1.NodeSelectorRequirementWithMinValues) map[string]string {
+	rs, err := requirements.FromNodePool(reqs)
+	if err != nil { // the planner built them; they always parse
+		return nil
+	}
+	out := map[string]string{}
+	for _, r := range rs.All() {
+		if karpv1.WellKnownLabels[r.Key] || slices.Contains(karpv1.RestrictedLabels, r.Key) || r.Key == karpv1.LabelRegistered || r.Key == karpv1.LabelInitialized {
+			continue
+		}
+		if v, ok := r.Any(); ok {
+			out[r.Key] = v
+		}
+	}
+	return out
+}
+
 // newNodeClaim is the NodeClaim object of a launch: the pool template's
 // labels, annotations, taints and limits, the planned requirements and
 // requests, owned by the pool and guarded by the termination finalizer.
@@ -427,6 +449,11 @@ func newNodeClaim(pool *karpv1.NodePool, class *awsv1.EC2NodeClass, name, intent
 		// may still end on demand), as in Karpenter.
 		if r.Operator == karpv1.OpIn && len(r.Values) == 1 && r.Key != karpv1.LabelHostname && !karpv1.ReservationLabels[r.Key] {
 			labels[r.Key] = r.Values[0]
+		}
+	}
+	for k, v := range customLabels(reqs) {
+		if _, set := labels[k]; !set {
+			labels[k] = v
 		}
 	}
 	labels[karpv1.LabelNodePool] = pool.Name

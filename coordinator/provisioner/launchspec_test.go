@@ -2,6 +2,7 @@ package provisioner
 
 import (
 	"encoding/json"
+	"maps"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -157,5 +158,35 @@ func TestDefaultBlockDevices(t *testing.T) {
 	nc := &awsv1.EC2NodeClass{Spec: awsv1.EC2NodeClassSpec{BlockDeviceMappings: []*awsv1.BlockDeviceMapping{{DeviceName: ptrTo("/dev/xvdz")}}}}
 	if got := freeze("p", "c", nil, nc, cloud.Resolved{}, nil, nil).BlockDevices; len(got) != 1 || *got[0].DeviceName != "/dev/xvdz" {
 		t.Errorf("the class's mappings are replaced: %v", got)
+	}
+}
+
+// Karpenter's resolveCustomLabelsFromRequirements: every requirement key
+// that is not well-known labels the NodeClaim with a value it allows.
+func TestNodeClaimCustomLabels(t *testing.T) {
+	gt := func(key, v string) karpv1.NodeSelectorRequirementWithMinValues {
+		return karpv1.NodeSelectorRequirementWithMinValues{Key: key, Operator: karpv1.OpGt, Values: []string{v}}
+	}
+	r := func(key string, op karpv1.NodeSelectorOperator, values ...string) karpv1.NodeSelectorRequirementWithMinValues {
+		return karpv1.NodeSelectorRequirementWithMinValues{Key: key, Operator: op, Values: values}
+	}
+	pool := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: karpv1.NodePoolSpec{Template: karpv1.NodeClaimTemplate{
+		ObjectMeta: karpv1.ObjectMeta{Labels: map[string]string{"owner": "platform"}},
+		Spec:       karpv1.NodeClaimTemplateSpec{NodeClassRef: &karpv1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"}}}}}
+	nc := newNodeClaim(pool, &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, "default-abc", "intent-1",
+		[]karpv1.NodeSelectorRequirementWithMinValues{
+			r("team", karpv1.OpExists),
+			r("tier", karpv1.OpIn, "gold", "bronze"),
+			gt("generation", "4"),
+			r("legacy", karpv1.OpDoesNotExist),
+			r("color", karpv1.OpNotIn, "0", "1"),
+			r("owner", karpv1.OpIn, "platform"),
+			r(karpv1.LabelZone, karpv1.OpIn, "us-east-1a", "us-east-1b"),
+			r(karpv1.LabelCapacityType, karpv1.OpIn, "spot"),
+		}, nil)
+	want := map[string]string{"team": "0", "tier": "bronze", "generation": "5", "color": "2", "owner": "platform",
+		karpv1.LabelCapacityType: "spot", karpv1.LabelNodePool: "default", karpv1.LabelNodeClass: "default"}
+	if !maps.Equal(nc.Labels, want) {
+		t.Errorf("labels %v, want %v", nc.Labels, want)
 	}
 }
