@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/internal/podresources"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -181,34 +182,53 @@ func (ri *resourceIndex) toList(v vec) corev1.ResourceList {
 	return out
 }
 
-// podRequests is what the pod needs on a node: the larger of the sum of its
-// containers (plus restartable init "sidecar" containers) and each init
-// container (plus the sidecars started before it), plus pod overhead, plus
-// one pod slot.
+// podRequests is what the pod needs on a node, as kube-scheduler counts it
+// (podresources.Requests: containers, sidecars and init containers,
+// pod-level resources, a resize in progress, overhead), plus one pod slot.
+// A pod with neither pod-level resources nor resources in its container
+// statuses (every pending pod) takes a path that allocates nothing: the
+// same sum, which TestPodRequestsMatchPodresources holds to the library's.
 func (ri *resourceIndex) podRequests(p *corev1.Pod) (vec, bool) {
 	var unknown bool
-	var sum vec
-	for i := range p.Spec.Containers {
-		sum = sum.add(ri.toVec(p.Spec.Containers[i].Resources.Requests, &unknown))
-	}
-	var sidecars, initMax vec
-	for i := range p.Spec.InitContainers {
-		c := &p.Spec.InitContainers[i]
-		r := ri.toVec(c.Resources.Requests, &unknown)
-		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
-			sidecars = sidecars.add(r)
-			initMax = initMax.max(sidecars)
-			continue
+	var out vec
+	if p.Spec.Resources != nil || statusResources(p) {
+		out = ri.toVec(podresources.Requests(p), &unknown)
+	} else {
+		for i := range p.Spec.Containers {
+			out = out.add(ri.toVec(p.Spec.Containers[i].Resources.Requests, &unknown))
 		}
-		initMax = initMax.max(sidecars.add(r))
+		var sidecars, initMax vec
+		for i := range p.Spec.InitContainers {
+			c := &p.Spec.InitContainers[i]
+			r := ri.toVec(c.Resources.Requests, &unknown)
+			if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+				sidecars = sidecars.add(r)
+				initMax = initMax.max(sidecars)
+				continue
+			}
+			initMax = initMax.max(sidecars.add(r))
+		}
+		out = out.add(sidecars).max(initMax)
+		out = out.add(ri.toVec(p.Spec.Overhead, &unknown))
 	}
-	out := sum.add(sidecars).max(initMax)
-	out = out.add(ri.toVec(p.Spec.Overhead, &unknown))
 	if x, ok := ri.extra[podName(p)]; ok {
 		out = out.add(ri.toVec(x, &unknown))
 	}
 	out[resPods]++
 	return out, !unknown
+}
+
+// statusResources reports whether a container status carries resources
+// (allocated or actuated: a resize), which kube-scheduler counts.
+func statusResources(p *corev1.Pod) bool {
+	for _, ss := range [][]corev1.ContainerStatus{p.Status.ContainerStatuses, p.Status.InitContainerStatuses} {
+		for i := range ss {
+			if ss[i].AllocatedResources != nil || ss[i].Resources != nil {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // isAttach reports whether a slot counts a CSI driver's attachable volumes.

@@ -374,6 +374,18 @@ func TestConstraints(t *testing.T) {
 		}, func(t *testing.T, p *Plan) {
 			wantUnschedulable(t, p, 1, "node selector term with matchFields is not supported")
 		}},
+		{"pod-level resources count (kube-scheduler's requests)", func() *Input {
+			big := pod("big", nil, "100m", "64Mi")
+			big.Spec.Resources = &corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("6")}}
+			return input(big)
+		}, func(t *testing.T, p *Plan) {
+			if len(p.NodeClaims) != 1 {
+				t.Fatalf("want one claim:\n%s", dump(p))
+			}
+			if cpu := p.NodeClaims[0].Requests[corev1.ResourceCPU]; cpu.Cmp(resource.MustParse("6")) < 0 {
+				t.Fatalf("claim requests %v, want at least the pod-level 6 cpu", p.NodeClaims[0].Requests)
+			}
+		}},
 		{"cpu limits", func() *Input {
 			in := input(pods(3, "a", nil, "4", nil)...)
 			in.NodePools[0].Spec.Limits = karpv1.Limits{corev1.ResourceCPU: resource.MustParse("10")}

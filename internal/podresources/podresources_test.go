@@ -27,13 +27,15 @@ func container(name string, req, lim corev1.ResourceList, sidecar bool) corev1.C
 
 // TestRequestsAndLimits: containers add up, init containers count one at a
 // time with the sidecars started before them, sidecars add to the
-// containers, and the overhead comes on top.
+// containers, the overhead comes on top and pod-level resources replace
+// the containers' (kube-scheduler's count, through component-helpers).
 func TestRequestsAndLimits(t *testing.T) {
 	for _, tc := range []struct {
 		name           string
 		containers     []corev1.Container
 		inits          []corev1.Container
 		overhead       corev1.ResourceList
+		podLevel       *corev1.ResourceRequirements
 		requests, lims corev1.ResourceList
 	}{
 		{name: "no containers", requests: list(), lims: list()},
@@ -73,11 +75,19 @@ func TestRequestsAndLimits(t *testing.T) {
 			inits:      []corev1.Container{container("i", list("cpu", "2"), nil, false)},
 			overhead:   list("cpu", "250m", "memory", "128Mi"),
 			requests:   list("cpu", "2250m", "memory", "128Mi"),
-			lims:       list("cpu", "1250m", "memory", "128Mi"),
+			// kube-scheduler adds the overhead only to the limits set.
+			lims: list("cpu", "1250m"),
+		},
+		{
+			name:       "pod-level resources replace the containers' for cpu and memory",
+			containers: []corev1.Container{container("a", list("cpu", "100m", "memory", "64Mi", "ephemeral-storage", "1Gi"), nil, false)},
+			podLevel:   &corev1.ResourceRequirements{Requests: list("cpu", "6", "memory", "20Gi"), Limits: list("cpu", "8")},
+			requests:   list("cpu", "6", "memory", "20Gi", "ephemeral-storage", "1Gi"),
+			lims:       list("cpu", "8"),
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := &corev1.Pod{Spec: corev1.PodSpec{Containers: tc.containers, InitContainers: tc.inits, Overhead: tc.overhead}}
+			p := &corev1.Pod{Spec: corev1.PodSpec{Containers: tc.containers, InitContainers: tc.inits, Overhead: tc.overhead, Resources: tc.podLevel}}
 			for what, c := range map[string]struct{ got, want corev1.ResourceList }{
 				"requests": {Requests(p), tc.requests},
 				"limits":   {Limits(p), tc.lims},
