@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -145,10 +146,15 @@ func (r Resolved) StatusAMIs() []awsv1.AMI {
 	return out
 }
 
-// StatusSubnets is the subnets as EC2NodeClass status entries.
+// StatusSubnets is the subnets as EC2NodeClass status entries, in
+// Karpenter's order: most free addresses first, then by ID.
 func (r Resolved) StatusSubnets() []awsv1.Subnet {
-	out := make([]awsv1.Subnet, 0, len(r.Subnets))
-	for _, s := range r.Subnets {
+	sorted := slices.Clone(r.Subnets)
+	slices.SortFunc(sorted, func(a, b Subnet) int {
+		return cmp.Or(cmp.Compare(b.AvailableIPs, a.AvailableIPs), cmp.Compare(a.ID, b.ID))
+	})
+	out := make([]awsv1.Subnet, 0, len(sorted))
+	for _, s := range sorted {
 		out = append(out, awsv1.Subnet{ID: s.ID, Zone: s.Zone, ZoneID: s.ZoneID})
 	}
 	return out
@@ -173,8 +179,9 @@ func SubnetPerZone(subnets []Subnet) map[string]string {
 
 // ApplyStatus sets the NodeClass's resolved status and its conditions from
 // a Resolve result: each part True, or False with the resolution error as
-// the message; Ready is True when every part is. Conditions whose status
-// did not change keep their transition time.
+// the message; then ValidationSucceeded and Ready from them (see
+// setValidation and setReady). Conditions whose status did not change keep
+// their transition time.
 func ApplyStatus(nc *awsv1.EC2NodeClass, r Resolved, err error, now metav1.Time) {
 	var rerr *ResolveError
 	if !errors.As(err, &rerr) {
@@ -204,22 +211,91 @@ func ApplyStatus(nc *awsv1.EC2NodeClass, r Resolved, err error, now metav1.Time)
 		// without reservations, False when EC2 could not be asked.
 		{ConditionCapacityReservationsReady, "CapacityReservationResolutionFailed", rerr.CapacityReservations},
 	}
-	ready := metav1.ConditionTrue
-	readyMsg, readyReason := "", "Ready"
 	for _, p := range parts {
 		c := metav1.Condition{Type: p.typ, Status: metav1.ConditionTrue, Reason: p.typ, ObservedGeneration: nc.Generation, LastTransitionTime: now}
 		if p.err != nil {
 			c.Status, c.Reason, c.Message = metav1.ConditionFalse, p.reason, p.err.Error()
-			if ready == metav1.ConditionTrue {
-				ready, readyReason, readyMsg = metav1.ConditionFalse, "UnhealthyDependents", p.typ+"=False"
-			} else {
-				readyMsg += ", " + p.typ + "=False"
-			}
 		}
 		meta.SetStatusCondition(&nc.Status.Conditions, c)
 	}
-	meta.SetStatusCondition(&nc.Status.Conditions, metav1.Condition{Type: awsv1.ConditionReady, Status: ready, Reason: readyReason,
-		Message: readyMsg, ObservedGeneration: nc.Generation, LastTransitionTime: now})
+	setValidation(nc, now)
+	setReady(nc, now)
+}
+
+// ReasonDependenciesNotReady and MessageDependenciesNotReady are
+// Karpenter's ValidationSucceeded reason and message while a part it
+// validates with is not resolved.
+const (
+	ReasonDependenciesNotReady  = "DependenciesNotReady"
+	MessageDependenciesNotReady = "Awaiting AMI, Instance Profile, Security Group, and Subnet resolution"
+)
+
+// validationDependencies are the conditions Karpenter's validation waits
+// for.
+var validationDependencies = []string{awsv1.ConditionAMIsReady, awsv1.ConditionInstanceProfileReady,
+	awsv1.ConditionSecurityGroupsReady, awsv1.ConditionSubnetsReady}
+
+// setValidation sets ValidationSucceeded as Karpenter's validation
+// reconciler does before its dry runs: False (DependenciesNotReady) when a
+// dependency is False, Unknown (the same reason) while one is Unknown or
+// not set, else True. Joiner makes none of Karpenter's dry-run calls
+// (CreateLaunchTemplate, CreateFleet, RunInstances): a class whose
+// dependencies resolved is valid, and a refused permission shows at
+// launch.
+func setValidation(nc *awsv1.EC2NodeClass, now metav1.Time) {
+	status := metav1.ConditionTrue
+	for _, typ := range validationDependencies {
+		c := meta.FindStatusCondition(nc.Status.Conditions, typ)
+		switch {
+		case c != nil && c.Status == metav1.ConditionFalse:
+			status = metav1.ConditionFalse
+		case (c == nil || c.Status == metav1.ConditionUnknown) && status == metav1.ConditionTrue:
+			status = metav1.ConditionUnknown
+		}
+	}
+	c := metav1.Condition{Type: awsv1.ConditionValidationSucceeded, Status: status, Reason: awsv1.ConditionValidationSucceeded,
+		ObservedGeneration: nc.Generation, LastTransitionTime: now}
+	if status != metav1.ConditionTrue {
+		c.Reason, c.Message = ReasonDependenciesNotReady, MessageDependenciesNotReady
+	}
+	meta.SetStatusCondition(&nc.Status.Conditions, c)
+}
+
+// readyDependencies are the conditions an EC2NodeClass's Ready sums up
+// (Karpenter's, with its reservedCapacity feature gate on).
+var readyDependencies = []string{awsv1.ConditionAMIsReady, awsv1.ConditionSubnetsReady, awsv1.ConditionSecurityGroupsReady,
+	awsv1.ConditionInstanceProfileReady, awsv1.ConditionValidationSucceeded, ConditionPlacementGroupReady, ConditionCapacityReservationsReady}
+
+// setReady sets Ready from its dependencies as operatorpkg computes a root
+// condition: True when every one is True at the class's generation; else
+// its message lists the others ("SubnetsReady=False, ValidationSucceeded=
+// False"), most recently changed first, and it is False
+// (UnhealthyDependents) when one of them is False at the class's
+// generation, Unknown (ReconcilingDependents) otherwise.
+func setReady(nc *awsv1.EC2NodeClass, now metav1.Time) {
+	var unhealthy []metav1.Condition
+	for _, c := range nc.Status.Conditions {
+		if slices.Contains(readyDependencies, c.Type) && (c.Status != metav1.ConditionTrue || c.ObservedGeneration != nc.Generation) {
+			unhealthy = append(unhealthy, c)
+		}
+	}
+	slices.SortStableFunc(unhealthy, func(a, b metav1.Condition) int {
+		return b.LastTransitionTime.Compare(a.LastTransitionTime.Time)
+	})
+	ready := metav1.Condition{Type: awsv1.ConditionReady, Status: metav1.ConditionTrue, Reason: awsv1.ConditionReady,
+		ObservedGeneration: nc.Generation, LastTransitionTime: now}
+	if len(unhealthy) > 0 {
+		ready.Status, ready.Reason = metav1.ConditionUnknown, "ReconcilingDependents"
+		msgs := make([]string, 0, len(unhealthy))
+		for _, c := range unhealthy {
+			msgs = append(msgs, c.Type+"="+string(c.Status))
+			if c.Status == metav1.ConditionFalse && c.ObservedGeneration == nc.Generation {
+				ready.Status, ready.Reason = metav1.ConditionFalse, "UnhealthyDependents"
+			}
+		}
+		ready.Message = strings.Join(msgs, ", ")
+	}
+	meta.SetStatusCondition(&nc.Status.Conditions, ready)
 }
 
 // amisReason is Karpenter's reason for a False AMIsReady: UnsupportedAlias

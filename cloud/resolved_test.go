@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -77,5 +78,104 @@ func TestKeepOnFailure(t *testing.T) {
 				t.Errorf("error %v, want %v", err, tt.wantErr)
 			}
 		})
+	}
+}
+
+// TestValidationAndReadyFollowTheParts: ValidationSucceeded is Karpenter's
+// derivation from AMIsReady, InstanceProfileReady, SecurityGroupsReady and
+// SubnetsReady (False with DependenciesNotReady while one is False), and
+// Ready lists its unhealthy dependencies, most recently changed first, as
+// operatorpkg does.
+func TestValidationAndReadyFollowTheParts(t *testing.T) {
+	t0 := metav1.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	t1 := metav1.NewTime(t0.Add(time.Minute))
+	type want struct {
+		validation metav1.ConditionStatus
+		ready      metav1.ConditionStatus
+		reason     string // Ready's
+		message    string // Ready's
+	}
+	tests := []struct {
+		name  string
+		steps []error // one ApplyStatus each, a minute apart
+		want  want
+	}{
+		{"resolved", []error{nil}, want{metav1.ConditionTrue, metav1.ConditionTrue, awsv1.ConditionReady, ""}},
+		{"no subnets", []error{&ResolveError{Subnets: ErrNoSubnets}},
+			want{metav1.ConditionFalse, metav1.ConditionFalse, "UnhealthyDependents", "SubnetsReady=False, ValidationSucceeded=False"}},
+		{"no placement group: validation does not wait for it", []error{&ResolveError{PlacementGroup: ErrNoPlacementGroup}},
+			want{metav1.ConditionTrue, metav1.ConditionFalse, "UnhealthyDependents", "PlacementGroupReady=False"}},
+		{"AMIs, then subnets too: the latest first", []error{&ResolveError{AMIs: ErrNoAMIs}, &ResolveError{AMIs: ErrNoAMIs, Subnets: ErrNoSubnets}},
+			want{metav1.ConditionFalse, metav1.ConditionFalse, "UnhealthyDependents", "SubnetsReady=False, AMIsReady=False, ValidationSucceeded=False"}},
+		{"recovered", []error{&ResolveError{InstanceProfile: ErrNoRole}, nil},
+			want{metav1.ConditionTrue, metav1.ConditionTrue, awsv1.ConditionReady, ""}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			nc := &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Generation: 2}}
+			for i, err := range tc.steps {
+				now := t0
+				if i > 0 {
+					now = t1
+				}
+				ApplyStatus(nc, Resolved{}, err, now)
+			}
+			v := meta.FindStatusCondition(nc.Status.Conditions, awsv1.ConditionValidationSucceeded)
+			r := meta.FindStatusCondition(nc.Status.Conditions, awsv1.ConditionReady)
+			if v == nil || r == nil {
+				t.Fatalf("conditions %+v", nc.Status.Conditions)
+			}
+			if v.Status != tc.want.validation || v.ObservedGeneration != 2 {
+				t.Errorf("ValidationSucceeded %+v, want %s", v, tc.want.validation)
+			}
+			if v.Status == metav1.ConditionFalse && (v.Reason != "DependenciesNotReady" ||
+				v.Message != "Awaiting AMI, Instance Profile, Security Group, and Subnet resolution") {
+				t.Errorf("ValidationSucceeded %+v, want Karpenter's reason and message", v)
+			}
+			if r.Status != tc.want.ready || r.Reason != tc.want.reason || r.Message != tc.want.message {
+				t.Errorf("Ready %s/%s %q, want %s/%s %q", r.Status, r.Reason, r.Message, tc.want.ready, tc.want.reason, tc.want.message)
+			}
+		})
+	}
+}
+
+// ValidationSucceeded is Unknown (DependenciesNotReady) while a dependency
+// is Unknown or not set and none is False; Ready is then Unknown
+// (ReconcilingDependents).
+func TestValidationUnknownWhileADependencyIs(t *testing.T) {
+	now := metav1.Now()
+	nc := &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Generation: 1}}
+	for _, typ := range []string{awsv1.ConditionSubnetsReady, awsv1.ConditionSecurityGroupsReady, awsv1.ConditionInstanceProfileReady,
+		ConditionPlacementGroupReady, ConditionCapacityReservationsReady} {
+		meta.SetStatusCondition(&nc.Status.Conditions, metav1.Condition{Type: typ, Status: metav1.ConditionTrue, Reason: typ, ObservedGeneration: 1})
+	}
+	meta.SetStatusCondition(&nc.Status.Conditions, metav1.Condition{Type: awsv1.ConditionAMIsReady, Status: metav1.ConditionUnknown,
+		Reason: "AwaitingReconciliation", ObservedGeneration: 1})
+	setValidation(nc, now)
+	setReady(nc, now)
+	v := meta.FindStatusCondition(nc.Status.Conditions, awsv1.ConditionValidationSucceeded)
+	r := meta.FindStatusCondition(nc.Status.Conditions, awsv1.ConditionReady)
+	if v.Status != metav1.ConditionUnknown || v.Reason != ReasonDependenciesNotReady {
+		t.Errorf("ValidationSucceeded %+v, want Unknown DependenciesNotReady", v)
+	}
+	if r.Status != metav1.ConditionUnknown || r.Reason != "ReconcilingDependents" {
+		t.Errorf("Ready %+v, want Unknown ReconcilingDependents", r)
+	}
+}
+
+// status.subnets lists the subnets as Karpenter's: most free addresses
+// first, then by ID.
+func TestStatusSubnetsOrder(t *testing.T) {
+	r := Resolved{Subnets: []Subnet{{ID: "subnet-a", AvailableIPs: 10}, {ID: "subnet-b", AvailableIPs: 200},
+		{ID: "subnet-d", AvailableIPs: 50}, {ID: "subnet-c", AvailableIPs: 50}}}
+	var got []string
+	for _, s := range r.StatusSubnets() {
+		got = append(got, s.ID)
+	}
+	if want := []string{"subnet-b", "subnet-c", "subnet-d", "subnet-a"}; !slices.Equal(got, want) {
+		t.Errorf("status.subnets %v, want %v", got, want)
+	}
+	if r.Subnets[0].ID != "subnet-a" {
+		t.Errorf("StatusSubnets reordered the resolution: %v", r.Subnets)
 	}
 }

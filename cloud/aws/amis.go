@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
+	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 
 	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
@@ -43,6 +44,9 @@ func (p *Provider) resolveAMIs(ctx context.Context, terms []awsv1.AMISelectorTer
 			if err != nil {
 				return nil, err
 			}
+			if q.in == nil { // an ssmParameter naming no image
+				continue
+			}
 			pages := ec2.NewDescribeImagesPaginator(p.ec2, q.in)
 			for pages.HasMorePages() {
 				out, err := pages.NextPage(ctx)
@@ -64,6 +68,9 @@ func (p *Provider) resolveAMIs(ctx context.Context, terms []awsv1.AMISelectorTer
 
 // imageQuery turns a term into its DescribeImages call: available images,
 // deprecated ones included (they rank after the others), as Karpenter asks.
+// An ssmParameter that does not exist or whose value is not an image ID
+// is skipped, as Karpenter skips it (logged): the query's in is nil; the
+// other terms still resolve.
 func (p *Provider) imageQuery(ctx context.Context, field string, t awsv1.AMISelectorTerm, k8s string) (imageQuery, error) {
 	q := imageQuery{in: &ec2.DescribeImagesInput{}}
 	byID := func(ids ...string) {
@@ -83,9 +90,21 @@ func (p *Provider) imageQuery(ctx context.Context, field string, t awsv1.AMISele
 		}
 		out, err := p.ssm.GetParameter(ctx, &ssm.GetParameterInput{Name: aws.String(t.SSMParameter)})
 		if err != nil {
-			return imageQuery{}, fmt.Errorf("%s.ssmParameter %s: %w", field, t.SSMParameter, classify(err))
+			err = classify(err)
+			if errors.Is(err, cloud.ErrNotFound) {
+				p.log.Debug("ssmParameter not found; skipping the term", zap.String("field", field),
+					zap.String("ssm-parameter", t.SSMParameter), zap.Error(err))
+				return imageQuery{}, nil
+			}
+			return imageQuery{}, fmt.Errorf("%s.ssmParameter %s: %w", field, t.SSMParameter, err)
 		}
-		byID(aws.ToString(out.Parameter.Value))
+		id := aws.ToString(out.Parameter.Value)
+		if !strings.HasPrefix(id, "ami-") {
+			p.log.Debug("ssmParameter's value is not an AMI ID; skipping the term", zap.String("field", field),
+				zap.String("ssm-parameter", t.SSMParameter), zap.String("value", id))
+			return imageQuery{}, nil
+		}
+		byID(id)
 	case t.ID != "":
 		byID(t.ID)
 	default:

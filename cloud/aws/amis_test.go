@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+	"github.com/aws/smithy-go"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -16,6 +19,7 @@ import (
 	"github.com/joiner-dev/joiner/cloud"
 	joineraws "github.com/joiner-dev/joiner/cloud/aws"
 	"github.com/joiner-dev/joiner/cloud/catalog"
+	"github.com/joiner-dev/joiner/cloud/sim"
 )
 
 func archLabels(arch string) map[string]string {
@@ -205,5 +209,75 @@ func TestAliasFollowsRelease(t *testing.T) {
 	}
 	if got := resolve("al2023@v20260101"); strings.Join(got, ",") != strings.Join(pinned, ",") {
 		t.Errorf("pinned alias moved: %v, was %v", got, pinned)
+	}
+}
+
+// throttledSSM answers GetParameter for name with SSM's throttling error
+// and passes the other calls on.
+type throttledSSM struct {
+	joineraws.SSMAPI
+	name string
+}
+
+func (s throttledSSM) GetParameter(ctx context.Context, in *ssm.GetParameterInput, opts ...func(*ssm.Options)) (*ssm.GetParameterOutput, error) {
+	if aws.ToString(in.Name) == s.name {
+		return nil, &smithy.GenericAPIError{Code: "ThrottlingException", Message: "Rate exceeded", Fault: smithy.FaultClient}
+	}
+	return s.SSMAPI.GetParameter(ctx, in, opts...)
+}
+
+// TestSSMParameterTerms: as Karpenter's DescribeImageQueries, an
+// ssmParameter term whose parameter does not exist, or whose value is not
+// an image ID, is skipped and the other terms resolve; when no term is
+// left the AMIs are not found (EC2 is not asked); a failure to ask SSM (throttled) is an
+// error, not a skip.
+func TestSSMParameterTerms(t *testing.T) {
+	const (
+		published = "/aws/service/eks/optimized-ami/1.32/amazon-linux-2023/x86_64/standard/recommended/image_id"
+		missing   = "/aws/service/team/missing"
+		notAnAMI  = "/aws/service/team/not-an-image"
+	)
+	cfg := sim.DefaultConfig()
+	cfg.Parameters[notAnAMI] = "resolve me later"
+	e := newEnvWith(t, cfg)
+	ctx := context.Background()
+	terms := func(names ...string) *awsv1.EC2NodeClass {
+		nc := nodeClass()
+		nc.Spec.AMISelectorTerms = nil
+		for _, n := range names {
+			nc.Spec.AMISelectorTerms = append(nc.Spec.AMISelectorTerms, awsv1.AMISelectorTerm{SSMParameter: n})
+		}
+		return nc
+	}
+	for _, tc := range []struct {
+		name    string
+		nc      *awsv1.EC2NodeClass
+		want    string // the amd64 image
+		wantErr error
+		lookups int // DescribeImages calls
+	}{
+		{"missing and not an image skipped", terms(missing, notAnAMI, published), "ami-0sim2023x86", nil, 1},
+		{"nothing left", terms(missing, notAnAMI), "", cloud.ErrNoAMIs, 0},
+	} {
+		before := e.sim.Calls("DescribeImages")
+		r, err := e.provider.Resolve(ctx, tc.nc)
+		if got := r.ImageFor(archLabels("amd64")); got != tc.want || !errors.Is(err, tc.wantErr) || (tc.wantErr == nil && err != nil) {
+			t.Errorf("%s: image %q, error %v; want %q, %v", tc.name, got, err, tc.want, tc.wantErr)
+		}
+		if n := e.sim.Calls("DescribeImages") - before; n != tc.lookups {
+			t.Errorf("%s: %d DescribeImages calls, want %d", tc.name, n, tc.lookups)
+		}
+	}
+
+	ac := e.clients()
+	p, err := joineraws.New(joineraws.Options{EC2: ac.EC2, SSM: throttledSSM{SSMAPI: ac.SSM, name: missing}, IAM: ac.IAM, Cluster: "test",
+		Region: "us-east-1", KubernetesVersion: "1.32", Now: e.clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = p.Resolve(ctx, terms(missing, published))
+	var rerr *cloud.ResolveError
+	if !errors.As(err, &rerr) || !errors.Is(rerr.AMIs, cloud.ErrRetryable) || !strings.Contains(rerr.AMIs.Error(), "amiSelectorTerms[0].ssmParameter") {
+		t.Errorf("throttled: %v, want a retryable AMIs error naming the term", err)
 	}
 }

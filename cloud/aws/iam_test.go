@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -320,4 +321,81 @@ func createProfile(ctx context.Context, c *iam.Client, p sim.InstanceProfile) er
 	}
 	_, err := c.AddRoleToInstanceProfile(ctx, &iam.AddRoleToInstanceProfileInput{InstanceProfileName: aws.String(p.Name), RoleName: aws.String(p.Role)})
 	return err
+}
+
+// TestFinalizeInIsolatedVPC: with IsolatedVPC (no IAM endpoint) finalizing
+// a class makes no IAM call and leaves its instance profiles, as
+// Karpenter's finalizer skips their clean-up; its launch templates go.
+func TestFinalizeInIsolatedVPC(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	nc := nodeClass()
+	if _, ready := resolveStatus(t, e, nc); ready.Status != metav1.ConditionTrue {
+		t.Fatalf("InstanceProfileReady %+v", ready)
+	}
+	e.launch(t, e.spec(t, "isolated", []cloud.Candidate{cand("m5.large", "us-east-1a", "on-demand")}))
+	// IAM cannot be reached: every IAM call would fail.
+	e.sim.SetAccess(sim.Access{Policy: []byte(`{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"ec2:*","Resource":"*"}]}`)})
+	p := e.newProvider(t, joineraws.Options{KubernetesVersion: sim.DefaultKubernetesVersion, IsolatedVPC: true})
+	calls := e.sim.Calls("ListInstanceProfiles") + e.sim.Calls("GetInstanceProfile")
+	if err := p.FinalizeNodeClass(ctx, nc); err != nil {
+		t.Fatalf("FinalizeNodeClass: %v", err)
+	}
+	if n := e.sim.Calls("ListInstanceProfiles") + e.sim.Calls("GetInstanceProfile") - calls; n != 0 || e.sim.Denied("iam:ListInstanceProfiles") != 0 {
+		t.Errorf("%d IAM calls, want none", n)
+	}
+	if len(e.sim.InstanceProfiles()) != 1 || len(e.sim.LaunchTemplateNames()) != 0 {
+		t.Errorf("profiles %v (want the class's left), launch templates %v (want none)", e.sim.InstanceProfiles(), e.sim.LaunchTemplateNames())
+	}
+}
+
+// TestLegacyInstanceProfile: a profile Karpenter made before v1.7
+// (CLUSTER_<hash of region and class name> at "/") in status.instanceProfile
+// is kept while it holds the class's role, whatever its path, as Karpenter
+// v1.14 keeps it; finalizing the class deletes it too. Under Joiner's own
+// policy (which manages profiles at /karpenter/ only) the refused deletion
+// is logged and the class is finalized anyway.
+func TestLegacyInstanceProfile(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	nc := nodeClass()
+	legacy := joineraws.LegacyInstanceProfileName("test", "us-east-1", nc.Name)
+	if !regexp.MustCompile(`^test_[0-9]+$`).MatchString(legacy) {
+		t.Fatalf("legacy name %q, want test_<number>", legacy)
+	}
+	e.sim.SetAccess(sim.Access{Callers: map[string]sim.Caller{"admin": {Unrestricted: true}}})
+	tags := map[string]string{"kubernetes.io/cluster/test": "owned", "karpenter.k8s.aws/ec2nodeclass": "default", "topology.kubernetes.io/region": "us-east-1"}
+	if err := createProfile(ctx, e.clientsAs("admin").IAM, sim.InstanceProfile{Name: legacy, Path: "/", Role: "KarpenterNodeRole-test", Tags: tags}); err != nil {
+		t.Fatal(err)
+	}
+	nc.Status.InstanceProfile = legacy
+	creates := e.sim.Calls("CreateInstanceProfile")
+	if r, ready := resolveStatus(t, e, nc); ready.Status != metav1.ConditionTrue || r.InstanceProfile != legacy || e.sim.Calls("CreateInstanceProfile") != creates {
+		t.Fatalf("legacy profile in the status: %+v, profile %q, %d creates; want it kept", ready, r.InstanceProfile, e.sim.Calls("CreateInstanceProfile")-creates)
+	}
+	nc.Spec.Role = "OtherRole" // a new role: a profile of Joiner's at the class's path
+	if r, _ := resolveStatus(t, e, nc); r.InstanceProfile == legacy || len(e.sim.InstanceProfiles()) != 2 {
+		t.Fatalf("role change: profile %q, profiles %v", r.InstanceProfile, e.sim.InstanceProfiles())
+	}
+
+	// Joiner's policy: the class's path profile goes, the legacy one stays.
+	e.sim.SetAccess(sim.Access{})
+	if err := e.provider.FinalizeNodeClass(ctx, nc); err != nil {
+		t.Fatalf("FinalizeNodeClass under Joiner's policy: %v", err)
+	}
+	if left := e.sim.InstanceProfiles(); len(left) != 1 || left[legacy].Name == "" {
+		t.Errorf("profiles left %v, want the legacy one", left)
+	}
+	// Karpenter's v1 policy allows it: it goes.
+	doc, err := os.ReadFile("testdata/karpenter-v1-controller-policy.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.sim.SetAccess(sim.Access{Policy: doc, Cluster: "test", NodeRole: "KarpenterNodeRole-test"})
+	if err := e.provider.FinalizeNodeClass(ctx, nc); err != nil {
+		t.Fatalf("FinalizeNodeClass under Karpenter's policy: %v", err)
+	}
+	if left := e.sim.InstanceProfiles(); len(left) != 0 {
+		t.Errorf("profiles left %v", left)
+	}
 }

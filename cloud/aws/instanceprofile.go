@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/iam"
 	iamtypes "github.com/aws/aws-sdk-go-v2/service/iam/types"
 	"github.com/aws/smithy-go"
+	"github.com/mitchellh/hashstructure/v2"
 	"go.uber.org/zap"
 
 	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
@@ -99,11 +101,12 @@ func wrapIAM(op string, err error) error {
 // with: spec.instanceProfile as given (Karpenter does not check it), or
 // for spec.role the class's profile holding the role, as Karpenter's
 // instance profile reconciler keeps it: the profile in the class's status
-// when it is the class's (its path) and holds the role, else Joiner's
-// profile for the role, created (tagged, at the class's path) when
-// missing, its role set (another role is removed first: a profile holds
-// one). An error is the IAM call that failed; the status's profile is
-// returned with it, so the status keeps it.
+// while it holds the role, whatever its path (Karpenter's before v1.7 are
+// CLUSTER_<number> at "/"), else Joiner's profile for the role, created
+// (tagged, at the class's path) when missing, its role set (another role
+// is removed first: a profile holds one). An error is the IAM call that
+// failed; the status's profile is returned with it, so the status keeps
+// it.
 func (p *Provider) resolveInstanceProfile(ctx context.Context, nc *awsv1.EC2NodeClass) (string, error) {
 	if ip := nc.Spec.InstanceProfile; ip != nil && *ip != "" {
 		return *ip, nil
@@ -118,7 +121,7 @@ func (p *Provider) resolveInstanceProfile(ctx context.Context, nc *awsv1.EC2Node
 	if cur := nc.Status.InstanceProfile; cur != "" {
 		prof, err := p.instanceProfile(ctx, cur)
 		switch {
-		case err == nil && aws.ToString(prof.Path) == path && profileRole(prof) == role:
+		case err == nil && profileRole(prof) == role:
 			return cur, nil
 		case err != nil && !errors.Is(err, cloud.ErrNotFound):
 			return cur, fmt.Errorf("spec.role %s: %w", nc.Spec.Role, err)
@@ -187,25 +190,78 @@ func (p *Provider) ensureInstanceProfile(ctx context.Context, nc *awsv1.EC2NodeC
 
 // FinalizeNodeClass deletes what the cloud keeps for a class being
 // deleted, as Karpenter's EC2NodeClass termination does: the instance
-// profiles at the class's path (their role removed first) and the class's
-// launch templates. Call it once no NodeClaim uses the class.
+// profiles at the class's path and the profile Karpenter made for it
+// before v1.7 (LegacyInstanceProfileName; their role removed first), then
+// the class's launch templates. In an isolated VPC (no IAM endpoint) the
+// profiles are left, as Karpenter leaves them. Call it once no NodeClaim
+// uses the class.
 func (p *Provider) FinalizeNodeClass(ctx context.Context, nc *awsv1.EC2NodeClass) error {
-	if p.iam != nil {
-		path := InstanceProfilePath(p.region, p.cluster, nc)
-		pages := iam.NewListInstanceProfilesPaginator(p.iam, &iam.ListInstanceProfilesInput{PathPrefix: aws.String(path)})
-		for pages.HasMorePages() {
-			page, err := pages.NextPage(ctx)
-			if err != nil {
-				return fmt.Errorf("ec2nodeclass %s: %w", nc.Name, wrapIAM("listing instance profiles at "+path, err))
-			}
-			for i := range page.InstanceProfiles {
-				if err := p.deleteInstanceProfile(ctx, &page.InstanceProfiles[i]); err != nil {
-					return fmt.Errorf("ec2nodeclass %s: %w", nc.Name, err)
-				}
-			}
+	if p.iam != nil && !p.opts.IsolatedVPC {
+		if err := p.deleteClassProfiles(ctx, nc); err != nil {
+			return fmt.Errorf("ec2nodeclass %s: %w", nc.Name, err)
 		}
 	}
 	return p.DeleteLaunchTemplatesFor(ctx, nc.Name)
+}
+
+// deleteClassProfiles deletes the profiles at the class's path and its
+// legacy profile.
+func (p *Provider) deleteClassProfiles(ctx context.Context, nc *awsv1.EC2NodeClass) error {
+	path := InstanceProfilePath(p.region, p.cluster, nc)
+	pages := iam.NewListInstanceProfilesPaginator(p.iam, &iam.ListInstanceProfilesInput{PathPrefix: aws.String(path)})
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return wrapIAM("listing instance profiles at "+path, err)
+		}
+		for i := range page.InstanceProfiles {
+			if err := p.deleteInstanceProfile(ctx, &page.InstanceProfiles[i]); err != nil {
+				return err
+			}
+		}
+	}
+	legacy := LegacyInstanceProfileName(p.cluster, p.region, nc.Name)
+	if !validProfileName(legacy) {
+		p.log.Debug("skipping legacy instance profile clean-up: its name is not a valid IAM name", zap.String("instance-profile", legacy))
+		return nil
+	}
+	prof, err := p.instanceProfile(ctx, legacy)
+	switch {
+	case errors.Is(err, cloud.ErrNotFound):
+		return nil
+	case err != nil:
+		return err
+	}
+	err = p.deleteInstanceProfile(ctx, prof)
+	var ae smithy.APIError
+	if errors.As(err, &ae) && ae.ErrorCode() == "AccessDenied" {
+		// Joiner's policy manages profiles at /karpenter/ only; Karpenter's
+		// v1 policy (any path, tagged for the cluster) allows this.
+		p.log.Warn("not allowed to delete the instance profile Karpenter made for the class before v1.7; leaving it",
+			zap.String("instance-profile", legacy), zap.String("ec2nodeclass", nc.Name), zap.Error(err))
+		return nil
+	}
+	return err
+}
+
+// LegacyInstanceProfileName is the name Karpenter before v1.7 gave a
+// class's instance profile (at path "/"): <cluster>_<hashstructure v2
+// hash of region and class name>.
+func LegacyInstanceProfileName(cluster, region, class string) string {
+	h, err := hashstructure.Hash(region+class, hashstructure.FormatV2, nil)
+	if err != nil { // a string always hashes
+		return ""
+	}
+	return fmt.Sprintf("%s_%d", cluster, h)
+}
+
+// profileNameRE is IAM's pattern for an instance profile name.
+var profileNameRE = regexp.MustCompile(`^[\w+=,.@-]+$`)
+
+// validProfileName reports whether IAM accepts name as an instance
+// profile's (1 to 128 of letters, digits and +=,.@_-).
+func validProfileName(name string) bool {
+	return len(name) > 0 && len(name) <= 128 && profileNameRE.MatchString(name)
 }
 
 // deleteInstanceProfile removes the profile's role and deletes it; a

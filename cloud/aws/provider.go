@@ -95,7 +95,8 @@ type Options struct {
 	// embedded prices of the region, else us-east-1's, stay.
 	Pricing PricingAPI
 	// IsolatedVPC is Karpenter's isolatedVPC: the Pricing API is not
-	// reachable, so it is not called.
+	// reachable, so it is not called, and FinalizeNodeClass leaves a
+	// class's instance profiles (IAM has no VPC endpoint).
 	IsolatedVPC bool
 	// Registerer (optional) takes the provider's metrics.
 	Registerer prometheus.Registerer

@@ -78,7 +78,7 @@ func (f *leaderFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.queueName, "interruption-queue", "",
 		"SQS queue of EC2 spot interruption, rebalance, state-change and AWS Health events (EventBridge rules), Karpenter's INTERRUPTION_QUEUE (empty: agents' IMDS reports only)")
 	fl.BoolVar(&f.isolatedVPC, "isolated-vpc", false,
-		"the VPC reaches no AWS service without a VPC endpoint, Karpenter's ISOLATED_VPC: on-demand prices are not read from the AWS Pricing API (the embedded ones of the region, else us-east-1's, stay)")
+		"the VPC reaches no AWS service without a VPC endpoint, Karpenter's ISOLATED_VPC: on-demand prices are not read from the AWS Pricing API (the embedded ones of the region, else us-east-1's, stay), and a deleted EC2NodeClass's instance profiles are left (no IAM calls)")
 	fl.BoolVar(&f.simulated, "simulated-cloud", false, "the cloud is joiner sim: nobody else removes startup taints, so the coordinator does")
 	fl.DurationVar(&f.batchIdle, "batch-idle-duration", time.Second,
 		"a batch of pending pods ends once none arrived for this long (Karpenter's BATCH_IDLE_DURATION)")

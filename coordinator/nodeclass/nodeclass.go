@@ -302,13 +302,12 @@ func (l *Loop) reportNotValid(ctx context.Context, cached *awsv1.EC2NodeClass, r
 }
 
 // updateClassStatus writes the resolved subnets, security groups, AMIs and
-// conditions when they changed.
+// conditions when they changed. ValidationSucceeded follows the parts, as
+// Karpenter's: False (DependenciesNotReady) while one of them is False
+// (cloud.ApplyStatus).
 func (l *Loop) updateClassStatus(ctx context.Context, cached *awsv1.EC2NodeClass, r cloud.Resolved, err error, now time.Time) {
 	nc := cached.DeepCopy()
-	t := metav1.NewTime(now)
-	cloud.ApplyStatus(nc, r, err, t)
-	meta.SetStatusCondition(&nc.Status.Conditions, metav1.Condition{Type: awsv1.ConditionValidationSucceeded, Status: metav1.ConditionTrue,
-		Reason: awsv1.ConditionValidationSucceeded, ObservedGeneration: nc.Generation, LastTransitionTime: t})
+	cloud.ApplyStatus(nc, r, err, metav1.NewTime(now))
 	msg := ""
 	if err != nil {
 		msg = err.Error()

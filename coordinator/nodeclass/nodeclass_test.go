@@ -295,3 +295,34 @@ func TestClusterFacts(t *testing.T) {
 		t.Fatalf("after an upgrade: %d resolves, want 2", r.cloud.resolves)
 	}
 }
+
+// ValidationSucceeded follows the class's resolution as Karpenter's: False
+// (DependenciesNotReady, its message) while a part it waits for is False,
+// and Ready names it; True once every part resolved.
+func TestValidationSucceededFollowsResolution(t *testing.T) {
+	c := &fake.Cache{ClassList: []*awsv1.EC2NodeClass{class("default")}}
+	r := newRig(c)
+	r.cloud.partErr = &cloud.ResolveError{Subnets: cloud.ErrNoSubnets}
+	ctx := context.Background()
+	r.l.Reconcile(ctx)
+	last := r.kube.Classes[len(r.kube.Classes)-1]
+	v := meta.FindStatusCondition(last.Status.Conditions, awsv1.ConditionValidationSucceeded)
+	if v == nil || v.Status != metav1.ConditionFalse || v.Reason != "DependenciesNotReady" ||
+		v.Message != "Awaiting AMI, Instance Profile, Security Group, and Subnet resolution" {
+		t.Errorf("ValidationSucceeded = %+v, want False, DependenciesNotReady", v)
+	}
+	if ready := meta.FindStatusCondition(last.Status.Conditions, awsv1.ConditionReady); ready == nil ||
+		ready.Message != "SubnetsReady=False, ValidationSucceeded=False" {
+		t.Errorf("Ready = %+v, want its message naming SubnetsReady and ValidationSucceeded", ready)
+	}
+	c.ClassList[0] = last
+	r.cloud.partErr = nil
+	r.now = r.now.Add(time.Minute)
+	r.l.Reconcile(ctx)
+	last = r.kube.Classes[len(r.kube.Classes)-1]
+	for _, typ := range []string{awsv1.ConditionValidationSucceeded, awsv1.ConditionReady} {
+		if cond := meta.FindStatusCondition(last.Status.Conditions, typ); cond == nil || cond.Status != metav1.ConditionTrue {
+			t.Errorf("after the subnets resolved: %s = %+v, want True", typ, cond)
+		}
+	}
+}
