@@ -23,7 +23,10 @@ type pool struct {
 	taints    []corev1.Taint
 	types     []*typeInfo // usable, cheapest first
 	typeKeys  map[string]bool
-	daemon    vec
+	// daemons are the DaemonSets the pool's nodes may run (the types
+	// decide which run on each: typeInfo.daemon); daemonKey names them.
+	daemons   []daemonPod
+	daemonKey string
 	limited   bool
 	limit     vec // cpu, memory, ...; math.MaxInt64 when unset
 	limNodes  int64
@@ -35,10 +38,19 @@ type pool struct {
 	err       error // pool unusable (bad requirements, missing class)
 }
 
+// daemonPod is a DaemonSet's pod as a pool sees it: its requests, and its
+// required node selector terms (each with its nodeSelector) the pool's
+// requirements allow.
+type daemonPod struct {
+	req   vec
+	terms []requirements.Requirements
+}
+
 // typeInfo is an instance type as one pool sees it.
 type typeInfo struct {
 	it       *catalog.InstanceType
-	alloc    vec // allocatable minus the pool's DaemonSet overhead
+	alloc    vec // allocatable minus the DaemonSet overhead
+	daemon   vec // the requests of the pool's DaemonSets that run on the type
 	capacity vec
 	minPrice float64 // cheapest available offering the pool allows
 }
@@ -106,16 +118,22 @@ func (s *solver) buildPool(i int, np *karpv1.NodePool, in *Input) *pool {
 			p.limited = true
 		}
 	}
-	// DaemonSet overhead on this pool's nodes.
+	// The DaemonSets this pool's nodes may run; each type then charges
+	// those its labels allow (Karpenter's DaemonSet overhead groups).
 	for _, d := range in.DaemonSetPods {
+		if hasDRA(d) { // Karpenter, ignoring DRA requests, leaves them out
+			continue
+		}
 		if _, ok := tolerates(d.Spec.Tolerations, p.taints); !ok {
 			continue
 		}
-		if dr, err := nodeRequirements(d, 0); err == nil && dr.Compatible(p.reqs) != nil {
+		terms := daemonTerms(d, p.reqs)
+		if len(terms) == 0 {
 			continue
 		}
 		r, _ := s.ri.podRequests(d)
-		p.daemon = p.daemon.add(r)
+		p.daemons = append(p.daemons, daemonPod{req: r, terms: terms})
+		p.daemonKey += fmt.Sprint(podName(d), r, terms, ";")
 	}
 	// existing usage
 	for _, n := range in.Nodes {
@@ -134,6 +152,52 @@ func (s *solver) buildPool(i int, np *karpv1.NodePool, in *Input) *pool {
 		p.err = fmt.Errorf("nodepool %s: no instance types for node class %q", p.name, p.nodeClass)
 	}
 	return p
+}
+
+// daemonTerms are the DaemonSet pod's required node selector terms (each
+// with its nodeSelector; the nodeSelector alone when it has none) a node of
+// a pool with these requirements could satisfy, as Karpenter's
+// isDaemonPodCompatible: keys both constrain must intersect, and a key only
+// the pod constrains must be a well-known one (the instance type decides
+// it) or one it allows to be absent (the pool's nodes will not have it).
+func daemonTerms(d *corev1.Pod, pool requirements.Requirements) []requirements.Requirements {
+	n := 1
+	if na := nodeAffinity(d); na != nil && na.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+		n = max(n, len(na.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms))
+	}
+	var out []requirements.Requirements
+	for i := range n {
+		dr, err := nodeRequirements(d, i)
+		if err != nil || dr.Compatible(pool) != nil {
+			continue
+		}
+		ok := true
+		for _, r := range dr.All() {
+			if pool.Get(r.Key) == nil && !karpv1.WellKnownLabels[r.Key] && !r.AbsentOK() {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			out = append(out, dr)
+		}
+	}
+	return out
+}
+
+// daemonOn is the requests of the pool's DaemonSets that run on a type:
+// one of their terms allows its labels.
+func (p *pool) daemonOn(it *catalog.InstanceType) vec {
+	var out vec
+	for _, d := range p.daemons {
+		for _, t := range d.terms {
+			if p.matchLabels(it, t) {
+				out = out.add(d.req)
+				break
+			}
+		}
+	}
+	return out
 }
 
 // The reasons an Exclusion counts instance types for.
@@ -196,7 +260,7 @@ type typeTableKey struct {
 	reqs   string
 	first  *catalog.InstanceType
 	n      int
-	daemon vec
+	daemon string
 	slots  string
 }
 
@@ -214,7 +278,7 @@ func (tt *TypeTables) lookup(s *solver, p *pool, its []*catalog.InstanceType) *t
 	if tt == nil {
 		return s.buildTypeTable(p, its)
 	}
-	k := typeTableKey{pool: p.name, reqs: p.reqs.String(), n: len(its), daemon: p.daemon, slots: fmt.Sprint(s.ri.names)}
+	k := typeTableKey{pool: p.name, reqs: p.reqs.String(), n: len(its), daemon: p.daemonKey, slots: fmt.Sprint(s.ri.names)}
 	if len(its) > 0 {
 		k.first = its[0]
 	}
@@ -282,11 +346,12 @@ func (s *solver) buildTypeTable(p *pool, its []*catalog.InstanceType) *typeTable
 		for i := range alloc {
 			alloc[i] = max(alloc[i], 0)
 		}
-		if !p.daemon.fits(alloc) {
+		ti.daemon = p.daemonOn(it)
+		if !ti.daemon.fits(alloc) {
 			t.exSmall++
 			continue
 		}
-		ti.alloc = alloc.sub(p.daemon)
+		ti.alloc = alloc.sub(ti.daemon)
 		// infos never grows past its capacity, so these pointers hold.
 		infos = append(infos, ti)
 		t.types = append(t.types, &infos[len(infos)-1])

@@ -430,6 +430,57 @@ func TestConstraints(t *testing.T) {
 			in.DaemonSetPods = []*corev1.Pod{pod("ds", nil, "1", "")}
 			return in
 		}, func(t *testing.T, p *Plan) { wantType(t, p, "fake-it-3") }},
+		{"a DaemonSet for other types adds nothing (Karpenter's per-type overhead)", func() *Input {
+			in := input(pod("a", nil, "3", ""))
+			win := pod("win-ds", nil, "1", "")
+			win.Spec.NodeSelector = map[string]string{karpv1.LabelOS: "windows"}
+			in.DaemonSetPods = []*corev1.Pod{win}
+			return in
+		}, func(t *testing.T, p *Plan) { wantType(t, p, "fake-it-3") }},
+		{"a DaemonSet counts where one of its terms matches", func() *Input {
+			in := input(pod("a", nil, "3", ""))
+			ds := pod("ds", nil, "1", "")
+			ds.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+				NodeSelectorTerms: []corev1.NodeSelectorTerm{
+					{MatchExpressions: []corev1.NodeSelectorRequirement{req(karpv1.LabelOS, corev1.NodeSelectorOpIn, "windows")}},
+					{MatchExpressions: []corev1.NodeSelectorRequirement{req(karpv1.LabelArch, corev1.NodeSelectorOpIn, "amd64")}},
+				}}}}
+			in.DaemonSetPods = []*corev1.Pod{ds}
+			return in
+		}, func(t *testing.T, p *Plan) { wantType(t, p, "fake-it-4") }},
+		{"a DaemonSet needing a custom label the pool does not set adds nothing", func() *Input {
+			in := input(pod("a", nil, "3", ""))
+			ds := pod("gpu-ds", nil, "1", "")
+			ds.Spec.NodeSelector = map[string]string{"example.com/gpu-node": "true"}
+			in.DaemonSetPods = []*corev1.Pod{ds}
+			return in
+		}, func(t *testing.T, p *Plan) { wantType(t, p, "fake-it-3") }},
+		{"an in-flight claim keeps room for the DaemonSet pods to come", func() *Input {
+			in := input(pods(2, "a", nil, "600m", nil)...)
+			in.DaemonSetPods = []*corev1.Pod{pod("ds", nil, "1", "")}
+			in.Nodes = []*Node{{Name: "launching", InFlight: true, Labels: map[string]string{karpv1.LabelZone: "test-zone-1", karpv1.LabelOS: "linux",
+				karpv1.LabelNodePool: "default"},
+				Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("4Gi"), corev1.ResourcePods: resource.MustParse("10")}}}
+			return in
+		}, func(t *testing.T, p *Plan) {
+			// 2 cpu - 1 for the DaemonSet: room for one pod of 600m only.
+			if len(p.Nominations) != 1 || len(p.NodeClaims) != 1 {
+				t.Fatalf("want one pod on the launching node and one new claim:\n%s", dump(p))
+			}
+		}},
+		{"a running node's bound DaemonSet pod takes its room once", func() *Input {
+			in := input(pods(2, "a", nil, "600m", nil)...)
+			in.DaemonSetPods = []*corev1.Pod{pod("ds", nil, "500m", "")}
+			bound := pod("ds-abcde", nil, "500m", "")
+			bound.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "ds", Controller: ptr(true)}}
+			in.Nodes = []*Node{{Name: "n1", Labels: map[string]string{karpv1.LabelZone: "test-zone-1"}, Pods: []*corev1.Pod{bound},
+				Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("4Gi"), corev1.ResourcePods: resource.MustParse("10")}}}
+			return in
+		}, func(t *testing.T, p *Plan) {
+			if len(p.Nominations) != 2 || len(p.NodeClaims) != 0 {
+				t.Fatalf("want both pods beside the bound DaemonSet pod:\n%s", dump(p))
+			}
+		}},
 		{"existing node with room gets a nomination", func() *Input {
 			in := input(pod("a", nil, "1", ""))
 			in.Nodes = []*Node{{Name: "n1", Labels: map[string]string{karpv1.LabelZone: "test-zone-1"},

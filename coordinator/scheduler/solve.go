@@ -15,6 +15,7 @@ import (
 
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 	"github.com/joiner-dev/joiner/api/requirements"
+	"github.com/joiner-dev/joiner/internal/podutil"
 )
 
 type solver struct {
@@ -94,6 +95,55 @@ func newSolver(in *Input, pods []*corev1.Pod) *solver {
 	return s
 }
 
+// daemonsToCome is the room an existing node or in-flight claim keeps for
+// the DaemonSet pods that will run there but are not bound yet, as
+// Karpenter's ExistingNode: the requests of the DaemonSets whose pods
+// tolerate its taints and match its labels, minus those of the DaemonSet
+// pods bound there, floored at zero. A launching node has none bound, so
+// it keeps room for all of them.
+func (s *solver) daemonsToCome(daemons []*corev1.Pod, n *Node) vec {
+	var want, have vec
+	for _, d := range daemons {
+		if hasDRA(d) {
+			continue
+		}
+		if _, ok := tolerates(d.Spec.Tolerations, n.Taints); !ok || !daemonMatches(d, n.Labels) {
+			continue
+		}
+		r, _ := s.ri.podRequests(d)
+		want = want.add(r)
+	}
+	if want == (vec{}) {
+		return want
+	}
+	for _, p := range n.Pods {
+		if podutil.OwnedByDaemonSet(p) {
+			r, _ := s.ri.podRequests(p)
+			have = have.add(r)
+		}
+	}
+	out := want.sub(have)
+	for i := range out {
+		out[i] = max(out[i], 0)
+	}
+	return out
+}
+
+// daemonMatches reports whether one of the DaemonSet pod's required node
+// selector terms (with its nodeSelector) matches a node's labels.
+func daemonMatches(d *corev1.Pod, labels map[string]string) bool {
+	n := 1
+	if na := nodeAffinity(d); na != nil && na.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+		n = max(n, len(na.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms))
+	}
+	for i := range n {
+		if dr, err := nodeRequirements(d, i); err == nil && dr.Matches(labels) {
+			return true
+		}
+	}
+	return false
+}
+
 func (s *solver) buildExisting(in *Input) {
 	for i, n := range in.Nodes {
 		cl := &claim{idx: len(s.claims), name: n.Name, node: n, nodeIdx: i}
@@ -103,6 +153,7 @@ func (s *solver) buildExisting(in *Input) {
 			cl.used = cl.used.add(r)
 			cl.ports = append(cl.ports, hostPorts(p)...)
 		}
+		cl.used = cl.used.add(s.daemonsToCome(in.DaemonSetPods, n))
 		s.claims = append(s.claims, cl)
 	}
 	// existing pods' required anti-affinity terms forbid their domains to
@@ -906,9 +957,11 @@ func (s *solver) finish() {
 			t := cands[0].t
 			o, _ := cheapestOffering(t.it, cl.reqs)
 			nc.InstanceType, nc.Zone, nc.CapacityType, nc.Price = t.it.Name, o.Zone, o.CapacityType, o.Price
-			nc.Allocatable = s.ri.toList(t.alloc.add(cl.pool.daemon))
+			nc.Allocatable = s.ri.toList(t.alloc.add(t.daemon))
+			nc.Requests = s.ri.toList(cl.used.add(t.daemon))
+		} else {
+			nc.Requests = s.ri.toList(cl.used)
 		}
-		nc.Requests = s.ri.toList(cl.used.add(cl.pool.daemon))
 		reqs := cl.reqs
 		if len(nc.InstanceTypes) > 0 {
 			reqs = reqs.Add(requirements.MustNew(karpv1.LabelInstanceType, requirements.OpIn, nc.InstanceTypes...))

@@ -121,8 +121,10 @@ func verifyPlan(in *Input, plan *Plan) error {
 			addList(need, "", podNeed(p))
 			all = append(all, placed{pod: p, node: nc.Name, labels: lbls, taints: np.Spec.Template.Spec.Taints})
 		}
+		// The DaemonSets whose pods would run on the node: they tolerate
+		// its taints and match its labels (type, offering and pool).
 		for _, d := range in.DaemonSetPods {
-			if _, ok := tolerates(d.Spec.Tolerations, np.Spec.Template.Spec.Taints); ok {
+			if _, ok := tolerates(d.Spec.Tolerations, np.Spec.Template.Spec.Taints); ok && daemonMatches(d, lbls) {
 				addList(need, "", podNeed(d))
 			}
 		}
