@@ -2,6 +2,7 @@ package aws_test
 
 import (
 	"context"
+	"encoding/json"
 	"maps"
 	"os"
 	"regexp"
@@ -22,6 +23,7 @@ import (
 	"github.com/joiner-dev/joiner/cloud"
 	joineraws "github.com/joiner-dev/joiner/cloud/aws"
 	"github.com/joiner-dev/joiner/cloud/sim"
+	iampolicy "github.com/joiner-dev/joiner/packaging/iam"
 )
 
 // resolveStatus resolves nc and applies the result to its status, as the
@@ -378,24 +380,47 @@ func TestLegacyInstanceProfile(t *testing.T) {
 		t.Fatalf("role change: profile %q, profiles %v", r.InstanceProfile, e.sim.InstanceProfiles())
 	}
 
-	// Joiner's policy: the class's path profile goes, the legacy one stays.
-	e.sim.SetAccess(sim.Access{})
+	// A policy that may not delete it (Joiner's before it allowed
+	// CLUSTER_* profiles): the class's path profile goes, the legacy one
+	// stays, and the class is not held.
+	e.sim.SetAccess(sim.Access{Policy: withoutStatement(t, iampolicy.ControllerPolicy(), "DeleteLegacyClusterInstanceProfiles")})
 	if err := e.provider.FinalizeNodeClass(ctx, nc); err != nil {
-		t.Fatalf("FinalizeNodeClass under Joiner's policy: %v", err)
+		t.Fatalf("FinalizeNodeClass under a policy without the legacy statement: %v", err)
 	}
 	if left := e.sim.InstanceProfiles(); len(left) != 1 || left[legacy].Name == "" {
 		t.Errorf("profiles left %v, want the legacy one", left)
 	}
-	// Karpenter's v1 policy allows it: it goes.
-	doc, err := os.ReadFile("testdata/karpenter-v1-controller-policy.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.sim.SetAccess(sim.Access{Policy: doc, Cluster: "test", NodeRole: "KarpenterNodeRole-test"})
+	// Joiner's policy, as Karpenter's v1 policy, allows it: it goes.
+	e.sim.SetAccess(sim.Access{})
 	if err := e.provider.FinalizeNodeClass(ctx, nc); err != nil {
-		t.Fatalf("FinalizeNodeClass under Karpenter's policy: %v", err)
+		t.Fatalf("FinalizeNodeClass under Joiner's policy: %v", err)
 	}
 	if left := e.sim.InstanceProfiles(); len(left) != 0 {
 		t.Errorf("profiles left %v", left)
 	}
+}
+
+// withoutStatement is a policy document without the statement of that Sid.
+func withoutStatement(t *testing.T, doc []byte, sid string) []byte {
+	t.Helper()
+	var pol map[string]any
+	if err := json.Unmarshal(doc, &pol); err != nil {
+		t.Fatal(err)
+	}
+	stmts, _ := pol["Statement"].([]any)
+	kept := stmts[:0]
+	for _, st := range stmts {
+		if m, _ := st.(map[string]any); m["Sid"] != sid {
+			kept = append(kept, st)
+		}
+	}
+	if len(kept) == len(stmts) {
+		t.Fatalf("no statement %s", sid)
+	}
+	pol["Statement"] = kept
+	out, err := json.Marshal(pol)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
