@@ -267,12 +267,15 @@ func podName(p *corev1.Pod) string {
 	return b.String()
 }
 
-// tolerates reports whether tolerations tolerate every NoSchedule and
-// NoExecute taint (PreferNoSchedule never blocks).
-func tolerates(tols []corev1.Toleration, taints []corev1.Taint) (corev1.Taint, bool) {
+// tolerates reports whether tolerations tolerate every taint; with
+// skipPreferNoSchedule, PreferNoSchedule taints do not count (kube-scheduler's
+// filters; Karpenter's DaemonSet overhead; a pod relaxed to tolerate them).
+// Otherwise they count like the others, as Karpenter plans: a pod avoids
+// them until its last relaxation.
+func tolerates(tols []corev1.Toleration, taints []corev1.Taint, skipPreferNoSchedule bool) (corev1.Taint, bool) {
 	for i := range taints {
 		t := &taints[i]
-		if t.Effect == corev1.TaintEffectPreferNoSchedule {
+		if skipPreferNoSchedule && t.Effect == corev1.TaintEffectPreferNoSchedule {
 			continue
 		}
 		ok := false

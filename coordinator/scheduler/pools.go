@@ -87,6 +87,11 @@ func (s *solver) buildPool(i int, np *karpv1.NodePool, in *Input) *pool {
 		p.nodeClass = ref.Name
 	}
 	p.taints = np.Spec.Template.Spec.Taints
+	for _, t := range p.taints {
+		if t.Effect == corev1.TaintEffectPreferNoSchedule {
+			s.preferNoSchedule = true
+		}
+	}
 	reqs, err := requirements.FromNodePool(np.Spec.Template.Spec.Requirements)
 	if err != nil {
 		p.err = fmt.Errorf("nodepool %s: spec.template.spec.%w", np.Name, err)
@@ -124,7 +129,7 @@ func (s *solver) buildPool(i int, np *karpv1.NodePool, in *Input) *pool {
 		if hasDRA(d) { // Karpenter, ignoring DRA requests, leaves them out
 			continue
 		}
-		if _, ok := tolerates(d.Spec.Tolerations, p.taints); !ok {
+		if _, ok := tolerates(d.Spec.Tolerations, p.taints, true); !ok {
 			continue
 		}
 		terms := daemonTerms(d, p.reqs)

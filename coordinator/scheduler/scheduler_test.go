@@ -481,6 +481,23 @@ func TestConstraints(t *testing.T) {
 				t.Fatalf("want both pods beside the bound DaemonSet pod:\n%s", dump(p))
 			}
 		}},
+		{"a PreferNoSchedule pool is avoided while another pool can take the pod (Karpenter's)", func() *Input {
+			in := input(pod("a", nil, "1", ""))
+			gpu := nodePool("gpu")
+			gpu.Spec.Weight = ptr(int32(50))
+			gpu.Spec.Template.Spec.Taints = []corev1.Taint{{Key: "gpu", Effect: corev1.TaintEffectPreferNoSchedule}}
+			in.NodePools = append(in.NodePools, gpu)
+			return in
+		}, func(t *testing.T, p *Plan) {
+			if len(p.NodeClaims) != 1 || p.NodeClaims[0].NodePool != "default" {
+				t.Fatalf("want the untainted pool despite the other's weight:\n%s", dump(p))
+			}
+		}},
+		{"a PreferNoSchedule pool takes the pod as the last relaxation", func() *Input {
+			in := input(pod("a", nil, "1", ""))
+			in.NodePools[0].Spec.Template.Spec.Taints = []corev1.Taint{{Key: "gpu", Effect: corev1.TaintEffectPreferNoSchedule}}
+			return in
+		}, func(t *testing.T, p *Plan) { wantClaims(t, p, 1) }},
 		{"existing node with room gets a nomination", func() *Input {
 			in := input(pod("a", nil, "1", ""))
 			in.Nodes = []*Node{{Name: "n1", Labels: map[string]string{karpv1.LabelZone: "test-zone-1"},

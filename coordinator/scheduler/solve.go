@@ -19,23 +19,26 @@ import (
 )
 
 type solver struct {
-	ri          *resourceIndex
-	pools       []*pool
-	poolOrder   []*pool
-	classes     []*class
-	groups      map[string]*group
-	groupOrder  []*group
-	existing    []*Node
-	claims      []*claim
-	scratch     []*typeInfo
-	matchCache  map[string][]*typeInfo
-	fitCache    map[fitKey][]*typeInfo
-	domainCache map[string]domainSet
-	memPerMilli float64 // median memory bytes per millicore over usable types
-	vols        map[string]PodVolumes
-	namespaces  map[string]map[string]string
-	bestEffort  bool // MinValuesPolicy BestEffort
-	relaxMin    bool // placing a pod with minValues relaxed (BestEffort)
+	ri *resourceIndex
+	// preferNoSchedule: a pool has a PreferNoSchedule taint, so pods
+	// relax to tolerate them last (constraints.relax).
+	preferNoSchedule bool
+	pools            []*pool
+	poolOrder        []*pool
+	classes          []*class
+	groups           map[string]*group
+	groupOrder       []*group
+	existing         []*Node
+	claims           []*claim
+	scratch          []*typeInfo
+	matchCache       map[string][]*typeInfo
+	fitCache         map[fitKey][]*typeInfo
+	domainCache      map[string]domainSet
+	memPerMilli      float64 // median memory bytes per millicore over usable types
+	vols             map[string]PodVolumes
+	namespaces       map[string]map[string]string
+	bestEffort       bool // MinValuesPolicy BestEffort
+	relaxMin         bool // placing a pod with minValues relaxed (BestEffort)
 	// reservations: instances left per capacity reservation (see
 	// settleReservation).
 	reservations map[string]int
@@ -107,7 +110,7 @@ func (s *solver) daemonsToCome(daemons []*corev1.Pod, n *Node) vec {
 		if hasDRA(d) {
 			continue
 		}
-		if _, ok := tolerates(d.Spec.Tolerations, n.Taints); !ok || !daemonMatches(d, n.Labels) {
+		if _, ok := tolerates(d.Spec.Tolerations, n.Taints, false); !ok || !daemonMatches(d, n.Labels) {
 			continue
 		}
 		r, _ := s.ri.podRequests(d)
@@ -770,7 +773,7 @@ func (s *solver) checkExisting(cl *claim, v *variant, rules []domainRule, used v
 	}
 	ok, seen := v.nodeOK[cl.nodeIdx]
 	if !seen {
-		_, tol := tolerates(v.c.rep.Spec.Tolerations, n.Taints)
+		_, tol := tolerates(v.c.rep.Spec.Tolerations, n.Taints, v.cons.toleratePreferNoSchedule)
 		ok = tol && v.reqs.Matches(n.Labels)
 		v.nodeOK[cl.nodeIdx] = ok
 	}

@@ -28,10 +28,15 @@ type constraints struct {
 	prefAff  []corev1.WeightedPodAffinityTerm
 	prefAnti []corev1.WeightedPodAffinityTerm
 	spreads  []corev1.TopologySpreadConstraint
+	// toleratePreferNoSchedule: the last relaxation, when a NodePool has
+	// a PreferNoSchedule taint (Karpenter's).
+	toleratePreferNoSchedule bool
 }
 
 // relax returns the next level, or false when nothing is left to relax.
-func (c constraints) relax(p *corev1.Pod) (constraints, bool) {
+// preferNoSchedule: some NodePool has a PreferNoSchedule taint, so the last
+// level tolerates them (Karpenter adds that step only then).
+func (c constraints) relax(p *corev1.Pod, preferNoSchedule bool) (constraints, bool) {
 	if na := nodeAffinity(p); na != nil && na.RequiredDuringSchedulingIgnoredDuringExecution != nil &&
 		c.termIdx+1 < len(na.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms) {
 		c.termIdx++
@@ -55,7 +60,23 @@ func (c constraints) relax(p *corev1.Pod) (constraints, bool) {
 			return c, true
 		}
 	}
+	if preferNoSchedule && !c.toleratePreferNoSchedule && !toleratesEveryPreferNoSchedule(p.Spec.Tolerations) {
+		c.toleratePreferNoSchedule = true
+		return c, true
+	}
 	return c, false
+}
+
+// toleratesEveryPreferNoSchedule reports whether a toleration matches every
+// PreferNoSchedule taint (operator Exists, no key, effect PreferNoSchedule
+// or any): relaxing to tolerate them would change nothing.
+func toleratesEveryPreferNoSchedule(tols []corev1.Toleration) bool {
+	for _, t := range tols {
+		if t.Key == "" && t.Operator == corev1.TolerationOpExists && (t.Effect == "" || t.Effect == corev1.TaintEffectPreferNoSchedule) {
+			return true
+		}
+	}
+	return false
 }
 
 func nodeAffinity(p *corev1.Pod) *corev1.NodeAffinity {
@@ -192,7 +213,7 @@ func (s *solver) variant(c *class, level int) *variant {
 		if len(c.variants) == 0 {
 			cons = initialConstraints(c.rep)
 		} else {
-			next, ok := c.variants[len(c.variants)-1].cons.relax(c.rep)
+			next, ok := c.variants[len(c.variants)-1].cons.relax(c.rep, s.preferNoSchedule)
 			if !ok {
 				c.noMore = true
 				return nil
@@ -339,7 +360,7 @@ func (s *solver) classPool(v *variant, pl *pool) (*classPool, string) {
 	if pl.err != nil {
 		return nil, pl.err.Error()
 	}
-	if t, ok := tolerates(v.c.rep.Spec.Tolerations, pl.taints); !ok {
+	if t, ok := tolerates(v.c.rep.Spec.Tolerations, pl.taints, v.cons.toleratePreferNoSchedule); !ok {
 		return nil, fmt.Sprintf("did not tolerate taint %s=%s:%s", t.Key, t.Value, t.Effect)
 	}
 	for _, r := range v.reqs.All() {
@@ -512,7 +533,7 @@ func (f *nodeFilter) terms() []requirements.Requirements {
 }
 
 func (f *nodeFilter) tolerates(taints []corev1.Taint) bool {
-	_, ok := tolerates(f.tolerations, taints)
+	_, ok := tolerates(f.tolerations, taints, true)
 	return ok
 }
 

@@ -124,7 +124,7 @@ func verifyPlan(in *Input, plan *Plan) error {
 		// The DaemonSets whose pods would run on the node: they tolerate
 		// its taints and match its labels (type, offering and pool).
 		for _, d := range in.DaemonSetPods {
-			if _, ok := tolerates(d.Spec.Tolerations, np.Spec.Template.Spec.Taints); ok && daemonMatches(d, lbls) {
+			if _, ok := tolerates(d.Spec.Tolerations, np.Spec.Template.Spec.Taints, true); ok && daemonMatches(d, lbls) {
 				addList(need, "", podNeed(d))
 			}
 		}
@@ -200,7 +200,7 @@ func verifyPlan(in *Input, plan *Plan) error {
 		if err := nodeSelectorOK(p, pl.labels); err != nil {
 			return fmt.Errorf("pod %s on %s: %w", podName(p), pl.node, err)
 		}
-		if t, ok := tolerates(p.Spec.Tolerations, pl.taints); !ok {
+		if t, ok := tolerates(p.Spec.Tolerations, pl.taints, true); !ok {
 			return fmt.Errorf("pod %s on %s does not tolerate %v", podName(p), pl.node, t)
 		}
 		eligible := func(tsc corev1.TopologySpreadConstraint) []string {
@@ -321,7 +321,7 @@ func eligibleDomains(in *Input, p *corev1.Pod, tsc corev1.TopologySpreadConstrai
 	}
 	podKey := podReqs.Get(key)
 	for _, np := range in.NodePools {
-		if _, ok := tolerates(p.Spec.Tolerations, np.Spec.Template.Spec.Taints); honorTaints && !ok {
+		if _, ok := tolerates(p.Spec.Tolerations, np.Spec.Template.Spec.Taints, true); honorTaints && !ok {
 			continue
 		}
 		poolReqs, _ := requirements.FromNodePool(np.Spec.Template.Spec.Requirements)
@@ -342,7 +342,7 @@ func eligibleDomains(in *Input, p *corev1.Pod, tsc corev1.TopologySpreadConstrai
 		if !ok || (podKey != nil && !podKey.Has(v)) || (honorAff && nodeSelectorOK(p, n.Labels) != nil) {
 			continue
 		}
-		if _, tol := tolerates(p.Spec.Tolerations, n.Taints); honorTaints && !tol {
+		if _, tol := tolerates(p.Spec.Tolerations, n.Taints, true); honorTaints && !tol {
 			continue
 		}
 		seen[v] = true
@@ -401,7 +401,7 @@ func topologyOK(p *corev1.Pod, me placed, c *counter, eligible func(corev1.Topol
 			if honorAff && nodeSelectorOK(p, o.labels) != nil {
 				return false
 			}
-			if _, ok := tolerates(p.Spec.Tolerations, o.taints); honorTaints && !ok {
+			if _, ok := tolerates(p.Spec.Tolerations, o.taints, true); honorTaints && !ok {
 				return false
 			}
 			return true
