@@ -27,15 +27,18 @@ type pool struct {
 	// decide which run on each: typeInfo.daemon); daemonKey names them.
 	daemons   []daemonPod
 	daemonKey string
-	limited   bool
-	limit     vec // cpu, memory, ...; math.MaxInt64 when unset
-	limNodes  int64
-	committed vec // existing usage + chosen capacity of planned claims
-	nodes     int64
-	minValues bool
-	seq       int
-	expl      PoolExplanation
-	err       error // pool unusable (bad requirements, missing class)
+	// daemonPorts are the host ports of those DaemonSets: a new node's
+	// are taken from the start (Karpenter's overhead group host ports).
+	daemonPorts []hostPort
+	limited     bool
+	limit       vec // cpu, memory, ...; math.MaxInt64 when unset
+	limNodes    int64
+	committed   vec // existing usage + chosen capacity of planned claims
+	nodes       int64
+	minValues   bool
+	seq         int
+	expl        PoolExplanation
+	err         error // pool unusable (bad requirements, missing class)
 }
 
 // daemonPod is a DaemonSet's pod as a pool sees it: its requests, and its
@@ -138,6 +141,7 @@ func (s *solver) buildPool(i int, np *karpv1.NodePool, in *Input) *pool {
 		}
 		r, _ := s.ri.podRequests(d)
 		p.daemons = append(p.daemons, daemonPod{req: r, terms: terms})
+		p.daemonPorts = append(p.daemonPorts, hostPorts(d)...)
 		p.daemonKey += fmt.Sprint(podName(d), r, terms, ";")
 	}
 	// existing usage

@@ -498,6 +498,21 @@ func TestConstraints(t *testing.T) {
 			in.NodePools[0].Spec.Template.Spec.Taints = []corev1.Taint{{Key: "gpu", Effect: corev1.TaintEffectPreferNoSchedule}}
 			return in
 		}, func(t *testing.T, p *Plan) { wantClaims(t, p, 1) }},
+		{"a DaemonSet's host port is taken on new nodes", func() *Input {
+			withPort := func(name string, port int32) *corev1.Pod {
+				p := pod(name, nil, "100m", "")
+				p.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: port, HostPort: port, Protocol: corev1.ProtocolTCP}}
+				return p
+			}
+			in := input(withPort("clash", 9100), withPort("other", 8080))
+			in.DaemonSetPods = []*corev1.Pod{withPort("node-exporter", 9100)}
+			return in
+		}, func(t *testing.T, p *Plan) {
+			wantUnschedulable(t, p, 1, "a DaemonSet takes the pod's host port")
+			if p.Unschedulable[0].Pod != "default/clash" || len(p.NodeClaims) != 1 {
+				t.Fatalf("want only the clashing pod left out:\n%s", dump(p))
+			}
+		}},
 		{"existing node with room gets a nomination", func() *Input {
 			in := input(pod("a", nil, "1", ""))
 			in.Nodes = []*Node{{Name: "n1", Labels: map[string]string{karpv1.LabelZone: "test-zone-1"},
