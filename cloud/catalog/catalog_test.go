@@ -450,6 +450,24 @@ func TestNodeClassOverrides(t *testing.T) {
 			allocatable: map[corev1.ResourceName]string{"memory": "6012Mi", "ephemeral-storage": "44Gi"},
 		},
 		{
+			// Karpenter's ENILimitedPods: (3 - 1) * (10 - 1) + 2 = 20 pods;
+			// memory 7577 - (11*20+255) - 100 = 7002Mi.
+			name: "an efa-only interface on card 0 takes an ENI from the pods", typ: m5,
+			nc: nodeClass("AL2023", func(s *awsv1.EC2NodeClassSpec) {
+				s.NetworkInterfaces = []*awsv1.NetworkInterface{{NetworkCardIndex: 0, DeviceIndex: 0, InterfaceType: awsv1.InterfaceTypeInterface},
+					{NetworkCardIndex: 0, DeviceIndex: 1, InterfaceType: awsv1.InterfaceTypeEFAOnly}}
+			}),
+			capacity:    map[corev1.ResourceName]string{"pods": "20"},
+			allocatable: map[corev1.ResourceName]string{"memory": "7002Mi"},
+		},
+		{
+			name: "an efa-only interface on another card does not", typ: m5,
+			nc: nodeClass("AL2023", func(s *awsv1.EC2NodeClassSpec) {
+				s.NetworkInterfaces = []*awsv1.NetworkInterface{{NetworkCardIndex: 1, DeviceIndex: 0, InterfaceType: awsv1.InterfaceTypeEFAOnly}}
+			}),
+			capacity: map[corev1.ResourceName]string{"pods": "29"},
+		},
+		{
 			name: "family from the alias term", typ: m5,
 			nc: nodeClass("", func(s *awsv1.EC2NodeClassSpec) {
 				s.AMISelectorTerms = []awsv1.AMISelectorTerm{{Alias: "bottlerocket@latest"}}
@@ -784,6 +802,9 @@ func TestCacheKeyIgnoresIrrelevantFields(t *testing.T) {
 			nc.Spec.BlockDeviceMappings = []*awsv1.BlockDeviceMapping{bdm("/dev/xvda", "30Gi", true)}
 		},
 		"store": func(nc *awsv1.EC2NodeClass) { nc.Spec.InstanceStorePolicy = ptr(awsv1.InstanceStorePolicyRAID0) },
+		"efa-only": func(nc *awsv1.EC2NodeClass) {
+			nc.Spec.NetworkInterfaces = []*awsv1.NetworkInterface{{InterfaceType: awsv1.InterfaceTypeEFAOnly, DeviceIndex: 1}}
+		},
 	} {
 		c := base()
 		mutate(c)

@@ -126,6 +126,7 @@ func cacheKey(opts Options) string {
 		Kubelet        *kubeletKey `json:",omitempty"`
 		BDMs           []bdm       `json:",omitempty"`
 		Store          string      `json:",omitempty"`
+		EFAOnly        int         `json:",omitempty"`
 	}{Region: opts.Region, Family: familyOf(opts.NodeClass).name, Prices: pricesOf(opts).key, Zones: opts.Zones,
 		Spot: opts.SpotPrice, Unpriced: opts.IncludeUnpriced}
 	if nc := opts.NodeClass; nc != nil {
@@ -152,6 +153,7 @@ func cacheKey(opts Options) string {
 		if nc.Spec.InstanceStorePolicy != nil {
 			k.Store = string(*nc.Spec.InstanceStorePolicy)
 		}
+		k.EFAOnly = efaOnlyInterfaces(nc)
 	}
 	b, err := json.Marshal(k)
 	if err != nil {
@@ -177,6 +179,7 @@ func buildInstanceTypes(opts Options) []*InstanceType {
 		kubelet = opts.NodeClass.Spec.Kubelet
 	}
 
+	efaOnly := efaOnlyInterfaces(opts.NodeClass)
 	prices := pricesOf(opts)
 	entries := Entries()
 	out := make([]*InstanceType, 0, len(entries))
@@ -185,6 +188,7 @@ func buildInstanceTypes(opts Options) []*InstanceType {
 		if (!e.HasPrice && !opts.IncludeUnpriced) || (fam.amd64Only && e.Arch != "amd64") {
 			continue
 		}
+		e.MaxPods = eniLimitedPods(e, efaOnly)
 		it := &InstanceType{
 			Name:      e.Name,
 			Labels:    labels(e, fam, region),
@@ -195,6 +199,36 @@ func buildInstanceTypes(opts Options) []*InstanceType {
 		out = append(out, it)
 	}
 	return out
+}
+
+// efaOnlyInterfaces counts the class's efa-only network interfaces on the
+// default network card.
+func efaOnlyInterfaces(nc *awsv1.EC2NodeClass) int {
+	n := 0
+	if nc != nil {
+		for _, ni := range nc.Spec.NetworkInterfaces {
+			if ni != nil && ni.NetworkCardIndex == 0 && ni.InterfaceType == awsv1.InterfaceTypeEFAOnly {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// eniLimitedPods is the VPC CNI's pod limit of a type (Karpenter's
+// ENILimitedPods): the default card's interfaces less the class's efa-only
+// ones there (they take an interface but carry no IP), times the IPv4
+// addresses per interface less one, plus two; none when no interface is
+// left.
+func eniLimitedPods(e Entry, efaOnly int) int {
+	if efaOnly == 0 || e.ENIs == 0 {
+		return e.MaxPods
+	}
+	usable := e.ENIs - efaOnly
+	if usable <= 0 {
+		return 0
+	}
+	return usable*(e.IPv4PerENI-1) + 2
 }
 
 // pricesOf is the price table InstanceTypes uses for opts.
