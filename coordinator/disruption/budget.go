@@ -1,6 +1,7 @@
 package disruption
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -81,40 +82,54 @@ func appliesTo(b *karpv1.Budget, reason karpv1.DisruptionReason) bool {
 	return false
 }
 
+// Unbounded is what a pool allows for a reason no active budget covers
+// (Karpenter's math.MaxInt32).
+const Unbounded = math.MaxInt32
+
 // AllowedDisruptions is how many more nodes of pool may be disrupted for
-// reason at now: the most restrictive active budget covering reason (the
-// default 10% when the pool declares none), minus the nodes of the pool
-// already being disrupted for any reason, never below zero. nodesInPool is
-// the pool's node count the percentages scale. A budget that does not parse
-// fails closed: it allows nothing and the error says which field is wrong.
+// reason at now: the most restrictive active budget covering reason,
+// Unbounded when none does, minus the nodes of the pool already being
+// disrupted for any reason, never below zero (Karpenter's
+// MustGetAllowedDisruptions less the disrupting nodes). nodesInPool is the
+// pool's node count the percentages scale. Budgets absent from the spec
+// (nil) are the CRD default, 10%; an explicit empty list has none, so
+// nothing limits the pool, as in Karpenter, where the CRD default applies
+// only when the field is absent. A budget that does not parse, whatever
+// reasons it names, fails the whole pool closed: it allows nothing and the
+// error says which fields are wrong.
 func AllowedDisruptions(pool *karpv1.NodePool, reason karpv1.DisruptionReason, nodesInPool, disrupting int, now time.Time) (int, error) {
 	budgets := pool.Spec.Disruption.Budgets
-	if len(budgets) == 0 {
+	if budgets == nil {
 		budgets = []karpv1.Budget{{Nodes: DefaultBudget}}
 	}
-	allowed := math.MaxInt
+	allowed := Unbounded
+	var errs []error
 	for i := range budgets {
 		b := &budgets[i]
-		if !appliesTo(b, reason) {
+		n, err := budgetAllows(b, nodesInPool, now)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("nodepool %s: spec.disruption.budgets[%d]: %w", pool.Name, i, err))
 			continue
 		}
-		active, err := budgetActive(b, now)
-		if err != nil {
-			return 0, fmt.Errorf("nodepool %s: spec.disruption.budgets[%d]: %w", pool.Name, i, err)
+		if appliesTo(b, reason) {
+			allowed = min(allowed, n)
 		}
-		if !active {
-			continue
-		}
-		n, err := budgetNodes(b.Nodes, nodesInPool)
-		if err != nil {
-			return 0, fmt.Errorf("nodepool %s: spec.disruption.budgets[%d]: %w", pool.Name, i, err)
-		}
-		allowed = min(allowed, n)
 	}
-	if allowed == math.MaxInt {
-		// No active budget covers this reason: Karpenter then allows all
-		// nodes of the pool.
-		allowed = nodesInPool
+	if len(errs) > 0 {
+		return 0, errors.Join(errs...)
 	}
 	return max(0, allowed-disrupting), nil
+}
+
+// budgetAllows is what one budget allows of a pool of poolNodes nodes at
+// now: Unbounded while its window is closed.
+func budgetAllows(b *karpv1.Budget, poolNodes int, now time.Time) (int, error) {
+	active, err := budgetActive(b, now)
+	if err != nil {
+		return 0, err
+	}
+	if !active {
+		return Unbounded, nil
+	}
+	return budgetNodes(b.Nodes, poolNodes)
 }

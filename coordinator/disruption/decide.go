@@ -75,8 +75,9 @@ func newDecider(in *Input) *decider {
 func Expiration(in *Input) (*Decision, error) { return newDecider(in).expiration() }
 
 // Decide picks at most one disruption action for this pass. The error is
-// for input it cannot trust (a bad PDB selector or budget); a budget error
-// names the pool and field and fails closed.
+// for input it cannot trust (a bad PDB selector). A pool whose budgets do
+// not parse allows no disruption and the others go on (PoolBudgets says
+// which).
 func Decide(in *Input) (*Result, error) {
 	d := newDecider(in)
 	var err error
@@ -132,17 +133,17 @@ func sentence(s string) string {
 	return strings.ToUpper(s[:1]) + s[1:]
 }
 
-// budgets is the remaining allowance per pool for reason.
-func (d *decider) budgets(reason karpv1.DisruptionReason) (map[string]int, error) {
+// budgets is the remaining allowance per pool for reason. A pool whose
+// budgets do not parse allows nothing (Karpenter's
+// MustGetAllowedDisruptions); the others are unaffected.
+func (d *decider) budgets(reason karpv1.DisruptionReason) map[string]int {
 	out := map[string]int{}
 	for name, p := range d.pools {
-		n, err := AllowedDisruptions(p, reason, d.poolNodes[name], d.disrupting[name], d.in.Now)
-		if err != nil {
-			return nil, err
-		}
+		// On an error n is 0: the pool fails closed.
+		n, _ := AllowedDisruptions(p, reason, d.poolNodes[name], d.disrupting[name], d.in.Now)
 		out[name] = n
 	}
-	return out, nil
+	return out
 }
 
 // expiration removes every NodeClaim past expireAfter, forcefully: budgets,
@@ -222,10 +223,7 @@ func isStatic(p *karpv1.NodePool) bool { return p.Spec.Replicas != nil }
 // emptiness deletes every consolidatable empty node (no pod that costs
 // anything to reschedule, see isEmpty), up to each pool's Empty budget.
 func (d *decider) emptiness() (*Decision, error) {
-	budget, err := d.budgets(karpv1.DisruptionReasonEmpty)
-	if err != nil {
-		return nil, err
-	}
+	budget := d.budgets(karpv1.DisruptionReasonEmpty)
 	var out []*Node
 	for _, n := range d.consolidationCandidates(true) {
 		if !isEmpty(n) {
@@ -254,6 +252,7 @@ const (
 	DriftAMI                 = "AMIDrift"
 	DriftSecurityGroup       = "SecurityGroupDrift"
 	DriftSubnet              = "SubnetDrift"
+	DriftCapacityReservation = "CapacityReservationDrift"
 )
 
 // instanceTypeGrace is how old a NodeClaim must be before a missing
@@ -263,10 +262,11 @@ const instanceTypeGrace = time.Hour
 
 // drifted says why a launched NodeClaim is drifted, in Karpenter's order:
 // the NodePool's hash, its requirements, the instance type, then the
-// EC2NodeClass's hash, its AMIs, security groups and subnets. It returns
-// the reason (Karpenter's name, "" when not drifted) and a message. What
-// is not known (no hash of the current version, no resolved AMIs, an
-// instance the cloud has not listed) drifts nothing.
+// EC2NodeClass's hash, its AMIs, security groups, subnets and capacity
+// reservations. It returns the reason (Karpenter's name, "" when not
+// drifted) and a message. What is not known (no hash of the current
+// version, no resolved AMIs, an instance the cloud has not listed) drifts
+// nothing.
 func (d *decider) drifted(n *Node) (reason, message string) {
 	nc := n.NodeClaim
 	if nc.Status.ProviderID == "" {
@@ -315,7 +315,30 @@ func (d *decider) drifted(n *Node) (reason, message string) {
 	if r, m := amiDrifted(n, class); r != "" {
 		return r, m
 	}
-	return placementDrifted(n, class)
+	if r, m := placementDrifted(n, class); r != "" {
+		return r, m
+	}
+	if d.in.FeatureGates.NoReservedCapacity {
+		return "", "" // no instance is reserved to Karpenter then
+	}
+	return reservationDrifted(n, class)
+}
+
+// reservationDrifted: the instance runs in a capacity reservation it
+// targeted (reserved) that is no longer among the class's resolved
+// reservations (the AWS provider's isCapacityReservationDrifted, judged
+// on the instance as the cloud last listed it). An instance that is not
+// reserved, or whose reservation ended and that fell back to on-demand
+// (EC2 then drops its reservation), never drifts for this.
+func reservationDrifted(n *Node, class *awsv1.EC2NodeClass) (reason, message string) {
+	l := n.Listed
+	if l == nil || l.CapacityType != karpv1.CapacityTypeReserved || l.ReservationID == "" {
+		return "", ""
+	}
+	if slices.ContainsFunc(class.Status.CapacityReservations, func(r awsv1.CapacityReservation) bool { return r.ID == l.ReservationID }) {
+		return "", ""
+	}
+	return DriftCapacityReservation, fmt.Sprintf("capacity reservation %s is no longer selected by ec2nodeclass %s", l.ReservationID, class.Name)
 }
 
 // amiDrifted: the node's image is not among the class's resolved AMIs
@@ -405,10 +428,7 @@ func (d *decider) driftCandidate(n *Node, method Method) string {
 }
 
 func (d *decider) drift() (*Decision, error) {
-	budget, err := d.budgets(karpv1.DisruptionReasonDrifted)
-	if err != nil {
-		return nil, err
-	}
+	budget := d.budgets(karpv1.DisruptionReasonDrifted)
 	var cands []*Node
 	why := map[*Node]string{}
 	since := map[*Node]time.Time{}
@@ -469,10 +489,7 @@ func driftedAt(n *Node, now time.Time) time.Time {
 // pool; without (single-node, which disrupts one node) every candidate of a
 // pool with any allowance left qualifies.
 func (d *decider) underutilized(take bool) ([]*Node, error) {
-	budget, err := d.budgets(karpv1.DisruptionReasonUnderutilized)
-	if err != nil {
-		return nil, err
-	}
+	budget := d.budgets(karpv1.DisruptionReasonUnderutilized)
 	var out []*Node
 	for _, n := range d.consolidationCandidates(false) {
 		if isEmpty(n) {

@@ -59,6 +59,28 @@ func TestDriftReasons(t *testing.T) {
 		{"security groups in another order", func(in *Input, n *Node) { n.Listed.SecurityGroupIDs = []string{"sg-2", "sg-1"} }, "", ""},
 		{"subnet no longer selected", func(in *Input, n *Node) { n.Listed.SubnetID = "subnet-gone" }, DriftSubnet, "subnet-gone"},
 		{"instance not listed yet: not judged", func(in *Input, n *Node) { n.Listed = nil }, "", ""},
+		// The AWS provider's suite_test.go "should dynamically drift
+		// nodeclaims for capacity reservations" and "should not drift when
+		// capacity reservation falls back to on-demand".
+		{"in a reservation the class selects", func(in *Input, n *Node) {
+			in.NodeClasses["default"].Status.CapacityReservations = []awsv1.CapacityReservation{{ID: "cr-foo"}}
+			reserved(n, "cr-foo")
+		}, "", ""},
+		{"in a reservation the class no longer selects", func(in *Input, n *Node) {
+			in.NodeClasses["default"].Status.CapacityReservations = []awsv1.CapacityReservation{{ID: "cr-foo"}}
+			reserved(n, "cr-bar")
+		}, DriftCapacityReservation, "capacity reservation cr-bar"},
+		{"reservation ended, fell back to on-demand", func(in *Input, n *Node) {
+			in.NodeClasses["default"].Status.CapacityReservations = nil
+		}, "", ""},
+		{"a reservation with the ReservedCapacity gate off: not reserved", func(in *Input, n *Node) {
+			reserved(n, "cr-bar")
+			in.FeatureGates.NoReservedCapacity = true
+		}, "", ""},
+		{"the subnet is judged before the reservation", func(in *Input, n *Node) {
+			reserved(n, "cr-bar")
+			n.Listed.SubnetID = "subnet-gone"
+		}, DriftSubnet, ""},
 		{"requirements no longer satisfied", func(in *Input, n *Node) {
 			in.NodePools[0].Spec.Template.Spec.Requirements[0].Values = []string{karpv1.CapacityTypeSpot}
 		}, DriftRequirements, "no longer satisfies"},
@@ -89,4 +111,10 @@ func TestDriftReasons(t *testing.T) {
 			}
 		})
 	}
+}
+
+// reserved makes the node's listed instance one that targeted capacity
+// reservation id (Karpenter's reserved capacity type).
+func reserved(n *Node, id string) {
+	n.Listed.CapacityType, n.Listed.ReservationID, n.Listed.ReservationType = karpv1.CapacityTypeReserved, id, string(awsv1.CapacityReservationTypeDefault)
 }

@@ -56,17 +56,21 @@ func TestKarpenterBudgets(t *testing.T) {
 		return func(b *karpv1.Budget) { b.Schedule, b.Duration = strp(schedule), dur(duration) }
 	}
 	sunday := time.Date(2024, time.January, 7, 0, 0, 0, 0, time.UTC)
+	// failsClosed: MustGetAllowedDisruptions's 0 for every reason, the
+	// error saying why, and Decide going on without disrupting the pool.
 	failsClosed := func(substr string) karpCheck {
 		return func(t *testing.T, in *Input) {
 			t.Helper()
-			got, err := AllowedByPool(in, karpv1.DisruptionReasonEmpty)
-			if err == nil && got["default"] != 0 {
-				t.Errorf("AllowedByPool = %v, nil error; want an error or no disruption allowed", got)
+			for _, r := range allReasons {
+				got, err := AllowedByPool(in, r)
+				if err == nil || got["default"] != 0 {
+					t.Errorf("AllowedByPool(%s) = %v, %v; want 0 and an error", r, got, err)
+				}
+				if err != nil && !strings.Contains(err.Error(), substr) {
+					t.Errorf("error %q does not contain %q", err, substr)
+				}
 			}
-			if err != nil && !strings.Contains(err.Error(), substr) {
-				t.Errorf("error %q does not contain %q", err, substr)
-			}
-			if r, err := Decide(in); err == nil && r.Decision != nil {
+			if r := kDecide(t, in); r.Decision != nil {
 				t.Errorf("got %s despite the broken budget", describeResult(r))
 			}
 		}
@@ -101,7 +105,7 @@ func TestKarpenterBudgets(t *testing.T) {
 				}
 				return bs
 			}),
-			want: allowedForAllReasons("default", 100),
+			want: allowedForAllReasons("default", Unbounded),
 		},
 		{
 			name: "inactive reason budgets are ignored",
@@ -145,7 +149,7 @@ func TestKarpenterBudgets(t *testing.T) {
 			name: "an inactive budget does not limit",
 			from: file + ` AllowedDisruptions "should return MaxInt32 when a budget is inactive"`,
 			in:   hundred(june, only(0, func(b *karpv1.Budget) { b.Schedule = strp("@yearly") })),
-			want: allowedForAllReasons("default", 100),
+			want: allowedForAllReasons("default", Unbounded),
 		},
 		{
 			name: "an active count budget limits to its count",
@@ -163,7 +167,7 @@ func TestKarpenterBudgets(t *testing.T) {
 			name: "schedules are read in UTC whatever the clock's zone",
 			from: file + ` IsActive "should always consider a schedule and time in UTC"`,
 			in:   hundred(time.Date(2000, time.June, 0, 0, 0, 0, 0, time.FixedZone("fake-zone", 3600)), only(0, scheduled("@daily", "30m"))),
-			want: allowedForAllReasons("default", 100),
+			want: allowedForAllReasons("default", Unbounded),
 		},
 		{
 			name: "a budget without schedule and duration is always active",
@@ -183,7 +187,7 @@ func TestKarpenterBudgets(t *testing.T) {
 			name: "a budget is inactive long after its schedule hit",
 			from: file + ` IsActive "should return that a schedule is inactive"`,
 			in:   hundred(june, only(0, func(b *karpv1.Budget) { b.Schedule = strp("@yearly") })),
-			want: allows(karpv1.DisruptionReasonDrifted, "default", 100),
+			want: allows(karpv1.DisruptionReasonDrifted, "default", Unbounded),
 		},
 		{
 			name: "a budget is active in the middle of its duration",
@@ -201,7 +205,16 @@ func TestKarpenterBudgets(t *testing.T) {
 			name: "a budget is inactive once its duration after the last hit is over",
 			from: file + ` IsActive "should return that a schedule is inactive when the schedule hit is after the duration"`,
 			in:   hundred(sunday, only(0, scheduled("30 6 * * SUN", "6h"))),
-			want: allowedForAllReasons("default", 100),
+			want: allowedForAllReasons("default", Unbounded),
+		},
+		{
+			name: "a broken budget of another reason fails the pool closed for every reason",
+			from: file + ` GetAllowedDisruptionsByReason (every budget's error is gathered, whatever its reasons) and MustGetAllowedDisruptions`,
+			in: hundred(june, func(bs []karpv1.Budget) []karpv1.Budget {
+				bs[4].Schedule = strp("0 25 * * *")
+				return bs
+			}),
+			want: failsClosed("0 25 * * *"),
 		},
 		{
 			name: "a cron range that does not parse says why",

@@ -50,10 +50,7 @@ func Revalidate(in *Input, dec *Decision) (*Decision, Rejection, error) {
 	if d.pdbs, err = buildPDBIndex(in); err != nil {
 		return nil, Rejection{}, err
 	}
-	budget, err := d.budgets(dec.Reason)
-	if err != nil {
-		return nil, Rejection{}, err
-	}
+	budget := d.budgets(dec.Reason)
 	if dec.Method == MethodEmptiness {
 		return d.revalidateEmptiness(dec, budget)
 	}

@@ -39,10 +39,7 @@ func (d *decider) staticDrift() (*Decision, error) {
 	if len(byPool) == 0 {
 		return nil, nil
 	}
-	budget, err := d.budgets(karpv1.DisruptionReasonDrifted)
-	if err != nil {
-		return nil, err
-	}
+	budget := d.budgets(karpv1.DisruptionReasonDrifted)
 	pools := make([]string, 0, len(byPool))
 	for pn := range byPool {
 		pools = append(pools, pn)

@@ -1,6 +1,9 @@
 package disruption
 
 import (
+	"errors"
+	"maps"
+	"slices"
 	"time"
 
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
@@ -107,9 +110,19 @@ func Status(in *Input) []NodeStatus {
 // AllowedByPool is AllowedDisruptions for every pool of in for reason,
 // counting the pool's initialized nodes and those being disrupted (deleting
 // or NotReady) as Decide does; NodeClaims whose instance is terminating
-// count for neither.
+// count for neither. A pool whose budgets do not parse allows 0; the error
+// joins what is wrong with each such pool (the map is complete either way).
 func AllowedByPool(in *Input, reason karpv1.DisruptionReason) (map[string]int, error) {
-	return newDecider(in).budgets(reason)
+	bs := PoolBudgets(in, reason)
+	out := make(map[string]int, len(bs))
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(bs)) {
+		out[name] = bs[name].Allowed
+		if bs[name].Err != nil {
+			errs = append(errs, bs[name].Err)
+		}
+	}
+	return out, errors.Join(errs...)
 }
 
 // PoolBudget is one pool's disruption budget for one reason at Input.Now.
@@ -118,9 +131,14 @@ type PoolBudget struct {
 	// (initialized, managed, instance not terminating); Disrupting those
 	// of them being disrupted (deleting or NotReady).
 	Nodes, Disrupting int
-	// Budget is what the pool's active budgets allow of Nodes; Allowed is
-	// Budget less Disrupting, never below 0 (AllowedByPool's).
+	// Budget is what the pool's active budgets allow of Nodes (Unbounded
+	// when none covers the reason, 0 when they do not parse: Karpenter's
+	// karpenter_nodepools_allowed_disruptions); Allowed is Budget less
+	// Disrupting, never below 0 (what Decide spends).
 	Budget, Allowed int
+	// Err says why the pool's budgets do not parse (nil when they do); the
+	// pool then allows nothing, for every reason.
+	Err error
 }
 
 // Blocking: the pool has nodes and its budgets allow none of them to be
@@ -129,17 +147,14 @@ type PoolBudget struct {
 func (b PoolBudget) Blocking() bool { return b.Nodes > 0 && b.Budget == 0 }
 
 // PoolBudgets is PoolBudget for every pool of in for reason.
-func PoolBudgets(in *Input, reason karpv1.DisruptionReason) (map[string]PoolBudget, error) {
+func PoolBudgets(in *Input, reason karpv1.DisruptionReason) map[string]PoolBudget {
 	d := newDecider(in)
 	out := make(map[string]PoolBudget, len(d.pools))
 	for name, p := range d.pools {
 		b := PoolBudget{Nodes: d.poolNodes[name], Disrupting: d.disrupting[name]}
-		var err error
-		if b.Budget, err = AllowedDisruptions(p, reason, b.Nodes, 0, in.Now); err != nil {
-			return nil, err
-		}
+		b.Budget, b.Err = AllowedDisruptions(p, reason, b.Nodes, 0, in.Now)
 		b.Allowed = max(0, b.Budget-b.Disrupting)
 		out[name] = b
 	}
-	return out, nil
+	return out
 }

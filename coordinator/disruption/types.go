@@ -127,6 +127,10 @@ type FeatureGates struct {
 	// spot nodes (Karpenter's gate, off by default): a single node only
 	// when at least MinSpotToSpotTypes cheaper types remain.
 	SpotToSpotConsolidation bool
+	// NoReservedCapacity: Karpenter's ReservedCapacity gate (on by
+	// default) is off; no instance then counts as reserved, and none
+	// drifts for its capacity reservation.
+	NoReservedCapacity bool
 }
 
 // StaticCount is a static pool's NodeClaims by state (Karpenter's

@@ -7,6 +7,7 @@
 package karpmetrics
 
 import (
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -337,7 +338,9 @@ func (m *Metrics) IgnoredPods(n int) {
 }
 
 // Decision counts a disruption decision (delete or replace) of a method on
-// nodes of the pools (one count per candidate's pool, as Karpenter's).
+// nodes of the pools: once, and once for each pool among them, however
+// many candidates it has there (Karpenter's StartCommand counts the
+// distinct pools of its candidates).
 func (m *Metrics) Decision(method, decision string, pools []string) {
 	if m == nil {
 		return
@@ -347,13 +350,16 @@ func (m *Metrics) Decision(method, decision string, pools []string) {
 		return // Karpenter's expiration is no disruption method
 	}
 	m.decisions.WithLabelValues(decision, reason, ctype).Inc()
-	for _, p := range pools {
+	for _, p := range slices.Compact(slices.Sorted(slices.Values(pools))) {
 		m.decisionsByPool.WithLabelValues(p, decision, reason, ctype).Inc()
 	}
 }
 
-// DecisionFailed counts a started disruption that was rolled back.
-func (m *Metrics) DecisionFailed(method, decision string) {
+// DecisionFailed counts a disruption command that failed while it waited
+// for its replacements (a replacement failed, or the wait timed out): by
+// the number of its replacements that never initialized, as Karpenter's
+// queue adds them (0 too, which only makes the series exist).
+func (m *Metrics) DecisionFailed(method, decision string, uninitialized int) {
 	if m == nil {
 		return
 	}
@@ -361,7 +367,7 @@ func (m *Metrics) DecisionFailed(method, decision string) {
 	if reason == "expired" {
 		return
 	}
-	m.queueFailures.WithLabelValues(decision, reason, ctype).Inc()
+	m.queueFailures.WithLabelValues(decision, reason, ctype).Add(float64(uninitialized))
 }
 
 // Evaluated observes how long deciding took for the method that decided.

@@ -71,9 +71,9 @@ func TestEvents(t *testing.T) {
 	fx := newFixtures()
 	nc := fx.cache.ClaimList[0]
 	m.NodeClaimCreated(nc, "disruption/multinodeconsolidation")
-	m.Decision("MultiNodeConsolidation", "replace", []string{"default", "default"})
+	m.Decision("MultiNodeConsolidation", "replace", []string{"default", "other", "default"})
 	m.Decision("Expiration", "delete", []string{"default"})
-	m.DecisionFailed("Drift", "replace")
+	m.DecisionFailed("Drift", "replace", 2)
 	m.NodeClaimDisrupted(nc, "underutilized")
 	m.NodeTerminated(fx.cache.NodeList[0], time.Time{}, fx.now)
 	for _, tc := range []struct {
@@ -83,8 +83,11 @@ func TestEvents(t *testing.T) {
 	}{
 		{"karpenter_nodeclaims_created_total", map[string]string{"reason": "underutilized", "nodepool": "default", "min_values_relaxed": "false"}, 1},
 		{"karpenter_voluntary_disruption_decisions_total", map[string]string{"decision": "replace", "reason": "underutilized", "consolidation_type": "multi"}, 1},
-		{"karpenter_voluntary_disruption_decisions_by_nodepool_total", map[string]string{"nodepool": "default", "decision": "replace"}, 2},
-		{"karpenter_voluntary_disruption_queue_failures_total", map[string]string{"decision": "replace", "reason": "drifted", "consolidation_type": ""}, 1},
+		// Once per pool of the decision, not per candidate.
+		{"karpenter_voluntary_disruption_decisions_by_nodepool_total", map[string]string{"nodepool": "default", "decision": "replace"}, 1},
+		{"karpenter_voluntary_disruption_decisions_by_nodepool_total", map[string]string{"nodepool": "other", "decision": "replace"}, 1},
+		// By the replacements that never initialized.
+		{"karpenter_voluntary_disruption_queue_failures_total", map[string]string{"decision": "replace", "reason": "drifted", "consolidation_type": ""}, 2},
 		{"karpenter_voluntary_disruption_consolidation_timeouts_total", map[string]string{"consolidation_type": "multi"}, 0},
 		{"karpenter_nodeclaims_disrupted_total", map[string]string{"reason": "underutilized", "nodepool": "default", "capacity_type": "spot"}, 1},
 		{"karpenter_nodes_terminated_total", map[string]string{"nodepool": "default", "zone": "z-a"}, 1},

@@ -211,7 +211,8 @@ func New(d Deps) (*Leader, error) {
 	// Static pools' NodeClaims are counted for static drift whether or not
 	// the static loop runs (Karpenter's StaticDrift is not gated either).
 	counter := &static.Counter{Cache: d.Cache, State: d.State}
-	dis, err := disruptionctl.New(disruptionctl.Config{FeatureGates: disruption.FeatureGates{SpotToSpotConsolidation: d.FeatureGates.SpotToSpotConsolidation}},
+	dis, err := disruptionctl.New(disruptionctl.Config{FeatureGates: disruption.FeatureGates{SpotToSpotConsolidation: d.FeatureGates.SpotToSpotConsolidation,
+		NoReservedCapacity: !d.FeatureGates.ReservedCapacity}},
 		disruptionctl.Deps{Views: views, Launcher: prov, Cache: d.Cache,
 			State: d.State, Raft: d.Raft, Kube: d.Clients, Nodes: disruptionctl.NodeClient(d.Kube), Static: counter,
 			Registerer: d.Registerer, Recorder: d.Recorder, Log: log})

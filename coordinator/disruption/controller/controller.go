@@ -19,7 +19,10 @@
 // a pending disruption TerminationIntent whose NodeClaim is not being
 // deleted is finished when the node is empty (or expired), waited on when
 // live launch intents hold the node's pods (its replacements), and rolled
-// back otherwise (the next pass decides afresh).
+// back otherwise (the next pass decides afresh). Every pass also removes a
+// karpenter.sh/disrupted taint and DisruptionReason condition that no
+// command, termination or interruption holds (leftovers of a leader that
+// died, or of Karpenter), as Karpenter's disruption controller does.
 //
 // It also writes the Drifted, Empty and Consolidatable NodeClaim conditions,
 // and Karpenter's Events whenever the reason a node is left alone changes
@@ -172,6 +175,8 @@ type Controller struct {
 	lastBudgetBlock map[string]bool
 	// budgetSeries are the budget gauges' series the last pass set.
 	budgetSeries map[budgetSeries]bool
+	// invalidBudgets: pool -> why its budgets did not parse last pass.
+	invalidBudgets map[string]string
 	// finished: termination intent IDs whose NodeClaim this leader deleted
 	// (the cache may not show the deletion yet: never adopt them).
 	finished map[string]bool
@@ -229,7 +234,8 @@ func (c *Controller) validationDue() (time.Duration, bool) {
 }
 
 // Reconcile runs one pass: advance the commands in flight (and adopt the
-// ones a previous leader left), refresh conditions and metrics, then
+// ones a previous leader left), clear leftover taints and conditions,
+// refresh conditions and metrics, then
 // either wait for the decision being validated, validate it once its delay
 // is over, or decide and start (or begin validating) a new command.
 func (c *Controller) Reconcile(ctx context.Context) error {
@@ -246,6 +252,7 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	}
 	// Commands may have moved on: look again before deciding.
 	v = c.pass(snap, now)
+	c.clearLeftovers(ctx, v)
 	in := c.input(v)
 	c.report(ctx, v, in)
 	c.metrics.passes.Inc()

@@ -178,13 +178,23 @@ func TestReplacementFailureRollsBackAndCoolsDown(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := driftCluster(t)
 			rec := record.NewFakeRecorder(100)
-			ctl := c.controller(rec)
+			reg := prometheus.NewRegistry()
+			ctl, err := New(Config{ValidationDelay: -1, Now: c.Now}, c.deps(reg, rec))
+			if err != nil {
+				t.Fatal(err)
+			}
 			repl := launchReplacement(t, c, ctl, "old")
 			tc.fail(c, repl)
 			c.reconcile(ctl)
 			ops := c.takeOps()
 			if !slices.Equal(ops, []string{"untaint old", "cancel term-i-old"}) {
 				t.Fatalf("ops = %q, want untaint then cancel", ops)
+			}
+			// Karpenter's queue counts the replacements that never
+			// initialized: the one.
+			if got, _ := observe.Sample(t, reg, "karpenter_voluntary_disruption_queue_failures_total",
+				map[string]string{"decision": "replace", "reason": "drifted"}); got != 1 {
+				t.Errorf("queue failures = %v, want 1", got)
 			}
 			if p := c.pendingTerminations(); len(p) != 0 {
 				t.Fatalf("pending terminations %v", p)
@@ -213,11 +223,19 @@ func TestReplacementFailureRollsBackAndCoolsDown(t *testing.T) {
 func TestLaunchErrorRollsBack(t *testing.T) {
 	c := driftCluster(t)
 	c.launchErr = errBoom
-	ctl := c.controller(nil)
+	reg := prometheus.NewRegistry()
+	ctl, err := New(Config{ValidationDelay: -1, Now: c.Now}, c.deps(reg, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
 	c.reconcile(ctl)
 	ops := c.takeOps()
 	if !slices.Equal(ops, []string{"commit term-i-old", "cancel term-i-old"}) {
 		t.Fatalf("ops = %q, want commit then cancel (never tainted)", ops)
+	}
+	// Karpenter's StartCommand fails before its queue: no queue failure.
+	if got, _ := observe.Sample(t, reg, "karpenter_voluntary_disruption_queue_failures_total", nil); got != 0 {
+		t.Errorf("queue failures = %v, want none", got)
 	}
 }
 
@@ -420,11 +438,25 @@ func TestDecisionMetric(t *testing.T) {
 	c := newCluster(t)
 	c.pools = []*karpv1.NodePool{testPool("default")}
 	c.addNode("idle", "default", 2)
+	c.addNode("idle-2", "default", 2)
 	c.addNode("busy", "default", 4, testPod("web", "2"))
-	ctl := c.controller(nil)
+	reg := prometheus.NewRegistry()
+	ctl, err := New(Config{ValidationDelay: -1, Now: c.Now}, c.deps(reg, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
 	c.reconcile(ctl)
+	if ops := c.takeOps(); !slices.Contains(ops, "delete idle") || !slices.Contains(ops, "delete idle-2") {
+		t.Fatalf("ops = %q, want both idle nodes deleted in one decision", ops)
+	}
 	if got := testutil.ToFloat64(ctl.metrics.decisions.WithLabelValues("Emptiness", "delete")); got != 1 {
 		t.Fatalf("decisions{Emptiness,delete} = %v", got)
+	}
+	// One decision with two candidates of one pool counts once for the
+	// pool (Karpenter's StartCommand: lo.Uniq of the candidates' pools).
+	if got, _ := observe.Sample(t, reg, "karpenter_voluntary_disruption_decisions_by_nodepool_total",
+		map[string]string{"nodepool": "default", "decision": "delete", "reason": "empty"}); got != 1 {
+		t.Errorf("decisions_by_nodepool{default} = %v, want 1", got)
 	}
 }
 

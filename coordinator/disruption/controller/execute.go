@@ -186,7 +186,8 @@ func (c *Controller) start(ctx context.Context, v *pass, dec *disruption.Decisio
 	return c.finish(ctx, cmd)
 }
 
-// pools are the NodePools of the candidates' NodeClaims, one per candidate.
+// pools are the NodePools of the candidates' NodeClaims, one per candidate
+// (karpmetrics.Decision counts each pool once).
 func (cmd *command) pools(v *pass) []string {
 	out := make([]string, 0, len(cmd.candidates))
 	for _, cd := range cmd.candidates {
@@ -319,6 +320,7 @@ func (c *Controller) advanceCommand(ctx context.Context, v *pass, cmd *command) 
 	for _, name := range cmd.replacements {
 		ok, failed := c.replacementState(v, name)
 		if failed != "" {
+			c.failInQueue(v, cmd)
 			c.beginRollback(cmd, failed)
 			return c.rollbackCommand(ctx, cmd)
 		}
@@ -329,12 +331,28 @@ func (c *Controller) advanceCommand(ctx context.Context, v *pass, cmd *command) 
 	}
 	if len(waiting) > 0 {
 		if v.now.Sub(cmd.started) > c.cfg.ReplacementTimeout {
+			c.failInQueue(v, cmd)
 			c.beginRollback(cmd, fmt.Sprintf("replacement nodeclaim(s) %s not initialized within %s", strings.Join(waiting, ", "), c.cfg.ReplacementTimeout))
 			return c.rollbackCommand(ctx, cmd)
 		}
 		return nil
 	}
 	return c.finish(ctx, cmd)
+}
+
+// failInQueue counts a command that failed while it waited for its
+// replacements in karpenter_voluntary_disruption_queue_failures_total, by
+// its replacements that are not initialized, as Karpenter's queue does
+// (commands that fail before they wait, or that a new leader rolls back,
+// never reach Karpenter's queue and are not counted).
+func (c *Controller) failInQueue(v *pass, cmd *command) {
+	n := 0
+	for _, name := range cmd.replacements {
+		if ok, _ := c.replacementState(v, name); !ok {
+			n++
+		}
+	}
+	c.metrics.karp.DecisionFailed(string(cmd.method), cmp.Or(cmd.decision, "delete"), n)
 }
 
 // announce records, once per replacement and as soon as it is in the
@@ -470,7 +488,6 @@ func (c *Controller) beginRollback(cmd *command, why string) {
 	}
 	cmd.rollback = why
 	c.metrics.rollbacks.WithLabelValues(string(cmd.method)).Inc()
-	c.metrics.karp.DecisionFailed(string(cmd.method), cmp.Or(cmd.decision, "delete"))
 	c.log.Warn("rolling back disruption", zap.String("method", string(cmd.method)), zap.Strings("node", cmd.nodes()), zap.String("reason", why))
 }
 
@@ -524,16 +541,10 @@ func (c *Controller) taint(ctx context.Context, name string) error {
 }
 
 // untaint removes karpenter.sh/disrupted unless the agent put it there
-// for an interruption (then the joiner.io/interruption taint is present).
+// for an interruption (then the joiner.io/interruption taint is present)
+// or the node is being deleted (removeDisruptedTaint).
 func (c *Controller) untaint(ctx context.Context, name string) error {
-	return c.updateNode(ctx, name, func(n *corev1.Node) bool {
-		if slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == karpv1.TaintInterruptionKey }) {
-			return false
-		}
-		before := len(n.Spec.Taints)
-		n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == karpv1.TaintDisruptedKey })
-		return len(n.Spec.Taints) != before
-	}, "untainted node")
+	return c.updateNode(ctx, name, removeDisruptedTaint, "untainted node")
 }
 
 // interrupted says whether the agent reported an interruption on the node

@@ -2,6 +2,8 @@ package controller
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"time"
 
 	"go.uber.org/zap"
@@ -34,13 +36,12 @@ func (c *Controller) report(ctx context.Context, v *pass, in *disruption.Input) 
 	// after: a scrape never finds them missing between two passes.
 	series := map[budgetSeries]bool{}
 	blocking := map[string]bool{}
+	invalid := map[string]string{}
 	for _, r := range karpv1.DisruptionReasons {
-		budgets, err := disruption.PoolBudgets(in, r)
-		if err != nil {
-			c.log.Warn("disruption budget", zap.Error(err))
-			continue
-		}
-		for pool, b := range budgets {
+		for pool, b := range disruption.PoolBudgets(in, r) {
+			if b.Err != nil {
+				invalid[pool] = b.Err.Error()
+			}
 			c.metrics.budget.WithLabelValues(pool, string(r)).Set(float64(b.Allowed))
 			c.metrics.karp.Budget(pool, r, b.Budget, b.Disrupting)
 			series[budgetSeries{pool, r}] = true
@@ -57,6 +58,7 @@ func (c *Controller) report(ctx context.Context, v *pass, in *disruption.Input) 
 	}
 	c.budgetSeries = series
 	c.budgetEvents(in, blocking)
+	c.logInvalidBudgets(in, invalid)
 	for i := range statuses {
 		c.writeConditions(ctx, &statuses[i], v.now)
 	}
@@ -169,6 +171,24 @@ func (c *Controller) approvals(v *pass, dec *disruption.Decision) {
 type budgetSeries struct {
 	pool   string
 	reason karpv1.DisruptionReason
+}
+
+// logInvalidBudgets logs, once each time it changes, why a pool's budgets
+// do not parse (Karpenter logs it every pass): such a pool allows no
+// disruption, the others go on. invalid maps pools to the error.
+func (c *Controller) logInvalidBudgets(in *disruption.Input, invalid map[string]string) {
+	for _, pool := range slices.Sorted(maps.Keys(invalid)) {
+		if c.invalidBudgets[pool] != invalid[pool] {
+			c.log.Error("invalid disruption budgets: the nodepool allows no disruption until they are fixed",
+				zap.String("nodepool", pool), zap.String("error", invalid[pool]))
+		}
+	}
+	for _, p := range in.NodePools {
+		if _, was := c.invalidBudgets[p.Name]; was && invalid[p.Name] == "" {
+			c.log.Info("disruption budgets valid again", zap.String("nodepool", p.Name))
+		}
+	}
+	c.invalidBudgets = invalid
 }
 
 // budgetEvents leaves Karpenter's DisruptionBlocked Event on a NodePool
