@@ -280,10 +280,17 @@ func (d *decider) drifted(n *Node) (reason, message string) {
 	}
 	if pool := d.pools[pn]; pool != nil {
 		// A label the NodeClaim carries no longer satisfies the pool's
-		// requirements (absent labels are not judged).
+		// requirements, or a custom key the pool now requires is missing
+		// (Karpenter's areRequirementsDrifted: a NodeClaim is labelled for
+		// every custom requirement key at launch). An absent well-known
+		// label is not judged: Joiner may not label every one Karpenter
+		// derives from the instance type.
 		for _, pr := range pool.Spec.Template.Spec.Requirements {
 			v, present := nc.Labels[pr.Key]
 			if !present {
+				if !karpv1.WellKnownLabels[pr.Key] && pr.Operator != karpv1.OpNotIn && pr.Operator != karpv1.OpDoesNotExist {
+					return DriftRequirements, fmt.Sprintf("nodepool %s requires label %s, which the nodeclaim does not have", pn, pr.Key)
+				}
 				continue
 			}
 			r, err := requirements.New(pr.Key, string(pr.Operator), pr.Values...)

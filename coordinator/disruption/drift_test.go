@@ -84,6 +84,20 @@ func TestDriftReasons(t *testing.T) {
 		{"requirements no longer satisfied", func(in *Input, n *Node) {
 			in.NodePools[0].Spec.Template.Spec.Requirements[0].Values = []string{karpv1.CapacityTypeSpot}
 		}, DriftRequirements, "no longer satisfies"},
+		// Karpenter's drift_test.go "should return drifted if a new node
+		// requirement is added" and its NotIn/DoesNotExist counterpart.
+		{"a new custom requirement key the nodeclaim lacks", func(in *Input, n *Node) {
+			in.NodePools[0].Spec.Template.Spec.Requirements = append(in.NodePools[0].Spec.Template.Spec.Requirements,
+				karpv1.NodeSelectorRequirementWithMinValues{Key: "example.com/team", Operator: karpv1.OpIn, Values: []string{"a", "b"}})
+		}, DriftRequirements, "requires label example.com/team"},
+		{"a new custom key allowed absent (NotIn)", func(in *Input, n *Node) {
+			in.NodePools[0].Spec.Template.Spec.Requirements = append(in.NodePools[0].Spec.Template.Spec.Requirements,
+				karpv1.NodeSelectorRequirementWithMinValues{Key: "example.com/team", Operator: karpv1.OpNotIn, Values: []string{"a"}})
+		}, "", ""},
+		{"a new well-known key the nodeclaim lacks is not judged", func(in *Input, n *Node) {
+			in.NodePools[0].Spec.Template.Spec.Requirements = append(in.NodePools[0].Spec.Template.Spec.Requirements,
+				karpv1.NodeSelectorRequirementWithMinValues{Key: karpv1.LabelInstanceFamily, Operator: karpv1.OpIn, Values: []string{"m5"}})
+		}, "", ""},
 		{"the nodepool hash is judged first", func(in *Input, n *Node) {
 			in.NodePoolHashes["default"] = "2"
 			n.Listed.SubnetID = "subnet-gone"
