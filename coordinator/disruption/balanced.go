@@ -81,7 +81,7 @@ func PodDisruptionCost(p *corev1.Pod) float64 { return math.Max(0, EvictionCost(
 func rescheduleCost(n *Node) float64 {
 	c := perNodeDisruptionCost
 	for _, p := range n.Node.Pods {
-		if Reschedulable(p) {
+		if podutil.Reschedulable(p) {
 			c += PodDisruptionCost(p)
 		}
 	}

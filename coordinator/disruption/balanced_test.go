@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/internal/podutil"
 )
 
 // The cases of Karpenter v1.14.1's balanced_test.go and
@@ -249,7 +250,7 @@ func TestCandidatesBySavingsRatio(t *testing.T) {
 			a := testNode("a", "p", od, 10, testPod("a", "10m")) // 10 / 2
 			a.Price = 10
 			d := &decider{in: testInput(t0.Add(time.Hour), []*karpv1.NodePool{pool}, b, c, a), pools: map[string]*karpv1.NodePool{"p": pool}}
-			d.pdbs, _ = buildPDBIndex(d.in)
+			d.pdbs, _ = podutil.NewPDBs(d.in.PDBs)
 			if got := names(d.consolidationCandidates(false)); !slices.Equal(got, []string{"a", "c", "b"}) {
 				t.Fatalf("order %v, want [a c b]", got)
 			}

@@ -16,6 +16,7 @@ import (
 	"github.com/joiner-dev/joiner/cloud/catalog"
 	"github.com/joiner-dev/joiner/coordinator/scheduler"
 	"github.com/joiner-dev/joiner/internal/defaults"
+	"github.com/joiner-dev/joiner/internal/podutil"
 )
 
 // methodConsolidation tags candidate-filter skips shared by emptiness and
@@ -25,7 +26,7 @@ const methodConsolidation Method = "Consolidation"
 type decider struct {
 	in    *Input
 	pools map[string]*karpv1.NodePool
-	pdbs  pdbIndex
+	pdbs  podutil.PDBs
 	// poolNodes / disrupting count initialized managed nodes per pool and
 	// those being disrupted (deleting or NotReady), as Karpenter does.
 	poolNodes, disrupting map[string]int
@@ -81,7 +82,7 @@ func Expiration(in *Input) (*Decision, error) { return newDecider(in).expiration
 func Decide(in *Input) (*Result, error) {
 	d := newDecider(in)
 	var err error
-	if d.pdbs, err = buildPDBIndex(in); err != nil {
+	if d.pdbs, err = podutil.NewPDBs(in.PDBs); err != nil {
 		return nil, err
 	}
 	res := &Result{}

@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/internal/podutil"
 )
 
 // res is a pod or node's cpu (milli), memory (bytes) and pod count.
@@ -106,7 +107,7 @@ func (b *capacityBound) impossible(cands []*Node) string {
 		cur += n.Price
 		ownFree = ownFree.add(b.free[n])
 		for _, p := range n.Node.Pods {
-			if Reschedulable(p) {
+			if podutil.Reschedulable(p) {
 				need = need.add(podRes(p))
 			}
 		}

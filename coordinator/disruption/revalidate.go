@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/internal/podutil"
 )
 
 // Karpenter's reasons for a failed validation (its
@@ -47,7 +48,7 @@ func Revalidate(in *Input, dec *Decision) (*Decision, Rejection, error) {
 	}
 	d := newDecider(in)
 	var err error
-	if d.pdbs, err = buildPDBIndex(in); err != nil {
+	if d.pdbs, err = podutil.NewPDBs(in.PDBs); err != nil {
 		return nil, Rejection{}, err
 	}
 	budget := d.budgets(dec.Reason)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/internal/podutil"
 )
 
 // NodeStatus is how the disruption methods see one managed node at
@@ -67,7 +68,7 @@ func Status(in *Input) []NodeStatus {
 	d := newDecider(in)
 	// A PDB index that fails to build blocks everything, like Decide's
 	// error does.
-	pdbs, pdbErr := buildPDBIndex(in)
+	pdbs, pdbErr := podutil.NewPDBs(in.PDBs)
 	d.pdbs = pdbs
 	var out []NodeStatus
 	for _, n := range in.Nodes {

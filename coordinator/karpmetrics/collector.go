@@ -178,7 +178,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	podsByNode := map[string][]*corev1.Pod{}
 	pods := c.cfg.Cache.Pods()
 	for _, p := range pods {
-		if p.Spec.NodeName != "" && !view.Terminal(p) {
+		if p.Spec.NodeName != "" && !podutil.Terminal(p) {
 			podsByNode[p.Spec.NodeName] = append(podsByNode[p.Spec.NodeName], p)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/joiner-dev/joiner/coordinator/loop"
 	"github.com/joiner-dev/joiner/coordinator/scheduler"
 	"github.com/joiner-dev/joiner/coordinator/view"
+	"github.com/joiner-dev/joiner/internal/podutil"
 )
 
 // PodCache is what the pod observer reads (kube.Cache).
@@ -140,7 +141,7 @@ func (p *Pods) startup(pod *corev1.Pod, ref podRef, sched, now time.Time) {
 		p.m.PodStarted(ready.LastTransitionTime.Sub(pod.CreationTimestamp.Time))
 		prov.started(ref, sched, ready.LastTransitionTime.Time)
 		delete(p.pending, pod.UID)
-	case view.Terminal(pod):
+	case podutil.Terminal(pod):
 		// Not observed (a finished pod's Ready is False), but done waiting.
 		prov.started(ref, time.Time{}, time.Time{})
 		delete(p.pending, pod.UID)

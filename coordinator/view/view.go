@@ -21,6 +21,7 @@ import (
 	"github.com/joiner-dev/joiner/coordinator/fsm"
 	"github.com/joiner-dev/joiner/coordinator/scheduler"
 	"github.com/joiner-dev/joiner/internal/defaults"
+	"github.com/joiner-dev/joiner/internal/podutil"
 )
 
 // Cache is the informer cache the view reads (kube.Cache).
@@ -201,10 +202,10 @@ func (b *Builder) Build(now time.Time) *View {
 	podByKey := make(map[string]*corev1.Pod, len(pods))
 	for _, pod := range pods {
 		podByKey[Key(pod)] = pod
-		if !Terminal(pod) && hasVolumeNeeds(pod) {
+		if !podutil.Terminal(pod) && hasVolumeNeeds(pod) {
 			v.Volumes[Key(pod)] = podVolumes(pod, b.Cache)
 		}
-		if pod.Spec.NodeName != "" && !Terminal(pod) {
+		if pod.Spec.NodeName != "" && !podutil.Terminal(pod) {
 			v.PodsByNode[pod.Spec.NodeName] = append(v.PodsByNode[pod.Spec.NodeName], pod)
 		}
 	}
@@ -264,7 +265,7 @@ func (b *Builder) Build(now time.Time) *View {
 				var waiting []*corev1.Pod
 				holds := nominationHolds(in, instByID, now, grace)
 				for _, key := range in.Pods {
-					if pod := podByKey[key]; holds && pod != nil && pod.Spec.NodeName == "" && !Terminal(pod) && nominated[key] == in.ID {
+					if pod := podByKey[key]; holds && pod != nil && pod.Spec.NodeName == "" && !podutil.Terminal(pod) && nominated[key] == in.ID {
 						waiting = append(waiting, pod)
 					}
 				}
@@ -296,7 +297,7 @@ func (b *Builder) Build(now time.Time) *View {
 			continue
 		}
 		for _, key := range in.Pods {
-			if pod := podByKey[key]; pod != nil && !Terminal(pod) && (pod.Spec.NodeName == "" || v.Disrupting[pod.Spec.NodeName]) {
+			if pod := podByKey[key]; pod != nil && !podutil.Terminal(pod) && (pod.Spec.NodeName == "" || v.Disrupting[pod.Spec.NodeName]) {
 				sn.Pods = append(sn.Pods, unbound(pod))
 			}
 		}
@@ -321,13 +322,16 @@ func (b *Builder) Build(now time.Time) *View {
 		}
 		v.Pending = append(v.Pending, pod)
 	}
+	// A budget whose selector does not parse selects nothing here (the
+	// disruption controller reports it).
+	pdbs, _ := podutil.NewPDBs(v.PDBs)
 	for _, node := range v.AllNodes {
 		if !v.Disrupting[node.Name] {
 			continue
 		}
 		for _, pod := range v.PodsByNode[node.Name] {
 			key := Key(pod)
-			if !Reschedulable(pod) {
+			if !Reschedulable(pod, now, pdbs) {
 				continue
 			}
 			if id, ok := nominated[key]; ok {

@@ -7,11 +7,14 @@ import (
 
 	"github.com/joiner-dev/joiner/coordinator/fsm/fsmtest"
 	"github.com/joiner-dev/joiner/coordinator/view/fake"
+	"github.com/joiner-dev/joiner/internal/podutil"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8stypes "k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
@@ -425,6 +428,45 @@ func TestProvisionable(t *testing.T) {
 			tc.edit(p)
 			if got := Provisionable(p); got != tc.want {
 				t.Errorf("Provisionable = %t, want %t", got, tc.want)
+			}
+		})
+	}
+}
+
+// The pods of a node being taken away that need capacity elsewhere:
+// Karpenter's IsCurrentlyReschedulable, with a controller.
+func TestReschedulable(t *testing.T) {
+	zero := intstr.FromInt32(0)
+	pdbs, err := podutil.NewPDBs([]*policyv1.PodDisruptionBudget{{ObjectMeta: metav1.ObjectMeta{Name: "frozen", Namespace: "default"},
+		Spec: policyv1.PodDisruptionBudgetSpec{MaxUnavailable: &zero, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "frozen"}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deleting := metav1.NewTime(now)
+	for _, tc := range []struct {
+		name string
+		edit func(*corev1.Pod)
+		want bool
+	}{
+		{"running, with a controller", func(*corev1.Pod) {}, true},
+		{"bare pod (nothing recreates it)", func(p *corev1.Pod) { p.OwnerReferences = nil }, false},
+		{"do-not-disrupt keeps it there", func(p *corev1.Pod) { p.Annotations = map[string]string{karpv1.AnnotationDoNotDisrupt: "true"} }, false},
+		{"a fully blocking PDB keeps it there", func(p *corev1.Pod) { p.Labels = map[string]string{"app": "frozen"} }, false},
+		{"terminating", func(p *corev1.Pod) { p.DeletionTimestamp = &deleting }, false},
+		{"terminating StatefulSet pod (its successor needs the room)", func(p *corev1.Pod) {
+			p.DeletionTimestamp = &deleting
+			p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "db", Controller: yes()}}
+		}, true},
+		{"a DaemonSet's", func(p *corev1.Pod) {
+			p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "ds", Controller: yes()}}
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := pendingPod("p")
+			p.Spec.NodeName, p.Status.Phase = "n1", corev1.PodRunning
+			tc.edit(p)
+			if got := Reschedulable(p, now, pdbs); got != tc.want {
+				t.Errorf("Reschedulable = %t, want %t", got, tc.want)
 			}
 		})
 	}

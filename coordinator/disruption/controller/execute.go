@@ -13,6 +13,7 @@ import (
 
 	"github.com/joiner-dev/joiner/coordinator/disruption/annotate"
 	"github.com/joiner-dev/joiner/events"
+	"github.com/joiner-dev/joiner/internal/podutil"
 
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
@@ -211,7 +212,7 @@ func candidatePods(ns []*disruption.Node) map[string]bool {
 	out := map[string]bool{}
 	for _, n := range ns {
 		for _, p := range n.Node.Pods {
-			if disruption.Reschedulable(p) {
+			if podutil.Reschedulable(p) {
 				out[key(p)] = true
 			}
 		}
@@ -417,7 +418,7 @@ func (c *Controller) adopt(ctx context.Context, v *pass) {
 		c.commands[id] = cmd
 		pods := map[string]bool{}
 		for _, p := range v.snap.PodsByNode[node] {
-			if disruption.Reschedulable(p) {
+			if podutil.Reschedulable(p) {
 				pods[key(p)] = true
 			}
 		}
