@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 
@@ -184,8 +185,17 @@ func TestReplacementFailureRollsBackAndCoolsDown(t *testing.T) {
 				t.Fatal(err)
 			}
 			repl := launchReplacement(t, c, ctl, "old")
+			// Karpenter's markDisrupted: the condition comes with the taint,
+			// while the command waits for its replacement...
+			if cond := meta.FindStatusCondition(c.claims["old"].Status.Conditions, karpv1.ConditionDisruptionReason); cond == nil || cond.Reason != "Drifted" {
+				t.Fatalf("DisruptionReason while waiting = %+v, want Drifted", cond)
+			}
 			tc.fail(c, repl)
 			c.reconcile(ctl)
+			// ...and goes with the rollback.
+			if cond := meta.FindStatusCondition(c.claims["old"].Status.Conditions, karpv1.ConditionDisruptionReason); cond != nil {
+				t.Fatalf("DisruptionReason after the rollback = %+v, want none", cond)
+			}
 			ops := c.takeOps()
 			if !slices.Equal(ops, []string{"untaint old", "cancel term-i-old"}) {
 				t.Fatalf("ops = %q, want untaint then cancel", ops)

@@ -173,12 +173,14 @@ func (c *Controller) start(ctx context.Context, v *pass, dec *disruption.Decisio
 		}
 		c.log.Info("launched replacement nodeclaim(s)", zap.String("method", string(cmd.method)), zap.Strings("nodeclaim", cmd.replacements))
 	}
-	// 3. Taint.
+	// 3. Taint, and the DisruptionReason condition with it (Karpenter's
+	// markDisrupted).
 	for _, cd := range cmd.candidates {
 		if err := c.taint(ctx, cd.node); err != nil {
 			c.beginRollback(cmd, fmt.Sprintf("tainting node %s failed: %v", cd.node, err))
 			return errors.Join(err, c.rollbackCommand(ctx, cmd))
 		}
+		c.markDisrupted(ctx, cmd, c.d.Cache.NodeClaim(cd.nodeClaim))
 	}
 	if len(cmd.replacements) > 0 {
 		return nil // advance waits for them, pass after pass
@@ -464,22 +466,31 @@ func (c *Controller) deleteClaim(ctx context.Context, cmd *command, cd candidate
 	if nc == nil || err != nil {
 		return err
 	}
-	if nc.DeletionTimestamp == nil {
-		st := nc.DeepCopy()
-		if meta.SetStatusCondition(&st.Status.Conditions, metav1.Condition{Type: karpv1.ConditionDisruptionReason, Status: metav1.ConditionTrue,
-			Reason: cmd.reason, Message: fmt.Sprintf("%s: %s", cmd.method, cmd.message), LastTransitionTime: metav1.NewTime(c.cfg.Now()),
-			ObservedGeneration: st.Generation}) {
-			if _, err := c.d.Kube.UpdateNodeClaimStatus(ctx, st); err != nil {
-				c.log.Debug("setting the DisruptionReason condition", zap.String("nodeclaim", cd.nodeClaim), zap.Error(err))
-			}
-		}
-	}
+	c.markDisrupted(ctx, cmd, nc)
 	if err := c.d.Kube.DeleteNodeClaim(ctx, cd.nodeClaim); err != nil {
 		return err
 	}
 	events.Publish(c.d.Recorder, events.Terminating(c.d.Cache.Node(cd.node), nc, cmd.reason)...)
 	c.metrics.karp.NodeClaimDisrupted(nc, strings.ToLower(cmd.reason))
 	return nil
+}
+
+// markDisrupted sets the NodeClaim's DisruptionReason condition (best
+// effort: a failure is logged and tried again when the claim is deleted).
+// Karpenter sets it with the taint, when the command starts, and removes it
+// when the command fails.
+func (c *Controller) markDisrupted(ctx context.Context, cmd *command, nc *karpv1.NodeClaim) {
+	if nc == nil || nc.DeletionTimestamp != nil {
+		return
+	}
+	st := nc.DeepCopy()
+	if meta.SetStatusCondition(&st.Status.Conditions, metav1.Condition{Type: karpv1.ConditionDisruptionReason, Status: metav1.ConditionTrue,
+		Reason: cmd.reason, Message: fmt.Sprintf("%s: %s", cmd.method, cmd.message), LastTransitionTime: metav1.NewTime(c.cfg.Now()),
+		ObservedGeneration: st.Generation}) {
+		if _, err := c.d.Kube.UpdateNodeClaimStatus(ctx, st); err != nil {
+			c.log.Debug("setting the DisruptionReason condition", zap.String("nodeclaim", nc.Name), zap.Error(err))
+		}
+	}
 }
 
 // beginRollback marks a command for rollback (done by rollbackCommand).
@@ -511,6 +522,9 @@ func (c *Controller) rollbackCommand(ctx context.Context, cmd *command) error {
 			errs = append(errs, err)
 			left = append(left, cd)
 			continue
+		}
+		if err := c.clearDisruptionReason(ctx, cd.nodeClaim); err != nil {
+			c.log.Debug("clearing the DisruptionReason condition", zap.String("nodeclaim", cd.nodeClaim), zap.Error(err))
 		}
 		err := fsm.Propose(ctx, c.d.Raft, fsm.TerminationCancelType, fsm.TerminationCancel{ID: cd.termID, Reason: cmd.rollback, At: now})
 		if err != nil && !errors.Is(err, fsm.ErrUnknownTermination) && !errors.Is(err, fsm.ErrTerminationNotPending) {

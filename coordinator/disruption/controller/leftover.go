@@ -101,7 +101,7 @@ func (c *Controller) clearDisruptionReason(ctx context.Context, name string) err
 		if _, err := c.d.Kube.UpdateNodeClaimStatus(ctx, nc); err != nil {
 			return err
 		}
-		c.log.Info("removed leftover DisruptionReason condition", zap.String("nodeclaim", name))
+		c.log.Info("removed DisruptionReason condition", zap.String("nodeclaim", name))
 		return nil
 	})
 	if err != nil && !apierrors.IsNotFound(err) {
