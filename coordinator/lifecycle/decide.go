@@ -127,9 +127,9 @@ func Decide(in Inputs) (Action, string) {
 	}
 	if !isTrue(conds, karpv1.ConditionRegistered) {
 		if in.Node == nil {
-			since := launchedAt(nc)
+			since, what := registrationSince(nc)
 			if age := in.Now.Sub(since); age > in.Timeouts.Registration {
-				return DeleteRegistrationTimeout, fmt.Sprintf("no node registered %s after launch", age.Round(time.Second))
+				return DeleteRegistrationTimeout, fmt.Sprintf("no node registered %s after %s", age.Round(time.Second), what)
 			}
 			return None, "waiting for node " + nc.Status.ProviderID
 		}
@@ -148,6 +148,18 @@ func Decide(in Inputs) (Action, string) {
 }
 
 // launchedAt is when the claim became Launched (its creation if unknown).
+// registrationSince is when the registration timeout started: the last
+// transition of the Registered condition, which is Unknown from the claim's
+// creation until the node registers (Karpenter's liveness); the launch for
+// a claim without one (written before Joiner set every condition at
+// creation).
+func registrationSince(nc *karpv1.NodeClaim) (time.Time, string) {
+	if c := condition(nc.Status.Conditions, karpv1.ConditionRegistered); c != nil && c.Status != metav1.ConditionTrue && !c.LastTransitionTime.IsZero() {
+		return c.LastTransitionTime.Time, "creation"
+	}
+	return launchedAt(nc), "launch"
+}
+
 func launchedAt(nc *karpv1.NodeClaim) time.Time {
 	if c := condition(nc.Status.Conditions, karpv1.ConditionLaunched); c != nil && !c.LastTransitionTime.IsZero() {
 		return c.LastTransitionTime.Time
