@@ -295,6 +295,19 @@ func truncate(s string, n int) string {
 	return s[:n]
 }
 
+// MissingUnregisteredTaint reports whether a Node that has not been
+// registered yet (no karpenter.sh/registered label) lacks the
+// karpenter.sh/unregistered:NoExecute taint nodes join with (Karpenter's
+// registration check).
+func MissingUnregisteredTaint(node *corev1.Node) bool {
+	if _, ok := node.Labels[karpv1.LabelRegistered]; ok {
+		return false
+	}
+	return !slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool {
+		return t.Key == karpv1.TaintUnregisteredKey && t.Effect == corev1.TaintEffectNoExecute
+	})
+}
+
 // SyncNode is what Karpenter does to a Node at registration, on a copy:
 // the claim's labels and annotations, karpenter.sh/registered=true, the
 // claim's taints and startup taints (unless the Node is labelled

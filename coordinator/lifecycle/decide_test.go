@@ -474,3 +474,27 @@ func TestDecideAdopted(t *testing.T) {
 		})
 	}
 }
+
+// Karpenter's registration check: a node that joins without the
+// unregistered taint (and is not registered yet) is reported.
+func TestMissingUnregisteredTaint(t *testing.T) {
+	unreg := corev1.Taint{Key: karpv1.TaintUnregisteredKey, Effect: corev1.TaintEffectNoExecute}
+	for _, tc := range []struct {
+		name   string
+		labels map[string]string
+		taints []corev1.Taint
+		want   bool
+	}{
+		{"joined with the taint", nil, []corev1.Taint{unreg}, false},
+		{"joined without it", nil, nil, true},
+		{"the taint with another effect", nil, []corev1.Taint{{Key: karpv1.TaintUnregisteredKey, Effect: corev1.TaintEffectNoSchedule}}, true},
+		{"registered already (the taint was removed then)", map[string]string{karpv1.LabelRegistered: "true"}, nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Labels: tc.labels}, Spec: corev1.NodeSpec{Taints: tc.taints}}
+			if got := MissingUnregisteredTaint(n); got != tc.want {
+				t.Errorf("MissingUnregisteredTaint = %t, want %t", got, tc.want)
+			}
+		})
+	}
+}

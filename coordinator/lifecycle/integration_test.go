@@ -103,7 +103,8 @@ func TestLifecycleControlPlane(t *testing.T) {
 
 	// The kubelet registers the Node (Ready, with the user-data startup taint).
 	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "ip-10-0-0-1", Labels: map[string]string{corev1.LabelHostname: "ip-10-0-0-1"}},
-		Spec: corev1.NodeSpec{ProviderID: "aws:///us-east-1a/i-1", Taints: []corev1.Taint{{Key: startupKey, Effect: corev1.TaintEffectNoSchedule}}}}
+		Spec: corev1.NodeSpec{ProviderID: "aws:///us-east-1a/i-1", Taints: []corev1.Taint{{Key: startupKey, Effect: corev1.TaintEffectNoSchedule},
+			{Key: karpv1.TaintUnregisteredKey, Effect: corev1.TaintEffectNoExecute}}}}
 	created, err := env.Client.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -251,7 +251,12 @@ func TestLifecycleHappyPath(t *testing.T) {
 	}
 
 	// The node joins, not ready yet: registration syncs it.
-	if _, err := h.kube.nodes.CoreV1().Nodes().Create(ctx, node(notReady), metav1.CreateOptions{}); err != nil {
+	// The node joins as Joiner's user data makes it: with the unregistered
+	// taint, which registration removes.
+	joining := func(n *corev1.Node) {
+		n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: karpv1.TaintUnregisteredKey, Effect: corev1.TaintEffectNoExecute})
+	}
+	if _, err := h.kube.nodes.CoreV1().Nodes().Create(ctx, node(notReady, joining), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	h.now = t0.Add(3 * time.Minute)

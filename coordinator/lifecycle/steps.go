@@ -89,6 +89,13 @@ func (l *Lifecycle) instanceType(log *zap.Logger, nc *karpv1.NodeClaim, name str
 // register syncs the Node, records the instance as registered, then marks
 // the NodeClaim Registered.
 func (l *Lifecycle) register(ctx context.Context, log *zap.Logger, nc *karpv1.NodeClaim, in Inputs) error {
+	if MissingUnregisteredTaint(in.Node) {
+		// Karpenter's: the node came up without the taint that keeps pods
+		// off it until its labels and taints are synced (custom user data).
+		log.Error("node joined without the karpenter.sh/unregistered:NoExecute taint, which prevents registration races",
+			logging.Node(in.Node.Name))
+		events.Publish(l.d.Recorder, events.TaintMissing(nc))
+	}
 	node := in.Node.DeepCopy()
 	if SyncNode(nc, node) {
 		if _, err := l.d.Nodes.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}); err != nil {

@@ -27,7 +27,8 @@ const (
 // NodeClaims: conditions ValidationSucceeded, NodeClassReady and Ready
 // (true when both are), status.resources (the capacity of the pool's
 // nodes, with "nodes" their count; registered nodes count their Node's
-// capacity, the others their NodeClaim's) and status.nodes. Transition
+// capacity, the others their NodeClaim's; NodeClaims being deleted or
+// terminated do not count) and status.nodes. Transition
 // times move only when a condition's status does.
 func PoolStatus(np *karpv1.NodePool, invalid error, class *awsv1.EC2NodeClass, claims []*karpv1.NodeClaim,
 	nodeOf func(providerID string) *corev1.Node, now metav1.Time) karpv1.NodePoolStatus {
@@ -40,7 +41,7 @@ func PoolStatus(np *karpv1.NodePool, invalid error, class *awsv1.EC2NodeClass, c
 		meta.SetStatusCondition(&st.Conditions, c)
 	}
 	if invalid != nil {
-		set(awsv1.ConditionValidationSucceeded, false, "ValidationFailed", invalid.Error())
+		set(awsv1.ConditionValidationSucceeded, false, "NodePoolValidationFailed", invalid.Error())
 	} else {
 		set(awsv1.ConditionValidationSucceeded, true, "", "")
 	}
@@ -68,7 +69,7 @@ func PoolStatus(np *karpv1.NodePool, invalid error, class *awsv1.EC2NodeClass, c
 		corev1.ResourcePods: resource.MustParse("0"), corev1.ResourceEphemeralStorage: resource.MustParse("0")}
 	var nodes int64
 	for _, nc := range claims {
-		if nc.Labels[karpv1.LabelNodePool] != np.Name {
+		if nc.Labels[karpv1.LabelNodePool] != np.Name || goingAway(nc) {
 			continue
 		}
 		capacity := nc.Status.Capacity
@@ -86,6 +87,17 @@ func PoolStatus(np *karpv1.NodePool, invalid error, class *awsv1.EC2NodeClass, c
 	st.Resources = res
 	st.Nodes = &nodes
 	return st
+}
+
+// goingAway: the NodeClaim is being deleted or its instance terminated, so
+// it no longer counts in its pool's nodes and resources (Karpenter's
+// StateNode.Deleted, which its NodePool counter leaves out).
+func goingAway(nc *karpv1.NodeClaim) bool {
+	if nc.DeletionTimestamp != nil {
+		return true
+	}
+	c := meta.FindStatusCondition(nc.Status.Conditions, karpv1.ConditionInstanceTerminating)
+	return c != nil && c.Status == metav1.ConditionTrue
 }
 
 func classReady(class *awsv1.EC2NodeClass) *metav1.Condition {

@@ -48,6 +48,9 @@ func TestPoolStatus(t *testing.T) {
 		claimOf("registered", "default", "aws:///us-east-1a/i-1", "8"), // its Node's capacity counts
 		claimOf("in-flight", "default", "", "2"),
 		claimOf("other-pool", "other", "", "64"),
+		// Going away: not counted (Karpenter's StateNode.Deleted).
+		deleting(claimOf("deleting", "default", "", "32")),
+		terminating(claimOf("terminating", "default", "", "16")),
 	}
 	now := metav1.NewTime(time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC))
 	for _, tc := range []struct {
@@ -80,8 +83,9 @@ func TestPoolStatus(t *testing.T) {
 			if c == nil || string(c.Status) != tc.wantClass || c.Reason != tc.wantWhy {
 				t.Errorf("NodeClassReady = %+v, want %s %s", c, tc.wantClass, tc.wantWhy)
 			}
-			if v := meta.FindStatusCondition(st.Conditions, awsv1.ConditionValidationSucceeded); v == nil || (v.Status == metav1.ConditionTrue) != (tc.invalid == nil) {
-				t.Errorf("ValidationSucceeded = %+v", v)
+			if v := meta.FindStatusCondition(st.Conditions, awsv1.ConditionValidationSucceeded); v == nil || (v.Status == metav1.ConditionTrue) != (tc.invalid == nil) ||
+				(tc.invalid != nil && v.Reason != "NodePoolValidationFailed") {
+				t.Errorf("ValidationSucceeded = %+v (Karpenter's reason when invalid: NodePoolValidationFailed)", v)
 			}
 			if q := st.Resources[corev1.ResourceCPU]; q.Cmp(resource.MustParse(tc.wantCPU)) != 0 {
 				t.Errorf("resources cpu %s, want %s", q.String(), tc.wantCPU)
@@ -141,4 +145,16 @@ func TestHashStamping(t *testing.T) {
 	if strings.Contains(got, "nodeclaims/current") {
 		t.Errorf("a NodeClaim of the current version was re-stamped:\n%s", got)
 	}
+}
+
+func deleting(nc *karpv1.NodeClaim) *karpv1.NodeClaim {
+	t := metav1.NewTime(time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC))
+	nc.DeletionTimestamp = &t
+	return nc
+}
+
+func terminating(nc *karpv1.NodeClaim) *karpv1.NodeClaim {
+	nc.Status.Conditions = append(nc.Status.Conditions, metav1.Condition{Type: karpv1.ConditionInstanceTerminating, Status: metav1.ConditionTrue,
+		Reason: karpv1.ConditionInstanceTerminating})
+	return nc
 }
