@@ -42,6 +42,7 @@ import (
 	"github.com/joiner-dev/joiner/coordinator/launcher"
 	"github.com/joiner-dev/joiner/coordinator/lifecycle"
 	"github.com/joiner-dev/joiner/coordinator/nodeclass"
+	"github.com/joiner-dev/joiner/coordinator/poolhealth"
 	"github.com/joiner-dev/joiner/coordinator/provisioner"
 	"github.com/joiner-dev/joiner/coordinator/retention"
 	"github.com/joiner-dev/joiner/coordinator/scheduler"
@@ -180,8 +181,11 @@ func New(d Deps) (*Leader, error) {
 		classCluster = func() (string, error) { _, v, err := d.NodeCluster(); return v, err }
 		planCluster = func() (userdata.Cluster, error) { c, _, err := d.NodeCluster(); return c, err }
 	}
+	// Each pool's recent registrations: the lifecycle records them, the
+	// nodeclass loop writes NodeRegistrationHealthy from them.
+	health := poolhealth.New()
 	classes := nodeclass.New(nodeclass.Config{CABundle: d.UserData.CABundle, Refresh: d.NodeClassRefresh}, nodeclass.Deps{Cache: d.Cache, Kube: d.Clients, Cloud: d.Cloud,
-		Catalog: catalog, Cluster: classCluster, Recorder: d.Recorder, Log: log})
+		Catalog: catalog, Cluster: classCluster, Health: health, Recorder: d.Recorder, Log: log})
 	launch := launcher.New(launcher.Config{Cluster: d.Cluster, OnCapacityError: classes.Wake, OnReservedLaunch: classes.Wake},
 		launcher.Deps{Cloud: d.Cloud, Raft: d.Raft, State: d.State, Claims: d.Cache, Registerer: d.Registerer, Recorder: d.Recorder, Log: log})
 	prov, err := provisioner.New(provisioner.Config{Cluster: d.UserData, ClusterFunc: planCluster, BootstrapImage: d.BootstrapImage, Wake: launch.Wake,
@@ -193,7 +197,7 @@ func New(d Deps) (*Leader, error) {
 	}
 	lc, err := lifecycle.New(lifecycle.Config{RemoveStartupTaints: d.RemoveStartupTaints},
 		lifecycle.Deps{Cache: d.Cache, Claims: d.Clients, Nodes: d.Kube, State: d.State, Raft: d.Raft, Cloud: d.Cloud,
-			Classes: catalog, Fleet: fleet, Registerer: d.Registerer, Recorder: d.Recorder, Log: log})
+			Classes: catalog, Fleet: fleet, Health: health, Registerer: d.Registerer, Recorder: d.Recorder, Log: log})
 	if err != nil {
 		return nil, err
 	}

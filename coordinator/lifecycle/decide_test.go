@@ -14,6 +14,7 @@ import (
 	"github.com/joiner-dev/joiner/cloud"
 	"github.com/joiner-dev/joiner/cloud/catalog"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
+	"github.com/joiner-dev/joiner/coordinator/poolhealth"
 )
 
 var t0 = time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC)
@@ -496,5 +497,43 @@ func TestMissingUnregisteredTaint(t *testing.T) {
 				t.Errorf("MissingUnregisteredTaint = %t, want %t", got, tc.want)
 			}
 		})
+	}
+}
+
+// The registrations and timeouts of a pool's NodeClaims feed its
+// NodeRegistrationHealthy (Karpenter's registration and liveness): only
+// claims the pool owns count; a claim that never launched names its
+// Launched condition's reason.
+func TestRecordHealth(t *testing.T) {
+	owned := func(reason string) *karpv1.NodeClaim {
+		nc := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "c", Labels: map[string]string{karpv1.LabelNodePool: "default"},
+			OwnerReferences: []metav1.OwnerReference{{Kind: "NodePool", Name: "default", UID: "uid-default"}}}}
+		if reason != "" {
+			nc.Status.Conditions = []metav1.Condition{{Type: karpv1.ConditionLaunched, Status: metav1.ConditionUnknown, Reason: reason, Message: "m"}}
+		}
+		return nc
+	}
+	h := poolhealth.New()
+	l := &Lifecycle{d: Deps{Health: h}}
+	l.recordHealth(&karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{karpv1.LabelNodePool: "default"}}}, false)
+	if st, _ := h.Status("uid-default"); st != poolhealth.Unknown {
+		t.Fatalf("a claim the pool does not own counted: %v", st)
+	}
+	l.recordHealth(owned("InsufficientCapacity"), false)
+	l.recordHealth(owned("InsufficientCapacity"), false)
+	if st, why := h.Status("uid-default"); st != poolhealth.Unhealthy || why.Reason != "InsufficientCapacity" {
+		t.Fatalf("after two launch timeouts: %v %+v, want unhealthy InsufficientCapacity", st, why)
+	}
+	launched := owned("")
+	launched.Status.Conditions = []metav1.Condition{{Type: karpv1.ConditionLaunched, Status: metav1.ConditionTrue, Reason: "Launched"}}
+	l.recordHealth(launched, false)
+	if _, why := h.Status("uid-default"); why.Reason != "RegistrationFailed" {
+		t.Fatalf("a registration timeout's reason %q, want RegistrationFailed", why.Reason)
+	}
+	for range 4 {
+		l.recordHealth(owned(""), true)
+	}
+	if st, _ := h.Status("uid-default"); st != poolhealth.Healthy {
+		t.Fatalf("after four registrations: %v", st)
 	}
 }

@@ -40,6 +40,7 @@ import (
 	"github.com/joiner-dev/joiner/cloud"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
 	"github.com/joiner-dev/joiner/coordinator/loop"
+	"github.com/joiner-dev/joiner/coordinator/poolhealth"
 	"github.com/joiner-dev/joiner/coordinator/view"
 	"github.com/joiner-dev/joiner/events"
 	"github.com/joiner-dev/joiner/internal/defaults"
@@ -107,6 +108,9 @@ type Deps struct {
 	// Fleet, when set, receives every instance listing garbage collection
 	// makes (drift reads it).
 	Fleet Fleet
+	// Health, when set, records the registrations and timeouts of each
+	// pool's NodeClaims (its NodeRegistrationHealthy condition).
+	Health *poolhealth.State
 	// Registerer may be nil (no metrics); Recorder may be nil (no Events).
 	Registerer prometheus.Registerer
 	Recorder   record.EventRecorder
@@ -285,6 +289,7 @@ func (l *Lifecycle) reconcileClaim(ctx context.Context, cached *karpv1.NodeClaim
 			}
 		}
 		l.d.Recorder.Event(nc, corev1.EventTypeWarning, "LaunchTimeout", why)
+		l.recordHealth(nc, false)
 		return l.delete(ctx, log, nc, ReasonLaunchTimeout, why)
 	case DeleteOrphan:
 		l.d.Recorder.Event(nc, corev1.EventTypeNormal, "Orphaned", why)
@@ -294,6 +299,7 @@ func (l *Lifecycle) reconcileClaim(ctx context.Context, cached *karpv1.NodeClaim
 			return err
 		}
 		l.d.Recorder.Event(nc, corev1.EventTypeWarning, "RegistrationTimeout", why)
+		l.recordHealth(nc, false)
 		return l.delete(ctx, log, nc, ReasonRegistrationTimeout, why)
 	case DeleteInstanceGone:
 		l.d.Recorder.Event(nc, corev1.EventTypeWarning, "InstanceGone", why)
@@ -315,4 +321,36 @@ func (l *Lifecycle) reconcileClaim(ctx context.Context, cached *karpv1.NodeClaim
 		return l.initialize(ctx, log, nc, in)
 	}
 	return nil
+}
+
+// recordHealth records a NodeClaim's registration (or its launch or
+// registration timeout) for its NodePool's NodeRegistrationHealthy, as
+// Karpenter's registration and liveness controllers do: only for a claim
+// the pool owns; a failure names the Launched condition's reason when the
+// launch never completed, else RegistrationFailed.
+func (l *Lifecycle) recordHealth(nc *karpv1.NodeClaim, registered bool) {
+	if l.d.Health == nil {
+		return
+	}
+	var pool types.UID
+	for _, o := range nc.OwnerReferences {
+		if o.Kind == "NodePool" && o.Name == nc.Labels[karpv1.LabelNodePool] {
+			pool = o.UID
+		}
+	}
+	if pool == "" {
+		return
+	}
+	if registered {
+		l.d.Health.Registered(pool)
+		return
+	}
+	why := poolhealth.Failure{Reason: "RegistrationFailed", Message: "Failed to register node"}
+	if c := condition(nc.Status.Conditions, karpv1.ConditionLaunched); c == nil || c.Status != metav1.ConditionTrue {
+		why = poolhealth.Failure{Reason: "LaunchFailed", Message: "Failed to launch node"}
+		if c != nil && c.Reason != "" {
+			why = poolhealth.Failure{Reason: c.Reason, Message: c.Message}
+		}
+	}
+	l.d.Health.Failed(pool, why)
 }

@@ -113,6 +113,7 @@ func (l *Lifecycle) register(ctx context.Context, log *zap.Logger, nc *karpv1.No
 	}
 	l.metrics.registered.WithLabelValues(nc.Labels[karpv1.LabelNodePool]).Inc()
 	l.metrics.karp.NodeRegistered(nc)
+	l.recordHealth(nc, true)
 	events.Publish(l.d.Recorder, transitions(before, nc)...)
 	log.Info("registered nodeclaim", logging.Node(node.Name), zap.String("provider-id", nc.Status.ProviderID))
 	return nil

@@ -35,6 +35,7 @@ import (
 	"github.com/joiner-dev/joiner/cloud"
 	"github.com/joiner-dev/joiner/cloud/catalog"
 	"github.com/joiner-dev/joiner/coordinator/loop"
+	"github.com/joiner-dev/joiner/coordinator/poolhealth"
 	"github.com/joiner-dev/joiner/coordinator/view"
 	"github.com/joiner-dev/joiner/internal/defaults"
 )
@@ -75,6 +76,9 @@ type Deps struct {
 	// ClusterCIDRResolutionFailed). A new version re-resolves every class
 	// at once (AMI aliases follow a cluster upgrade).
 	Cluster func() (version string, err error)
+	// Health, when set, is each pool's recent registrations (the lifecycle
+	// records them) for its NodeRegistrationHealthy condition.
+	Health *poolhealth.State
 	// Recorder may be nil (no Events).
 	Recorder record.EventRecorder
 	Log      *zap.Logger

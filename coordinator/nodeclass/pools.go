@@ -14,6 +14,7 @@ import (
 	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 	"github.com/joiner-dev/joiner/coordinator/kube"
+	"github.com/joiner-dev/joiner/coordinator/poolhealth"
 )
 
 // NodePool condition types and reasons, Karpenter's.
@@ -89,6 +90,44 @@ func PoolStatus(np *karpv1.NodePool, invalid error, class *awsv1.EC2NodeClass, c
 	return st
 }
 
+// ConditionNodeRegistrationHealthy is Karpenter's NodePool condition for
+// whether its nodes launch and register.
+const ConditionNodeRegistrationHealthy = "NodeRegistrationHealthy"
+
+// RegistrationHealth writes a pool's NodeRegistrationHealthy condition and
+// status.nodeClassObservedGeneration, as Karpenter's registration health
+// controller: Unknown (its record forgotten) when the pool or its class
+// changed since the condition was written; else True or False from the
+// pool's recent registrations (False with the failure's reason, kept while
+// it stays False), the condition as written seeding the record of a new
+// leader.
+func RegistrationHealth(st *karpv1.NodePoolStatus, np *karpv1.NodePool, class *awsv1.EC2NodeClass, h *poolhealth.State, now metav1.Time) {
+	cond := meta.FindStatusCondition(st.Conditions, ConditionNodeRegistrationHealthy)
+	set := func(status metav1.ConditionStatus, reason, msg string) {
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: ConditionNodeRegistrationHealthy, Status: status, Reason: reason,
+			Message: msg, ObservedGeneration: np.Generation, LastTransitionTime: now})
+	}
+	switch {
+	case cond == nil || st.NodeClassObservedGeneration != class.Generation || cond.ObservedGeneration != np.Generation:
+		h.Reset(np.UID)
+		set(metav1.ConditionUnknown, "AwaitingReconciliation", "object is awaiting reconciliation")
+	default:
+		switch cond.Status {
+		case metav1.ConditionTrue:
+			h.Hydrate(np.UID, poolhealth.Healthy, poolhealth.Failure{})
+		case metav1.ConditionFalse:
+			h.Hydrate(np.UID, poolhealth.Unhealthy, poolhealth.Failure{Reason: cond.Reason, Message: cond.Message})
+		}
+		switch health, why := h.Status(np.UID); {
+		case health == poolhealth.Healthy:
+			set(metav1.ConditionTrue, ConditionNodeRegistrationHealthy, "")
+		case health == poolhealth.Unhealthy && cond.Status != metav1.ConditionFalse:
+			set(metav1.ConditionFalse, why.Reason, why.Message)
+		}
+	}
+	st.NodeClassObservedGeneration = class.Generation
+}
+
 // goingAway: the NodeClaim is being deleted or its instance terminated, so
 // it no longer counts in its pool's nodes and resources (Karpenter's
 // StateNode.Deleted, which its NodePool counter leaves out).
@@ -137,6 +176,9 @@ func (l *Loop) reportPool(ctx context.Context, cached *karpv1.NodePool, claims [
 		class = l.d.Cache.NodeClass(ref.Name)
 	}
 	st := PoolStatus(cached, err, class, claims, l.d.Cache.NodeByProviderID, metav1.NewTime(now))
+	if class != nil && l.d.Health != nil {
+		RegistrationHealth(&st, cached, class, l.d.Health, metav1.NewTime(now))
+	}
 	if equality.Semantic.DeepEqual(st, cached.Status) {
 		return
 	}

@@ -15,6 +15,7 @@ import (
 
 	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/coordinator/poolhealth"
 	"github.com/joiner-dev/joiner/coordinator/view/fake"
 )
 
@@ -157,4 +158,61 @@ func terminating(nc *karpv1.NodeClaim) *karpv1.NodeClaim {
 	nc.Status.Conditions = append(nc.Status.Conditions, metav1.Condition{Type: karpv1.ConditionInstanceTerminating, Status: metav1.ConditionTrue,
 		Reason: karpv1.ConditionInstanceTerminating})
 	return nc
+}
+
+// Karpenter's registration health controller: Unknown while nothing is
+// known since the pool or its class changed, then True or False from the
+// pool's recent registrations; a new leader seeds its record from the
+// condition as written.
+func TestRegistrationHealth(t *testing.T) {
+	np := pool("default")
+	np.UID, np.Generation = "uid-pool", 3
+	class := readyClass(metav1.ConditionTrue, "Ready")
+	class.Generation = 7
+	h := poolhealth.New()
+	now := metav1.NewTime(time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC))
+	pass := func() *metav1.Condition {
+		t.Helper()
+		st := np.Status.DeepCopy()
+		RegistrationHealth(st, np, class, h, now)
+		np.Status = *st
+		if st.NodeClassObservedGeneration != class.Generation {
+			t.Fatalf("nodeClassObservedGeneration %d, want %d", st.NodeClassObservedGeneration, class.Generation)
+		}
+		return meta.FindStatusCondition(st.Conditions, ConditionNodeRegistrationHealthy)
+	}
+	want := func(c *metav1.Condition, status metav1.ConditionStatus, reason string) {
+		t.Helper()
+		if c == nil || c.Status != status || c.Reason != reason {
+			t.Fatalf("NodeRegistrationHealthy = %+v, want %s %s", c, status, reason)
+		}
+	}
+	want(pass(), metav1.ConditionUnknown, "AwaitingReconciliation")
+	want(pass(), metav1.ConditionUnknown, "AwaitingReconciliation") // nothing recorded yet
+	h.Registered(np.UID)
+	want(pass(), metav1.ConditionTrue, ConditionNodeRegistrationHealthy)
+	h.Failed(np.UID, poolhealth.Failure{Reason: "RegistrationFailed", Message: "Failed to register node"})
+	want(pass(), metav1.ConditionTrue, ConditionNodeRegistrationHealthy) // 1 of 4
+	h.Failed(np.UID, poolhealth.Failure{Reason: "InsufficientCapacity", Message: "later failure"})
+	want(pass(), metav1.ConditionFalse, "InsufficientCapacity")
+	h.Failed(np.UID, poolhealth.Failure{Reason: "RegistrationFailed", Message: "Failed to register node"})
+	want(pass(), metav1.ConditionFalse, "InsufficientCapacity") // kept while it stays False
+
+	// A new leader: its record starts from the condition.
+	h = poolhealth.New()
+	want(pass(), metav1.ConditionFalse, "InsufficientCapacity")
+	h.Registered(np.UID)
+	want(pass(), metav1.ConditionFalse, "InsufficientCapacity")
+
+	// The class changes: Unknown, and the record is forgotten.
+	class.Generation++
+	want(pass(), metav1.ConditionUnknown, "AwaitingReconciliation")
+	if st, _ := h.Status(np.UID); st != poolhealth.Unknown {
+		t.Fatalf("record kept across a class change: %v", st)
+	}
+	// So does a change of the pool.
+	h.Registered(np.UID)
+	want(pass(), metav1.ConditionTrue, ConditionNodeRegistrationHealthy)
+	np.Generation++
+	want(pass(), metav1.ConditionUnknown, "AwaitingReconciliation")
 }
