@@ -26,7 +26,7 @@ const karpenterValues = "testdata/karpenter-v1.14.1-values.yaml"
 func renderRelease(t testing.TB, chart, release string, values []string, sets ...string) (string, error) {
 	t.Helper()
 	helm := tool(t, "helm")
-	args := []string{"template", release, chart, "--namespace", "joiner", "--kube-version", kubeVersion}
+	args := []string{"template", release, chart, "--namespace", "joiner", "--kube-version", kubeVersion, "--api-versions", monitoringAPI}
 	for _, v := range values {
 		args = append(args, "-f", v)
 	}
@@ -392,7 +392,29 @@ func TestHelmTemplateRefusesUnsupported(t *testing.T) {
 		{"controller.image.tag=1.14.1", "controller.image="},
 		{"controller.healthProbe.port=9000", "controller.healthProbe.port=9000 is not supported"},
 		{"settings.notAKarpenterSetting=1", "at '/settings': additional properties 'notAKarpenterSetting' not allowed"},
-		{"webhook.enabled=true", "additional properties 'webhook' not allowed"},
+		{"notAKarpenterValue.enabled=true", "additional properties 'notAKarpenterValue' not allowed"},
+		// The coordinators find their raft peers by cluster DNS.
+		{"dnsPolicy=Default", "dnsPolicy=Default is not supported: the coordinators find their raft peers by cluster DNS names"},
+		{"dnsPolicy=None", "dnsPolicy=None needs dnsConfig.nameservers"},
+		{"dnsPolicy=None,dnsConfig.options[0].name=ndots", "dnsPolicy=None needs dnsConfig.nameservers"},
+		// A request above its limit: the API server would refuse the pod template.
+		{"controller.resources.requests.memory=2Gi,controller.resources.limits.memory=1Gi",
+			"controller.resources.requests.memory=2Gi exceeds controller.resources.limits.memory=1Gi"},
+		{"controller.resources.requests.cpu=1500m,controller.resources.limits.cpu=1.2",
+			"controller.resources.requests.cpu=1500m exceeds controller.resources.limits.cpu=1.2"},
+		{"agent.resources.requests.memory=256Mi", "agent.resources.requests.memory=256Mi exceeds agent.resources.limits.memory=128Mi"},
+		{"controller.resources.requests.memory=lots,controller.resources.limits.memory=1Gi", "controller.resources.requests.memory=lots is not a Kubernetes quantity"},
+		// Karpenter's environment settings: joiner coordinator reads none.
+		{"controller.env[0].name=CLUSTER_NAME,controller.env[0].value=c", "controller.env CLUSTER_NAME is Karpenter's setting, which joiner coordinator does not read: set settings.clusterName instead"},
+		{"controller.env[0].name=EXTRA,controller.env[1].name=INTERRUPTION_QUEUE,controller.env[1].value=q", "controller.env INTERRUPTION_QUEUE is Karpenter's setting, which joiner coordinator does not read: set settings.interruptionQueue instead"},
+		{"controller.env[0].name=FEATURE_GATES,controller.env[0].value=x", "set settings.featureGates.* instead"},
+		{"controller.env[0].name=LOG_LEVEL,controller.env[0].value=debug", "controller.env LOG_LEVEL is Karpenter's setting, which joiner coordinator does not read: set logLevel instead"},
+		{"controller.env[0].name=KUBE_CLIENT_QPS,controller.env[0].value=50", "set settings.kubeClientQPS instead"},
+		{"controller.env[0].name=MEMORY_LIMIT,controller.env[0].value=1", "set controller.resources.limits.memory"},
+		{"controller.env[0].name=DISABLE_DRY_RUN,controller.env[0].value=true", "set settings.disableDryRun instead"},
+		{"controller.env[0].name=DISABLE_LEADER_ELECTION,controller.env[0].value=true", "controller.env DISABLE_LEADER_ELECTION is Karpenter's setting and is not supported"},
+		// Only the agent's own drain deletes pods still blocked after forceAfter.
+		{"interruption.forceAfter=10m", "interruption.forceAfter=10m needs agent.localDrain=true"},
 		{"settings.batchIdleDuration=soon", "/settings/batchIdleDuration"},
 		{"logLevel=verbose", "/logLevel"},
 	} {
@@ -405,7 +427,13 @@ func TestHelmTemplateRefusesUnsupported(t *testing.T) {
 	}
 	// What Joiner behaves as is accepted.
 	for _, set := range []string{"settings.disableDryRun=true", "settings.eksControlPlane=true", "logOutputPaths={stdout}",
-		"controller.healthProbe.port=8080", "controller.image.repository=public.ecr.aws/karpenter/controller", "settings.reservedENIs=0"} {
+		"controller.healthProbe.port=8080", "controller.image.repository=public.ecr.aws/karpenter/controller", "settings.reservedENIs=0",
+		"dnsPolicy=None,dnsConfig.nameservers={10.100.0.10}", "dnsPolicy=ClusterFirstWithHostNet",
+		// A Karpenter values file raising the memory request: no default limit is left below it.
+		"controller.resources.requests.memory=2Gi", "controller.resources.requests.memory=1Gi,controller.resources.limits.memory=1024Mi",
+		"controller.resources.requests.cpu=0.5,controller.resources.limits.cpu=500m", "controller.resources.limits.cpu=1e3",
+		"controller.env[0].name=AWS_STS_REGIONAL_ENDPOINTS,controller.env[0].value=regional",
+		"interruption.forceAfter=10m,agent.localDrain=true", "interruption.forceAfter=0m0s"} {
 		if out, err := render(t, []string{filepath.Join(chartDir, "ci", "default-values.yaml")}, set); err != nil {
 			t.Errorf("helm template --set %s: %v\n%s", set, err, out)
 		}
@@ -540,6 +568,10 @@ func TestHelmNotes(t *testing.T) {
 	get := func(t *testing.T, values string, sets ...string) string {
 		args := []string{"template", "joiner", dir, "--namespace", "joiner", "--kube-version", kubeVersion, "-f", values, "--show-only", "templates/zz-notes.yaml"}
 		for _, s := range sets {
+			if strings.HasPrefix(s, "--") { // a helm flag, e.g. --api-versions=...
+				args = append(args, s)
+				continue
+			}
 			args = append(args, "--set", s)
 		}
 		out, err := run(t, ".", nil, helm, args...)
@@ -574,6 +606,12 @@ func TestHelmNotes(t *testing.T) {
 	if n = get(t, filepath.Join(chartDir, "ci", "default-values.yaml"), "serviceMonitor.enabled=true"); !strings.Contains(n, "ClusterRole joiner-metrics-reader") ||
 		!strings.Contains(n, "No metrics reader is bound yet: the ServiceMonitor's scrapes are refused (403)") {
 		t.Errorf("NOTES with a ServiceMonitor and no metricsReaders do not say scrapes are refused:\n%s", n)
+	}
+	if n = get(t, filepath.Join(chartDir, "ci", "default-values.yaml"), "serviceMonitor.enabled=true"); !strings.Contains(n, "no ServiceMonitor was created") {
+		t.Errorf("NOTES with serviceMonitor.enabled and no monitoring.coreos.com/v1 do not say no ServiceMonitor was created:\n%s", n)
+	}
+	if n = get(t, filepath.Join(chartDir, "ci", "default-values.yaml"), "serviceMonitor.enabled=true", "--api-versions="+monitoringAPI); strings.Contains(n, "no ServiceMonitor") {
+		t.Errorf("NOTES with monitoring.coreos.com/v1 served say no ServiceMonitor was created:\n%s", n)
 	}
 	if n = get(t, filepath.Join(chartDir, "ci", "default-values.yaml"), "metricsReaders[0].kind=ServiceAccount", "metricsReaders[0].name=prometheus"); strings.Contains(n, "No metrics reader") {
 		t.Errorf("NOTES with metricsReaders say no one is bound:\n%s", n)
@@ -619,5 +657,130 @@ func TestHelmTemplateProdExample(t *testing.T) {
 	into(t, find(objs, "ServiceAccount", "joiner-coordinator"), &sa)
 	if sa.Annotations["eks.amazonaws.com/role-arn"] != "arn:aws:iam::111122223333:role/JoinerController-prod-us-west-2" {
 		t.Errorf("IRSA annotation %v", sa.Annotations)
+	}
+}
+
+// TestHelmTemplateServiceMonitorNeedsTheAPI: as Karpenter's chart, the
+// ServiceMonitor renders only where the cluster serves
+// monitoring.coreos.com/v1 (helm template: --api-versions), so enabling it
+// on a cluster without the Prometheus Operator does not fail the install.
+func TestHelmTemplateServiceMonitorNeedsTheAPI(t *testing.T) {
+	helm := tool(t, "helm")
+	for _, c := range []struct {
+		name string
+		apis []string
+		want bool
+	}{
+		{"without monitoring.coreos.com/v1", nil, false},
+		{"with another version only", []string{"monitoring.coreos.com/v1alpha1"}, false},
+		{"with monitoring.coreos.com/v1", []string{monitoringAPI}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			args := []string{"template", "joiner", chartDir, "--namespace", "joiner", "--kube-version", kubeVersion,
+				"-f", filepath.Join(chartDir, "ci", "default-values.yaml"), "--set", "serviceMonitor.enabled=true"}
+			for _, a := range c.apis {
+				args = append(args, "--api-versions", a)
+			}
+			out, err := run(t, ".", nil, helm, args...)
+			if err != nil {
+				t.Fatalf("helm template: %v\n%s", err, out)
+			}
+			if got := find(objects(t, out), "ServiceMonitor", "") != nil; got != c.want {
+				t.Errorf("ServiceMonitor rendered: %v, want %v", got, c.want)
+			}
+		})
+	}
+}
+
+// TestHelmTemplateKarpenterV1_0Values: a values file of Karpenter v1.0,
+// with its webhook.* and postInstallHook.* (Karpenter v1.14 ignores them),
+// installs; they change nothing.
+func TestHelmTemplateKarpenterV1_0Values(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "values.yaml")
+	const v10 = `settings:
+  clusterName: v1-0
+webhook:
+  enabled: true
+  port: 8443
+  metrics:
+    port: 8001
+postInstallHook:
+  image:
+    repository: public.ecr.aws/bitnami/kubectl
+    tag: "1.30"
+    digest: sha256:13a2ad1bd37ce42ee2a6f1ab0d30595f42eb7fe4a90d6ec848550524104a1ed6
+`
+	if err := os.WriteFile(f, []byte(v10), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := render(t, []string{f})
+	if err != nil {
+		t.Fatalf("helm template -f (Karpenter v1.0 values): %v\n%s", err, out)
+	}
+	if want := renderDefault(t, "settings.clusterName=v1-0"); out != want {
+		t.Errorf("webhook.* and postInstallHook.* changed the rendered chart")
+	}
+}
+
+// TestHelmTemplateCoordinatorRBAC: the coordinators' RBAC next to
+// Karpenter's: they delete pods still on a node before its NodeClaim's
+// terminationGracePeriod ends (cluster-wide, as Karpenter), use no Lease
+// (raft elects the leader), and admins may manage Karpenter's objects
+// through an aggregated ClusterRole, as with Karpenter's chart.
+func TestHelmTemplateCoordinatorRBAC(t *testing.T) {
+	objs := objects(t, renderDefault(t))
+	var cr rbacv1.ClusterRole
+	into(t, find(objs, "ClusterRole", "joiner-coordinator"), &cr)
+	grants := func(rules []rbacv1.PolicyRule, group, resource, verb string) bool {
+		for _, r := range rules {
+			if slices.Contains(r.APIGroups, group) && slices.Contains(r.Resources, resource) && slices.Contains(r.Verbs, verb) && len(r.ResourceNames) == 0 {
+				return true
+			}
+		}
+		return false
+	}
+	for _, want := range [][3]string{{"", "pods", "delete"}, {"", "pods/eviction", "create"}} {
+		if !grants(cr.Rules, want[0], want[1], want[2]) {
+			t.Errorf("ClusterRole joiner-coordinator does not grant %s on %s: %+v", want[2], want[1], cr.Rules)
+		}
+	}
+	for _, o := range objs {
+		if o.GetNamespace() == "kube-node-lease" {
+			t.Errorf("%s %s in kube-node-lease: the coordinators use no Lease", o.GetKind(), o.GetName())
+		}
+		if k := o.GetKind(); k != "ClusterRole" && k != "Role" {
+			continue
+		}
+		var r rbacv1.ClusterRole
+		into(t, o, &r)
+		for _, rule := range r.Rules {
+			if slices.Contains(rule.APIGroups, "coordination.k8s.io") {
+				t.Errorf("%s %s grants %v on coordination.k8s.io %v: the coordinators use no Lease", o.GetKind(), o.GetName(), rule.Verbs, rule.Resources)
+			}
+		}
+	}
+
+	o := find(objs, "ClusterRole", "joiner-admin")
+	if o == nil {
+		t.Fatal("no aggregated ClusterRole joiner-admin")
+	}
+	var admin rbacv1.ClusterRole
+	into(t, o, &admin)
+	if admin.Labels["rbac.authorization.k8s.io/aggregate-to-admin"] != "true" || admin.Labels["app.kubernetes.io/instance"] != "joiner" {
+		t.Errorf("joiner-admin labels %v: want aggregate-to-admin and the release's labels", admin.Labels)
+	}
+	for _, res := range [][2]string{{"karpenter.sh", "nodepools"}, {"karpenter.sh", "nodepools/status"}, {"karpenter.sh", "nodeclaims"},
+		{"karpenter.sh", "nodeclaims/status"}, {"karpenter.k8s.aws", "ec2nodeclasses"}} {
+		for _, verb := range []string{"get", "list", "watch", "create", "delete", "patch"} {
+			if !grants(admin.Rules, res[0], res[1], verb) {
+				t.Errorf("joiner-admin does not grant %s on %s/%s: %+v", verb, res[0], res[1], admin.Rules)
+			}
+		}
+	}
+	if len(admin.Rules) != 2 {
+		t.Errorf("joiner-admin has %d rules, want Karpenter's 2: %+v", len(admin.Rules), admin.Rules)
+	}
+	if objs := objects(t, renderDefault(t, "rbac.create=false")); find(objs, "ClusterRole", "joiner-admin") != nil {
+		t.Error("joiner-admin rendered with rbac.create=false")
 	}
 }

@@ -71,11 +71,17 @@ func run(t testing.TB, dir string, env []string, name string, args ...string) (s
 // defaults to v1.20).
 const kubeVersion = "1.33.0"
 
+// monitoringAPI is the Prometheus Operator's API version: render and
+// renderRelease pass it to helm (--api-versions) as a cluster with the
+// operator serves it, so the ServiceMonitor renders when enabled
+// (TestHelmTemplateServiceMonitorNeedsTheAPI renders without it).
+const monitoringAPI = "monitoring.coreos.com/v1"
+
 // render runs helm template with the values files and --set flags.
 func render(t testing.TB, values []string, sets ...string) (string, error) {
 	t.Helper()
 	helm := tool(t, "helm")
-	args := []string{"template", "joiner", chartDir, "--namespace", "joiner", "--kube-version", kubeVersion}
+	args := []string{"template", "joiner", chartDir, "--namespace", "joiner", "--kube-version", kubeVersion, "--api-versions", monitoringAPI}
 	for _, v := range values {
 		args = append(args, "-f", v)
 	}
@@ -312,6 +318,12 @@ func TestHelmTemplateDefaults(t *testing.T) {
 		if !strings.Contains(args, want) {
 			t.Errorf("coordinator args %q lack %q", args, want)
 		}
+	}
+	// Requests but no limit by default: a values file raising a request
+	// (Karpenter's default resources are {}) never ends above a default
+	// limit, which the API server would refuse.
+	if res := ps.Containers[0].Resources; len(res.Limits) != 0 || res.Requests.Cpu().String() != "200m" || res.Requests.Memory().String() != "256Mi" {
+		t.Errorf("coordinator resources %+v: want requests 200m/256Mi and no limit", res)
 	}
 	mounted := false
 	for _, m := range ps.Containers[0].VolumeMounts {

@@ -6,10 +6,11 @@ package crds
 // case's pool goes through the API server first (its verdict and the Go
 // validation's are checked), and the budgets are read back from the stored
 // object. Where Karpenter answers MaxInt32 (no active budget: no limit),
-// Joiner answers the pool's node count (100 here): the same "all of them".
+// so does Joiner.
 
 import (
 	"encoding/json"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -69,7 +70,7 @@ func budgetCases() []budgetCase {
 					yearly(b)
 				}
 				return bs
-			}(), crd: admit, want: allReasons(budgetPoolNodes)},
+			}(), crd: admit, want: allReasons(math.MaxInt32)},
 		{name: g + "should ignore reason-defined budgets when inactive", now: june15,
 			budgets: with(with(karpenterBudgets(), 3, func(o obj) { o["schedule"] = "@yearly" }), 4, func(o obj) { o["schedule"] = "@yearly" }),
 			crd:     admit, want: allReasons(10)},
@@ -82,24 +83,24 @@ func budgetCases() []budgetCase {
 			budgets: first(func(o obj) { o["schedule"] = "@wrongly" }), crd: reject, wantErr: "@wrongly"},
 		{name: a + "should return zero values if a nodes value is invalid", now: june15,
 			budgets: first(func(o obj) { o["nodes"] = "1000a%" }), crd: reject, wantErr: "1000a%"},
-		{name: a + "should return MaxInt32 when a budget is inactive", now: june15, budgets: first(yearly), crd: admit, want: allReasons(budgetPoolNodes)},
+		{name: a + "should return MaxInt32 when a budget is inactive", now: june15, budgets: first(yearly), crd: admit, want: allReasons(math.MaxInt32)},
 		{name: a + "should return the int value when a budget is active", now: june15, budgets: karpenterBudgets()[:1], crd: admit, want: allReasons(10)},
 		{name: a + "should return the string value when a budget is active", now: june15, budgets: karpenterBudgets()[2:3], crd: admit, want: allReasons(100)},
 		{name: i + "should always consider a schedule and time in UTC",
 			now:     time.Date(2000, time.June, 0, 0, 0, 0, 0, time.FixedZone("fake-zone", 3600)),
-			budgets: first(func(o obj) { o["schedule"] = "@daily"; o["duration"] = "30m0s" }), crd: admit, want: allReasons(budgetPoolNodes)},
+			budgets: first(func(o obj) { o["schedule"] = "@daily"; o["duration"] = "30m0s" }), crd: admit, want: allReasons(math.MaxInt32)},
 		{name: i + "should return that a schedule is active when schedule and duration are nil", now: june15,
 			budgets: first(func(o obj) { delete(o, "schedule"); delete(o, "duration") }), crd: admit, want: allReasons(10)},
 		{name: i + "should return that a schedule is active", now: june15, budgets: karpenterBudgets()[:1], crd: admit, want: allReasons(10)},
 		{name: i + "should return that a schedule is inactive", now: june15,
-			budgets: first(func(o obj) { o["schedule"] = "@yearly" }), crd: admit, want: allReasons(budgetPoolNodes)},
+			budgets: first(func(o obj) { o["schedule"] = "@yearly" }), crd: admit, want: allReasons(math.MaxInt32)},
 		{name: i + "should return that a schedule is active when the schedule hit is in the middle of the duration",
 			now:     time.Date(1000, time.January, 1, 12, 0, 0, 0, time.UTC),
 			budgets: first(func(o obj) { o["schedule"] = "@yearly"; o["duration"] = "24h0m0s" }), crd: admit, want: allReasons(10)},
 		{name: i + "should return that a schedule is active when the duration is longer than the recurrence", now: jan7,
 			budgets: first(func(o obj) { o["schedule"] = "@daily"; o["duration"] = "48h0m0s" }), crd: admit, want: allReasons(10)},
 		{name: i + "should return that a schedule is inactive when the schedule hit is after the duration", now: jan7,
-			budgets: first(func(o obj) { o["schedule"] = "30 6 * * SUN"; o["duration"] = "6h0m0s" }), crd: admit, want: allReasons(budgetPoolNodes)},
+			budgets: first(func(o obj) { o["schedule"] = "30 6 * * SUN"; o["duration"] = "6h0m0s" }), crd: admit, want: allReasons(math.MaxInt32)},
 		{name: i + "should return an error indicating why the cron fails to parse", now: jan7,
 			budgets: first(func(o obj) { o["schedule"] = "0 0 * * tue-mon"; o["duration"] = "6h0m0s" }), crd: admit,
 			wantErr: "beginning of range (2) beyond end of range (1)"},

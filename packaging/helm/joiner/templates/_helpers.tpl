@@ -18,11 +18,12 @@ Object names. Every name is at most 63 characters (DNS labels: Services,
 pod hostnames). The StatefulSet's name is at most 52: its pods carry the
 label controller-revision-hash=<name>-<hash of up to 10 characters>, and
 its pods are <name>-<ordinal>. Hence the coordinators' names start with the
-fullname's first 39 characters (39 + "-coordinator" = 51; + "-node-leases",
-the longest suffix, = 63), the agents' with its first 48 (48 + "-agent" +
+fullname's first 39 characters (39 + "-coordinator" = 51; + "-status",
+the longest suffix, = 58), the agents' with its first 48 (48 + "-agent" +
 "-own-node" = 63). The status ServiceAccount is <coordinator>-status (at
 most 58); its reader Role, whose suffix is longer, takes the fullname's
-first 37 (37 + "-coordinator-status-reader" = 63).
+first 37 (37 + "-coordinator-status-reader" = 63); the aggregated admin
+ClusterRole its first 57 (57 + "-admin" = 63).
 */}}
 {{- define "joiner.base" -}}{{ include "joiner.fullname" . | trunc 39 | trimSuffix "-" }}{{- end -}}
 {{- define "joiner.coordinator" -}}{{ include "joiner.base" . }}-coordinator{{- end -}}
@@ -30,6 +31,7 @@ first 37 (37 + "-coordinator-status-reader" = 63).
 {{- define "joiner.statusServiceAccount" -}}{{ include "joiner.coordinator" . }}-status{{- end -}}
 {{- define "joiner.metricsReader" -}}{{ include "joiner.fullname" . | trunc 48 | trimSuffix "-" }}-metrics-reader{{- end -}}
 {{- define "joiner.statusReader" -}}{{ include "joiner.fullname" . | trunc 37 | trimSuffix "-" }}-coordinator-status-reader{{- end -}}
+{{- define "joiner.adminRole" -}}{{ include "joiner.fullname" . | trunc 57 | trimSuffix "-" }}-admin{{- end -}}
 {{- define "joiner.agent" -}}{{ include "joiner.fullname" . | trunc 48 | trimSuffix "-" }}-agent{{- end -}}
 
 {{/* The coordinators' ServiceAccount (Karpenter's serviceAccount.create/name). */}}
@@ -246,6 +248,79 @@ behaves as), naming the value. Included once, by the StatefulSet.
 {{- fail (printf "settings.featureGates.%s=true is not supported: Joiner does not implement %s" $gate $gate) -}}
 {{- end -}}
 {{- end -}}
+{{- if eq (toString $v.dnsPolicy) "Default" -}}
+{{- fail "dnsPolicy=Default is not supported: the coordinators find their raft peers by cluster DNS names (<pod>.<headless Service>), which the node's resolver cannot answer, so raft would never form. Keep ClusterFirst and, rather than Default (which Karpenter's docs suggest when CoreDNS runs on Karpenter's nodes), run CoreDNS on capacity Joiner does not manage alone, e.g. the coordinators' node group" -}}
+{{- end -}}
+{{- if and (eq (toString $v.dnsPolicy) "None") (not (($v.dnsConfig | default dict).nameservers)) -}}
+{{- fail "dnsPolicy=None needs dnsConfig.nameservers (the cluster DNS Service's address): the coordinators find their raft peers by cluster DNS names (<pod>.<headless Service>), so without it raft would never form" -}}
+{{- end -}}
+{{- range $name, $res := dict "controller.resources" $v.controller.resources "agent.resources" $v.agent.resources -}}
+{{- $lim := ($res | default dict).limits | default dict -}}
+{{- range $k, $q := (($res | default dict).requests | default dict) -}}
+{{- $l := index $lim $k -}}
+{{- if and (hasKey $lim $k) (not (kindIs "invalid" $l)) (not (kindIs "invalid" $q)) -}}
+{{- $rq := include "joiner.quantity" (dict "q" $q "name" (printf "%s.requests.%s" $name $k)) | float64 -}}
+{{- $lq := include "joiner.quantity" (dict "q" $l "name" (printf "%s.limits.%s" $name $k)) | float64 -}}
+{{- if gt $rq $lq -}}
+{{- fail (printf "%s.requests.%s=%v exceeds %s.limits.%s=%v: the API server refuses a request above its limit: raise or remove the limit" $name $k $q $name $k $l) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- /* Karpenter's operator options (core and AWS provider) read from the
+environment: `joiner coordinator` reads none of them. */ -}}
+{{- $karpenterEnv := dict
+  "CLUSTER_NAME" "settings.clusterName" "CLUSTER_ENDPOINT" "settings.clusterEndpoint"
+  "CLUSTER_CA_BUNDLE" "settings.clusterCABundle" "INTERRUPTION_QUEUE" "settings.interruptionQueue"
+  "ISOLATED_VPC" "settings.isolatedVPC" "EKS_CONTROL_PLANE" "settings.eksControlPlane"
+  "VM_MEMORY_OVERHEAD_PERCENT" "settings.vmMemoryOverheadPercent" "RESERVED_ENIS" "settings.reservedENIs"
+  "DISABLE_DRY_RUN" "settings.disableDryRun" "ENABLE_ZONAL_SHIFT" "settings.enableZonalShift"
+  "AMI_REFRESH_INTERVAL" "settings.amiRefreshInterval" "SUBNET_REFRESH_INTERVAL" "settings.subnetRefreshInterval"
+  "BATCH_MAX_DURATION" "settings.batchMaxDuration" "BATCH_IDLE_DURATION" "settings.batchIdleDuration"
+  "PREFERENCE_POLICY" "settings.preferencePolicy" "MIN_VALUES_POLICY" "settings.minValuesPolicy"
+  "IGNORE_DRA_REQUESTS" "settings.ignoreDRARequests" "FEATURE_GATES" "settings.featureGates.*"
+  "DISABLE_CLUSTER_STATE_OBSERVABILITY" "settings.disableClusterStateObservability"
+  "KUBE_CLIENT_QPS" "settings.kubeClientQPS" "KUBE_CLIENT_BURST" "settings.kubeClientBurst"
+  "LOG_LEVEL" "logLevel" "LOG_OUTPUT_PATHS" "logOutputPaths" "LOG_ERROR_OUTPUT_PATHS" "logErrorOutputPaths"
+  "METRICS_PORT" "controller.metrics.port" "HEALTH_PROBE_PORT" "controller.metrics.port (one port serves /metrics and the probes)"
+  "MEMORY_LIMIT" "controller.resources.limits.memory (GOMEMLIMIT follows it)" "CPU_REQUESTS" "controller.resources.requests.cpu"
+-}}
+{{- $karpenterEnvUnsupported := dict
+  "KARPENTER_SERVICE" "Joiner runs no webhook" "ENABLE_PROFILING" "the coordinators serve no profiling endpoint"
+  "DISABLE_CONTROLLER_WARMUP" "the coordinators elect their leader with raft, not a Lease"
+  "DISABLE_LEADER_ELECTION" "the coordinators elect their leader with raft, not a Lease"
+  "LEADER_ELECTION_NAME" "the coordinators elect their leader with raft, not a Lease"
+  "LEADER_ELECTION_NAMESPACE" "the coordinators elect their leader with raft, not a Lease"
+-}}
+{{- range $e := $v.controller.env -}}
+{{- $n := toString (($e | default dict).name) -}}
+{{- with get $karpenterEnv $n -}}
+{{- fail (printf "controller.env %s is Karpenter's setting, which joiner coordinator does not read: set %s instead" $n .) -}}
+{{- end -}}
+{{- with get $karpenterEnvUnsupported $n -}}
+{{- fail (printf "controller.env %s is Karpenter's setting and is not supported: %s" $n .) -}}
+{{- end -}}
+{{- end -}}
+{{- if and (regexMatch "[1-9]" (toString $v.interruption.forceAfter)) (not $v.agent.localDrain) -}}
+{{- fail (printf "interruption.forceAfter=%v needs agent.localDrain=true: only the agent's own drain deletes pods whose eviction is still blocked, and the agent drains only with agent.localDrain (otherwise the coordinator drains)" $v.interruption.forceAfter) -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+A Kubernetes quantity (dict "q" quantity "name" value's name) as a number
+of base units (2Gi, 500m, 1.5, 1e3), to compare requests with limits;
+fails naming the value when it is not a quantity.
+*/}}
+{{- define "joiner.quantity" -}}
+{{- $q := toString .q -}}
+{{- if not (regexMatch "^([0-9]+(\\.[0-9]*)?|\\.[0-9]+)([eE][+-]?[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)?$" $q) -}}
+{{- fail (printf "%s=%s is not a Kubernetes quantity (e.g. 500m, 2Gi)" .name $q) -}}
+{{- end -}}
+{{- $num := regexReplaceAll "^([0-9.]+([eE][+-]?[0-9]+)?)(.*)$" $q "${1}" -}}
+{{- $unit := regexReplaceAll "^([0-9.]+([eE][+-]?[0-9]+)?)(.*)$" $q "${3}" -}}
+{{- $factor := dict "" 1 "n" 1e-9 "u" 1e-6 "m" 1e-3 "k" 1e3 "M" 1e6 "G" 1e9 "T" 1e12 "P" 1e15 "E" 1e18
+  "Ki" 1024 "Mi" 1048576 "Gi" 1073741824 "Ti" 1099511627776 "Pi" 1125899906842624 "Ei" 1152921504606846976 -}}
+{{- mulf (float64 $num) (get $factor $unit) -}}
 {{- end -}}
 
 {{/*
