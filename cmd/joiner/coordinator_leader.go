@@ -19,6 +19,7 @@ import (
 	joineraws "github.com/joiner-dev/joiner/cloud/aws"
 	"github.com/joiner-dev/joiner/coordinator/cluster"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
+	"github.com/joiner-dev/joiner/coordinator/interruption"
 	"github.com/joiner-dev/joiner/coordinator/kube"
 	"github.com/joiner-dev/joiner/coordinator/leader"
 	"github.com/joiner-dev/joiner/coordinator/scheduler"
@@ -227,3 +228,7 @@ func buildLeader(ctx context.Context, f *coordinatorFlags, clients *kube.Clients
 	}
 	return lead, cache, discovery, nil
 }
+
+// The AWS provider marks interrupted spot offerings and capacity
+// reservations unavailable (the interruption handler's Offerings).
+var _ interruption.Offerings = (*joineraws.Provider)(nil)

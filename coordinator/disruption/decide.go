@@ -289,7 +289,11 @@ func (d *decider) drifted(n *Node) (reason, message string) {
 		for _, pr := range pool.Spec.Template.Spec.Requirements {
 			v, present := nc.Labels[pr.Key]
 			if !present {
-				if !karpv1.WellKnownLabels[pr.Key] && pr.Operator != karpv1.OpNotIn && pr.Operator != karpv1.OpDoesNotExist {
+				// Karpenter labels its NodeClaims for every custom key, and so
+				// does Joiner since AnnotationCustomLabels: Joiner's claims
+				// from before are not judged on a key they lack.
+				labelled := nc.Annotations[karpv1.AnnotationLaunchID] == "" || nc.Annotations[karpv1.AnnotationCustomLabels] == "true"
+				if labelled && !karpv1.WellKnownLabels[pr.Key] && pr.Operator != karpv1.OpNotIn && pr.Operator != karpv1.OpDoesNotExist {
 					return DriftRequirements, fmt.Sprintf("nodepool %s requires label %s, which the nodeclaim does not have", pn, pr.Key)
 				}
 				continue

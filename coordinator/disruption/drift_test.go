@@ -90,6 +90,17 @@ func TestDriftReasons(t *testing.T) {
 			in.NodePools[0].Spec.Template.Spec.Requirements = append(in.NodePools[0].Spec.Template.Spec.Requirements,
 				karpv1.NodeSelectorRequirementWithMinValues{Key: "example.com/team", Operator: karpv1.OpIn, Values: []string{"a", "b"}})
 		}, DriftRequirements, "requires label example.com/team"},
+		{"a new custom key a Joiner nodeclaim from before custom labels lacks is not judged", func(in *Input, n *Node) {
+			n.NodeClaim.Annotations[karpv1.AnnotationLaunchID] = "intent-1" // Joiner's, without AnnotationCustomLabels
+			in.NodePools[0].Spec.Template.Spec.Requirements = append(in.NodePools[0].Spec.Template.Spec.Requirements,
+				karpv1.NodeSelectorRequirementWithMinValues{Key: "example.com/team", Operator: karpv1.OpIn, Values: []string{"a", "b"}})
+		}, "", ""},
+		{"a new custom key a labelled Joiner nodeclaim lacks", func(in *Input, n *Node) {
+			n.NodeClaim.Annotations[karpv1.AnnotationLaunchID] = "intent-1"
+			n.NodeClaim.Annotations[karpv1.AnnotationCustomLabels] = "true"
+			in.NodePools[0].Spec.Template.Spec.Requirements = append(in.NodePools[0].Spec.Template.Spec.Requirements,
+				karpv1.NodeSelectorRequirementWithMinValues{Key: "example.com/team", Operator: karpv1.OpExists})
+		}, DriftRequirements, "requires label example.com/team"},
 		{"a new custom key allowed absent (NotIn)", func(in *Input, n *Node) {
 			in.NodePools[0].Spec.Template.Spec.Requirements = append(in.NodePools[0].Spec.Template.Spec.Requirements,
 				karpv1.NodeSelectorRequirementWithMinValues{Key: "example.com/team", Operator: karpv1.OpNotIn, Values: []string{"a"}})

@@ -135,3 +135,13 @@ func (c *Cloud) MarkUnavailable(k cloud.OfferingKey, reason string) {
 		o.MarkUnavailable(k, reason)
 	}
 }
+
+// MarkReservationUnavailable forwards to the provider's capacity
+// reservations, when it has them.
+func (c *Cloud) MarkReservationUnavailable(id, reason string) {
+	if o, ok := c.Provider.(interface {
+		MarkReservationUnavailable(id, reason string)
+	}); ok {
+		o.MarkReservationUnavailable(id, reason)
+	}
+}

@@ -206,7 +206,7 @@ func New(d Deps) (*Leader, error) {
 	if err != nil {
 		return nil, err
 	}
-	offerings, _ := d.Cloud.(interruption.Offerings)
+	offerings, _ := d.Cloud.(interruption.Offerings) // the decorated cloud forwards both (checked below)
 	intr, err := interruption.New(interruption.Config{OnUnavailable: classes.Wake}, interruption.Deps{Cache: d.Cache, Claims: d.Clients,
 		State: d.State, Raft: d.Raft, Offerings: offerings, Registerer: d.Registerer, Recorder: d.Recorder, Log: log})
 	if err != nil {
@@ -305,3 +305,7 @@ func (l *Leader) Run(ctx context.Context) {
 	<-ctx.Done()
 	l.log.Info("leader loops stopping")
 }
+
+// The cloud the leader is given (decorated for Karpenter's metrics) must
+// keep marking interrupted offerings and reservations unavailable.
+var _ interruption.Offerings = (*karpmetrics.Cloud)(nil)

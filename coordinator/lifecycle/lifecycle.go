@@ -162,6 +162,9 @@ type Lifecycle struct {
 	// does not delete (and count) them twice.
 	mu       sync.Mutex
 	deleting map[types.UID]bool
+	// timedOut: the NodeClaims whose timeout was recorded for their pool's
+	// registration health (each once).
+	timedOut map[types.UID]bool
 }
 
 // New builds a Lifecycle.
@@ -177,7 +180,7 @@ func New(cfg Config, d Deps) (*Lifecycle, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Lifecycle{cfg: cfg, d: d, log: d.Log.Named("lifecycle"), metrics: m, deleting: map[types.UID]bool{}}, nil
+	return &Lifecycle{cfg: cfg, d: d, log: d.Log.Named("lifecycle"), metrics: m, deleting: map[types.UID]bool{}, timedOut: map[types.UID]bool{}}, nil
 }
 
 // Run reconciles every NodeClaim after each cache change and every Resync,
@@ -289,8 +292,7 @@ func (l *Lifecycle) reconcileClaim(ctx context.Context, cached *karpv1.NodeClaim
 			}
 		}
 		l.d.Recorder.Event(nc, corev1.EventTypeWarning, "LaunchTimeout", why)
-		l.recordHealth(nc, false)
-		return l.delete(ctx, log, nc, ReasonLaunchTimeout, why)
+		return l.deleteUnhealthy(ctx, log, nc, ReasonLaunchTimeout, why)
 	case DeleteOrphan:
 		l.d.Recorder.Event(nc, corev1.EventTypeNormal, "Orphaned", why)
 		return l.delete(ctx, log, nc, ReasonOrphan, why)
@@ -299,8 +301,7 @@ func (l *Lifecycle) reconcileClaim(ctx context.Context, cached *karpv1.NodeClaim
 			return err
 		}
 		l.d.Recorder.Event(nc, corev1.EventTypeWarning, "RegistrationTimeout", why)
-		l.recordHealth(nc, false)
-		return l.delete(ctx, log, nc, ReasonRegistrationTimeout, why)
+		return l.deleteUnhealthy(ctx, log, nc, ReasonRegistrationTimeout, why)
 	case DeleteInstanceGone:
 		l.d.Recorder.Event(nc, corev1.EventTypeWarning, "InstanceGone", why)
 		log.Info("garbage collecting nodeclaim with no cloudprovider representation", zap.String(logging.KeyInstance, in.Instance.ID))
@@ -319,6 +320,23 @@ func (l *Lifecycle) reconcileClaim(ctx context.Context, cached *karpv1.NodeClaim
 		return nil
 	case Initialize:
 		return l.initialize(ctx, log, nc, in)
+	}
+	return nil
+}
+
+// deleteUnhealthy deletes a NodeClaim that timed out and, once deleted,
+// records the failure for its pool (once: a delete retried next pass is
+// not counted again).
+func (l *Lifecycle) deleteUnhealthy(ctx context.Context, log *zap.Logger, nc *karpv1.NodeClaim, reason, why string) error {
+	if err := l.delete(ctx, log, nc, reason, why); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	first := !l.timedOut[nc.UID]
+	l.timedOut[nc.UID] = true
+	l.mu.Unlock()
+	if first {
+		l.recordHealth(nc, false)
 	}
 	return nil
 }

@@ -92,6 +92,12 @@ func newRig(c *fake.Cache) *rig {
 	return r
 }
 
+// step advances the rig's clock by d and runs a pass.
+func (r *rig) step(d time.Duration) {
+	r.now = r.now.Add(d)
+	r.l.Reconcile(context.Background())
+}
+
 func TestInvalidObjectsAreReportedAndLeftOut(t *testing.T) {
 	badClass := class("bad")
 	badClass.Spec.Tags = map[string]string{"kubernetes.io/cluster/x": "owned"}
@@ -142,11 +148,7 @@ func TestInvalidObjectsAreReportedAndLeftOut(t *testing.T) {
 func TestResolutionSchedule(t *testing.T) {
 	c := &fake.Cache{ClassList: []*awsv1.EC2NodeClass{class("default")}}
 	r := newRig(c)
-	ctx := context.Background()
-	step := func(d time.Duration) {
-		r.now = r.now.Add(d)
-		r.l.Reconcile(ctx)
-	}
+	step := r.step
 	step(0)
 	for range 10 {
 		step(time.Second)
@@ -207,10 +209,8 @@ func TestResolutionSchedule(t *testing.T) {
 func TestFailedCallsKeepTheLastResolution(t *testing.T) {
 	c := &fake.Cache{ClassList: []*awsv1.EC2NodeClass{class("default")}}
 	r := newRig(c)
-	ctx := context.Background()
 	step := func(d time.Duration) {
-		r.now = r.now.Add(d)
-		r.l.Reconcile(ctx)
+		r.step(d)
 		if n := len(r.kube.Classes); n > 0 {
 			c.ClassList[0] = r.kube.Classes[n-1] // the cache sees the status written
 		}

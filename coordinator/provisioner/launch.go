@@ -463,6 +463,7 @@ func newNodeClaim(pool *karpv1.NodePool, class *awsv1.EC2NodeClass, name, intent
 		annotations = map[string]string{}
 	}
 	annotations[karpv1.AnnotationLaunchID] = intentID
+	annotations[karpv1.AnnotationCustomLabels] = "true"
 	annotations[karpv1.AnnotationNodePoolHashVersion] = karpv1.NodePoolHashVersion
 	annotations[karpv1.AnnotationEC2NodeClassHashVersion] = awsv1.EC2NodeClassHashVersion
 	yes := true

@@ -110,7 +110,7 @@ func (s *solver) daemonsToCome(daemons []*corev1.Pod, n *Node) vec {
 		if hasDRA(d) {
 			continue
 		}
-		if _, ok := tolerates(d.Spec.Tolerations, n.Taints, false); !ok || !daemonMatches(d, n.Labels) {
+		if _, ok := tolerates(d.Spec.Tolerations, n.Taints, true); !ok || !daemonMatches(d, n.Labels) {
 			continue
 		}
 		r, _ := s.ri.podRequests(d)

@@ -322,8 +322,8 @@ func (b *Builder) Build(now time.Time) *View {
 		}
 		v.Pending = append(v.Pending, pod)
 	}
-	// A budget whose selector does not parse selects nothing here (the
-	// disruption controller reports it).
+	// A budget whose selector does not parse is left out here (the
+	// disruption controller reports it); the others count.
 	pdbs, _ := podutil.NewPDBs(v.PDBs)
 	for _, node := range v.AllNodes {
 		if !v.Disrupting[node.Name] {

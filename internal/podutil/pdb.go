@@ -1,6 +1,7 @@
 package podutil
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -28,14 +29,16 @@ type pdbEntry struct {
 	evictUnhealthy bool
 }
 
-// NewPDBs indexes the budgets; an error names a budget whose selector does
-// not parse.
+// NewPDBs indexes the budgets. A budget whose selector does not parse is
+// left out and named in the error; the others are indexed all the same.
 func NewPDBs(budgets []*policyv1.PodDisruptionBudget) (PDBs, error) {
 	idx := PDBs{}
+	var errs []error
 	for _, p := range budgets {
 		sel, err := metav1.LabelSelectorAsSelector(p.Spec.Selector)
 		if err != nil {
-			return nil, fmt.Errorf("pdb %s/%s: spec.selector: %w", p.Namespace, p.Name, err)
+			errs = append(errs, fmt.Errorf("pdb %s/%s: spec.selector: %w", p.Namespace, p.Name, err))
+			continue
 		}
 		if p.Spec.Selector == nil {
 			sel = labels.Nothing()
@@ -48,7 +51,7 @@ func NewPDBs(budgets []*policyv1.PodDisruptionBudget) (PDBs, error) {
 			evictUnhealthy: p.Spec.UnhealthyPodEvictionPolicy != nil && *p.Spec.UnhealthyPodEvictionPolicy == policyv1.AlwaysAllow,
 		})
 	}
-	return idx, nil
+	return idx, errors.Join(errs...)
 }
 
 // Blocking returns why the PDBs keep p from being evicted at now, or "" (Karpenter's

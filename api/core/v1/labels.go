@@ -131,6 +131,11 @@ const (
 	LaunchTemplateNamePrefix = JoinerDomain + "/"
 	// AnnotationDisruptionReason on a NodeClaim says why Joiner deleted it.
 	AnnotationDisruptionReason = JoinerDomain + "/disruption-reason"
+	// AnnotationCustomLabels "true" on a NodeClaim Joiner made: it is
+	// labelled for every custom requirement key, as Karpenter labels its
+	// own (Joiner's NodeClaims from before carry only single-value In
+	// keys, so a key they lack does not drift them).
+	AnnotationCustomLabels = JoinerDomain + "/custom-labels"
 	// AnnotationAgent on an EC2NodeClass: "false" leaves the agent's boot
 	// hook out of the user data; "true" puts it in whatever the image (the
 	// user vouches the image, or Bottlerocket's bootstrap container image,

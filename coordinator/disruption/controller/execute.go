@@ -483,13 +483,29 @@ func (c *Controller) markDisrupted(ctx context.Context, cmd *command, nc *karpv1
 	if nc == nil || nc.DeletionTimestamp != nil {
 		return
 	}
-	st := nc.DeepCopy()
-	if meta.SetStatusCondition(&st.Status.Conditions, metav1.Condition{Type: karpv1.ConditionDisruptionReason, Status: metav1.ConditionTrue,
-		Reason: cmd.reason, Message: fmt.Sprintf("%s: %s", cmd.method, cmd.message), LastTransitionTime: metav1.NewTime(c.cfg.Now()),
-		ObservedGeneration: st.Generation}) {
-		if _, err := c.d.Kube.UpdateNodeClaimStatus(ctx, st); err != nil {
-			c.log.Debug("setting the DisruptionReason condition", zap.String("nodeclaim", nc.Name), zap.Error(err))
+	set := func(st *karpv1.NodeClaim) bool {
+		return meta.SetStatusCondition(&st.Status.Conditions, metav1.Condition{Type: karpv1.ConditionDisruptionReason, Status: metav1.ConditionTrue,
+			Reason: cmd.reason, Message: fmt.Sprintf("%s: %s", cmd.method, cmd.message), LastTransitionTime: metav1.NewTime(c.cfg.Now()),
+			ObservedGeneration: st.Generation})
+	}
+	if !set(nc.DeepCopy()) {
+		return // already so
+	}
+	// The cached claim may be a write behind (this pass's status writes):
+	// read it again on a conflict, as clearDisruptionReason does.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := c.d.Kube.GetNodeClaim(ctx, nc.Name)
+		if err != nil {
+			return err
 		}
+		if cur.DeletionTimestamp != nil || !set(cur) {
+			return nil
+		}
+		_, err = c.d.Kube.UpdateNodeClaimStatus(ctx, cur)
+		return err
+	})
+	if err != nil && !apierrors.IsNotFound(err) {
+		c.log.Debug("setting the DisruptionReason condition", zap.String("nodeclaim", nc.Name), zap.Error(err))
 	}
 }
 
