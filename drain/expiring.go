@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/joiner-dev/joiner/events"
+	"github.com/joiner-dev/joiner/internal/backoff"
 	"github.com/joiner-dev/joiner/internal/logging"
 )
 
@@ -49,14 +50,8 @@ func expiringDeletes(pods []corev1.Pod, terminationTime time.Time) []expiring {
 // left to the next drain of the node.
 func (d *Drainer) deleteExpiring(ctx context.Context, log *zap.Logger, req Request, pods []corev1.Pod) {
 	for _, e := range expiringDeletes(pods, req.TerminationTime) {
-		if wait := e.at.Sub(d.opts.Now()); wait > 0 {
-			t := time.NewTimer(wait)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return
-			case <-t.C:
-			}
+		if wait := e.at.Sub(d.opts.Now()); wait > 0 && !backoff.Sleep(ctx, wait) {
+			return
 		}
 		if ctx.Err() != nil {
 			return
