@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/joiner-dev/joiner/coordinator/view"
+	"github.com/joiner-dev/joiner/internal/podutil"
 )
 
 // Karpenter's label names of the scheduling metrics.
@@ -126,7 +127,7 @@ func (m *Metrics) AckPods(now time.Time, pods ...*corev1.Pod) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for _, p := range pods {
-		if !view.Provisionable(p) {
+		if !podutil.Provisionable(p) {
 			continue
 		}
 		key := view.Key(p)

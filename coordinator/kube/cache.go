@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -44,15 +43,16 @@ type Cache struct {
 	// volumeAttachments: a terminating node's instance waits for them.
 	volumeAttachments cache.SharedIndexInformer
 
-	mu   sync.Mutex
-	subs map[int]chan struct{}
-	next int
+	// changes follows every event; provisioning only those that start a
+	// provisioning batch.
+	changes      fanout
+	provisioning provisioningTriggers
 }
 
 // NewCache builds the informers (they start with Run).
 func NewCache(c *Clients, log *zap.Logger) *Cache {
 	const resync = 10 * time.Minute
-	k := &Cache{log: log.Named("cache"), subs: map[int]chan struct{}{}}
+	k := &Cache{log: log.Named("cache")}
 	k.core = informers.NewSharedInformerFactory(c.Kube, resync)
 	k.dyn = dynamicinformer.NewDynamicSharedInformerFactory(c.Dynamic, resync)
 
@@ -110,15 +110,24 @@ func NewCache(c *Clients, log *zap.Logger) *Cache {
 		return nil, nil
 	}}))
 	h := cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { k.poke() },
-		UpdateFunc: func(any, any) { k.poke() },
-		DeleteFunc: func(any) { k.poke() },
+		AddFunc:    func(any) { k.changes.poke() },
+		UpdateFunc: func(any, any) { k.changes.poke() },
+		DeleteFunc: func(any) { k.changes.poke() },
 	}
-	for _, inf := range k.all() {
+	add := func(inf cache.SharedIndexInformer, h cache.ResourceEventHandler) {
 		if _, err := inf.AddEventHandler(h); err != nil {
 			panic(err)
 		}
 	}
+	for _, inf := range k.all() {
+		add(inf, h)
+	}
+	pods, nodes, classes, nodeClaims := k.provisioning.handlers()
+	add(k.pods, pods)
+	add(k.nodes, nodes)
+	add(k.nodePools, classes)
+	add(k.ec2NodeClasses, classes)
+	add(k.nodeClaims, nodeClaims)
 	return k
 }
 
@@ -190,29 +199,13 @@ func (k *Cache) Synced() bool {
 
 // Changes returns a channel poked (buffer 1, never blocking) after every
 // informer event, and a func that unsubscribes.
-func (k *Cache) Changes() (<-chan struct{}, func()) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	ch := make(chan struct{}, 1)
-	id := k.next
-	k.next++
-	k.subs[id] = ch
-	return ch, func() {
-		k.mu.Lock()
-		delete(k.subs, id)
-		k.mu.Unlock()
-	}
-}
+func (k *Cache) Changes() (<-chan struct{}, func()) { return k.changes.subscribe() }
 
-func (k *Cache) poke() {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	for _, ch := range k.subs {
-		select {
-		case ch <- struct{}{}:
-		default:
-		}
-	}
+// ProvisioningTriggers returns a channel poked (buffer 1, never blocking)
+// after the events that start a provisioning batch (provisioningTriggers),
+// and a func that unsubscribes.
+func (k *Cache) ProvisioningTriggers() (<-chan struct{}, func()) {
+	return k.provisioning.out.subscribe()
 }
 
 // list returns every object of an informer as T, sorted by key.

@@ -105,4 +105,42 @@ func TestCacheAndClients(t *testing.T) {
 	}
 	waitFor(t, "nodeclaim gone from the cache", func() bool { return k.NodeClaim(nc.Name) == nil })
 
+	// Provisioning triggers through the informers: a pod kube-scheduler
+	// gave up on triggers once; its later updates do not.
+	fired := func() int { k.provisioning.mu.Lock(); defer k.provisioning.mu.Unlock(); return k.provisioning.fired }
+	waitFor(t, "the nodeclaim's deletion triggered provisioning", func() bool { return fired() == 1 })
+	triggers, unsubTriggers := k.ProvisioningTriggers()
+	defer unsubTriggers()
+	unschedulable := func(name string) *corev1.Pod {
+		p, err := c.Kube.CoreV1().Pods("default").Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}}
+		if p, err = c.Kube.CoreV1().Pods("default").UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	q := unschedulable("q")
+	select {
+	case <-triggers:
+	case <-time.After(2 * time.Minute):
+		t.Fatal("no provisioning trigger for an unschedulable pod")
+	}
+	q.Labels = map[string]string{"churn": "1"}
+	if _, err := c.Kube.CoreV1().Pods("default").Update(ctx, q, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r := unschedulable("r") // the pod informer hands events over in order: q's update is seen first
+	waitFor(t, "pod r's trigger", func() bool {
+		k.provisioning.mu.Lock()
+		defer k.provisioning.mu.Unlock()
+		_, ok := k.provisioning.on[r.UID]
+		return ok
+	})
+	if got := fired(); got != 3 {
+		t.Fatalf("provisioning triggers = %d, want 3 (nodeclaim gone, pod q, pod r; not q's label update)", got)
+	}
 }

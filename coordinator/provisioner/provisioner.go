@@ -34,7 +34,9 @@ import (
 type Cache interface {
 	NodePool(name string) *karpv1.NodePool
 	NodeClaim(name string) *karpv1.NodeClaim
-	Changes() (<-chan struct{}, func())
+	// ProvisioningTriggers signals the events that start a batch: a pod
+	// becoming provisionable, a node being disrupted (kube.Cache).
+	ProvisioningTriggers() (<-chan struct{}, func())
 }
 
 // Writer is the API writes the provisioner makes (kube.Clients).
@@ -157,11 +159,11 @@ func (p *Provisioner) cluster() (userdata.Cluster, error) {
 	return p.cfg.Cluster, nil
 }
 
-// Run provisions until ctx ends: a pass after each batch of cache events
-// (BatchIdle without a new event, at most BatchMax after the first) and
-// every Resync.
+// Run provisions until ctx ends: a pass after each batch of provisioning
+// triggers (BatchIdle without a new one, at most BatchMax after the first)
+// and every Resync.
 func (p *Provisioner) Run(ctx context.Context) error {
-	changes, stop := p.d.Cache.Changes()
+	changes, stop := p.d.Cache.ProvisioningTriggers()
 	defer stop()
 	return loop.Run(ctx, loop.Spec{Name: "provisioning", Log: p.log, Pass: p.Reconcile,
 		Every: p.cfg.Resync, Changes: changes, BatchIdle: p.cfg.BatchIdle, BatchMax: p.cfg.BatchMax})

@@ -11,24 +11,6 @@ import (
 // Key is a pod's namespace/name, the key raft nominations use.
 func Key(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
 
-// Provisionable: a pending pod kube-scheduler could not place (Karpenter
-// waits for PodScheduled=False/Unschedulable so it never races the
-// scheduler onto existing capacity), as Karpenter's IsProvisionable: not
-// one kube-scheduler is preempting pods for (status.nominatedNodeName: it
-// will run where the victims were), not a DaemonSet's or a static pod.
-func Provisionable(p *corev1.Pod) bool {
-	if p.Spec.NodeName != "" || p.DeletionTimestamp != nil || podutil.Terminal(p) || len(p.Spec.SchedulingGates) > 0 || podutil.OwnedByDaemonSet(p) ||
-		p.Status.NominatedNodeName != "" || podutil.OwnedByNode(p) {
-		return false
-	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
-			return true
-		}
-	}
-	return false
-}
-
 // Reschedulable: a pod on a disrupted node that needs capacity elsewhere:
 // Karpenter's IsCurrentlyReschedulable (active, or a terminating
 // StatefulSet pod; not a DaemonSet's or static pod; not kept there by

@@ -308,7 +308,7 @@ func (b *Builder) Build(now time.Time) *View {
 	// the reschedulable pods of disrupted nodes.
 	for _, pod := range pods {
 		key := Key(pod)
-		if !Provisionable(pod) {
+		if !podutil.Provisionable(pod) {
 			continue
 		}
 		if id, ok := nominated[key]; ok {

@@ -402,37 +402,6 @@ func TestOfferingPrice(t *testing.T) {
 	}
 }
 
-// Karpenter's IsProvisionable: only pods kube-scheduler gave up on, and
-// not those it preempts for, DaemonSets' or static pods.
-func TestProvisionable(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		edit func(*corev1.Pod)
-		want bool
-	}{
-		{"unschedulable", func(*corev1.Pod) {}, true},
-		{"not yet tried by kube-scheduler", func(p *corev1.Pod) { p.Status.Conditions = nil }, false},
-		{"bound", func(p *corev1.Pod) { p.Spec.NodeName = "n1" }, false},
-		{"preempting (nominatedNodeName)", func(p *corev1.Pod) { p.Status.NominatedNodeName = "n1" }, false},
-		{"gated", func(p *corev1.Pod) { p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "g"}} }, false},
-		{"a DaemonSet's", func(p *corev1.Pod) {
-			p.OwnerReferences = []metav1.OwnerReference{{Kind: "DaemonSet", Name: "ds", APIVersion: "apps/v1", Controller: yes()}}
-		}, false},
-		{"static (owned by its Node)", func(p *corev1.Pod) {
-			p.OwnerReferences = []metav1.OwnerReference{{Kind: "Node", Name: "n1", APIVersion: "v1", Controller: yes()}}
-		}, false},
-		{"finished", func(p *corev1.Pod) { p.Status.Phase = corev1.PodFailed }, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			p := pendingPod("p")
-			tc.edit(p)
-			if got := Provisionable(p); got != tc.want {
-				t.Errorf("Provisionable = %t, want %t", got, tc.want)
-			}
-		})
-	}
-}
-
 // The pods of a node being taken away that need capacity elsewhere:
 // Karpenter's IsCurrentlyReschedulable, with a controller.
 func TestReschedulable(t *testing.T) {

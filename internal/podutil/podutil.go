@@ -1,4 +1,4 @@
-// Package podutil holds the pod predicates Karpenter's disruption and
+// Package podutil holds the pod predicates Karpenter's provisioning, disruption and
 // termination share (its pkg/utils/pod), one implementation for the
 // coordinator and the node agent's drain.
 package podutil
@@ -93,6 +93,24 @@ func Drainable(p *corev1.Pod, now time.Time) bool {
 func OwnedByDaemonSet(p *corev1.Pod) bool {
 	for _, o := range p.OwnerReferences {
 		if o.APIVersion == "apps/v1" && o.Kind == "DaemonSet" {
+			return true
+		}
+	}
+	return false
+}
+
+// Provisionable: a pending pod kube-scheduler could not place (Karpenter
+// waits for PodScheduled=False/Unschedulable so it never races the
+// scheduler onto existing capacity), as Karpenter's IsProvisionable: not
+// one kube-scheduler is preempting pods for (status.nominatedNodeName: it
+// will run where the victims were), not a DaemonSet's or a static pod.
+func Provisionable(p *corev1.Pod) bool {
+	if p.Spec.NodeName != "" || p.DeletionTimestamp != nil || Terminal(p) || len(p.Spec.SchedulingGates) > 0 || OwnedByDaemonSet(p) ||
+		p.Status.NominatedNodeName != "" || OwnedByNode(p) {
+		return false
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
 			return true
 		}
 	}

@@ -101,3 +101,44 @@ func TestDrainable(t *testing.T) {
 		})
 	}
 }
+
+// unschedulablePod is a ReplicaSet's pod kube-scheduler could not place.
+func unschedulablePod() *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default", UID: "uid-p",
+			OwnerReferences: []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "rs", APIVersion: "apps/v1", Controller: new(true)}}},
+		Status: corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled,
+			Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}}},
+	}
+}
+
+// Karpenter's IsProvisionable: only pods kube-scheduler gave up on, and
+// not those it preempts for, DaemonSets' or static pods.
+func TestProvisionable(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		edit func(*corev1.Pod)
+		want bool
+	}{
+		{"unschedulable", func(*corev1.Pod) {}, true},
+		{"not yet tried by kube-scheduler", func(p *corev1.Pod) { p.Status.Conditions = nil }, false},
+		{"bound", func(p *corev1.Pod) { p.Spec.NodeName = "n1" }, false},
+		{"preempting (nominatedNodeName)", func(p *corev1.Pod) { p.Status.NominatedNodeName = "n1" }, false},
+		{"gated", func(p *corev1.Pod) { p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "g"}} }, false},
+		{"a DaemonSet's", func(p *corev1.Pod) {
+			p.OwnerReferences = []metav1.OwnerReference{{Kind: "DaemonSet", Name: "ds", APIVersion: "apps/v1", Controller: new(true)}}
+		}, false},
+		{"static (owned by its Node)", func(p *corev1.Pod) {
+			p.OwnerReferences = []metav1.OwnerReference{{Kind: "Node", Name: "n1", APIVersion: "v1", Controller: new(true)}}
+		}, false},
+		{"finished", func(p *corev1.Pod) { p.Status.Phase = corev1.PodFailed }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := unschedulablePod()
+			tc.edit(p)
+			if got := Provisionable(p); got != tc.want {
+				t.Errorf("Provisionable = %t, want %t", got, tc.want)
+			}
+		})
+	}
+}

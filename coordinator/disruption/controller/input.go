@@ -11,6 +11,7 @@ import (
 	"github.com/joiner-dev/joiner/coordinator/fsm"
 	"github.com/joiner-dev/joiner/coordinator/scheduler"
 	"github.com/joiner-dev/joiner/coordinator/view"
+	"github.com/joiner-dev/joiner/internal/podutil"
 )
 
 // pass is one pass's picture: the cluster view plus the raft state the
@@ -105,7 +106,7 @@ func (c *Controller) input(v *pass) *disruption.Input {
 	// of disrupted nodes' pods it adds for the provisioner (the core moves
 	// those itself).
 	for _, p := range s.Pending {
-		if view.Provisionable(p) {
+		if podutil.Provisionable(p) {
 			in.PendingPods = append(in.PendingPods, p)
 		}
 	}

@@ -22,14 +22,17 @@ type Cache struct {
 	Storage
 }
 
-func (c *Cache) Pods() []*corev1.Pod                       { return c.PodList }
-func (c *Cache) Nodes() []*corev1.Node                     { return c.NodeList }
-func (c *Cache) NodePools() []*karpv1.NodePool             { return c.PoolList }
-func (c *Cache) NodeClasses() []*awsv1.EC2NodeClass        { return c.ClassList }
-func (c *Cache) NodeClaims() []*karpv1.NodeClaim           { return c.ClaimList }
-func (c *Cache) DaemonSets() []*appsv1.DaemonSet           { return c.DaemonSetList }
-func (c *Cache) PDBs() []*policyv1.PodDisruptionBudget     { return nil }
-func (c *Cache) Changes() (<-chan struct{}, func())        { return make(chan struct{}), func() {} }
+func (c *Cache) Pods() []*corev1.Pod                   { return c.PodList }
+func (c *Cache) Nodes() []*corev1.Node                 { return c.NodeList }
+func (c *Cache) NodePools() []*karpv1.NodePool         { return c.PoolList }
+func (c *Cache) NodeClasses() []*awsv1.EC2NodeClass    { return c.ClassList }
+func (c *Cache) NodeClaims() []*karpv1.NodeClaim       { return c.ClaimList }
+func (c *Cache) DaemonSets() []*appsv1.DaemonSet       { return c.DaemonSetList }
+func (c *Cache) PDBs() []*policyv1.PodDisruptionBudget { return nil }
+func (c *Cache) Changes() (<-chan struct{}, func())    { return make(chan struct{}), func() {} }
+func (c *Cache) ProvisioningTriggers() (<-chan struct{}, func()) {
+	return make(chan struct{}), func() {}
+}
 func (c *Cache) NodePool(name string) *karpv1.NodePool     { return Find(c.PoolList, name) }
 func (c *Cache) NodeClaim(name string) *karpv1.NodeClaim   { return Find(c.ClaimList, name) }
 func (c *Cache) NodeClass(name string) *awsv1.EC2NodeClass { return Find(c.ClassList, name) }
