@@ -102,6 +102,19 @@ type LaunchSpec struct {
 	// placement groups only; 0 lets EC2 choose).
 	PlacementGroupID        string `json:"placementGroupID,omitempty"`
 	PlacementGroupPartition int32  `json:"placementGroupPartition,omitempty"`
+	// UserDataVariants are the other renderings of the user data, for
+	// candidates whose kubelet settings differ (max pods), as Karpenter
+	// renders one launch template per max-pods value
+	// (Candidate.UserDataVariant). Absent: every candidate boots UserData.
+	UserDataVariants [][]byte `json:"userDataVariants,omitempty"`
+}
+
+// UserDataOf is the user data candidate c boots with.
+func (s LaunchSpec) UserDataOf(c Candidate) []byte {
+	if c.UserDataVariant > 0 && c.UserDataVariant <= len(s.UserDataVariants) {
+		return s.UserDataVariants[c.UserDataVariant-1]
+	}
+	return s.UserData
 }
 
 // LaunchRequest is one attempt of a launch intent: its frozen spec, the
@@ -142,6 +155,9 @@ type Candidate struct {
 	ReservationID   string `json:"reservationID,omitempty"`
 	ReservationType string `json:"reservationType,omitempty"`
 	Interruptible   bool   `json:"interruptible,omitempty"`
+	// UserDataVariant is the user data the candidate boots with: 0 the
+	// spec's UserData, n its UserDataVariants[n-1] (LaunchSpec.UserDataOf).
+	UserDataVariant int `json:"userDataVariant,omitempty"`
 }
 
 // Key is the candidate's offering.

@@ -154,6 +154,9 @@ func validateRequest(req cloud.LaunchRequest) error {
 		if c.ImageID == "" || c.InstanceType == "" || c.Zone == "" {
 			return fmt.Errorf("candidates[%d]: instanceType, zone and imageID are required: %w", i, cloud.ErrInvalidSpec)
 		}
+		if c.UserDataVariant < 0 || c.UserDataVariant > len(spec.UserDataVariants) {
+			return fmt.Errorf("candidates[%d].userDataVariant %d: want 0 to %d: %w", i, c.UserDataVariant, len(spec.UserDataVariants), cloud.ErrInvalidSpec)
+		}
 		switch c.CapacityType {
 		case karpv1.CapacityTypeSpot, karpv1.CapacityTypeOnDemand:
 		case karpv1.CapacityTypeReserved:
@@ -282,17 +285,19 @@ func EC2Tags(tags map[string]string) []ec2types.Tag {
 func (p *Provider) createFleet(ctx context.Context, req cloud.LaunchRequest, token, capType string,
 	overrides []cloud.Candidate) (*cloud.Instance, []fleetError, error) {
 	spec := req.Spec
-	// One launch template per image and EFA count (Karpenter groups types
-	// by the EFA interfaces they get); overrides keep the price order.
+	// One launch template per image, EFA count and user data (Karpenter
+	// groups types by the EFA interfaces they get and their max pods);
+	// overrides keep the price order.
 	type ltKey struct {
-		image string
-		efa   int32
-		res   reservationTarget
+		image    string
+		efa      int32
+		res      reservationTarget
+		userData int
 	}
 	var keys []ltKey
 	byKey := map[ltKey][]cloud.Candidate{}
 	for _, c := range overrides {
-		k := ltKey{c.ImageID, c.EFACount, targetOf(c)}
+		k := ltKey{c.ImageID, c.EFACount, targetOf(c), c.UserDataVariant}
 		if _, ok := byKey[k]; !ok {
 			keys = append(keys, k)
 		}
@@ -300,7 +305,10 @@ func (p *Provider) createFleet(ctx context.Context, req cloud.LaunchRequest, tok
 	}
 	var configs []ec2types.FleetLaunchTemplateConfigRequest
 	for _, k := range keys {
-		lt, err := p.ensureLaunchTemplate(ctx, spec, k.image, k.efa, k.res, capType)
+		variant := spec
+		variant.UserData = spec.UserDataOf(byKey[k][0])
+		variant.UserDataVariants = nil
+		lt, err := p.ensureLaunchTemplate(ctx, variant, k.image, k.efa, k.res, capType)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -294,6 +294,7 @@ func TestLaunchesEC2Refuses(t *testing.T) {
 				{DeviceIndex: 1, InterfaceType: awsv1.InterfaceTypeInterface}}
 		},
 		"unknown placement group": func(s *cloud.LaunchSpec) { s.PlacementGroupID = "pg-0nope" },
+		"a user data variant the spec lacks": func(s *cloud.LaunchSpec) { s.Candidates[0].UserDataVariant = 1 },
 	} {
 		t.Run(name, func(t *testing.T) {
 			e := newEnv(t)

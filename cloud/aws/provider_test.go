@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http/httptest"
 	"sort"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
 
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 	"github.com/joiner-dev/joiner/test/fakeclock"
@@ -283,6 +286,44 @@ func TestLaunchTemplateReuse(t *testing.T) {
 	}
 	if got := e.sim.LaunchTemplateNames(); len(got) != 0 {
 		t.Errorf("launch templates left: %v", got)
+	}
+}
+
+// Karpenter renders one launch template per max-pods value: a candidate
+// with its own user data variant gets its own template and, launched,
+// boots that user data.
+func TestUserDataVariantsGetTheirOwnLaunchTemplates(t *testing.T) {
+	e := newEnv(t)
+	small, big := cand("m5.large", "us-east-1a", "on-demand"), cand("m5.xlarge", "us-east-1a", "on-demand")
+	big.UserDataVariant = 1
+	req := e.spec(t, "v", []cloud.Candidate{small, big})
+	variant := "#!/bin/bash\necho max-pods 58\n"
+	req.Spec.UserDataVariants = [][]byte{[]byte(variant)}
+	e.sim.InjectCapacityError("m5.large", "us-east-1a", "on-demand", "InsufficientInstanceCapacity")
+	inst := e.launch(t, req)
+	if inst.InstanceType != "m5.xlarge" {
+		t.Fatalf("launched %s, want m5.xlarge (m5.large has no capacity)", inst.InstanceType)
+	}
+	fleet, _ := e.sim.LastRequest("CreateFleet")
+	if n := len(fleet.Sub("LaunchTemplateConfigs")); n != 2 {
+		t.Errorf("CreateFleet has %d launch template configs, want 2 (one per user data)", n)
+	}
+	if got := e.sim.LaunchTemplateNames(); len(got) != 2 {
+		t.Errorf("launch templates %v, want 2", got)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	endpoint, err := e.sim.ServeIMDS(ctx, inst.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := imds.New(imds.Options{Endpoint: endpoint}).GetUserData(ctx, &imds.GetUserDataInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Content.Close()
+	if b, _ := io.ReadAll(out.Content); string(b) != variant {
+		t.Errorf("the instance booted user data %q, want its variant %q", b, variant)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 	"github.com/joiner-dev/joiner/cloud"
+	"github.com/joiner-dev/joiner/cloud/catalog"
 	"github.com/joiner-dev/joiner/coordinator/view/fake"
 	"github.com/joiner-dev/joiner/userdata"
 )
@@ -101,5 +102,42 @@ func TestLaunchCallsJoinerOnlyOnJoinerImages(t *testing.T) {
 		if facts.Agent != tc.hook {
 			t.Errorf("arch %v: hook present = %v, want %v", tc.arch, facts.Agent, tc.hook)
 		}
+	}
+}
+
+// TestUserDataPerMaxPods is Karpenter's launch template per max-pods
+// value: each candidate boots user data with its own type's max pods, not
+// the smallest candidate's.
+func TestUserDataPerMaxPods(t *testing.T) {
+	p := pendingPod("web", "100m")
+	c := &fake.Cache{
+		PoolList:  []*karpv1.NodePool{pool("a", req(corev1.LabelInstanceTypeStable, "In", "m5.large", "m5.xlarge", "m5.2xlarge"))},
+		ClassList: []*awsv1.EC2NodeClass{class()},
+		PodList:   []*corev1.Pod{p},
+	}
+	r := newTestProvisionerOn(t, c, &fakeCloud{})
+	if err := r.p.Reconcile(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	intents := r.state.Intents()
+	if len(intents) != 1 {
+		t.Fatalf("%d intents, want 1", len(intents))
+	}
+	spec := intents[0].Spec.LaunchSpec
+	seen := map[string]bool{}
+	for _, cand := range spec.Candidates {
+		facts, err := userdata.Parse(userdata.FamilyAL2023, spec.UserDataOf(cand))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, _ := catalog.Lookup(cand.InstanceType)
+		if facts.MaxPods != int32(e.MaxPods) {
+			t.Errorf("%s boots with max pods %d, want its own %d", cand.InstanceType, facts.MaxPods, e.MaxPods)
+		}
+		seen[cand.InstanceType] = true
+	}
+	// m5.xlarge and m5.2xlarge share a max pods (58): two renderings.
+	if len(seen) != 3 || len(spec.UserDataVariants) != 1 {
+		t.Errorf("candidate types %v, %d variants beside the user data, want 3 types and 1", seen, len(spec.UserDataVariants))
 	}
 }

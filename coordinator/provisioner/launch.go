@@ -1,6 +1,7 @@
 package provisioner
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/base32"
@@ -241,20 +242,22 @@ func (p *Provisioner) prepare(s *view.View, c scheduler.NodeClaim) (planned, err
 	if err != nil {
 		return planned{}, fmt.Errorf("user data of nodeclaim %s: %w", name, err)
 	}
-	maxPods, vcpu := minPods(cands, s.InstanceTypes[class.Name])
-	// One user data serves every candidate: it calls joiner only when
-	// every candidate's image is Joiner-built.
+	// One user data serves every candidate of a kubelet shape: it calls
+	// joiner only when every candidate's image is Joiner-built.
 	images := make([]string, len(cands))
 	for i, c := range cands {
 		images[i] = c.ImageID
 	}
-	in := userdata.FromNodeClaim(class, claim, userdata.BuildOptions{Cluster: cluster, CapacityType: cands[0].CapacityType,
-		InstanceMaxPods: maxPods, VCPU: vcpu, BootstrapImage: p.cfg.BootstrapImage, JoinerImage: resolved.JoinerImages(images)})
-	ud, err := userdata.Render(in)
+	ud, variants, err := userDataVariants(cands, s.InstanceTypes[class.Name], func(maxPods, vcpu int32) ([]byte, error) {
+		in := userdata.FromNodeClaim(class, claim, userdata.BuildOptions{Cluster: cluster, CapacityType: cands[0].CapacityType,
+			InstanceMaxPods: maxPods, VCPU: vcpu, BootstrapImage: p.cfg.BootstrapImage, JoinerImage: resolved.JoinerImages(images)})
+		return userdata.Render(in)
+	})
 	if err != nil {
 		return planned{}, fmt.Errorf("rendering user data of nodeclaim %s (ec2nodeclass %s): %w", name, class.Name, err)
 	}
 	frozen := freeze(pool.Name, name, cands, class, resolved, subnets, ud)
+	frozen.UserDataVariants = variants
 	efaCounts(frozen.Candidates, c.Requests, class, s.InstanceTypes[class.Name])
 	pgLabels, partition := launchPlacement(resolved.PlacementGroup, claim.Spec.Requirements)
 	maps.Copy(claim.Labels, pgLabels)
@@ -325,23 +328,40 @@ func candidates(types []string, catalogue []*catalog.InstanceType, reqs requirem
 	return out
 }
 
-// minPods is the smallest max-pods and its vCPU count among the candidate
-// types: one user data serves every type of a multi-type launch, and the
-// smallest limit is one every type can honour (the scheduler already made
-// every candidate fit the claim's pods).
-func minPods(cands []cloud.Candidate, catalogue []*catalog.InstanceType) (int32, int32) {
-	var pods, vcpu int32
-	for _, c := range cands {
-		it := view.FindType(catalogue, c.InstanceType)
-		if it == nil {
-			continue
+// userDataVariants renders the user data of each candidate, once per
+// kubelet shape (the type's max pods and vCPU count, which podsPerCore
+// multiplies) among the candidate types, as Karpenter renders one launch
+// template per max-pods value: the type EC2 picks boots with its own pod
+// limit, not the smallest candidate's. It returns the first rendering and
+// the other distinct ones, and sets each candidate's UserDataVariant.
+func userDataVariants(cands []cloud.Candidate, catalogue []*catalog.InstanceType,
+	render func(maxPods, vcpu int32) ([]byte, error)) ([]byte, [][]byte, error) {
+	var all [][]byte
+	byShape := map[[2]int32]int{}
+	for i := range cands {
+		var shape [2]int32
+		if it := view.FindType(catalogue, cands[i].InstanceType); it != nil {
+			pq, cq := it.Capacity[corev1.ResourcePods], it.Capacity[corev1.ResourceCPU]
+			shape = [2]int32{int32(pq.Value()), int32(cq.Value())}
 		}
-		pq, cq := it.Capacity[corev1.ResourcePods], it.Capacity[corev1.ResourceCPU]
-		if n := int32(pq.Value()); pods == 0 || n < pods {
-			pods, vcpu = n, int32(cq.Value())
+		n, ok := byShape[shape]
+		if !ok {
+			ud, err := render(shape[0], shape[1])
+			if err != nil {
+				return nil, nil, err
+			}
+			if n = slices.IndexFunc(all, func(b []byte) bool { return bytes.Equal(b, ud) }); n < 0 {
+				all = append(all, ud)
+				n = len(all) - 1
+			}
+			byShape[shape] = n
 		}
+		cands[i].UserDataVariant = n
 	}
-	return pods, vcpu
+	if len(all) == 0 {
+		return nil, nil, nil
+	}
+	return all[0], all[1:], nil
 }
 
 // claimRequirements are the planned requirements with instance type, zone
