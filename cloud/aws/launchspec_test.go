@@ -293,7 +293,7 @@ func TestLaunchesEC2Refuses(t *testing.T) {
 			s.NetworkInterfaces = []*awsv1.NetworkInterface{{InterfaceType: awsv1.InterfaceTypeInterface},
 				{DeviceIndex: 1, InterfaceType: awsv1.InterfaceTypeInterface}}
 		},
-		"unknown placement group": func(s *cloud.LaunchSpec) { s.PlacementGroupID = "pg-0nope" },
+		"unknown placement group":            func(s *cloud.LaunchSpec) { s.PlacementGroupID = "pg-0nope" },
 		"a user data variant the spec lacks": func(s *cloud.LaunchSpec) { s.Candidates[0].UserDataVariant = 1 },
 	} {
 		t.Run(name, func(t *testing.T) {
