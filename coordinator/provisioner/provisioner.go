@@ -116,7 +116,7 @@ type Provisioner struct {
 	log     *zap.Logger
 	metrics *metrics
 	// said remembers the last reason told to each pod (Events are not
-	// repeated every pass).
+	// repeated every pass, only every 5 minutes or when it changes).
 	said map[string]string
 	// nominatedTo remembers where each pending pod was last told it
 	// would go (Nominated Events are not repeated for the same place).
@@ -302,12 +302,23 @@ func (p *Provisioner) eventUnschedulable(s *view.View, plan *scheduler.Plan) {
 		}
 	}
 	for _, u := range plan.Unschedulable {
-		if pod := s.PendingByKey[u.Pod]; pod != nil && p.said[u.Pod] != u.Reason {
+		pod := s.PendingByKey[u.Pod]
+		if pod == nil {
+			continue
+		}
+		// Karpenter's dedupe (once per pod per 5 minutes) keeps the Event
+		// fresh while the pod waits; a new reason is told at once.
+		again := p.dedupe.Allow(failedSchedulingDedupe, events.FailedScheduling, events.ObjectKey(pod))
+		if again || p.said[u.Pod] != u.Reason {
 			p.said[u.Pod] = u.Reason
 			events.Publish(p.d.Recorder, events.PodFailedToSchedule(pod, u.Reason))
 		}
 	}
 }
+
+// failedSchedulingDedupe is how often Karpenter repeats a pending pod's
+// FailedScheduling Event (its PodFailedToScheduleEvent's DedupeTimeout).
+const failedSchedulingDedupe = 5 * time.Minute
 
 // noTypesDedupe is how long Karpenter keeps a NodePool's
 // NoCompatibleInstanceTypes from being recorded again.

@@ -563,3 +563,56 @@ func TestNoCompatibleInstanceTypesEvent(t *testing.T) {
 		}
 	}
 }
+
+// A pod no NodePool can take hears why, again every 5 minutes while it
+// waits (Karpenter's FailedScheduling dedupe), not on every pass, and at
+// once when the reason changes.
+func TestFailedSchedulingRepeatsEveryFiveMinutes(t *testing.T) {
+	p := pendingPod("big", "1000")
+	c := &fake.Cache{
+		PoolList:  []*karpv1.NodePool{pool("general")},
+		ClassList: []*awsv1.EC2NodeClass{class()},
+		PodList:   []*corev1.Pod{p},
+	}
+	r := newTestProvisionerOn(t, c, &fakeCloud{})
+	clock := now
+	r.p.cfg.Now = func() time.Time { return clock }
+	r.p.dedupe = events.NewDedupe(r.p.cfg.Now)
+	rec := r.deps.Recorder.(*record.FakeRecorder)
+	told := func() int {
+		n := 0
+		for {
+			select {
+			case e := <-rec.Events:
+				if strings.Contains(e, "FailedScheduling") {
+					n++
+				}
+			default:
+				return n
+			}
+		}
+	}
+	for _, step := range []struct {
+		after time.Duration
+		edit  func()
+		want  int
+	}{
+		{0, nil, 1},
+		{time.Minute, nil, 0},
+		{4*time.Minute - time.Second, nil, 0},
+		{time.Second, nil, 1}, // 5 minutes after the first
+		{time.Minute, func() { p.Labels = map[string]string{"app": "big"} }, 0},              // the same reason
+		{time.Minute, func() { p.Spec.NodeSelector = map[string]string{"team": "none"} }, 1}, // a new reason
+	} {
+		clock = clock.Add(step.after)
+		if step.edit != nil {
+			step.edit()
+		}
+		if err := r.p.Reconcile(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if got := told(); got != step.want {
+			t.Errorf("at +%s: %d FailedScheduling events, want %d", clock.Sub(now), got, step.want)
+		}
+	}
+}
