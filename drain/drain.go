@@ -26,10 +26,16 @@
 //     the deadline (the drain completes without them; they are listed in
 //     Result.Left). In Karpenter's order they also hold the groups after
 //     their own (Result.Held), as Karpenter waits for them.
-//   - Each eviction asks for the pod's own terminationGracePeriodSeconds,
-//     capped by the time left before the deadline.
-//   - 429 (a PDB forbids it now) is retried with back-off until the deadline;
-//     only after ForceAfter (if set) is a blocked pod deleted directly.
+//   - By default each eviction asks for the pod's own
+//     terminationGracePeriodSeconds, capped by the time left before the
+//     deadline (an interruption's). With KarpenterTermination it asks for
+//     none, as Karpenter's: the NodeClaim's terminationGracePeriod is kept
+//     by deleting the pods it would cut short (Request.TerminationTime).
+//   - Every pod of a group is asked to go at once: Parallelism bounds the
+//     API calls in flight, not the pods being evicted or waited for.
+//   - 429 (a PDB forbids it now), and the 500 of a pod two PDBs select, are
+//     retried with back-off until the deadline; only after ForceAfter (if
+//     set) is a blocked pod deleted directly.
 //   - DryRun logs every mutation instead of making it.
 package drain
 
@@ -48,6 +54,7 @@ import (
 
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 
@@ -94,7 +101,9 @@ type Request struct {
 	// deleted once less than its own terminationGracePeriodSeconds remain
 	// before it, with the time left (at least 1 s) as grace, bypassing its
 	// PDB and do-not-disrupt, as Karpenter's DeleteExpiringPods; a Disrupted
-	// Event tells the pod so. Zero: never.
+	// Event tells the pod so. Zero: never. The deletions due when a drain
+	// lists the pods are made before any eviction; later ones while the
+	// drain runs, the rest by a later drain (Result.NextDelete says when).
 	TerminationTime time.Time
 	// EvictionReason ends each evicted pod's Evicted Event ("Evicted pod:
 	// <reason>", Karpenter's: the NodeClaim's disruption reason); default
@@ -109,6 +118,10 @@ type Result struct {
 	Left    []string // pods do-not-disrupt protects, left until the deadline
 	Held    []string // KarpenterTermination: pods of the groups after a Left pod's, not evicted while it is there
 	Stuck   []string // pods still there when the deadline passed
+	// NextDelete is when the next pod this drain left on the node is due
+	// for deletion by Request.TerminationTime: drain again by then (zero:
+	// none due).
+	NextDelete time.Time
 }
 
 // Observer is told about each eviction outcome (metrics). result is one of
@@ -165,7 +178,9 @@ type Options struct {
 	// and poll: the coordinator's, which drains many nodes at once, reads
 	// its cache as Karpenter does.
 	Pod func(namespace, name string) *corev1.Pod
-	// Parallelism bounds concurrent evictions (default 32).
+	// Parallelism bounds a group's eviction API calls in flight (evictions,
+	// deletes, GETs of pods waited for; default 32). A pod holds no slot
+	// while it backs off or waits to be gone.
 	Parallelism int
 	// KarpenterTermination drains as Karpenter's node termination (the
 	// coordinator's): four groups in order, each evicted once the previous
@@ -353,22 +368,11 @@ func (d *Drainer) evictAll(ctx context.Context, log *zap.Logger, req Request, no
 	}
 	log.Info("evicting pods", zap.Int("pods", total), zap.Int("skipped", len(p.skipped)), zap.Strings("left", p.left),
 		zap.Strings("held", p.held))
-	if !req.TerminationTime.IsZero() {
-		var wg sync.WaitGroup
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			d.deleteExpiring(ctx, log, req, p.waiting)
-		}()
-		// evictAll returns once its groups are gone or ctx ends; the
-		// deletions still to come are made by the next drain of the node.
-		defer wg.Wait()
-		defer cancel()
-	}
+	stopExpiring := d.startExpiring(ctx, log, req, &p)
 	start := d.opts.Now()
 	var blocked sync.Once
-	blockedBy := func(pod string) {
-		blocked.Do(func() { d.publish(events.DrainFailed(node, events.PDBBlocksEviction(pod))) })
+	blockedBy := func(err error) {
+		blocked.Do(func() { d.publish(events.DrainFailed(node, err)) })
 	}
 	for i, g := range p.groups {
 		if len(g) == 0 {
@@ -387,6 +391,8 @@ func (d *Drainer) evictAll(ctx context.Context, log *zap.Logger, req Request, no
 			break
 		}
 	}
+	// The deletions still to come are made by the next drain of the node.
+	res.NextDelete = stopExpiring()
 	sort.Strings(res.Evicted)
 	sort.Strings(res.Stuck)
 	if len(res.Stuck) > 0 {
@@ -398,15 +404,59 @@ func (d *Drainer) evictAll(ctx context.Context, log *zap.Logger, req Request, no
 	return res, nil
 }
 
-// evictGroup evicts pods, at most Parallelism at once, and waits until
-// each is gone; it returns the pods evicted and those still there when ctx
-// ended (a pod is stuck only once ctx has ended).
-func (d *Drainer) evictGroup(ctx context.Context, log *zap.Logger, req Request, pods []corev1.Pod, start time.Time,
-	blockedBy func(pod string)) (evicted, stuck []string) {
+// startExpiring makes the deletions req.TerminationTime asks for (see
+// Request.TerminationTime): those due now before it returns, as Karpenter
+// deletes expiring pods on each pass (the pods it deleted are then only
+// waited for, not evicted), and the later ones, each at its time, while the
+// drain runs. The returned stop ends that and says when the first deletion
+// not made is due (zero: none left).
+func (d *Drainer) startExpiring(ctx context.Context, log *zap.Logger, req Request, p *plan) (stop func() time.Time) {
+	if req.TerminationTime.IsZero() {
+		return func() time.Time { return time.Time{} }
+	}
+	due, later := dueBy(expiringDeletes(p.waiting, req.TerminationTime), d.opts.Now())
+	_, deleted := d.deleteExpiring(ctx, log, req, due)
+	now := metav1.NewTime(d.opts.Now())
+	for _, g := range p.groups {
+		for i := range g {
+			if deleted[g[i].UID] && g[i].DeletionTimestamp == nil {
+				g[i].DeletionTimestamp = &now
+			}
+		}
+	}
+	if len(later) == 0 {
+		return func() time.Time { return time.Time{} }
+	}
+	ctx, cancel := context.WithCancel(ctx)
 	var (
-		mu  sync.Mutex
-		wg  sync.WaitGroup
-		sem = make(chan struct{}, d.opts.Parallelism)
+		wg   sync.WaitGroup
+		done int
+	)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		done, _ = d.deleteExpiring(ctx, log, req, later)
+	}()
+	return func() time.Time {
+		cancel()
+		wg.Wait()
+		if done < len(later) {
+			return later[done].at
+		}
+		return time.Time{}
+	}
+}
+
+// evictGroup asks every pod of the group to go at once (at most
+// Parallelism API calls in flight) and waits until each is gone; it returns
+// the pods evicted and those still there when ctx ended (a pod is stuck
+// only once ctx has ended).
+func (d *Drainer) evictGroup(ctx context.Context, log *zap.Logger, req Request, pods []corev1.Pod, start time.Time,
+	blockedBy func(err error)) (evicted, stuck []string) {
+	var (
+		mu    sync.Mutex
+		wg    sync.WaitGroup
+		slots = make(slots, d.opts.Parallelism)
 	)
 	for i := range pods {
 		p := pods[i]
@@ -414,16 +464,7 @@ func (d *Drainer) evictGroup(ctx context.Context, log *zap.Logger, req Request, 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			select {
-			case sem <- struct{}{}:
-			case <-ctx.Done():
-				mu.Lock()
-				stuck = append(stuck, name)
-				mu.Unlock()
-				return
-			}
-			defer func() { <-sem }()
-			ok := d.evictPod(ctx, log, req, &p, start, blockedBy)
+			ok := d.evictPod(ctx, log, req, &p, start, slots, blockedBy)
 			mu.Lock()
 			defer mu.Unlock()
 			if ok {

@@ -22,6 +22,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	corekarp "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/test/poll"
 )
 
 const nodeName = "ip-10-0-0-1"
@@ -288,20 +289,105 @@ func TestDrainForceAfter(t *testing.T) {
 	}
 }
 
-func TestDrainCapsGraceByTimeLeft(t *testing.T) {
-	c, e := setup(t, nil, pod("slow", graceSeconds(600)), pod("quick", graceSeconds(5)))
+// TestEvictionGrace: the node agent's evictions ask for the pod's own
+// grace period capped by the time left before the interruption's deadline;
+// Karpenter's termination asks for none (the pod's own, however long and
+// however near the drain's deadline: the terminationGracePeriod is kept by
+// deleting expiring pods).
+func TestEvictionGrace(t *testing.T) {
+	twenty := int64(20)
+	for _, tc := range []struct {
+		name      string
+		karpenter bool
+		want      map[string]*int64 // pod: grace asked (nil: none)
+	}{
+		{name: "agent: capped by the deadline", want: map[string]*int64{"slow": &twenty, "quick": nil, "long": &twenty}},
+		{name: "karpenter termination: none", karpenter: true, want: map[string]*int64{"slow": nil, "quick": nil, "long": nil}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, e := setup(t, nil, pod("slow", graceSeconds(600)), pod("quick", graceSeconds(5)), pod("long", graceSeconds(7200)))
+			opts := fastOpts()
+			now := time.Now()
+			opts.Now = func() time.Time { return now } // the grace is computed against this clock
+			opts.KarpenterTermination = tc.karpenter
+			d := New(c, zaptest.NewLogger(t), opts)
+			if _, err := d.Drain(context.Background(), Request{Node: nodeName, Reason: "spot-interruption", Deadline: now.Add(20 * time.Second), Evict: true}); err != nil {
+				t.Fatal(err)
+			}
+			for name, want := range tc.want {
+				if got := e.graces[name]; (got == nil) != (want == nil) || (got != nil && *got != *want) {
+					t.Errorf("%s pod grace = %s, want %s", name, graceText(got), graceText(want))
+				}
+			}
+		})
+	}
+}
+
+func graceText(g *int64) string {
+	if g == nil {
+		return "none"
+	}
+	return fmt.Sprint(*g)
+}
+
+// TestParallelismBoundsCallsNotPods: pods a disruption budget blocks for
+// ever, more than Parallelism, keep no other pod of their group from its
+// eviction: a slot is held only for an API call.
+func TestParallelismBoundsCallsNotPods(t *testing.T) {
+	block := map[string]int{}
+	var objs []runtime.Object
+	for i := range 48 {
+		name := fmt.Sprintf("pinned-%02d", i)
+		block[name] = -1
+		objs = append(objs, pod(name))
+	}
+	var free []string
+	for i := range 16 {
+		free = append(free, fmt.Sprintf("free-%02d", i))
+		objs = append(objs, pod(free[i]))
+	}
+	c, e := setup(t, block, objs...)
+	rec := &recorded{}
 	opts := fastOpts()
-	now := time.Now()
-	opts.Now = func() time.Time { return now } // the grace is computed against this clock
+	opts.RetryBase, opts.RetryMax = 20*time.Millisecond, 200*time.Millisecond
+	opts.Parallelism, opts.KarpenterTermination, opts.Recorder = 32, true, rec
 	d := New(c, zaptest.NewLogger(t), opts)
-	if _, err := d.Drain(context.Background(), Request{Node: nodeName, Reason: "spot-interruption", Deadline: now.Add(20 * time.Second), Evict: true}); err != nil {
-		t.Fatal(err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan Result, 1)
+	go func() {
+		res, _ := d.Drain(ctx, Request{Node: nodeName, Reason: "Drifted", Deadline: time.Now().Add(time.Hour), Evict: true})
+		done <- res
+	}()
+	evicted := func() int {
+		n := 0
+		for _, ev := range rec.all() {
+			if strings.Contains(ev, " Evicted: ") {
+				n++
+			}
+		}
+		return n
 	}
-	if g := e.graces["slow"]; g == nil || *g != 20 {
-		t.Errorf("slow pod grace = %v, want 20 (capped by the deadline)", g)
+	poll.Until(t, 30*time.Second, 10*time.Millisecond, "the free pods' evictions", func() bool { return evicted() == len(free) })
+	cancel()
+	res := <-done
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, name := range free {
+		if e.calls[name] != 1 {
+			t.Errorf("%s: %d eviction requests, want 1", name, e.calls[name])
+		}
 	}
-	if g := e.graces["quick"]; g != nil {
-		t.Errorf("quick pod grace = %d, want nil (its own 5 s)", *g)
+	if len(res.Stuck) != 48 {
+		t.Errorf("stuck %d pods, want the 48 pinned ones", len(res.Stuck))
+	}
+	failed := 0
+	for _, ev := range rec.all() {
+		if strings.Contains(ev, " FailedDraining: Failed to drain node, evicting pod violates a PDB (Pod=default/pinned-") {
+			failed++
+		}
+	}
+	if failed != 1 {
+		t.Errorf("%d FailedDraining Events, want one per drain: %q", failed, rec.all())
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -28,13 +29,53 @@ const (
 	ResultError   = "error"
 )
 
-// evictPod evicts p (retrying 429 until ctx's deadline) and waits until it
-// is gone or stuck terminating. It returns false if the pod is still there
-// (and not stuck) when ctx ends. A pod already terminating is not evicted
-// again, only waited for. The
-// first time a disruption budget refuses its eviction it calls blockedBy
-// (which records the node's FailedDraining once per drain).
-func (d *Drainer) evictPod(ctx context.Context, log *zap.Logger, req Request, p *corev1.Pod, start time.Time, blockedBy func(pod string)) bool {
+// slots bounds the drain's concurrent API calls (Options.Parallelism): a
+// pod holds one only while its eviction, delete or GET is in flight, never
+// while it backs off or waits to be gone, so pods a disruption budget
+// blocks (or with a long preStop) do not keep the others from their
+// eviction requests.
+type slots chan struct{}
+
+// do makes call holding a slot; false (call not made) when ctx ends first.
+func (s slots) do(ctx context.Context, call func()) bool {
+	select {
+	case s <- struct{}{}:
+	case <-ctx.Done():
+		return false
+	}
+	defer func() { <-s }()
+	call()
+	return true
+}
+
+// multiplePDBsMessage is the eviction API's answer (500) for a pod two
+// disruption budgets select, whatever they allow: Karpenter treats it as a
+// blocked eviction, as 429.
+const multiplePDBsMessage = "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support."
+
+// blockedByBudget is the FailedDraining error when err says a disruption
+// budget refuses pod's eviction (429, or more than one budget: Karpenter's
+// wording for each), nil when err is no such refusal.
+func blockedByBudget(err error, pod string) error {
+	if apierrors.IsTooManyRequests(err) {
+		return events.PDBBlocksEviction(pod)
+	}
+	var status apierrors.APIStatus
+	if errors.As(err, &status) && status.Status().Message == multiplePDBsMessage {
+		return fmt.Errorf("eviction does not support multiple PDBs (Pod=%s)", pod)
+	}
+	return nil
+}
+
+// evictPod evicts p (retrying a refused eviction until ctx's deadline) and
+// waits until it is gone or stuck terminating. It returns false if the pod
+// is still there (and not stuck) when ctx ends. A pod already terminating
+// is not evicted again, only waited for. Each API call holds one of slots.
+// The first time a disruption budget refuses its eviction it calls
+// blockedBy with the reason (which records the node's FailedDraining once
+// per drain).
+func (d *Drainer) evictPod(ctx context.Context, log *zap.Logger, req Request, p *corev1.Pod, start time.Time, slots slots,
+	blockedBy func(err error)) bool {
 	log = log.With(logging.Pod(p.Namespace, p.Name))
 	if d.opts.DryRun {
 		log.Info("dry-run: would have evicted pod")
@@ -48,14 +89,21 @@ func (d *Drainer) evictPod(ctx context.Context, log *zap.Logger, req Request, p 
 			opts := &metav1.DeleteOptions{GracePeriodSeconds: grace, Preconditions: &metav1.Preconditions{UID: &p.UID}}
 			forced := d.opts.ForceAfter > 0 && d.opts.Now().Sub(start) >= d.opts.ForceAfter && blocked > 0
 			var err error
-			if forced {
-				err = d.kube.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, *opts)
-			} else {
-				err = d.kube.PolicyV1().Evictions(p.Namespace).Evict(ctx, &policyv1.Eviction{
-					ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace}, DeleteOptions: opts,
-				})
+			made := slots.do(ctx, func() {
+				if forced {
+					err = d.kube.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, *opts)
+				} else {
+					err = d.kube.PolicyV1().Evictions(p.Namespace).Evict(ctx, &policyv1.Eviction{
+						ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace}, DeleteOptions: opts,
+					})
+				}
+			})
+			if !made {
+				log.Warn("pod not evicted before the deadline", zap.Int("blocked", blocked))
+				return false
 			}
 			code := evictionCode(err, forced)
+			budget := blockedByBudget(err, p.Namespace+"/"+p.Name)
 			switch {
 			case err == nil && forced:
 				d.observe(req, ResultDeleted, code)
@@ -68,12 +116,12 @@ func (d *Drainer) evictPod(ctx context.Context, log *zap.Logger, req Request, p 
 				// Gone, or replaced by a pod with another UID: nothing to evict.
 				d.observe(req, ResultGone, code)
 				return true
-			case apierrors.IsTooManyRequests(err):
+			case budget != nil:
 				d.observe(req, ResultBlocked, code)
 				blocked++
 				if blocked == 1 {
 					log.Info("eviction blocked by a disruption budget; retrying until the deadline", zap.Error(err))
-					blockedBy(p.Namespace + "/" + p.Name)
+					blockedBy(budget)
 				}
 			default:
 				d.observe(req, ResultError, code)
@@ -88,7 +136,7 @@ func (d *Drainer) evictPod(ctx context.Context, log *zap.Logger, req Request, p 
 			}
 		}
 	}
-	return d.waitGone(ctx, log, p)
+	return d.waitGone(ctx, log, p, slots)
 }
 
 // evictionCode is the status of an eviction request as Karpenter counts it
@@ -108,8 +156,16 @@ func evictionCode(err error, forced bool) int {
 	return 0
 }
 
-// grace is the pod's own grace period capped by the time left (nil: keep the pod's).
+// grace is the grace period an eviction asks for: none (the pod's own) in
+// Karpenter's termination, whose evictions send none (the NodeClaim's
+// terminationGracePeriod is kept by deleting expiring pods, see
+// Request.TerminationTime); otherwise (the node agent's drain before an
+// interruption's hard deadline) the pod's own capped by the time left
+// (nil: the pod's own fits).
 func (d *Drainer) grace(p *corev1.Pod, deadline time.Time) *int64 {
+	if d.opts.KarpenterTermination {
+		return nil
+	}
 	own := int64(corev1.DefaultTerminationGracePeriodSeconds)
 	if p.Spec.TerminationGracePeriodSeconds != nil {
 		own = *p.Spec.TerminationGracePeriodSeconds
@@ -138,11 +194,18 @@ func (d *Drainer) currentPod(ctx context.Context, p *corev1.Pod) (*corev1.Pod, e
 // waitGone polls p until it is gone (or replaced by a pod of another UID)
 // or stuck terminating by the drain's clock: a pod whose kubelet is gone
 // keeps its deletionTimestamp for ever, and Karpenter stops waiting for it
-// a minute past that (IsStuckTerminating). It returns false if ctx ends
-// first.
-func (d *Drainer) waitGone(ctx context.Context, log *zap.Logger, p *corev1.Pod) bool {
+// a minute past that (IsStuckTerminating). Each look holds one of slots.
+// It returns false if ctx ends first.
+func (d *Drainer) waitGone(ctx context.Context, log *zap.Logger, p *corev1.Pod, slots slots) bool {
 	for {
-		cur, err := d.currentPod(ctx, p)
+		var (
+			cur *corev1.Pod
+			err error
+		)
+		if !slots.do(ctx, func() { cur, err = d.currentPod(ctx, p) }) {
+			log.Warn("pod still terminating at the deadline")
+			return false
+		}
 		if apierrors.IsNotFound(err) || (err == nil && cur.UID != p.UID) {
 			return true
 		}

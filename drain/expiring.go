@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/joiner-dev/joiner/events"
 	"github.com/joiner-dev/joiner/internal/backoff"
@@ -44,18 +45,31 @@ func expiringDeletes(pods []corev1.Pod, terminationTime time.Time) []expiring {
 	return out
 }
 
-// deleteExpiring deletes each waiting pod when its grace period no longer
-// fits before req.TerminationTime (see Request.TerminationTime), until ctx
-// ends. A pod already gone is not an error; a failed delete is logged and
-// left to the next drain of the node.
-func (d *Drainer) deleteExpiring(ctx context.Context, log *zap.Logger, req Request, pods []corev1.Pod) {
-	for _, e := range expiringDeletes(pods, req.TerminationTime) {
+// dueBy splits deletes (soonest first) into those due at now and the
+// later ones.
+func dueBy(deletes []expiring, now time.Time) (due, later []expiring) {
+	n := 0
+	for n < len(deletes) && !deletes[n].at.After(now) {
+		n++
+	}
+	return deletes[:n], deletes[n:]
+}
+
+// deleteExpiring makes the deletions of deletes (see
+// Request.TerminationTime), each at its time, until ctx ends. It returns
+// how many it went through (made, or found the pod gone or failed) and the
+// pods it deleted. A pod already gone is not an error; a failed delete is
+// logged and left to the next drain of the node.
+func (d *Drainer) deleteExpiring(ctx context.Context, log *zap.Logger, req Request, deletes []expiring) (done int, deleted map[types.UID]bool) {
+	deleted = map[types.UID]bool{}
+	for _, e := range deletes {
 		if wait := e.at.Sub(d.opts.Now()); wait > 0 && !backoff.Sleep(ctx, wait) {
-			return
+			return done, deleted
 		}
 		if ctx.Err() != nil {
-			return
+			return done, deleted
 		}
+		done++
 		p := e.pod
 		plog := log.With(logging.Pod(p.Namespace, p.Name))
 		// Clamped to 1 s: 0 would delete the pod from etcd at once, before
@@ -70,6 +84,7 @@ func (d *Drainer) deleteExpiring(ctx context.Context, log *zap.Logger, req Reque
 		})
 		switch {
 		case err == nil:
+			deleted[p.UID] = true
 			d.publish(events.PodDeletedForTermination(p, grace, req.TerminationTime))
 			plog.Info("pod deleted for the node's termination time", zap.Int64("grace-seconds", grace),
 				zap.Int64p("pod-grace-seconds", p.Spec.TerminationGracePeriodSeconds), zap.Time("termination-time", req.TerminationTime))
@@ -79,4 +94,5 @@ func (d *Drainer) deleteExpiring(ctx context.Context, log *zap.Logger, req Reque
 			plog.Warn("deleting pod for the node's termination time; the next drain retries", zap.Error(err))
 		}
 	}
+	return done, deleted
 }

@@ -11,6 +11,8 @@ import (
 	"go.uber.org/zap/zaptest"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
@@ -125,4 +127,71 @@ func TestDrainDeletesPodsForTheTerminationTime(t *testing.T) {
 			t.Errorf("result %+v, err %v, deletions %v: want dnd left alone", res, err, deletes(c))
 		}
 	})
+}
+
+// gracefulDeletes makes c delete pods as an API server does with a
+// kubelet: a deletion with a grace period only sets the deletionTimestamp
+// (clk's now plus the grace), and the pod stays until its containers stop
+// (here: for ever).
+func gracefulDeletes(c *fake.Clientset, clk *fakeClock) {
+	podsGVR := schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+	c.PrependReactor("delete", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		d := a.(k8stesting.DeleteActionImpl)
+		if d.DeleteOptions.GracePeriodSeconds == nil || *d.DeleteOptions.GracePeriodSeconds == 0 {
+			return false, nil, nil
+		}
+		obj, err := c.Tracker().Get(podsGVR, d.Namespace, d.Name)
+		if err != nil {
+			return true, nil, err
+		}
+		p := obj.(*corev1.Pod).DeepCopy()
+		if p.DeletionTimestamp == nil {
+			at := metav1.NewTime(clk.Now().Add(time.Duration(*d.DeleteOptions.GracePeriodSeconds) * time.Second))
+			p.DeletionTimestamp = &at
+		}
+		return true, nil, c.Tracker().Update(podsGVR, p, d.Namespace)
+	})
+}
+
+// TestExpiringPodsDeletedOnTheDrainThatFindsThemDue: pods that only wait
+// (do-not-disrupt, and a critical pod it holds) leave nothing to evict, so
+// each drain returns at once; the drain that starts once a pod's grace
+// period no longer fits before the termination time deletes it before it
+// returns, with the time left as grace (at least 1 s), and each drain says
+// when the next deletion is due.
+func TestExpiringPodsDeletedOnTheDrainThatFindsThemDue(t *testing.T) {
+	t0 := time.Date(2026, 11, 28, 11, 0, 0, 0, time.UTC)
+	end := t0.Add(time.Hour)
+	c := fake.NewClientset(node(), pod("dnd", graceSeconds(600), doNotDisrupt),
+		pod("critical", graceSeconds(60), priority("system-node-critical")))
+	reactEvictions(c, nil)
+	clk := &fakeClock{now: t0}
+	gracefulDeletes(c, clk)
+	opts := fastOpts()
+	opts.KarpenterTermination, opts.Now = true, clk.Now
+	d := New(c, zaptest.NewLogger(t), opts)
+	for _, pass := range []struct {
+		at      time.Time
+		deleted map[string]int64 // all deletions so far (pod: grace seconds)
+		next    time.Time
+	}{
+		{at: t0, deleted: map[string]int64{}, next: end.Add(-600 * time.Second)},
+		{at: end.Add(-601 * time.Second), deleted: map[string]int64{}, next: end.Add(-600 * time.Second)},
+		{at: end.Add(-590 * time.Second), deleted: map[string]int64{"dnd": 590}, next: end.Add(-60 * time.Second)},
+		{at: end.Add(-61 * time.Second), deleted: map[string]int64{"dnd": 590}, next: end.Add(-60 * time.Second)},
+		{at: end.Add(-500 * time.Millisecond), deleted: map[string]int64{"dnd": 590, "critical": 1}},
+	} {
+		clk.set(pass.at)
+		res, err := d.Drain(context.Background(), Request{Node: nodeName, Reason: "expired", Deadline: time.Now().Add(time.Minute),
+			TerminationTime: end, Evict: true})
+		if err != nil {
+			t.Fatalf("drain at %s: %v", pass.at, err)
+		}
+		if got := deletes(c); !maps.Equal(got, pass.deleted) {
+			t.Errorf("drain at %s: deletions (pod: grace seconds) %v, want %v", pass.at, got, pass.deleted)
+		}
+		if !res.NextDelete.Equal(pass.next) {
+			t.Errorf("drain at %s: next deletion at %s, want %s", pass.at, res.NextDelete, pass.next)
+		}
+	}
 }

@@ -187,13 +187,14 @@ func New(cfg Config, d Deps) (*Controller, error) {
 // objects' state.
 func (c *Controller) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
-	d := newDrains(c.cfg.MaxConcurrentDrains, c.wake.Wake)
+	d := newDrains(c.cfg.Now, c.cfg.MaxConcurrentDrains, c.wake.Wake)
 	c.mu.Lock()
 	c.drains = d
 	c.mu.Unlock()
 	defer func() {
 		cancel()
 		d.wait()
+		d.stop()
 		c.mu.Lock()
 		c.drains = nil
 		c.mu.Unlock()
@@ -442,7 +443,7 @@ func (c *Controller) doClaimStep(ctx context.Context, step Step, in ClaimInput) 
 				return true, err
 			}
 		}
-		return true, c.startDrain(ctx, claimKey(nc.Name), nc, in.Node.Name, reason)
+		return true, c.startDrain(ctx, claimKey(nc.Name), nc, in.Node.Name, reason, drainingSince(nc, in.Now))
 	case StepAwaitVolumes:
 		return true, c.awaitVolumes(ctx, log, in)
 	case StepVolumesDetached:
@@ -578,7 +579,7 @@ func (c *Controller) reconcileNode(ctx context.Context, name string) error {
 			}
 			log.Info("tainted node", zap.String("taint", karpv1.TaintDisruptedKey+":NoSchedule"))
 		case StepDrain:
-			return c.startDrain(ctx, nodeKey(name), nil, name, DefaultReason)
+			return c.startDrain(ctx, nodeKey(name), nil, name, DefaultReason, time.Time{})
 		case StepRemoveFinalizer:
 			if err := c.releaseNode(ctx, name); err != nil {
 				return err
@@ -607,10 +608,34 @@ func (c *Controller) drainRequest(nc *karpv1.NodeClaim, node, reason string, dea
 	return drain.Request{Node: node, Reason: taintValue(reason), Message: msg, Deadline: deadline, Evict: true, EvictionReason: ConditionReason(reason)}
 }
 
+// MinDrainTime is how long after its NodeClaim's drain began (Drained
+// Unknown, once its Node is tainted) a drain must start for the node to
+// count as drained when it finds nothing left: pods bound by a scheduler
+// that had not seen the taint yet are then drained too, not killed with the
+// instance (Karpenter's MinDrainTime).
+const MinDrainTime = 5 * time.Second
+
+// drainingSince is when the drain of nc began: its Drained condition's
+// Unknown transition, set now when it has none yet; zero once Drained is
+// True. The condition's time has second precision on the API server: it is
+// counted from the end of its second, so never before the taint.
+func drainingSince(nc *karpv1.NodeClaim, now time.Time) time.Time {
+	cond := meta.FindStatusCondition(nc.Status.Conditions, karpv1.ConditionDrained)
+	switch {
+	case cond == nil:
+		return now.Truncate(time.Second).Add(time.Second)
+	case cond.Status == metav1.ConditionUnknown:
+		return cond.LastTransitionTime.Time.Truncate(time.Second).Add(time.Second)
+	}
+	return time.Time{}
+}
+
 // startDrain starts (once) a drain of node; when it finishes it records
 // Drained on the NodeClaim (the Node carries its own condition) and wakes
-// the loop.
-func (c *Controller) startDrain(ctx context.Context, key string, nc *karpv1.NodeClaim, node, reason string) error {
+// the loop. A NodeClaim's node is drained only by a drain that starts
+// MinDrainTime after since (the drain's beginning, see drainingSince) and
+// leaves nothing on it: an earlier one is followed by another.
+func (c *Controller) startDrain(ctx context.Context, key string, nc *karpv1.NodeClaim, node, reason string, since time.Time) error {
 	d := c.currentDrains()
 	if d == nil {
 		return errors.New("drain requested outside Run")
@@ -636,6 +661,7 @@ func (c *Controller) startDrain(ctx context.Context, key string, nc *karpv1.Node
 			log = log.With(logging.NodeClaim(claimName))
 		}
 		log.Info("draining node", zap.Time("deadline", deadline))
+		started := c.cfg.Now()
 		res, err := c.d.Drainer.Drain(ctx, req)
 		if err != nil {
 			if ctx.Err() == nil {
@@ -648,7 +674,17 @@ func (c *Controller) startDrain(ctx context.Context, key string, nc *karpv1.Node
 			// do-not-disrupt pods hold the node until they finish or the
 			// terminationGracePeriod passes (Karpenter's rule).
 			log.Info("waiting for do-not-disrupt pods before terminating", zap.Strings("pods", res.Left), zap.Int("evicted", len(res.Evicted)))
-			return retryLeft
+			pause := retryLeft
+			if !res.NextDelete.IsZero() {
+				// Back when the next pod is due for deletion.
+				pause = min(pause, max(res.NextDelete.Sub(c.cfg.Now()), 0))
+			}
+			return pause
+		}
+		if eligible := since.Add(MinDrainTime); !since.IsZero() && started.Before(eligible) {
+			log.Debug("nothing left to drain, but the drain started before the minimum drain time: draining again",
+				zap.Time("since", since), zap.Duration("min-drain-time", MinDrainTime))
+			return min(retryMinDrain, max(eligible.Sub(c.cfg.Now()), 0))
 		}
 		if claimName != "" {
 			// Karpenter's Drained: True, its reason the type, no message.

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap/zaptest"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/record"
@@ -72,7 +73,7 @@ func newRigWith(t *testing.T, cfg Config, replacements Replacements, claims []*k
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.drains = newDrains(c.cfg.MaxConcurrentDrains, c.wake.Wake)
+	c.drains = newDrains(c.cfg.Now, c.cfg.MaxConcurrentDrains, c.wake.Wake)
 	r.c = c
 	return r
 }
@@ -103,6 +104,15 @@ func (r *rig) settle(t *testing.T, n int) {
 		}
 		r.c.drains.wait()
 	}
+}
+
+// pastMinDrain runs the first passes (taint, the drain's start) and moves
+// the clock past MinDrainTime: the next drain is the one that can find the
+// node drained.
+func (r *rig) pastMinDrain(t *testing.T) {
+	t.Helper()
+	r.settle(t, 3)
+	r.now = r.now.Add(MinDrainTime + time.Second)
 }
 
 // waitInFlight waits for n drains to be inside Drain (for goroutines to
@@ -136,6 +146,7 @@ func TestTerminateNodeClaim(t *testing.T) {
 	nc := claim(fresh, func(nc *karpv1.NodeClaim) { nc.Annotations[karpv1.AnnotationDisruptionReason] = "Drifted" })
 	r := launchedRig(t, nc)
 
+	r.pastMinDrain(t)
 	r.settle(t, 5)
 
 	if got := r.claims.get(nc.Name); got != nil {
@@ -147,10 +158,11 @@ func TestTerminateNodeClaim(t *testing.T) {
 	if got := r.cloud.calls(); len(got) != 1 || got[0] != "i-0123" {
 		t.Errorf("terminate calls %v, want [i-0123]", got)
 	}
-	if len(r.drainer.cordons) == 0 || len(r.drainer.drains) != 1 {
-		t.Fatalf("cordons %d, drains %d: want >=1 and 1", len(r.drainer.cordons), len(r.drainer.drains))
+	// The first drain before MinDrainTime, then the one that counts.
+	if len(r.drainer.cordons) == 0 || len(r.drainer.drains) != 2 {
+		t.Fatalf("cordons %d, drains %d: want >=1 and 2", len(r.drainer.cordons), len(r.drainer.drains))
 	}
-	req := r.drainer.drains[0]
+	req := r.drainer.drains[1]
 	if req.Node != "ip-10-0-0-1" || req.Reason != "Drifted" || !req.Evict || !req.Deadline.Equal(r.now.Add(time.Hour)) {
 		t.Errorf("drain request %+v: want node ip-10-0-0-1, reason Drifted, evict, deadline now+1h", req)
 	}
@@ -202,6 +214,7 @@ func TestNodeClaimWaitsForItsInstance(t *testing.T) {
 	nc := claim(fresh)
 	r := launchedRig(t, nc)
 	r.cloud.after = "shutting-down"
+	r.pastMinDrain(t)
 	r.settle(t, 5)
 	got := r.claims.get(nc.Name)
 	if got == nil || !hasFinalizer(got.Finalizers) {
@@ -245,6 +258,7 @@ func TestInstanceGoneOrTerminatedAgain(t *testing.T) {
 	nc := claim(fresh)
 	r := launchedRig(t, nc)
 	r.cloud.after = "running"
+	r.pastMinDrain(t)
 	r.settle(t, 5)
 	if got := r.cloud.calls(); len(got) != 2 {
 		t.Fatalf("terminate calls %v: want the termination and one more within %s", got, instanceCheckEvery)
@@ -269,6 +283,7 @@ func TestResumeAfterFailures(t *testing.T) {
 	r := launchedRig(t, nc)
 
 	r.cloud.err = errors.New("throttled")
+	r.pastMinDrain(t)
 	r.settle(t, 3)
 	if got := r.claims.get(nc.Name); got == nil || !conditionTrue(got, karpv1.ConditionDrained) || !conditionTrue(got, karpv1.ConditionDisruptionReason) {
 		t.Fatalf("want the claim marked disrupting, drained and waiting on the cloud, got %+v", got)
@@ -283,15 +298,16 @@ func TestResumeAfterFailures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c2.drains = newDrains(10, c2.wake.Wake)
+	c2.drains = newDrains(c2.cfg.Now, 10, c2.wake.Wake)
 	r.claims.failOn = "update" // the finalizer removal fails once
 	r.c = c2
+	drains := len(r.drainer.drains)
 	r.settle(t, 3)
 	if got := r.claims.get(nc.Name); got != nil {
 		t.Fatalf("nodeclaim still there: %+v", got.Status.Conditions)
 	}
-	if len(r.drainer.drains) != 1 {
-		t.Errorf("%d drains, want 1 (the new leader must not drain again)", len(r.drainer.drains))
+	if len(r.drainer.drains) != drains {
+		t.Errorf("%d drains, want %d (the new leader must not drain again)", len(r.drainer.drains), drains)
 	}
 	if got := r.cloud.calls(); len(got) != 1 {
 		t.Errorf("terminate calls %v, want one successful call", got)
@@ -386,6 +402,7 @@ func TestDeletedNodeDeletesItsNodeClaim(t *testing.T) {
 	if got == nil || got.DeletionTimestamp == nil {
 		t.Fatalf("nodeclaim %+v: want it deleting", got)
 	}
+	r.pastMinDrain(t)
 	r.settle(t, 4)
 	if r.claims.get(nc.Name) != nil || r.node(t, n.Name) != nil {
 		t.Error("nodeclaim or node left behind")
@@ -439,6 +456,7 @@ func TestDrainsAreBounded(t *testing.T) {
 	r.waitInFlight(2)
 	close(r.drainer.gate)
 	r.c.drains.wait()
+	r.pastMinDrain(t)
 	r.settle(t, 4)
 	if r.drainer.maxSeen != 2 {
 		t.Errorf("max concurrent drains %d, want 2", r.drainer.maxSeen)
@@ -498,6 +516,69 @@ func TestDoNotDisruptPodsHoldUntilGracePeriod(t *testing.T) {
 	r.settle(t, 2)
 	if r.claims.get(nc.Name) != nil || len(r.cloud.calls()) != 1 {
 		t.Errorf("after the grace period: claim still there or terminate calls %v", r.cloud.calls())
+	}
+}
+
+// TestMinDrainTime: as Karpenter's MinDrainTime, a NodeClaim's node is
+// drained only by a drain that starts MinDrainTime after its drain began
+// (Drained Unknown, after the taint; counted from the end of the
+// condition's second) and finds nothing left: earlier ones, which may have
+// listed the pods before a scheduler saw the taint, are followed by
+// another, each listing the pods again. A lone Node (no NodeClaim) has no
+// such wait, as in Karpenter.
+func TestMinDrainTime(t *testing.T) {
+	nc := claim(fresh)
+	r := launchedRig(t, nc) // now: t0+1s, the drain begins then
+	began := r.now
+	for i, step := range []struct {
+		at      time.Time
+		drains  int
+		drained bool
+	}{
+		{at: began, drains: 1},
+		{at: began.Add(time.Second), drains: 2},
+		{at: began.Add(MinDrainTime), drains: 3}, // within the condition's second
+		{at: began.Add(MinDrainTime + time.Second), drains: 4, drained: true},
+	} {
+		r.now = step.at
+		r.settle(t, 1)
+		got := r.claims.get(nc.Name)
+		drained := got == nil || conditionTrue(got, karpv1.ConditionDrained)
+		if len(r.drainer.drains) != step.drains || drained != step.drained {
+			t.Fatalf("step %d (%s after the drain began): %d drains, drained %v; want %d, %v", i, step.at.Sub(began),
+				len(r.drainer.drains), drained, step.drains, step.drained)
+		}
+		if !drained && len(r.cloud.calls()) != 0 {
+			t.Fatalf("step %d: instance terminated before the node was drained", i)
+		}
+	}
+	if c := meta.FindStatusCondition(r.claims.get(nc.Name).Status.Conditions, karpv1.ConditionDrained); c == nil ||
+		!c.LastTransitionTime.Time.Equal(began.Add(MinDrainTime+time.Second)) {
+		t.Errorf("Drained %+v, want True since %s", c, began.Add(MinDrainTime+time.Second))
+	}
+}
+
+// A NodeClaim held by do-not-disrupt pods is drained again when the next
+// pod is due for deletion by its terminationGracePeriod
+// (drain.Result.NextDelete), not only every retryLeft.
+func TestHeldDrainReturnsForTheNextDeletion(t *testing.T) {
+	nc := claim(fresh, tgp(time.Hour))
+	r := launchedRig(t, nc)
+	r.drainer.left = []string{"default/batch"}
+	r.drainer.next = r.now.Add(3 * time.Second)
+	r.settle(t, 2)
+	if len(r.drainer.drains) != 1 {
+		t.Fatalf("%d drains, want 1", len(r.drainer.drains))
+	}
+	r.now = r.now.Add(2 * time.Second)
+	r.settle(t, 1)
+	if len(r.drainer.drains) != 1 {
+		t.Fatalf("%d drains before the next deletion is due, want 1", len(r.drainer.drains))
+	}
+	r.now = r.now.Add(time.Second)
+	r.settle(t, 1)
+	if len(r.drainer.drains) != 2 {
+		t.Fatalf("%d drains once the next deletion is due, want 2", len(r.drainer.drains))
 	}
 }
 
@@ -578,6 +659,7 @@ func TestCancelledTerminationIsReopened(t *testing.T) {
 	r := launchedRig(t, nc)
 	r.raft.MustPropose(r.t, fsm.TerminationIntentType, fsm.TerminationIntentCmd{ID: "term-i-0123", InstanceID: "i-0123", Reason: "Underutilized", At: t0})
 	r.raft.MustPropose(r.t, fsm.TerminationCancelType, fsm.TerminationCancel{ID: "term-i-0123", At: t0})
+	r.pastMinDrain(t)
 	r.settle(t, 5)
 	terms := r.state.Terminations()
 	if len(terms) != 1 || terms[0].State != fsm.TerminationDone || terms[0].Reason != DefaultReason {

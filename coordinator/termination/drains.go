@@ -12,26 +12,35 @@ const (
 	// retryFailed: the drain failed (API errors, its deadline passed).
 	retryFailed = 2 * time.Second
 	// retryLeft: only do-not-disrupt pods are left; they may finish on
-	// their own (a Job) before the grace period.
+	// their own (a Job) before the grace period. Shorter when a pod is
+	// due for deletion before (drain.Result.NextDelete).
 	retryLeft = 15 * time.Second
+	// retryMinDrain: the drain found nothing left, but started before
+	// MinDrainTime had passed since the taint; at most this long until the
+	// next one (Karpenter requeues after a second).
+	retryMinDrain = time.Second
 )
 
 // drains runs the drains of one leadership term: at most one per key, at
 // most max at once, each cancelled with the term's context or when its
 // object goes away. The loop owns it and waits for every drain before Run
-// returns.
+// returns. A drain that asks for a pause wakes the loop again once the
+// pause is over.
 type drains struct {
 	sem  chan struct{}
-	done func() // called after each drain ends (wakes the loop)
+	now  func() time.Time // the controller's clock (Config.Now)
+	done func()           // called after each drain ends and its pause (wakes the loop)
 
 	mu        sync.Mutex
 	running   map[string]context.CancelFunc
 	notBefore map[string]time.Time
+	timers    map[string]*time.Timer
 	wg        sync.WaitGroup
 }
 
-func newDrains(max int, done func()) *drains {
-	return &drains{sem: make(chan struct{}, max), done: done, running: map[string]context.CancelFunc{}, notBefore: map[string]time.Time{}}
+func newDrains(now func() time.Time, max int, done func()) *drains {
+	return &drains{sem: make(chan struct{}, max), now: now, done: done, running: map[string]context.CancelFunc{},
+		notBefore: map[string]time.Time{}, timers: map[string]*time.Timer{}}
 }
 
 // start runs fn for key unless a drain of key is running or the last one
@@ -40,9 +49,10 @@ func newDrains(max int, done func()) *drains {
 func (d *drains) start(ctx context.Context, key string, fn func(context.Context) time.Duration) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if _, ok := d.running[key]; ok || time.Now().Before(d.notBefore[key]) {
+	if _, ok := d.running[key]; ok || d.now().Before(d.notBefore[key]) {
 		return false
 	}
+	term := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	d.running[key] = cancel
 	d.wg.Add(1)
@@ -54,7 +64,14 @@ func (d *drains) start(ctx context.Context, key string, fn func(context.Context)
 			cancel()
 			d.mu.Lock()
 			delete(d.running, key)
-			d.notBefore[key] = time.Now().Add(pause)
+			d.notBefore[key] = d.now().Add(pause)
+			if t := d.timers[key]; t != nil {
+				t.Stop()
+				delete(d.timers, key)
+			}
+			if pause > 0 && term.Err() == nil {
+				d.timers[key] = time.AfterFunc(pause, d.done)
+			}
 			d.mu.Unlock()
 		}()
 		select {
@@ -83,7 +100,23 @@ func (d *drains) forget(keep map[string]bool) {
 			delete(d.notBefore, k)
 		}
 	}
+	for k, t := range d.timers {
+		if !keep[k] {
+			t.Stop()
+			delete(d.timers, k)
+		}
+	}
 }
 
 // wait blocks until every drain has returned.
 func (d *drains) wait() { d.wg.Wait() }
+
+// stop ends the wake-ups still to come (the term is over).
+func (d *drains) stop() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for k, t := range d.timers {
+		t.Stop()
+		delete(d.timers, k)
+	}
+}

@@ -171,7 +171,8 @@ type fakeDrainer struct {
 	kube kubernetes.Interface
 	gate chan struct{}
 	err  error
-	left []string // do-not-disrupt pods the drain leaves
+	left []string  // do-not-disrupt pods the drain leaves
+	next time.Time // the drain's Result.NextDelete
 
 	mu       sync.Mutex
 	cordons  []drain.Request
@@ -220,7 +221,7 @@ func (d *fakeDrainer) Drain(ctx context.Context, req drain.Request) (drain.Resul
 		n.Status.Conditions = append(n.Status.Conditions, corev1.NodeCondition{Type: drain.ConditionType, Status: corev1.ConditionTrue, Reason: "Drained"})
 		_, _ = d.kube.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
 	}
-	return drain.Result{Evicted: []string{"default/web-1"}, Left: d.left}, nil
+	return drain.Result{Evicted: []string{"default/web-1"}, Left: d.left, NextDelete: d.next}, nil
 }
 
 // fakeCloud records the instances terminated, and fails with err while it

@@ -227,6 +227,7 @@ func TestTerminationWaitsForVolumes(t *testing.T) {
 			v.set(attachment("va-web", "pv-data-web"), attachment("va-ds", "pv-data-ds"))
 			r.c.d.Volumes = v
 
+			r.pastMinDrain(t)
 			r.settle(t, 4)
 			c := volumesDetachedCondition(t, r, nc.Name)
 			if c == nil || c.Status != metav1.ConditionUnknown || c.Reason != "AwaitingVolumeDetachment" || c.Message != "AwaitingVolumeDetachment" {
