@@ -38,6 +38,7 @@ const (
 	InsufficientCapacityError = "InsufficientCapacityError"
 	NodeClassNotReady         = "NodeClassNotReady"
 	UnregisteredTaintMissing  = "UnregisteredTaintMissing"
+	FailedConsistencyCheck    = "FailedConsistencyCheck"
 	// status conditions (awslabs/operatorpkg): the reason is the
 	// condition's type (Launched, Registered, Initialized, Ready, ...).
 	Finalized = "Finalized"
@@ -310,6 +311,12 @@ func ClassNotReady(nc *karpv1.NodeClaim, err error) Event {
 func TaintMissing(nc *karpv1.NodeClaim) Event {
 	return Event{Object: nc, Type: corev1.EventTypeWarning, Reason: UnregisteredTaintMissing,
 		Message: "Missing " + karpv1.TaintUnregisteredKey + " taint which prevents registration related race conditions on Karpenter-managed nodes"}
+}
+
+// ConsistencyIssue: nc's Node is not what nc expected (Karpenter's
+// FailedConsistencyCheckEvent; the message is the issue).
+func ConsistencyIssue(nc *karpv1.NodeClaim, issue string) Event {
+	return Event{Object: nc, Type: corev1.EventTypeWarning, Reason: FailedConsistencyCheck, Message: issue}
 }
 
 // claimMessage is Karpenter's "NodeClaim <name> event: <error>", an

@@ -107,6 +107,9 @@ func TestKarpentersWords(t *testing.T) {
 		{UnregisteredTaintMissing, []Event{TaintMissing(nc)}, []string{
 			"NodeClaim/default-abcde Warning UnregisteredTaintMissing: Missing karpenter.sh/unregistered taint which prevents registration related race conditions on Karpenter-managed nodes",
 		}},
+		{FailedConsistencyCheck, []Event{ConsistencyIssue(nc, "expected 58 of resource pods, but found 29 (50.0% of expected)")}, []string{
+			"NodeClaim/default-abcde Warning FailedConsistencyCheck: expected 58 of resource pods, but found 29 (50.0% of expected)",
+		}},
 		{"Launched", []Event{ConditionTransitioned(nc, "Launched", "Unknown", "True", "Launched", ""), ConditionTransitioned(nc, "Drifted", "Unknown", "True", "AMIDrift", "AMI drifted")}, []string{
 			"NodeClaim/default-abcde Normal Launched: Status condition transitioned, Type: Launched, Status: Unknown -> True, Reason: Launched",
 			"NodeClaim/default-abcde Normal Drifted: Status condition transitioned, Type: Drifted, Status: Unknown -> True, Reason: AMIDrift, Message: AMI drifted",

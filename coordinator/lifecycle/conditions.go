@@ -37,6 +37,8 @@ const (
 	// Unknown, False when one is False.
 	ReasonReconcilingDependents = "ReconcilingDependents"
 	ReasonUnhealthyDependents   = "UnhealthyDependents"
+	// ReasonConsistencyCheckFailed: ConsistentStateFound False.
+	ReasonConsistencyCheckFailed = "ConsistencyCheckFailed"
 )
 
 const (
@@ -157,14 +159,18 @@ func setReady(nc *karpv1.NodeClaim, now metav1.Time) bool {
 
 // transitions are the Events Karpenter's status controller records for the
 // conditions that changed from before to nc's: one per condition whose
-// status changed, a condition that was not there counting as Unknown (as
-// Karpenter initialises them).
+// status changed, a missing Ready or dependent counting as Unknown (as
+// Karpenter initialises them); another condition's first appearance
+// (ConsistentStateFound) is not a transition, as operatorpkg has not
+// observed it before.
 func transitions(before []metav1.Condition, nc *karpv1.NodeClaim) []events.Event {
 	var out []events.Event
 	for _, c := range nc.Status.Conditions {
 		from := metav1.ConditionUnknown
 		if old := condition(before, c.Type); old != nil {
 			from = old.Status
+		} else if c.Type != karpv1.ConditionReady && !slices.Contains(readyDependents, c.Type) {
+			continue
 		}
 		if from != c.Status {
 			out = append(out, events.ConditionTransitioned(nc, c.Type, string(from), string(c.Status), c.Reason, c.Message))

@@ -288,6 +288,48 @@ func ApplyWaiting(nc *karpv1.NodeClaim, node *corev1.Node, now time.Time) bool {
 	return changed
 }
 
+// ConsistencyIssues is Karpenter's node shape check (its NodeClaim
+// consistency controller): for an initialized NodeClaim not being deleted,
+// each resource it requests of which its Node has under 90 % of the
+// capacity the claim expected (a kubelet max-pods below the type's, a
+// smaller instance than planned, memory the AMI does not give).
+func ConsistencyIssues(nc *karpv1.NodeClaim, node *corev1.Node) []string {
+	if node == nil || nc.DeletionTimestamp != nil || !isTrue(nc.Status.Conditions, karpv1.ConditionInitialized) {
+		return nil
+	}
+	var issues []string
+	for _, name := range slices.Sorted(maps.Keys(nc.Spec.Resources.Requests)) {
+		requested, expected := nc.Spec.Resources.Requests[name], nc.Status.Capacity[name]
+		if requested.IsZero() || expected.IsZero() {
+			continue
+		}
+		found := node.Status.Capacity[name]
+		if pct := found.AsApproximateFloat64() / expected.AsApproximateFloat64(); pct < 0.90 {
+			issues = append(issues, fmt.Sprintf("expected %s of resource %s, but found %s (%0.1f%% of expected)",
+				expected.String(), name, found.String(), pct*100))
+		}
+	}
+	return issues
+}
+
+// ApplyConsistency writes ConsistentStateFound as Karpenter's consistency
+// controller does once the claim has an instance and a Node: True while
+// the check finds no issue, False (ConsistencyCheckFailed) while it does.
+func ApplyConsistency(nc *karpv1.NodeClaim, node *corev1.Node, issues []string, now time.Time) bool {
+	if node == nil || nc.Status.ProviderID == "" {
+		return false
+	}
+	t := metav1.NewTime(now)
+	if len(issues) > 0 {
+		return setCondition(nc, karpv1.ConditionConsistentStateFound, metav1.ConditionFalse, ReasonConsistencyCheckFailed,
+			"Consistency Check Failed", t)
+	}
+	if isTrue(nc.Status.Conditions, karpv1.ConditionConsistentStateFound) {
+		return false
+	}
+	return setCondition(nc, karpv1.ConditionConsistentStateFound, metav1.ConditionTrue, karpv1.ConditionConsistentStateFound, "", t)
+}
+
 func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s

@@ -537,3 +537,64 @@ func TestRecordHealth(t *testing.T) {
 		t.Fatalf("after four registrations: %v", st)
 	}
 }
+
+// Karpenter's consistency suite (nodeshape): an initialized NodeClaim
+// whose Node has under 90 % of an expected, requested resource has an
+// issue; ConsistentStateFound follows.
+func TestConsistency(t *testing.T) {
+	qty := func(cpu, pods string) corev1.ResourceList {
+		return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourcePods: resource.MustParse(pods)}
+	}
+	initialized := func(nc *karpv1.NodeClaim) {
+		nc.Status.ProviderID = "aws:///us-east-1a/i-1"
+		nc.Spec.Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourcePods: resource.MustParse("5")}
+		nc.Status.Capacity = qty("2", "58")
+		ApplyWaiting(nc, nil, t0)
+		setCondition(nc, karpv1.ConditionInitialized, metav1.ConditionTrue, ReasonInitialized, "", metav1.NewTime(t0))
+	}
+	for _, tc := range []struct {
+		name   string
+		claim  *karpv1.NodeClaim
+		node   corev1.ResourceList // nil: no Node
+		issues []string
+		status metav1.ConditionStatus // "": not written
+	}{
+		{"as expected", claim(initialized), qty("2", "58"), nil, metav1.ConditionTrue},
+		{"within 10 %", claim(initialized), qty("1900m", "53"), nil, metav1.ConditionTrue},
+		{"max pods below the type's", claim(initialized), qty("2", "29"), []string{
+			"expected 58 of resource pods, but found 29 (50.0% of expected)"}, metav1.ConditionFalse},
+		{"a resource not requested", claim(initialized, func(nc *karpv1.NodeClaim) { delete(nc.Spec.Resources.Requests, corev1.ResourcePods) }),
+			qty("2", "29"), nil, metav1.ConditionTrue},
+		{"not initialized: not checked yet", claim(func(nc *karpv1.NodeClaim) {
+			initialized(nc)
+			setCondition(nc, karpv1.ConditionInitialized, metav1.ConditionUnknown, ReasonNodeNotReady, "", metav1.NewTime(t0))
+		}), qty("1", "29"), nil, metav1.ConditionTrue},
+		{"deleting", claim(initialized, func(nc *karpv1.NodeClaim) { nc.DeletionTimestamp = &metav1.Time{Time: t0} }),
+			qty("1", "29"), nil, metav1.ConditionTrue},
+		{"no Node", claim(initialized), nil, nil, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var node *corev1.Node
+			if tc.node != nil {
+				node = &corev1.Node{Status: corev1.NodeStatus{Capacity: tc.node}}
+			}
+			issues := ConsistencyIssues(tc.claim, node)
+			if !slices.Equal(issues, tc.issues) {
+				t.Errorf("issues %q, want %q", issues, tc.issues)
+			}
+			ApplyConsistency(tc.claim, node, issues, t0)
+			c := condition(tc.claim.Status.Conditions, karpv1.ConditionConsistentStateFound)
+			if got := metav1.ConditionStatus(""); c != nil {
+				got = c.Status
+				if got != tc.status {
+					t.Errorf("ConsistentStateFound %s, want %q", got, tc.status)
+				}
+			} else if tc.status != "" {
+				t.Errorf("ConsistentStateFound not written, want %s", tc.status)
+			}
+			if ApplyConsistency(tc.claim, node, issues, t0) {
+				t.Error("a second write changed the claim")
+			}
+		})
+	}
+}

@@ -165,7 +165,14 @@ type Lifecycle struct {
 	// timedOut: the NodeClaims whose timeout was recorded for their pool's
 	// registration health (each once).
 	timedOut map[types.UID]bool
+	// consistency holds back a consistency issue told in the last
+	// consistencyScan.
+	consistency *events.Dedupe
 }
+
+// consistencyScan is how often Karpenter's consistency controller looks
+// at a NodeClaim (and so repeats an issue's Event).
+const consistencyScan = 10 * time.Minute
 
 // New builds a Lifecycle.
 func New(cfg Config, d Deps) (*Lifecycle, error) {
@@ -180,7 +187,8 @@ func New(cfg Config, d Deps) (*Lifecycle, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Lifecycle{cfg: cfg, d: d, log: d.Log.Named("lifecycle"), metrics: m, deleting: map[types.UID]bool{}, timedOut: map[types.UID]bool{}}, nil
+	return &Lifecycle{cfg: cfg, d: d, log: d.Log.Named("lifecycle"), metrics: m, deleting: map[types.UID]bool{}, timedOut: map[types.UID]bool{},
+		consistency: events.NewDedupe(cfg.Now)}, nil
 }
 
 // Run reconciles every NodeClaim after each cache change and every Resync,

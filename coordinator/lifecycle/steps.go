@@ -51,7 +51,16 @@ func (l *Lifecycle) launch(ctx context.Context, log *zap.Logger, nc *karpv1.Node
 func (l *Lifecycle) await(ctx context.Context, cached *karpv1.NodeClaim, in Inputs) error {
 	nc := cached.DeepCopy()
 	before := slices.Clone(nc.Status.Conditions)
-	if !ApplyWaiting(nc, in.Node, in.Now) {
+	issues := ConsistencyIssues(nc, in.Node)
+	for _, issue := range issues {
+		// Karpenter looks every 10 minutes and tells each issue then.
+		if l.consistency.Allow(consistencyScan, events.FailedConsistencyCheck, string(nc.UID), issue) {
+			l.log.Info("failed consistency check", logging.NodeClaim(nc.Name), zap.String("issue", issue))
+			events.Publish(l.d.Recorder, events.ConsistencyIssue(nc, issue))
+		}
+	}
+	changed := ApplyWaiting(nc, in.Node, in.Now)
+	if !ApplyConsistency(nc, in.Node, issues, in.Now) && !changed {
 		return nil
 	}
 	if _, err := l.d.Claims.UpdateNodeClaimStatus(ctx, nc); err != nil {

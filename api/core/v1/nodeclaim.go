@@ -110,4 +110,7 @@ const (
 	ConditionInstanceTerminating = "InstanceTerminating"
 	ConditionEmpty               = "Empty"
 	ConditionDisruptionReason    = "DisruptionReason"
+	// ConditionConsistentStateFound: Karpenter's consistency check found
+	// the Node as the NodeClaim expected it (False: it found an issue).
+	ConditionConsistentStateFound = "ConsistentStateFound"
 )
