@@ -22,7 +22,10 @@ type pool struct {
 	reqs      requirements.Requirements
 	taints    []corev1.Taint
 	types     []*typeInfo // usable, cheapest first
-	typeKeys  map[string]bool
+	// allTypes are types plus those its limits exclude: Karpenter takes
+	// topology domains from every type a pool offers, limits aside.
+	allTypes []*typeInfo
+	typeKeys map[string]bool
 	// daemons are the DaemonSets the pool's nodes may run (the types
 	// decide which run on each: typeInfo.daemon); daemonKey names them.
 	daemons   []daemonPod
@@ -228,6 +231,7 @@ func (s *solver) prepareTypes(p *pool, its []*catalog.InstanceType, tables *Type
 	p.expl.InstanceTypes = len(its)
 	exLimit := 0
 	p.types = make([]*typeInfo, 0, len(t.types))
+	p.allTypes = t.types
 	for _, ti := range t.types {
 		if p.limited && !p.withinLimits(ti.capacity, vec{}) {
 			exLimit++

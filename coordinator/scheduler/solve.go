@@ -42,7 +42,9 @@ type solver struct {
 	// reservations: instances left per capacity reservation (see
 	// settleReservation).
 	reservations map[string]int
-	plan         Plan
+	// deferred are the pods placeAll could not place on its pass.
+	deferred []unplaced
+	plan     Plan
 }
 
 // claim is an existing node or a NodeClaim being planned.
@@ -163,7 +165,7 @@ func (s *solver) buildExisting(in *Input) {
 	// pods matching them
 	for _, n := range in.Nodes {
 		for _, p := range n.Pods {
-			if p.Spec.Affinity == nil || p.Spec.Affinity.PodAntiAffinity == nil {
+			if ignoredForTopology(p) || p.Spec.Affinity == nil || p.Spec.Affinity.PodAntiAffinity == nil {
 				continue
 			}
 			for _, t := range p.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
@@ -411,11 +413,11 @@ func (s *solver) domainRules(v *variant, members []*group) []domainRule {
 	return out
 }
 
-// place puts one pod, relaxing preferences one at a time when needed. The
-// constraints that merely count a pod (see group) are never relaxed: a
-// plan that breaks them works only if kube-scheduler binds its pods in one
-// order, which it does not promise.
-func (s *solver) place(c *class, p *corev1.Pod) {
+// place puts one pod, relaxing preferences one at a time when needed, and
+// says why it could not ("" when placed). The constraints that merely count
+// a pod (see group) are never relaxed: a plan that breaks them works only
+// if kube-scheduler binds its pods in one order, which it does not promise.
+func (s *solver) place(c *class, p *corev1.Pod) string {
 	var reasons []string
 	for level := 0; ; level++ {
 		v := s.variant(c, level)
@@ -423,12 +425,13 @@ func (s *solver) place(c *class, p *corev1.Pod) {
 			break
 		}
 		if v.err != nil {
+			// a preference can make a level unsatisfiable: relax on
 			reasons = []string{v.err.Error()}
-			break
+			continue
 		}
 		why := s.tryPlace(v, p)
 		if why == "" {
-			return
+			return ""
 		}
 		reasons = []string{why}
 	}
@@ -438,10 +441,49 @@ func (s *solver) place(c *class, p *corev1.Pod) {
 		s.relaxMin = true
 		defer func() { s.relaxMin = false }()
 		if v := s.variant(c, 0); v != nil && v.err == nil && s.tryPlace(v, p) == "" {
-			return
+			return ""
 		}
 	}
-	s.plan.Unschedulable = append(s.plan.Unschedulable, Unschedulable{Pod: podName(p), Reason: strings.Join(reasons, "; ")})
+	return strings.Join(reasons, "; ")
+}
+
+// unplaced is a pod place could not put yet.
+type unplaced struct {
+	c   *class
+	p   *corev1.Pod
+	why string
+}
+
+// placeOrDefer places a pod or keeps it for placeDeferred.
+func (s *solver) placeOrDefer(c *class, p *corev1.Pod) {
+	if why := s.place(c, p); why != "" {
+		s.deferred = append(s.deferred, unplaced{c, p, why})
+	}
+}
+
+// placeDeferred tries the pods that did not fit again, in their order,
+// while a pass places one (Karpenter's queue: a pod whose required
+// affinity selects pods placed after it fits once they are); the rest are
+// unschedulable.
+func (s *solver) placeDeferred() {
+	for len(s.deferred) > 0 {
+		var left []unplaced
+		for _, u := range s.deferred {
+			if why := s.place(u.c, u.p); why != "" {
+				u.why = why
+				left = append(left, u)
+			}
+		}
+		done := len(left) == len(s.deferred)
+		s.deferred = left
+		if done {
+			break
+		}
+	}
+	for _, u := range s.deferred {
+		s.plan.Unschedulable = append(s.plan.Unschedulable, Unschedulable{Pod: podName(u.p), Reason: u.why})
+	}
+	s.deferred = nil
 }
 
 // verdict of checking a claim for a variant.
@@ -1144,7 +1186,7 @@ func (s *solver) placeAll() {
 		switch {
 		case c.forcing > 0:
 			for _, p := range c.pods {
-				s.place(c, p)
+				s.placeOrDefer(c, p)
 			}
 		case float64(c.req[resCPU]) >= float64(c.req[resMemory])/s.memPerMilli:
 			cpuQ = append(cpuQ, c)
@@ -1158,13 +1200,13 @@ func (s *solver) placeAll() {
 		var c *class
 		if mi >= len(memQ) || (ci < len(cpuQ) && cpuSum <= memSum) {
 			c = cpuQ[ci]
-			s.place(c, c.pods[cj])
+			s.placeOrDefer(c, c.pods[cj])
 			if cj++; cj == len(c.pods) {
 				ci, cj = ci+1, 0
 			}
 		} else {
 			c = memQ[mi]
-			s.place(c, c.pods[mj])
+			s.placeOrDefer(c, c.pods[mj])
 			if mj++; mj == len(c.pods) {
 				mi, mj = mi+1, 0
 			}
@@ -1172,6 +1214,7 @@ func (s *solver) placeAll() {
 		cpuSum += float64(c.req[resCPU])
 		memSum += float64(c.req[resMemory]) / s.memPerMilli
 	}
+	s.placeDeferred()
 }
 
 // host is the claim's hostname topology domain. Planned claims get a name

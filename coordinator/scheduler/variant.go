@@ -163,11 +163,16 @@ func nodeRequirements(p *corev1.Pod, termIdx int) (requirements.Requirements, er
 
 // variant is a class compiled at one relaxation level.
 type variant struct {
-	c       *class
-	level   int
-	cons    constraints
-	err     error
-	reqs    requirements.Requirements
+	c     *class
+	level int
+	cons  constraints
+	err   error
+	reqs  requirements.Requirements
+	// strict are the pod's own node requirements at this level (its
+	// nodeSelector and required term): what its spreads' domains are
+	// limited to (Karpenter's StrictRequirements), not its preferences or
+	// its volumes' topology.
+	strict  requirements.Requirements
 	pools   []*classPool // compatible pools, weight order
 	byPool  []*classPool // by pool index (nil: incompatible)
 	reasons []string     // why pools were incompatible
@@ -241,6 +246,7 @@ func (s *solver) compile(c *class, cons constraints, level int) *variant {
 		v.err = err
 		return v
 	}
+	v.strict = reqs
 	if vol, ok := s.vols[podName(p)]; ok {
 		if vol.Err != "" {
 			v.err = errors.New(vol.Err)
@@ -253,7 +259,9 @@ func (s *solver) compile(c *class, cons constraints, level int) *variant {
 		}
 		reqs = reqs.Intersect(vr)
 	}
-	for _, t := range cons.prefNode {
+	// the heaviest preferred term left is required (Karpenter's
+	// NewPodRequirements); relaxing drops it for the next
+	for _, t := range cons.prefNode[:min(1, len(cons.prefNode))] {
 		r, err := requirements.FromNodeSelector(t.Preference.MatchExpressions)
 		if err != nil {
 			v.err = fmt.Errorf("spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution: %w", err)
@@ -422,12 +430,14 @@ func (cp *classPool) domainsOf(key string) []string {
 // spreadDomains are the domains of key a spread counts (kube-scheduler's
 // and Karpenter's node inclusion policies): those of every pool and
 // existing node the filter lets in, intersected with what the pod itself
-// allows (its requirements at this relaxation level). With the default
+// allows (its nodeSelector and required node affinity term at this
+// relaxation level; preferences and volume topology narrow where the pod
+// goes, not which domains count). With the default
 // nodeTaintsPolicy Ignore, a pool whose taints the pod does not tolerate
 // still adds its domains (an empty domain there lowers the minimum).
 func (s *solver) spreadDomains(v *variant, key string, f *nodeFilter) []string {
 	seen := map[string]bool{}
-	podReq := v.reqs.Get(key)
+	podReq := v.strict.Get(key)
 	add := func(d string) {
 		if podReq == nil || podReq.Has(d) {
 			seen[d] = true
@@ -443,12 +453,27 @@ func (s *solver) spreadDomains(v *variant, key string, f *nodeFilter) []string {
 			}
 			merged := pl.reqs.Intersect(reqs)
 			types := s.matching(pl, reqs, merged)
+			limited := len(pl.allTypes) > len(pl.types)
+			if limited {
+				types = nil
+				m := pl.matcher(merged)
+				for _, t := range pl.allTypes {
+					if m.match(t) {
+						types = append(types, t)
+					}
+				}
+			}
 			if len(types) == 0 {
 				continue
 			}
 			switch key {
 			case karpv1.LabelZone, karpv1.LabelCapacityType:
-				zones, cts := s.domainsFor(pl, reqs, merged, types)
+				var zones, cts []string
+				if limited {
+					zones, cts = offeringDomains(types, merged)
+				} else {
+					zones, cts = s.domainsFor(pl, reqs, merged, types)
+				}
 				vals := zones
 				if key == karpv1.LabelCapacityType {
 					vals = cts
@@ -720,7 +745,7 @@ func (s *solver) groupWith(key string, ns []string, all bool, sel labels.Selecto
 			continue
 		}
 		for _, ep := range n.Pods {
-			if g.matches(ep) {
+			if !ignoredForTopology(ep) && g.matches(ep) {
 				g.counts[d]++
 				g.total++
 			}
@@ -791,6 +816,15 @@ func (s *solver) domainsFor(pl *pool, podReqs, merged requirements.Requirements,
 	if d, ok := s.domainCache[key]; ok {
 		return d.zones, d.cts
 	}
+	var d domainSet
+	d.zones, d.cts = offeringDomains(types, merged)
+	s.domainCache[key] = d
+	return d.zones, d.cts
+}
+
+// offeringDomains are the zones and capacity types of the types' offerings
+// merged allows.
+func offeringDomains(types []*typeInfo, merged requirements.Requirements) ([]string, []string) {
 	zs, cs := map[string]bool{}, map[string]bool{}
 	off := offeringReqsOf(merged)
 	for _, t := range types {
@@ -800,7 +834,13 @@ func (s *solver) domainsFor(pl *pool, podReqs, merged requirements.Requirements,
 			}
 		}
 	}
-	d := domainSet{slices.Sorted(maps.Keys(zs)), slices.Sorted(maps.Keys(cs))}
-	s.domainCache[key] = d
-	return d.zones, d.cts
+	return slices.Sorted(maps.Keys(zs)), slices.Sorted(maps.Keys(cs))
+}
+
+// ignoredForTopology: a pod on a node that counts for no spread or pod
+// (anti-)affinity (Karpenter's IgnoredForTopology, kube-scheduler's spread
+// counting): one that is terminating or has finished. It still takes its
+// room on the node.
+func ignoredForTopology(p *corev1.Pod) bool {
+	return p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
 }

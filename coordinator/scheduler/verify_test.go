@@ -5,6 +5,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -94,8 +95,15 @@ func verifyPlan(in *Input, plan *Plan) error {
 		}
 		np := pools[nc.NodePool]
 		lbls := offeringLabels(it, np, nc.Zone, nc.CapacityType)
+		// keys only the pool's or the pods' requirements name (a custom
+		// label) take the claim's single value
+		for _, r := range nc.Requirements {
+			if _, ok := lbls[r.Key]; !ok && r.Operator == corev1.NodeSelectorOpIn && len(r.Values) == 1 {
+				lbls[r.Key] = r.Values[0]
+			}
+		}
 		lbls[karpv1.LabelHostname] = nc.Name
-		poolReqs, _ := requirements.FromNodePool(np.Spec.Template.Spec.Requirements)
+		poolReqs := templateReqs(np)
 		if err := poolReqs.Match(lbls); err != nil {
 			return fmt.Errorf("claim %s breaks its pool's requirements: %w", nc.Name, err)
 		}
@@ -183,7 +191,7 @@ func verifyPlan(in *Input, plan *Plan) error {
 		ports[pl.node] = append(ports[pl.node], hp...)
 	}
 	// per-pod constraints
-	cnt := &counter{all: all, memo: map[string]map[string]int{}}
+	cnt := &counter{all: all, memo: map[string]map[string]int{}, namespaces: in.Namespaces}
 	domainMemo := map[string][]string{}
 	newPods := map[*corev1.Pod]bool{}
 	for _, p := range in.Pods {
@@ -192,6 +200,9 @@ func verifyPlan(in *Input, plan *Plan) error {
 	for _, pl := range all {
 		p := pl.pod
 		if !newPods[p] {
+			if p.DeletionTimestamp != nil { // terminating: out of topology, as Karpenter's
+				continue
+			}
 			if err := antiOK(p, pl, cnt); err != nil {
 				return fmt.Errorf("existing pod %s on %s: %w", podName(p), pl.node, err)
 			}
@@ -287,7 +298,7 @@ func nodeSelectorOK(p *corev1.Pod, lbls map[string]string) error {
 }
 
 func selMatches(ls *metav1.LabelSelector, p *corev1.Pod, ns string) bool {
-	if ls == nil || p.Namespace != ns {
+	if ls == nil || (ns != "*" && !slices.Contains(strings.Split(ns, ","), p.Namespace)) {
 		return false
 	}
 	s, err := metav1.LabelSelectorAsSelector(ls)
@@ -324,15 +335,27 @@ func eligibleDomains(in *Input, p *corev1.Pod, tsc corev1.TopologySpreadConstrai
 		if _, ok := tolerates(p.Spec.Tolerations, np.Spec.Template.Spec.Taints, true); honorTaints && !ok {
 			continue
 		}
-		poolReqs, _ := requirements.FromNodePool(np.Spec.Template.Spec.Requirements)
+		poolReqs := templateReqs(np)
 		for _, it := range in.InstanceTypes[np.Spec.Template.Spec.NodeClassRef.Name] {
 			for _, o := range it.Offerings {
 				lbls := offeringLabels(it, np, o.Zone, o.CapacityType)
-				if !o.Available || poolReqs.Match(lbls) != nil || filter.Match(lbls) != nil {
-					continue
+				// a key the pool's requirements name but no type label
+				// sets: each of its values is a domain
+				vals := []string{lbls[key]}
+				if _, ok := lbls[key]; !ok {
+					vals = nil
+					if r := poolReqs.Get(key); r != nil {
+						vals = r.Values()
+					}
 				}
-				if v, ok := lbls[key]; ok && (podKey == nil || podKey.Has(v)) {
-					seen[v] = true
+				for _, v := range vals {
+					lbls[key] = v
+					if !o.Available || poolReqs.Match(lbls) != nil || filter.Match(lbls) != nil {
+						continue
+					}
+					if podKey == nil || podKey.Has(v) {
+						seen[v] = true
+					}
 				}
 			}
 		}
@@ -354,8 +377,9 @@ func eligibleDomains(in *Input, p *corev1.Pod, tsc corev1.TopologySpreadConstrai
 // once per distinct (namespace, selector, key): the checks below ask the
 // same questions for thousands of pods.
 type counter struct {
-	all  []placed
-	memo map[string]map[string]int
+	all        []placed
+	memo       map[string]map[string]int
+	namespaces map[string]map[string]string
 }
 
 func (c *counter) counts(ls *metav1.LabelSelector, ns, key string) map[string]int {
@@ -371,7 +395,7 @@ func (c *counter) countsOn(ls *metav1.LabelSelector, ns, key, filterID string, o
 	}
 	m := map[string]int{}
 	for _, o := range c.all {
-		if (on == nil || on(o)) && selMatches(ls, o.pod, ns) {
+		if o.pod.DeletionTimestamp == nil && (on == nil || on(o)) && selMatches(ls, o.pod, ns) {
 			if d, ok := domainOf(o, key); ok {
 				m[d]++
 			}
@@ -407,7 +431,7 @@ func topologyOK(p *corev1.Pod, me placed, c *counter, eligible func(corev1.Topol
 			return true
 		}
 		filterID := fmt.Sprint(honorAff, honorTaints, p.Spec.NodeSelector, nodeAffinity(p), p.Spec.Tolerations)
-		counts := c.countsOn(tsc.LabelSelector, p.Namespace, tsc.TopologyKey, filterID, on)
+		counts := c.countsOn(withMatchLabelKeys(p, tsc), p.Namespace, tsc.TopologyKey, filterID, on)
 		mine, _ := domainOf(me, tsc.TopologyKey)
 		if tsc.TopologyKey == karpv1.LabelHostname {
 			if counts[mine] > int(tsc.MaxSkew) {
@@ -433,11 +457,12 @@ func topologyOK(p *corev1.Pod, me placed, c *counter, eligible func(corev1.Topol
 	}
 	if a := p.Spec.Affinity; a != nil && a.PodAffinity != nil {
 		for _, t := range a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
-			counts := c.counts(t.LabelSelector, p.Namespace, t.TopologyKey)
+			ns := termNamespaces(c.namespaces, p, t)
+			counts := c.counts(t.LabelSelector, ns, t.TopologyKey)
 			mine, _ := domainOf(me, t.TopologyKey)
 			// self-affine groups must end up in a single domain (any bind
 			// order then finds a matching pod there)
-			if len(counts) > 1 && selMatches(t.LabelSelector, p, p.Namespace) {
+			if len(counts) > 1 && selMatches(t.LabelSelector, p, ns) {
 				return fmt.Errorf("affinity: matching pods in %d %s domains", len(counts), t.TopologyKey)
 			}
 			if counts[mine] == 0 {
@@ -458,8 +483,9 @@ func antiOK(p *corev1.Pod, me placed, c *counter) error {
 			if !ok {
 				continue
 			}
-			n := c.counts(t.LabelSelector, p.Namespace, t.TopologyKey)[mine]
-			if selMatches(t.LabelSelector, p, p.Namespace) {
+			ns := termNamespaces(c.namespaces, p, t)
+			n := c.counts(t.LabelSelector, ns, t.TopologyKey)[mine]
+			if selMatches(t.LabelSelector, p, ns) {
 				n-- // itself
 			}
 			if n > 0 {
@@ -468,4 +494,52 @@ func antiOK(p *corev1.Pod, me placed, c *counter) error {
 		}
 	}
 	return nil
+}
+
+// templateReqs are a pool's requirements and template labels.
+func templateReqs(np *karpv1.NodePool) requirements.Requirements {
+	r, _ := requirements.FromNodePool(np.Spec.Template.Spec.Requirements)
+	return r.Intersect(requirements.FromLabels(np.Spec.Template.ObjectMeta.Labels))
+}
+
+// withMatchLabelKeys is a spread's selector with its matchLabelKeys set to
+// the pod's values (keys the pod lacks left out).
+func withMatchLabelKeys(p *corev1.Pod, tsc corev1.TopologySpreadConstraint) *metav1.LabelSelector {
+	if len(tsc.MatchLabelKeys) == 0 || tsc.LabelSelector == nil {
+		return tsc.LabelSelector
+	}
+	ls := tsc.LabelSelector.DeepCopy()
+	if ls.MatchLabels == nil {
+		ls.MatchLabels = map[string]string{}
+	}
+	for _, k := range tsc.MatchLabelKeys {
+		if v, ok := p.Labels[k]; ok {
+			ls.MatchLabels[k] = v
+		}
+	}
+	return ls
+}
+
+// termNamespaces are the namespaces a pod (anti-)affinity term selects,
+// as selMatches takes them: "*" for all (an empty namespaceSelector), else
+// the term's namespaces and those its namespaceSelector matches, or the
+// pod's own when it names none.
+func termNamespaces(nsLabels map[string]map[string]string, p *corev1.Pod, t corev1.PodAffinityTerm) string {
+	ns := slices.Clone(t.Namespaces)
+	if t.NamespaceSelector != nil {
+		sel, err := metav1.LabelSelectorAsSelector(t.NamespaceSelector)
+		if err == nil && sel.Empty() {
+			return "*"
+		}
+		for name, l := range nsLabels {
+			if err == nil && sel.Matches(labels.Set(l)) {
+				ns = append(ns, name)
+			}
+		}
+	}
+	if len(ns) == 0 && t.NamespaceSelector == nil {
+		ns = []string{p.Namespace}
+	}
+	slices.Sort(ns)
+	return strings.Join(ns, ",")
 }
