@@ -34,10 +34,40 @@ const codeNoFreeAddresses = "InsufficientFreeAddressesInSubnet"
 
 const codeLaunchTemplateNotFound = "InvalidLaunchTemplateName.NotFoundException"
 
+// codeInstanceIDMalformed: the ID cannot be an instance's (EC2 checks the
+// form before looking it up), so no such instance exists.
+const codeInstanceIDMalformed = "InvalidInstanceID.Malformed"
+
+// isInstanceProfileNotFound reports whether a fleet error is EC2 not
+// knowing the launch template's instance profile (Karpenter's
+// IsInstanceProfileNotFound): it does not exist, or IAM has not yet
+// propagated it to EC2, which takes seconds after it is created.
+func isInstanceProfileNotFound(code, message string) bool {
+	return code == "InvalidParameterValue" && strings.Contains(message, "Invalid IAM Instance Profile name")
+}
+
+// isUserDataTooLarge reports whether err is EC2 refusing user data over
+// its limit (Karpenter's IsUserDataTooLarge).
+func isUserDataTooLarge(err error) bool {
+	var ae smithy.APIError
+	return errors.As(err, &ae) && ae.ErrorCode() == "InvalidUserData.Malformed" && strings.Contains(ae.ErrorMessage(), "User data is limited to")
+}
+
+// codeTagLimitExceeded: a resource was given more than maxTags tags.
+const codeTagLimitExceeded = "TagLimitExceeded"
+
+// maxTags is EC2's limit of tags on one resource.
+const maxTags = 50
+
+// maxUserData is EC2's limit of a launch's user data, in bytes before
+// base64 encoding.
+const maxUserData = 16384
+
 // classify wraps err with the sentinel callers branch on: ErrNotFound for
-// *.NotFound codes, ErrRetryable for throttling, server and network errors,
-// ErrInsufficientCapacity for capacity codes; other API errors stay not
-// retryable.
+// *.NotFound codes and malformed instance IDs (an instance that cannot
+// exist is as gone as one that does not), ErrRetryable for throttling,
+// server and network errors, ErrInsufficientCapacity for capacity codes,
+// ErrInvalidSpec for too many tags; other API errors stay not retryable.
 func classify(err error) error {
 	var ae smithy.APIError
 	if !errors.As(err, &ae) {
@@ -49,7 +79,7 @@ func classify(err error) error {
 	code := ae.ErrorCode()
 	switch {
 	case strings.HasSuffix(code, ".NotFound") || strings.HasSuffix(code, "NotFoundException") || code == "ParameterNotFound" ||
-		code == "NoSuchEntity":
+		code == "NoSuchEntity" || code == codeInstanceIDMalformed:
 		return fmt.Errorf("%w: %w", cloud.ErrNotFound, err)
 	case slices.Contains(retryableCodes, code) || ae.ErrorFault() == smithy.FaultServer:
 		return fmt.Errorf("%w: %w", cloud.ErrRetryable, err)
@@ -59,6 +89,10 @@ func classify(err error) error {
 		return fmt.Errorf("%w: %w", cloud.ErrIdempotentMismatch, err)
 	case isCapacityCode(code):
 		return fmt.Errorf("%w: %w", cloud.ErrInsufficientCapacity, err)
+	case code == codeTagLimitExceeded:
+		// More tags than EC2 takes on a resource (50): the class's tags
+		// plus Karpenter's and Joiner's fail the same way every time.
+		return fmt.Errorf("%w: more than %d tags on a resource (the class's spec.tags and the ones Joiner adds): %w", cloud.ErrInvalidSpec, maxTags, err)
 	case clientFault(err, ae):
 		return fmt.Errorf("%w: %w", cloud.ErrRejected, err)
 	}

@@ -112,11 +112,21 @@ func (p *Provider) Launch(ctx context.Context, req cloud.LaunchRequest) (cloud.I
 			return *inst, nil
 		}
 		var other []string
+		profileUnknown := true
 		for _, fe := range fleetErrs {
 			if isCapacityCode(fe.code) {
 				continue
 			}
 			other = append(other, fe.key.String()+": "+fe.code+": "+fe.message)
+			profileUnknown = profileUnknown && isInstanceProfileNotFound(fe.code, fe.message)
+		}
+		if len(other) > 0 && profileUnknown {
+			// EC2 does not know the instance profile yet: IAM takes seconds
+			// to propagate one just made (Karpenter requeues on this). No
+			// instance was made, so a new attempt after the launcher's
+			// backoff is safe, and it succeeds once EC2 sees the profile.
+			return cloud.Instance{}, fmt.Errorf("launching nodeclaim %s: instance profile %q unknown to EC2 (not yet propagated by IAM, or missing): CreateFleet: %v: %w",
+				spec.NodeClaim, spec.InstanceProfile, other, cloud.ErrRejected)
 		}
 		if len(other) > 0 {
 			return cloud.Instance{}, fmt.Errorf("launching nodeclaim %s: CreateFleet: %v: %w", spec.NodeClaim, other, cloud.ErrInvalidSpec)
@@ -531,6 +541,12 @@ func (p *Provider) createLaunchTemplate(ctx context.Context, spec cloud.LaunchSp
 		if errors.As(err, &ae) && ae.ErrorCode() == "InvalidLaunchTemplateName.AlreadyExistsException" {
 			return p.findLaunchTemplate(ctx, name)
 		}
+		if isUserDataTooLarge(err) {
+			// The same user data fails the same way: the class or pool
+			// must render less (Karpenter's UserDataTooLarge).
+			return "", fmt.Errorf("creating launch template %s: user data of %d bytes exceeds EC2's limit of %d bytes: %w: %w",
+				name, len(spec.UserData), maxUserData, cloud.ErrInvalidSpec, err)
+		}
 		return "", fmt.Errorf("creating launch template %s: %w", name, classify(err))
 	}
 	p.log.Info("created launch template", zap.String("launch-template", name))
@@ -709,7 +725,8 @@ func metadataOptions(m *awsv1.MetadataOptions, region string) *ec2types.LaunchTe
 // leader created are deleted once unused for LaunchTemplateTTL.
 func (p *Provider) HydrateLaunchTemplates(ctx context.Context) error {
 	pages := ec2.NewDescribeLaunchTemplatesPaginator(p.ec2, &ec2.DescribeLaunchTemplatesInput{
-		Filters: []ec2types.Filter{{Name: aws.String("tag:" + karpv1.TagLaunchTemplateCluster), Values: []string{p.cluster}}},
+		Filters:    []ec2types.Filter{{Name: aws.String("tag:" + karpv1.TagLaunchTemplateCluster), Values: []string{p.cluster}}},
+		MaxResults: aws.Int32(launchTemplatePageSize),
 	})
 	now := p.now()
 	for pages.HasMorePages() {
@@ -729,20 +746,31 @@ func (p *Provider) HydrateLaunchTemplates(ctx context.Context) error {
 	return nil
 }
 
+// launchTemplatePageSize: DescribeLaunchTemplates pages of up to 200 (its
+// maximum, Karpenter's).
+const launchTemplatePageSize = 200
+
 // DeleteLaunchTemplatesFor deletes every launch template of a NodeClass
-// (tag karpenter.k8s.aws/ec2nodeclass), e.g. when it is deleted.
+// (tag karpenter.k8s.aws/ec2nodeclass), e.g. when it is deleted: every
+// page is listed first, then the templates are deleted, as Karpenter does.
 func (p *Provider) DeleteLaunchTemplatesFor(ctx context.Context, nodeClass string) error {
 	p.ltMu.Lock()
 	defer p.ltMu.Unlock()
-	out, err := p.ec2.DescribeLaunchTemplates(ctx, &ec2.DescribeLaunchTemplatesInput{Filters: []ec2types.Filter{
+	pages := ec2.NewDescribeLaunchTemplatesPaginator(p.ec2, &ec2.DescribeLaunchTemplatesInput{Filters: []ec2types.Filter{
 		{Name: aws.String("tag:" + karpv1.TagLaunchTemplateCluster), Values: []string{p.cluster}},
 		{Name: aws.String("tag:" + karpv1.TagNodeClass), Values: []string{nodeClass}},
-	}})
-	if err != nil {
-		return fmt.Errorf("listing launch templates of nodeclass %s: %w", nodeClass, classify(err))
+	}, MaxResults: aws.Int32(launchTemplatePageSize)})
+	var names []string
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return fmt.Errorf("listing launch templates of nodeclass %s: %w", nodeClass, classify(err))
+		}
+		for _, lt := range page.LaunchTemplates {
+			names = append(names, aws.ToString(lt.LaunchTemplateName))
+		}
 	}
-	for _, lt := range out.LaunchTemplates {
-		name := aws.ToString(lt.LaunchTemplateName)
+	for _, name := range names {
 		if _, err := p.ec2.DeleteLaunchTemplate(ctx, &ec2.DeleteLaunchTemplateInput{LaunchTemplateName: aws.String(name)}); err != nil &&
 			!errors.Is(classify(err), cloud.ErrNotFound) {
 			return fmt.Errorf("deleting launch template %s: %w", name, classify(err))

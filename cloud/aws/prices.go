@@ -26,7 +26,9 @@ import (
 // each, the newest when a pair comes twice) and merges them into the known
 // ones, as Karpenter keeps previously retrieved prices. Until the first
 // answer with prices, spot offerings carry the catalogue's modelled
-// prices; an answer without prices is an error and changes nothing.
+// prices; after it, a spot offering without a price is unavailable
+// (InstanceTypes). An answer without prices is an error and changes
+// nothing.
 func (p *Provider) RefreshSpotPrices(ctx context.Context) error {
 	prices := map[spotKey]float64{}
 	stamps := map[spotKey]int64{}
@@ -239,7 +241,10 @@ func efaCapacity(ti typeInfo, nc *awsv1.EC2NodeClass) int64 {
 // region's offerings: zones from nc's resolved subnets (status) or the
 // region's default zones, the region's on-demand prices (OnDemandPrices),
 // live spot prices when known, and Available=false
-// for offerings not offered in a zone or in the capacity-error cache. Types
+// for offerings not offered in a zone or in the capacity-error cache, and
+// for spot offerings the spot price history has no price for once it has
+// loaded (until then they carry the catalogue's modelled price, as
+// Karpenter's carry their default price before its first spot update). Types
 // that cannot launch the class (compatible) are left out; the class's
 // capacity reservations add reserved offerings (reservedOfferings); EFA types get
 // their vpc.amazonaws.com/efa capacity, and with a placement group every
@@ -292,8 +297,15 @@ func (p *Provider) InstanceTypes(ctx context.Context, nc *awsv1.EC2NodeClass) ([
 		c.Offerings = make([]catalog.Offering, len(it.Offerings))
 		for i, o := range it.Offerings {
 			if o.CapacityType == "spot" {
-				if price, ok := spot[spotKey{it.Name, o.Zone}]; ok {
+				price, ok := spot[spotKey{it.Name, o.Zone}]
+				switch {
+				case ok:
 					o.Price = price
+				case len(spot) > 0:
+					// The history is loaded and has no price here: EC2
+					// sells no spot capacity of the type in the zone
+					// (Karpenter's offering without a price).
+					o.Available = false
 				}
 			}
 			key := cloud.OfferingKey{InstanceType: it.Name, Zone: o.Zone, CapacityType: o.CapacityType}

@@ -239,7 +239,7 @@ func (p *Provider) Run(ctx context.Context) error {
 	}
 }
 
-// Get returns one instance.
+// Get returns one instance; an ID EC2 finds malformed is ErrNotFound.
 func (p *Provider) Get(ctx context.Context, id string) (cloud.Instance, error) {
 	out, err := p.ec2.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{id}})
 	if err != nil {
@@ -255,6 +255,9 @@ func (p *Provider) Get(ctx context.Context, id string) (cloud.Instance, error) {
 	return cloud.Instance{}, fmt.Errorf("instance %s: %w", id, cloud.ErrNotFound)
 }
 
+// instancePageSize: DescribeInstances pages of 1000 (Karpenter's).
+const instancePageSize = 1000
+
 // List returns the cluster's live instances carrying every tag in tags.
 func (p *Provider) List(ctx context.Context, tags map[string]string) ([]cloud.Instance, error) {
 	filters := []ec2types.Filter{
@@ -265,7 +268,7 @@ func (p *Provider) List(ctx context.Context, tags map[string]string) ([]cloud.In
 		filters = append(filters, ec2types.Filter{Name: aws.String("tag:" + k), Values: []string{tags[k]}})
 	}
 	var out []cloud.Instance
-	pages := ec2.NewDescribeInstancesPaginator(p.ec2, &ec2.DescribeInstancesInput{Filters: filters})
+	pages := ec2.NewDescribeInstancesPaginator(p.ec2, &ec2.DescribeInstancesInput{Filters: filters, MaxResults: aws.Int32(instancePageSize)})
 	for pages.HasMorePages() {
 		page, err := pages.NextPage(ctx)
 		if err != nil {

@@ -41,6 +41,17 @@ type Config struct {
 	// callers may do (default: Joiner's controller policy for every
 	// caller; see Access).
 	IAM IAM `json:"iam,omitempty"`
+	// NoSpotPrice are the instance type and zone pairs the spot price
+	// history has no price for, as AWS has none for many pairs (none by
+	// default: every type is priced in every zone). A spot launch of such
+	// a pair fails with Unsupported.
+	NoSpotPrice []TypeZone `json:"noSpotPrice,omitempty"`
+}
+
+// TypeZone is an instance type in a zone ("": every zone).
+type TypeZone struct {
+	InstanceType string `json:"instanceType"`
+	Zone         string `json:"zone,omitempty"`
 }
 
 // Subnet is a simulated subnet.

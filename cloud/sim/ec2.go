@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -52,7 +53,8 @@ func zoneID(zone string) string {
 
 type describeSubnetsResponse struct {
 	meta
-	Subnets []xSubnet `xml:"subnetSet>item"`
+	Subnets   []xSubnet `xml:"subnetSet>item"`
+	NextToken string    `xml:"nextToken,omitempty"`
 }
 
 func (s *Sim) describeSubnets(r Request) (response, *apiError) {
@@ -75,7 +77,9 @@ func (s *Sim) describeSubnets(r Request) (response, *apiError) {
 			AvailableIPs: sn.AvailableIPs, VpcID: vpcID, State: "available", Tags: tagSet(sn.Tags),
 		})
 	}
-	return out, nil
+	var aerr *apiError
+	out.Subnets, out.NextToken, aerr = paginate(r, out.Subnets, seqKey)
+	return out, aerr
 }
 
 // first is the first element of list that match accepts.
@@ -93,7 +97,8 @@ func (s *Sim) subnet(id string) (Subnet, bool) {
 
 type describeSecurityGroupsResponse struct {
 	meta
-	Groups []xSecurityGroup `xml:"securityGroupInfo>item"`
+	Groups    []xSecurityGroup `xml:"securityGroupInfo>item"`
+	NextToken string           `xml:"nextToken,omitempty"`
 }
 
 func (s *Sim) describeSecurityGroups(r Request) (response, *apiError) {
@@ -111,12 +116,15 @@ func (s *Sim) describeSecurityGroups(r Request) (response, *apiError) {
 	if len(ids) > 0 && len(out.Groups) == 0 {
 		return nil, badParam("InvalidGroup.NotFound", "The security group '%s' does not exist", strings.Join(ids, ","))
 	}
-	return out, nil
+	var aerr *apiError
+	out.Groups, out.NextToken, aerr = paginate(r, out.Groups, seqKey)
+	return out, aerr
 }
 
 type describeImagesResponse struct {
 	meta
-	Images []xImage `xml:"imagesSet>item"`
+	Images    []xImage `xml:"imagesSet>item"`
+	NextToken string   `xml:"nextToken,omitempty"`
 }
 
 func (s *Sim) describeImages(r Request) (response, *apiError) {
@@ -139,7 +147,9 @@ func (s *Sim) describeImages(r Request) (response, *apiError) {
 			Architecture: im.Arch, CreationDate: im.CreationDate, Tags: tagSet(im.Tags),
 		})
 	}
-	return out, nil
+	var aerr *apiError
+	out.Images, out.NextToken, aerr = paginate(r, out.Images, seqKey)
+	return out, aerr
 }
 
 func ownerOf(im Image) string {
@@ -159,6 +169,7 @@ func (s *Sim) image(id string) (Image, bool) {
 type describeLaunchTemplatesResponse struct {
 	meta
 	Templates []xLaunchTemplate `xml:"launchTemplates>item"`
+	NextToken string            `xml:"nextToken,omitempty"`
 }
 
 func (lt *launchTemplate) x() xLaunchTemplate {
@@ -185,7 +196,29 @@ func (s *Sim) describeLaunchTemplates(r Request) (response, *apiError) {
 		}
 		out.Templates = append(out.Templates, lt.x())
 	}
-	return out, nil
+	var aerr *apiError
+	out.Templates, out.NextToken, aerr = paginate(r, out.Templates, func(_ int, lt xLaunchTemplate) string { return lt.Name })
+	return out, aerr
+}
+
+// maxUserData is EC2's limit of user data (decoded).
+const maxUserData = 16384
+
+// maxTags is EC2's limit of tags on one resource.
+const maxTags = 50
+
+// tagLimit is EC2's TagLimitExceeded when a tag specification gives one
+// resource type more than maxTags tags, else nil. (The code is EC2's; its
+// wording here is the sim's.)
+func tagLimit(specs ...map[string]map[string]string) *apiError {
+	for _, byType := range specs {
+		for _, kind := range slices.Sorted(maps.Keys(byType)) {
+			if n := len(byType[kind]); n > maxTags {
+				return badParam("TagLimitExceeded", "The tag specification for resource type %s has %d tags; a resource may have at most %d", kind, n, maxTags)
+			}
+		}
+	}
+	return nil
 }
 
 type launchTemplateResponse struct {
@@ -203,6 +236,9 @@ func (s *Sim) createLaunchTemplate(r Request) (response, *apiError) {
 			"Launch template name already in use.")
 	}
 	data := r.Struct("LaunchTemplateData")
+	if aerr := tagLimit(r.TagSpecs("TagSpecification"), data.TagSpecs("TagSpecification")); aerr != nil {
+		return nil, aerr
+	}
 	imageID := data.Get("ImageId")
 	if imageID != "" {
 		if _, ok := s.image(imageID); !ok {
@@ -215,8 +251,8 @@ func (s *Sim) createLaunchTemplate(r Request) (response, *apiError) {
 		if err != nil {
 			return nil, badParam("InvalidUserData.Malformed", "Invalid BASE64 encoding of user data.")
 		}
-		if len(b) > 16384 {
-			return nil, badParam("InvalidParameterValue", "User data is limited to 16384 bytes")
+		if len(b) > maxUserData {
+			return nil, badParam("InvalidUserData.Malformed", "User data is limited to %d bytes", maxUserData)
 		}
 		ud = b
 	}
@@ -307,6 +343,9 @@ func (s *Sim) createFleet(r Request) (response, *apiError) {
 			return nil, badParam("InvalidParameterValue", "ClientToken is longer than 64 characters")
 		}
 	}
+	if aerr := tagLimit(r.TagSpecs("TagSpecification")); aerr != nil {
+		return nil, aerr
+	}
 	if t := r.Get("Type"); t != "instant" {
 		return nil, badParam("InvalidParameterValue", "only Type instant is simulated, got %q", t)
 	}
@@ -391,6 +430,15 @@ func (s *Sim) createFleet(r Request) (response, *apiError) {
 		}
 		if code, msg := s.launchAuth(r, fo, capType); code != "" {
 			out.Errors = append(out.Errors, xFleetError{LTAndOverrides: lo, Lifecycle: lifecycle, Code: code, Message: msg})
+			continue
+		}
+		if code, msg := s.profileCheck(fo.lt); code != "" {
+			out.Errors = append(out.Errors, xFleetError{LTAndOverrides: lo, Lifecycle: lifecycle, Code: code, Message: msg})
+			continue
+		}
+		if capType == "spot" && !s.hasSpotPrice(fo.itype, fo.zone) {
+			out.Errors = append(out.Errors, xFleetError{LTAndOverrides: lo, Lifecycle: lifecycle, Code: "Unsupported",
+				Message: "The requested configuration is currently not supported. Please check the documentation for supported configurations."})
 			continue
 		}
 		if code, msg := s.launchCheck(fo.lt, s.types[fo.itype], fo.zone); code != "" {
@@ -496,9 +544,19 @@ func (s *Sim) groupSet(ids []string) []xGroup {
 	return out
 }
 
-// knownInstances is InvalidInstanceID.NotFound for the first of ids that
+// instanceIDRE is the form of an instance ID: i- and 8 (older) or 17
+// lowercase hex digits.
+var instanceIDRE = regexp.MustCompile(`^i-([0-9a-f]{8}|[0-9a-f]{17})$`)
+
+// knownInstances is InvalidInstanceID.Malformed for the first of ids that
+// is not an instance ID, else InvalidInstanceID.NotFound for the first that
 // names no instance, nil when all do.
 func (s *Sim) knownInstances(ids []string) *apiError {
+	for _, id := range ids {
+		if !instanceIDRE.MatchString(id) {
+			return badParam("InvalidInstanceID.Malformed", "Invalid id: \"%s\"", id)
+		}
+	}
 	for _, id := range ids {
 		if _, ok := s.instances[id]; !ok {
 			return badParam("InvalidInstanceID.NotFound", "The instance ID '%s' does not exist", id)
@@ -510,10 +568,14 @@ func (s *Sim) knownInstances(ids []string) *apiError {
 type describeInstancesResponse struct {
 	meta
 	Reservations []xReservation `xml:"reservationSet>item"`
+	NextToken    string         `xml:"nextToken,omitempty"`
 }
 
 func (s *Sim) describeInstances(r Request) (response, *apiError) {
 	ids, filters := r.Strings("InstanceId"), r.Filters()
+	if _, aerr := pageSize(r); aerr != nil {
+		return nil, aerr
+	}
 	if aerr := s.knownInstances(ids); aerr != nil {
 		return nil, aerr
 	}
@@ -530,7 +592,17 @@ func (s *Sim) describeInstances(r Request) (response, *apiError) {
 		}
 		out.Reservations = append(out.Reservations, xReservation{ReservationID: "r-" + in.ID[2:], OwnerID: ownerID, Instances: []xInstance{s.x(in)}})
 	}
-	return out, nil
+	// Instances are never forgotten (terminated ones stay), so their
+	// reservation IDs, in launch order, ascend as keys once numbered.
+	launched := make(map[string]int, len(s.order))
+	for i, id := range s.order {
+		launched["r-"+id[2:]] = i
+	}
+	var aerr *apiError
+	out.Reservations, out.NextToken, aerr = paginate(r, out.Reservations, func(_ int, x xReservation) string {
+		return seqKey(launched[x.ReservationID], x)
+	})
+	return out, aerr
 }
 
 type terminateInstancesResponse struct {
@@ -582,6 +654,9 @@ func (s *Sim) createTags(r Request) (response, *apiError) {
 					}
 				}
 			}
+			if !found && instanceIDRE.MatchString(id) {
+				return nil, badParam("InvalidInstanceID.NotFound", "The instance ID '%s' does not exist", id)
+			}
 			if !found {
 				return nil, badParam("InvalidID", "The ID '%s' is not valid", id)
 			}
@@ -592,35 +667,69 @@ func (s *Sim) createTags(r Request) (response, *apiError) {
 
 type describeSpotPriceHistoryResponse struct {
 	meta
-	Prices []xSpotPrice `xml:"spotPriceHistorySet>item"`
+	Prices    []xSpotPrice `xml:"spotPriceHistorySet>item"`
+	NextToken string       `xml:"nextToken,omitempty"`
 }
 
+// spotProduct is the product description of the sim's spot prices (its
+// instances run Linux in a VPC; EC2 has named those "Linux/UNIX" since
+// EC2-Classic was retired).
+const spotProduct = "Linux/UNIX"
+
+// describeSpotPriceHistory answers the current spot price of every
+// instance type in every zone but the pairs Config.NoSpotPrice leaves out,
+// narrowed by InstanceType.N, ProductDescription.N, AvailabilityZone and
+// the filters instance-type, availability-zone and product-description;
+// paged (pageRules) in type and zone order. The prices are the newest, so
+// StartTime and EndTime (up to now) do not narrow them.
 func (s *Sim) describeSpotPriceHistory(r Request) (response, *apiError) {
-	types, zones := r.Strings("InstanceType"), r.Strings("AvailabilityZone")
+	types, zones, products, filters := r.Strings("InstanceType"), r.Strings("AvailabilityZone"), r.Strings("ProductDescription"), r.Filters()
 	if z := r.Get("AvailabilityZone"); z != "" {
 		zones = append(zones, z)
 	}
 	ts := s.now().UTC().Truncate(time.Hour).Format(time.RFC3339)
 	out := &describeSpotPriceHistoryResponse{Prices: []xSpotPrice{}}
+	var keys []string
+	if !inOrAll(products, spotProduct) {
+		return out, nil
+	}
 	for _, name := range slices.Sorted(maps.Keys(s.types)) {
 		if !inOrAll(types, name) {
 			continue
 		}
 		e := s.types[name]
-		for _, z := range s.cfg.Zones {
-			if !inOrAll(zones, z) {
+		for i, z := range s.cfg.Zones {
+			if !inOrAll(zones, z) || !s.hasSpotPrice(name, z) {
 				continue
 			}
-			out.Prices = append(out.Prices, xSpotPrice{InstanceType: name, ProductDescription: "Linux/UNIX",
+			if !matchFilters(filters, nil, map[string]string{"instance-type": name, "availability-zone": z, "product-description": spotProduct}) {
+				continue
+			}
+			out.Prices = append(out.Prices, xSpotPrice{InstanceType: name, ProductDescription: spotProduct,
 				SpotPrice: strconv.FormatFloat(catalog.DefaultSpotModel.Price(e, z), 'f', 6, 64), Timestamp: ts, AvailabilityZone: z})
+			keys = append(keys, fmt.Sprintf("%s\x00%03d", name, i))
 		}
 	}
-	return out, nil
+	var aerr *apiError
+	out.Prices, out.NextToken, aerr = paginate(r, out.Prices, func(i int, _ xSpotPrice) string { return keys[i] })
+	return out, aerr
+}
+
+// hasSpotPrice reports whether the spot price history has a price of
+// instanceType in zone (Config.NoSpotPrice).
+func (s *Sim) hasSpotPrice(instanceType, zone string) bool {
+	for _, o := range s.cfg.NoSpotPrice {
+		if o.InstanceType == instanceType && (o.Zone == "" || o.Zone == zone) {
+			return false
+		}
+	}
+	return true
 }
 
 type describeInstanceTypesResponse struct {
 	meta
-	Types []xInstanceType `xml:"instanceTypeSet>item"`
+	Types     []xInstanceType `xml:"instanceTypeSet>item"`
+	NextToken string          `xml:"nextToken,omitempty"`
 }
 
 func (s *Sim) describeInstanceTypes(r Request) (response, *apiError) {
@@ -651,12 +760,15 @@ func (s *Sim) describeInstanceTypes(r Request) (response, *apiError) {
 		}
 		out.Types = append(out.Types, x)
 	}
-	return out, nil
+	var aerr *apiError
+	out.Types, out.NextToken, aerr = paginate(r, out.Types, func(_ int, x xInstanceType) string { return x.InstanceType })
+	return out, aerr
 }
 
 type describeInstanceTypeOfferingsResponse struct {
 	meta
 	Offerings []xTypeOffering `xml:"instanceTypeOfferingSet>item"`
+	NextToken string          `xml:"nextToken,omitempty"`
 }
 
 func (s *Sim) describeInstanceTypeOfferings(r Request) (response, *apiError) {
@@ -678,5 +790,7 @@ func (s *Sim) describeInstanceTypeOfferings(r Request) (response, *apiError) {
 			out.Offerings = append(out.Offerings, xTypeOffering{InstanceType: name, LocationType: lt, Location: loc})
 		}
 	}
-	return out, nil
+	var aerr *apiError
+	out.Offerings, out.NextToken, aerr = paginate(r, out.Offerings, seqKey)
+	return out, aerr
 }

@@ -29,6 +29,13 @@ type IAM struct {
 	Roles []string `json:"roles,omitempty"`
 	// InstanceProfiles exist from the start, as an operator made them.
 	InstanceProfiles []InstanceProfile `json:"instanceProfiles,omitempty"`
+	// PropagationDelay is how long a profile made by CreateInstanceProfile
+	// stays unknown to EC2 (IAM is eventually consistent): a launch naming
+	// it fails until then as a launch naming no profile does, with EC2's
+	// "Invalid IAM Instance Profile name" (see profileCheck). Zero (the
+	// default, which tests on a stopped clock need): visible at once. The
+	// config's InstanceProfiles are visible from the start.
+	PropagationDelay Duration `json:"propagationDelay,omitempty"`
 	Access
 }
 
@@ -45,6 +52,9 @@ type profile struct {
 	InstanceProfile
 	ID      string
 	Created time.Time
+	// Visible is when EC2 launches can use it (IAM.PropagationDelay after
+	// it was created).
+	Visible time.Time
 }
 
 // IAM limits the sim enforces (IAM's quotas and input rules).
@@ -277,7 +287,9 @@ func (s *Sim) createInstanceProfile(r Request) (any, *apiError) {
 	if aerr != nil {
 		return nil, aerr
 	}
-	p := &profile{InstanceProfile: InstanceProfile{Name: name, Path: path, Tags: tags}, ID: iamID("AIPA", name+s.nextID("p")), Created: s.now()}
+	now := s.now()
+	p := &profile{InstanceProfile: InstanceProfile{Name: name, Path: path, Tags: tags}, ID: iamID("AIPA", name+s.nextID("p")), Created: now,
+		Visible: now.Add(s.cfg.IAM.PropagationDelay.Duration)}
 	s.profiles[name] = p
 	return profileResult{s.xProfile(p)}, nil
 }
@@ -434,4 +446,24 @@ func iamConfigProfiles(cfg IAM, now time.Time) map[string]*profile {
 		out[p.Name] = &profile{InstanceProfile: c, ID: iamID("AIPA", p.Name), Created: now}
 	}
 	return out
+}
+
+// profileCheck is the fleet error EC2 gives a launch whose template names
+// an instance profile EC2 does not know: none of that name, or one created
+// less than IAM.PropagationDelay ago ("" when there is none or EC2 knows
+// it). Karpenter reads the message (IsInstanceProfileNotFound).
+func (s *Sim) profileCheck(lt *launchTemplate) (code, msg string) {
+	value, param := lt.Data.Get("IamInstanceProfile.Name"), "iamInstanceProfile.name"
+	name := value
+	if value == "" {
+		value, param = lt.Data.Get("IamInstanceProfile.Arn"), "iamInstanceProfile.arn"
+		name = value[strings.LastIndexByte(value, '/')+1:]
+	}
+	if value == "" {
+		return "", ""
+	}
+	if p := s.profiles[name]; p != nil && !s.now().Before(p.Visible) {
+		return "", ""
+	}
+	return "InvalidParameterValue", fmt.Sprintf("Value (%s) for parameter %s is invalid. Invalid IAM Instance Profile name", value, param)
 }

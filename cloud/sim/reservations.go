@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
-	"strconv"
 	"time"
 )
 
@@ -121,24 +120,19 @@ type xCapacityReservation struct {
 type describeCapacityReservationsResponse struct {
 	meta
 	Reservations []xCapacityReservation `xml:"capacityReservationSet>item"`
+	NextToken    string                 `xml:"nextToken,omitempty"`
 }
 
 // describeCapacityReservations: CapacityReservationId.N (malformed:
 // InvalidCapacityReservationId.Malformed; unknown:
 // InvalidCapacityReservationId.NotFound; not with MaxResults), MaxResults
-// 1-1000, and the filters instance-type, owner-id, instance-platform,
+// 1-1000 (paged, pageRules), and the filters instance-type, owner-id, instance-platform,
 // availability-zone, tenancy, state, end-date-type,
 // instance-match-criteria and tags.
 func (s *Sim) describeCapacityReservations(r Request) (response, *apiError) {
 	ids, filters := r.Strings("CapacityReservationId"), r.Filters()
-	if max := r.Get("MaxResults"); max != "" {
-		n, err := strconv.Atoi(max)
-		switch {
-		case len(ids) > 0:
-			return nil, badParam("InvalidParameterCombination", "The parameter CapacityReservationIds cannot be used with the parameter MaxResults")
-		case err != nil || n < 1 || n > 1000:
-			return nil, badParam("InvalidParameterValue", "Value (%s) for parameter MaxResults is invalid. It must be between 1 and 1000", max)
-		}
+	if _, aerr := pageSize(r); aerr != nil {
+		return nil, aerr
 	}
 	for _, id := range ids {
 		if !reservationIDRE.MatchString(id) {
@@ -149,6 +143,7 @@ func (s *Sim) describeCapacityReservations(r Request) (response, *apiError) {
 		}
 	}
 	out := &describeCapacityReservationsResponse{Reservations: []xCapacityReservation{}}
+	var keys []string // config order
 	for i := range s.cfg.CapacityReservations {
 		cr := &s.cfg.CapacityReservations[i]
 		fields := map[string]string{"instance-type": cr.InstanceType, "owner-id": cr.owner(), "instance-platform": "Linux/UNIX",
@@ -158,8 +153,11 @@ func (s *Sim) describeCapacityReservations(r Request) (response, *apiError) {
 			continue
 		}
 		out.Reservations = append(out.Reservations, s.xReservation(cr))
+		keys = append(keys, seqKey(i, cr))
 	}
-	return out, nil
+	var aerr *apiError
+	out.Reservations, out.NextToken, aerr = paginate(r, out.Reservations, func(i int, _ xCapacityReservation) string { return keys[i] })
+	return out, aerr
 }
 
 func endDateType(cr *CapacityReservation) string {
