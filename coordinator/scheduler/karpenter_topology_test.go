@@ -115,8 +115,12 @@ func (c *kcluster) provision(pods ...*corev1.Pod) *Plan {
 		}
 		name := fmt.Sprintf("r%d-%s", c.round, nc.Name)
 		lbls[karpv1.LabelHostname] = name
+		capacity := nc.Allocatable
+		if it := types[nc.InstanceType]; it != nil {
+			capacity = it.Capacity // what NodePool limits count
+		}
 		n := &Node{Name: name, Labels: lbls, Taints: slices.Clone(np.Spec.Template.Spec.Taints),
-			Allocatable: nc.Allocatable, Capacity: nc.Allocatable}
+			Allocatable: nc.Allocatable, Capacity: capacity}
 		for _, key := range nc.Pods {
 			n.Pods = append(n.Pods, byName[key])
 		}

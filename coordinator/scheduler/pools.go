@@ -30,9 +30,9 @@ type pool struct {
 	// decide which run on each: typeInfo.daemon); daemonKey names them.
 	daemons   []daemonPod
 	daemonKey string
-	// daemonPorts are the host ports of those DaemonSets: a new node's
-	// are taken from the start (Karpenter's overhead group host ports).
-	daemonPorts []hostPort
+	// daemonPorts: some of those DaemonSets take host ports (each type's
+	// are in typeInfo.daemonPorts).
+	daemonPorts bool
 	limited     bool
 	limit       vec // cpu, memory, ...; math.MaxInt64 when unset
 	limNodes    int64
@@ -50,6 +50,7 @@ type pool struct {
 type daemonPod struct {
 	req   vec
 	terms []requirements.Requirements
+	ports []hostPort
 }
 
 // typeInfo is an instance type as one pool sees it.
@@ -59,6 +60,9 @@ type typeInfo struct {
 	daemon   vec // the requests of the pool's DaemonSets that run on the type
 	capacity vec
 	minPrice float64 // cheapest available offering the pool allows
+	// daemonPorts are the host ports those DaemonSets take: a new node's
+	// are taken from the start (Karpenter's overhead group host ports).
+	daemonPorts []hostPort
 }
 
 func (s *solver) buildPools(in *Input) {
@@ -130,7 +134,12 @@ func (s *solver) buildPool(i int, np *karpv1.NodePool, in *Input) *pool {
 		}
 	}
 	// The DaemonSets this pool's nodes may run; each type then charges
-	// those its labels allow (Karpenter's DaemonSet overhead groups).
+	// those its labels allow (Karpenter's DaemonSet overhead groups). A
+	// new node will be registered and initialized, so DaemonSets selecting
+	// those labels run there (Karpenter's NodeClaimTemplate adds them for
+	// this simulation only; claims never require them).
+	daemonReqs := reqs.Add(requirements.MustNew(karpv1.LabelRegistered, requirements.OpIn, "true")).
+		Add(requirements.MustNew(karpv1.LabelInitialized, requirements.OpIn, "true"))
 	for _, d := range in.DaemonSetPods {
 		if hasDRA(d) { // Karpenter, ignoring DRA requests, leaves them out
 			continue
@@ -138,14 +147,15 @@ func (s *solver) buildPool(i int, np *karpv1.NodePool, in *Input) *pool {
 		if _, ok := tolerates(d.Spec.Tolerations, p.taints, true); !ok {
 			continue
 		}
-		terms := daemonTerms(d, p.reqs)
+		terms := daemonTerms(d, daemonReqs)
 		if len(terms) == 0 {
 			continue
 		}
 		r, _ := s.ri.podRequests(d)
-		p.daemons = append(p.daemons, daemonPod{req: r, terms: terms})
-		p.daemonPorts = append(p.daemonPorts, hostPorts(d)...)
-		p.daemonKey += fmt.Sprint(podName(d), r, terms, ";")
+		ports := hostPorts(d)
+		p.daemons = append(p.daemons, daemonPod{req: r, terms: terms, ports: ports})
+		p.daemonPorts = p.daemonPorts || len(ports) > 0
+		p.daemonKey += fmt.Sprint(podName(d), r, terms, ports, ";")
 	}
 	// existing usage
 	for _, n := range in.Nodes {
@@ -197,19 +207,21 @@ func daemonTerms(d *corev1.Pod, pool requirements.Requirements) []requirements.R
 	return out
 }
 
-// daemonOn is the requests of the pool's DaemonSets that run on a type:
-// one of their terms allows its labels.
-func (p *pool) daemonOn(it *catalog.InstanceType) vec {
+// daemonOn is the requests and host ports of the pool's DaemonSets that
+// run on a type: one of their terms allows its labels.
+func (p *pool) daemonOn(it *catalog.InstanceType) (vec, []hostPort) {
 	var out vec
+	var ports []hostPort
 	for _, d := range p.daemons {
 		for _, t := range d.terms {
 			if p.matchLabels(it, t) {
 				out = out.add(d.req)
+				ports = append(ports, d.ports...)
 				break
 			}
 		}
 	}
-	return out
+	return out, ports
 }
 
 // The reasons an Exclusion counts instance types for.
@@ -359,7 +371,7 @@ func (s *solver) buildTypeTable(p *pool, its []*catalog.InstanceType) *typeTable
 		for i := range alloc {
 			alloc[i] = max(alloc[i], 0)
 		}
-		ti.daemon = p.daemonOn(it)
+		ti.daemon, ti.daemonPorts = p.daemonOn(it)
 		if !ti.daemon.fits(alloc) {
 			t.exSmall++
 			continue

@@ -544,11 +544,17 @@ func (s *solver) tryPlace(v *variant, p *corev1.Pod) string {
 			reasons = append(reasons, fmt.Sprintf("nodepool %s: limit of %d nodes reached", pl.name, pl.limNodes))
 			continue
 		}
-		if !portsFree(pl.daemonPorts, v.c.ports) {
-			reasons = append(reasons, fmt.Sprintf("nodepool %s: a DaemonSet takes the pod's host port", pl.name))
-			continue
+		cl := &claim{idx: len(s.claims), pool: pl, reqs: cp.reqs, types: cp.types, merged: []*classPool{cp}}
+		if pl.daemonPorts {
+			// the ports of the DaemonSets of any type the claim may become
+			for _, t := range cp.types {
+				for _, hp := range t.daemonPorts {
+					if !slices.Contains(cl.ports, hp) {
+						cl.ports = append(cl.ports, hp)
+					}
+				}
+			}
 		}
-		cl := &claim{idx: len(s.claims), pool: pl, reqs: cp.reqs, types: cp.types, merged: []*classPool{cp}, ports: slices.Clone(pl.daemonPorts)}
 		pl.seq++
 		cl.name = pl.name + "-" + strconv.Itoa(pl.seq)
 		vd := s.check(cl, v, rules, false)

@@ -391,6 +391,14 @@ func (s *solver) classPool(v *variant, pl *pool) (*classPool, string) {
 	matched := len(matchedTypes)
 	var largest vec
 	cp.types = s.fitting(matchedTypes, v.c.req)
+	if pl.daemonPorts && len(v.c.ports) > 0 {
+		// only types whose DaemonSets leave the pod's host ports free
+		n := len(cp.types)
+		cp.types = slices.DeleteFunc(slices.Clone(cp.types), func(t *typeInfo) bool { return !portsFree(t.daemonPorts, v.c.ports) })
+		if n > 0 && len(cp.types) == 0 {
+			return nil, "a DaemonSet takes the pod's host port"
+		}
+	}
 	for _, t := range matchedTypes {
 		largest = largest.max(t.alloc)
 	}

@@ -166,8 +166,12 @@ func verifyPlan(in *Input, plan *Plan) error {
 			return fmt.Errorf("pod %s missing from the plan", name)
 		}
 	}
-	// limits
+	// limits: a pool the plan launches nothing from may already be over
+	// them (its existing nodes); it only must not grow.
 	for _, np := range in.NodePools {
+		if !slices.ContainsFunc(plan.NodeClaims, func(nc NodeClaim) bool { return nc.NodePool == np.Name }) {
+			continue
+		}
 		for r, lim := range np.Spec.Limits {
 			if r == "nodes" {
 				if nodesPerPool[np.Name] > lim.Value() {
