@@ -2,7 +2,8 @@
 // interruption notices, takes the node out of service according to a
 // per-kind policy (drain), reports each notice to the coordinators until
 // acknowledged (agent/report), serves Prometheus metrics and speaks
-// sd_notify to systemd.
+// sd_notify to systemd. It takes off the cordon and taints it put on the
+// node when their notice ends or the node rebooted (hold.go).
 package agent
 
 import (
@@ -17,10 +18,12 @@ import (
 	"time"
 
 	agentv1 "github.com/joiner-dev/joiner/api/agent/v1"
+	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 
 	"github.com/coreos/go-systemd/v22/daemon"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
@@ -92,8 +95,15 @@ type Config struct {
 	// CoordinatorDrains: the agent only cordons and taints its own node and
 	// reports; the coordinator drains it (it deletes the NodeClaim, whose
 	// termination evicts the pods), so the agent needs no right to evict
-	// or delete pods anywhere (the chart's default).
+	// or delete pods anywhere (the chart's default). A node without the
+	// karpenter.sh/nodepool label has no NodeClaim and no coordinator
+	// drains it: there a drain notice is only reported and the node left
+	// schedulable (a cordon nobody follows up would strand it).
 	CoordinatorDrains bool
+	// BootID returns the current boot's ID (default: read
+	// DefaultBootIDPath; on an error the Node's status.nodeInfo.bootID):
+	// a cordon the agent made before the node rebooted is taken off.
+	BootID func() (string, error)
 	// MinDrainWindow: a drain gets at least this long, even when the notice's
 	// deadline is nearer or already past (a scheduled event whose NotBefore has
 	// passed, a notice seen late after an agent restart). Default 30 s.
@@ -132,6 +142,22 @@ type Agent struct {
 	ln     net.Listener
 	// cert serves the metrics listener's TLS (nil: loopback, plain HTTP).
 	cert *httpauth.SelfSigned
+
+	// holdMu serialises the agent's changes of its hold on the node
+	// (claim, release), each a read-modify-write of the Node.
+	holdMu sync.Mutex
+	// mu guards ended, running and handedOver (never held across API
+	// calls).
+	mu sync.Mutex
+	// ended holds the IDs of the notices that ended (canceled scheduled
+	// events): a cordon still being retried for one gives up.
+	ended map[string]bool
+	// running cancels the handling (cordon, drain) of a notice by ID.
+	running map[string]context.CancelFunc
+	// handedOver holds the IDs of the notices a coordinator acknowledged
+	// and acts on (it replaces a NodePool node): their end does not
+	// uncordon a NodePool node, which is going away.
+	handedOver map[string]bool
 }
 
 // New wires an agent. It does no I/O except binding the metrics listener.
@@ -148,7 +174,11 @@ func New(cfg Config, kube kubernetes.Interface, log *zap.Logger) (*Agent, error)
 		pol[k] = v
 	}
 	cfg.Policy = pol
-	a := &Agent{cfg: cfg, log: log, kube: kube, metrics: NewMetrics(), notify: notifier{log: log.Named("systemd")}}
+	if cfg.BootID == nil {
+		cfg.BootID = readBootID
+	}
+	a := &Agent{cfg: cfg, log: log, kube: kube, metrics: NewMetrics(), notify: notifier{log: log.Named("systemd")},
+		ended: map[string]bool{}, running: map[string]context.CancelFunc{}, handedOver: map[string]bool{}}
 	a.metrics.pollOK = func() { a.lastOK.Store(time.Now().UnixNano()) }
 	get := cfg.IMDSGetter
 	if get == nil {
@@ -309,6 +339,13 @@ func (a *Agent) Run(ctx context.Context) error {
 	}()
 	log.Info("agent started", zap.Duration("interval", a.cfg.Interval), zap.Bool("dry-run", a.cfg.Drain.DryRun),
 		zap.String("metrics", a.MetricsURL()))
+	if !a.cfg.Drain.DryRun {
+		a.wg.Add(1)
+		go func() {
+			defer a.wg.Done()
+			a.retry(ctx, log, "looking at the agent's earlier hold on the node", a.recoverHold)
+		}()
+	}
 	_ = a.watcher.Run(ctx, func(n imds.Notice) { a.onNotice(ctx, n) })
 	a.notify.send(daemon.SdNotifyStopping)
 	log.Info("agent stopping")
@@ -334,8 +371,13 @@ func (a *Agent) metricsServer() *http.Server {
 }
 
 // onNotice starts handling one new notice: the drain (per policy) and the
-// report run concurrently, each in a goroutine the agent owns.
+// report run concurrently, each in a goroutine the agent owns. An ended
+// notice goes to onEnded.
 func (a *Agent) onNotice(ctx context.Context, n imds.Notice) {
+	if n.Ended {
+		a.onEnded(ctx, n)
+		return
+	}
 	observed := time.Now()
 	a.metrics.Notices.WithLabelValues(string(n.Kind)).Inc()
 	if a.reporter != nil {
@@ -346,8 +388,18 @@ func (a *Agent) onNotice(ctx context.Context, n imds.Notice) {
 		a.wg.Add(1)
 		go func() {
 			defer a.wg.Done()
-			if _, err := a.reporter.Deliver(ctx, rep); err != nil && ctx.Err() == nil {
-				a.log.Error("delivering interruption report", zap.String(logging.KeyNotice, n.ID), zap.Error(err))
+			if _, err := a.reporter.Deliver(ctx, rep); err != nil {
+				if ctx.Err() == nil {
+					a.log.Error("delivering interruption report", zap.String(logging.KeyNotice, n.ID), zap.Error(err))
+				}
+				return
+			}
+			if n.Kind != imds.KindRebalance {
+				// The coordinator deletes the NodeClaim of a node
+				// with any notice but a rebalance recommendation.
+				a.mu.Lock()
+				a.handedOver[n.ID] = true
+				a.mu.Unlock()
 			}
 		}()
 	}
@@ -356,11 +408,78 @@ func (a *Agent) onNotice(ctx context.Context, n imds.Notice) {
 		a.log.Info("notice ignored by policy", zap.String(logging.KeyNotice, n.ID))
 		return
 	}
+	hctx, cancel := context.WithCancel(ctx)
+	a.mu.Lock()
+	a.running[n.ID] = cancel
+	a.mu.Unlock()
 	a.wg.Add(1)
 	go func() {
 		defer a.wg.Done()
-		a.handle(ctx, n, action, observed)
+		defer func() {
+			a.mu.Lock()
+			delete(a.running, n.ID)
+			a.mu.Unlock()
+			cancel()
+		}()
+		a.handle(hctx, n, action, observed)
 	}()
+}
+
+// onEnded handles a notice that is over (a scheduled event canceled or
+// completed): its cordon or drain, if still running, stops, and the
+// agent's hold on the node is taken off unless another notice still
+// holds it, or a coordinator acknowledged the notice's report and the
+// node has a NodePool: the coordinator has deleted its NodeClaim (as
+// Karpenter does on a scheduled change, canceled or not) and is draining
+// it, so it must stay closed to new pods.
+func (a *Agent) onEnded(ctx context.Context, n imds.Notice) {
+	a.mu.Lock()
+	a.ended[n.ID] = true
+	if cancel, ok := a.running[n.ID]; ok {
+		cancel()
+	}
+	handedOver := a.handedOver[n.ID]
+	a.mu.Unlock()
+	if a.cfg.Drain.DryRun {
+		a.log.Info("dry-run: notice ended; would have taken the agent's cordon off", zap.String(logging.KeyNotice, n.ID))
+		return
+	}
+	log := a.log.With(logging.Node(a.cfg.NodeName), zap.String(logging.KeyNotice, n.ID))
+	if handedOver {
+		log.Info("notice ended after a coordinator acknowledged it: a NodePool node stays cordoned while the coordinator replaces it")
+	}
+	why := fmt.Sprintf("%s notice %s ended (canceled, completed or no longer in IMDS)", n.Kind, n.ID)
+	a.wg.Add(1)
+	go func() {
+		defer a.wg.Done()
+		a.retry(ctx, log, "taking the agent's cordon off the node", func(ctx context.Context) error {
+			_, err := a.release(ctx, func(node *corev1.Node, x heldNotice) bool {
+				if handedOver && node.Labels[karpv1.LabelNodePool] != "" {
+					return false
+				}
+				return x.ID == n.ID || (n.EventID != "" && x.Kind == n.Kind && x.EventID == n.EventID)
+			}, ReasonNoticeEnded, why)
+			return err
+		})
+	}()
+}
+
+func (a *Agent) noticeEnded(id string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.ended[id]
+}
+
+// retry runs f until it succeeds or ctx ends, with the drain options'
+// back-off.
+func (a *Agent) retry(ctx context.Context, log *zap.Logger, what string, f func(context.Context) error) {
+	b := backoff.New(a.cfg.Drain.RetryBase, a.cfg.Drain.RetryMax)
+	for attempt := 1; ; attempt++ {
+		err := f(ctx)
+		if err == nil || !retryAfter(ctx, log, what, err, attempt, &b) {
+			return
+		}
+	}
 }
 
 // handle cordons the node for n and, when action drains, drains it. The
@@ -382,9 +501,18 @@ func (a *Agent) handle(ctx context.Context, n imds.Notice, action Action, observ
 	}
 	retry := backoff.New(a.cfg.Drain.RetryBase, a.cfg.Drain.RetryMax)
 	for attempt := 1; ; attempt++ {
-		err := a.drainer.Cordon(ctx, req)
+		err := a.cordon(ctx, n, req, action)
 		if err == nil {
 			break
+		}
+		switch {
+		case errors.Is(err, errNotJoiners):
+			log.Warn("not cordoning: the coordinator drains, and it drains only NodePool nodes; the notice is reported only "+
+				"(run the agent without --coordinator-drains, the chart's agent.localDrain, to drain such nodes)", zap.Error(err))
+			return
+		case errors.Is(err, errNoticeEnded):
+			log.Info("the notice ended before the node was cordoned")
+			return
 		}
 		if !retryAfter(ctx, log, "cordoning node", err, attempt, &retry) {
 			return
@@ -414,6 +542,15 @@ func (a *Agent) handle(ctx context.Context, n imds.Notice, action Action, observ
 			return
 		}
 	}
+}
+
+// cordon taints and cordons the node for n: claim, which records what it
+// added; a dry run only logs (drain's).
+func (a *Agent) cordon(ctx context.Context, n imds.Notice, req drain.Request, action Action) error {
+	if a.cfg.Drain.DryRun {
+		return a.drainer.Cordon(ctx, req)
+	}
+	return a.claim(ctx, n, req, action == ActionDrain)
 }
 
 // retryAfter logs a failed attempt (the first, then every 10th) and

@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/joiner-dev/joiner/agent/imds"
 	"github.com/joiner-dev/joiner/agent/report"
 	"github.com/joiner-dev/joiner/agent/report/reporttest"
+	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 	"github.com/joiner-dev/joiner/drain"
 	"github.com/joiner-dev/joiner/events"
 	"github.com/joiner-dev/joiner/test/poll"
@@ -105,6 +107,64 @@ func TestAgentAEMMEndToEnd(t *testing.T) {
 		if e.InvolvedObject.Name != nodeName || e.Source.Component != events.Component || e.Source.Host != nodeName {
 			t.Errorf("%s Event: involved %+v, source %+v; want node %s from karpenter on %s", reason, e.InvolvedObject, e.Source, nodeName, nodeName)
 		}
+	}
+}
+
+// NTH's cancellation, end to end (AEMM, a real API server): a scheduled
+// reboot cordons, taints and labels a NodePool node out of load
+// balancers; once AEMM shows the event canceled, the agent takes off
+// exactly that, leaving a taint someone else put there.
+func TestAgentCanceledEventUncordons(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{})
+	m := testenv.StartIMDS(t, testenv.IMDSOptions{Scenario: testenv.IMDSEvents, IMDSv2Only: true, EventCode: "system-reboot", EventState: "active"})
+	ctx, cancel := context.WithCancel(t.Context())
+	c := env.Client
+	const nodeName = "event-node"
+	theirs := corev1.Taint{Key: "example.com/theirs", Effect: corev1.TaintEffectNoSchedule}
+	_, err := c.CoreV1().Nodes().Create(ctx, &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: nodeName, Labels: map[string]string{karpv1.LabelNodePool: "default"}},
+		Spec:       corev1.NodeSpec{Taints: []corev1.Taint{theirs}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := agent.New(agent.Config{
+		NodeName: nodeName, Interval: 200 * time.Millisecond, IMDS: imds.ClientOptions{Endpoint: m.Endpoint}, CoordinatorDrains: true,
+		BootID: func() (string, error) { return "boot-1", nil },
+	}, c, zaptest.NewLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); _ = a.Run(ctx) }()
+	defer wg.Wait()
+	defer cancel()
+
+	node := func() *corev1.Node {
+		n, err := c.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	has := func(n *corev1.Node, key string) bool {
+		return slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == key })
+	}
+	waitUntil(t, 90*time.Second, "node cordoned, tainted and out of load balancers", func() bool {
+		n := node()
+		return n.Spec.Unschedulable && has(n, karpv1.TaintDisruptedKey) && has(n, drain.TaintInterruptionKey) && n.Labels[drain.LabelExcludeFromLB] != ""
+	})
+	if err := m.RestartWith(testenv.IMDSOptions{Scenario: testenv.IMDSEvents, IMDSv2Only: true, EventCode: "system-reboot", EventState: "canceled"}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 90*time.Second, "the agent's cordon taken off", func() bool {
+		n := node()
+		return !n.Spec.Unschedulable && !has(n, karpv1.TaintDisruptedKey) && !has(n, drain.TaintInterruptionKey)
+	})
+	n := node()
+	if !has(n, theirs.Key) || n.Labels[drain.LabelExcludeFromLB] != "" || n.Annotations[karpv1.AnnotationAgentHold] != "" {
+		t.Errorf("after the cancel: taints %v, labels %v, annotations %v; want %s kept, no label, no hold", n.Spec.Taints, n.Labels, n.Annotations, theirs.Key)
 	}
 }
 

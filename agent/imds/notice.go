@@ -4,8 +4,9 @@
 //
 // The Watcher polls each path on a fixed interval (default 1 s), turns what it
 // finds into Notices with a stable ID and a deadline, and hands each new
-// Notice to a callback exactly once per process. Transient errors back off per
-// path and are logged; they never stop the watcher.
+// Notice to a callback exactly once per process, and a scheduled event once
+// more when it is canceled or completed (Notice.Ended). Transient errors
+// back off per path and are logged; they never stop the watcher.
 package imds
 
 import (
@@ -50,6 +51,11 @@ type Notice struct {
 	EventID string
 	// Description is free text from IMDS (scheduled events only).
 	Description string
+	// Ended: the notice is over, the one the watcher reported earlier
+	// (same ID) or was told to expect: a scheduled event that IMDS shows
+	// canceled or completed, or no longer lists. Only scheduled events
+	// end; the others last until the instance goes.
+	Ended bool
 }
 
 // NoticeID builds the stable notice ID.

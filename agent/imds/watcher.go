@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -37,14 +40,22 @@ type WatcherOptions struct {
 	// InstanceID; when empty the watcher reads it from IMDS first.
 	InstanceID string
 	Deadlines  Deadlines
-	// MaxBackoff caps the per-path back-off after errors (default 30 s).
+	// MaxBackoff caps the per-path back-off after errors (default 30 s)
+	// of the paths whose notices warn hours or days ahead (rebalance
+	// recommendations, scheduled events) and of the instance ID.
 	MaxBackoff time.Duration
-	Observer   Observer
+	// UrgentMaxBackoff caps it for the spot instance-action and ASG
+	// target-lifecycle paths (default 2 intervals): their notices give two
+	// minutes, so a notice must not wait out a long back-off (NTH polls
+	// every 2 s without one).
+	UrgentMaxBackoff time.Duration
+	Observer         Observer
 	// Now is the clock (tests); default time.Now.
 	Now func() time.Time
 }
 
-// Watcher polls IMDS and reports each new notice once.
+// Watcher polls IMDS and reports each new notice once, and the end of
+// each scheduled event it reported (see Notice.Ended).
 type Watcher struct {
 	get  Getter
 	log  *zap.Logger
@@ -52,15 +63,21 @@ type Watcher struct {
 	// seen maps a notice's dedupe key to the first notice seen with it.
 	seen  map[string]Notice
 	paths []*pathState
+	// mu guards live, which Expect writes from another goroutine.
+	mu sync.Mutex
+	// live maps the dedupe key of each scheduled event reported (or
+	// expected) and not yet ended to its notice.
+	live map[string]Notice
 }
 
 type pathState struct {
-	path      string
-	kind      Kind
-	failures  int
-	backoff   wait.Backoff
-	nextTry   time.Time
-	lastError string
+	path       string
+	kind       Kind
+	maxBackoff time.Duration
+	failures   int
+	backoff    wait.Backoff
+	nextTry    time.Time
+	lastError  string
 }
 
 // NewWatcher builds a Watcher.
@@ -70,13 +87,37 @@ func NewWatcher(get Getter, log *zap.Logger, o WatcherOptions) *Watcher {
 		o.Kinds = Kinds
 	}
 	defaults.Positive(&o.MaxBackoff, 30*time.Second)
+	defaults.Positive(&o.UrgentMaxBackoff, 2*o.Interval)
 	defaults.Clock(&o.Now)
 	o.Deadlines = o.Deadlines.withDefaults()
-	w := &Watcher{get: get, log: log, opts: o, seen: map[string]Notice{}}
+	w := &Watcher{get: get, log: log, opts: o, seen: map[string]Notice{}, live: map[string]Notice{}}
 	for _, k := range o.Kinds {
-		w.paths = append(w.paths, &pathState{path: pathOf(k), kind: k})
+		p := &pathState{path: pathOf(k), kind: k, maxBackoff: o.MaxBackoff}
+		if k == KindSpotInterruption || k == KindASGLifecycle {
+			p.maxBackoff = min(o.UrgentMaxBackoff, o.MaxBackoff)
+		}
+		w.paths = append(w.paths, p)
 	}
 	return w
+}
+
+// Expect tells the watcher of notices an earlier agent process acted on
+// (read back from the node): a scheduled event among them that the next
+// read of IMDS does not show active is reported ended, although this
+// watcher never reported it. One that is active is reported as new as
+// usual. Other kinds never end and are ignored. Safe to call while Run
+// polls.
+func (w *Watcher) Expect(ns ...Notice) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, n := range ns {
+		if n.Kind != KindScheduledEvent {
+			continue
+		}
+		if _, ok := w.live[dedupeKey(n)]; !ok {
+			w.live[dedupeKey(n)] = n
+		}
+	}
 }
 
 func pathOf(k Kind) string {
@@ -122,7 +163,9 @@ func (w *Watcher) ResolveInstanceID(ctx context.Context) (string, error) {
 }
 
 // Run polls until ctx ends, calling onNotice (from the Run goroutine) once
-// for each new notice. It returns ctx's error.
+// for each new notice, and once more, with Ended set, when a scheduled
+// event it reported (or was told to Expect) is no longer active. It
+// returns ctx's error.
 func (w *Watcher) Run(ctx context.Context, onNotice func(Notice)) error {
 	if _, err := w.ResolveInstanceID(ctx); err != nil {
 		return err
@@ -142,7 +185,8 @@ func (w *Watcher) Run(ctx context.Context, onNotice func(Notice)) error {
 }
 
 // Poll reads every path that is not backing off once and returns the new
-// notices (each notice ID is returned once per Watcher).
+// notices (each notice ID is returned once per Watcher) and the ended
+// scheduled events (Ended set).
 func (w *Watcher) Poll(ctx context.Context) []Notice {
 	now := w.opts.Now()
 	var out []Notice
@@ -158,7 +202,7 @@ func (w *Watcher) Poll(ctx context.Context) []Notice {
 			}
 			w.observeError(p.path)
 			if p.failures == 0 {
-				p.backoff = backoff.New(w.opts.Interval, w.opts.MaxBackoff)
+				p.backoff = backoff.New(w.opts.Interval, p.maxBackoff)
 			}
 			wait := p.backoff.Step()
 			p.failures++
@@ -176,6 +220,9 @@ func (w *Watcher) Poll(ctx context.Context) []Notice {
 		}
 		p.failures, p.nextTry, p.lastError = 0, time.Time{}, ""
 		anyOK = true
+		if p.kind == KindScheduledEvent {
+			out = append(out, w.ended(ns)...)
+		}
 		for _, n := range ns {
 			key := dedupeKey(n)
 			if first, ok := w.seen[key]; ok {
@@ -186,6 +233,11 @@ func (w *Watcher) Poll(ctx context.Context) []Notice {
 				continue
 			}
 			w.seen[key] = n
+			if n.Kind == KindScheduledEvent {
+				w.mu.Lock()
+				w.live[key] = n
+				w.mu.Unlock()
+			}
 			w.log.Info("interruption notice", zap.String(logging.KeyNotice, n.ID), zap.String("kind", string(n.Kind)),
 				zap.String("action", n.Action), zap.Time("deadline", n.Deadline))
 			out = append(out, n)
@@ -194,6 +246,31 @@ func (w *Watcher) Poll(ctx context.Context) []Notice {
 	if anyOK && w.opts.Observer != nil {
 		w.opts.Observer.PollOK()
 	}
+	return out
+}
+
+// ended returns, marked Ended, the live scheduled events that active (a
+// successful read's active events) no longer holds: canceled, completed
+// or gone from IMDS. Each ends once.
+func (w *Watcher) ended(active []Notice) []Notice {
+	still := map[string]bool{}
+	for _, n := range active {
+		still[dedupeKey(n)] = true
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []Notice
+	for key, n := range w.live {
+		if still[key] {
+			continue
+		}
+		delete(w.live, key)
+		n.Ended = true
+		w.log.Info("scheduled event no longer active (canceled, completed or gone)",
+			zap.String(logging.KeyNotice, n.ID), zap.String("event", n.EventID))
+		out = append(out, n)
+	}
+	slices.SortFunc(out, func(a, b Notice) int { return strings.Compare(a.ID, b.ID) })
 	return out
 }
 

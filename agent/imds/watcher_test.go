@@ -3,6 +3,9 @@ package imds
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -81,38 +84,153 @@ func TestWatcherNotices(t *testing.T) {
 	}
 }
 
+// TestWatcherBacksOffOnErrors: a path that keeps failing is read less and
+// less often, up to its cap: 30 s for the paths that warn hours ahead,
+// two poll intervals for spot instance-action and the ASG target lifecycle
+// state, whose notices give two minutes (a spot notice must not be seen
+// half a minute late because IMDS hiccuped before it).
 func TestWatcherBacksOffOnErrors(t *testing.T) {
-	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
-	g := &mapGetter{bodies: map[string]string{}, errs: map[string]error{PathSpotInstanceAction: errors.New("connection refused")}}
-	obs := &countObs{}
-	w := NewWatcher(g, zaptest.NewLogger(t), WatcherOptions{
-		InstanceID: "i-1", Kinds: []Kind{KindSpotInterruption}, Observer: obs,
-		Now: func() time.Time { return now },
-	})
-	for i := 0; i < 20; i++ {
-		w.Poll(context.Background())
-		now = now.Add(time.Second)
+	for _, tc := range []struct {
+		kind Kind
+		// maxGap bounds the time between two reads (cap plus jitter plus
+		// the poll tick); minReads and maxReads bound the reads in 120 s.
+		maxGap             time.Duration
+		minReads, maxReads int
+	}{
+		{kind: KindSpotInterruption, maxGap: 4 * time.Second, minReads: 30, maxReads: 120},
+		{kind: KindASGLifecycle, maxGap: 4 * time.Second, minReads: 30, maxReads: 120},
+		{kind: KindScheduledEvent, maxGap: 38 * time.Second, minReads: 4, maxReads: 10},
+		{kind: KindRebalance, maxGap: 38 * time.Second, minReads: 4, maxReads: 10},
+	} {
+		t.Run(string(tc.kind), func(t *testing.T) {
+			now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+			path := pathOf(tc.kind)
+			g := &mapGetter{bodies: map[string]string{}, errs: map[string]error{path: errors.New("connection refused")}}
+			obs := &countObs{}
+			w := NewWatcher(g, zaptest.NewLogger(t), WatcherOptions{
+				InstanceID: "i-1", Kinds: []Kind{tc.kind}, Observer: obs,
+				Now: func() time.Time { return now },
+			})
+			var reads []time.Time
+			for range 120 {
+				before := g.calls[path]
+				w.Poll(context.Background())
+				if g.calls[path] > before {
+					reads = append(reads, now)
+				}
+				now = now.Add(time.Second)
+			}
+			if len(reads) < tc.minReads || len(reads) > tc.maxReads {
+				t.Errorf("reads during 120 s of errors = %d, want %d..%d", len(reads), tc.minReads, tc.maxReads)
+			}
+			var longest time.Duration
+			for i := 1; i < len(reads); i++ {
+				longest = max(longest, reads[i].Sub(reads[i-1]))
+			}
+			if longest > tc.maxGap {
+				t.Errorf("longest gap between reads %s, want at most %s", longest, tc.maxGap)
+			}
+			if obs.errs != g.calls[path] {
+				t.Errorf("observed %d errors, want %d", obs.errs, g.calls[path])
+			}
+			// Recovery: errors clear and the path answers once its back-off ends.
+			delete(g.errs, path)
+			for i := 0; i < 40 && obs.oks == 0; i++ {
+				w.Poll(context.Background())
+				now = now.Add(time.Second)
+			}
+			if obs.oks == 0 {
+				t.Error("no PollOK after recovery")
+			}
+		})
 	}
-	// 1 s, 2 s, 4 s, 8 s ... back-off: far fewer than 20 reads in 20 s.
-	if c := g.calls[PathSpotInstanceAction]; c < 3 || c > 7 {
-		t.Errorf("reads during 20 s of errors = %d, want back-off (3..7)", c)
+}
+
+// TestWatcherReportsEndedScheduledEvents: a scheduled event it reported
+// is reported once more, Ended, when IMDS shows it canceled or completed or
+// lists it no longer; one an earlier agent acted on (Expect) ends the same
+// way, or is reported as new while active. Other notices never end.
+func TestWatcherReportsEndedScheduledEvents(t *testing.T) {
+	const (
+		ev1 = `{"NotBefore":"21 Nov 2026 13:00:00 GMT","Code":"system-reboot","EventId":"ev-1","State":"%s"}`
+		ev2 = `{"NotBefore":"22 Nov 2026 13:00:00 GMT","Code":"instance-stop","EventId":"ev-2","State":"active"}`
+	)
+	events := func(evs ...string) string { return "[" + strings.Join(evs, ",") + "]" }
+	type poll struct {
+		body      string // scheduled events; "-" none (404)
+		spot      bool
+		wantNew   []string // event IDs (spot: "spot")
+		wantEnded []string
 	}
-	if obs.errs != g.calls[PathSpotInstanceAction] {
-		t.Errorf("observed %d errors, want %d", obs.errs, g.calls[PathSpotInstanceAction])
-	}
-	// Recovery: errors clear and a notice shows up once its back-off ends.
-	delete(g.errs, PathSpotInstanceAction)
-	g.bodies[PathSpotInstanceAction] = `{"action":"terminate","time":"2026-11-21T12:02:00Z"}`
-	var got []Notice
-	for i := 0; i < 40 && len(got) == 0; i++ {
-		got = w.Poll(context.Background())
-		now = now.Add(time.Second)
-	}
-	if len(got) != 1 {
-		t.Fatalf("after recovery got %v, want one notice", got)
-	}
-	if obs.oks == 0 {
-		t.Error("no PollOK after recovery")
+	for _, tc := range []struct {
+		name   string
+		expect []string // event IDs of an earlier agent's notices
+		polls  []poll
+	}{
+		{name: "canceled", polls: []poll{
+			{body: events(fmt.Sprintf(ev1, "active"), ev2), wantNew: []string{"ev-1", "ev-2"}},
+			{body: events(fmt.Sprintf(ev1, "active"), ev2)},
+			{body: events(fmt.Sprintf(ev1, "canceled"), ev2), wantEnded: []string{"ev-1"}},
+			{body: events(fmt.Sprintf(ev1, "canceled"), ev2)},
+		}},
+		{name: "completed", polls: []poll{
+			{body: events(fmt.Sprintf(ev1, "active")), wantNew: []string{"ev-1"}},
+			{body: events(fmt.Sprintf(ev1, "completed")), wantEnded: []string{"ev-1"}},
+		}},
+		{name: "gone from the list, then no list at all", polls: []poll{
+			{body: events(fmt.Sprintf(ev1, "active"), ev2), wantNew: []string{"ev-1", "ev-2"}},
+			{body: events(ev2), wantEnded: []string{"ev-1"}},
+			{body: "-", wantEnded: []string{"ev-2"}},
+			{body: "-"},
+		}},
+		{name: "spot notices never end", polls: []poll{
+			{body: "[]", spot: true, wantNew: []string{"spot"}},
+			{body: "[]"},
+		}},
+		{name: "expected and over", expect: []string{"ev-1", "ev-9"}, polls: []poll{
+			{body: events(fmt.Sprintf(ev1, "completed"), ev2), wantNew: []string{"ev-2"}, wantEnded: []string{"ev-1", "ev-9"}},
+			{body: events(ev2)},
+		}},
+		{name: "expected and still active", expect: []string{"ev-2"}, polls: []poll{
+			{body: events(ev2), wantNew: []string{"ev-2"}},
+			{body: "[]", wantEnded: []string{"ev-2"}},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := &mapGetter{bodies: map[string]string{}}
+			w := NewWatcher(g, zaptest.NewLogger(t), WatcherOptions{InstanceID: "i-1", Kinds: []Kind{KindSpotInterruption, KindScheduledEvent}})
+			for _, id := range tc.expect {
+				w.Expect(Notice{ID: "i-1/scheduled-event/x-" + id, Kind: KindScheduledEvent, EventID: id},
+					Notice{ID: "i-1/spot-interruption/x", Kind: KindSpotInterruption})
+			}
+			for i, p := range tc.polls {
+				delete(g.bodies, PathScheduledEvents)
+				if p.body != "-" {
+					g.bodies[PathScheduledEvents] = p.body
+				}
+				delete(g.bodies, PathSpotInstanceAction)
+				if p.spot {
+					g.bodies[PathSpotInstanceAction] = `{"action":"terminate","time":"2026-11-21T12:02:00Z"}`
+				}
+				var gotNew, gotEnded []string
+				for _, n := range w.Poll(context.Background()) {
+					id := n.EventID
+					if n.Kind == KindSpotInterruption {
+						id = "spot"
+					}
+					if n.Ended {
+						gotEnded = append(gotEnded, id)
+					} else {
+						gotNew = append(gotNew, id)
+					}
+				}
+				slices.Sort(gotNew)
+				slices.Sort(gotEnded)
+				if !slices.Equal(gotNew, p.wantNew) || !slices.Equal(gotEnded, p.wantEnded) {
+					t.Errorf("poll %d: new %v ended %v, want new %v ended %v", i, gotNew, gotEnded, p.wantNew, p.wantEnded)
+				}
+			}
+		})
 	}
 }
 

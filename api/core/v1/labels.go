@@ -151,6 +151,11 @@ const (
 	// condition type that reports the notice.
 	TaintInterruptionKey  = JoinerDomain + "/interruption"
 	ConditionInterruption = JoinerDomain + "/Interruption"
+	// AnnotationAgentHold on a Node records what the node agent put on it
+	// (cordon, taints, the exclude-from-load-balancers label) and for which
+	// notices, so that it takes off exactly that when they end or the node
+	// rebooted (JSON, the agent's own).
+	AnnotationAgentHold = JoinerDomain + "/agent-hold"
 	// AnnotationSimInstance names the simulated instance behind a Node
 	// that joiner sim registered; TagSimFamily tags the sim's images with
 	// their AMI family.
