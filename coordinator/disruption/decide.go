@@ -86,8 +86,20 @@ func Decide(in *Input) (*Result, error) {
 		return nil, err
 	}
 	res := &Result{}
-	for _, m := range []func() (*Decision, error){d.expiration, d.emptiness, d.staticDrift, d.drift, d.multiNode, d.singleNode} {
-		dec, err := m()
+	type method struct {
+		m      Method
+		decide func() (*Decision, error)
+	}
+	methods := []method{
+		{MethodExpiration, d.expiration}, {MethodEmptiness, d.emptiness}, {MethodStaticDrift, d.staticDrift},
+		{MethodDrift, d.drift}, {MethodMultiNode, d.multiNode}, {MethodSingleNode, d.singleNode},
+	}
+	after := slices.IndexFunc(methods, func(x method) bool { return x.m == in.After })
+	for i, m := range methods {
+		if i > 0 && i <= after {
+			continue // its decision just failed validation: go on from the next
+		}
+		dec, err := m.decide()
 		if err != nil {
 			return nil, err
 		}
@@ -99,6 +111,9 @@ func Decide(in *Input) (*Result, error) {
 	res.Skipped = d.skipped
 	res.Moves = d.moves
 	res.NextSingleNodeOffset = d.nextOffset
+	if after == len(methods)-1 {
+		res.NextSingleNodeOffset = in.SingleNodeOffset // single-node did not run
+	}
 	return res, nil
 }
 

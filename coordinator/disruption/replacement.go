@@ -43,7 +43,7 @@ func (d *decider) replacement(rep scheduler.NodeClaim, cands []*Node) (scheduler
 		return rep, fmt.Sprintf("the replacement's requirements do not parse: %v", err)
 	}
 	var minValues []karpv1.NodeSelectorRequirementWithMinValues
-	if pool := d.pools[rep.NodePool]; pool != nil && !rep.MinValuesRelaxed {
+	if pool := d.pools[rep.NodePool]; pool != nil {
 		for _, r := range pool.Spec.Template.Spec.Requirements {
 			if r.MinValues != nil {
 				minValues = append(minValues, r)
@@ -55,6 +55,9 @@ func (d *decider) replacement(rep scheduler.NodeClaim, cands []*Node) (scheduler
 		if it := d.instanceType(rep.NodeClass, name); it != nil {
 			opts = append(opts, it)
 		}
+	}
+	if rep.MinValuesRelaxed {
+		minValues = relaxedMinValues(opts, minValues)
 	}
 	byPrice := func(reqs requirements.Requirements) {
 		slices.SortStableFunc(opts, func(a, b *catalog.InstanceType) int {
@@ -139,6 +142,28 @@ func cheaperOptions(opts []*catalog.InstanceType, reqs requirements.Requirements
 			len(out), limit, describeMinValues(minValues))
 	}
 	return out, ""
+}
+
+// relaxedMinValues lowers each minValues to the number of values the
+// simulation's options reach for its key, as Karpenter's BestEffort policy
+// rewrites the NodeClaim's requirements when it relaxes them: the price
+// filter must then keep as many values as the relaxed claim had, not drop
+// minValues altogether.
+func relaxedMinValues(opts []*catalog.InstanceType, minValues []karpv1.NodeSelectorRequirementWithMinValues) []karpv1.NodeSelectorRequirementWithMinValues {
+	out := make([]karpv1.NodeSelectorRequirementWithMinValues, len(minValues))
+	for i, r := range minValues {
+		seen := map[string]bool{}
+		for _, it := range opts {
+			if v, ok := it.Labels[r.Key]; ok {
+				seen[v] = true
+			}
+		}
+		out[i] = r
+		if len(seen) < *r.MinValues {
+			out[i].MinValues = new(len(seen))
+		}
+	}
+	return out
 }
 
 // minValuesNeed is how many of opts, in order, it takes to satisfy every

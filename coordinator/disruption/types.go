@@ -112,6 +112,11 @@ type Input struct {
 	SingleNodeOffset int
 	// FeatureGates are Karpenter's feature gates that change decisions.
 	FeatureGates FeatureGates
+	// After, when set, is the method whose decision has just failed its
+	// validation: Decide tries expiration and only the methods after it,
+	// as Karpenter's reconcile goes on to the next method when a command
+	// fails validation. The next pass starts from the first method again.
+	After Method
 	// PendingPods are the cluster's pending pods that need capacity
 	// (unschedulable, not bound, not held by in-flight capacity). Every
 	// simulation places them too, as Karpenter's SimulateScheduling does,

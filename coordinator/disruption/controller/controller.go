@@ -272,6 +272,9 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 		if dec != nil {
 			return c.start(ctx, v, dec)
 		}
+		// As Karpenter's reconcile, go on with the methods after the one
+		// that failed.
+		in.After = val.dec.Method
 	}
 	deciding := time.Now()
 	res, err := disruption.Decide(in)
@@ -283,7 +286,7 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	}
 	c.countMoves(res.Moves)
 	c.singleNodeOffset = res.NextSingleNodeOffset
-	c.events(v, res)
+	c.events(v, res, in.After == "")
 	c.approvals(v, res.Decision)
 	dec := res.Decision
 	if dec == nil {

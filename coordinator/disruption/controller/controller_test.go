@@ -542,6 +542,36 @@ func TestConsolidationIsValidatedBeforeActing(t *testing.T) {
 	}
 }
 
+// A consolidation that fails its validation lets the same pass go on with
+// the methods after its own, as Karpenter's reconcile does
+// (consolidation_test.go "should continue to single nodeclaim
+// consolidation when multi-nodeclaim consolidation fails validation after
+// the node ttl"): the three nodes' merge is turned down once a and b get
+// more pods, and single-node consolidation deletes c instead of a new
+// merge of all three being proposed.
+func TestFailedValidationGoesOnToTheNextMethod(t *testing.T) {
+	c := newCluster(t)
+	c.pools = []*karpv1.NodePool{testPool("default")}
+	c.addNode("a", "default", 4, testPod("web-a", "1"))
+	c.addNode("b", "default", 4, testPod("web-b", "1"))
+	c.addNode("c", "default", 4, testPod("web-c", "1"))
+	ctl := c.controllerWith(Config{}, nil)
+	c.reconcile(ctl) // the merge of a, b and c waits for its validation
+	for _, n := range []string{"a", "b"} {
+		p := testPod("more-"+n, "1")
+		p.Spec.NodeName = n
+		c.pods = append(c.pods, p)
+	}
+	c.now = c.now.Add(16 * time.Second)
+	c.reconcile(ctl) // turned down; single-node decides c, to validate
+	c.now = c.now.Add(16 * time.Second)
+	c.reconcile(ctl)
+	ops := c.takeOps()
+	if len(ops) == 0 || ops[0] != "commit term-i-c" || slices.Contains(ops, "commit term-i-a") || slices.Contains(ops, "commit term-i-b") {
+		t.Fatalf("ops = %q, want c (only) disrupted by single-node consolidation", ops)
+	}
+}
+
 // countLines counts the lines of got equal to want.
 func countLines(got []string, want string) int {
 	n := 0

@@ -299,8 +299,9 @@ func TestValidationEventsAndMetrics(t *testing.T) {
 
 	// A pod that may not be disrupted lands on b: the move is not made
 	// again (churn, 3 candidates; multi-node consolidation leaves no
-	// ConsolidationRejected); a smaller one that only deletes is, without
-	// a ConsolidationCandidate Event.
+	// ConsolidationRejected); the same pass goes on to single-node
+	// consolidation, as Karpenter's, which deletes a node, without a
+	// ConsolidationCandidate Event.
 	p := testPod("pinned", "100m")
 	p.Annotations = map[string]string{karpv1.AnnotationDoNotDisrupt: "true"}
 	p.Spec.NodeName = "b"
@@ -326,8 +327,11 @@ func TestValidationEventsAndMetrics(t *testing.T) {
 	c.pools[0].Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "0"}}
 	c.now = c.now.Add(time.Minute)
 	c.reconcile(ctl)
-	if got := sample(failed, map[string]string{"consolidation_type": "multi"}); got != 8 {
-		t.Fatalf("failed validations %v, want 8", got)
+	if got := sample(failed, map[string]string{"consolidation_type": "single"}); got != 1 {
+		t.Fatalf("single-node failed validations %v, want 1", got)
+	}
+	if got := sample(failed, map[string]string{"consolidation_type": "multi"}); got != 6 {
+		t.Fatalf("multi-node failed validations %v, want still 6", got)
 	}
 	if n, err := testutil.GatherAndCount(reg, "karpenter_consolidation_score"); err != nil || n != 0 {
 		t.Fatalf("%d score series (%v), want none outside Balanced pools", n, err)

@@ -111,8 +111,10 @@ func (c *Controller) writeConditions(ctx context.Context, s *disruption.NodeStat
 // Karpenter's Events on the NodeClaim and its Node: DisruptionBlocked (a
 // PDB, do-not-disrupt, a budget, pods that fit nowhere) or Unconsolidatable
 // (consolidateAfter, policy, no cheaper replacement, ...). Skips with
-// nothing to act on leave none.
-func (c *Controller) events(v *pass, res *disruption.Result) {
+// nothing to act on leave none. A pass that went on after a failed
+// validation ran only some methods (complete false): what the others
+// reported last is kept, so it is not told again next pass.
+func (c *Controller) events(v *pass, res *disruption.Result, complete bool) {
 	seen := map[string]bool{}
 	for _, s := range res.Skipped {
 		if s.Event == "" {
@@ -130,6 +132,9 @@ func (c *Controller) events(v *pass, res *disruption.Result) {
 		} else {
 			events.Publish(c.d.Recorder, events.NodeUnconsolidatable(node, nc, s.Reason)...)
 		}
+	}
+	if !complete {
+		return
 	}
 	for k := range c.lastSkip {
 		if !seen[k] {
