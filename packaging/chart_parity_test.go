@@ -760,6 +760,24 @@ func TestHelmTemplateCoordinatorRBAC(t *testing.T) {
 		}
 	}
 
+	// The kube-dns Service's cluster IP (nodes' cluster DNS), by name only,
+	// as Karpenter's chart grants it.
+	if find(objs, "Role", "joiner-coordinator-dns") == nil || find(objs, "RoleBinding", "joiner-coordinator-dns") == nil {
+		t.Fatal("no Role and RoleBinding joiner-coordinator-dns: the coordinators cannot read the kube-dns Service")
+	}
+	var dns rbacv1.Role
+	into(t, find(objs, "Role", "joiner-coordinator-dns"), &dns)
+	if dns.Namespace != "kube-system" || len(dns.Rules) != 1 || !slices.Equal(dns.Rules[0].Resources, []string{"services"}) ||
+		!slices.Equal(dns.Rules[0].ResourceNames, []string{"kube-dns"}) || !slices.Equal(dns.Rules[0].Verbs, []string{"get"}) {
+		t.Errorf("Role joiner-coordinator-dns = %s %+v, want get on kube-system's kube-dns Service only", dns.Namespace, dns.Rules)
+	}
+	var dnsBinding rbacv1.RoleBinding
+	into(t, find(objs, "RoleBinding", "joiner-coordinator-dns"), &dnsBinding)
+	if dnsBinding.Namespace != "kube-system" || dnsBinding.RoleRef.Name != "joiner-coordinator-dns" || len(dnsBinding.Subjects) != 1 ||
+		dnsBinding.Subjects[0].Name != "joiner-coordinator" {
+		t.Errorf("RoleBinding joiner-coordinator-dns = %+v", dnsBinding)
+	}
+
 	o := find(objs, "ClusterRole", "joiner-admin")
 	if o == nil {
 		t.Fatal("no aggregated ClusterRole joiner-admin")

@@ -147,6 +147,12 @@ func applyKubeletArgs(args []string, f *NodeFacts) error {
 				return fmt.Errorf("--max-pods=%s: %w", value, err)
 			}
 			f.MaxPods = int32(n)
+		case "pods-per-core":
+			n, err := strconv.ParseInt(value, 10, 32)
+			if err != nil {
+				return fmt.Errorf("--pods-per-core=%s: %w", value, err)
+			}
+			f.PodsPerCore = int32(n)
 		case "cluster-dns":
 			if dns, _, _ := strings.Cut(value, ","); dns != "" {
 				f.ClusterDNS = dns

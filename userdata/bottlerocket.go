@@ -11,14 +11,17 @@ import (
 )
 
 // bottlerocketKubernetesKeys are the settings.kubernetes keys Joiner passes
-// through from the user's TOML; any other key under settings.kubernetes is
-// dropped (Bottlerocket refuses unknown settings and the node would never
-// join).
+// through from the user's TOML: exactly the keys of Karpenter's typed
+// Bottlerocket kubernetes settings. Karpenter decodes the user's table into
+// that type, so any other key (authentication-mode, bootstrap-token,
+// provider-id, standalone-mode, ...) is silently dropped; Joiner drops the
+// same ones. A key that maps to a table of known fields lists them in
+// bottlerocketKubernetesSubKeys.
 var bottlerocketKubernetesKeys = map[string]bool{
-	"allowed-unsafe-sysctls": true, "api-server": true, "authentication-mode": true,
-	"bootstrap-token": true, "cloud-provider": true, "cluster-certificate": true,
-	"cluster-dns-ip": true, "cluster-domain": true, "cluster-name": true,
-	"container-log-max-files": true, "container-log-max-size": true,
+	"allowed-unsafe-sysctls": true, "api-server": true, "cloud-provider": true,
+	"cluster-certificate": true, "cluster-dns-ip": true, "cluster-domain": true,
+	"cluster-name": true, "container-log-max-files": true, "container-log-max-size": true,
+	"container-log-max-workers": true, "container-log-monitor-interval": true,
 	"cpu-cfs-quota-enforced": true, "cpu-manager-policy": true,
 	"cpu-manager-policy-options": true, "cpu-manager-reconcile-period": true,
 	"credential-providers": true, "device-ownership-from-security-context": true,
@@ -28,13 +31,64 @@ var bottlerocketKubernetesKeys = map[string]bool{
 	"ids-per-pod": true, "image-gc-high-threshold-percent": true,
 	"image-gc-low-threshold-percent": true, "kube-api-burst": true, "kube-api-qps": true,
 	"kube-reserved": true, "log-level": true, "max-pods": true,
-	"memory-manager-policy": true, "memory-manager-reserved-memory": true,
-	"node-labels": true, "node-taints": true, "pod-pids-limit": true,
-	"provider-id": true, "registry-burst": true, "registry-qps": true,
+	"memory-manager-policy": true, "node-labels": true, "node-taints": true,
+	"pod-pids-limit": true, "registry-burst": true, "registry-qps": true,
 	"seccomp-default": true, "server-tls-bootstrap": true,
 	"shutdown-grace-period": true, "shutdown-grace-period-for-critical-pods": true,
-	"single-process-oom-kill": true, "standalone-mode": true, "static-pods": true,
-	"system-reserved": true, "topology-manager-policy": true, "topology-manager-scope": true,
+	"single-process-oom-kill": true, "static-pods": true, "system-reserved": true,
+	"topology-manager-policy": true, "topology-manager-policy-options": true,
+	"topology-manager-scope": true,
+}
+
+// bottlerocketKubernetesSubKeys are the fields Karpenter's types know in the
+// settings.kubernetes values that are tables of fixed fields; other fields
+// are dropped as Karpenter drops them. perEntry: the value is a table of
+// named entries (credential-providers.<name>, static-pods.<name>), each
+// holding those fields; otherwise the value itself holds them.
+var bottlerocketKubernetesSubKeys = map[string]struct {
+	perEntry bool
+	fields   map[string]bool
+}{
+	"credential-providers":            {true, map[string]bool{"enabled": true, "cache-duration": true, "image-patterns": true, "environment": true}},
+	"static-pods":                     {true, map[string]bool{"enabled": true, "manifest": true}},
+	"topology-manager-policy-options": {false, map[string]bool{"prefer-closest-numa-nodes": true, "max-allowable-numa-nodes": true}},
+}
+
+// keepFields returns v's fields that are in fields when v is a table, and v
+// unchanged otherwise (Bottlerocket reports a value of the wrong type).
+func keepFields(v any, fields map[string]bool) any {
+	t, ok := v.(map[string]any)
+	if !ok {
+		return v
+	}
+	out := make(map[string]any, len(t))
+	for k, fv := range t {
+		if fields[k] {
+			out[k] = fv
+		}
+	}
+	return out
+}
+
+// filterKubernetesValue drops the fields Karpenter's types do not know from
+// the value of settings.kubernetes.<key>.
+func filterKubernetesValue(key string, v any) any {
+	sub, ok := bottlerocketKubernetesSubKeys[key]
+	if !ok {
+		return v
+	}
+	if !sub.perEntry {
+		return keepFields(v, sub.fields)
+	}
+	entries, ok := v.(map[string]any)
+	if !ok {
+		return v
+	}
+	out := make(map[string]any, len(entries))
+	for name, e := range entries {
+		out[name] = keepFields(e, sub.fields)
+	}
+	return out
 }
 
 // BottlerocketBootstrapContainer is the settings.bootstrap-containers entry
@@ -104,7 +158,7 @@ func mergeBottlerocket(r resolved) (map[string]any, error) {
 	k8s := map[string]any{}
 	for k, v := range userK8s {
 		if bottlerocketKubernetesKeys[k] {
-			k8s[k] = v
+			k8s[k] = filterKubernetesValue(k, v)
 		}
 	}
 	settings["kubernetes"] = k8s
@@ -185,10 +239,14 @@ func mergeBottlerocket(r resolved) (map[string]any, error) {
 		if err != nil {
 			return nil, err
 		}
+		bind := []any{"apiclient", "ephemeral-storage", "bind"}
+		if !SupportsDefaultBind(r.in.BottlerocketVersion) {
+			bind = append(bind, "--dirs", "/var/lib/containerd", "/var/lib/kubelet", "/var/log/pods")
+		}
 		cmds["000-mount-instance-storage"] = map[string]any{
 			"commands": []any{
 				[]any{"apiclient", "ephemeral-storage", "init"},
-				[]any{"apiclient", "ephemeral-storage", "bind", "--dirs", "/var/lib/containerd", "/var/lib/kubelet", "/var/log/pods"},
+				bind,
 			},
 			"mode":      "always",
 			"essential": true,

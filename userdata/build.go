@@ -1,6 +1,7 @@
 package userdata
 
 import (
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -59,8 +60,10 @@ func AgentForced(nc *awsv1.EC2NodeClass) bool {
 }
 
 // FromNodePool builds the Input for a node launched from np with nc.
-// Labels: the template labels, every requirement that resolves to one value
-// (operator In with one value), karpenter.sh/nodepool, the nodeclass label
+// Labels: those of the NodeClaim Karpenter creates from np (the template
+// labels, karpenter.sh/nodepool, the nodeclass label, and every
+// requirement on a custom label, one that is neither well known nor
+// restricted, that resolves to one value: operator In with one value),
 // and the capacity type.
 func FromNodePool(nc *awsv1.EC2NodeClass, np *karpv1.NodePool, opts BuildOptions) Input {
 	t := np.Spec.Template
@@ -69,11 +72,26 @@ func FromNodePool(nc *awsv1.EC2NodeClass, np *karpv1.NodePool, opts BuildOptions
 		labels[k] = v
 	}
 	labels[karpv1.LabelNodePool] = np.Name
+	if nc.Name != "" {
+		labels[karpv1.LabelNodeClass] = nc.Name
+	}
 	return build(nc, labels, t.Spec.Requirements, t.Spec.Taints, t.Spec.StartupTaints, opts)
 }
 
-// FromNodeClaim builds the Input for a NodeClaim (its labels already carry
-// the nodepool and template labels).
+// customLabel reports whether Karpenter copies a single-valued requirement
+// on key into the NodeClaim's labels: it is not well known, not restricted
+// and not one of the scheduling-only registered/initialized labels.
+func customLabel(key string) bool {
+	return !karpv1.WellKnownLabels[key] && !slices.Contains(karpv1.RestrictedLabels, key) &&
+		key != karpv1.LabelRegistered && key != karpv1.LabelInitialized
+}
+
+// FromNodeClaim builds the Input for a NodeClaim. Labels: the NodeClaim's
+// labels and the capacity type, as Karpenter passes them. Its requirements
+// add only the custom labels a NodeClaim created by Karpenter (or Joiner)
+// carries already: a single-valued requirement on a well-known label, such
+// as the zone, the instance type or a capacity reservation, is the
+// kubelet's or the launch's to set, not the user data's.
 func FromNodeClaim(nc *awsv1.EC2NodeClass, claim *karpv1.NodeClaim, opts BuildOptions) Input {
 	labels := map[string]string{}
 	for k, v := range claim.Labels {
@@ -82,21 +100,27 @@ func FromNodeClaim(nc *awsv1.EC2NodeClass, claim *karpv1.NodeClaim, opts BuildOp
 	return build(nc, labels, claim.Spec.Requirements, claim.Spec.Taints, claim.Spec.StartupTaints, opts)
 }
 
+// build completes the Input: labels gain every custom-label requirement
+// (customLabel) with one value (operator In, one value) they lack, and the
+// capacity type: opts.CapacityType, else the labels', else the single value
+// of a capacity-type requirement, else on-demand.
 func build(nc *awsv1.EC2NodeClass, labels map[string]string, reqs []karpv1.NodeSelectorRequirementWithMinValues,
 	taints, startup []corev1.Taint, opts BuildOptions) Input {
 	for _, r := range reqs {
-		if r.Operator == karpv1.OpIn && len(r.Values) == 1 {
+		if _, set := labels[r.Key]; !set && r.Operator == karpv1.OpIn && len(r.Values) == 1 && customLabel(r.Key) {
 			labels[r.Key] = r.Values[0]
 		}
-	}
-	if nc.Name != "" {
-		labels[karpv1.LabelNodeClass] = nc.Name
 	}
 	switch {
 	case opts.CapacityType != "":
 		labels[karpv1.LabelCapacityType] = opts.CapacityType
 	case labels[karpv1.LabelCapacityType] == "":
 		labels[karpv1.LabelCapacityType] = karpv1.CapacityTypeOnDemand
+		for _, r := range reqs {
+			if r.Key == karpv1.LabelCapacityType && r.Operator == karpv1.OpIn && len(r.Values) == 1 {
+				labels[karpv1.LabelCapacityType] = r.Values[0]
+			}
+		}
 	}
 	in := Input{
 		Family:         FamilyOf(nc),
@@ -116,6 +140,9 @@ func build(nc *awsv1.EC2NodeClass, labels map[string]string, reqs []karpv1.NodeS
 	}
 	if nc.Spec.InstanceStorePolicy != nil {
 		in.InstanceStorePolicy = string(*nc.Spec.InstanceStorePolicy)
+	}
+	if in.Family == FamilyBottlerocket {
+		in.BottlerocketVersion = BottlerocketVersion(nc)
 	}
 	return in
 }

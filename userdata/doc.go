@@ -12,13 +12,15 @@
 //
 //   - AL2 and Ubuntu: a MIME multipart archive (boundary "//"). The user's
 //     parts come first (a MIME archive is split into its parts with all their
-//     headers; anything else becomes one text/x-shellscript part), then the
-//     Joiner hook part (below), then a shell part calling
+//     headers, a quoted-printable body decoded as Go's multipart reader
+//     decodes it; anything else becomes one text/x-shellscript part), then
+//     the Joiner hook part (below), then a shell part calling
 //     /etc/eks/bootstrap.sh with --apiserver-endpoint, --b64-cluster-ca,
 //     --ip-family ipv6 (IPv6 cluster DNS only), --dns-cluster-ip,
 //     --use-max-pods false, --kubelet-extra-args and --local-disks raid0.
 //   - AL2023: a MIME multipart archive for nodeadm. User parts first (MIME
-//     parts keep only their Content-Type; a plain YAML/JSON map becomes an
+//     parts keep only their Content-Type, quoted-printable bodies decoded;
+//     a plain YAML/JSON map becomes an
 //     application/node.eks.aws part; anything else a shell part), then the
 //     Joiner hook, then Joiner's NodeConfig last, so nodeadm's merge gives it
 //     precedence. Rendering fails with ErrServiceCIDRUnknown when the cluster
@@ -27,9 +29,13 @@
 //     settings.kubernetes cluster-name, api-server, cluster-certificate,
 //     max-pods, cluster-dns-ip and every kubelet field the EC2NodeClass sets;
 //     node-labels are merged (Joiner wins), node-taints are replaced, unknown
-//     settings.kubernetes keys and top-level tables other than settings are
-//     dropped, other settings.* tables survive. Invalid TOML is an error
-//     naming the line.
+//     settings.kubernetes keys (those Karpenter's typed settings lack) and
+//     top-level tables other than settings are dropped, other settings.*
+//     tables survive. With instanceStorePolicy RAID0 a bootstrap command
+//     mounts the instance store: "apiclient ephemeral-storage bind" for a
+//     release that binds the default directories itself (alias @latest or
+//     v1.46.0 and later, see BottlerocketVersion), else with --dirs. Invalid
+//     TOML is an error naming the line.
 //   - Windows2019/2022/2025: a <powershell> script, the user's commands first,
 //     then Start-EKSBootstrap.ps1.
 //   - Custom: the user's userData byte for byte; nothing is added.

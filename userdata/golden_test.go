@@ -539,20 +539,38 @@ func TestAL2IPv6WithoutDNS(t *testing.T) {
 	}
 }
 
+// TestFromNodeClaim: the kubelet labels of a NodeClaim's node are the
+// claim's labels and the capacity type, as Karpenter passes them; a
+// single-valued requirement on a well-known label (instance type, zone, a
+// capacity reservation) adds none, one on a custom label only what a
+// Karpenter NodeClaim carries already.
 func TestFromNodeClaim(t *testing.T) {
 	nc := &awsv1.EC2NodeClass{}
 	nc.Name = "nc"
 	nc.Spec.AMIFamily = ptr("al2023")
 	nc.Spec.InstanceStorePolicy = ptr(awsv1.InstanceStorePolicyRAID0)
 	claim := &karpv1.NodeClaim{}
-	claim.Labels = map[string]string{karpv1.LabelNodePool: "p", karpv1.LabelCapacityType: "spot"}
+	claim.Labels = map[string]string{karpv1.LabelNodePool: "p", karpv1.LabelNodeClass: "nc", karpv1.LabelCapacityType: "spot", "team": "a"}
 	claim.Spec.Requirements = []karpv1.NodeSelectorRequirementWithMinValues{
 		{Key: karpv1.LabelInstanceType, Operator: karpv1.OpIn, Values: []string{"m5.large"}},
+		{Key: karpv1.LabelZone, Operator: karpv1.OpIn, Values: []string{"us-west-2a"}},
+		{Key: karpv1.LabelCapacityType, Operator: karpv1.OpIn, Values: []string{karpv1.CapacityTypeReserved}},
+		{Key: karpv1.LabelCapacityReservationID, Operator: karpv1.OpIn, Values: []string{"cr-0123"}},
+		{Key: karpv1.LabelCapacityReservationType, Operator: karpv1.OpIn, Values: []string{"default"}},
+		{Key: karpv1.LabelInstanceFamily, Operator: karpv1.OpIn, Values: []string{"m5"}},
+		{Key: "workload", Operator: karpv1.OpIn, Values: []string{"batch"}},
+		{Key: "team", Operator: karpv1.OpIn, Values: []string{"b"}}, // the claim's label stands
+		{Key: "tier", Operator: karpv1.OpIn, Values: []string{"1", "2"}},
 	}
 	claim.Spec.Taints = []corev1.Taint{{Key: "t", Effect: corev1.TaintEffectNoSchedule}}
-	in := FromNodeClaim(nc, claim, BuildOptions{Cluster: Cluster{Name: "c", Endpoint: "e", ServiceCIDR: testCIDR}, InstanceMaxPods: 29})
-	if in.Family != FamilyAL2023 || in.InstanceStorePolicy != "RAID0" || in.Labels[karpv1.LabelCapacityType] != "spot" ||
-		in.Labels[karpv1.LabelInstanceType] != "m5.large" || in.Labels[karpv1.LabelNodeClass] != "nc" {
+	in := FromNodeClaim(nc, claim, BuildOptions{Cluster: Cluster{Name: "c", Endpoint: "e", ServiceCIDR: testCIDR}, CapacityType: karpv1.CapacityTypeReserved,
+		InstanceMaxPods: 29})
+	want := map[string]string{karpv1.LabelNodePool: "p", karpv1.LabelNodeClass: "nc", karpv1.LabelCapacityType: karpv1.CapacityTypeReserved,
+		"team": "a", "workload": "batch"}
+	if !equalMaps(in.Labels, want) {
+		t.Errorf("labels = %v, want %v", in.Labels, want)
+	}
+	if in.Family != FamilyAL2023 || in.InstanceStorePolicy != "RAID0" {
 		t.Fatalf("input = %+v", in)
 	}
 	out, err := Render(in)
@@ -560,11 +578,20 @@ func TestFromNodeClaim(t *testing.T) {
 		t.Fatal(err)
 	}
 	f, err := Parse(FamilyAL2023, out)
-	if err != nil || f.MaxPods != 29 || f.Labels[karpv1.LabelNodePool] != "p" || len(f.Taints) != 2 {
+	if err != nil || f.MaxPods != 29 || len(f.Taints) != 2 {
 		t.Fatalf("facts %+v %v", f, err)
 	}
-	if _, ok := f.Labels[karpv1.LabelInstanceType]; ok {
-		t.Errorf("restricted label reached the kubelet flags")
+	want[karpv1.LabelDoNotSync] = "true"
+	if !equalMaps(f.Labels, want) {
+		t.Errorf("kubelet labels = %v, want %v", f.Labels, want)
+	}
+	// Without a launch capacity type: the claim's, else the requirement's.
+	if in := FromNodeClaim(nc, claim, BuildOptions{}); in.Labels[karpv1.LabelCapacityType] != "spot" {
+		t.Errorf("capacity type %q, want the claim's spot", in.Labels[karpv1.LabelCapacityType])
+	}
+	delete(claim.Labels, karpv1.LabelCapacityType)
+	if in := FromNodeClaim(nc, claim, BuildOptions{}); in.Labels[karpv1.LabelCapacityType] != karpv1.CapacityTypeReserved {
+		t.Errorf("capacity type %q, want the requirement's reserved", in.Labels[karpv1.LabelCapacityType])
 	}
 }
 
@@ -627,6 +654,10 @@ func TestEffectiveMaxPods(t *testing.T) {
 		{FamilyAL2023, &awsv1.KubeletConfiguration{PodsPerCore: ptr(int32(4))}, 29, 2, 8},
 		{FamilyAL2023, &awsv1.KubeletConfiguration{PodsPerCore: ptr(int32(40))}, 29, 2, 29},
 		{FamilyBottlerocket, &awsv1.KubeletConfiguration{PodsPerCore: ptr(int32(4))}, 29, 2, 29},
+		// A maxPods the NodeClass sets is kept as given (the kubelet
+		// applies podsPerCore itself).
+		{FamilyAL2023, &awsv1.KubeletConfiguration{MaxPods: ptr(int32(100)), PodsPerCore: ptr(int32(2))}, 234, 16, 100},
+		{FamilyAL2, &awsv1.KubeletConfiguration{MaxPods: ptr(int32(100)), PodsPerCore: ptr(int32(2))}, 29, 2, 100},
 	}
 	for _, c := range cases {
 		if got := EffectiveMaxPods(c.family, c.k, c.eni, c.vcpu); got != c.want {
@@ -665,6 +696,9 @@ func TestFromNodePool(t *testing.T) {
 		{Key: "zone-ish", Operator: karpv1.OpIn, Values: []string{"a", "b"}},
 		{Key: "single", Operator: karpv1.OpIn, Values: []string{"one"}},
 		{Key: "notin", Operator: karpv1.OpNotIn, Values: []string{"x"}},
+		// Well known: the NodeClaim Karpenter creates does not carry them.
+		{Key: karpv1.LabelZone, Operator: karpv1.OpIn, Values: []string{"us-west-2a"}},
+		{Key: karpv1.LabelInstanceFamily, Operator: karpv1.OpIn, Values: []string{"m5"}},
 	}
 	np.Spec.Template.Spec.StartupTaints = []corev1.Taint{{Key: "s", Effect: corev1.TaintEffectNoSchedule}}
 	in := FromNodePool(nc, np, BuildOptions{InstanceMaxPods: 29})
@@ -680,5 +714,253 @@ func TestFromNodePool(t *testing.T) {
 	nc.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{ID: "ami-123"}}
 	if in := FromNodePool(nc, np, BuildOptions{}); in.Family != FamilyCustom || !in.AgentEnabled {
 		t.Errorf("family %s agent %v", in.Family, in.AgentEnabled)
+	}
+}
+
+// TestBottlerocketKubernetesKeys: the user's settings.kubernetes keys that
+// survive are exactly those Karpenter's typed settings know; the rest (and
+// unknown fields of credential providers, static pods and the topology
+// manager's policy options) are dropped, as Karpenter's decode drops them.
+func TestBottlerocketKubernetesKeys(t *testing.T) {
+	user := `[settings.kubernetes]
+container-log-max-workers = 2
+container-log-monitor-interval = '10s'
+topology-manager-policy = 'best-effort'
+hostname-override-source = 'private-dns-name'
+single-process-oom-kill = true
+authentication-mode = 'tls'
+bootstrap-token = 'abcdef.0123456789abcdef'
+memory-manager-reserved-memory = 'x'
+provider-id = 'aws:///us-west-2a/i-0'
+standalone-mode = true
+
+[settings.kubernetes.topology-manager-policy-options]
+prefer-closest-numa-nodes = true
+max-allowable-numa-nodes = 8
+made-up = 1
+
+[settings.kubernetes.credential-providers.ecr-credential-provider]
+enabled = true
+cache-duration = '12h'
+image-patterns = ['*.dkr.ecr.*.amazonaws.com']
+environment = { AWS_PROFILE = 'x' }
+made-up = 'dropped'
+
+[settings.kubernetes.static-pods.my-pod]
+enabled = true
+manifest = 'YWJj'
+made-up = 'dropped'
+`
+	out, err := Render(testInput(FamilyBottlerocket, user, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := parseTOML(string(out))
+	if err != nil {
+		t.Fatalf("output is not TOML: %v\n%s", err, out)
+	}
+	k := m["settings"].(map[string]any)["kubernetes"].(map[string]any)
+	for key, want := range map[string]any{
+		"container-log-max-workers": int64(2), "container-log-monitor-interval": "10s", "topology-manager-policy": "best-effort",
+		"hostname-override-source": "private-dns-name", "single-process-oom-kill": true,
+	} {
+		if k[key] != want {
+			t.Errorf("settings.kubernetes.%s = %v, want %v (kept)", key, k[key], want)
+		}
+	}
+	for _, key := range []string{"authentication-mode", "bootstrap-token", "memory-manager-reserved-memory", "provider-id", "standalone-mode"} {
+		if v, ok := k[key]; ok {
+			t.Errorf("settings.kubernetes.%s = %v, want it dropped (Karpenter's settings do not know it)", key, v)
+		}
+	}
+	table := func(v any) map[string]any { m, _ := v.(map[string]any); return m }
+	tm := table(k["topology-manager-policy-options"])
+	if len(tm) != 2 || tm["prefer-closest-numa-nodes"] != true || tm["max-allowable-numa-nodes"] != int64(8) {
+		t.Errorf("topology-manager-policy-options = %v, want the two known fields", tm)
+	}
+	cp := table(table(k["credential-providers"])["ecr-credential-provider"])
+	if len(cp) != 4 || cp["cache-duration"] != "12h" || cp["made-up"] != nil {
+		t.Errorf("credential provider = %v, want enabled, cache-duration, image-patterns, environment", cp)
+	}
+	sp := table(table(k["static-pods"])["my-pod"])
+	if len(sp) != 2 || sp["manifest"] != "YWJj" {
+		t.Errorf("static pod = %v, want enabled and manifest", sp)
+	}
+}
+
+// TestSupportsDefaultBind: Karpenter's version table for the Bottlerocket
+// releases that bind ephemeral storage to the default directories.
+func TestSupportsDefaultBind(t *testing.T) {
+	for v, want := range map[string]bool{
+		"1.45.0": false, "1.46.0": true, "1.47.0": true, "2.0.0": true, "v1.45.0": false, "v1.46.0": true,
+		"1.9.0": false, "latest": true, "invalid": false, "1": false, "": false, "1.46": false, "abc.def.ghi": false,
+		"v1.46.*": true, "v2.x.0": false,
+	} {
+		if got := SupportsDefaultBind(v); got != want {
+			t.Errorf("SupportsDefaultBind(%q) = %v, want %v", v, got, want)
+		}
+	}
+}
+
+// TestBottlerocketVersion: the release is read from an alias term, else a
+// name term, else the status AMI an id term selects, else any Bottlerocket
+// status AMI (Karpenter's resolveAMIVersion cases).
+func TestBottlerocketVersion(t *testing.T) {
+	cases := []struct {
+		name  string
+		terms []awsv1.AMISelectorTerm
+		amis  []awsv1.AMI
+		want  string
+	}{
+		{"alias version", []awsv1.AMISelectorTerm{{Alias: "bottlerocket@v1.46.0"}}, nil, "v1.46.0"},
+		{"alias latest", []awsv1.AMISelectorTerm{{Alias: "bottlerocket@latest"}}, nil, "latest"},
+		{"name", []awsv1.AMISelectorTerm{{Name: "bottlerocket-aws-k8s-1.33-x86_64-v1.46.0-431fe75a"}}, nil, "v1.46.0"},
+		{"id with its status AMI", []awsv1.AMISelectorTerm{{ID: "ami-12345"}},
+			[]awsv1.AMI{{ID: "ami-99999", Name: "bottlerocket-aws-k8s-1.33-x86_64-v1.40.0-aaa"}, {ID: "ami-12345", Name: "bottlerocket-aws-k8s-1.33-x86_64-v1.47.0-abc123"}}, "v1.47.0"},
+		{"any status AMI", []awsv1.AMISelectorTerm{{Tags: map[string]string{"Environment": "prod"}}},
+			[]awsv1.AMI{{ID: "ami-1", Name: "custom-image"}, {ID: "ami-67890", Name: "bottlerocket-aws-k8s-1.30-arm64-v2.0.1-def456"}}, "v2.0.1"},
+		{"alias before name", []awsv1.AMISelectorTerm{{Name: "bottlerocket-aws-k8s-1.33-x86_64-v1.40.0-x"}, {Alias: "bottlerocket@v1.46.0"}}, nil, "v1.46.0"},
+		{"none", []awsv1.AMISelectorTerm{{Name: "some-other-ami"}}, nil, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			nc := &awsv1.EC2NodeClass{}
+			nc.Spec.AMISelectorTerms, nc.Status.AMIs = c.terms, c.amis
+			if got := BottlerocketVersion(nc); got != c.want {
+				t.Errorf("BottlerocketVersion = %q, want %q", got, c.want)
+			}
+		})
+	}
+}
+
+// TestBottlerocketRAID0Bind: with instanceStorePolicy RAID0, a release that
+// binds ephemeral storage by itself ("latest", 1.46.0 and later) is told
+// plain "bind"; an older or unknown one is given the directories, as
+// Karpenter does. The user's bootstrap commands are kept next to it.
+func TestBottlerocketRAID0Bind(t *testing.T) {
+	const (
+		plain = `commands = [['apiclient', 'ephemeral-storage', 'init'], ['apiclient', 'ephemeral-storage', 'bind']]`
+		dirs  = `commands = [['apiclient', 'ephemeral-storage', 'init'], ['apiclient', 'ephemeral-storage', 'bind', '--dirs', '/var/lib/containerd', '/var/lib/kubelet', '/var/log/pods']]`
+	)
+	cases := []struct {
+		name  string
+		terms []awsv1.AMISelectorTerm
+		want  string
+	}{
+		{"latest", []awsv1.AMISelectorTerm{{Alias: "bottlerocket@latest"}}, plain},
+		{"v1.46.0", []awsv1.AMISelectorTerm{{Alias: "bottlerocket@v1.46.0"}}, plain},
+		{"v1.45.0", []awsv1.AMISelectorTerm{{Alias: "bottlerocket@v1.45.0"}}, dirs},
+		{"name v1.50.2", []awsv1.AMISelectorTerm{{Name: "bottlerocket-aws-k8s-1.34-x86_64-v1.50.2-*"}}, plain},
+		{"unknown", []awsv1.AMISelectorTerm{{ID: "ami-0123456789abcdef0"}}, dirs},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			nc := &awsv1.EC2NodeClass{}
+			nc.Name = "br"
+			nc.Spec.AMIFamily = ptr(FamilyBottlerocket)
+			nc.Spec.AMISelectorTerms = c.terms
+			nc.Spec.InstanceStorePolicy = ptr(awsv1.InstanceStorePolicyRAID0)
+			nc.Spec.UserData = ptr("[settings.bootstrap-commands.111-say-hello]\ncommands = [['echo', 'hello']]\nmode = 'always'\nessential = true\n")
+			np := &karpv1.NodePool{}
+			np.Name = "pool"
+			out, err := Render(FromNodePool(nc, np, BuildOptions{Cluster: Cluster{Name: "c", Endpoint: "https://c", ServiceCIDR: testCIDR}}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, want := range []string{"[settings.bootstrap-commands.000-mount-instance-storage]\n" + c.want + "\n",
+				"[settings.bootstrap-commands.111-say-hello]\ncommands = [['echo', 'hello']]\n"} {
+				if !strings.Contains(string(out), want) {
+					t.Errorf("want\n%s\nin\n%s", want, out)
+				}
+			}
+		})
+	}
+}
+
+// TestPodsPerCoreWithMaxPods: a NodeClass that sets both podsPerCore and
+// maxPods gets both in the kubelet configuration, maxPods as given
+// (Karpenter's "should specify podsPerCore with maxPods enabled").
+func TestPodsPerCoreWithMaxPods(t *testing.T) {
+	k := &awsv1.KubeletConfiguration{PodsPerCore: ptr(int32(2)), MaxPods: ptr(int32(100))}
+	out, err := Render(testInput(FamilyAL2023, "", k)) // 16 vCPUs: podsPerCore allows 32
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts, err := mime.Parse(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := ParseNodeConfig(parts[len(parts)-1].Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if nc.Spec.Kubelet.Config["podsPerCore"] != 2 || nc.Spec.Kubelet.Config["maxPods"] != 100 {
+		t.Errorf("kubelet config podsPerCore %v maxPods %v, want 2 and 100", nc.Spec.Kubelet.Config["podsPerCore"], nc.Spec.Kubelet.Config["maxPods"])
+	}
+	out, err = Render(testInput(FamilyAL2, "", k))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(out, []byte("--max-pods=100 --pods-per-core=2")) {
+		t.Errorf("AL2 kubelet args lack --max-pods=100 --pods-per-core=2:\n%s", out)
+	}
+	// Read back, the kubelet registers the lower of the two (Bottlerocket
+	// ignores podsPerCore).
+	for fam, want := range map[string][2]int32{FamilyAL2: {32, 100}, FamilyAL2023: {32, 100}, FamilyUbuntu: {32, 100},
+		FamilyWindows2022: {32, 100}, FamilyBottlerocket: {100, 100}} {
+		out, err := Render(testInput(fam, "", k))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := Parse(fam, out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := [2]int32{f.PodCapacity(16), f.PodCapacity(64)}; f.MaxPods != 100 || got != want {
+			t.Errorf("%s: maxPods %d, pod capacity on 16 and 64 vCPUs %v, want 100 and %v", fam, f.MaxPods, got, want)
+		}
+	}
+}
+
+// TestUserMIMEAsKarpenterReadsIt: the user's MIME archive is read as Go's
+// multipart reader (Karpenter's) reads it: quoted-printable parts arrive
+// decoded without their Content-Transfer-Encoding header, and an archive
+// ending with a delimiter instead of the closing one (Karpenter's AL2023
+// MIME example) yields only the user's parts.
+func TestUserMIMEAsKarpenterReadsIt(t *testing.T) {
+	const open = "MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=\"//\"\n\n" +
+		"--//\nContent-Type: application/node.eks.aws\n\napiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec:\n  kubelet:\n    config:\n      maxPods: 42\n" +
+		"--//\nContent-Type: text/x-shellscript; charset=\"us-ascii\"\n\n#!/bin/bash\necho \"Hello, AL2023!\"\n--//\n"
+	const qp = "MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=\"B\"\n\n" +
+		"--B\nContent-Type: text/x-shellscript; charset=\"us-ascii\"\nContent-Transfer-Encoding: quoted-printable\nX-Note: kept on AL2\n\n" +
+		"#!/bin/bash\necho x=3Dy a long line =\ncontinued\n--B--\n"
+	for _, fam := range []string{FamilyAL2, FamilyAL2023} {
+		t.Run(fam, func(t *testing.T) {
+			out, err := Render(testInput(fam, open, nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			parts, err := mime.Parse(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The user's two parts, the hook, Joiner's part.
+			if len(parts) != 4 || parts[1].MediaType() != "text/x-shellscript" || !strings.Contains(string(parts[1].Body), "Hello, AL2023!") {
+				t.Errorf("parts of an archive without its closing delimiter: %q", parts)
+			}
+			out, err = Render(testInput(fam, qp, nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if bytes.Contains(out, []byte("Content-Transfer-Encoding")) {
+				t.Errorf("Content-Transfer-Encoding header kept:\n%s", out)
+			}
+			if !bytes.Contains(out, []byte("\n\n#!/bin/bash\necho x=y a long line continued\n--//\n")) {
+				t.Errorf("quoted-printable part not decoded:\n%s", out)
+			}
+			if got := bytes.Contains(out, []byte("X-Note: kept on AL2\n")); got != (fam == FamilyAL2) {
+				t.Errorf("other part headers kept = %v, want %v (AL2 keeps them, AL2023 only Content-Type)", got, fam == FamilyAL2)
+			}
+		})
 	}
 }

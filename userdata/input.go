@@ -79,8 +79,14 @@ type Input struct {
 	// Kubelet is the EC2NodeClass spec.kubelet (nil = none).
 	Kubelet             *awsv1.KubeletConfiguration
 	InstanceStorePolicy string
-	// Labels of the node (NodeClaim labels, single-valued requirements,
-	// capacity type). Restricted-domain labels are dropped when rendering.
+	// BottlerocketVersion is the Bottlerocket release the EC2NodeClass
+	// selects ("latest", "v1.46.0"; "" = unknown; see BottlerocketVersion).
+	// With instanceStorePolicy RAID0, SupportsDefaultBind releases bind
+	// their ephemeral storage to the default directories; older or unknown
+	// ones are given the directories.
+	BottlerocketVersion string
+	// Labels of the node (the NodeClaim's labels and the capacity type; see
+	// FromNodeClaim). Restricted-domain labels are dropped when rendering.
 	Labels        map[string]string
 	Taints        []corev1.Taint
 	StartupTaints []corev1.Taint
@@ -138,16 +144,18 @@ func eniLimited(f string) bool { return !isWindows(f) }
 // honoursPodsPerCore reports whether the family applies podsPerCore.
 func honoursPodsPerCore(f string) bool { return f != FamilyBottlerocket }
 
-// EffectiveMaxPods is the max pods a node of the family gets: the NodeClass
-// kubelet maxPods if set; else the instance type's ENI-limited count
-// (instanceMaxPods > 0, not on Windows); else 110; then capped at
-// podsPerCore x vCPU where the family honours podsPerCore.
+// EffectiveMaxPods is the max pods the user data gives the kubelet of a
+// node of the family: the NodeClass kubelet maxPods as given when set
+// (Karpenter keeps it; the kubelet itself applies podsPerCore on top);
+// else the instance type's ENI-limited count (instanceMaxPods > 0, not on
+// Windows), or 110, capped at podsPerCore x vCPU where the family honours
+// podsPerCore.
 func EffectiveMaxPods(family string, k *awsv1.KubeletConfiguration, instanceMaxPods, vcpu int32) int32 {
+	if k != nil && k.MaxPods != nil {
+		return *k.MaxPods
+	}
 	mp := int32(DefaultMaxPods)
-	switch {
-	case k != nil && k.MaxPods != nil:
-		mp = *k.MaxPods
-	case eniLimited(family) && instanceMaxPods > 0:
+	if eniLimited(family) && instanceMaxPods > 0 {
 		mp = instanceMaxPods
 	}
 	if k != nil && k.PodsPerCore != nil && *k.PodsPerCore > 0 && vcpu > 0 && honoursPodsPerCore(family) {

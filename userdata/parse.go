@@ -19,10 +19,23 @@ type NodeFacts struct {
 	Labels  map[string]string
 	Taints  []corev1.Taint
 	MaxPods int32
+	// PodsPerCore is the kubelet's podsPerCore (0 = none); see PodCapacity.
+	PodsPerCore int32
 	// ClusterDNS is the kube-dns address the kubelet is configured with.
 	ClusterDNS string
 	// Agent reports whether the Joiner hook is present.
 	Agent bool
+}
+
+// PodCapacity is the pod capacity the kubelet registers on a machine with
+// vcpu vCPUs: MaxPods, capped at PodsPerCore x vcpu when both are set (the
+// kubelet takes the lower; the user data gives a NodeClass's maxPods as
+// is).
+func (f NodeFacts) PodCapacity(vcpu int32) int32 {
+	if f.PodsPerCore > 0 && vcpu > 0 && f.PodsPerCore*vcpu < f.MaxPods {
+		return f.PodsPerCore * vcpu
+	}
+	return f.MaxPods
 }
 
 // ErrNoFacts: the user data carries no node facts (no bootstrap.sh call,
@@ -314,8 +327,9 @@ func parseAL2023(data []byte) (NodeFacts, error) {
 	return f, nil
 }
 
-// applyKubeletConfig reads maxPods, clusterDNS and registerWithTaints of an
-// inline KubeletConfiguration (as the YAML decoder gives it).
+// applyKubeletConfig reads maxPods, podsPerCore, clusterDNS and
+// registerWithTaints of an inline KubeletConfiguration (as the YAML decoder
+// gives it).
 func applyKubeletConfig(config map[string]any, f *NodeFacts) error {
 	if v, ok := config["maxPods"]; ok {
 		n, ok := v.(int)
@@ -323,6 +337,13 @@ func applyKubeletConfig(config map[string]any, f *NodeFacts) error {
 			return fmt.Errorf("NodeConfig kubelet.config.maxPods: %v is not an integer", v)
 		}
 		f.MaxPods = int32(n)
+	}
+	if v, ok := config["podsPerCore"]; ok {
+		n, ok := v.(int)
+		if !ok {
+			return fmt.Errorf("NodeConfig kubelet.config.podsPerCore: %v is not an integer", v)
+		}
+		f.PodsPerCore = int32(n)
 	}
 	if v, ok := config["clusterDNS"].([]any); ok && len(v) > 0 {
 		f.ClusterDNS = fmt.Sprint(v[0])

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
@@ -225,5 +226,32 @@ func TestNodeRegistersEFA(t *testing.T) {
 	in.NIs = nil
 	if node, _ = s.nodeFor(in); node.Status.Allocatable[awsv1.ResourceEFA] != (resource.Quantity{}) {
 		t.Error("an instance without EFA interfaces registers vpc.amazonaws.com/efa")
+	}
+}
+
+// TestNodePodsAsTheKubelet: a node's pod capacity is the lower of its
+// kubelet's maxPods and podsPerCore x vCPUs, as the kubelet takes it.
+func TestNodePodsAsTheKubelet(t *testing.T) {
+	s := New(Options{Config: DefaultConfig()})
+	nodeConfig := func(kubelet string) []byte {
+		return []byte("apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec:\n  kubelet:\n    config:\n" + kubelet)
+	}
+	for _, tc := range []struct {
+		name     string
+		userData []byte
+		want     int64
+	}{
+		{"maxPods", nodeConfig("      maxPods: 100\n"), 100},
+		{"podsPerCore lower", nodeConfig("      maxPods: 100\n      podsPerCore: 2\n"), 4}, // m5.large: 2 vCPUs
+		{"maxPods lower", nodeConfig("      maxPods: 3\n      podsPerCore: 2\n"), 3},
+	} {
+		in := instance{ID: "i-0pods", Type: "m5.large", Zone: "us-east-1a", NodeName: "n", ImageID: "ami-0sim2023x86", UserData: tc.userData}
+		node, err := s.nodeFor(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if q := node.Status.Allocatable[corev1.ResourcePods]; q.Value() != tc.want {
+			t.Errorf("%s: allocatable pods %s, want %d", tc.name, q.String(), tc.want)
+		}
 	}
 }

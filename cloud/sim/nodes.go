@@ -78,9 +78,11 @@ func (s *Sim) nodeFor(in instance) (*corev1.Node, error) {
 		capacity[awsv1.ResourceEFA] = *resource.NewQuantity(int64(efa), resource.DecimalSI)
 		alloc[awsv1.ResourceEFA] = *resource.NewQuantity(int64(efa), resource.DecimalSI)
 	}
-	if facts.MaxPods > 0 {
-		capacity[corev1.ResourcePods] = *resource.NewQuantity(int64(facts.MaxPods), resource.DecimalSI)
-		alloc[corev1.ResourcePods] = *resource.NewQuantity(int64(facts.MaxPods), resource.DecimalSI)
+	// The kubelet takes the lower of maxPods and podsPerCore x vCPUs.
+	cpu := it.Capacity[corev1.ResourceCPU]
+	if pods := facts.PodCapacity(int32(cpu.Value())); pods > 0 {
+		capacity[corev1.ResourcePods] = *resource.NewQuantity(int64(pods), resource.DecimalSI)
+		alloc[corev1.ResourcePods] = *resource.NewQuantity(int64(pods), resource.DecimalSI)
 	}
 	now := metav1.NewTime(s.now())
 	return &corev1.Node{

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/joiner-dev/joiner/cloud"
@@ -96,10 +98,46 @@ func discoverCluster(ctx context.Context, f *coordinatorFlags, eks joineraws.EKS
 	return d, nil
 }
 
+// The Service whose cluster IP nodes are given as cluster DNS (Karpenter's
+// KubeDNSIP).
+const kubeDNSNamespace, kubeDNSService = "kube-system", "kube-dns"
+
+// kubeDNSIP reads the cluster IP of the kube-system/kube-dns Service once,
+// at start, as Karpenter does. It returns "" when the Service cannot be
+// read or has no cluster IP (a custom DNS setup may have none): nodes are
+// then given the 10th address of the service CIDR.
+func kubeDNSIP(ctx context.Context, kube kubernetes.Interface, log *zap.Logger) string {
+	ctx, cancel := context.WithTimeout(ctx, initialDiscoveryTimeout)
+	defer cancel()
+	svc, err := kube.CoreV1().Services(kubeDNSNamespace).Get(ctx, kubeDNSService, metav1.GetOptions{})
+	if err != nil {
+		log.Info("cannot read the kube-dns Service; nodes get the 10th address of the service CIDR as cluster DNS",
+			zap.String("service", kubeDNSNamespace+"/"+kubeDNSService), zap.Error(err))
+		return ""
+	}
+	ip, err := netip.ParseAddr(svc.Spec.ClusterIP)
+	if err != nil {
+		log.Info("the kube-dns Service has no cluster IP; nodes get the 10th address of the service CIDR as cluster DNS",
+			zap.String("service", kubeDNSNamespace+"/"+kubeDNSService), zap.String("cluster-ip", svc.Spec.ClusterIP))
+		return ""
+	}
+	log.Info("discovered kube-dns", zap.String("kube-dns-ip", ip.String()))
+	return ip.String()
+}
+
+// nodeFacts is what the coordinator tells nodes about the cluster: the
+// cluster discovery's facts and the kube-dns Service's cluster IP read at
+// start ("" = unknown).
+type nodeFacts struct {
+	discovery *joineraws.ClusterDiscovery
+	dnsIP     string
+}
+
 // nodeCluster is what the user data of a new node says about the cluster
-// it joins (cluster DNS: the 10th address of the service CIDR).
-func nodeCluster(c cloud.Cluster) userdata.Cluster {
-	out := userdata.Cluster{Name: c.Name, Endpoint: c.Endpoint, ServiceCIDR: c.NodeServiceCIDR(), IPFamily: c.IPFamily}
+// it joins (cluster DNS: the kube-dns Service's cluster IP dnsIP, else the
+// 10th address of the service CIDR).
+func nodeCluster(c cloud.Cluster, dnsIP string) userdata.Cluster {
+	out := userdata.Cluster{Name: c.Name, Endpoint: c.Endpoint, ServiceCIDR: c.NodeServiceCIDR(), IPFamily: c.IPFamily, DNSIP: dnsIP}
 	if len(c.CABundle) > 0 {
 		out.CABundle = base64.StdEncoding.EncodeToString(c.CABundle)
 	}
@@ -107,21 +145,22 @@ func nodeCluster(c cloud.Cluster) userdata.Cluster {
 }
 
 // leaderCluster is leader.Deps.NodeCluster over a discovery.
-func leaderCluster(d *joineraws.ClusterDiscovery) func() (userdata.Cluster, string, error) {
+func leaderCluster(n *nodeFacts) func() (userdata.Cluster, string, error) {
 	return func() (userdata.Cluster, string, error) {
-		c, err := d.Cluster()
-		return nodeCluster(c), c.KubernetesVersion, err
+		c, err := n.discovery.Cluster()
+		return nodeCluster(c, n.dnsIP), c.KubernetesVersion, err
 	}
 }
 
 // statusCluster is what /v1/status says of the cluster.
-func statusCluster(d *joineraws.ClusterDiscovery) func() *api.ClusterFacts {
+func statusCluster(n *nodeFacts) func() *api.ClusterFacts {
 	return func() *api.ClusterFacts {
+		d := n.discovery
 		st := d.Status()
 		c := st.Cluster
 		out := &api.ClusterFacts{Name: c.Name, Endpoint: c.Endpoint, KubernetesVersion: c.KubernetesVersion, ServiceCIDR: c.NodeServiceCIDR(),
-			IPFamily: c.IPFamily, Overridden: st.Overridden}
-		if out.ServiceCIDR != "" {
+			IPFamily: c.IPFamily, Overridden: st.Overridden, ClusterDNS: n.dnsIP}
+		if out.ClusterDNS == "" && out.ServiceCIDR != "" {
 			out.ClusterDNS, _ = userdata.ClusterDNSIP(out.ServiceCIDR)
 		}
 		if !st.DiscoveredAt.IsZero() {

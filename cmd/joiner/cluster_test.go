@@ -88,13 +88,28 @@ func TestClusterOverrides(t *testing.T) {
 // flags) against a real control plane and the sim through the real SDK: the
 // instance launched for a pending pod boots the Kubernetes 1.34 AL2023
 // image and its user data (read back from the sim's IMDS) joins the
-// cluster's endpoint with cluster DNS 172.20.0.10; `joiner status` shows
-// the discovered facts.
+// cluster's endpoint with the kube-dns Service's cluster IP as cluster DNS
+// (not the 10th address of the service CIDR, 172.20.0.10); `joiner status`
+// shows the discovered facts.
 func TestCoordinatorDiscoversCluster(t *testing.T) {
 	env := testenv.Start(t, testenv.Options{CRDs: true})
+	const kubeDNS = "10.96.0.53" // in the control plane's service range
+	dnsClients, err := kube.NewClients(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dnsClients.Kube.CoreV1().Services("kube-system").Create(context.Background(), &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "kube-dns", Namespace: "kube-system"},
+		Spec:       corev1.ServiceSpec{ClusterIP: kubeDNS, Ports: []corev1.ServicePort{{Name: "dns", Port: 53, Protocol: corev1.ProtocolUDP}}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
 	t.Setenv("AWS_ACCESS_KEY_ID", "") // the sim's dummy credentials
-	s := sim.New(sim.Options{Config: sim.DefaultConfig()})
+	cfg := sim.DefaultConfig()
+	// the class names an operator-made instance profile, which EC2 must know
+	cfg.IAM.InstanceProfiles = append(cfg.IAM.InstanceProfiles, sim.InstanceProfile{Name: "sim-nodes", Role: "sim-nodes"})
+	s := sim.New(sim.Options{Config: cfg})
 	srv := httptest.NewServer(s.Handler())
 	defer srv.Close()
 	ports := freeLoopbackPorts(t, 3)
@@ -141,7 +156,7 @@ func TestCoordinatorDiscoversCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"apiServerEndpoint: " + sim.DefaultCluster().Endpoint, "cidr: 172.20.0.0/16", "- 172.20.0.10",
+	for _, want := range []string{"apiServerEndpoint: " + sim.DefaultCluster().Endpoint, "cidr: 172.20.0.0/16", "- " + kubeDNS,
 		"certificateAuthority: " + base64.StdEncoding.EncodeToString(kubeCA)} {
 		if !strings.Contains(ud, want) {
 			t.Errorf("user data lacks %q:\n%s", want, ud)
@@ -156,7 +171,7 @@ func TestCoordinatorDiscoversCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := st.Cluster
-	if c == nil || c.KubernetesVersion != "1.34" || c.ServiceCIDR != "172.20.0.0/16" || c.ClusterDNS != "172.20.0.10" ||
+	if c == nil || c.KubernetesVersion != "1.34" || c.ServiceCIDR != "172.20.0.0/16" || c.ClusterDNS != kubeDNS ||
 		c.Endpoint != sim.DefaultCluster().Endpoint || c.IPFamily != "ipv4" || c.DiscoveredAt == nil || len(c.Overridden) != 1 || c.Error != "" {
 		t.Errorf("status cluster %+v, want the discovered facts (the CA is the kubeconfig's)", c)
 	}

@@ -63,7 +63,7 @@ func (f *leaderFlags) register(fl *pflag.FlagSet) {
 	fl.IntVar(&f.kubeBurst, "kube-client-burst", 300, "Kubernetes API request burst (Karpenter's KUBE_CLIENT_BURST)")
 	fl.StringVar(&f.awsEndpoint, "aws-endpoint", "", "EC2 and SSM endpoint override, e.g. joiner sim's http://127.0.0.1:4566 (empty: AWS)")
 	fl.StringVar(&f.region, "region", "", "AWS region (empty: from the environment / IMDS)")
-	fl.StringVar(&f.serviceCIDR, "service-cidr", "", "cluster service CIDR new nodes are told; cluster DNS is its 10th address (empty: discovered with EKS DescribeCluster)")
+	fl.StringVar(&f.serviceCIDR, "service-cidr", "", "cluster service CIDR new nodes are told; cluster DNS is the kube-system/kube-dns Service's cluster IP, else the CIDR's 10th address (empty: discovered with EKS DescribeCluster)")
 	fl.StringVar(&f.caFile, "cluster-ca-file", "", "file with the cluster CA (PEM or base64) new nodes trust (empty: --cluster-ca-bundle, else the kubeconfig's CA, else discovered)")
 	fl.StringVar(&f.caBundle, "cluster-ca-bundle", "", "cluster CA bundle (base64 PEM) new nodes trust, Karpenter's CLUSTER_CA_BUNDLE (empty: --cluster-ca-file, else the kubeconfig's CA, else discovered)")
 	fl.StringVar(&f.k8sVersion, "kubernetes-version", "", "Kubernetes minor version (1.34) of EKS AMI aliases (empty: discovered with EKS DescribeCluster, refreshed every 5 minutes)")
@@ -175,7 +175,7 @@ func (f *leaderFlags) awsConfig(ctx context.Context) (awssdk.Config, error) {
 // leader's work (coordinator/leader). Metrics register on reg once; the
 // loops run once per term.
 func buildLeader(ctx context.Context, f *coordinatorFlags, clients *kube.Clients, rc *rest.Config, state *fsm.FSM, node *cluster.Node,
-	membership *leader.Loop, reg prometheus.Registerer, log *zap.Logger) (*leader.Leader, *kube.Cache, *joineraws.ClusterDiscovery, error) {
+	membership *leader.Loop, reg prometheus.Registerer, log *zap.Logger) (*leader.Leader, *kube.Cache, *nodeFacts, error) {
 	lf := &f.leader
 	policy := scheduler.MinValuesPolicy(lf.minValues)
 	if policy != scheduler.MinValuesStrict && policy != scheduler.MinValuesBestEffort {
@@ -214,10 +214,11 @@ func buildLeader(ctx context.Context, f *coordinatorFlags, clients *kube.Clients
 	}
 	// The CA bundle known at start is the drift hash's (as Karpenter's).
 	facts, _ := discovery.Cluster()
-	uc := nodeCluster(facts)
+	nf := &nodeFacts{discovery: discovery, dnsIP: kubeDNSIP(ctx, clients.Kube, log)}
+	uc := nodeCluster(facts, nf.dnsIP)
 	cache := kube.NewCache(clients, log)
 	lead, err := leader.New(leader.Deps{
-		Cluster: f.clusterName, UserData: uc, NodeCluster: leaderCluster(discovery), BootstrapImage: lf.bootstrapImage, RemoveStartupTaints: lf.simulated,
+		Cluster: f.clusterName, UserData: uc, NodeCluster: leaderCluster(nf), BootstrapImage: lf.bootstrapImage, RemoveStartupTaints: lf.simulated,
 		MinValuesPolicy: policy, FeatureGates: gates, BatchIdle: lf.batchIdle, BatchMax: lf.batchMax,
 		Clients: clients, Kube: clients.Kube, Cache: cache, Cloud: provider, State: state,
 		Raft: cluster.RaftProposer{Raft: node.Raft}, Membership: membership, StateRetention: lf.stateRetention, NodeClassRefresh: lf.classRefresh,
@@ -226,7 +227,7 @@ func buildLeader(ctx context.Context, f *coordinatorFlags, clients *kube.Clients
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	return lead, cache, discovery, nil
+	return lead, cache, nf, nil
 }
 
 // The AWS provider marks interrupted spot offerings and capacity

@@ -37,9 +37,11 @@ func TestUserdataRenderCLI(t *testing.T) {
 		maxPods                         int32
 		agent                           bool
 	}{
-		// m5.large: 2 vCPU, podsPerCore 2 caps maxPods 20 at 4.
-		{"nodeclass-al2023.yaml", userdata.FamilyAL2023, "m5.large", true, 4, true},
-		{"nodeclass-al2023.yaml", userdata.FamilyAL2023, "m5.large", false, 4, false},
+		// m5.large: 2 vCPU. The class's maxPods 20 is rendered as given,
+		// next to podsPerCore 2 (the kubelet applies the lower, 4), as
+		// Karpenter renders it.
+		{"nodeclass-al2023.yaml", userdata.FamilyAL2023, "m5.large", true, 20, true},
+		{"nodeclass-al2023.yaml", userdata.FamilyAL2023, "m5.large", false, 20, false},
 		{"nodeclass-bottlerocket.yaml", userdata.FamilyBottlerocket, "m5.large", true, 29, true},
 		// The Bottlerocket example vouches for its bootstrap container
 		// (joiner.io/agent: "true"), whatever the image.

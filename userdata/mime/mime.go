@@ -4,8 +4,11 @@
 // The reader is deliberately forgiving about what users paste into an
 // EC2NodeClass: top-level headers in either order (MIME-Version first or
 // Content-Type first), CRLF or LF line endings, a missing closing boundary,
-// and a preamble before the first boundary. Anything it cannot make sense of
-// is an error that names the line; it never panics.
+// and a preamble before the first boundary. Like Go's multipart reader (what
+// Karpenter uses), it decodes quoted-printable part bodies and drops their
+// Content-Transfer-Encoding header, and an archive that ends with a
+// delimiter but no closing one has no empty part after it. Anything it
+// cannot make sense of is an error that names the line; it never panics.
 //
 // The writer always emits the same shape (LF line endings, boundary "//"):
 //
@@ -25,7 +28,10 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"mime"
+	"mime/quotedprintable"
+	"slices"
 	"strings"
 )
 
@@ -185,13 +191,40 @@ func Parse(data []byte) ([]Part, error) {
 			// drop the final line break, as a boundary would have.
 			body = strings.TrimSuffix(strings.Join(lines[bodyStart:], "\n"), "\n")
 		}
-		parts = append(parts, Part{Headers: ph, Body: []byte(body)})
+		if j >= len(lines) && len(ph) == 0 && body == "" && len(parts) > 0 {
+			// The archive ends with a delimiter and no closing one: no
+			// part follows it (Go's multipart reader sees none either).
+			break
+		}
+		part, err := decodePart(Part{Headers: ph, Body: []byte(body)}, label)
+		if err != nil {
+			return nil, err
+		}
+		parts = append(parts, part)
 		if closed || !more {
 			break
 		}
 		i = j + 1
 	}
 	return parts, nil
+}
+
+// decodePart decodes a quoted-printable body and drops its
+// Content-Transfer-Encoding header, as Go's multipart reader (Karpenter's)
+// does: the part is copied decoded. Other encodings are kept as they are.
+func decodePart(p Part, label string) (Part, error) {
+	isCTE := func(h Header) bool { return strings.EqualFold(h.Name, "Content-Transfer-Encoding") }
+	idx := slices.IndexFunc(p.Headers, isCTE)
+	if idx < 0 || !strings.EqualFold(strings.TrimSpace(p.Headers[idx].Value), "quoted-printable") {
+		return p, nil
+	}
+	body, err := io.ReadAll(quotedprintable.NewReader(bytes.NewReader(p.Body)))
+	if err != nil {
+		return Part{}, fmt.Errorf("%w: %s: quoted-printable body: %v", ErrMalformed, label, err)
+	}
+	p.Headers = slices.DeleteFunc(slices.Clone(p.Headers), isCTE)
+	p.Body = []byte(normalise(body))
+	return p, nil
 }
 
 // readHeaders reads RFC 822 style headers starting at lines[i] up to the

@@ -134,6 +134,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(twoParts))
 	f.Add([]byte("Content-Type: multipart/mixed; boundary=B\r\nMIME-Version: 1.0\r\n\r\n--B\r\n\r\nx\r\n"))
 	f.Add([]byte("MIME-Version: 1.0\nContent-Type: text/plain\n\nhello\n"))
+	f.Add([]byte("Content-Type: multipart/mixed; boundary=B\n\n--B\nContent-Transfer-Encoding: quoted-printable\n\na=3Db =\nc\n--B\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		parts, err := Parse(data)
 		if err != nil {
@@ -241,5 +242,91 @@ func BenchmarkParseFoldedHeader(b *testing.B) {
 		if err != nil || len(parts) != 1 {
 			b.Fatalf("Parse: %d parts, %v", len(parts), err)
 		}
+	}
+}
+
+// TestParseQuotedPrintable: a quoted-printable part is decoded and loses its
+// Content-Transfer-Encoding header, as Go's multipart reader (Karpenter's)
+// hands it over; other encodings are left alone.
+func TestParseQuotedPrintable(t *testing.T) {
+	cases := []struct {
+		name        string
+		part        string
+		wantHeaders []Header
+		wantBody    string
+	}{
+		{
+			name:        "quoted-printable decoded",
+			part:        "Content-Type: text/x-shellscript\nContent-Transfer-Encoding: quoted-printable\n\necho caf=C3=A9 && echo a very long line that was =\nsoft broken\necho x=3Dy",
+			wantHeaders: []Header{{"Content-Type", "text/x-shellscript"}},
+			wantBody:    "echo café && echo a very long line that was soft broken\necho x=y",
+		},
+		{
+			name:        "any case, crlf soft breaks",
+			part:        "content-transfer-encoding: Quoted-Printable\r\nContent-Type: text/x-shellscript\r\nX-Keep: 1\r\n\r\nab=\r\ncd",
+			wantHeaders: []Header{{"Content-Type", "text/x-shellscript"}, {"X-Keep", "1"}},
+			wantBody:    "abcd",
+		},
+		{
+			name:        "base64 kept",
+			part:        "Content-Type: text/x-shellscript\nContent-Transfer-Encoding: base64\n\nZWNobyBoaQ==",
+			wantHeaders: []Header{{"Content-Type", "text/x-shellscript"}, {"Content-Transfer-Encoding", "base64"}},
+			wantBody:    "ZWNobyBoaQ==",
+		},
+		{
+			name:        "7bit kept",
+			part:        "Content-Type: text/x-shellscript\nContent-Transfer-Encoding: 7bit\n\necho x=3Dy",
+			wantHeaders: []Header{{"Content-Type", "text/x-shellscript"}, {"Content-Transfer-Encoding", "7bit"}},
+			wantBody:    "echo x=3Dy",
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			parts, err := Parse([]byte("MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=\"B\"\n\n--B\n" + c.part + "\n--B--\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(parts) != 1 {
+				t.Fatalf("%d parts, want 1", len(parts))
+			}
+			if !reflect.DeepEqual(parts[0].Headers, c.wantHeaders) {
+				t.Errorf("headers = %q, want %q", parts[0].Headers, c.wantHeaders)
+			}
+			if string(parts[0].Body) != c.wantBody {
+				t.Errorf("body = %q, want %q", parts[0].Body, c.wantBody)
+			}
+		})
+	}
+	_, err := Parse([]byte("Content-Type: multipart/mixed; boundary=B\n\n--B\nContent-Transfer-Encoding: quoted-printable\n\nbad \x01 control byte\n--B--\n"))
+	if !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), "part 1") {
+		t.Errorf("invalid quoted-printable: want ErrMalformed naming part 1, got %v", err)
+	}
+}
+
+// TestParseTrailingDelimiter: an archive that ends with a delimiter instead
+// of the closing one (Karpenter's AL2023 MIME example) has only the parts
+// before it, with or without a blank line after the delimiter.
+func TestParseTrailingDelimiter(t *testing.T) {
+	const head = "MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=\"//\"\n\n" +
+		"--//\nContent-Type: application/node.eks.aws\n\nkind: NodeConfig\n" +
+		"--//\nContent-Type: text/x-shellscript; charset=\"us-ascii\"\n\n#!/bin/bash\necho hi\n--//"
+	for name, tail := range map[string]string{"newline": "\n", "none": "", "blank line": "\n\n", "crlf": "\r\n"} {
+		t.Run(name, func(t *testing.T) {
+			parts, err := Parse([]byte(head + tail))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(parts) != 2 {
+				t.Fatalf("%d parts, want the 2 before the trailing delimiter: %q", len(parts), parts)
+			}
+			if string(parts[1].Body) != "#!/bin/bash\necho hi" {
+				t.Errorf("last part body %q", parts[1].Body)
+			}
+		})
+	}
+	// A part with headers after the trailing delimiter is a part.
+	parts, err := Parse([]byte(head + "\nContent-Type: text/x-shellscript\n"))
+	if err != nil || len(parts) != 3 {
+		t.Errorf("header-only last part: %d parts, %v", len(parts), err)
 	}
 }
