@@ -4,7 +4,10 @@ import (
 	"context"
 	"testing"
 
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+
 	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
+	"github.com/joiner-dev/joiner/cloud"
 	"github.com/joiner-dev/joiner/cloud/catalog"
 )
 
@@ -25,3 +28,10 @@ func InstanceTypeOf(t testing.TB, p *Provider, nc *awsv1.EC2NodeClass, name stri
 	t.Fatalf("no instance type %s", name)
 	return nil
 }
+
+// NewestPerRequirements is newestPerRequirements, for the AMI ordering
+// tables of aws_test.
+var NewestPerRequirements = newestPerRequirements
+
+// AMIsOf is p's AMIs of an image a non-alias term found.
+func (p *Provider) AMIsOf(im ec2types.Image) []cloud.AMI { return p.amisOf(im, nil) }

@@ -101,9 +101,11 @@ func (p *Provider) resolveSubnets(ctx context.Context, terms []awsv1.SubnetSelec
 	return cached(p, cacheKey("subnets", terms), func() ([]cloud.Subnet, error) {
 		seen := map[string]cloud.Subnet{}
 		for i, t := range terms {
+			// An id term selects by its id alone, as Karpenter's (the CRD
+			// admits id beside tags unless every term has both).
 			in := &ec2.DescribeSubnetsInput{Filters: tagFilters(t.Tags)}
 			if t.ID != "" {
-				in.Filters = append(in.Filters, ec2types.Filter{Name: aws.String("subnet-id"), Values: []string{t.ID}})
+				in.Filters = []ec2types.Filter{{Name: aws.String("subnet-id"), Values: []string{t.ID}}}
 			}
 			pages := ec2.NewDescribeSubnetsPaginator(p.ec2, in)
 			for pages.HasMorePages() {
@@ -143,12 +145,15 @@ func (p *Provider) resolveSecurityGroups(ctx context.Context, terms []awsv1.Secu
 	return cached(p, cacheKey("sgs", terms), func() ([]awsv1.SecurityGroup, error) {
 		seen := map[string]awsv1.SecurityGroup{}
 		for i, t := range terms {
+			// An id term selects by its id alone, else a name term by its
+			// name alone, as Karpenter's (the CRD admits them beside other
+			// fields unless every term has such a mix).
 			in := &ec2.DescribeSecurityGroupsInput{Filters: tagFilters(t.Tags)}
-			if t.ID != "" {
-				in.Filters = append(in.Filters, ec2types.Filter{Name: aws.String("group-id"), Values: []string{t.ID}})
-			}
-			if t.Name != "" {
-				in.Filters = append(in.Filters, ec2types.Filter{Name: aws.String("group-name"), Values: []string{t.Name}})
+			switch {
+			case t.ID != "":
+				in.Filters = []ec2types.Filter{{Name: aws.String("group-id"), Values: []string{t.ID}}}
+			case t.Name != "":
+				in.Filters = []ec2types.Filter{{Name: aws.String("group-name"), Values: []string{t.Name}}}
 			}
 			pages := ec2.NewDescribeSecurityGroupsPaginator(p.ec2, in)
 			for pages.HasMorePages() {

@@ -154,7 +154,7 @@ func TestPinnedTypes(t *testing.T) {
 				"karpenter.k8s.aws/instance-family": "m5", "karpenter.k8s.aws/instance-generation": "5",
 				"karpenter.k8s.aws/instance-size": "large", "karpenter.k8s.aws/instance-cpu": "2",
 				"karpenter.k8s.aws/instance-memory": "8192", "karpenter.k8s.aws/instance-hypervisor": "nitro",
-				"karpenter.k8s.aws/instance-network-bandwidth": "750",
+				"karpenter.k8s.aws/instance-network-bandwidth": "750", "karpenter.k8s.aws/instance-capability-flex": "false",
 			},
 			capacity:    map[corev1.ResourceName]string{"cpu": "2", "memory": "7577Mi", "pods": "29", "ephemeral-storage": "20Gi"},
 			allocatable: map[corev1.ResourceName]string{"cpu": "1930m", "memory": "6903Mi", "pods": "29", "ephemeral-storage": "17Gi"},

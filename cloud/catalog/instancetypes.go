@@ -252,6 +252,8 @@ func labels(e Entry, fam family, region string) map[string]string {
 		karpv1.LabelInstanceSize:       e.Size,
 		karpv1.LabelInstanceCPU:        strconv.Itoa(e.VCPU),
 		karpv1.LabelInstanceMemory:     strconv.FormatInt(e.MemoryMiB, 10),
+		// Every type says whether it is a flex one (c7i-flex), as Karpenter's.
+		karpv1.LabelInstanceCapabilityFlex: strconv.FormatBool(strings.Contains(e.Family, "-flex")),
 	}
 	if fam.windowsBuild != "" {
 		l[karpv1.LabelWindowsBuild] = fam.windowsBuild
