@@ -109,6 +109,16 @@ func priority(class string) podOpt {
 	return func(p *corev1.Pod) { p.Spec.PriorityClassName = class }
 }
 
+func phase(ph corev1.PodPhase) podOpt {
+	return func(p *corev1.Pod) { p.Status.Phase = ph }
+}
+
+// ownedByNode: a static pod's mirror as Karpenter's IsOwnedByNode sees it
+// (an owner reference to its Node, no mirror annotation).
+func ownedByNode(p *corev1.Pod) {
+	p.OwnerReferences = append(p.OwnerReferences, metav1.OwnerReference{APIVersion: "v1", Kind: "Node", Name: nodeName, UID: "uid-node"})
+}
+
 func tolerates(t corev1.Toleration) podOpt {
 	return func(p *corev1.Pod) { p.Spec.Tolerations = append(p.Spec.Tolerations, t) }
 }
@@ -197,6 +207,49 @@ func TestDrainOrder(t *testing.T) {
 			name:        "agent: a do-not-disrupt pod holds nothing",
 			pods:        []*corev1.Pod{pod("app"), pod("dnd", doNotDisrupt), pod("critical", priority(nodeCritical))},
 			wantEvicted: []string{"app", "critical"}, wantLeft: []string{"dnd"},
+		},
+		{
+			// Karpenter's "tolerate karpenter disruption taint with equal
+			// operator" and "evict pods that tolerate the
+			// node.kubernetes.io/unschedulable taint": only a toleration
+			// matching karpenter.sh/disrupted:NoSchedule (empty value)
+			// keeps a pod; the cordon's own taint does not count.
+			name: "karpenter: toleration operators and the unschedulable taint", karpenter: true,
+			pods: []*corev1.Pod{
+				pod("tol-equal", tolerates(corev1.Toleration{Key: corekarp.TaintDisruptedKey, Operator: corev1.TolerationOpEqual, Effect: corev1.TaintEffectNoSchedule})),
+				pod("tol-key-any-effect", tolerates(corev1.Toleration{Key: corekarp.TaintDisruptedKey, Operator: corev1.TolerationOpExists})),
+				pod("tol-equal-other-value", tolerates(corev1.Toleration{Key: corekarp.TaintDisruptedKey, Operator: corev1.TolerationOpEqual, Value: "true",
+					Effect: corev1.TaintEffectNoSchedule})),
+				pod("tol-unschedulable", tolerates(corev1.Toleration{Key: corev1.TaintNodeUnschedulable, Operator: corev1.TolerationOpExists,
+					Effect: corev1.TaintEffectNoSchedule})),
+			},
+			group:       map[string]int{"tol-equal-other-value": 0, "tol-unschedulable": 0},
+			wantEvicted: []string{"tol-equal-other-value", "tol-unschedulable"},
+			wantSkipped: []string{"tol-equal", "tol-key-any-effect"},
+		},
+		{
+			// Karpenter's "delete nodes with terminal pods" and "not evict
+			// static pods": neither is waited for, in any group; a pod
+			// without an owner is evicted like any other.
+			name: "karpenter: terminal and static pods skipped in every group", karpenter: true,
+			pods: []*corev1.Pod{
+				pod("done", phase(corev1.PodSucceeded)), pod("failed", phase(corev1.PodFailed)),
+				pod("failed-critical-ds", daemonSet, priority(nodeCritical), phase(corev1.PodFailed)),
+				pod("static-critical", ownedByNode, priority(nodeCritical)), pod("mirror", mirror),
+				pod("ownerless"), pod("ds", daemonSet),
+			},
+			group:       map[string]int{"ownerless": 0, "ds": 1},
+			wantEvicted: []string{"ds", "ownerless"},
+			wantSkipped: []string{"done", "failed", "failed-critical-ds", "mirror", "static-critical"},
+		},
+		{
+			// Karpenter's IsDoNotDisruptActive: a value neither "true" nor a
+			// duration is ignored, so the pod neither stays nor holds.
+			name: "karpenter: an unreadable do-not-disrupt holds nothing", karpenter: true,
+			pods: []*corev1.Pod{pod("app", func(p *corev1.Pod) { p.Annotations = map[string]string{corekarp.AnnotationDoNotDisrupt: "forever"} }),
+				pod("ds", daemonSet)},
+			group:       map[string]int{"app": 0, "ds": 1},
+			wantEvicted: []string{"app", "ds"},
 		},
 		{
 			name: "karpenter: a group not gone at the deadline keeps the later ones", karpenter: true,

@@ -314,7 +314,7 @@ func (c *Controller) claimInput(ctx context.Context, nc *karpv1.NodeClaim) (Clai
 	if c.d.Volumes != nil && nodeLive(node) {
 		in.VolumesChecked, in.Attachments = true, c.pendingAttachments(node.Name, in.Now)
 	}
-	if AwaitsInstance(in) {
+	if AwaitsInstance(in) || kubeletDown(in) {
 		if err := c.checkInstance(ctx, &in); err != nil {
 			return in, err
 		}
@@ -520,6 +520,11 @@ func (c *Controller) terminate(ctx context.Context, log *zap.Logger, in ClaimInp
 	if err := c.d.Cloud.Terminate(ctx, in.InstanceID); err != nil {
 		return fmt.Errorf("terminating instance %s: %w", in.InstanceID, err)
 	}
+	// An answer from before the termination (kubeletDown) says nothing
+	// about it: the wait for the instance asks afresh.
+	if last, ok := c.checked[nc.Name]; ok && !last.gone {
+		delete(c.checked, nc.Name)
+	}
 	if err := c.setClaimCondition(ctx, nc.Name, karpv1.ConditionInstanceTerminating, "InstanceTerminating",
 		"instance "+in.InstanceID+" terminated"); err != nil {
 		return err
@@ -584,6 +589,9 @@ func (c *Controller) reconcileNode(ctx context.Context, name string) error {
 			if err := c.releaseNode(ctx, name); err != nil {
 				return err
 			}
+			// Karpenter's node metrics count every Node its termination
+			// releases, with a NodeClaim or without.
+			c.metrics.karp.NodeTerminated(n, n.DeletionTimestamp.Time, c.cfg.Now())
 			log.Info("deleted node")
 			return nil
 		default:

@@ -169,14 +169,15 @@ func Decide(in ClaimInput) Step {
 	if in.InstanceID != "" && in.Instance && in.Termination == nil {
 		return StepCommitTermination
 	}
-	if nodeLive(in.Node) && !conditionTrue(nc, karpv1.ConditionDrained) && !GraceElapsed(nc, in.Now) {
+	lost := instanceLost(in)
+	if nodeLive(in.Node) && !conditionTrue(nc, karpv1.ConditionDrained) && !GraceElapsed(nc, in.Now) && !lost {
 		if !Tainted(in.Node) {
 			return StepTaint
 		}
 		return StepDrain
 	}
 	if in.InstanceID != "" && !terminated(in) {
-		if in.VolumesChecked && nodeLive(in.Node) && volumesUndecided(nc) {
+		if in.VolumesChecked && nodeLive(in.Node) && volumesUndecided(nc) && !lost {
 			if len(in.Attachments) > 0 && !GraceElapsed(nc, in.Now) {
 				return StepAwaitVolumes
 			}
@@ -191,6 +192,33 @@ func Decide(in ClaimInput) Step {
 		return StepAwaitInstance
 	}
 	return StepRemoveFinalizer
+}
+
+// kubeletDown says whether the NodeClaim's Node is still to be drained
+// while its kubelet is not Ready: the cloud should be asked whether the
+// instance is still there (ClaimInput.InstanceChecked; see instanceLost).
+func kubeletDown(in ClaimInput) bool {
+	return in.InstanceID != "" && nodeLive(in.Node) && !nodeReady(in.Node) && !conditionTrue(in.Claim, karpv1.ConditionDrained)
+}
+
+// instanceLost: the Node's kubelet is not Ready and the cloud no longer
+// has its instance, so there is nothing to drain (its pods could only go
+// stuck terminating, or wait for ever on a budget) nor volumes to wait
+// for: the termination goes straight on, as Karpenter's node termination
+// removes such a Node's finalizer at once. A Ready kubelet is still
+// running whatever the cloud says.
+func instanceLost(in ClaimInput) bool {
+	return in.InstanceChecked && in.InstanceGone && nodeLive(in.Node) && !nodeReady(in.Node)
+}
+
+// nodeReady: the Node's Ready condition is True.
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
 
 // AwaitsInstance says whether the termination has come to the point where

@@ -141,7 +141,7 @@ func TestDecide(t *testing.T) {
 	}
 }
 
-// The cloud is asked about the instance only once it is terminated and
+// The wait for the instance asks the cloud only once it is terminated and
 // its Node is gone or released.
 func TestAwaitsInstance(t *testing.T) {
 	done, pending := term(fsm.TerminationDone), term(fsm.TerminationPending)

@@ -231,9 +231,15 @@ type fakeCloud struct {
 	observe.Terminations
 	err   error
 	after string
+	// lost: the cloud knows no instance at all, terminated or not (an
+	// instance gone behind the cluster's back).
+	lost bool
 }
 
 func (c *fakeCloud) Get(ctx context.Context, id string) (cloud.Instance, error) {
+	if c.lost {
+		return cloud.Instance{}, fmt.Errorf("instance %s: %w", id, cloud.ErrNotFound)
+	}
 	inst, err := c.Terminations.Get(ctx, id)
 	if inst.State == "terminated" && c.after != "" {
 		if c.after == "gone" {
