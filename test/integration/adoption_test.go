@@ -161,9 +161,9 @@ func TestAdoptKarpenterCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ec2c, ssmc := karpenterstate.AWSClients(h.SimURL, harness.Region)
+	ec2c, ssmc, iamc := karpenterstate.AWSClients(h.SimURL, harness.Region)
 	claims := adoptionClaims()
-	seeded, err := karpenterstate.Seed(ctx, karpenterstate.Clients{Kube: h.Env.Client, Dynamic: h.Env.Dynamic(), EC2: ec2c, SSM: ssmc},
+	seeded, err := karpenterstate.Seed(ctx, karpenterstate.Clients{Kube: h.Env.Client, Dynamic: h.Env.Dynamic(), EC2: ec2c, SSM: ssmc, IAM: iamc},
 		// The cluster the sim's DescribeCluster describes to the coordinator.
 		karpenterstate.Cluster{Name: adoptCluster, Endpoint: h.Env.Config.Host, CABundle: caBundle, ServiceCIDR: sim.DefaultServiceCIDR,
 			KubernetesVersion: sim.DefaultClusterVersion, Region: harness.Region},

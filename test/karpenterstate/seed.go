@@ -17,6 +17,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/aws/aws-sdk-go-v2/service/iam"
+	iamtypes "github.com/aws/aws-sdk-go-v2/service/iam/types"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -48,6 +50,7 @@ type Clients struct {
 	Dynamic dynamic.Interface
 	EC2     *ec2.Client
 	SSM     *ssm.Client
+	IAM     *iam.Client
 }
 
 // AccessKeyID is the access key the seeding clients sign with: a sim that
@@ -56,12 +59,13 @@ type Clients struct {
 // instances after launch, launch templates without joiner.io/cluster).
 const AccessKeyID = "karpenter"
 
-// AWSClients returns EC2 and SSM clients for an endpoint (the simulated
-// region's URL) with dummy static credentials (AccessKeyID).
-func AWSClients(endpoint, region string) (*ec2.Client, *ssm.Client) {
+// AWSClients returns EC2, SSM and IAM clients for an endpoint (the
+// simulated region's URL) with dummy static credentials (AccessKeyID).
+func AWSClients(endpoint, region string) (*ec2.Client, *ssm.Client, *iam.Client) {
 	cfg := aws.Config{Region: region, Credentials: credentials.NewStaticCredentialsProvider(AccessKeyID, "karpenter", "")}
 	return ec2.NewFromConfig(cfg, func(o *ec2.Options) { o.BaseEndpoint = aws.String(endpoint) }),
-		ssm.NewFromConfig(cfg, func(o *ssm.Options) { o.BaseEndpoint = aws.String(endpoint) })
+		ssm.NewFromConfig(cfg, func(o *ssm.Options) { o.BaseEndpoint = aws.String(endpoint) }),
+		iam.NewFromConfig(cfg, func(o *iam.Options) { o.BaseEndpoint = aws.String(endpoint) })
 }
 
 // Cluster holds what Karpenter's settings say about the cluster.
@@ -207,6 +211,8 @@ func (s *seeder) class(ctx context.Context, in *awsv1.EC2NodeClass) error {
 	profile := InstanceProfileName(s.cl.Name, s.cl.Region, stored.Name)
 	if p := stored.Spec.InstanceProfile; p != nil {
 		profile = *p
+	} else if err := s.instanceProfile(ctx, stored, profile); err != nil {
+		return err
 	}
 	stored.Status = ClassStatus(stored, subnets, groups, amis, profile, now())
 	if stored, err = UpdateStatus(ctx, s.c.Dynamic, EC2NodeClassesGVR, stored); err != nil {
@@ -218,6 +224,31 @@ func (s *seeder) class(ctx context.Context, in *awsv1.EC2NodeClass) error {
 		return err
 	}
 	s.out.NodeClasses[stored.Name] = stored
+	return nil
+}
+
+// instanceProfile makes the instance profile of a class with a role, as
+// Karpenter's instance profile reconciler does: its path, tags and role.
+func (s *seeder) instanceProfile(ctx context.Context, nc *awsv1.EC2NodeClass, name string) error {
+	tags := map[string]string{"kubernetes.io/cluster/" + s.cl.Name: "owned", karpv1.TagEKSClusterName: s.cl.Name,
+		karpv1.TagNodeClass: nc.Name, corev1.LabelTopologyRegion: s.cl.Region}
+	for k, v := range nc.Spec.Tags {
+		if _, set := tags[k]; !set {
+			tags[k] = v
+		}
+	}
+	var iamTags []iamtypes.Tag
+	for _, k := range slices.Sorted(maps.Keys(tags)) {
+		iamTags = append(iamTags, iamtypes.Tag{Key: aws.String(k), Value: aws.String(tags[k])})
+	}
+	if _, err := s.c.IAM.CreateInstanceProfile(ctx, &iam.CreateInstanceProfileInput{InstanceProfileName: aws.String(name),
+		Path: aws.String("/karpenter/" + s.cl.Region + "/" + s.cl.Name + "/" + string(nc.UID) + "/"), Tags: iamTags}); err != nil {
+		return fmt.Errorf("creating instance profile %s of ec2nodeclass %s: %w", name, nc.Name, err)
+	}
+	if _, err := s.c.IAM.AddRoleToInstanceProfile(ctx, &iam.AddRoleToInstanceProfileInput{InstanceProfileName: aws.String(name),
+		RoleName: aws.String(nc.Spec.Role)}); err != nil {
+		return fmt.Errorf("adding role %s to instance profile %s: %w", nc.Spec.Role, name, err)
+	}
 	return nil
 }
 
