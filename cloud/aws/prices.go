@@ -93,6 +93,9 @@ type typeInfo struct {
 	nestedVirt bool
 	// strategies are the placement group strategies it supports.
 	strategies []string
+	// hw is what it says of processor, EBS and encryption in transit,
+	// which the type's labels carry (Karpenter's computeRequirements).
+	hw catalog.Hardware
 }
 
 func typeInfoFrom(it ec2types.InstanceTypeInfo) typeInfo {
@@ -109,9 +112,20 @@ func typeInfoFrom(it ec2types.InstanceTypeInfo) typeInfo {
 			ti.efaMax = aws.Int32(*n.EfaInfo.MaximumEfaInterfaces)
 		}
 	}
+	if n := it.NetworkInfo; n != nil {
+		ti.hw.EncryptionInTransit = aws.ToBool(n.EncryptionInTransitSupported)
+	}
 	if pi := it.ProcessorInfo; pi != nil {
 		for _, f := range pi.SupportedFeatures {
 			ti.nestedVirt = ti.nestedVirt || f == ec2types.SupportedAdditionalProcessorFeatureNestedVirtualization
+		}
+		ti.hw.CPUManufacturer = aws.ToString(pi.Manufacturer)
+		ti.hw.SustainedClockGHz = aws.ToFloat64(pi.SustainedClockSpeedInGhz)
+	}
+	if ebs := it.EbsInfo; ebs != nil {
+		ti.hw.EBSOptimizedSupport = string(ebs.EbsOptimizedSupport)
+		if oi := ebs.EbsOptimizedInfo; oi != nil {
+			ti.hw.EBSMaxBandwidthMbps = aws.Int32(aws.ToInt32(oi.MaximumBandwidthInMbps))
 		}
 	}
 	if pg := it.PlacementGroupInfo; pg != nil {
@@ -168,6 +182,24 @@ func (p *Provider) offeredZones(ctx context.Context) (map[string][]string, map[s
 func hasType(m map[string]typeInfo, t string) bool {
 	_, ok := m[t]
 	return ok
+}
+
+// withHardware is labels with the labels of what DescribeInstanceTypes
+// says of the type's hardware in place of the catalogue's model of it:
+// labels itself when they agree, else a copy.
+func withHardware(labels map[string]string, hw catalog.Hardware) map[string]string {
+	want := make(map[string]string, len(catalog.HardwareLabels))
+	hw.SetLabels(want)
+	for _, k := range catalog.HardwareLabels {
+		v, ok := labels[k]
+		w, wok := want[k]
+		if ok != wok || v != w {
+			out := maps.Clone(labels)
+			hw.SetLabels(out)
+			return out
+		}
+	}
+	return labels
 }
 
 // compatible is Karpenter's check of an instance type against a class
@@ -286,12 +318,13 @@ func (p *Provider) InstanceTypes(ctx context.Context, nc *awsv1.EC2NodeClass) ([
 			inZone[z] = true
 		}
 		c := *it
+		c.Labels = withHardware(it.Labels, info[it.Name].hw)
 		if n := efaCapacity(info[it.Name], nc); n > 0 {
 			c.Capacity = maps.Clone(it.Capacity)
 			c.Capacity[awsv1.ResourceEFA] = *resource.NewQuantity(n, resource.DecimalSI)
 		}
 		if pg != nil {
-			c.Labels = maps.Clone(it.Labels)
+			c.Labels = maps.Clone(c.Labels)
 			c.Labels[karpv1.LabelPlacementGroupID] = pg.ID
 		}
 		c.Offerings = make([]catalog.Offering, len(it.Offerings))

@@ -254,7 +254,11 @@ func labels(e Entry, fam family, region string) map[string]string {
 		karpv1.LabelInstanceMemory:     strconv.FormatInt(e.MemoryMiB, 10),
 		// Every type says whether it is a flex one (c7i-flex), as Karpenter's.
 		karpv1.LabelInstanceCapabilityFlex: strconv.FormatBool(strings.Contains(e.Family, "-flex")),
+		// Joiner launches shared-tenancy instances only (Karpenter's types
+		// allow default and dedicated; its nodes carry the one launched).
+		karpv1.LabelInstanceTenancy: karpv1.TenancyDefault,
 	}
+	HardwareOf(e).SetLabels(l)
 	if fam.windowsBuild != "" {
 		l[karpv1.LabelWindowsBuild] = fam.windowsBuild
 	}

@@ -745,10 +745,17 @@ func (s *Sim) describeInstanceTypes(r Request) (response, *apiError) {
 			arch = "arm64"
 		}
 		f := factsOf(e)
+		hw := catalog.HardwareOf(e) // the catalogue's model: see catalog.HardwareOf
 		x := xInstanceType{InstanceType: name, CurrentGeneration: true, Hypervisor: e.Hypervisor,
 			BareMetal: e.Hypervisor == "", Architectures: []string{arch}, VCPUs: e.VCPU, MemoryMiB: e.MemoryMiB,
-			Network:    xNetInfo{MaxENIs: e.ENIs, IPv4PerENI: e.IPv4PerENI, ENASupport: f.ena, EFASupported: f.efaMax > 0, MaxCards: f.cards},
+			Manufacturer: hw.CPUManufacturer, ClockGHz: hw.SustainedClockGHz,
+			Network: xNetInfo{MaxENIs: e.ENIs, IPv4PerENI: e.IPv4PerENI, ENASupport: f.ena, EFASupported: f.efaMax > 0, MaxCards: f.cards,
+				EncryptionInTransit: hw.EncryptionInTransit},
+			EBS:        xEBSInfo{OptimizedSupport: hw.EBSOptimizedSupport},
 			Strategies: f.strategies}
+		if hw.EBSMaxBandwidthMbps != nil {
+			x.EBS.OptimizedInfo = &xEBSOptimizedInfo{MaxBandwidthMbps: *hw.EBSMaxBandwidthMbps}
+		}
 		if f.efaMax > 0 {
 			x.Network.MaxEFA = &f.efaMax
 		}

@@ -192,10 +192,24 @@ type xInstanceType struct {
 	BareMetal         bool     `xml:"bareMetal"`
 	Architectures     []string `xml:"processorInfo>supportedArchitectures>item"`
 	Features          []string `xml:"processorInfo>supportedFeatures>item"`
+	Manufacturer      string   `xml:"processorInfo>manufacturer"`
+	ClockGHz          float64  `xml:"processorInfo>sustainedClockSpeedInGhz"`
 	VCPUs             int      `xml:"vCpuInfo>defaultVCpus"`
 	MemoryMiB         int64    `xml:"memoryInfo>sizeInMiB"`
 	Network           xNetInfo `xml:"networkInfo"`
+	EBS               xEBSInfo `xml:"ebsInfo"`
 	Strategies        []string `xml:"placementGroupInfo>supportedStrategies>item"`
+}
+
+// xEBSInfo is EbsInfo: EbsOptimizedInfo only for types that can be
+// EBS-optimized, as EC2's.
+type xEBSInfo struct {
+	OptimizedSupport string             `xml:"ebsOptimizedSupport"`
+	OptimizedInfo    *xEBSOptimizedInfo `xml:"ebsOptimizedInfo,omitempty"`
+}
+
+type xEBSOptimizedInfo struct {
+	MaxBandwidthMbps int32 `xml:"maximumBandwidthInMbps"`
 }
 
 type xNetInfo struct {
@@ -206,6 +220,8 @@ type xNetInfo struct {
 	MaxEFA       *int       `xml:"efaInfo>maximumEfaInterfaces,omitempty"`
 	MaxCards     int        `xml:"maximumNetworkCards"`
 	Cards        []xNetCard `xml:"networkCards>item"`
+	// EncryptionInTransit is encryptionInTransitSupported.
+	EncryptionInTransit bool `xml:"encryptionInTransitSupported"`
 }
 
 type xNetCard struct {

@@ -59,6 +59,19 @@ func condition(conds []metav1.Condition, t string) *metav1.Condition {
 	return nil
 }
 
+// isFalse reports whether condition t is False.
+func isFalse(conds []metav1.Condition, t string) bool {
+	c := condition(conds, t)
+	return c != nil && c.Status == metav1.ConditionFalse
+}
+
+// unknown reports whether condition t is Unknown or absent (operatorpkg
+// initialises an absent one Unknown).
+func unknown(conds []metav1.Condition, t string) bool {
+	c := condition(conds, t)
+	return c == nil || c.Status == metav1.ConditionUnknown
+}
+
 // isTrue reports whether condition t is True.
 func isTrue(conds []metav1.Condition, t string) bool {
 	c := condition(conds, t)

@@ -94,7 +94,7 @@ func Decide(in Inputs) (Action, string) {
 	nc := in.Claim
 	conds := nc.Status.Conditions
 	if !isTrue(conds, karpv1.ConditionLaunched) && nc.Annotations[karpv1.AnnotationLaunchID] == "" {
-		if age := in.Now.Sub(nc.CreationTimestamp.Time); age > in.Timeouts.Launch {
+		if age := in.Now.Sub(launchedAt(nc)); age > in.Timeouts.Launch {
 			return DeleteLaunchTimeout, fmt.Sprintf("adopted, and not launched %s after creation", age.Round(time.Second))
 		}
 		return None, "adopted, waiting for its launch"
@@ -117,7 +117,7 @@ func Decide(in Inputs) (Action, string) {
 		case fsm.IntentCancelled:
 			return DeleteOrphan, "launch intent " + in.Intent.ID + " was cancelled"
 		}
-		if age := in.Now.Sub(nc.CreationTimestamp.Time); age > in.Timeouts.Launch {
+		if age := in.Now.Sub(launchedAt(nc)); age > in.Timeouts.Launch {
 			return DeleteLaunchTimeout, fmt.Sprintf("not launched %s after creation (intent %s)", age.Round(time.Second), in.Intent.State)
 		}
 		return None, "launch intent " + string(in.Intent.State)
@@ -126,7 +126,10 @@ func Decide(in Inputs) (Action, string) {
 		return DeleteInstanceGone, "instance " + in.Instance.ID + " is " + string(in.Instance.State)
 	}
 	if !isTrue(conds, karpv1.ConditionRegistered) {
-		if in.Node == nil {
+		// As Karpenter's registration, only an Unknown (or absent)
+		// Registered is decided: False (Karpenter's MultipleNodesFound on
+		// an adopted claim) stays until the registration timeout.
+		if in.Node == nil || isFalse(conds, karpv1.ConditionRegistered) {
 			since, what := registrationSince(nc)
 			if age := in.Now.Sub(since); age > in.Timeouts.Registration {
 				return DeleteRegistrationTimeout, fmt.Sprintf("no node registered %s after %s", age.Round(time.Second), what)
@@ -135,8 +138,8 @@ func Decide(in Inputs) (Action, string) {
 		}
 		return Register, "node " + in.Node.Name + " registered"
 	}
-	if isTrue(conds, karpv1.ConditionInitialized) || in.Node == nil {
-		return None, "initialized or node gone"
+	if !unknown(conds, karpv1.ConditionInitialized) || in.Node == nil {
+		return None, "initialized (or decided otherwise) or node gone"
 	}
 	if ok, why := Initialized(nc, in.Node); !ok {
 		if in.RemoveStartupTaints && nodeReady(in.Node) && len(startupTaintsOn(nc, in.Node)) > 0 {
@@ -147,7 +150,11 @@ func Decide(in Inputs) (Action, string) {
 	return Initialize, "node " + in.Node.Name + " initialized"
 }
 
-// launchedAt is when the claim became Launched (its creation if unknown).
+// launchedAt is the last transition of the Launched condition (its
+// creation if unknown): when the claim became Launched, or, while it is not,
+// when the launch timeout started, as Karpenter's liveness counts it (Unknown
+// from the claim's creation; a failed attempt leaves it Unknown, so the
+// time does not move).
 // registrationSince is when the registration timeout started: the last
 // transition of the Registered condition, which is Unknown from the claim's
 // creation until the node registers (Karpenter's liveness); the launch for
@@ -353,8 +360,9 @@ func MissingUnregisteredTaint(node *corev1.Node) bool {
 // SyncNode is what Karpenter does to a Node at registration, on a copy:
 // the claim's labels and annotations, karpenter.sh/registered=true, the
 // claim's taints and startup taints (unless the Node is labelled
-// karpenter.sh/do-not-sync-taints=true), without karpenter.sh/unregistered,
-// the termination finalizer and an owner reference to the claim. It
+// karpenter.sh/do-not-sync-taints=true), without the
+// karpenter.sh/unregistered:NoExecute taint (Karpenter removes that effect
+// only), the termination finalizer and an owner reference to the claim. It
 // reports whether the Node changed.
 func SyncNode(nc *karpv1.NodeClaim, node *corev1.Node) bool {
 	changed := false
@@ -387,7 +395,9 @@ func SyncNode(nc *karpv1.NodeClaim, node *corev1.Node) bool {
 		}
 	}
 	if n := len(node.Spec.Taints); n > 0 {
-		node.Spec.Taints = slices.DeleteFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == karpv1.TaintUnregisteredKey })
+		node.Spec.Taints = slices.DeleteFunc(node.Spec.Taints, func(t corev1.Taint) bool {
+			return t.Key == karpv1.TaintUnregisteredKey && t.Effect == corev1.TaintEffectNoExecute
+		})
 		changed = changed || len(node.Spec.Taints) != n
 	}
 	if !slices.Contains(node.Finalizers, karpv1.TerminationFinalizer) {
@@ -406,9 +416,12 @@ func SyncNode(nc *karpv1.NodeClaim, node *corev1.Node) bool {
 
 // Initialized reports whether a registered claim's Node is usable
 // (Karpenter's initialization): Ready, no startup taint of the claim and no
-// known ephemeral taint left, and every requested extended resource
-// registered (non-zero allocatable). Otherwise it says what is missing, in
-// Karpenter's words (the Initialized condition's message).
+// known ephemeral taint left, and every resource the claim requests
+// registered (non-zero allocatable: cpu, memory and pods as much as a
+// device plugin's). CSI attach counts (attachable-volumes-*) are left
+// out: no node registers them, and NodeClaims Joiner wrote before it
+// stopped requesting them must not wait for them. Otherwise it says what is
+// missing, in Karpenter's words (the Initialized condition's message).
 func Initialized(nc *karpv1.NodeClaim, node *corev1.Node) (bool, string) {
 	reason, msg := initializationGap(nc, node)
 	return reason == "", msg
@@ -432,7 +445,7 @@ func initializationGap(nc *karpv1.NodeClaim, node *corev1.Node) (reason, message
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(nc.Spec.Resources.Requests)) {
-		if q := nc.Spec.Resources.Requests[name]; !extended(name) || q.IsZero() {
+		if q := nc.Spec.Resources.Requests[name]; q.IsZero() || strings.HasPrefix(string(name), "attachable-volumes-") {
 			continue
 		}
 		if q, ok := node.Status.Allocatable[name]; !ok || q.IsZero() {
@@ -448,18 +461,6 @@ func formatTaint(t corev1.Taint) string {
 		return t.Key + ":" + string(t.Effect)
 	}
 	return t.Key + "=" + t.Value + ":" + string(t.Effect)
-}
-
-// extended reports whether a resource is an extended one (not cpu,
-// memory, pods, ephemeral-storage or hugepages). CSI attach counts
-// (attachable-volumes-*) are not: no node registers them, and NodeClaims
-// Joiner wrote before it stopped requesting them must not wait for them.
-func extended(r corev1.ResourceName) bool {
-	switch r {
-	case corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourcePods, corev1.ResourceEphemeralStorage:
-		return false
-	}
-	return !strings.HasPrefix(string(r), corev1.ResourceHugePagesPrefix) && !strings.HasPrefix(string(r), "attachable-volumes-")
 }
 
 func nodeReady(node *corev1.Node) bool {

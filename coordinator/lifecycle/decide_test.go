@@ -145,11 +145,15 @@ func TestDecide(t *testing.T) {
 			inst: ptr(instance(fsm.InstanceRegistered)), node: node(func(n *corev1.Node) {
 				n.Spec.Taints = []corev1.Taint{{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoExecute}}
 			}), remove: true, now: t0, want: Initialize},
+		// The kubelet's cpu is registered (Karpenter checks every requested
+		// resource), the device plugin's gpu not yet.
 		{name: "registered, gpu not registered", claim: claim(launchedClaim(t0), registered, gpuClaim), intent: ptr(intent(fsm.IntentLaunched)),
-			inst: ptr(instance(fsm.InstanceRegistered)), node: node(noTaints), now: t0, want: None, wantMatch: "nvidia.com/gpu"},
+			inst: ptr(instance(fsm.InstanceRegistered)), node: node(noTaints, func(n *corev1.Node) {
+				n.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}
+			}), now: t0, want: None, wantMatch: "nvidia.com/gpu"},
 		{name: "registered, gpu registered", claim: claim(launchedClaim(t0), registered, gpuClaim), intent: ptr(intent(fsm.IntentLaunched)),
 			inst: ptr(instance(fsm.InstanceRegistered)), node: node(noTaints, func(n *corev1.Node) {
-				n.Status.Allocatable = corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}
+				n.Status.Allocatable = corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1"), corev1.ResourceCPU: resource.MustParse("2")}
 			}), now: t0, want: Initialize},
 		{name: "registered, an earlier Joiner's CSI attach count requested (never registered)", claim: claim(launchedClaim(t0), registered, func(nc *karpv1.NodeClaim) {
 			nc.Spec.StartupTaints = nil

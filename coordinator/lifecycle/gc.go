@@ -90,17 +90,19 @@ func (l *Lifecycle) CollectGarbage(ctx context.Context) ([]string, error) {
 	return gone, first
 }
 
-// collectAdopted deletes launched NodeClaims Karpenter made (no launch
+// collectAdopted deletes registered NodeClaims Karpenter made (no launch
 // intent in raft) whose instance the cloud no longer has, as Karpenter's
 // garbage collection does: an instance missing from the listing is looked
-// up once more, and only one not found or terminated counts.
+// up once more, and only one not found or terminated counts. One not
+// registered yet is left to the registration timeout (Karpenter's: the
+// cloud's word alone does not delete it).
 func (l *Lifecycle) collectAdopted(ctx context.Context, listed map[string]bool) ([]string, error) {
 	var gone []string
 	var first error
 	for _, nc := range l.d.Cache.NodeClaims() {
 		id := cloud.InstanceID(nc.Status.ProviderID)
 		if nc.Annotations[karpv1.AnnotationLaunchID] != "" || id == "" || listed[id] || l.beingDeleted(nc) ||
-			!isTrue(nc.Status.Conditions, karpv1.ConditionLaunched) || l.cfg.Now().Sub(launchedAt(nc)) < l.cfg.GCGrace {
+			!isTrue(nc.Status.Conditions, karpv1.ConditionRegistered) || l.cfg.Now().Sub(launchedAt(nc)) < l.cfg.GCGrace {
 			continue
 		}
 		ci, err := l.d.Cloud.Get(ctx, id)
