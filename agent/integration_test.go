@@ -3,7 +3,6 @@ package agent_test
 import (
 	"context"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -11,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/joiner-dev/joiner/agent"
 	"github.com/joiner-dev/joiner/agent/imds"
@@ -30,7 +30,7 @@ import (
 func TestAgentAEMMEndToEnd(t *testing.T) {
 	env := testenv.Start(t, testenv.Options{})
 	m := testenv.StartIMDS(t, testenv.IMDSOptions{Scenario: testenv.IMDSSpot, IMDSv2Only: true, SpotDelay: 2 * time.Second, RebalanceDelay: time.Second})
-	ctx, cancel := context.WithCancel(t.Context())
+	ctx := t.Context()
 	c := env.Client
 	const nodeName = "e2e-node"
 	created, err := c.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName}}, metav1.CreateOptions{})
@@ -39,19 +39,11 @@ func TestAgentAEMMEndToEnd(t *testing.T) {
 	}
 	coord := reporttest.NewCluster(t, 3, 11)
 	coord.SetDropRate(0.5)
-	a, err := agent.New(agent.Config{
+	runAgent(ctx, t, agent.Config{
 		NodeName: nodeName, Interval: time.Second, IMDS: imds.ClientOptions{Endpoint: m.Endpoint},
 		Report: report.Options{Endpoints: coord.Endpoints(), RetryBase: 10 * time.Millisecond, RetryMax: 100 * time.Millisecond},
 		Drain:  drain.Options{Recorder: events.NewRecorder(ctx, c, nodeName)},
-	}, c, zaptest.NewLogger(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); _ = a.Run(ctx) }()
-	defer wg.Wait()
-	defer cancel()
+	}, c)
 
 	var node *corev1.Node
 	waitUntil(t, 90*time.Second, "node cordoned with the spot-interruption taint", func() bool {
@@ -117,7 +109,7 @@ func TestAgentAEMMEndToEnd(t *testing.T) {
 func TestAgentCanceledEventUncordons(t *testing.T) {
 	env := testenv.Start(t, testenv.Options{})
 	m := testenv.StartIMDS(t, testenv.IMDSOptions{Scenario: testenv.IMDSEvents, IMDSv2Only: true, EventCode: "system-reboot", EventState: "active"})
-	ctx, cancel := context.WithCancel(t.Context())
+	ctx := t.Context()
 	c := env.Client
 	const nodeName = "event-node"
 	theirs := corev1.Taint{Key: "example.com/theirs", Effect: corev1.TaintEffectNoSchedule}
@@ -128,18 +120,10 @@ func TestAgentCanceledEventUncordons(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := agent.New(agent.Config{
+	runAgent(ctx, t, agent.Config{
 		NodeName: nodeName, Interval: 200 * time.Millisecond, IMDS: imds.ClientOptions{Endpoint: m.Endpoint}, CoordinatorDrains: true,
 		BootID: func() (string, error) { return "boot-1", nil },
-	}, c, zaptest.NewLogger(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); _ = a.Run(ctx) }()
-	defer wg.Wait()
-	defer cancel()
+	}, c)
 
 	node := func() *corev1.Node {
 		n, err := c.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
@@ -166,6 +150,20 @@ func TestAgentCanceledEventUncordons(t *testing.T) {
 	if !has(n, theirs.Key) || n.Labels[drain.LabelExcludeFromLB] != "" || n.Annotations[karpv1.AnnotationAgentHold] != "" {
 		t.Errorf("after the cancel: taints %v, labels %v, annotations %v; want %s kept, no label, no hold", n.Spec.Taints, n.Labels, n.Annotations, theirs.Key)
 	}
+}
+
+// runAgent builds an agent from cfg on c and runs it until the test ends
+// (or ctx is done); the test's cleanup stops it and waits for Run to return.
+func runAgent(ctx context.Context, t *testing.T, cfg agent.Config, c kubernetes.Interface) {
+	t.Helper()
+	a, err := agent.New(cfg, c, zaptest.NewLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = a.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
 }
 
 func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {

@@ -30,6 +30,42 @@ func selectorConfig() sim.Config {
 	return cfg
 }
 
+// selectorCase is one row of a selector table: terms of one kind, and the
+// resolved listing they must give (or the error Resolve must wrap).
+type selectorCase[T any] struct {
+	name    string
+	terms   []T
+	want    []string
+	wantErr error
+}
+
+// runSelectorCases resolves the default node class with each case's terms
+// put in place by set, and compares what list renders of the result,
+// in order, with the case's want (what names the listing in messages).
+func runSelectorCases[T any](t *testing.T, e *env, what string, cases []selectorCase[T],
+	set func(*awsv1.EC2NodeClass, []T), list func(cloud.Resolved) []string) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			nc := nodeClass()
+			set(nc, tc.terms)
+			r, err := e.provider.Resolve(context.Background(), nc)
+			if tc.wantErr != nil {
+				if !errors.Is(err, tc.wantErr) {
+					t.Fatalf("Resolve error %v, want %v", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := list(r); !slices.Equal(got, tc.want) {
+				t.Errorf("%s:\n  %s\nwant:\n  %s", what, strings.Join(got, "\n  "), strings.Join(tc.want, "\n  "))
+			}
+		})
+	}
+}
+
 // TestSubnetSelectorTerms ports Karpenter's subnet provider cases: terms
 // are ORed, the tags of one term ANDed, "*" matches any value, an id term
 // names its subnet whatever else the term says (Karpenter builds one
@@ -39,12 +75,7 @@ func selectorConfig() sim.Config {
 // first, then by ID, each with its zone and zone ID.
 func TestSubnetSelectorTerms(t *testing.T) {
 	e := newEnvWith(t, selectorConfig())
-	for _, tc := range []struct {
-		name    string
-		terms   []awsv1.SubnetSelectorTerm
-		want    []string // status.subnets: id/zone/zoneID
-		wantErr error
-	}{
+	cases := []selectorCase[awsv1.SubnetSelectorTerm]{ // want: status.subnets as id/zone/zoneID
 		{name: "by id", terms: []awsv1.SubnetSelectorTerm{{ID: "subnet-0sel0002"}},
 			want: []string{"subnet-0sel0002/us-east-1b/use1-az2"}},
 		{name: "by ids", terms: []awsv1.SubnetSelectorTerm{{ID: "subnet-0sel0001"}, {ID: "subnet-0sel0003"}},
@@ -64,29 +95,16 @@ func TestSubnetSelectorTerms(t *testing.T) {
 		{name: "an id term ignores its tags", terms: []awsv1.SubnetSelectorTerm{{ID: "subnet-0sel0002", Tags: map[string]string{"team": "a"}}, {Tags: map[string]string{"team": "c"}}},
 			want: []string{"subnet-0sel0002/us-east-1b/use1-az2"}},
 		{name: "nothing matches", terms: []awsv1.SubnetSelectorTerm{{Tags: map[string]string{"team": "c"}}}, wantErr: cloud.ErrNoSubnets},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			nc := nodeClass()
-			nc.Spec.SubnetSelectorTerms = tc.terms
-			r, err := e.provider.Resolve(context.Background(), nc)
-			if tc.wantErr != nil {
-				if !errors.Is(err, tc.wantErr) {
-					t.Fatalf("Resolve error %v, want %v", err, tc.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
+	}
+	runSelectorCases(t, e, "status.subnets", cases,
+		func(nc *awsv1.EC2NodeClass, terms []awsv1.SubnetSelectorTerm) { nc.Spec.SubnetSelectorTerms = terms },
+		func(r cloud.Resolved) []string {
 			var got []string
 			for _, s := range r.StatusSubnets() {
 				got = append(got, s.ID+"/"+s.Zone+"/"+s.ZoneID)
 			}
-			if !slices.Equal(got, tc.want) {
-				t.Errorf("status.subnets %v, want %v", got, tc.want)
-			}
+			return got
 		})
-	}
 }
 
 // TestSecurityGroupSelectorTerms ports Karpenter's securitygroup provider
@@ -96,12 +114,7 @@ func TestSubnetSelectorTerms(t *testing.T) {
 // CRD admits such a term beside tags when another term has neither).
 func TestSecurityGroupSelectorTerms(t *testing.T) {
 	e := newEnvWith(t, selectorConfig())
-	for _, tc := range []struct {
-		name    string
-		terms   []awsv1.SecurityGroupSelectorTerm
-		want    []string // id/name, by ID
-		wantErr error
-	}{
+	cases := []selectorCase[awsv1.SecurityGroupSelectorTerm]{ // want: id/name, by ID
 		{name: "by id", terms: []awsv1.SecurityGroupSelectorTerm{{ID: "sg-0sel0002"}}, want: []string{"sg-0sel0002/sel-two"}},
 		{name: "by ids", terms: []awsv1.SecurityGroupSelectorTerm{{ID: "sg-0sel0003"}, {ID: "sg-0sel0001"}},
 			want: []string{"sg-0sel0001/sel-one", "sg-0sel0003/sel-three"}},
@@ -122,29 +135,18 @@ func TestSecurityGroupSelectorTerms(t *testing.T) {
 		{name: "a name term ignores its tags", terms: []awsv1.SecurityGroupSelectorTerm{{Name: "sel-three", Tags: map[string]string{"team": "b"}}, {Tags: map[string]string{"team": "c"}}},
 			want: []string{"sg-0sel0003/sel-three"}},
 		{name: "nothing matches", terms: []awsv1.SecurityGroupSelectorTerm{{Tags: map[string]string{"team": "c"}}}, wantErr: cloud.ErrNoSecurityGroups},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			nc := nodeClass()
-			nc.Spec.SecurityGroupSelectorTerms = tc.terms
-			r, err := e.provider.Resolve(context.Background(), nc)
-			if tc.wantErr != nil {
-				if !errors.Is(err, tc.wantErr) {
-					t.Fatalf("Resolve error %v, want %v", err, tc.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
+	}
+	runSelectorCases(t, e, "security groups", cases,
+		func(nc *awsv1.EC2NodeClass, terms []awsv1.SecurityGroupSelectorTerm) {
+			nc.Spec.SecurityGroupSelectorTerms = terms
+		},
+		func(r cloud.Resolved) []string {
 			var got []string
 			for _, g := range r.SecurityGroups {
 				got = append(got, g.ID+"/"+g.Name)
 			}
-			if !slices.Equal(got, tc.want) {
-				t.Errorf("security groups %v, want %v", got, tc.want)
-			}
+			return got
 		})
-	}
 }
 
 // amiSelectorConfig adds the account's own images, tagged, beside the EKS
@@ -172,12 +174,7 @@ func amiSelectorConfig() sim.Config {
 // an image's tags never become requirements (only its architecture).
 func TestAMISelectorTerms(t *testing.T) {
 	e := newEnvWith(t, amiSelectorConfig())
-	for _, tc := range []struct {
-		name    string
-		terms   []awsv1.AMISelectorTerm
-		want    []string // status.amis
-		wantErr error
-	}{
+	cases := []selectorCase[awsv1.AMISelectorTerm]{ // want: status.amis
 		{name: "name without owner: self and amazon only", terms: []awsv1.AMISelectorTerm{{Name: "team-node-v2"}},
 			want: []string{"ami-0own0002: kubernetes.io/arch In [amd64]", "ami-0own0003: kubernetes.io/arch In [arm64]"}},
 		{name: "name with another account as owner", terms: []awsv1.AMISelectorTerm{{Name: "team-node-v2", Owner: "999988887777"}},
@@ -195,24 +192,11 @@ func TestAMISelectorTerms(t *testing.T) {
 		{name: "ids", terms: []awsv1.AMISelectorTerm{{ID: "ami-0own0001"}, {ID: "ami-0pub0001"}},
 			want: []string{"ami-0pub0001: kubernetes.io/arch In [amd64]"}},
 		{name: "nothing matches", terms: []awsv1.AMISelectorTerm{{Tags: map[string]string{"team": "c"}}}, wantErr: cloud.ErrNoAMIs},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			nc := nodeClass()
-			nc.Spec.AMIFamily = new(awsv1.AMIFamilyAL2023)
-			nc.Spec.AMISelectorTerms = tc.terms
-			r, err := e.provider.Resolve(context.Background(), nc)
-			if tc.wantErr != nil {
-				if !errors.Is(err, tc.wantErr) {
-					t.Fatalf("Resolve error %v, want %v", err, tc.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := statusAMIs(r.StatusAMIs()); strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
-				t.Errorf("status.amis:\n  %s\nwant:\n  %s", strings.Join(got, "\n  "), strings.Join(tc.want, "\n  "))
-			}
-		})
 	}
+	runSelectorCases(t, e, "status.amis", cases,
+		func(nc *awsv1.EC2NodeClass, terms []awsv1.AMISelectorTerm) {
+			nc.Spec.AMIFamily = new(awsv1.AMIFamilyAL2023)
+			nc.Spec.AMISelectorTerms = terms
+		},
+		func(r cloud.Resolved) []string { return statusAMIs(r.StatusAMIs()) })
 }

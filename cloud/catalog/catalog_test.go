@@ -289,14 +289,7 @@ func bdm(device string, size string, root bool) *awsv1.BlockDeviceMapping {
 
 func TestNodeClassOverrides(t *testing.T) {
 	const m5 = "m5.large" // capacity memory 7577Mi, ENI pods 29
-	for _, tc := range []struct {
-		name        string
-		typ         string
-		nc          *awsv1.EC2NodeClass
-		labels      map[string]string
-		capacity    map[corev1.ResourceName]string
-		allocatable map[corev1.ResourceName]string
-	}{
+	runOverrideCases(t, []overrideCase{
 		{
 			name: "maxPods raises pods; AL2023 keeps ENI-limited memory overhead", typ: m5,
 			nc:          nodeClass("AL2023", kubelet(awsv1.KubeletConfiguration{MaxPods: ptr(int32(110))})),
@@ -475,7 +468,24 @@ func TestNodeClassOverrides(t *testing.T) {
 			}),
 			allocatable: map[corev1.ResourceName]string{"pods": "110", "memory": "6012Mi"},
 		},
-	} {
+	})
+}
+
+// overrideCase is one row of a node class override table: type typ under
+// node class nc must carry labels and the capacity and allocatable
+// amounts named (the rest is not checked).
+type overrideCase struct {
+	name        string
+	typ         string
+	nc          *awsv1.EC2NodeClass
+	labels      map[string]string
+	capacity    map[corev1.ResourceName]string
+	allocatable map[corev1.ResourceName]string
+}
+
+func runOverrideCases(t *testing.T, cases []overrideCase) {
+	t.Helper()
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			it := find(t, InstanceTypes(Options{NodeClass: tc.nc}), tc.typ)
 			for k, v := range tc.labels {

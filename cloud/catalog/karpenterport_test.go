@@ -15,13 +15,7 @@ import (
 // case says otherwise).
 func TestInstanceTypeOverheadAsKarpenter(t *testing.T) {
 	const m5 = "m5.large"
-	for _, tc := range []struct {
-		name        string
-		typ         string
-		nc          *awsv1.EC2NodeClass
-		capacity    map[corev1.ResourceName]string
-		allocatable map[corev1.ResourceName]string
-	}{
+	runOverrideCases(t, []overrideCase{
 		{
 			// "limited pod density to be the default pods number when
 			// pods-per-core is 0": 0 is no cap.
@@ -78,13 +72,7 @@ func TestInstanceTypeOverheadAsKarpenter(t *testing.T) {
 			capacity:    map[corev1.ResourceName]string{"pods": "29", "ephemeral-storage": "20Gi"},
 			allocatable: map[corev1.ResourceName]string{"memory": "6903Mi"},
 		},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			it := find(t, InstanceTypes(Options{NodeClass: tc.nc}), tc.typ)
-			checkResources(t, "capacity", it.Capacity, tc.capacity)
-			checkResources(t, "allocatable", it.Allocatable(), tc.allocatable)
-		})
-	}
+	})
 }
 
 // TestCapabilityFlexLabel: every type carries

@@ -515,6 +515,13 @@ func skipsWith(node, substr string) karpCheck {
 // deletion (as the leader does when it commits a decision), and hands the
 // decisions over.
 func overPasses(n int, check func(t *testing.T, ds []*Decision)) karpCheck {
+	return passes(n, nil, check)
+}
+
+// passes is overPasses with a hook: after each decision's candidates are
+// marked, commit (when not nil) applies the rest of the leader's work on
+// the input.
+func passes(n int, commit func(in *Input, d *Decision), check func(t *testing.T, ds []*Decision)) karpCheck {
 	return func(t *testing.T, in *Input) {
 		t.Helper()
 		var ds []*Decision
@@ -526,6 +533,9 @@ func overPasses(n int, check func(t *testing.T, ds []*Decision)) karpCheck {
 			ds = append(ds, r.Decision)
 			for _, c := range r.Decision.Candidates {
 				c.MarkedForDeletion = true
+			}
+			if commit != nil {
+				commit(in, r.Decision)
 			}
 		}
 		check(t, ds)

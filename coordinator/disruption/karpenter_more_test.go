@@ -493,24 +493,11 @@ func candidateOrder(want ...string) karpCheck {
 // them before it deletes anything): pods of the nodes being deleted may
 // go there.
 func overPassesLaunching(n int, check func(t *testing.T, ds []*Decision)) karpCheck {
-	return func(t *testing.T, in *Input) {
-		t.Helper()
-		var ds []*Decision
-		for range n {
-			r := kDecide(t, in)
-			if r.Decision == nil {
-				continue
-			}
-			ds = append(ds, r.Decision)
-			for _, c := range r.Decision.Candidates {
-				c.MarkedForDeletion = true
-			}
-			for i, rep := range r.Decision.Replacements {
-				in.Nodes = append(in.Nodes, inFlight(fmt.Sprintf("%s-replacement-%d", r.Decision.Candidates[0].Name(), i), rep))
-			}
+	return passes(n, func(in *Input, d *Decision) {
+		for i, rep := range d.Replacements {
+			in.Nodes = append(in.Nodes, inFlight(fmt.Sprintf("%s-replacement-%d", d.Candidates[0].Name(), i), rep))
 		}
-		check(t, ds)
-	}
+	}, check)
 }
 
 // inFlight is a launched replacement not yet registered: its

@@ -151,16 +151,7 @@ func TestKarpenterValidation(t *testing.T) {
 func validated(m Method, during func(in *Input), reason string, failed int, keep ...string) karpCheck {
 	return func(t *testing.T, in *Input) {
 		t.Helper()
-		r := kDecide(t, in)
-		if r.Decision == nil || r.Decision.Method != m {
-			t.Fatalf("got %s, want a %s decision to validate", describeResult(r), m)
-		}
-		during(in)
-		in.Now = in.Now.Add(15 * time.Second)
-		got, rej, err := Revalidate(in, r.Decision)
-		if err != nil {
-			t.Fatalf("Revalidate: %v", err)
-		}
+		got, rej := revalidateAfter(t, in, m, during)
 		if rej.Reason != reason || rej.Failed != failed {
 			t.Errorf("rejection %+v, want reason %q with %d failed", rej, reason, failed)
 		}
@@ -185,20 +176,29 @@ func moreOnAAndB(in *Input) {
 func goesOnAfter(m Method, during func(in *Input), then karpCheck) karpCheck {
 	return func(t *testing.T, in *Input) {
 		t.Helper()
-		r := kDecide(t, in)
-		if r.Decision == nil || r.Decision.Method != m {
-			t.Fatalf("got %s, want a %s decision to validate", describeResult(r), m)
-		}
-		during(in)
-		in.Now = in.Now.Add(15 * time.Second)
-		got, rej, err := Revalidate(in, r.Decision)
-		if err != nil {
-			t.Fatalf("Revalidate: %v", err)
-		}
+		got, rej := revalidateAfter(t, in, m, during)
 		if got != nil {
 			t.Fatalf("decision of %v stands (%+v), want it turned down", names(got.Candidates), rej)
 		}
 		in.After = m
 		then(t, in)
 	}
+}
+
+// revalidateAfter has Decide make a method m decision on in (fatal if it
+// makes none or another), lets during change the cluster and the
+// validation delay pass, and returns what Revalidate says of it.
+func revalidateAfter(t *testing.T, in *Input, m Method, during func(in *Input)) (*Decision, Rejection) {
+	t.Helper()
+	r := kDecide(t, in)
+	if r.Decision == nil || r.Decision.Method != m {
+		t.Fatalf("got %s, want a %s decision to validate", describeResult(r), m)
+	}
+	during(in)
+	in.Now = in.Now.Add(15 * time.Second)
+	got, rej, err := Revalidate(in, r.Decision)
+	if err != nil {
+		t.Fatalf("Revalidate: %v", err)
+	}
+	return got, rej
 }

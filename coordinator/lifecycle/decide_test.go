@@ -94,17 +94,7 @@ func TestDecide(t *testing.T) {
 		nc.Spec.Resources.Requests = corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1"), corev1.ResourceCPU: resource.MustParse("2")}
 	}
 	registered := withCond(karpv1.ConditionRegistered, metav1.ConditionTrue, t0.Add(2*time.Minute))
-	for _, tc := range []struct {
-		name      string
-		claim     *karpv1.NodeClaim
-		intent    *fsm.LaunchIntent
-		inst      *fsm.Instance
-		node      *corev1.Node
-		remove    bool
-		now       time.Time
-		want      Action
-		wantMatch string
-	}{
+	runDecideCases(t, timeouts, []decideCase{
 		{name: "unknown intent is an orphan", claim: claim(), now: t0, want: DeleteOrphan, wantMatch: "does not exist"},
 		{name: "cancelled intent is an orphan", claim: claim(), intent: ptr(intent(fsm.IntentCancelled)), now: t0, want: DeleteOrphan},
 		{name: "pending intent waits", claim: claim(), intent: ptr(intent(fsm.IntentPending)), now: t0.Add(4 * time.Minute), want: None},
@@ -165,9 +155,35 @@ func TestDecide(t *testing.T) {
 			intent: ptr(intent(fsm.IntentLaunched)), inst: ptr(instance(fsm.InstanceReady)), node: node(noTaints), now: t0.Add(time.Hour), want: None},
 		{name: "registered, node gone", claim: claim(launchedClaim(t0), registered), intent: ptr(intent(fsm.IntentLaunched)),
 			inst: ptr(instance(fsm.InstanceRegistered)), now: t0.Add(time.Hour), want: None},
-	} {
+	})
+}
+
+// decideCase is one row of a Decide table: a claim and what the
+// lifecycle knows of it (intent, instance, node) at now, and the action
+// Decide must choose, with a reason mentioning wantMatch when that is set.
+type decideCase struct {
+	name      string
+	claim     *karpv1.NodeClaim
+	intent    *fsm.LaunchIntent
+	inst      *fsm.Instance
+	node      *corev1.Node
+	remove    bool      // RemoveStartupTaints
+	to        *Timeouts // instead of the table's, when set
+	now       time.Time
+	want      Action
+	wantMatch string
+}
+
+// runDecideCases runs Decide on each case with timeouts to (unless the
+// case has its own).
+func runDecideCases(t *testing.T, to Timeouts, cases []decideCase) {
+	t.Helper()
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			in := Inputs{Claim: tc.claim, Node: tc.node, RemoveStartupTaints: tc.remove, Now: tc.now, Timeouts: timeouts}
+			in := Inputs{Claim: tc.claim, Node: tc.node, RemoveStartupTaints: tc.remove, Now: tc.now, Timeouts: to}
+			if tc.to != nil {
+				in.Timeouts = *tc.to
+			}
 			if tc.intent != nil {
 				in.Intent, in.HasIntent = *tc.intent, true
 			}

@@ -361,51 +361,26 @@ func TestLivenessAsKarpenter(t *testing.T) {
 		}
 	}
 	adopted := func(nc *karpv1.NodeClaim) { nc.Annotations = nil }
-	for _, tc := range []struct {
-		name   string
-		claim  *karpv1.NodeClaim
-		intent *fsm.LaunchIntent
-		inst   *fsm.Instance
-		node   *corev1.Node
-		to     *Timeouts
-		now    time.Duration // after t0
-		want   Action
-	}{
+	runDecideCases(t, to, []decideCase{
 		{name: "no node past the registration timeout", claim: claim(launchedClaim(t0)), intent: ptr(intent(fsm.IntentLaunched)), inst: launchedInst,
-			now: 20 * time.Minute, want: DeleteRegistrationTimeout},
+			now: t0.Add(20 * time.Minute), want: DeleteRegistrationTimeout},
 		{name: "registered, past the registration timeout", claim: claim(launchedClaim(t0), withCond(karpv1.ConditionRegistered, metav1.ConditionTrue, t0)),
-			intent: ptr(intent(fsm.IntentLaunched)), inst: ptr(instance(fsm.InstanceRegistered)), node: node(noTaints, notReady), now: 20 * time.Minute, want: None},
-		{name: "not launched past the launch timeout", claim: claim(), intent: pending, now: 6 * time.Minute, want: DeleteLaunchTimeout},
-		{name: "not launched, before the launch timeout", claim: claim(), intent: pending, now: time.Minute, want: None},
+			intent: ptr(intent(fsm.IntentLaunched)), inst: ptr(instance(fsm.InstanceRegistered)), node: node(noTaints, notReady), now: t0.Add(20 * time.Minute), want: None},
+		{name: "not launched past the launch timeout", claim: claim(), intent: pending, now: t0.Add(6 * time.Minute), want: DeleteLaunchTimeout},
+		{name: "not launched, before the launch timeout", claim: claim(), intent: pending, now: t0.Add(time.Minute), want: None},
 		{name: "a custom launch timeout, not reached", claim: claim(), intent: pending, to: &Timeouts{Launch: 45 * time.Second, Registration: 15 * time.Minute},
-			now: 30 * time.Second, want: None},
+			now: t0.Add(30 * time.Second), want: None},
 		{name: "a custom launch timeout, passed", claim: claim(), intent: pending, to: &Timeouts{Launch: 45 * time.Second, Registration: 15 * time.Minute},
-			now: time.Minute, want: DeleteLaunchTimeout},
-		{name: "launch timeout from the Launched condition, not the creation", claim: claim(allMoved), intent: pending, now: 12 * time.Minute, want: None},
-		{name: "launch timeout from the Launched condition, passed", claim: claim(allMoved), intent: pending, now: 15*time.Minute + time.Second, want: DeleteLaunchTimeout},
-		{name: "adopted: launch timeout from the Launched condition", claim: claim(adopted, allMoved), now: 12 * time.Minute, want: None},
+			now: t0.Add(time.Minute), want: DeleteLaunchTimeout},
+		{name: "launch timeout from the Launched condition, not the creation", claim: claim(allMoved), intent: pending, now: t0.Add(12 * time.Minute), want: None},
+		{name: "launch timeout from the Launched condition, passed", claim: claim(allMoved), intent: pending, now: t0.Add(15*time.Minute + time.Second), want: DeleteLaunchTimeout},
+		{name: "adopted: launch timeout from the Launched condition", claim: claim(adopted, allMoved), now: t0.Add(12 * time.Minute), want: None},
 		{name: "registration timeout from the Registered condition, not the creation", claim: claim(allMoved, func(nc *karpv1.NodeClaim) {
 			nc.Status.ProviderID = "aws:///us-east-1a/i-1"
 			condition(nc.Status.Conditions, karpv1.ConditionLaunched).Status = metav1.ConditionTrue
 		}),
-			intent: ptr(intent(fsm.IntentLaunched)), inst: launchedInst, now: 16 * time.Minute, want: None},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			in := Inputs{Claim: tc.claim, Node: tc.node, Now: t0.Add(tc.now), Timeouts: to}
-			if tc.to != nil {
-				in.Timeouts = *tc.to
-			}
-			if tc.intent != nil {
-				in.Intent, in.HasIntent = *tc.intent, true
-			}
-			if tc.inst != nil {
-				in.Instance, in.HasInstance = *tc.inst, true
-			}
-			if got, why := Decide(in); got != tc.want {
-				t.Fatalf("Decide = %s (%s), want %s", got, why, tc.want)
-			}
-		})
-	}
+			intent: ptr(intent(fsm.IntentLaunched)), inst: launchedInst, now: t0.Add(16 * time.Minute), want: None},
+	})
 }
 
 // counterWith is the value of the series of name with exactly labels.

@@ -199,6 +199,14 @@ func (c *kcluster) wantType(p *corev1.Pod, typ string) {
 	}
 }
 
+// wantTypes: each of ps is on a node of type typ.
+func (c *kcluster) wantTypes(typ string, ps ...*corev1.Pod) {
+	c.t.Helper()
+	for _, p := range ps {
+		c.wantType(p, typ)
+	}
+}
+
 // wantCapacity: p's node is of a type with this cpu and memory.
 func (c *kcluster) wantCapacity(p *corev1.Pod, cpu, mem string) {
 	c.t.Helper()
@@ -536,17 +544,13 @@ func TestKarpenterBinpacking(t *testing.T) {
 			ps := c.pods(40, amd, withReq("", "1.8G"))
 			c.provision(ps...)
 			c.wantNodes(20, ps...)
-			for _, p := range ps {
-				c.wantType(p, "default-instance-type")
-			}
+			c.wantTypes("default-instance-type", ps...)
 		}},
 		{"small and large pods packed together", func(c *kcluster) {
 			ps := append(c.pods(40, amd, withReq("", "1.8G")), c.pods(20, amd, withReq("", "400M"))...)
 			c.provision(ps...)
 			c.wantNodes(20, ps...)
-			for _, p := range ps {
-				c.wantType(p, "default-instance-type")
-			}
+			c.wantTypes("default-instance-type", ps...)
 		}},
 		{"nodes packed tightly", func(c *kcluster) {
 			c.in.InstanceTypes["default"] = kNumberedTypes(5)
@@ -571,9 +575,7 @@ func TestKarpenterBinpacking(t *testing.T) {
 			ps := c.pods(25, amd, withReq("1m", "1m"))
 			c.provision(ps...)
 			c.wantNodes(5, ps...)
-			for _, p := range ps {
-				c.wantType(p, "small-instance-type")
-			}
+			c.wantTypes("small-instance-type", ps...)
 		}},
 		{"init containers count", func(c *kcluster) {
 			p := c.pod(withReq("1", "1Gi"), withInit(false, "2", "1Gi"))

@@ -140,6 +140,18 @@ func (r *rig) node(t *testing.T, name string) *corev1.Node {
 	return n
 }
 
+// wantReleased: the NodeClaim named name and its node ip-10-0-0-1 are
+// gone.
+func (r *rig) wantReleased(t *testing.T, name string) {
+	t.Helper()
+	if got := r.claims.get(name); got != nil {
+		t.Fatalf("nodeclaim still there: finalizers %v, conditions %+v", got.Finalizers, got.Status.Conditions)
+	}
+	if r.node(t, "ip-10-0-0-1") != nil {
+		t.Error("node still there")
+	}
+}
+
 // The whole path: commit the termination, taint, drain, terminate, delete
 // the Node, release the NodeClaim; raft records the intent and the result.
 func TestTerminateNodeClaim(t *testing.T) {
@@ -149,12 +161,7 @@ func TestTerminateNodeClaim(t *testing.T) {
 	r.pastMinDrain(t)
 	r.settle(t, 5)
 
-	if got := r.claims.get(nc.Name); got != nil {
-		t.Fatalf("nodeclaim still there: finalizers %v, conditions %+v", got.Finalizers, got.Status.Conditions)
-	}
-	if r.node(t, "ip-10-0-0-1") != nil {
-		t.Error("node still there")
-	}
+	r.wantReleased(t, nc.Name)
 	if got := r.cloud.calls(); len(got) != 1 || got[0] != "i-0123" {
 		t.Errorf("terminate calls %v, want [i-0123]", got)
 	}

@@ -48,12 +48,7 @@ func TestNodeOfGoneInstance(t *testing.T) {
 			r.cloud.lost = tc.lost
 			r.pastMinDrain(t)
 			r.settle(t, 6)
-			if got := r.claims.get(nc.Name); got != nil {
-				t.Fatalf("nodeclaim still there: finalizers %v, conditions %+v", got.Finalizers, got.Status.Conditions)
-			}
-			if r.node(t, "ip-10-0-0-1") != nil {
-				t.Error("node still there")
-			}
+			r.wantReleased(t, nc.Name)
 			if drained := len(r.drainer.drains) > 0; drained != tc.wantDrain {
 				t.Errorf("drains %d, want drained %v", len(r.drainer.drains), tc.wantDrain)
 			}

@@ -542,6 +542,14 @@ func TestConsolidationIsValidatedBeforeActing(t *testing.T) {
 	}
 }
 
+// addWebNodes adds, for each name, a 4-vCPU node of pool default with one
+// 1-vCPU pod web-<name> on it.
+func (c *cluster) addWebNodes(names ...string) {
+	for _, n := range names {
+		c.addNode(n, "default", 4, testPod("web-"+n, "1"))
+	}
+}
+
 // A consolidation that fails its validation lets the same pass go on with
 // the methods after its own, as Karpenter's reconcile does
 // (consolidation_test.go "should continue to single nodeclaim
@@ -552,9 +560,7 @@ func TestConsolidationIsValidatedBeforeActing(t *testing.T) {
 func TestFailedValidationGoesOnToTheNextMethod(t *testing.T) {
 	c := newCluster(t)
 	c.pools = []*karpv1.NodePool{testPool("default")}
-	c.addNode("a", "default", 4, testPod("web-a", "1"))
-	c.addNode("b", "default", 4, testPod("web-b", "1"))
-	c.addNode("c", "default", 4, testPod("web-c", "1"))
+	c.addWebNodes("a", "b", "c")
 	ctl := c.controllerWith(Config{}, nil)
 	c.reconcile(ctl) // the merge of a, b and c waits for its validation
 	for _, n := range []string{"a", "b"} {

@@ -194,9 +194,7 @@ func TestConsolidationApprovedEvents(t *testing.T) {
 	pool := testPool("default")
 	pool.Spec.Disruption.ConsolidationPolicy = karpv1.ConsolidationPolicyBalanced
 	c.pools = []*karpv1.NodePool{pool}
-	c.addNode("a", "default", 4, testPod("web-a", "1"))
-	c.addNode("b", "default", 4, testPod("web-b", "1"))
-	c.addNode("c", "default", 4, testPod("web-c", "1"))
+	c.addWebNodes("a", "b", "c")
 	rec := &eventLog{}
 	ctl := c.controllerWith(Config{ValidationDelay: time.Minute}, rec)
 	approved := func() []string {
@@ -241,9 +239,7 @@ func TestConsolidationApprovedEvents(t *testing.T) {
 func TestValidationEventsAndMetrics(t *testing.T) {
 	c := newCluster(t)
 	c.pools = []*karpv1.NodePool{testPool("default")}
-	c.addNode("a", "default", 4, testPod("web-a", "1"))
-	c.addNode("b", "default", 4, testPod("web-b", "1"))
-	c.addNode("c", "default", 4, testPod("web-c", "1"))
+	c.addWebNodes("a", "b", "c")
 	rec := &eventLog{}
 	reg := prometheus.NewRegistry()
 	ctl, err := New(Config{ValidationDelay: time.Minute, Now: c.Now}, c.deps(reg, rec))
