@@ -208,6 +208,10 @@ func (k *Cache) ProvisioningTriggers() (<-chan struct{}, func()) {
 	return k.provisioning.out.subscribe()
 }
 
+// RearmProvisioningTriggers makes every provisionable pod's and disrupted
+// node's next event trigger again: call it as a batch closes.
+func (k *Cache) RearmProvisioningTriggers() { k.provisioning.rearm() }
+
 // list returns every object of an informer as T, sorted by key.
 func list[T any](inf cache.SharedIndexInformer) []*T {
 	keys := inf.GetStore().ListKeys()

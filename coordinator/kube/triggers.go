@@ -52,10 +52,12 @@ func (f *fanout) poke() {
 
 // provisioningTriggers decides which cache events start a provisioning
 // batch, as Karpenter's provisioner.trigger.pod and provisioner.trigger.node
-// controllers do: a pod becoming provisionable and a node taking the
-// karpenter.sh/disrupted taint, each once until it stops being so (its
-// later updates neither start nor stretch a batch; the provisioner's
-// resync passes every 10 s, as Karpenter requeues each such pod). Unlike
+// controllers do: an event of a provisionable pod or of a node with the
+// karpenter.sh/disrupted taint, each object once per batch (Karpenter's
+// batcher keeps the UIDs of its window and forgets them when the window
+// closes: rearm), so a pod's further updates do not stretch the window,
+// and the provisioner's resync passes every 10 s, as Karpenter requeues
+// each such pod. Unlike
 // Karpenter, a NodePool or EC2NodeClass that appears, changes its spec or
 // becomes Ready or not, and a NodeClaim that is gone (a launch that
 // failed), trigger too: they are rare and their pods wait for them.
@@ -66,7 +68,8 @@ type provisioningTriggers struct {
 	out fanout
 
 	mu sync.Mutex
-	// on holds the pods and nodes that have triggered and still qualify.
+	// on holds the pods and nodes that have triggered since the last
+	// rearm and still qualify.
 	on map[types.UID]struct{}
 	// fired counts the triggers (for tests).
 	fired int
@@ -91,6 +94,14 @@ func (t *provisioningTriggers) observe(uid types.UID, qualifies bool) {
 	if qualifies && !was {
 		t.out.poke()
 	}
+}
+
+// rearm forgets which objects triggered: their next event triggers again
+// (the provisioner calls it as a batch closes, before its pass).
+func (t *provisioningTriggers) rearm() {
+	t.mu.Lock()
+	clear(t.on)
+	t.mu.Unlock()
 }
 
 // always triggers.

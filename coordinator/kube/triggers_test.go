@@ -25,8 +25,8 @@ func tainted(uid types.UID, taints ...corev1.Taint) *corev1.Node {
 var disrupted = corev1.Taint{Key: karpv1.TaintDisruptedKey, Effect: corev1.TaintEffectNoSchedule}
 
 // Karpenter's provisioner triggers: a provisionable pod or a disrupted
-// node triggers once until it stops qualifying; the churn of other
-// updates does not.
+// node triggers once per batch (until rearmed) while it qualifies; the
+// churn of other objects does not.
 func TestProvisioningTriggers(t *testing.T) {
 	type step struct {
 		name string
@@ -34,6 +34,7 @@ func TestProvisioningTriggers(t *testing.T) {
 		// fires says whether this step triggers.
 		fires bool
 	}
+	var tr provisioningTriggers
 	pod := unschedulable("p1", nil)
 	bound := unschedulable("p1", nil)
 	bound.Spec.NodeName = "n1"
@@ -57,6 +58,8 @@ func TestProvisioningTriggers(t *testing.T) {
 			p.OnUpdate(pod, unschedulable("p1", map[string]string{"a": "b"}))
 		}, false},
 		{"it is updated again", func(p, _, _, _ cache.ResourceEventHandler) { p.OnUpdate(pod, pod) }, false},
+		{"updated once the batch closed", func(p, _, _, _ cache.ResourceEventHandler) { tr.rearm(); p.OnUpdate(pod, pod) }, true},
+		{"and again in the new batch", func(p, _, _, _ cache.ResourceEventHandler) { p.OnUpdate(pod, pod) }, false},
 		{"it is bound", func(p, _, _, _ cache.ResourceEventHandler) { p.OnUpdate(pod, bound) }, false},
 		{"it is unschedulable again (unbound by a test)", func(p, _, _, _ cache.ResourceEventHandler) { p.OnUpdate(bound, pod) }, true},
 		{"it is deleted", func(p, _, _, _ cache.ResourceEventHandler) { p.OnDelete(cache.DeletedFinalStateUnknown{Obj: pod}) }, false},
@@ -69,6 +72,10 @@ func TestProvisioningTriggers(t *testing.T) {
 		{"its heartbeat", func(_, n, _, _ cache.ResourceEventHandler) {
 			n.OnUpdate(tainted("n1", disrupted), tainted("n1", disrupted))
 		}, false},
+		{"its heartbeat once the batch closed", func(_, n, _, _ cache.ResourceEventHandler) {
+			tr.rearm()
+			n.OnUpdate(tainted("n1", disrupted), tainted("n1", disrupted))
+		}, true},
 		{"the taint is removed", func(_, n, _, _ cache.ResourceEventHandler) { n.OnUpdate(tainted("n1", disrupted), tainted("n1")) }, false},
 		{"and put back", func(_, n, _, _ cache.ResourceEventHandler) { n.OnUpdate(tainted("n1"), tainted("n1", disrupted)) }, true},
 		{"a NodePool appears", func(_, _, c, _ cache.ResourceEventHandler) { c.OnAdd(pool, false) }, true},
@@ -81,7 +88,6 @@ func TestProvisioningTriggers(t *testing.T) {
 			c.OnDelete(&karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "x"}})
 		}, true},
 	}
-	var tr provisioningTriggers
 	ch, stop := tr.out.subscribe()
 	defer stop()
 	pods, nodes, classes, claims := tr.handlers()

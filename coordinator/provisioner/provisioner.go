@@ -34,9 +34,11 @@ import (
 type Cache interface {
 	NodePool(name string) *karpv1.NodePool
 	NodeClaim(name string) *karpv1.NodeClaim
-	// ProvisioningTriggers signals the events that start a batch: a pod
-	// becoming provisionable, a node being disrupted (kube.Cache).
+	// ProvisioningTriggers signals the events that start a batch: those of
+	// provisionable pods and disrupted nodes, each object once until
+	// RearmProvisioningTriggers, which a pass calls first (kube.Cache).
 	ProvisioningTriggers() (<-chan struct{}, func())
+	RearmProvisioningTriggers()
 }
 
 // Writer is the API writes the provisioner makes (kube.Clients).
@@ -192,6 +194,9 @@ func (p *Provisioner) Reconcile(ctx context.Context) error {
 }
 
 func (p *Provisioner) reconcile(ctx context.Context) error {
+	// The batch has closed: the objects that triggered it may trigger the
+	// next (Karpenter's batcher forgets its window's UIDs).
+	p.d.Cache.RearmProvisioningTriggers()
 	if err := p.ensureNodeClaims(ctx); err != nil {
 		return err
 	}

@@ -616,3 +616,19 @@ func TestFailedSchedulingRepeatsEveryFiveMinutes(t *testing.T) {
 		}
 	}
 }
+
+// Each pass rearms the provisioning triggers (Karpenter's batcher forgets
+// its window's pods as the window closes), so a pod still pending after
+// the pass triggers the next batch with its next event.
+func TestPassRearmsTriggers(t *testing.T) {
+	c := &fake.Cache{PoolList: []*karpv1.NodePool{pool("general")}, ClassList: []*awsv1.EC2NodeClass{class()}}
+	r := newTestProvisionerOn(t, c, &fakeCloud{})
+	for i := 1; i <= 2; i++ {
+		if err := r.p.Reconcile(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if c.Rearmed != i {
+			t.Fatalf("after %d passes the triggers were rearmed %d times", i, c.Rearmed)
+		}
+	}
+}

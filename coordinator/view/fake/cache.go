@@ -20,6 +20,8 @@ type Cache struct {
 	ClaimList     []*karpv1.NodeClaim
 	DaemonSetList []*appsv1.DaemonSet
 	Storage
+	// Rearmed counts RearmProvisioningTriggers calls.
+	Rearmed int
 }
 
 func (c *Cache) Pods() []*corev1.Pod                   { return c.PodList }
@@ -33,6 +35,7 @@ func (c *Cache) Changes() (<-chan struct{}, func())    { return make(chan struct
 func (c *Cache) ProvisioningTriggers() (<-chan struct{}, func()) {
 	return make(chan struct{}), func() {}
 }
+func (c *Cache) RearmProvisioningTriggers()                { c.Rearmed++ }
 func (c *Cache) NodePool(name string) *karpv1.NodePool     { return Find(c.PoolList, name) }
 func (c *Cache) NodeClaim(name string) *karpv1.NodeClaim   { return Find(c.ClaimList, name) }
 func (c *Cache) NodeClass(name string) *awsv1.EC2NodeClass { return Find(c.ClassList, name) }
