@@ -18,7 +18,6 @@ import (
 	"time"
 
 	agentv1 "github.com/joiner-dev/joiner/api/agent/v1"
-	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 
 	"github.com/coreos/go-systemd/v22/daemon"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -400,6 +399,8 @@ func (a *Agent) onNotice(ctx context.Context, n imds.Notice) {
 				a.mu.Lock()
 				a.handedOver[n.ID] = true
 				a.mu.Unlock()
+				a.retry(ctx, a.log.With(zap.String(logging.KeyNotice, n.ID)), "recording the notice's hand-over on the node",
+					func(ctx context.Context) error { return a.markHandedOver(ctx, n.ID) })
 			}
 		}()
 	}
@@ -454,14 +455,18 @@ func (a *Agent) onEnded(ctx context.Context, n imds.Notice) {
 		defer a.wg.Done()
 		a.retry(ctx, log, "taking the agent's cordon off the node", func(ctx context.Context) error {
 			_, err := a.release(ctx, func(node *corev1.Node, x heldNotice) bool {
-				if handedOver && node.Labels[karpv1.LabelNodePool] != "" {
-					return false
-				}
-				return x.ID == n.ID || (n.EventID != "" && x.Kind == n.Kind && x.EventID == n.EventID)
+				mine := x.ID == n.ID || (n.EventID != "" && x.Kind == n.Kind && x.EventID == n.EventID)
+				return mine && !keptFor(node, x, handedOver)
 			}, ReasonNoticeEnded, why)
 			return err
 		})
 	}()
+}
+
+func (a *Agent) isHandedOver(id string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.handedOver[id]
 }
 
 func (a *Agent) noticeEnded(id string) bool {

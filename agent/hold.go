@@ -74,6 +74,47 @@ type heldNotice struct {
 	ID      string    `json:"id"`
 	Kind    imds.Kind `json:"kind"`
 	EventID string    `json:"eventID,omitempty"`
+	// HandedOver: a coordinator acknowledged the notice's report, so it
+	// deletes the node's NodeClaim; kept across agent restarts and reboots.
+	HandedOver bool `json:"handedOver,omitempty"`
+}
+
+// keptFor says whether the hold of notice x stays when x ends: on a
+// NodePool node whose NodeClaim a coordinator is deleting for it, the node
+// stays closed to new pods until it is gone.
+func keptFor(node *corev1.Node, x heldNotice, handedOver bool) bool {
+	return node.Labels[karpv1.LabelNodePool] != "" && (handedOver || x.HandedOver)
+}
+
+// markHandedOver records in the hold that a coordinator acknowledged
+// notice id's report (nothing when the hold does not hold it).
+func (a *Agent) markHandedOver(ctx context.Context, id string) error {
+	a.holdMu.Lock()
+	defer a.holdMu.Unlock()
+	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		node, err := a.kube.CoreV1().Nodes().Get(ctx, a.cfg.NodeName, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		h, ok := a.readHold(node)
+		i := slices.IndexFunc(h.Notices, func(x heldNotice) bool { return x.ID == id })
+		if !ok || i < 0 || h.Notices[i].HandedOver {
+			return nil
+		}
+		h.Notices[i].HandedOver = true
+		if err := writeHold(node, h); err != nil {
+			return err
+		}
+		_, err = a.kube.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{})
+		return err
+	})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("recording the hand-over of notice %s on node %s: %w", id, a.cfg.NodeName, err)
+	}
+	return nil
 }
 
 type heldTaint struct {
@@ -174,7 +215,7 @@ func (a *Agent) claim(ctx context.Context, n imds.Notice, req drain.Request, exc
 			h.BootID, h.Notices = boot, nil
 		}
 		if !slices.ContainsFunc(h.Notices, func(x heldNotice) bool { return x.ID == n.ID }) {
-			h.Notices = append(h.Notices, heldNotice{ID: n.ID, Kind: n.Kind, EventID: n.EventID})
+			h.Notices = append(h.Notices, heldNotice{ID: n.ID, Kind: n.Kind, EventID: n.EventID, HandedOver: a.isHandedOver(n.ID)})
 		}
 		changed := false
 		for _, t := range reqTaints(req) {
@@ -327,7 +368,7 @@ func (a *Agent) recoverHold(ctx context.Context) error {
 		return nil
 	}
 	if boot := a.bootID(node); h.BootID != "" && boot != "" && h.BootID != boot {
-		_, err := a.releaseLocked(ctx, func(*corev1.Node, heldNotice) bool { return true }, ReasonRebooted,
+		_, err := a.releaseLocked(ctx, func(node *corev1.Node, x heldNotice) bool { return !keptFor(node, x, false) }, ReasonRebooted,
 			fmt.Sprintf("the node rebooted (boot %s, cordoned in boot %s)", boot, h.BootID))
 		return err
 	}

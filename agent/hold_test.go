@@ -197,6 +197,10 @@ func TestHoldAfterRestart(t *testing.T) {
 		{name: "event completed while no agent ran", node: held("boot-1", event), imds: map[string]string{imds.PathScheduledEvents: eventDone}, wantReason: ReasonNoticeEnded},
 		{name: "event canceled and gone while no agent ran", node: held("boot-1", event), wantReason: ReasonNoticeEnded},
 		{name: "same boot, spot notice", node: held("boot-1", spot), wantHeld: true},
+		// a coordinator took the NodePool node over (it deletes the
+		// NodeClaim): it stays closed to new pods after a reboot too
+		{name: "rebooted, handed over", node: held("boot-0", heldNotice{ID: event.ID, Kind: event.Kind, EventID: event.EventID, HandedOver: true}),
+			wantHeld: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			kube := fake.NewClientset(tc.node())
@@ -359,6 +363,13 @@ func TestHoldAfterReport(t *testing.T) {
 				defer a.mu.Unlock()
 				return a.handedOver[n.ID] && getNode(t, kube).Spec.Unschedulable
 			}, "report acknowledged and node cordoned")
+			if tc.nodePool {
+				// the hand-over outlives the agent: it is on the node
+				waitFor(t, func() bool {
+					h, ok := a.readHold(getNode(t, kube))
+					return ok && len(h.Notices) == 1 && h.Notices[0].HandedOver
+				}, "hand-over recorded in the hold")
+			}
 			ended := n
 			ended.Ended = true
 			a.onNotice(ctx, ended)
