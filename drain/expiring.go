@@ -90,6 +90,9 @@ func (d *Drainer) deleteExpiring(ctx context.Context, log *zap.Logger, req Reque
 				zap.Int64p("pod-grace-seconds", p.Spec.TerminationGracePeriodSeconds), zap.Time("termination-time", req.TerminationTime))
 		case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
 			// gone, or replaced by a pod with another UID
+		case ctx.Err() != nil:
+			// cut off by the drain's end: still to do (NextDelete)
+			return done - 1, deleted
 		default:
 			plog.Warn("deleting pod for the node's termination time; the next drain retries", zap.Error(err))
 		}

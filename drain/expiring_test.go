@@ -195,3 +195,28 @@ func TestExpiringPodsDeletedOnTheDrainThatFindsThemDue(t *testing.T) {
 		}
 	}
 }
+
+// A deletion the drain's end cuts off is still to do: it is not counted
+// as made, so the drain says when it is due (Result.NextDelete).
+func TestExpiringDeleteCutOffStaysDue(t *testing.T) {
+	c := fake.NewClientset(pod("a", graceSeconds(30)), pod("b", graceSeconds(30)))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c.PrependReactor("delete", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.(k8stesting.DeleteActionImpl).Name == "b" {
+			cancel() // the drain ends while this call is out
+			return true, nil, context.Canceled
+		}
+		return false, nil, nil
+	})
+	now := time.Now()
+	opts := fastOpts()
+	opts.Now = func() time.Time { return now }
+	d := New(c, zaptest.NewLogger(t), opts)
+	end := now.Add(10 * time.Second)
+	due := []expiring{{pod: pod("a", graceSeconds(30)), at: now}, {pod: pod("b", graceSeconds(30)), at: now}}
+	done, deleted := d.deleteExpiring(ctx, zaptest.NewLogger(t), Request{Node: nodeName, TerminationTime: end}, due)
+	if done != 1 || len(deleted) != 1 {
+		t.Errorf("deleteExpiring = %d done, %d deleted; want 1 and 1 (b's delete was cut off)", done, len(deleted))
+	}
+}
