@@ -108,7 +108,7 @@ func TestCacheAndClients(t *testing.T) {
 	// Provisioning triggers through the informers: a pod kube-scheduler
 	// gave up on triggers once; its later updates do not.
 	fired := func() int { k.provisioning.mu.Lock(); defer k.provisioning.mu.Unlock(); return k.provisioning.fired }
-	waitFor(t, "the nodeclaim's deletion triggered provisioning", func() bool { return fired() == 1 })
+	waitFor(t, "the node's joining and the nodeclaim's deletion triggered provisioning", func() bool { return fired() == 2 })
 	triggers, unsubTriggers := k.ProvisioningTriggers()
 	defer unsubTriggers()
 	unschedulable := func(name string) *corev1.Pod {
@@ -140,7 +140,7 @@ func TestCacheAndClients(t *testing.T) {
 		_, ok := k.provisioning.on[r.UID]
 		return ok
 	})
-	if got := fired(); got != 3 {
-		t.Fatalf("provisioning triggers = %d, want 3 (nodeclaim gone, pod q, pod r; not q's label update)", got)
+	if got := fired(); got != 4 {
+		t.Fatalf("provisioning triggers = %d, want 4 (node joined, nodeclaim gone, pod q, pod r; not q's label update)", got)
 	}
 }

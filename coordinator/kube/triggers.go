@@ -59,8 +59,10 @@ func (f *fanout) poke() {
 // and the provisioner's resync passes every 10 s, as Karpenter requeues
 // each such pod. Unlike
 // Karpenter, a NodePool or EC2NodeClass that appears, changes its spec or
-// becomes Ready or not, and a NodeClaim that is gone (a launch that
-// failed), trigger too: they are rare and their pods wait for them.
+// becomes Ready or not, a Node that joins or turns Ready or not (pods
+// nominated to it that did not fit are planned again at once, not at the
+// next resync), and a NodeClaim that is gone (a launch that failed)
+// trigger too: they are rare and pods wait for them.
 // Every other event (pod status churn, node heartbeats, Joiner's own status
 // writes) does not, so a busy cluster does not hold a batch open to its
 // 10 s maximum.
@@ -135,8 +137,16 @@ func (t *provisioningTriggers) handlers() (pods, nodes, classes, nodeClaims cach
 		DeleteFunc: forget,
 	}
 	nodes = cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { t.node(obj) },
-		UpdateFunc: func(_, obj any) { t.node(obj) },
+		AddFunc: func(obj any) {
+			t.node(obj)
+			t.always() // new capacity: nominations to it are settled
+		},
+		UpdateFunc: func(old, obj any) {
+			t.node(obj)
+			if nodeReady(old) != nodeReady(obj) {
+				t.always()
+			}
+		},
 		DeleteFunc: forget,
 	}
 	classes = cache.ResourceEventHandlerFuncs{
@@ -163,6 +173,18 @@ func (t *provisioningTriggers) node(obj any) {
 			return c.Key == karpv1.TaintDisruptedKey && c.Effect == corev1.TaintEffectNoSchedule
 		}))
 	}
+}
+
+// nodeReady is a Node's Ready condition status ("" for none).
+func nodeReady(obj any) corev1.ConditionStatus {
+	if n, ok := obj.(*corev1.Node); ok {
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady {
+				return c.Status
+			}
+		}
+	}
+	return ""
 }
 
 // classChanged: a NodePool's or EC2NodeClass's spec changed (generation)

@@ -22,6 +22,11 @@ func tainted(uid types.UID, taints ...corev1.Taint) *corev1.Node {
 	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: string(uid), UID: uid}, Spec: corev1.NodeSpec{Taints: taints}}
 }
 
+func ready(n *corev1.Node) *corev1.Node {
+	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
+	return n
+}
+
 var disrupted = corev1.Taint{Key: karpv1.TaintDisruptedKey, Effect: corev1.TaintEffectNoSchedule}
 
 // Karpenter's provisioner triggers: a provisionable pod or a disrupted
@@ -64,7 +69,11 @@ func TestProvisioningTriggers(t *testing.T) {
 		{"it is unschedulable again (unbound by a test)", func(p, _, _, _ cache.ResourceEventHandler) { p.OnUpdate(bound, pod) }, true},
 		{"it is deleted", func(p, _, _, _ cache.ResourceEventHandler) { p.OnDelete(cache.DeletedFinalStateUnknown{Obj: pod}) }, false},
 		{"it is seen again", func(p, _, _, _ cache.ResourceEventHandler) { p.OnAdd(pod, false) }, true},
-		{"a node without the taint", func(_, n, _, _ cache.ResourceEventHandler) { n.OnAdd(tainted("n1"), false) }, false},
+		{"a node joins", func(_, n, _, _ cache.ResourceEventHandler) { n.OnAdd(tainted("n1"), false) }, true},
+		{"it turns Ready", func(_, n, _, _ cache.ResourceEventHandler) { n.OnUpdate(tainted("n1"), ready(tainted("n1"))) }, true},
+		{"its Ready heartbeat", func(_, n, _, _ cache.ResourceEventHandler) {
+			n.OnUpdate(ready(tainted("n1")), ready(tainted("n1")))
+		}, false},
 		{"a node with another taint", func(_, n, _, _ cache.ResourceEventHandler) {
 			n.OnUpdate(tainted("n1"), tainted("n1", corev1.Taint{Key: karpv1.TaintDisruptedKey, Effect: corev1.TaintEffectNoExecute}))
 		}, false},
