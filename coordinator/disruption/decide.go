@@ -194,36 +194,12 @@ func (d *decider) consolidationCandidates(record bool) []*Node {
 		if n.NodeClaim == nil {
 			continue
 		}
-		pool := d.pools[n.Pool()]
-		if pool == nil {
-			if record {
-				d.blocked(n, methodConsolidation, "NodePool not found (NodePool=%s)", n.Pool())
-			}
-			continue
+		switch event, why := d.notConsolidatable(n); {
+		case event == "" && why == "":
+			out = append(out, n)
+		case record && event != "":
+			d.skipAs(n, methodConsolidation, event, "%s", why)
 		}
-		if isStatic(pool) {
-			continue // never consolidated (Karpenter says nothing either)
-		}
-		if r := d.gracefulBlocker(n, false); r != "" {
-			if record {
-				d.blocked(n, methodConsolidation, "%s", r)
-			}
-			continue
-		}
-		at, ok := consolidatableAt(n, pool)
-		if !ok {
-			if record {
-				d.unconsolidatable(n, methodConsolidation, "NodePool %q has consolidation disabled", pool.Name)
-			}
-			continue
-		}
-		if d.in.Now.Before(at) {
-			if record {
-				d.unconsolidatable(n, methodConsolidation, "not consolidatable until %s (consolidateAfter %s)", at.UTC().Format(time.RFC3339), pool.Spec.Disruption.ConsolidateAfter)
-			}
-			continue
-		}
-		out = append(out, n)
 	}
 	ratio := make(map[*Node]float64, len(out))
 	for _, n := range out {
@@ -231,6 +207,30 @@ func (d *decider) consolidationCandidates(record bool) []*Node {
 	}
 	sort.SliceStable(out, func(i, j int) bool { return ratio[out[i]] > ratio[out[j]] })
 	return out
+}
+
+// notConsolidatable is why consolidation leaves n alone now, with the
+// Event that says so ("" when it says nothing), or "", "" when n is a
+// candidate. n has a NodeClaim.
+func (d *decider) notConsolidatable(n *Node) (event, why string) {
+	pool := d.pools[n.Pool()]
+	if pool == nil {
+		return EventDisruptionBlocked, fmt.Sprintf("NodePool not found (NodePool=%s)", n.Pool())
+	}
+	if isStatic(pool) {
+		return "", "its NodePool is static" // never consolidated (Karpenter says nothing either)
+	}
+	if r := d.gracefulBlocker(n, false); r != "" {
+		return EventDisruptionBlocked, r
+	}
+	at, ok := consolidatableAt(n, pool)
+	if !ok {
+		return EventUnconsolidatable, fmt.Sprintf("NodePool %q has consolidation disabled", pool.Name)
+	}
+	if d.in.Now.Before(at) {
+		return EventUnconsolidatable, fmt.Sprintf("not consolidatable until %s (consolidateAfter %s)", at.UTC().Format(time.RFC3339), pool.Spec.Disruption.ConsolidateAfter)
+	}
+	return "", ""
 }
 
 // isStatic: the pool keeps a fixed number of nodes (spec.replicas).

@@ -2,8 +2,12 @@ package disruption
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/coordinator/scheduler"
+	"github.com/joiner-dev/joiner/internal/podresources"
 	"github.com/joiner-dev/joiner/internal/podutil"
 )
 
@@ -116,7 +120,7 @@ func (d *decider) revalidateConsolidation(dec *Decision, budget map[string]int) 
 	for _, c := range dec.Candidates {
 		n := current[c.Name()]
 		if n == nil {
-			return nil, Rejection{Reason: RejectedChurn, Failed: all, Detail: fmt.Sprintf("node %s is no longer a consolidation candidate", c.Name())}, nil
+			return nil, Rejection{Reason: RejectedChurn, Failed: all, Detail: fmt.Sprintf("node %s is no longer a consolidation candidate: %s", c.Name(), d.noLongerCandidate(c.Name()))}, nil
 		}
 		cands = append(cands, n)
 	}
@@ -134,10 +138,56 @@ func (d *decider) revalidateConsolidation(dec *Decision, budget map[string]int) 
 	case len(now.Replacements) != len(dec.Replacements):
 		return nil, Rejection{Reason: RejectedScheduling, Detail: "the simulation now " + now.Message}, nil
 	case len(dec.Replacements) > 0 && !subset(dec.Replacements[0].InstanceTypes, now.simulated):
-		return nil, Rejection{Reason: RejectedScheduling, Detail: "the simulation no longer allows every instance type of the replacement"}, nil
+		return nil, Rejection{Reason: RejectedScheduling, Detail: "the simulation no longer allows every instance type of the replacement: " + replacementChange(dec.Replacements[0], now)}, nil
 	}
 	now.Approvals = dec.Approvals
 	return now, Rejection{}, nil
+}
+
+// noLongerCandidate says why the node named is not a consolidation
+// candidate (for a churn rejection's detail).
+func (d *decider) noLongerCandidate(name string) string {
+	i := slices.IndexFunc(d.in.Nodes, func(n *Node) bool { return n.Name() == name })
+	if i < 0 {
+		return "it is gone"
+	}
+	n := d.in.Nodes[i]
+	if n.NodeClaim == nil {
+		return "it has no NodeClaim"
+	}
+	if _, why := d.notConsolidatable(n); why != "" {
+		return why
+	}
+	pool := d.pools[n.Pool()]
+	switch {
+	case isEmpty(n):
+		return "it is empty (emptiness removes it)"
+	case pool.Spec.Disruption.ConsolidationPolicy == karpv1.ConsolidationPolicyWhenEmpty:
+		return "its NodePool consolidates only when empty"
+	}
+	return d.unpriceable(n, pool)
+}
+
+// replacementChange says how the simulation's replacement changed since
+// the decision: the types it no longer allows and the pods and requests
+// it carried then and now (for the rejection's detail).
+func replacementChange(was scheduler.NodeClaim, now *Decision) string {
+	allowed := make(map[string]bool, len(now.simulated))
+	for _, t := range now.simulated {
+		allowed[t] = true
+	}
+	var gone []string
+	for _, t := range was.InstanceTypes {
+		if !allowed[t] {
+			gone = append(gone, t)
+		}
+	}
+	if len(gone) > 3 {
+		gone = append(gone[:3], fmt.Sprintf("and %d other(s)", len(gone)-3))
+	}
+	is := now.Replacements[0]
+	return fmt.Sprintf("%s no longer allowed; it carried %d pod(s) (%s), now %d (%s)",
+		strings.Join(gone, ", "), len(was.Pods), podresources.Format(was.Requests), len(is.Pods), podresources.Format(is.Requests))
 }
 
 // subset: every name in a is in b.

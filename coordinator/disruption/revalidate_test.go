@@ -2,6 +2,7 @@ package disruption
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,6 +67,8 @@ func TestRevalidate(t *testing.T) {
 		want   []string
 		reason string
 		failed int
+		// detail is a part of the rejection's detail, when set.
+		detail string
 	}{
 		{
 			name: "an unchanged emptiness decision stands", build: emptyPair, method: MethodEmptiness,
@@ -121,7 +124,7 @@ func TestRevalidate(t *testing.T) {
 			from:  `"should not consolidate if the action picks different instance types after the node TTL wait"`,
 			build: oneBig, method: MethodSingleNode,
 			during: func(c *cluster) { addPod(node(c, "big"), testPod("more", "1500m")) },
-			reason: RejectedScheduling,
+			reason: RejectedScheduling, detail: "no longer allowed; it carried 1 pod(s) ({cpu: 1",
 		},
 		{
 			name: "a deletion whose pods now need a new node: scheduling", build: oneSmall, method: MethodSingleNode,
@@ -147,17 +150,17 @@ func TestRevalidate(t *testing.T) {
 			from:  `"should not delete node if pods schedule with karpenter.sh/do-not-disrupt set to true during the TTL wait"`,
 			build: threeSmall, method: MethodMultiNode,
 			during: func(c *cluster) { addPod(node(c, "b"), withDoNotDisrupt(testPod("pinned", "100m"), "true")) },
-			reason: RejectedChurn, failed: 3,
+			reason: RejectedChurn, failed: 3, detail: `node b is no longer a consolidation candidate: pod has "karpenter.sh/do-not-disrupt" annotation (Pod=default/pinned)`,
 		},
 		{
 			name: "a candidate nominated for a pending pod: churn", build: threeSmall, method: MethodMultiNode,
 			during: func(c *cluster) { node(c, "a").Nominated = true },
-			reason: RejectedChurn, failed: 3,
+			reason: RejectedChurn, failed: 3, detail: "node a is no longer a consolidation candidate: node is nominated for a pending pod",
 		},
 		{
 			name: "a candidate gone: churn", build: threeSmall, method: MethodMultiNode,
 			during: func(c *cluster) { c.in.Nodes = c.in.Nodes[1:] },
-			reason: RejectedChurn, failed: 3,
+			reason: RejectedChurn, failed: 3, detail: "node a is no longer a consolidation candidate: it is gone",
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -172,6 +175,9 @@ func TestRevalidate(t *testing.T) {
 			}
 			if (rej.Detail != "") != (tc.reason != "") {
 				t.Errorf("detail %q with reason %q", rej.Detail, rej.Reason)
+			}
+			if !strings.Contains(rej.Detail, tc.detail) {
+				t.Errorf("detail %q, want it to say %q", rej.Detail, tc.detail)
 			}
 			if rej.Reason != tc.reason || rej.Failed != tc.failed {
 				t.Errorf("rejection %+v, want reason %q, %d failed", rej, tc.reason, tc.failed)

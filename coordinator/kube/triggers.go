@@ -61,8 +61,9 @@ func (f *fanout) poke() {
 // Karpenter, a NodePool or EC2NodeClass that appears, changes its spec or
 // becomes Ready or not, a Node that joins or turns Ready or not (pods
 // nominated to it that did not fit are planned again at once, not at the
-// next resync), and a NodeClaim that is gone (a launch that failed)
-// trigger too: they are rare and pods wait for them.
+// next resync), and a NodeClaim that is being deleted (its pods need room
+// elsewhere, and its termination waits for a pass that saw it) or gone (a
+// launch that failed) trigger too: they are rare and pods wait for them.
 // Every other event (pod status churn, node heartbeats, Joiner's own status
 // writes) does not, so a busy cluster does not hold a batch open to its
 // 10 s maximum.
@@ -157,7 +158,14 @@ func (t *provisioningTriggers) handlers() (pods, nodes, classes, nodeClaims cach
 			}
 		},
 	}
-	nodeClaims = cache.ResourceEventHandlerFuncs{DeleteFunc: func(any) { t.always() }}
+	nodeClaims = cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(old, obj any) {
+			if !deleting(old) && deleting(obj) {
+				t.always() // its pods need room elsewhere; termination waits for a pass
+			}
+		},
+		DeleteFunc: func(any) { t.always() },
+	}
 	return pods, nodes, classes, nodeClaims
 }
 
@@ -173,6 +181,12 @@ func (t *provisioningTriggers) node(obj any) {
 			return c.Key == karpv1.TaintDisruptedKey && c.Effect == corev1.TaintEffectNoSchedule
 		}))
 	}
+}
+
+// deleting: the object has a deletion timestamp.
+func deleting(obj any) bool {
+	o, ok := obj.(metav1.Object)
+	return ok && o.GetDeletionTimestamp() != nil
 }
 
 // nodeReady is a Node's Ready condition status ("" for none).

@@ -55,6 +55,11 @@ func TestProvisioningTriggers(t *testing.T) {
 	classReady.Status.Conditions = []metav1.Condition{{Type: awsv1.ConditionReady, Status: metav1.ConditionTrue}}
 	classReadyAgain := classReady.DeepCopy()
 	classReadyAgain.Status.AMIs = []awsv1.AMI{{ID: "ami-1"}}
+	claim := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "c1", UID: "c1"}}
+	claimStatus := claim.DeepCopy()
+	claimStatus.Status.NodeName = "n1"
+	claimDeleting := claimStatus.DeepCopy()
+	claimDeleting.DeletionTimestamp = &metav1.Time{}
 	steps := []step{
 		{"a pod kube-scheduler has not tried", func(p, _, _, _ cache.ResourceEventHandler) { p.OnAdd(pending, false) }, false},
 		{"it becomes unschedulable", func(p, _, _, _ cache.ResourceEventHandler) { p.OnUpdate(pending, unschedulable("p2", nil)) }, true},
@@ -93,6 +98,9 @@ func TestProvisioningTriggers(t *testing.T) {
 		{"an EC2NodeClass appears", func(_, _, c, _ cache.ResourceEventHandler) { c.OnAdd(class, false) }, true},
 		{"it becomes Ready", func(_, _, c, _ cache.ResourceEventHandler) { c.OnUpdate(class, classReady) }, true},
 		{"its status changes, still Ready", func(_, _, c, _ cache.ResourceEventHandler) { c.OnUpdate(classReady, classReadyAgain) }, false},
+		{"a NodeClaim's status is written", func(_, _, _, c cache.ResourceEventHandler) { c.OnUpdate(claim, claimStatus) }, false},
+		{"it is being deleted", func(_, _, _, c cache.ResourceEventHandler) { c.OnUpdate(claimStatus, claimDeleting) }, true},
+		{"its status is written while it goes", func(_, _, _, c cache.ResourceEventHandler) { c.OnUpdate(claimDeleting, claimDeleting) }, false},
 		{"a NodeClaim is gone", func(_, _, _, c cache.ResourceEventHandler) {
 			c.OnDelete(&karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "x"}})
 		}, true},

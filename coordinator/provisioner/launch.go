@@ -28,6 +28,7 @@ import (
 	"github.com/joiner-dev/joiner/coordinator/fsm"
 	"github.com/joiner-dev/joiner/coordinator/scheduler"
 	"github.com/joiner-dev/joiner/coordinator/view"
+	"github.com/joiner-dev/joiner/internal/podresources"
 	"github.com/joiner-dev/joiner/userdata"
 )
 
@@ -202,7 +203,7 @@ func (p *Provisioner) launch(ctx context.Context, s *view.View, claims []schedul
 		p.metrics.nodeClaimsCreated.WithLabelValues(pl.intent.Spec.NodePool, reason, pl.claim.Annotations[karpv1.AnnotationMinValuesRelaxed]).Inc()
 		p.metrics.karp.NodeClaimCreated(pl.claim, reason)
 		p.log.Info("created nodeclaim", zap.String("nodeclaim", pl.claim.Name), zap.String("nodepool", pl.intent.Spec.NodePool),
-			zap.String("reason", reason), zap.Int("pods", len(pl.pods)), zap.String("requests", formatResources(pl.claim.Spec.Resources.Requests)),
+			zap.String("reason", reason), zap.Int("pods", len(pl.pods)), zap.String("requests", podresources.Format(pl.claim.Spec.Resources.Requests)),
 			zap.String("instance-types", summariseTypes(pl.intent.Spec.Candidates)))
 		p.eventNominated(s, pl)
 	}
@@ -612,18 +613,4 @@ func summariseTypes(cands []cloud.Candidate) string {
 		return strings.Join(names[:5], ", ") + fmt.Sprintf(" and %d other(s)", len(names)-5)
 	}
 	return strings.Join(names, ", ")
-}
-
-func formatResources(l corev1.ResourceList) string {
-	keys := make([]string, 0, len(l))
-	for k := range l {
-		keys = append(keys, string(k))
-	}
-	sort.Strings(keys)
-	parts := make([]string, 0, len(keys))
-	for _, k := range keys {
-		q := l[corev1.ResourceName(k)]
-		parts = append(parts, k+": "+q.String())
-	}
-	return "{" + strings.Join(parts, ", ") + "}"
 }

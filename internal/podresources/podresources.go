@@ -3,6 +3,10 @@
 package podresources
 
 import (
+	"maps"
+	"slices"
+	"strings"
+
 	corev1 "k8s.io/api/core/v1"
 	resourcehelper "k8s.io/component-helpers/resource"
 )
@@ -29,4 +33,15 @@ func Add(into, l corev1.ResourceList) {
 		cur.Add(q)
 		into[n] = cur
 	}
+}
+
+// Format writes a resource list as Karpenter's logs do, names sorted:
+// "{cpu: 1, memory: 2Gi}".
+func Format(l corev1.ResourceList) string {
+	parts := make([]string, 0, len(l))
+	for _, k := range slices.Sorted(maps.Keys(l)) {
+		q := l[k]
+		parts = append(parts, string(k)+": "+q.String())
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
 }

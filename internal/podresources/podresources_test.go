@@ -120,3 +120,17 @@ func TestAdd(t *testing.T) {
 		t.Fatalf("Add = %v, want %v", into, want)
 	}
 }
+
+func TestFormat(t *testing.T) {
+	for _, tc := range []struct {
+		in   corev1.ResourceList
+		want string
+	}{
+		{nil, "{}"},
+		{list("memory", "2Gi", "cpu", "1500m", "pods", "3"), "{cpu: 1500m, memory: 2Gi, pods: 3}"},
+	} {
+		if got := Format(tc.in); got != tc.want {
+			t.Errorf("Format(%v) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
