@@ -114,6 +114,11 @@ type View struct {
 	// Nominated maps a pod key (namespace/name) to the intent whose
 	// in-flight capacity holds it.
 	Nominated map[string]string
+	// Nominations are raft's nominations (pod key -> live intent ID) that
+	// still say where a pod goes: of unbound pods, and of pods on a node
+	// being disrupted made since it began to go away (holdingNominations).
+	// Nominated is the part of them that holds capacity for a pod now.
+	Nominations map[string]string
 	// PendingByKey indexes Pending by pod key.
 	PendingByKey map[string]*corev1.Pod
 	// Released are the pending pods whose nomination no longer holds, by
@@ -183,12 +188,13 @@ func (b *Builder) Build(now time.Time) *View {
 		instByID[inst.ID] = inst
 	}
 	terminating := map[string]bool{}
+	terminatingSince := map[string]time.Time{} // by instance ID
 	for _, t := range b.State.Terminations() {
 		if t.State == fsm.TerminationPending {
 			terminating[t.InstanceID] = true
+			terminatingSince[t.InstanceID] = t.CreatedAt
 		}
 	}
-	nominated := b.State.NominatedPods()
 
 	// Claims by provider ID.
 	claimByProvider := map[string]*karpv1.NodeClaim{}
@@ -211,7 +217,8 @@ func (b *Builder) Build(now time.Time) *View {
 	}
 
 	// Existing nodes.
-	registered := map[string]string{} // intent ID -> node name
+	registered := map[string]string{}     // intent ID -> node name
+	disruptedAt := map[string]time.Time{} // disrupting node -> when it began to go away
 	for _, node := range b.Cache.Nodes() {
 		v.AllNodes = append(v.AllNodes, node)
 		nc := claimByProvider[node.Spec.ProviderID]
@@ -231,8 +238,11 @@ func (b *Builder) Build(now time.Time) *View {
 		}
 		if disrupting(node, nc) || (haveInst && terminating[id]) {
 			v.Disrupting[node.Name] = true
+			disruptedAt[node.Name] = disruptedSince(node, nc, terminatingSince[id])
 		}
 	}
+	nominated := holdingNominations(b.State.NominatedPods(), intents, podByKey, disruptedAt)
+	v.Nominations = nominated
 	// A plan holds in any bind order across all of its nodes, not on each
 	// one: kube-scheduler may bind a pod planned for a node still booting
 	// onto the first node that registers, and the pod planned there then
@@ -265,8 +275,9 @@ func (b *Builder) Build(now time.Time) *View {
 				var waiting []*corev1.Pod
 				holds := nominationHolds(in, instByID, now, grace)
 				for _, key := range in.Pods {
-					if pod := podByKey[key]; holds && pod != nil && pod.Spec.NodeName == "" && !podutil.Terminal(pod) && nominated[key] == in.ID {
-						waiting = append(waiting, pod)
+					if pod := podByKey[key]; holds && pod != nil && !podutil.Terminal(pod) && nominated[key] == in.ID &&
+						(pod.Spec.NodeName == "" || v.Disrupting[pod.Spec.NodeName]) {
+						waiting = append(waiting, unbound(pod))
 					}
 				}
 				fit, gone := scheduler.FitNominated(node.Status.Allocatable, sn.Pods, waiting)
@@ -297,7 +308,7 @@ func (b *Builder) Build(now time.Time) *View {
 			continue
 		}
 		for _, key := range in.Pods {
-			if pod := podByKey[key]; pod != nil && !podutil.Terminal(pod) && (pod.Spec.NodeName == "" || v.Disrupting[pod.Spec.NodeName]) {
+			if pod := podByKey[key]; pod != nil && !podutil.Terminal(pod) && nominated[key] == in.ID && (pod.Spec.NodeName == "" || v.Disrupting[pod.Spec.NodeName]) {
 				sn.Pods = append(sn.Pods, unbound(pod))
 			}
 		}
@@ -334,7 +345,7 @@ func (b *Builder) Build(now time.Time) *View {
 			if !Reschedulable(pod, now, pdbs) {
 				continue
 			}
-			if id, ok := nominated[key]; ok {
+			if id, ok := nominated[key]; ok && !stale[key] {
 				if _, live := intents[id]; live {
 					v.Nominated[key] = id
 					continue
@@ -498,6 +509,49 @@ func (v *View) managed(node string) bool {
 	_, claim := v.NodeClaims[node]
 	_, inst := v.Instances[node]
 	return claim || inst
+}
+
+// holdingNominations keeps the nominations (pod key -> live intent ID)
+// that still say where a pod goes: those of unbound pods, and those of
+// pods on a node being disrupted made since it began to go away (at). A
+// pod bound anywhere else has used its nomination up: kube-scheduler may
+// bind a pod planned for one new node onto another, and the old
+// nomination must then neither reserve room on the node it named nor hold
+// the pod when its own node is disrupted later.
+func holdingNominations(raw map[string]string, intents map[string]fsm.LaunchIntent, pods map[string]*corev1.Pod,
+	at map[string]time.Time) map[string]string {
+	out := make(map[string]string, len(raw))
+	for key, id := range raw {
+		pod := pods[key]
+		switch {
+		case pod == nil: // gone: nothing to hold
+			continue
+		case pod.Spec.NodeName == "":
+			out[key] = id
+			continue
+		}
+		since, disrupted := at[pod.Spec.NodeName]
+		if in, ok := intents[id]; disrupted && ok && !in.CreatedAt.Before(since) {
+			out[key] = id
+		}
+	}
+	return out
+}
+
+// disruptedSince is when a disrupted node began to go away: when its
+// termination was decided (the coordinator's clock, as intents'), else
+// when it or its NodeClaim was deleted; zero when nothing says (a
+// karpenter.sh/disrupted taint alone).
+func disruptedSince(node *corev1.Node, nc *karpv1.NodeClaim, terminating time.Time) time.Time {
+	switch {
+	case !terminating.IsZero():
+		return terminating
+	case nc != nil && nc.DeletionTimestamp != nil:
+		return nc.DeletionTimestamp.Time
+	case node.DeletionTimestamp != nil:
+		return node.DeletionTimestamp.Time
+	}
+	return time.Time{}
 }
 
 // disrupting reports whether a node is being taken away: deleting, its

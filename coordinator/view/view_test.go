@@ -440,3 +440,85 @@ func TestReschedulable(t *testing.T) {
 		})
 	}
 }
+
+// TestNominationUsedUpOnceBound: kube-scheduler bound "swapped", planned
+// for n2 at scale-out, onto n1. That old nomination reserves no room on
+// n2, and when n1 is disrupted it does not hold the pod either: the pod
+// needs capacity until a replacement planned since the disruption holds
+// it (which then keeps its room on the replacement once it registers).
+func TestNominationUsedUpOnceBound(t *testing.T) {
+	spec := func(claim string) fsm.LaunchSpec {
+		return fsm.LaunchSpec{LaunchSpec: cloud.LaunchSpec{NodePool: "general", NodeClass: "default", NodeClaim: claim,
+			Candidates: []cloud.Candidate{{InstanceType: "m5.large", Zone: "us-east-1a", CapacityType: "on-demand"}}}}
+	}
+	scaleOut, disrupted := now.Add(-10*time.Minute), now.Add(-5*time.Second)
+	launch := func(intent, instance, node string, at time.Time) [][]byte {
+		return append(fsmtest.LaunchCommands(intent, fsm.Launched{InstanceID: instance, InstanceType: "m5.large", Zone: "us-east-1a",
+			CapacityType: "on-demand", LaunchedAt: at}, at),
+			fsm.MustEncode(fsm.InstanceStatusType, fsm.InstanceStatus{InstanceID: instance, State: fsm.InstanceReady, NodeName: node, At: at}))
+	}
+	for _, tc := range []struct {
+		name string
+		// disrupt: n1's termination is decided; replaced: a replacement
+		// (n3's intent) then nominates the pod; registered: n3 joined.
+		disrupt, replaced, registered bool
+		wantPending                   bool
+		wantNominated                 string
+		wantOn                        string // the view node holding the pod, "" for none
+	}{
+		{name: "n1 stays: the pod is placed, n2 keeps no room for it", wantOn: "n1"},
+		{name: "n1 disrupted: the pod needs capacity", disrupt: true, wantPending: true},
+		{name: "a replacement in flight holds it", disrupt: true, replaced: true, wantNominated: "in3", wantOn: "general-3"},
+		{name: "the registered replacement keeps its room", disrupt: true, replaced: true, registered: true,
+			wantNominated: "in3", wantOn: "n3"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n1, pods := nodeRunning("swapped")
+			n2 := n1.DeepCopy()
+			n2.Name, n2.Spec.ProviderID = "n2", "aws:///us-east-1a/i-2"
+			nodes := []*corev1.Node{n1, n2}
+			cmds := [][]byte{fsm.MustEncode(fsm.PlanCommitType, fsm.PlanCommit{At: scaleOut, Intents: []fsm.NewIntent{
+				{ID: "in1", Spec: spec("general-1")}, {ID: "in2", Spec: spec("general-2"), Pods: []string{"default/swapped"}}}})}
+			cmds = append(cmds, launch("in1", "i-1", "n1", scaleOut)...)
+			cmds = append(cmds, launch("in2", "i-2", "n2", scaleOut)...)
+			if tc.disrupt {
+				cmds = append(cmds, fsm.MustEncode(fsm.TerminationIntentType, fsm.TerminationIntentCmd{ID: "t1", InstanceID: "i-1",
+					Reason: "SingleNodeConsolidation", At: disrupted}))
+			}
+			if tc.replaced {
+				cmds = append(cmds, fsm.MustEncode(fsm.PlanCommitType, fsm.PlanCommit{At: disrupted.Add(time.Second), Intents: []fsm.NewIntent{
+					{ID: "in3", Spec: spec("general-3"), Pods: []string{"default/swapped"}}}}))
+			}
+			if tc.registered {
+				cmds = append(cmds, launch("in3", "i-3", "n3", disrupted.Add(2*time.Second))...)
+				n3 := n1.DeepCopy()
+				n3.Name, n3.Spec.ProviderID = "n3", "aws:///us-east-1a/i-3"
+				nodes = append(nodes, n3)
+			}
+			state := fsm.New()
+			for i, cmd := range cmds {
+				if res := state.ApplyCommand(cmd, uint64(i+1)); res != nil {
+					t.Fatal(res)
+				}
+			}
+			b := &Builder{Cache: &fake.Cache{PoolList: []*karpv1.NodePool{pool("general")}, PodList: pods, NodeList: nodes},
+				State: state, Classes: classes()}
+			v := b.Build(now)
+			if pending := slices.Contains(names(v.Pending), "swapped"); pending != tc.wantPending {
+				t.Errorf("swapped pending %v, want %v", pending, tc.wantPending)
+			}
+			if got := v.Nominated["default/swapped"]; got != tc.wantNominated {
+				t.Errorf("swapped nominated to %q, want %q", got, tc.wantNominated)
+			}
+			var on []string
+			for _, n := range v.Nodes {
+				if slices.ContainsFunc(n.Pods, func(p *corev1.Pod) bool { return p.Name == "swapped" }) {
+					on = append(on, n.Name)
+				}
+			}
+			if want := []string{tc.wantOn}; tc.wantOn == "" && len(on) > 0 || tc.wantOn != "" && !slices.Equal(on, want) {
+				t.Errorf("swapped stands on %v in the view, want %q", on, tc.wantOn)
+			}
+		})
+	}
+}

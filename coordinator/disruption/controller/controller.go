@@ -85,7 +85,6 @@ type StaticCounter interface {
 type State interface {
 	Intents() []fsm.LaunchIntent
 	Terminations() []fsm.TerminationIntent
-	NominatedPods() map[string]string
 }
 
 // Writer is the NodeClaim writes the controller makes (*kube.Clients).

@@ -151,7 +151,7 @@ func (c *Controller) start(ctx context.Context, v *pass, dec *disruption.Decisio
 		// (Planned NodeClaims that carry only the cluster's pending pods
 		// are the provisioner's to launch: without one for the candidates'
 		// pods, the decision is a deletion.)
-		claims := c.claimsFor(dec.Replacements, pods)
+		claims := claimsFor(dec.Replacements, pods, v.snap.Nominations)
 		if len(claims) > 0 {
 			names, err := c.d.Launcher.LaunchClaims(ctx, claims, nil, "disruption/"+strings.ToLower(string(cmd.method)))
 			switch {
@@ -166,7 +166,7 @@ func (c *Controller) start(ctx context.Context, v *pass, dec *disruption.Decisio
 			}
 			cmd.replacements = names
 		}
-		cmd.replacements = c.mergeReplacements(cmd.replacements, pods)
+		cmd.replacements = mergeReplacements(cmd.replacements, pods, v)
 		if len(cmd.replacements) == 0 {
 			c.beginRollback(cmd, "no replacement could be launched")
 			return c.rollbackCommand(ctx, cmd)
@@ -233,11 +233,10 @@ func carries(planned []scheduler.NodeClaim, pods map[string]bool) bool {
 }
 
 // claimsFor keeps, on each planned replacement, only the candidates' pods
-// that no live intent holds yet (pods of other disrupted nodes are the
-// provisioner's to place, and a pod can be nominated once); a replacement
-// left without pods is dropped.
-func (c *Controller) claimsFor(planned []scheduler.NodeClaim, pods map[string]bool) []scheduler.NodeClaim {
-	held := c.d.State.NominatedPods()
+// that no live intent holds yet (held: the view's nominations that hold;
+// pods of other disrupted nodes are the provisioner's to place, and a pod
+// can be nominated once); a replacement left without pods is dropped.
+func claimsFor(planned []scheduler.NodeClaim, pods map[string]bool, held map[string]string) []scheduler.NodeClaim {
 	var out []scheduler.NodeClaim
 	for _, cl := range planned {
 		var keep []string
@@ -255,21 +254,16 @@ func (c *Controller) claimsFor(planned []scheduler.NodeClaim, pods map[string]bo
 	return out
 }
 
-// mergeReplacements adds the NodeClaims of every live launch intent that
-// holds one of pods (a replacement launched earlier, or by the
-// provisioner) to names, sorted and unique.
-func (c *Controller) mergeReplacements(names []string, pods map[string]bool) []string {
-	held := c.d.State.NominatedPods()
-	byID := map[string]string{}
-	for _, in := range c.d.State.Intents() {
-		if in.State.Live() {
-			byID[in.ID] = in.Spec.NodeClaim
-		}
-	}
+// mergeReplacements adds the NodeClaims of every live launch intent whose
+// nomination of one of pods holds in the view (a replacement launched
+// earlier, or by the provisioner) to names, sorted and unique. A pod's
+// nomination from before it was bound (kube-scheduler put it elsewhere)
+// names no replacement.
+func mergeReplacements(names []string, pods map[string]bool, v *pass) []string {
 	out := slices.Clone(names)
 	for k := range pods {
-		if id, ok := held[k]; ok && byID[id] != "" {
-			out = append(out, byID[id])
+		if in, ok := v.intents[v.snap.Nominations[k]]; ok {
+			out = append(out, in.Spec.NodeClaim)
 		}
 	}
 	sort.Strings(out)
@@ -425,7 +419,7 @@ func (c *Controller) adopt(ctx context.Context, v *pass) {
 			}
 		}
 		if m != disruption.MethodExpiration {
-			cmd.replacements = c.mergeReplacements(nil, pods)
+			cmd.replacements = mergeReplacements(nil, pods, v)
 		}
 		switch {
 		case m == disruption.MethodExpiration || len(pods) == 0 || len(cmd.replacements) > 0:

@@ -240,6 +240,19 @@ func (c *cluster) Build(time.Time) *view.View {
 		s.Nodes = append(s.Nodes, &scheduler.Node{Name: name, Labels: node.Labels, Taints: node.Spec.Taints, Capacity: node.Status.Capacity,
 			Allocatable: node.Status.Allocatable, Pods: s.PodsByNode[name]})
 	}
+	// Nominations hold for unbound pods and pods on disrupted nodes (the
+	// view's holdingNominations, without its times: these tests make no
+	// nomination before the disruption it serves).
+	s.Nominations = map[string]string{}
+	on := map[string]string{}
+	for _, p := range c.pods {
+		on[p.Namespace+"/"+p.Name] = p.Spec.NodeName
+	}
+	for k, id := range c.fsm.NominatedPods() {
+		if node, known := on[k]; known && (node == "" || s.Disrupting[node]) {
+			s.Nominations[k] = id
+		}
+	}
 	return s
 }
 

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -25,21 +26,15 @@ type pass struct {
 	// live launch intents by ID and by NodeClaim name.
 	intents       map[string]fsm.LaunchIntent
 	intentByClaim map[string]fsm.LaunchIntent
-	// nominated: pod key -> live intent ID.
-	nominated map[string]string
 	// nodeOfInstance: instance ID -> node name (raft's instances, and the
 	// provider IDs of adopted NodeClaims).
 	nodeOfInstance map[string]string
-	// podNode: bound pod key -> node name.
-	podNode map[string]string
-	// waiting pods (unbound) that still need a home.
-	waiting map[string]bool
 }
 
 func (c *Controller) pass(s *view.View, now time.Time) *pass {
 	v := &pass{snap: s, now: now, terminating: map[string]fsm.TerminationIntent{}, pending: map[string]fsm.TerminationIntent{},
-		intents: map[string]fsm.LaunchIntent{}, intentByClaim: map[string]fsm.LaunchIntent{}, nominated: c.d.State.NominatedPods(),
-		nodeOfInstance: map[string]string{}, podNode: map[string]string{}, waiting: map[string]bool{}}
+		intents: map[string]fsm.LaunchIntent{}, intentByClaim: map[string]fsm.LaunchIntent{},
+		nodeOfInstance: map[string]string{}}
 	for _, t := range c.d.State.Terminations() {
 		if t.State == fsm.TerminationPending {
 			v.terminating[t.InstanceID] = t
@@ -60,21 +55,6 @@ func (c *Controller) pass(s *view.View, now time.Time) *pass {
 	for node, nc := range s.NodeClaims {
 		if id := cloud.InstanceID(nc.Status.ProviderID); id != "" && v.nodeOfInstance[id] == "" {
 			v.nodeOfInstance[id] = node
-		}
-	}
-	for node, pods := range s.PodsByNode {
-		for _, p := range pods {
-			v.podNode[key(p)] = node
-		}
-	}
-	for _, p := range s.Pending {
-		if p.Spec.NodeName == "" {
-			v.waiting[key(p)] = true
-		}
-	}
-	for k := range s.Nominated {
-		if _, bound := v.podNode[k]; !bound {
-			v.waiting[k] = true
 		}
 	}
 	return v
@@ -150,8 +130,11 @@ func (c *Controller) input(v *pass) *disruption.Input {
 }
 
 // nominatedHere says whether pods still on their way are nominated to the
-// node's launch intent: pending pods, or pods bound to a node that is
-// being disrupted (a replacement waits for the pods it was made for).
+// node's launch intent and the nomination holds (the view's
+// Nominations): pending
+// pods, or pods bound to a node that is being disrupted (a replacement
+// waits for the pods it was made for). A pod bound elsewhere has used its
+// nomination up.
 func (v *pass) nominatedHere(node string) bool {
 	inst, ok := v.snap.Instances[node]
 	if !ok {
@@ -161,24 +144,7 @@ func (v *pass) nominatedHere(node string) bool {
 	if !ok {
 		return false
 	}
-	for _, k := range in.Pods {
-		if v.waiting[k] {
-			return true
-		}
-		if on, bound := v.podNode[k]; bound && on != node && v.disrupted(on) {
-			return true
-		}
-	}
-	return false
-}
-
-// disrupted says whether a node is going away.
-func (v *pass) disrupted(node string) bool {
-	if v.snap.Disrupting[node] {
-		return true
-	}
-	_, term := v.terminating[v.instanceOf(node)]
-	return term
+	return slices.ContainsFunc(in.Pods, func(k string) bool { return v.snap.Nominations[k] == in.ID })
 }
 
 // price is the node's hourly price: raft's record of the launch, else the
