@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/retry"
 
+	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 	"github.com/joiner-dev/joiner/cloud"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
@@ -212,8 +213,8 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	var first error
 	keep := map[string]bool{}
 	for _, nc := range c.d.Cache.NodeClaims() {
-		if nc.DeletionTimestamp == nil || !hasFinalizer(nc.Finalizers) {
-			continue
+		if nc.DeletionTimestamp == nil || !hasFinalizer(nc.Finalizers) || !awsv1.ManagesNodeClaim(nc) {
+			continue // another provider's finalizer is that provider's to remove
 		}
 		keep[claimKey(nc.Name)] = true
 		if err := c.reconcileClaim(ctx, nc.Name); err != nil && first == nil {
@@ -222,6 +223,9 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	}
 	for _, n := range c.d.Cache.Nodes() {
 		if n.DeletionTimestamp == nil || !hasFinalizer(n.Finalizers) {
+			continue
+		}
+		if nc := c.d.Cache.NodeClaimByProviderID(n.Spec.ProviderID); nc != nil && !awsv1.ManagesNodeClaim(nc) {
 			continue
 		}
 		keep[nodeKey(n.Name)] = true

@@ -716,3 +716,24 @@ func TestGracePeriodExpiringEvents(t *testing.T) {
 		}
 	}
 }
+
+// A deleting NodeClaim of another provider's node class, and its Node,
+// keep the termination finalizer for that provider to remove
+// (Karpenter's IsManaged): no drain, no cloud call.
+func TestOtherProvidersClaimsAreLeftAlone(t *testing.T) {
+	nc := claim(deleting, func(nc *karpv1.NodeClaim) {
+		delete(nc.Annotations, karpv1.AnnotationLaunchID)
+		nc.Spec.NodeClassRef = &karpv1.NodeClassReference{Group: "karpenter.azure.com", Kind: "AKSNodeClass", Name: "default"}
+	})
+	r := newRig(t, Config{}, []*karpv1.NodeClaim{nc}, []*corev1.Node{node(nodeDeleting)})
+	r.settle(t, 3)
+	if got := r.claims.get(nc.Name); got == nil || !hasFinalizer(got.Finalizers) {
+		t.Fatalf("nodeclaim released: %+v", got)
+	}
+	if n := r.node(t, "ip-10-0-0-1"); n == nil || !hasFinalizer(n.Finalizers) {
+		t.Fatalf("node released: %+v", n)
+	}
+	if len(r.drainer.drains) != 0 || len(r.drainer.cordons) != 0 || len(r.cloud.calls()) != 0 {
+		t.Fatalf("acted: %d drains, %d cordons, cloud calls %v", len(r.drainer.drains), len(r.drainer.cordons), r.cloud.calls())
+	}
+}

@@ -588,3 +588,30 @@ func countLines(got []string, want string) int {
 	}
 	return n
 }
+
+// An empty node whose NodeClaim names another provider's node class is
+// that provider's to disrupt (Karpenter's IsManaged); Joiner's own
+// adopted Karpenter nodes are consolidated.
+func TestOtherProvidersNodesAreLeftAlone(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ref  karpv1.NodeClassReference
+		want bool // disrupted
+	}{
+		{"EC2NodeClass", karpv1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"}, true},
+		{"another provider's class", karpv1.NodeClassReference{Group: "karpenter.azure.com", Kind: "AKSNodeClass", Name: "default"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCluster(t)
+			c.pools = []*karpv1.NodePool{testPool("default")}
+			c.addNode("busy", "default", 2, testPod("web", "1500m"))
+			c.addAdoptedNode("idle", "default", 2)
+			c.claims["idle"].Spec.NodeClassRef = &tc.ref
+			c.reconcile(c.controller(nil))
+			ops := c.takeOps()
+			if got := slices.Contains(ops, "delete idle"); got != tc.want {
+				t.Fatalf("idle deleted %v, want %v (ops %q)", got, tc.want, ops)
+			}
+		})
+	}
+}

@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 	"github.com/joiner-dev/joiner/cloud"
 	"github.com/joiner-dev/joiner/coordinator/disruption"
@@ -109,7 +110,11 @@ func (c *Controller) input(v *pass) *disruption.Input {
 			sn = &scheduler.Node{Name: node.Name, Labels: node.Labels, Taints: node.Spec.Taints,
 				Capacity: node.Status.Capacity, Allocatable: node.Status.Allocatable, Pods: s.PodsByNode[node.Name]}
 		}
-		n := &disruption.Node{Node: sn, NodeClaim: s.NodeClaims[node.Name], Annotations: node.Annotations, Ready: nodeReady(node)}
+		nc := s.NodeClaims[node.Name]
+		if nc != nil && !awsv1.ManagesNodeClaim(nc) {
+			nc = nil // another provider's: capacity, never a candidate (Karpenter's IsManaged)
+		}
+		n := &disruption.Node{Node: sn, NodeClaim: nc, Annotations: node.Annotations, Ready: nodeReady(node)}
 		if listed, ok := s.Listed[node.Name]; ok {
 			n.Listed = &listed
 		}
@@ -130,11 +135,10 @@ func (c *Controller) input(v *pass) *disruption.Input {
 }
 
 // nominatedHere says whether pods still on their way are nominated to the
-// node's launch intent and the nomination holds (the view's
-// Nominations): pending
-// pods, or pods bound to a node that is being disrupted (a replacement
-// waits for the pods it was made for). A pod bound elsewhere has used its
-// nomination up.
+// node's launch intent and the nomination holds (the view's Nominations):
+// pending pods, or pods bound to a node that is being disrupted (a
+// replacement waits for the pods it was made for). A pod bound elsewhere
+// has used its nomination up.
 func (v *pass) nominatedHere(node string) bool {
 	inst, ok := v.snap.Instances[node]
 	if !ok {
