@@ -99,6 +99,9 @@ func Decide(in *Input) (*Result, error) {
 		if i > 0 && i <= after {
 			continue // its decision just failed validation: go on from the next
 		}
+		if in.Settling != "" && (m.m == MethodMultiNode || m.m == MethodSingleNode) {
+			continue
+		}
 		dec, err := m.decide()
 		if err != nil {
 			return nil, err
@@ -111,7 +114,7 @@ func Decide(in *Input) (*Result, error) {
 	res.Skipped = d.skipped
 	res.Moves = d.moves
 	res.NextSingleNodeOffset = d.nextOffset
-	if after == len(methods)-1 {
+	if after == len(methods)-1 || in.Settling != "" {
 		res.NextSingleNodeOffset = in.SingleNodeOffset // single-node did not run
 	}
 	return res, nil

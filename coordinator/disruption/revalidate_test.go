@@ -230,3 +230,38 @@ func addPod(n *Node, p *corev1.Pod) {
 	p.Spec.NodeName = n.Name()
 	n.Node.Pods = append(n.Node.Pods, p)
 }
+
+// While the pods of an earlier command are still moving (Input.Settling),
+// multi- and single-node consolidation wait; emptiness does not.
+func TestSettlingHoldsConsolidation(t *testing.T) {
+	now := t0.Add(time.Hour)
+	pool := testPool("default", od)
+	for _, tc := range []struct {
+		name     string
+		nodes    []*Node
+		settling string
+		want     Method // "" for no decision
+	}{
+		{name: "multi-node consolidation when settled", want: MethodMultiNode,
+			nodes: []*Node{testNode("a", "default", od, 4, testPod("pa", "1")), testNode("b", "default", od, 4, testPod("pb", "1")),
+				testNode("c", "default", od, 4, testPod("pc", "1"))}},
+		{name: "none while pods move", settling: "pods of node x are still to move",
+			nodes: []*Node{testNode("a", "default", od, 4, testPod("pa", "1")), testNode("b", "default", od, 4, testPod("pb", "1")),
+				testNode("c", "default", od, 4, testPod("pc", "1"))}},
+		{name: "emptiness goes on", settling: "pods of node x are still to move", want: MethodEmptiness,
+			nodes: []*Node{testNode("e", "default", od, 2), testNode("a", "default", od, 4, testPod("pa", "1"))}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := testInput(now, []*karpv1.NodePool{pool}, tc.nodes...)
+			in.Settling = tc.settling
+			res := decide(t, in)
+			var got Method
+			if res.Decision != nil {
+				got = res.Decision.Method
+			}
+			if got != tc.want {
+				t.Fatalf("decision %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -117,6 +117,13 @@ type Input struct {
 	// as Karpenter's reconcile goes on to the next method when a command
 	// fails validation. The next pass starts from the first method again.
 	After Method
+	// Settling, when set, says why the pods of an earlier command are still
+	// moving (a node it disrupted still drains, or their new pods are not
+	// bound yet): multi- and single-node consolidation wait for them to
+	// land, as a decision made now would be refused for the pod events
+	// they are about to cause on its candidates. Unlike Karpenter, which
+	// decides at once and fails the validation as churn.
+	Settling string
 	// PendingPods are the cluster's pending pods that need capacity
 	// (unschedulable, not bound, not held by in-flight capacity). Every
 	// simulation places them too, as Karpenter's SimulateScheduling does,

@@ -34,6 +34,9 @@ package controller
 
 import (
 	"context"
+	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -50,6 +53,7 @@ import (
 	"github.com/joiner-dev/joiner/coordinator/view"
 	"github.com/joiner-dev/joiner/events"
 	"github.com/joiner-dev/joiner/internal/defaults"
+	"github.com/joiner-dev/joiner/internal/podutil"
 )
 
 // karpv1.AnnotationDisruptionReason on a NodeClaim says why disruption deleted it
@@ -85,6 +89,7 @@ type StaticCounter interface {
 type State interface {
 	Intents() []fsm.LaunchIntent
 	Terminations() []fsm.TerminationIntent
+	NominatedPods() map[string]string
 }
 
 // Writer is the NodeClaim writes the controller makes (*kube.Clients).
@@ -139,6 +144,10 @@ type Config struct {
 	// meanwhile. Default 15 s; negative: act at once. Drift and
 	// expiration decisions are not validated.
 	ValidationDelay time.Duration
+	// SettleMax bounds how long multi- and single-node consolidation wait
+	// for the pods of the nodes a command deleted to land elsewhere
+	// (disruption.Input.Settling; default 1 min).
+	SettleMax time.Duration
 	// MaxSimulations is disruption.Input.MaxSimulations (0: the core's
 	// default).
 	MaxSimulations int
@@ -179,6 +188,9 @@ type Controller struct {
 	// finished: termination intent IDs whose NodeClaim this leader deleted
 	// (the cache may not show the deletion yet: never adopt them).
 	finished map[string]bool
+	// moving: nodes whose NodeClaims a command deleted, by when; their
+	// pods are about to move (settling).
+	moving map[string]time.Time
 	// singleNodeOffset carries Result.NextSingleNodeOffset.
 	singleNodeOffset int
 	// validating is the consolidation decision waiting for
@@ -200,6 +212,7 @@ func New(cfg Config, d Deps) (*Controller, error) {
 	defaults.Positive(&cfg.MinInterval, 2*time.Second)
 	defaults.Positive(&cfg.ReplacementTimeout, 10*time.Minute)
 	defaults.Positive(&cfg.CoolDown, 5*time.Minute)
+	defaults.Positive(&cfg.SettleMax, time.Minute)
 	defaults.Zero(&cfg.ValidationDelay, 15*time.Second)
 	loop.Defaults(&cfg.Now, &d.Recorder, &d.Log)
 	m, err := newMetrics(d.Registerer)
@@ -208,7 +221,7 @@ func New(cfg Config, d Deps) (*Controller, error) {
 	}
 	return &Controller{cfg: cfg, d: d, log: d.Log.Named("disruption"), metrics: m,
 		commands: map[string]*command{}, finished: map[string]bool{}, coolDown: map[string]time.Time{}, lastSkip: map[string]string{},
-		dedupe: events.NewDedupe(cfg.Now), moves: events.NewDedupe(cfg.Now)}, nil
+		moving: map[string]time.Time{}, dedupe: events.NewDedupe(cfg.Now), moves: events.NewDedupe(cfg.Now)}, nil
 }
 
 // Run disrupts until ctx ends: a pass every Interval, after cache events
@@ -275,6 +288,9 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 		// that failed.
 		in.After = val.dec.Method
 	}
+	if in.Settling = c.settling(v); in.Settling != "" {
+		c.log.Debug("consolidation waits for moving pods to land", zap.String("why", in.Settling))
+	}
 	deciding := time.Now()
 	res, err := disruption.Decide(in)
 	if err != nil {
@@ -322,4 +338,43 @@ func (c *Controller) validates(dec *disruption.Decision) bool {
 		return true
 	}
 	return false
+}
+
+// settling says why the pods of nodes a command deleted are still moving
+// (disruption.Input.Settling): such a node still has pods to evict, or a
+// pod created since, not bound yet, is likely one of theirs coming back.
+// A node is waited for at most SettleMax after its deletion.
+func (c *Controller) settling(v *pass) string {
+	var since time.Time
+	for node, at := range c.moving {
+		if v.now.Sub(at) >= c.cfg.SettleMax {
+			delete(c.moving, node)
+			continue
+		}
+		if since.IsZero() || at.Before(since) {
+			since = at
+		}
+	}
+	for _, node := range slices.Sorted(maps.Keys(c.moving)) {
+		for _, p := range v.snap.PodsByNode[node] {
+			if podutil.Reschedulable(p) && podutil.Evictable(p, v.now) {
+				return fmt.Sprintf("pods of node %s are still to move", node)
+			}
+		}
+	}
+	if since.IsZero() {
+		return ""
+	}
+	copies := map[string]bool{} // Pending holds unbound copies of disrupted nodes' pods
+	for node := range v.snap.Disrupting {
+		for _, p := range v.snap.PodsByNode[node] {
+			copies[key(p)] = true
+		}
+	}
+	for _, p := range v.snap.Pending {
+		if !copies[key(p)] && p.CreationTimestamp.Add(time.Second).After(since) {
+			return fmt.Sprintf("pod %s/%s is not bound yet", p.Namespace, p.Name)
+		}
+	}
+	return ""
 }

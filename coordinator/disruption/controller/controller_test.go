@@ -615,3 +615,48 @@ func TestOtherProvidersNodesAreLeftAlone(t *testing.T) {
 		})
 	}
 }
+
+// After a consolidation deletes a node, the next consolidation waits until
+// that node's pods have moved (a decision made meanwhile would fail its
+// validation on the pod events they cause), at most SettleMax.
+func TestConsolidationWaitsForMovingPods(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		moved   bool          // the first node's pods landed on keep
+		pending bool          // a pod made since is not bound yet
+		elapsed time.Duration // since the first command
+		want    bool          // other is deleted
+	}{
+		{name: "pods still on the deleted node", elapsed: 10 * time.Second},
+		{name: "pods moved", moved: true, elapsed: 10 * time.Second, want: true},
+		{name: "a new pod not bound yet", moved: true, pending: true, elapsed: 10 * time.Second},
+		{name: "waited SettleMax", elapsed: time.Minute, want: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCluster(t)
+			c.pools = []*karpv1.NodePool{testPool("default")}
+			keep := c.addNode("keep", "default", 8, testPod("k", "1"))
+			keep.Annotations[karpv1.AnnotationDoNotDisrupt] = "true"
+			c.addNode("small", "default", 2, testPod("s", "1"))
+			ctl := c.controller(nil)
+			c.reconcile(ctl)
+			if ops := c.takeOps(); !slices.Contains(ops, "delete small") {
+				t.Fatalf("first pass: %q, want small deleted", ops)
+			}
+			c.addNode("other", "default", 2, testPod("o", "1"))
+			if tc.moved {
+				c.terminate("small", "keep")
+			}
+			c.now = c.now.Add(tc.elapsed)
+			if tc.pending {
+				p := testPod("s-new", "1")
+				p.CreationTimestamp = metav1.NewTime(c.now)
+				c.pending = append(c.pending, p)
+			}
+			c.reconcile(ctl)
+			if got := slices.Contains(c.takeOps(), "delete other"); got != tc.want {
+				t.Fatalf("other deleted %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

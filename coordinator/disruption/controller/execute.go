@@ -151,7 +151,7 @@ func (c *Controller) start(ctx context.Context, v *pass, dec *disruption.Decisio
 		// (Planned NodeClaims that carry only the cluster's pending pods
 		// are the provisioner's to launch: without one for the candidates'
 		// pods, the decision is a deletion.)
-		claims := claimsFor(dec.Replacements, pods, v.snap.Nominations)
+		claims := claimsFor(dec.Replacements, pods, c.nominationsSince(cmd.started))
 		if len(claims) > 0 {
 			names, err := c.d.Launcher.LaunchClaims(ctx, claims, nil, "disruption/"+strings.ToLower(string(cmd.method)))
 			switch {
@@ -166,7 +166,7 @@ func (c *Controller) start(ctx context.Context, v *pass, dec *disruption.Decisio
 			}
 			cmd.replacements = names
 		}
-		cmd.replacements = mergeReplacements(cmd.replacements, pods, v)
+		cmd.replacements = mergeReplacements(cmd.replacements, pods, c.nominationsSince(cmd.started))
 		if len(cmd.replacements) == 0 {
 			c.beginRollback(cmd, "no replacement could be launched")
 			return c.rollbackCommand(ctx, cmd)
@@ -233,10 +233,11 @@ func carries(planned []scheduler.NodeClaim, pods map[string]bool) bool {
 }
 
 // claimsFor keeps, on each planned replacement, only the candidates' pods
-// that no live intent holds yet (held: the view's nominations that hold;
-// pods of other disrupted nodes are the provisioner's to place, and a pod
-// can be nominated once); a replacement left without pods is dropped.
-func claimsFor(planned []scheduler.NodeClaim, pods map[string]bool, held map[string]string) []scheduler.NodeClaim {
+// that no live intent holds yet (held: nominationsSince the command
+// started; pods of other disrupted nodes are the provisioner's to place,
+// and a pod can be nominated once); a replacement left without pods is
+// dropped.
+func claimsFor(planned []scheduler.NodeClaim, pods map[string]bool, held map[string]fsm.LaunchIntent) []scheduler.NodeClaim {
 	var out []scheduler.NodeClaim
 	for _, cl := range planned {
 		var keep []string
@@ -254,20 +255,41 @@ func claimsFor(planned []scheduler.NodeClaim, pods map[string]bool, held map[str
 	return out
 }
 
-// mergeReplacements adds the NodeClaims of every live launch intent whose
-// nomination of one of pods holds in the view (a replacement launched
-// earlier, or by the provisioner) to names, sorted and unique. A pod's
-// nomination from before it was bound (kube-scheduler put it elsewhere)
-// names no replacement.
-func mergeReplacements(names []string, pods map[string]bool, v *pass) []string {
+// mergeReplacements adds the NodeClaims of the live launch intents that
+// hold one of pods (held: nominationsSince the command started: a
+// replacement launched earlier, or by the provisioner) to names, sorted
+// and unique.
+func mergeReplacements(names []string, pods map[string]bool, held map[string]fsm.LaunchIntent) []string {
 	out := slices.Clone(names)
 	for k := range pods {
-		if in, ok := v.intents[v.snap.Nominations[k]]; ok {
+		if in, ok := held[k]; ok {
 			out = append(out, in.Spec.NodeClaim)
 		}
 	}
 	sort.Strings(out)
 	return slices.Compact(out)
+}
+
+// nominationsSince are raft's nominations now (pod key -> live intent)
+// made at or after since, a command's start. The candidates' pods were
+// bound when it started: a nomination older than that was used up when
+// kube-scheduler bound them (possibly elsewhere) and holds no room for
+// them now. Read from raft, not the pass's view, so a replacement the
+// provisioner planned since the pass began counts.
+func (c *Controller) nominationsSince(since time.Time) map[string]fsm.LaunchIntent {
+	live := map[string]fsm.LaunchIntent{}
+	for _, in := range c.d.State.Intents() {
+		if in.State.Live() && !in.CreatedAt.Before(since) {
+			live[in.ID] = in
+		}
+	}
+	out := map[string]fsm.LaunchIntent{}
+	for k, id := range c.d.State.NominatedPods() {
+		if in, ok := live[id]; ok {
+			out[k] = in
+		}
+	}
+	return out
 }
 
 // advance adopts the disruptions a previous leader left and moves every
@@ -419,7 +441,7 @@ func (c *Controller) adopt(ctx context.Context, v *pass) {
 			}
 		}
 		if m != disruption.MethodExpiration {
-			cmd.replacements = mergeReplacements(nil, pods, v)
+			cmd.replacements = mergeReplacements(nil, pods, c.nominationsSince(cmd.started))
 		}
 		switch {
 		case m == disruption.MethodExpiration || len(pods) == 0 || len(cmd.replacements) > 0:
@@ -449,6 +471,7 @@ func (c *Controller) finish(ctx context.Context, cmd *command) error {
 		c.log.Info("deleted nodeclaim", zap.String("nodeclaim", cd.nodeClaim), zap.String("node", cd.node),
 			zap.String("method", string(cmd.method)), zap.String("reason", cmd.reason))
 		c.finished[cd.termID] = true
+		c.moving[cd.node] = c.cfg.Now()
 		delete(c.commands, cd.termID)
 	}
 	cmd.candidates = left

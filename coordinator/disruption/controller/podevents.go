@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 	"github.com/joiner-dev/joiner/coordinator/loop"
 	"github.com/joiner-dev/joiner/internal/defaults"
@@ -21,6 +22,7 @@ import (
 type PodEventsCache interface {
 	Pods() []*corev1.Pod
 	NodeClaims() []*karpv1.NodeClaim
+	NodeByProviderID(id string) *corev1.Node
 	Changes() (<-chan struct{}, func())
 }
 
@@ -49,7 +51,10 @@ type PodEventsConfig struct {
 // consolidateAfter counts from, as Karpenter's nodeclaim.podevents
 // controller does: when a pod is bound to the claim's node, or one of its
 // pods finishes or starts terminating (DaemonSet pods aside), debounced by
-// Dedupe. It compares each pass's pods per node with the previous pass's
+// Dedupe. A NodeClaim's pods are those bound to the Node with its
+// provider ID (none while that Node does not exist), as Karpenter finds a
+// pod's NodeClaim through its Node; another provider's NodeClaims are left
+// alone. It compares each pass's pods per node with the previous pass's
 // (pods by UID, so a StatefulSet pod recreated under its name counts), so
 // the first pass of a leadership term only takes stock: what changed while
 // no leader watched is not backdated.
@@ -105,8 +110,14 @@ func (p *PodEvents) Reconcile(ctx context.Context) error {
 	}
 	claims := map[string]*karpv1.NodeClaim{}
 	for _, nc := range p.cache.NodeClaims() {
+		if !awsv1.ManagesNodeClaim(nc) {
+			continue
+		}
 		claims[nc.Name] = nc
-		node := nc.Status.NodeName
+		node := ""
+		if n := p.cache.NodeByProviderID(nc.Status.ProviderID); nc.Status.ProviderID != "" && n != nil {
+			node = n.Name
+		}
 		if p.seen == nil || node == "" || nc.DeletionTimestamp != nil || sameKeys(cur[node], p.seen[node]) {
 			continue
 		}

@@ -100,6 +100,35 @@ func TestStaticDriftRecountedUnderTheLock(t *testing.T) {
 	}
 }
 
+// A static pool over its replicas (a scale-down due, or a replacement of
+// its own under way) postpones its drift until
+// the static loop has brought it back (Karpenter's StaticDrift skips a
+// pool whose running plus pending-disruption NodeClaims exceed its
+// replicas; the static deprovisioning suite's counterpart of the "only
+// running nodeclaims" rule).
+func TestStaticDriftWaitsForScaleDown(t *testing.T) {
+	cases := []struct {
+		name   string
+		counts disruption.StaticCount
+		want   int // ops: 0 postponed, 3 for s1 replaced (commit, launch, taint)
+	}{
+		{name: "scale-down due", counts: disruption.StaticCount{Active: 3}},
+		{name: "a replacement under way", counts: disruption.StaticCount{Active: 2, PendingDisruption: 1}},
+		{name: "deleting ones do not hold it", counts: disruption.StaticCount{Active: 2, Deleting: 2}, want: 6},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := staticDriftCluster(t)
+			ctl := c.controller(nil)
+			ctl.d.Static = &staticCounter{counts: map[string]disruption.StaticCount{"static": tc.counts}}
+			c.reconcile(ctl)
+			if ops := c.takeOps(); len(ops) != tc.want {
+				t.Fatalf("ops = %q, want %d", ops, tc.want)
+			}
+		})
+	}
+}
+
 type lockCheck struct {
 	Launcher
 	counter *staticCounter
