@@ -53,6 +53,19 @@ var (
 	ErrNoPlacementGroup = errors.New("no available placement group matches placementGroupSelector")
 )
 
+// StatusError is a resolution answer (the alias is not supported, say)
+// whose EC2NodeClass condition message is Message, Karpenter's words,
+// while Error keeps the detail for logs and Events.
+type StatusError struct {
+	Message string
+	Err     error
+}
+
+func (e *StatusError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the detailed error.
+func (e *StatusError) Unwrap() error { return e.Err }
+
 // InsufficientCapacityError lists the offerings that failed with a capacity
 // error in one launch.
 type InsufficientCapacityError struct {

@@ -61,8 +61,13 @@ type LaunchSpec struct {
 	NodePool  string `json:"nodePool"`
 	NodeClass string `json:"nodeClass,omitempty"`
 	NodeClaim string `json:"nodeClaim"`
-	// Candidates are the offerings to choose from; the provider drops those
-	// it knows to be out of capacity and keeps the 60 cheapest.
+	// Candidates are the offerings to choose from, of every capacity type
+	// the claim allows (reserved ones alone when the claim is pinned to a
+	// reservation); the provider drops those it knows to be out of
+	// capacity, applies Karpenter's launch filters, keeps the 60 cheapest
+	// types and launches reserved, else spot, else on-demand. Records
+	// written before the provisioner sent spot and on-demand together hold
+	// one capacity type.
 	Candidates []Candidate `json:"candidates"`
 	// Subnets maps a zone to the subnet to launch into there.
 	Subnets map[string]string `json:"subnets,omitempty"`
@@ -107,6 +112,10 @@ type LaunchSpec struct {
 	// renders one launch template per max-pods value
 	// (Candidate.UserDataVariant). Absent: every candidate boots UserData.
 	UserDataVariants [][]byte `json:"userDataVariants,omitempty"`
+	// MinValues: the NodeClaim's requirements carry minValues, so the
+	// launch keeps exotic types and spot offerings dearer than on-demand
+	// (Karpenter skips its exotic and spot-offering filters then).
+	MinValues bool `json:"minValues,omitempty"`
 }
 
 // UserDataOf is the user data candidate c boots with.
@@ -158,6 +167,11 @@ type Candidate struct {
 	// UserDataVariant is the user data the candidate boots with: 0 the
 	// spec's UserData, n its UserDataVariants[n-1] (LaunchSpec.UserDataOf).
 	UserDataVariant int `json:"userDataVariant,omitempty"`
+	// Exotic: the type is a metal size or has GPUs or accelerators
+	// (catalog.InstanceType.Exotic); a launch offers it only when no other
+	// candidate is left, unless the spec's MinValues is set (Karpenter's
+	// exotic instance filter). Records without it offer every candidate.
+	Exotic bool `json:"exotic,omitempty"`
 }
 
 // Key is the candidate's offering.

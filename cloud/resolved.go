@@ -103,6 +103,28 @@ type Resolved struct {
 	// capacityReservationSelectorTerms select, by ID (status
 	// capacityReservations).
 	CapacityReservations []awsv1.CapacityReservation
+	// NoReservedCapacity: Karpenter's ReservedCapacity feature gate is
+	// off, so reservations are not resolved and the class has no
+	// CapacityReservationsReady condition.
+	NoReservedCapacity bool
+}
+
+// InstanceProfile is an IAM instance profile made for one of the
+// cluster's EC2NodeClasses (by Joiner or Karpenter).
+type InstanceProfile struct {
+	Name string
+	// Path is its IAM path, /karpenter/<region>/<cluster>/<class UID>/.
+	Path string
+}
+
+// ClassUID is the UID of the class the profile was made for (the last
+// segment of its path; "" when the path has none).
+func (p InstanceProfile) ClassUID() string {
+	segs := strings.Split(strings.Trim(p.Path, "/"), "/")
+	if len(segs) < 4 {
+		return ""
+	}
+	return segs[len(segs)-1]
 }
 
 // ImageFor returns the image for an instance type with these labels: the
@@ -177,11 +199,28 @@ func SubnetPerZone(subnets []Subnet) map[string]string {
 	return out
 }
 
+// Karpenter's messages of a False part condition whose selector matched
+// nothing.
+const (
+	MessageNoSubnets        = "SubnetSelector did not match any Subnets"
+	MessageNoSecurityGroups = "SecurityGroupSelector did not match any SecurityGroups"
+	MessageNoAMIs           = "AMISelector did not match any AMIs"
+	// MessagePlacementGroupFailed: DescribePlacementGroups failed.
+	MessagePlacementGroupFailed = "Failed to resolve placement group"
+)
+
 // ApplyStatus sets the NodeClass's resolved status and its conditions from
-// a Resolve result: each part True, or False with the resolution error as
-// the message; then ValidationSucceeded and Ready from them (see
-// setValidation and setReady). Conditions whose status did not change keep
-// their transition time.
+// a Resolve result, as Karpenter's EC2NodeClass reconcilers do: a resolved
+// part True with its status; an answer (the selector matched nothing, the
+// alias is not supported) False with Karpenter's reason and message; a
+// part EC2, SSM or IAM could not be asked for (throttled, refused) keeps
+// its status and condition (Unknown, AwaitingReconciliation, when it has
+// none yet), as Karpenter's reconcilers return the error and leave them,
+// but the placement group, which Karpenter marks False
+// (PlacementGroupResolutionFailed). Conditions not set yet start Unknown,
+// as operatorpkg's condition set starts them. Then ValidationSucceeded and
+// Ready from the parts (see setValidation and setReady). Conditions whose
+// status did not change keep their transition time.
 func ApplyStatus(nc *awsv1.EC2NodeClass, r Resolved, err error, now metav1.Time) {
 	var rerr *ResolveError
 	if !errors.As(err, &rerr) {
@@ -190,36 +229,105 @@ func ApplyStatus(nc *awsv1.EC2NodeClass, r Resolved, err error, now metav1.Time)
 			rerr = &ResolveError{Subnets: err, SecurityGroups: err, AMIs: err, InstanceProfile: err, PlacementGroup: err, CapacityReservations: err}
 		}
 	}
-	nc.Status.Subnets = r.StatusSubnets()
-	nc.Status.SecurityGroups = r.SecurityGroups
-	nc.Status.AMIs = r.StatusAMIs()
-	nc.Status.InstanceProfile = r.InstanceProfile
-	nc.Status.CapacityReservations = r.CapacityReservations
+	initConditions(nc, &r.NoReservedCapacity, now)
+	set := func(typ string, status metav1.ConditionStatus, reason, msg string) {
+		meta.SetStatusCondition(&nc.Status.Conditions, metav1.Condition{Type: typ, Status: status, Reason: reason, Message: msg,
+			ObservedGeneration: nc.Generation, LastTransitionTime: now})
+	}
 	parts := []struct {
 		typ, reason string
 		err         error
+		status      func() // writes the part's status fields
 	}{
-		{awsv1.ConditionSubnetsReady, "SubnetsNotFound", rerr.Subnets},
-		{awsv1.ConditionSecurityGroupsReady, "SecurityGroupsNotFound", rerr.SecurityGroups},
-		{awsv1.ConditionAMIsReady, amisReason(rerr.AMIs), rerr.AMIs},
-		{awsv1.ConditionInstanceProfileReady, "InstanceProfileNotFound", rerr.InstanceProfile},
-		// Karpenter sets PlacementGroupReady on every class: True without a
-		// selector.
-		{ConditionPlacementGroupReady, placementGroupReason(rerr.PlacementGroup), rerr.PlacementGroup},
+		{awsv1.ConditionSubnetsReady, "SubnetsNotFound", rerr.Subnets, func() { nc.Status.Subnets = r.StatusSubnets() }},
+		{awsv1.ConditionSecurityGroupsReady, "SecurityGroupsNotFound", rerr.SecurityGroups, func() { nc.Status.SecurityGroups = r.SecurityGroups }},
+		{awsv1.ConditionAMIsReady, amisReason(rerr.AMIs), rerr.AMIs, func() {
+			if !errors.Is(rerr.AMIs, ErrUnsupportedAlias) { // Karpenter leaves status.amis to an unsupported alias
+				nc.Status.AMIs = r.StatusAMIs()
+			}
+		}},
+		{awsv1.ConditionInstanceProfileReady, "InstanceProfileNotFound", rerr.InstanceProfile, func() { nc.Status.InstanceProfile = r.InstanceProfile }},
 		// CapacityReservationsReady is a condition of Karpenter's
 		// reservedCapacity feature gate (on by default): True with or
-		// without reservations, False when EC2 could not be asked.
-		{ConditionCapacityReservationsReady, "CapacityReservationResolutionFailed", rerr.CapacityReservations},
+		// without reservations.
+		{ConditionCapacityReservationsReady, "", rerr.CapacityReservations, func() { nc.Status.CapacityReservations = r.CapacityReservations }},
 	}
 	for _, p := range parts {
-		c := metav1.Condition{Type: p.typ, Status: metav1.ConditionTrue, Reason: p.typ, ObservedGeneration: nc.Generation, LastTransitionTime: now}
-		if p.err != nil {
-			c.Status, c.Reason, c.Message = metav1.ConditionFalse, p.reason, p.err.Error()
+		switch {
+		case p.typ == ConditionCapacityReservationsReady && r.NoReservedCapacity:
+			// Karpenter does not reconcile reservations with the gate off.
+			nc.Status.CapacityReservations = nil
+		case p.err == nil:
+			p.status()
+			set(p.typ, metav1.ConditionTrue, p.typ, "")
+		case settled(p.err):
+			p.status()
+			set(p.typ, metav1.ConditionFalse, p.reason, conditionMessage(p.err))
 		}
-		meta.SetStatusCondition(&nc.Status.Conditions, c)
+	}
+	// Karpenter sets PlacementGroupReady on every class: True without a
+	// selector.
+	switch pg := rerr.PlacementGroup; {
+	case pg == nil:
+		set(ConditionPlacementGroupReady, metav1.ConditionTrue, ConditionPlacementGroupReady, "")
+	case settled(pg):
+		set(ConditionPlacementGroupReady, metav1.ConditionFalse, "PlacementGroupNotFound", conditionMessage(pg))
+	default:
+		set(ConditionPlacementGroupReady, metav1.ConditionFalse, "PlacementGroupResolutionFailed", MessagePlacementGroupFailed)
 	}
 	setValidation(nc, now)
 	setReady(nc, now)
+}
+
+// MarkNotValid sets ValidationSucceeded False with reason and message (the
+// class failed a check of its own, not of its parts), starting unset
+// conditions Unknown, and Ready from the conditions.
+func MarkNotValid(nc *awsv1.EC2NodeClass, reason, message string, now metav1.Time) {
+	initConditions(nc, nil, now)
+	meta.SetStatusCondition(&nc.Status.Conditions, metav1.Condition{Type: awsv1.ConditionValidationSucceeded, Status: metav1.ConditionFalse,
+		Reason: reason, Message: message, ObservedGeneration: nc.Generation, LastTransitionTime: now})
+	setReady(nc, now)
+}
+
+// initConditions starts each of Ready's dependencies that is not set
+// Unknown (AwaitingReconciliation), its last transition the class's
+// creation, as operatorpkg's condition set does. CapacityReservationsReady
+// is a condition of the reservedCapacity gate: with noReserved true it is
+// removed, with nil (the gate is not known) left as it is.
+func initConditions(nc *awsv1.EC2NodeClass, noReserved *bool, now metav1.Time) {
+	at := nc.CreationTimestamp
+	if at.IsZero() {
+		at = now
+	}
+	for _, typ := range append([]string{awsv1.ConditionReady}, readyDependencies...) {
+		if typ == ConditionCapacityReservationsReady && (noReserved == nil || *noReserved) {
+			if noReserved != nil {
+				meta.RemoveStatusCondition(&nc.Status.Conditions, typ)
+			}
+			continue
+		}
+		if meta.FindStatusCondition(nc.Status.Conditions, typ) == nil {
+			nc.Status.Conditions = append(nc.Status.Conditions, metav1.Condition{Type: typ, Status: metav1.ConditionUnknown,
+				Reason: "AwaitingReconciliation", Message: "object is awaiting reconciliation", ObservedGeneration: nc.Generation, LastTransitionTime: at})
+		}
+	}
+}
+
+// conditionMessage is the condition message of a resolution answer:
+// Karpenter's words where it has them, else the error.
+func conditionMessage(err error) string {
+	var se *StatusError
+	switch {
+	case errors.As(err, &se):
+		return se.Message
+	case errors.Is(err, ErrNoSubnets):
+		return MessageNoSubnets
+	case errors.Is(err, ErrNoSecurityGroups):
+		return MessageNoSecurityGroups
+	case errors.Is(err, ErrNoAMIs):
+		return MessageNoAMIs
+	}
+	return err.Error()
 }
 
 // ReasonDependenciesNotReady and MessageDependenciesNotReady are
@@ -306,16 +414,6 @@ func amisReason(err error) string {
 		return "UnsupportedAlias"
 	}
 	return "AMINotFound"
-}
-
-// placementGroupReason is Karpenter's reason for a False PlacementGroupReady:
-// PlacementGroupNotFound when nothing matched, else
-// PlacementGroupResolutionFailed.
-func placementGroupReason(err error) string {
-	if err == nil || errors.Is(err, ErrNoPlacementGroup) {
-		return "PlacementGroupNotFound"
-	}
-	return "PlacementGroupResolutionFailed"
 }
 
 // settled reports whether a part's resolution error is an answer (the

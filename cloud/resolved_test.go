@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,8 +16,10 @@ import (
 
 // TestCapacityReservationsStatus: the resolved reservations are the
 // class's status.capacityReservations and CapacityReservationsReady is
-// True, with or without any; when EC2 could not be asked it is False
-// (CapacityReservationResolutionFailed) and the class is not Ready.
+// True, with or without any; when EC2 could not be asked it is left as it
+// was, Unknown (AwaitingReconciliation) on a new class, as Karpenter's
+// reconciler returns the error, and the class is not Ready; with the
+// ReservedCapacity gate off the class has no such condition.
 func TestCapacityReservationsStatus(t *testing.T) {
 	rs := []awsv1.CapacityReservation{{ID: "cr-1", InstanceType: "m5.large", AvailabilityZone: "us-east-1a"}}
 	tests := []struct {
@@ -29,13 +32,20 @@ func TestCapacityReservationsStatus(t *testing.T) {
 	}{
 		{"reservations", Resolved{CapacityReservations: rs}, nil, metav1.ConditionTrue, ConditionCapacityReservationsReady, true},
 		{"none", Resolved{}, nil, metav1.ConditionTrue, ConditionCapacityReservationsReady, true},
-		{"describe failed", Resolved{}, &ResolveError{CapacityReservations: errors.New("throttled")}, metav1.ConditionFalse,
-			"CapacityReservationResolutionFailed", false},
+		{"describe failed", Resolved{}, &ResolveError{CapacityReservations: errors.New("throttled")}, metav1.ConditionUnknown,
+			"AwaitingReconciliation", false},
+		{"gate off", Resolved{NoReservedCapacity: true}, nil, "", "", true},
 	}
 	for _, tc := range tests {
 		nc := &awsv1.EC2NodeClass{}
 		ApplyStatus(nc, tc.r, tc.err, metav1.Now())
 		c := meta.FindStatusCondition(nc.Status.Conditions, ConditionCapacityReservationsReady)
+		if tc.status == "" {
+			if c != nil || len(nc.Status.Conditions) != 7 || !meta.IsStatusConditionTrue(nc.Status.Conditions, awsv1.ConditionReady) {
+				t.Errorf("%s: conditions %+v, want 7 without %s, Ready", tc.name, nc.Status.Conditions, ConditionCapacityReservationsReady)
+			}
+			continue
+		}
 		if c == nil || c.Status != tc.status || c.Reason != tc.reason || meta.IsStatusConditionTrue(nc.Status.Conditions, awsv1.ConditionReady) != tc.ready ||
 			len(nc.Status.CapacityReservations) != len(tc.r.CapacityReservations) {
 			t.Errorf("%s: condition %+v, status %+v", tc.name, c, nc.Status)
@@ -177,5 +187,66 @@ func TestStatusSubnetsOrder(t *testing.T) {
 	}
 	if r.Subnets[0].ID != "subnet-a" {
 		t.Errorf("StatusSubnets reordered the resolution: %v", r.Subnets)
+	}
+}
+
+// TestValidationPreconditionsAsKarpenter ports the "Preconditions" tables
+// of Karpenter's validation suite: with AMIsReady, InstanceProfileReady,
+// SecurityGroupsReady and SubnetsReady True but one, ValidationSucceeded is
+// False (DependenciesNotReady) when that one is False, Unknown (the same
+// reason) when it is Unknown.
+func TestValidationPreconditionsAsKarpenter(t *testing.T) {
+	now := metav1.Now()
+	for _, typ := range validationDependencies {
+		for _, tc := range []struct {
+			table  string
+			status metav1.ConditionStatus
+		}{
+			{"should set validated status condition to false when any required condition is false", metav1.ConditionFalse},
+			{"should set validated status condition to unknown when no required condition is false and any are unknown", metav1.ConditionUnknown},
+		} {
+			t.Run(tc.table+"/"+typ, func(t *testing.T) {
+				nc := &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Generation: 1}}
+				for _, dep := range validationDependencies {
+					c := metav1.Condition{Type: dep, Status: metav1.ConditionTrue, Reason: dep, ObservedGeneration: 1, LastTransitionTime: now}
+					if dep == typ {
+						c.Status, c.Reason, c.Message = tc.status, "test", "test"
+					}
+					meta.SetStatusCondition(&nc.Status.Conditions, c)
+				}
+				setValidation(nc, now)
+				v := meta.FindStatusCondition(nc.Status.Conditions, awsv1.ConditionValidationSucceeded)
+				if v.Status != tc.status || v.Reason != ReasonDependenciesNotReady || v.Message != MessageDependenciesNotReady {
+					t.Errorf("ValidationSucceeded %+v, want %s %s", v, tc.status, ReasonDependenciesNotReady)
+				}
+			})
+		}
+	}
+}
+
+// TestConditionsStartUnknown: a class's conditions start as operatorpkg
+// starts them, Unknown (AwaitingReconciliation), so a part EC2 could not
+// be asked for on the first try shows Unknown, not False, and Ready lists
+// it as ReconcilingDependents; a validation failure of the class's own
+// (MarkNotValid) makes Ready False naming ValidationSucceeded among the
+// waiting parts.
+func TestConditionsStartUnknown(t *testing.T) {
+	now := metav1.Now()
+	nc := &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Generation: 1}}
+	ApplyStatus(nc, Resolved{}, &ResolveError{AMIs: errors.New("throttled")}, now)
+	ami := meta.FindStatusCondition(nc.Status.Conditions, awsv1.ConditionAMIsReady)
+	ready := meta.FindStatusCondition(nc.Status.Conditions, awsv1.ConditionReady)
+	if ami == nil || ami.Status != metav1.ConditionUnknown || ami.Reason != "AwaitingReconciliation" || ami.Message != "object is awaiting reconciliation" {
+		t.Errorf("AMIsReady %+v, want Unknown AwaitingReconciliation", ami)
+	}
+	if ready.Status != metav1.ConditionUnknown || ready.Reason != "ReconcilingDependents" || ready.Message != "AMIsReady=Unknown, ValidationSucceeded=Unknown" {
+		t.Errorf("Ready %+v", ready)
+	}
+	fresh := &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Generation: 1}}
+	MarkNotValid(fresh, "ClusterDiscoveryFailed", "cluster unknown", now)
+	ready = meta.FindStatusCondition(fresh.Status.Conditions, awsv1.ConditionReady)
+	if len(fresh.Status.Conditions) != 7 || ready.Status != metav1.ConditionFalse || ready.Reason != "UnhealthyDependents" ||
+		!strings.Contains(ready.Message, "ValidationSucceeded=False") || !strings.Contains(ready.Message, "SubnetsReady=Unknown") {
+		t.Errorf("conditions %+v", fresh.Status.Conditions)
 	}
 }

@@ -105,9 +105,11 @@ func aliasParameters(alias, k8s string) ([]aliasParameter, error) {
 		return out, nil
 	case "al2":
 		if minor >= 33 {
-			return nil, fmt.Errorf("alias %q: AL2 aliases are no longer supported on EKS 1.33+, the cluster runs %s "+
-				"(see https://docs.aws.amazon.com/eks/latest/userguide/kubernetes-versions-standard.html#kubernetes-1-33): %w",
-				alias, k8s, cloud.ErrUnsupportedAlias)
+			return nil, &cloud.StatusError{Message: "AL2 aliases are no longer supported on EKS 1.33+ " +
+				"(see https://docs.aws.amazon.com/eks/latest/userguide/kubernetes-versions-standard.html#kubernetes-1-33)",
+				Err: fmt.Errorf("alias %q: AL2 aliases are no longer supported on EKS 1.33+, the cluster runs %s "+
+					"(see https://docs.aws.amazon.com/eks/latest/userguide/kubernetes-versions-standard.html#kubernetes-1-33): %w",
+					alias, k8s, cloud.ErrUnsupportedAlias)}
 		}
 		leaf := func(node string) string {
 			if latest {
@@ -137,8 +139,9 @@ func aliasParameters(alias, k8s string) ([]aliasParameter, error) {
 		}
 		year := strings.TrimPrefix(family, "windows")
 		if year == "2025" && minor >= 0 && minor < 35 {
-			return nil, fmt.Errorf("alias %q: Windows Server 2025 requires EKS version 1.35 or higher, the cluster runs %s: %w",
-				alias, k8s, cloud.ErrUnsupportedAlias)
+			return nil, &cloud.StatusError{Message: "Windows Server 2025 requires EKS version 1.35 or higher, current version: " + k8s,
+				Err: fmt.Errorf("alias %q: Windows Server 2025 requires EKS version 1.35 or higher, the cluster runs %s: %w",
+					alias, k8s, cloud.ErrUnsupportedAlias)}
 		}
 		return []aliasParameter{{
 			Name: fmt.Sprintf("/aws/service/ami-windows-latest/Windows_Server-%s-English-Core-EKS_Optimized-%s/image_id", year, k8s),

@@ -36,7 +36,7 @@ type imageQuery struct {
 // first.
 func (p *Provider) resolveAMIs(ctx context.Context, terms []awsv1.AMISelectorTerm) ([]cloud.AMI, error) {
 	k8s := p.KubernetesVersion()
-	return cached(p, cacheKey("amis/"+k8s, terms), func() ([]cloud.AMI, error) {
+	return cachedList(p, cacheKey("amis/"+k8s, terms), func() ([]cloud.AMI, error) {
 		var found []cloud.AMI
 		for i, t := range terms {
 			field := fmt.Sprintf("amiSelectorTerms[%d]", i)
@@ -122,6 +122,7 @@ func (p *Provider) imageQuery(ctx context.Context, field string, t awsv1.AMISele
 	}
 	q.in.Filters = append(q.in.Filters, ec2types.Filter{Name: aws.String("state"), Values: []string{string(ec2types.ImageStateAvailable)}})
 	q.in.IncludeDeprecated = aws.Bool(true)
+	q.in.MaxResults = aws.Int32(1000) // Karpenter's page size
 	return q, nil
 }
 

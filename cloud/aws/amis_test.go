@@ -69,6 +69,7 @@ func TestAliasResolution(t *testing.T) {
 		want       []string // status.amis
 		wantErr    error
 		wantReason string // AMIsReady's reason when False
+		wantMsg    string // and its message, Karpenter's
 	}{
 		{alias: "al2023@latest", k8s: "1.32", want: []string{
 			"ami-0sim2023arm: " + arm64Standard, "ami-0sim2023armnvidia: " + arm64Nvidia,
@@ -102,10 +103,12 @@ func TestAliasResolution(t *testing.T) {
 		{alias: "windows2025@latest", k8s: "1.35", want: []string{
 			"ami-0simwin2025k135: kubernetes.io/os In [windows]; kubernetes.io/arch In [amd64]; node.kubernetes.io/windows-build In [10.0.26100]",
 		}},
-		{alias: "al2@latest", k8s: "1.33", wantErr: cloud.ErrUnsupportedAlias, wantReason: "UnsupportedAlias"},
-		{alias: "windows2025@latest", k8s: "1.34", wantErr: cloud.ErrUnsupportedAlias, wantReason: "UnsupportedAlias"},
-		{alias: "al2023@v20200101", k8s: "1.32", wantErr: cloud.ErrNoAMIs, wantReason: "AMINotFound"},
-		{alias: "al2023@latest", k8s: "1.30", wantErr: cloud.ErrNoAMIs, wantReason: "AMINotFound"},
+		{alias: "al2@latest", k8s: "1.33", wantErr: cloud.ErrUnsupportedAlias, wantReason: "UnsupportedAlias",
+			wantMsg: "AL2 aliases are no longer supported on EKS 1.33+ (see https://docs.aws.amazon.com/eks/latest/userguide/kubernetes-versions-standard.html#kubernetes-1-33)"},
+		{alias: "windows2025@latest", k8s: "1.34", wantErr: cloud.ErrUnsupportedAlias, wantReason: "UnsupportedAlias",
+			wantMsg: "Windows Server 2025 requires EKS version 1.35 or higher, current version: 1.34"},
+		{alias: "al2023@v20200101", k8s: "1.32", wantErr: cloud.ErrNoAMIs, wantReason: "AMINotFound", wantMsg: "AMISelector did not match any AMIs"},
+		{alias: "al2023@latest", k8s: "1.30", wantErr: cloud.ErrNoAMIs, wantReason: "AMINotFound", wantMsg: "AMISelector did not match any AMIs"},
 	} {
 		t.Run(tc.alias+"/"+tc.k8s, func(t *testing.T) {
 			nc := nodeClass()
@@ -116,9 +119,14 @@ func TestAliasResolution(t *testing.T) {
 			}
 			cloud.ApplyStatus(nc, r, err, metav1.Now())
 			if err != nil {
+				// The condition says it in Karpenter's words, the error (logs,
+				// the Event) names the alias.
 				c := condition(nc, awsv1.ConditionAMIsReady)
-				if c.Reason != tc.wantReason || !strings.Contains(c.Message, tc.alias) || !strings.Contains(c.Message, tc.k8s) {
-					t.Errorf("AMIsReady %+v: want reason %s and a message naming %s and %s", c, tc.wantReason, tc.alias, tc.k8s)
+				if c.Reason != tc.wantReason || c.Message != tc.wantMsg {
+					t.Errorf("AMIsReady %s %q, want %s %q", c.Reason, c.Message, tc.wantReason, tc.wantMsg)
+				}
+				if tc.wantErr == cloud.ErrUnsupportedAlias && (!strings.Contains(err.Error(), tc.alias) || !strings.Contains(err.Error(), tc.k8s)) {
+					t.Errorf("error %v: want it naming %s and %s", err, tc.alias, tc.k8s)
 				}
 				return
 			}

@@ -32,6 +32,11 @@ var retryableCodes = []string{
 
 const codeNoFreeAddresses = "InsufficientFreeAddressesInSubnet"
 
+// codeSpotServiceLinkedRole: EC2 could not create the spot service-linked
+// role for a spot launch (Karpenter counts it as a capacity error of every
+// spot offering).
+const codeSpotServiceLinkedRole = "AuthFailure.ServiceLinkedRoleCreationNotPermitted"
+
 const codeLaunchTemplateNotFound = "InvalidLaunchTemplateName.NotFoundException"
 
 // codeInstanceIDMalformed: the ID cannot be an instance's (EC2 checks the
@@ -126,9 +131,22 @@ func (u *unavailableOfferings) mark(k cloud.OfferingKey) {
 	u.m[k] = u.now().Add(u.ttl)
 }
 
+// markCapacityType makes every offering of a capacity type unavailable for
+// the TTL.
+func (u *unavailableOfferings) markCapacityType(capacityType string) {
+	u.mark(cloud.OfferingKey{CapacityType: capacityType})
+}
+
+// unavailable reports whether the offering, or its whole capacity type,
+// is in the cache.
 func (u *unavailableOfferings) unavailable(k cloud.OfferingKey) bool {
 	u.mu.Lock()
 	defer u.mu.Unlock()
+	return u.live(k) || u.live(cloud.OfferingKey{CapacityType: k.CapacityType})
+}
+
+// live reports whether k is in the cache and not expired (u.mu held).
+func (u *unavailableOfferings) live(k cloud.OfferingKey) bool {
 	exp, ok := u.m[k]
 	if !ok {
 		return false

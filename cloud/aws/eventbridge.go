@@ -2,7 +2,6 @@ package aws
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -82,6 +81,10 @@ var stateKinds = map[string]cloud.InterruptionKind{
 // versions, state changes to other states and health events that are not
 // EC2 scheduled changes are no-ops; a body that is not such an event is a
 // no-op with Err saying why (the caller deletes both, as Karpenter does).
+// An event of a known type that names no instance (an EC2 event without
+// detail.instance-id, a scheduled change without affected entities) is of
+// its type with no Events: Karpenter counts it under its message type and
+// finds no NodeClaim for it.
 func parseEvent(body string) cloud.InterruptionMessage {
 	out := cloud.InterruptionMessage{Kind: cloud.InterruptionNoOp}
 	if strings.TrimSpace(body) == "" {
@@ -115,11 +118,8 @@ func parseEvent(body string) cloud.InterruptionMessage {
 // state-change to a state Joiner does not react to leaves out a no-op.
 func ec2Event(out *cloud.InterruptionMessage, ev event) error {
 	var d ec2Detail
-	if err := json.Unmarshal(ev.Detail, &d); err != nil {
-		return fmt.Errorf("detail: %w", err)
-	}
-	if d.InstanceID == "" {
-		return errors.New("detail.instance-id: missing")
+	if err := unmarshalDetail(ev.Detail, &d); err != nil {
+		return err
 	}
 	ie := cloud.InterruptionEvent{InstanceID: d.InstanceID, Time: ev.Time}
 	switch ev.DetailType {
@@ -141,16 +141,31 @@ func ec2Event(out *cloud.InterruptionMessage, ev event) error {
 		}
 		ie.Deadline = ev.Time
 	}
-	out.Kind, out.Events = ie.Kind, []cloud.InterruptionEvent{ie}
+	out.Kind = ie.Kind
+	if ie.InstanceID != "" {
+		out.Events = []cloud.InterruptionEvent{ie}
+	}
+	return nil
+}
+
+// unmarshalDetail reads an event's detail into d; a missing or null
+// detail leaves d zero, as Karpenter reads the whole event at once.
+func unmarshalDetail(raw json.RawMessage, d any) error {
+	if len(raw) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(raw, d); err != nil {
+		return fmt.Errorf("detail: %w", err)
+	}
 	return nil
 }
 
 // healthEvent fills out from an AWS Health event: an EC2 scheduledChange
-// acts on every affected instance, from its start time.
+// acts on every affected instance (none: no events), from its start time.
 func healthEvent(out *cloud.InterruptionMessage, ev event) error {
 	var d healthDetail
-	if err := json.Unmarshal(ev.Detail, &d); err != nil {
-		return fmt.Errorf("detail: %w", err)
+	if err := unmarshalDetail(ev.Detail, &d); err != nil {
+		return err
 	}
 	if d.Service != "EC2" || d.EventTypeCategory != "scheduledChange" {
 		return nil
@@ -162,9 +177,6 @@ func healthEvent(out *cloud.InterruptionMessage, ev event) error {
 			events = append(events, cloud.InterruptionEvent{InstanceID: e.EntityValue, Kind: cloud.InterruptionScheduledChange,
 				Time: ev.Time, Deadline: start, Detail: d.EventTypeCode})
 		}
-	}
-	if len(events) == 0 {
-		return errors.New("detail.affectedEntities: no entityValue")
 	}
 	out.Kind, out.Events = cloud.InterruptionScheduledChange, events
 	return nil

@@ -35,3 +35,16 @@ var NewestPerRequirements = newestPerRequirements
 
 // AMIsOf is p's AMIs of an image a non-alias term found.
 func (p *Provider) AMIsOf(im ec2types.Image) []cloud.AMI { return p.amisOf(im, nil) }
+
+// MarkCapacityTypeUnavailable makes every offering of a capacity type
+// unavailable for the TTL (Karpenter's MarkCapacityTypeUnavailable; the
+// launch does it for spot when EC2 may not create the spot
+// service-linked role).
+func (p *Provider) MarkCapacityTypeUnavailable(capacityType string) {
+	p.unavailable.markCapacityType(capacityType)
+}
+
+// MarkSubnetUnavailable records that a subnet ran out of addresses, as a
+// launch's InsufficientFreeAddressesInSubnet does (Karpenter's
+// MarkSubnetUnavailable).
+func (p *Provider) MarkSubnetUnavailable(id string) { p.noAddrs.mark(id) }

@@ -133,8 +133,9 @@ func TestInstanceProfileForRole(t *testing.T) {
 
 // TestInstanceProfileNotReady: InstanceProfileReady is False with IAM's
 // error when the role does not exist (the profile is made, then kept for
-// the next try) or the policy refuses the call; it turns True once the
-// role exists.
+// the next try), and turns True once the role exists; when the policy
+// refuses the call it is left as it was (Unknown on a new class), as
+// Karpenter's reconciler returns the error, which names the refusal.
 func TestInstanceProfileNotReady(t *testing.T) {
 	cfg := sim.DefaultConfig()
 	cfg.IAM.Roles = []string{"KarpenterNodeRole-test"}
@@ -159,10 +160,11 @@ func TestInstanceProfileNotReady(t *testing.T) {
 		{"Effect":"Allow","Action":["ec2:Describe*","ssm:GetParameter"],"Resource":"*"}]}`)})
 	other := nodeClass()
 	other.Name, other.UID = "other", "uid-other"
+	_, err := e.provider.Resolve(context.Background(), other)
 	_, ready = resolveStatus(t, e, other)
-	if ready.Status != metav1.ConditionFalse || !strings.Contains(ready.Message, "AccessDenied: User: ") ||
-		!strings.Contains(ready.Message, "iam:GetInstanceProfile") {
-		t.Errorf("denied: %+v", ready)
+	if ready.Status != metav1.ConditionUnknown || ready.Reason != "AwaitingReconciliation" || err == nil ||
+		!strings.Contains(err.Error(), "AccessDenied: User: ") || !strings.Contains(err.Error(), "iam:GetInstanceProfile") {
+		t.Errorf("denied: %+v, error %v", ready, err)
 	}
 }
 

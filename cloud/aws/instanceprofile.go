@@ -244,6 +244,46 @@ func (p *Provider) deleteClassProfiles(ctx context.Context, nc *awsv1.EC2NodeCla
 	return err
 }
 
+// ClusterInstanceProfiles lists the instance profiles made for the
+// cluster's classes, by Joiner or Karpenter: those at the IAM path
+// /karpenter/<region>/<cluster>/, as Karpenter's instance profile garbage
+// collection lists them. In an isolated VPC (no IAM endpoint), or without
+// an IAM client, there are none to look at.
+func (p *Provider) ClusterInstanceProfiles(ctx context.Context) ([]cloud.InstanceProfile, error) {
+	if p.iam == nil || p.opts.IsolatedVPC {
+		return nil, nil
+	}
+	path := "/" + strings.Join([]string{karpv1.InstanceProfilePathRoot, p.region, p.cluster}, "/") + "/"
+	var out []cloud.InstanceProfile
+	pages := iam.NewListInstanceProfilesPaginator(p.iam, &iam.ListInstanceProfilesInput{PathPrefix: aws.String(path)})
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return nil, wrapIAM("listing instance profiles at "+path, err)
+		}
+		for _, ip := range page.InstanceProfiles {
+			out = append(out, cloud.InstanceProfile{Name: aws.ToString(ip.InstanceProfileName), Path: aws.ToString(ip.Path)})
+		}
+	}
+	return out, nil
+}
+
+// DeleteInstanceProfile removes the profile's role and deletes it (one
+// already gone is not an error).
+func (p *Provider) DeleteInstanceProfile(ctx context.Context, name string) error {
+	if p.iam == nil {
+		return fmt.Errorf("instance profile %s: no IAM client", name)
+	}
+	prof, err := p.instanceProfile(ctx, name)
+	switch {
+	case errors.Is(err, cloud.ErrNotFound):
+		return nil
+	case err != nil:
+		return err
+	}
+	return p.deleteInstanceProfile(ctx, prof)
+}
+
 // LegacyInstanceProfileName is the name Karpenter before v1.7 gave a
 // class's instance profile (at path "/"): <cluster>_<hashstructure v2
 // hash of region and class name>.

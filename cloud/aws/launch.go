@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"math"
 	"slices"
 	"sort"
 	"strconv"
@@ -28,9 +27,10 @@ import (
 	"github.com/joiner-dev/joiner/internal/logging"
 )
 
-// MaxOverrides is the most instance type x subnet overrides one CreateFleet
-// call carries (Karpenter's maxInstanceTypes).
-const MaxOverrides = 60
+// MaxInstanceTypes is the most instance types one CreateFleet call
+// offers (Karpenter's maxInstanceTypes): the cheapest ones, each with an
+// override per zone it has a candidate in.
+const MaxInstanceTypes = 60
 
 // maxFleetCalls bounds the fallback rounds of one launch.
 const maxFleetCalls = 8
@@ -47,10 +47,11 @@ type ltEntry struct {
 
 // Launch launches one instance for spec with CreateFleet (type instant).
 //
-// The first call carries the spec's candidates (cheapest 60 of the
-// capacity type chosen: reserved when a reserved candidate remains, see
-// chooseReserved, else spot, else on-demand) with spec.ClientToken, so retrying a spec sends
-// EC2 the same request and gets the same instance. When every offering of
+// The first call carries the spec's candidates as Karpenter's filters and
+// capacity type choice leave them (chooseLaunch: reserved when a reserved
+// candidate remains, else spot, else on-demand, of the 60 cheapest types)
+// with spec.ClientToken, so retrying a spec sends EC2 the same request and
+// gets the same instance. When every offering of
 // a call fails with a capacity error, those offerings are marked
 // unavailable for the TTL and the launch retries with the remaining ones
 // under a derived token (<token>-f<n>), which is again deterministic for
@@ -65,6 +66,7 @@ func (p *Provider) Launch(ctx context.Context, req cloud.LaunchRequest) (cloud.I
 		zap.Int("attempt", req.Attempt))
 	failed := map[cloud.OfferingKey]bool{}
 	var iceKeys []cloud.OfferingKey
+	spotDown := false
 	retriedLT := false
 	for call := 0; call < maxFleetCalls; call++ {
 		var remaining []cloud.Candidate
@@ -80,10 +82,7 @@ func (p *Provider) Launch(ctx context.Context, req cloud.LaunchRequest) (cloud.I
 		if call > 0 {
 			token = derivedToken(clientToken, call)
 		}
-		capType, overrides := karpv1.CapacityTypeReserved, p.chooseReserved(remaining)
-		if len(overrides) == 0 {
-			capType, overrides = chooseOverrides(remaining)
-		}
+		capType, overrides := p.chooseLaunch(remaining, spec.MinValues)
 		inst, fleetErrs, err := p.createFleet(ctx, req, token, capType, overrides)
 		if err != nil {
 			var ae smithy.APIError
@@ -104,6 +103,23 @@ func (p *Provider) Launch(ctx context.Context, req cloud.LaunchRequest) (cloud.I
 				failed[fe.key] = true
 				iceKeys = append(iceKeys, fe.key)
 			}
+			if fe.code == codeSpotServiceLinkedRole && !spotDown {
+				// EC2 may not create the spot service-linked role for this
+				// account: no spot launch can succeed until someone does.
+				// Every spot offering is out for the TTL (Karpenter's
+				// MarkCapacityTypeUnavailable) and this launch goes on
+				// without spot.
+				spotDown = true
+				p.unavailable.markCapacityType(karpv1.CapacityTypeSpot)
+				log.Warn("spot launches refused: EC2 may not create the spot service-linked role (AWSServiceRoleForEC2Spot); "+
+					"spot offerings are unavailable for a while", zap.String("code", fe.code), zap.String("message", fe.message))
+				for _, c := range remaining {
+					if c.CapacityType == karpv1.CapacityTypeSpot && !failed[c.Key()] {
+						failed[c.Key()] = true
+						iceKeys = append(iceKeys, c.Key())
+					}
+				}
+			}
 		}
 		if inst != nil {
 			log.Info("launched instance", zap.String("instance-id", inst.ID),
@@ -112,13 +128,22 @@ func (p *Provider) Launch(ctx context.Context, req cloud.LaunchRequest) (cloud.I
 			return *inst, nil
 		}
 		var other []string
-		profileUnknown := true
+		profileUnknown, throttled := true, true
 		for _, fe := range fleetErrs {
-			if isCapacityCode(fe.code) {
+			if isCapacityCode(fe.code) || fe.code == codeSpotServiceLinkedRole {
 				continue
 			}
 			other = append(other, fe.key.String()+": "+fe.code+": "+fe.message)
 			profileUnknown = profileUnknown && isInstanceProfileNotFound(fe.code, fe.message)
+			throttled = throttled && slices.Contains(retryableCodes, fe.code)
+		}
+		if len(other) > 0 && throttled {
+			// EC2 throttled or failed the launches (RequestLimitExceeded,
+			// InternalError as fleet errors): nothing was made and the
+			// same token would get the same answer back, so the attempt
+			// ends and a new one follows after the backoff (Karpenter
+			// retries such a launch; it marks no offering or reservation).
+			return cloud.Instance{}, fmt.Errorf("launching nodeclaim %s: CreateFleet: %v: %w", spec.NodeClaim, other, cloud.ErrRejected)
 		}
 		if len(other) > 0 && profileUnknown {
 			// EC2 does not know the instance profile yet: IAM takes seconds
@@ -190,56 +215,6 @@ func derivedToken(token string, n int) string {
 	return hex.EncodeToString(sum[:])[:48] + suffix
 }
 
-// chooseOverrides picks spot when any spot candidate remains, else
-// on-demand, and returns that capacity type's candidates sorted by price
-// (ties: type, zone), one per (type, zone), at most MaxOverrides. When
-// on-demand candidates exist too, spot candidates priced above the cheapest
-// on-demand one are dropped (Karpenter's spot-offering filter).
-func chooseOverrides(cands []cloud.Candidate) (string, []cloud.Candidate) {
-	minOD := math.Inf(1)
-	for _, c := range cands {
-		if c.CapacityType == "on-demand" && c.Price < minOD {
-			minOD = c.Price
-		}
-	}
-	var filtered []cloud.Candidate
-	for _, c := range cands {
-		if c.CapacityType != "spot" || c.Price <= minOD {
-			filtered = append(filtered, c)
-		}
-	}
-	cands = filtered
-	capType := "on-demand"
-	for _, c := range cands {
-		if c.CapacityType == "spot" {
-			capType = "spot"
-			break
-		}
-	}
-	var out []cloud.Candidate
-	seen := map[cloud.OfferingKey]bool{}
-	for _, c := range cands {
-		if c.CapacityType == capType && !seen[c.Key()] {
-			seen[c.Key()] = true
-			out = append(out, c)
-		}
-	}
-	sort.SliceStable(out, func(i, j int) bool {
-		a, b := out[i], out[j]
-		if a.Price != b.Price {
-			return a.Price < b.Price
-		}
-		if a.InstanceType != b.InstanceType {
-			return a.InstanceType < b.InstanceType
-		}
-		return a.Zone < b.Zone
-	})
-	if len(out) > MaxOverrides {
-		out = out[:MaxOverrides]
-	}
-	return capType, out
-}
-
 type fleetError struct {
 	key           cloud.OfferingKey
 	subnet        string
@@ -250,12 +225,15 @@ type fleetError struct {
 
 // instanceTags are the tags of a launch's instance, volumes and fleet:
 // templateTags, the NodeClaim (Name and karpenter.sh/nodeclaim, which
-// Karpenter's tagging controller adds after launch) and Joiner's launch ID
-// and attempt.
+// Karpenter's tagging controller adds after launch; Name only when the
+// class sets none, as that controller leaves a Name tag alone) and
+// Joiner's launch ID and attempt.
 func (p *Provider) instanceTags(req cloud.LaunchRequest) map[string]string {
 	spec := req.Spec
 	tags := p.templateTags(spec)
-	tags[karpv1.TagName] = spec.NodeClaim
+	if _, own := spec.Tags[karpv1.TagName]; !own { // a class's own Name wins, as in Karpenter
+		tags[karpv1.TagName] = spec.NodeClaim
+	}
 	tags[karpv1.TagNodeClaim] = spec.NodeClaim
 	tags[karpv1.TagLaunchID] = req.LaunchID
 	tags[karpv1.TagAttempt] = strconv.Itoa(req.Attempt)
@@ -442,17 +420,21 @@ type launchTemplateInput struct {
 	// tag) and capacity type (spot request tags).
 	NodePool     string `json:"nodePool,omitempty"`
 	CapacityType string `json:"capacityType,omitempty"`
+	// OpenReservations: written with the ReservedCapacity gate off (no
+	// capacity reservation preference).
+	OpenReservations bool `json:"openReservations,omitempty"`
 }
 
 // LaunchTemplateName is the name of cluster's launch template for spec,
 // image and EFA interface count.
 func LaunchTemplateName(cluster string, spec cloud.LaunchSpec, image string, efa int32) string {
-	return launchTemplateName(cluster, spec, image, efa, reservationTarget{}, karpv1.CapacityTypeOnDemand)
+	return launchTemplateName(cluster, spec, image, efa, reservationTarget{}, karpv1.CapacityTypeOnDemand, false)
 }
 
 // launchTemplateName is LaunchTemplateName for a launch into reservation
-// res (zero: none).
-func launchTemplateName(cluster string, spec cloud.LaunchSpec, image string, efa int32, res reservationTarget, capType string) string {
+// res (zero: none); open: the ReservedCapacity gate is off, so the
+// template sets no capacity reservation preference.
+func launchTemplateName(cluster string, spec cloud.LaunchSpec, image string, efa int32, res reservationTarget, capType string, open bool) string {
 	sgs := slices.Sorted(slices.Values(spec.SecurityGroupIDs))
 	b, _ := json.Marshal(launchTemplateInput{Rendering: launchTemplateRendering, Cluster: cluster, NodeClass: spec.NodeClass,
 		ImageID: image, UserData: spec.UserData, SecurityGroupIDs: sgs, BlockDevices: spec.BlockDevices,
@@ -462,7 +444,7 @@ func launchTemplateName(cluster string, spec cloud.LaunchSpec, image string, efa
 		NetworkInterfaces: spec.NetworkInterfaces, ConnectionTracking: spec.ConnectionTracking, CPUOptions: spec.CPUOptions,
 		ClusterIPv6: spec.ClusterIPv6, PlacementGroupID: spec.PlacementGroupID, PlacementGroupPartition: spec.PlacementGroupPartition,
 		EFACount: efa, CapacityReservationID: res.ID, CapacityReservationType: res.Type, Interruptible: res.Interruptible,
-		NodePool: spec.NodePool, CapacityType: capType})
+		NodePool: spec.NodePool, CapacityType: capType, OpenReservations: open})
 	sum := sha256.Sum256(b)
 	return karpv1.LaunchTemplateNamePrefix + hex.EncodeToString(sum[:12])
 }
@@ -477,7 +459,7 @@ func (p *Provider) forgetLaunchTemplates() {
 // and image: from the cache, else found by name in EC2, else created.
 func (p *Provider) ensureLaunchTemplate(ctx context.Context, spec cloud.LaunchSpec, image string, efa int32, res reservationTarget,
 	capType string) (string, error) {
-	name := launchTemplateName(p.cluster, spec, image, efa, res, capType)
+	name := launchTemplateName(p.cluster, spec, image, efa, res, capType, p.opts.NoReservedCapacity)
 	p.ltMu.Lock()
 	defer p.ltMu.Unlock()
 	p.mu.Lock()
@@ -521,6 +503,11 @@ func (p *Provider) createLaunchTemplate(ctx context.Context, spec cloud.LaunchSp
 	capType string) (string, error) {
 	data := LaunchTemplateData(spec, image, efa, p.region)
 	applyReservation(data, res)
+	if p.opts.NoReservedCapacity && res.ID == "" {
+		// Karpenter's ReservedCapacity gate off: no preference, so
+		// launches may use open reservations as EC2's default does.
+		data.CapacityReservationSpecification = nil
+	}
 	data.TagSpecifications = []ec2types.LaunchTemplateTagSpecificationRequest{
 		{ResourceType: ec2types.ResourceTypeNetworkInterface, Tags: EC2Tags(p.templateTags(spec))},
 	}
@@ -532,6 +519,8 @@ func (p *Provider) createLaunchTemplate(ctx context.Context, spec cloud.LaunchSp
 	}
 	ltTags := p.templateTags(spec)
 	ltTags[karpv1.TagLaunchTemplateCluster] = p.cluster
+	// Measured before EC2 answers, so an oversized rendering shows too.
+	p.userDataBytes.WithLabelValues(spec.NodeClass).Set(float64(len(spec.UserData)))
 	out, err := p.ec2.CreateLaunchTemplate(ctx, &ec2.CreateLaunchTemplateInput{
 		LaunchTemplateName: aws.String(name), LaunchTemplateData: data,
 		TagSpecifications: []ec2types.TagSpecification{{ResourceType: ec2types.ResourceTypeLaunchTemplate, Tags: EC2Tags(ltTags)}},
@@ -694,15 +683,21 @@ func cpuOptions(c *awsv1.CPUOptions) *ec2types.LaunchTemplateCpuOptionsRequest {
 // Karpenter leaves httpProtocolIPv6 out of the launch template there.
 var noIMDSIPv6Regions = []string{"us-iso-east-1", "us-iso-west-1", "us-isob-east-1", "us-isob-west-1", "us-isof-south-1", "us-isof-east-1"}
 
-// metadataOptions: the NodeClass's, defaulted as the CRD does (IPv6
-// endpoint only when the class sets it, and never in regions without one),
-// and instance metadata tags always disabled.
+// metadataOptions: the NodeClass's, defaulted as the CRD does (the IPv6
+// endpoint as the class sets it, disabled when the class has no metadata
+// options, never sent in regions without one), and instance metadata tags
+// always disabled.
 func metadataOptions(m *awsv1.MetadataOptions, region string) *ec2types.LaunchTemplateInstanceMetadataOptionsRequest {
 	out := &ec2types.LaunchTemplateInstanceMetadataOptionsRequest{
 		HttpEndpoint: ec2types.LaunchTemplateInstanceMetadataEndpointStateEnabled, HttpPutResponseHopLimit: aws.Int32(1),
 		HttpTokens: ec2types.LaunchTemplateHttpTokensStateRequired, InstanceMetadataTags: ec2types.LaunchTemplateInstanceMetadataTagsStateDisabled,
 	}
 	if m == nil {
+		// The AMI family's default metadata options, as Karpenter fills
+		// them for a class without any (the CRD's defaults).
+		if !slices.Contains(noIMDSIPv6Regions, region) {
+			out.HttpProtocolIpv6 = ec2types.LaunchTemplateInstanceMetadataProtocolIpv6Disabled
+		}
 		return out
 	}
 	if m.HTTPEndpoint != nil {
@@ -779,6 +774,7 @@ func (p *Provider) DeleteLaunchTemplatesFor(ctx context.Context, nodeClass strin
 		delete(p.templates, name)
 		p.mu.Unlock()
 	}
+	p.userDataBytes.DeleteLabelValues(nodeClass)
 	return nil
 }
 

@@ -42,13 +42,13 @@ func TestLaunchTemplateDataAsKarpenterWritesIt(t *testing.T) {
 	}{
 		{
 			name:      "defaults",
-			karpenter: "one primary interface carries the security groups (never SecurityGroupIds beside it); capacity reservation preference none; tenancy default",
+			karpenter: "one primary interface carries the security groups (never SecurityGroupIds beside it); capacity reservation preference none; tenancy default; the family's metadata options (IPv6 endpoint disabled)",
 			want: map[string]string{
 				lt + "NetworkInterface.1.DeviceIndex": "0", lt + "NetworkInterface.1.SecurityGroupId.1": "sg-0sim0001",
 				lt + "NetworkInterface.1.NetworkCardIndex": "", lt + "NetworkInterface.1.AssociatePublicIpAddress": "",
 				lt + "NetworkInterface.1.Ipv4PrefixCount": "", lt + "SecurityGroupId.1": "", lt + "NetworkInterface.2.DeviceIndex": "",
 				lt + "CapacityReservationSpecification.CapacityReservationPreference": "none", lt + "Placement.Tenancy": "default",
-				lt + "Placement.GroupId": "", lt + "CpuOptions.NestedVirtualization": "", lt + "MetadataOptions.HttpProtocolIpv6": "",
+				lt + "Placement.GroupId": "", lt + "CpuOptions.NestedVirtualization": "", lt + "MetadataOptions.HttpProtocolIpv6": "disabled",
 			},
 			fleet: map[string]string{"Context": ""},
 			check: func(t *testing.T, e *env, id string) {
@@ -338,7 +338,7 @@ func TestResolvePlacementGroupAndReservations(t *testing.T) {
 		sel    *awsv1.PlacementGroupSelector
 		reason string
 	}{
-		{&awsv1.PlacementGroupSelector{Name: ptr("nope")}, "PlacementGroupResolutionFailed"}, // EC2: InvalidPlacementGroup.Unknown
+		{&awsv1.PlacementGroupSelector{Name: ptr("nope")}, "PlacementGroupNotFound"}, // EC2: InvalidPlacementGroup.Unknown
 	} {
 		nc := nodeClass()
 		nc.Spec.PlacementGroupSelector = tc.sel

@@ -273,7 +273,9 @@ func efaCapacity(ti typeInfo, nc *awsv1.EC2NodeClass) int64 {
 // region's offerings: zones from nc's resolved subnets (status) or the
 // region's default zones, the region's on-demand prices (OnDemandPrices),
 // live spot prices when known, and Available=false
-// for offerings not offered in a zone or in the capacity-error cache, and
+// for offerings not offered in a zone, in a zone whose every subnet of the
+// class ran out of addresses, or in the capacity-error cache (alone or as
+// their whole capacity type), and
 // for spot offerings the spot price history has no price for once it has
 // loaded (until then they carry the catalogue's modelled price, as
 // Karpenter's carry their default price before its first spot update). Types
@@ -294,12 +296,18 @@ func (p *Provider) InstanceTypes(ctx context.Context, nc *awsv1.EC2NodeClass) ([
 	}
 	var zones []string
 	seen := map[string]bool{}
+	// exhausted: zones every one of whose subnets recently ran out of
+	// addresses; nothing launches there until one has some again
+	// (Karpenter's subnet entries in its unavailable offerings).
+	exhausted := map[string]bool{}
 	if nc != nil {
 		for _, s := range nc.Status.Subnets {
 			if !seen[s.Zone] {
 				seen[s.Zone] = true
 				zones = append(zones, s.Zone)
+				exhausted[s.Zone] = true
 			}
+			exhausted[s.Zone] = exhausted[s.Zone] && p.noAddrs.unavailable(s.ID)
 		}
 	}
 	base := catalog.InstanceTypes(catalog.Options{Region: p.region, Zones: zones, NodeClass: nc, Prices: p.prices.onDemandTable()})
@@ -342,7 +350,7 @@ func (p *Provider) InstanceTypes(ctx context.Context, nc *awsv1.EC2NodeClass) ([
 				}
 			}
 			key := cloud.OfferingKey{InstanceType: it.Name, Zone: o.Zone, CapacityType: o.CapacityType}
-			o.Available = o.Available && inZone[o.Zone] && !p.unavailable.unavailable(key)
+			o.Available = o.Available && inZone[o.Zone] && !exhausted[o.Zone] && !p.unavailable.unavailable(key)
 			c.Offerings[i] = o
 		}
 		c.Offerings = append(c.Offerings, p.reservedOfferings(&c, reservations, inZone)...)

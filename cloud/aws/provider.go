@@ -18,6 +18,7 @@ import (
 
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 	"github.com/joiner-dev/joiner/internal/defaults"
+	"github.com/joiner-dev/joiner/internal/telemetry"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -131,6 +132,9 @@ type Provider struct {
 	ltMu      sync.Mutex          // serialises launch-template creation
 
 	prices *priceState // on-demand prices and where each capacity type's come from
+
+	// userDataBytes is Karpenter's karpenter_ec2nodeclasses_userdata_bytes.
+	userDataBytes *prometheus.GaugeVec
 }
 
 var _ cloud.Provider = (*Provider)(nil)
@@ -177,14 +181,19 @@ func New(opts Options) (*Provider, error) {
 	if err != nil {
 		return nil, err
 	}
+	userDataBytes := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "karpenter_ec2nodeclasses_userdata_bytes",
+		Help: "Size in bytes of the rendered user data (raw, pre-base64) for the EC2NodeClass"}, []string{"nodeclass"})
+	if err := telemetry.Register(opts.Registerer, "aws launch templates", userDataBytes); err != nil {
+		return nil, err
+	}
 	return &Provider{
 		ec2: opts.EC2, ssm: opts.SSM, iam: opts.IAM, cluster: opts.Cluster, region: opts.Region, k8sVer: opts.KubernetesVersion,
 		log: opts.Logger.Named("aws"), now: opts.Now, opts: opts,
 		unavailable: &unavailableOfferings{ttl: opts.UnavailableTTL, now: opts.Now, m: map[cloud.OfferingKey]time.Time{}},
 		noAddrs:     &unavailableSubnets{ttl: opts.UnavailableTTL, now: opts.Now, m: map[string]time.Time{}},
 		res:         newReservationState(),
-		prices:      prices,
-		resolved:    map[string]cacheEntry{}, spot: map[spotKey]float64{}, templates: map[string]*ltEntry{},
+		prices:      prices, userDataBytes: userDataBytes,
+		resolved: map[string]cacheEntry{}, spot: map[spotKey]float64{}, templates: map[string]*ltEntry{},
 	}, nil
 }
 

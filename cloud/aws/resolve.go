@@ -1,8 +1,10 @@
 package aws
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -10,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/aws/smithy-go"
 
 	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
 	"github.com/joiner-dev/joiner/cloud"
@@ -39,6 +42,7 @@ func (p *Provider) Resolve(ctx context.Context, nc *awsv1.EC2NodeClass) (cloud.R
 			rerr.PlacementGroup = err
 		}
 	}
+	r.NoReservedCapacity = p.opts.NoReservedCapacity
 	if r.CapacityReservations, err = p.resolveClassReservations(ctx, nc); err != nil {
 		rerr.CapacityReservations = err
 	}
@@ -47,6 +51,15 @@ func (p *Provider) Resolve(ctx context.Context, nc *awsv1.EC2NodeClass) (cloud.R
 		return r, &rerr
 	}
 	return r, nil
+}
+
+// cachedList is cached for a list: each caller gets its own copy of the
+// cached slice (its items shared), so one that reorders or edits what it
+// got leaves the cache and the other callers alone (as Karpenter's
+// providers hand out copies of their cached lists).
+func cachedList[T any](p *Provider, key string, fn func() ([]T, error)) ([]T, error) {
+	v, err := cached(p, key, fn)
+	return slices.Clone(v), err
 }
 
 // cached returns the cached value of key or computes and caches it.
@@ -71,6 +84,10 @@ func cacheKey(kind string, terms any) string {
 	b, _ := json.Marshal(terms)
 	return kind + ":" + string(b)
 }
+
+// describePageSize is the MaxResults of the subnet and security group
+// look-ups (Karpenter's; DescribeImages asks for 1000 a page).
+const describePageSize = 500
 
 func tagFilters(tags map[string]string) []ec2types.Filter {
 	var out []ec2types.Filter
@@ -98,12 +115,12 @@ func matchesByID[T any](seen map[string]T, none error) ([]T, error) {
 }
 
 func (p *Provider) resolveSubnets(ctx context.Context, terms []awsv1.SubnetSelectorTerm) ([]cloud.Subnet, error) {
-	return cached(p, cacheKey("subnets", terms), func() ([]cloud.Subnet, error) {
+	return cachedList(p, cacheKey("subnets", terms), func() ([]cloud.Subnet, error) {
 		seen := map[string]cloud.Subnet{}
 		for i, t := range terms {
 			// An id term selects by its id alone, as Karpenter's (the CRD
 			// admits id beside tags unless every term has both).
-			in := &ec2.DescribeSubnetsInput{Filters: tagFilters(t.Tags)}
+			in := &ec2.DescribeSubnetsInput{Filters: tagFilters(t.Tags), MaxResults: aws.Int32(describePageSize)}
 			if t.ID != "" {
 				in.Filters = []ec2types.Filter{{Name: aws.String("subnet-id"), Values: []string{t.ID}}}
 			}
@@ -142,13 +159,13 @@ func (p *Provider) SubnetsByZone(subnets []cloud.Subnet) map[string]string {
 }
 
 func (p *Provider) resolveSecurityGroups(ctx context.Context, terms []awsv1.SecurityGroupSelectorTerm) ([]awsv1.SecurityGroup, error) {
-	return cached(p, cacheKey("sgs", terms), func() ([]awsv1.SecurityGroup, error) {
+	return cachedList(p, cacheKey("sgs", terms), func() ([]awsv1.SecurityGroup, error) {
 		seen := map[string]awsv1.SecurityGroup{}
 		for i, t := range terms {
 			// An id term selects by its id alone, else a name term by its
 			// name alone, as Karpenter's (the CRD admits them beside other
 			// fields unless every term has such a mix).
-			in := &ec2.DescribeSecurityGroupsInput{Filters: tagFilters(t.Tags)}
+			in := &ec2.DescribeSecurityGroupsInput{Filters: tagFilters(t.Tags), MaxResults: aws.Int32(describePageSize)}
 			switch {
 			case t.ID != "":
 				in.Filters = []ec2types.Filter{{Name: aws.String("group-id"), Values: []string{t.ID}}}
@@ -187,12 +204,19 @@ func (p *Provider) resolvePlacementGroup(ctx context.Context, sel *awsv1.Placeme
 		default:
 			return nil, fmt.Errorf("placementGroupSelector: name or id is required: %w", cloud.ErrNoPlacementGroup)
 		}
+		notFound := &cloud.StatusError{Message: fmt.Sprintf("Placement group %q not found", aws.ToString(cmp.Or(sel.Name, sel.ID))),
+			Err: fmt.Errorf("placementGroupSelector %s: %w", what, cloud.ErrNoPlacementGroup)}
 		out, err := p.ec2.DescribePlacementGroups(ctx, in)
-		if err != nil { // e.g. InvalidPlacementGroup.Unknown for a name EC2 does not know
+		var ae smithy.APIError
+		switch {
+		case errors.As(err, &ae) && ae.ErrorCode() == "InvalidPlacementGroup.Unknown":
+			// EC2's answer for a name or id it does not know (Karpenter's
+			// fake answers no group): not found.
+			return nil, notFound
+		case err != nil:
 			return nil, fmt.Errorf("placementGroupSelector %s: describing placement groups: %w", what, classify(err))
-		}
-		if len(out.PlacementGroups) == 0 {
-			return nil, fmt.Errorf("placementGroupSelector %s: %w", what, cloud.ErrNoPlacementGroup)
+		case len(out.PlacementGroups) == 0: // not available
+			return nil, notFound
 		}
 		g := out.PlacementGroups[0]
 		return &cloud.PlacementGroup{ID: aws.ToString(g.GroupId), Name: aws.ToString(g.GroupName), Strategy: string(g.Strategy),

@@ -94,6 +94,10 @@ func TestSubnetSelectorTerms(t *testing.T) {
 			want: []string{"subnet-0sel0002/us-east-1b/use1-az2", "subnet-0sel0003/us-east-1c/use1-az3", "subnet-0sel0001/us-east-1a/use1-az1"}},
 		{name: "an id term ignores its tags", terms: []awsv1.SubnetSelectorTerm{{ID: "subnet-0sel0002", Tags: map[string]string{"team": "a"}}, {Tags: map[string]string{"team": "c"}}},
 			want: []string{"subnet-0sel0002/us-east-1b/use1-az2"}},
+		// Karpenter's suites' default class: any tag at all.
+		{name: "any tagged subnet", terms: []awsv1.SubnetSelectorTerm{{Tags: map[string]string{"*": "*"}}},
+			want: []string{"subnet-0sim0001/us-east-1a/use1-az1", "subnet-0sim0002/us-east-1b/use1-az2", "subnet-0sim0003/us-east-1c/use1-az3",
+				"subnet-0sel0002/us-east-1b/use1-az2", "subnet-0sel0003/us-east-1c/use1-az3", "subnet-0sel0001/us-east-1a/use1-az1"}},
 		{name: "nothing matches", terms: []awsv1.SubnetSelectorTerm{{Tags: map[string]string{"team": "c"}}}, wantErr: cloud.ErrNoSubnets},
 	}
 	runSelectorCases(t, e, "status.subnets", cases,
@@ -132,6 +136,14 @@ func TestSecurityGroupSelectorTerms(t *testing.T) {
 			want: []string{"sg-0sel0001/sel-one", "sg-0sel0002/sel-two", "sg-0sel0003/sel-three"}},
 		{name: "an id term ignores its tags", terms: []awsv1.SecurityGroupSelectorTerm{{ID: "sg-0sel0002", Tags: map[string]string{"team": "a"}}, {Tags: map[string]string{"team": "c"}}},
 			want: []string{"sg-0sel0002/sel-two"}},
+		// Karpenter's "should default to the clusters security groups"
+		// (its test class selects any tag; sg-0sim0001's only key,
+		// karpenter.sh/discovery, has a slash) and "should discover
+		// security groups by tag" (a kubernetes.io/cluster/<name> key).
+		{name: "any tagged group", terms: []awsv1.SecurityGroupSelectorTerm{{Tags: map[string]string{"*": "*"}}},
+			want: []string{"sg-0sel0001/sel-one", "sg-0sel0002/sel-two", "sg-0sel0003/sel-three", "sg-0sim0001/sim-nodes"}},
+		{name: "a key with slashes", terms: []awsv1.SecurityGroupSelectorTerm{{Tags: map[string]string{sim.DiscoveryTag: "sim"}}},
+			want: []string{"sg-0sim0001/sim-nodes"}},
 		{name: "a name term ignores its tags", terms: []awsv1.SecurityGroupSelectorTerm{{Name: "sel-three", Tags: map[string]string{"team": "b"}}, {Tags: map[string]string{"team": "c"}}},
 			want: []string{"sg-0sel0003/sel-three"}},
 		{name: "nothing matches", terms: []awsv1.SecurityGroupSelectorTerm{{Tags: map[string]string{"team": "c"}}}, wantErr: cloud.ErrNoSecurityGroups},

@@ -32,4 +32,7 @@ var neuronDevices = map[string]neuronInfo{
 const (
 	labelInstanceAcceleratorManufacturer = awsv1.Group + "/instance-accelerator-manufacturer"
 	resourceAWSNeuronCore                = "aws.amazon.com/neuroncore"
+	// resourceHabanaGaudi: no catalogued type has Gaudi accelerators
+	// (dl1); the exotic filter names it as Karpenter's does.
+	resourceHabanaGaudi = "habana.ai/gaudi"
 )

@@ -22,8 +22,13 @@
 package catalog
 
 import (
+	"strings"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
+	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 )
 
 // InstanceType is an EC2 instance type as the scheduler sees it for one
@@ -103,4 +108,25 @@ type Offering struct {
 	ReservationType     string
 	Interruptible       bool
 	ReservationCapacity int
+}
+
+// exoticResources are the accelerators that make an instance type exotic
+// (Karpenter's exotic instance filter): GPUs, Neuron devices and cores,
+// Gaudi accelerators.
+var exoticResources = []corev1.ResourceName{awsv1.ResourceAWSNeuron, resourceAWSNeuronCore, awsv1.ResourceAMDGPU,
+	awsv1.ResourceNVIDIAGPU, resourceHabanaGaudi}
+
+// Exotic reports whether Karpenter launches the type only when no other
+// type of a claim will do (its exotic instance filter): a metal size, or
+// any GPU or accelerator in its capacity.
+func (it *InstanceType) Exotic() bool {
+	if strings.Contains(it.Labels[karpv1.LabelInstanceSize], "metal") {
+		return true
+	}
+	for _, r := range exoticResources {
+		if q, ok := it.Capacity[r]; ok && !q.IsZero() {
+			return true
+		}
+	}
+	return false
 }

@@ -46,6 +46,13 @@ type Config struct {
 	// default: every type is priced in every zone). A spot launch of such
 	// a pair fails with Unsupported.
 	NoSpotPrice []TypeZone `json:"noSpotPrice,omitempty"`
+	// PageSizes caps the items DescribeSubnets, DescribeSecurityGroups and
+	// DescribeImages answer per page, by action (none by default: a page
+	// holds MaxResults items, or all of them). The cap is counted before
+	// the request's filters, as EC2 counts MaxResults for these actions,
+	// so a page may hold fewer items than the cap, even none, and still
+	// carry a NextToken.
+	PageSizes map[string]int `json:"pageSizes,omitempty"`
 }
 
 // TypeZone is an instance type in a zone ("": every zone).
@@ -93,6 +100,14 @@ type Image struct {
 	Family       string            `json:"family"`
 	CreationDate string            `json:"creationDate"`
 	Tags         map[string]string `json:"tags"`
+	// DeprecationTime (RFC 3339, optional) is when EC2 deprecates the
+	// image; DescribeImages reports it. As EC2, DescribeImages leaves a
+	// deprecated image out unless the request sets IncludeDeprecated,
+	// names it by ID or the account owns it.
+	DeprecationTime string `json:"deprecationTime,omitempty"`
+	// State is the image's state: available (""), pending, failed,
+	// transient, invalid, deregistered, error or disabled.
+	State string `json:"state,omitempty"`
 	// Release is the image's release version (EKS v20260101, Bottlerocket
 	// 1.50.0, Windows 2026.01.01); ReleaseImages publishes the next one.
 	Release string `json:"release,omitempty"`

@@ -65,21 +65,44 @@ func (s *Sim) describeSubnets(r Request) (response, *apiError) {
 			return nil, badParam("InvalidSubnetID.NotFound", "The subnet ID '%s' does not exist", id)
 		}
 	}
+	var listed []Subnet
 	for _, sn := range s.cfg.Subnets {
-		if !inOrAll(ids, sn.ID) {
-			continue
+		if inOrAll(ids, sn.ID) {
+			listed = append(listed, sn)
 		}
-		if !matchFilters(filters, sn.Tags, map[string]string{"subnet-id": sn.ID, "availability-zone": sn.Zone, "vpc-id": vpcID}) {
-			continue
-		}
+	}
+	page, next, aerr := pageFiltered(r, s.cfg.PageSizes[r.Action], listed, func(sn Subnet) bool {
+		return matchFilters(filters, sn.Tags, map[string]string{"subnet-id": sn.ID, "availability-zone": sn.Zone, "vpc-id": vpcID})
+	})
+	if aerr != nil {
+		return nil, aerr
+	}
+	for _, sn := range page {
 		out.Subnets = append(out.Subnets, xSubnet{
 			SubnetID: sn.ID, AvailabilityZone: sn.Zone, AvailabilityZoneID: zoneID(sn.Zone),
 			AvailableIPs: sn.AvailableIPs, VpcID: vpcID, State: "available", Tags: tagSet(sn.Tags),
 		})
 	}
-	var aerr *apiError
-	out.Subnets, out.NextToken, aerr = paginate(r, out.Subnets, seqKey)
-	return out, aerr
+	out.NextToken = next
+	return out, nil
+}
+
+// pageFiltered answers one page of items that keep accepts. Without a
+// Config.PageSizes entry for r's action the items are filtered first and
+// the page is MaxResults of those (paginate); with one, the page is cut
+// from every item first, at most that many (and MaxResults), and filtered
+// after, as EC2 does for these Describe actions: a page may come back
+// short or empty with a NextToken.
+func pageFiltered[T any](r Request, limit int, items []T, keep func(T) bool) ([]T, string, *apiError) {
+	drop := func(it T) bool { return !keep(it) }
+	if limit <= 0 {
+		return paginate(r, slices.DeleteFunc(slices.Clone(items), drop), seqKey)
+	}
+	page, next, aerr := paginateAtMost(r, items, seqKey, limit)
+	if aerr != nil {
+		return nil, "", aerr
+	}
+	return slices.DeleteFunc(slices.Clone(page), drop), next, nil
 }
 
 // first is the first element of list that match accepts.
@@ -104,21 +127,26 @@ type describeSecurityGroupsResponse struct {
 func (s *Sim) describeSecurityGroups(r Request) (response, *apiError) {
 	ids, names, filters := r.Strings("GroupId"), r.Strings("GroupName"), r.Filters()
 	out := &describeSecurityGroupsResponse{Groups: []xSecurityGroup{}}
+	var listed []SecGroup
 	for _, g := range s.cfg.SecurityGroups {
-		if !inOrAll(ids, g.ID) || !inOrAll(names, g.Name) {
-			continue
+		if inOrAll(ids, g.ID) && inOrAll(names, g.Name) {
+			listed = append(listed, g)
 		}
-		if !matchFilters(filters, g.Tags, map[string]string{"group-id": g.ID, "group-name": g.Name, "vpc-id": vpcID}) {
-			continue
-		}
-		out.Groups = append(out.Groups, xSecurityGroup{GroupID: g.ID, GroupName: g.Name, VpcID: vpcID, Tags: tagSet(g.Tags)})
 	}
-	if len(ids) > 0 && len(out.Groups) == 0 {
+	if len(ids) > 0 && len(listed) == 0 {
 		return nil, badParam("InvalidGroup.NotFound", "The security group '%s' does not exist", strings.Join(ids, ","))
 	}
-	var aerr *apiError
-	out.Groups, out.NextToken, aerr = paginate(r, out.Groups, seqKey)
-	return out, aerr
+	page, next, aerr := pageFiltered(r, s.cfg.PageSizes[r.Action], listed, func(g SecGroup) bool {
+		return matchFilters(filters, g.Tags, map[string]string{"group-id": g.ID, "group-name": g.Name, "vpc-id": vpcID})
+	})
+	if aerr != nil {
+		return nil, aerr
+	}
+	for _, g := range page {
+		out.Groups = append(out.Groups, xSecurityGroup{GroupID: g.ID, GroupName: g.Name, VpcID: vpcID, Tags: tagSet(g.Tags)})
+	}
+	out.NextToken = next
+	return out, nil
 }
 
 type describeImagesResponse struct {
@@ -129,7 +157,10 @@ type describeImagesResponse struct {
 
 func (s *Sim) describeImages(r Request) (response, *apiError) {
 	ids, owners, filters := r.Strings("ImageId"), r.Strings("Owner"), r.Filters()
+	includeDeprecated := r.Get("IncludeDeprecated") == "true" || len(ids) > 0
+	now := s.now()
 	out := &describeImagesResponse{Images: []xImage{}}
+	var listed []Image
 	for _, im := range s.cfg.Images {
 		if !inOrAll(ids, im.ID) {
 			continue
@@ -137,19 +168,43 @@ func (s *Sim) describeImages(r Request) (response, *apiError) {
 		if len(owners) > 0 && !anyMatch(owners, []string{im.Owner, ownerOf(im)}) {
 			continue
 		}
-		fields := map[string]string{"image-id": im.ID, "name": im.Name, "architecture": im.Arch, "state": "available",
-			"owner-id": ownerOf(im), "owner-alias": im.Owner}
-		if !matchFilters(filters, im.Tags, fields) {
+		// EC2 shows deprecated images only when asked, named by ID, or to
+		// their owner.
+		if !includeDeprecated && ownerOf(im) != ownerID && deprecated(im, now) {
 			continue
 		}
+		listed = append(listed, im)
+	}
+	page, next, aerr := pageFiltered(r, s.cfg.PageSizes[r.Action], listed, func(im Image) bool {
+		fields := map[string]string{"image-id": im.ID, "name": im.Name, "architecture": im.Arch, "state": imageState(im),
+			"owner-id": ownerOf(im), "owner-alias": im.Owner}
+		return matchFilters(filters, im.Tags, fields)
+	})
+	if aerr != nil {
+		return nil, aerr
+	}
+	for _, im := range page {
 		out.Images = append(out.Images, xImage{
-			ImageID: im.ID, Name: im.Name, OwnerID: ownerOf(im), OwnerAlias: im.Owner, State: "available",
-			Architecture: im.Arch, CreationDate: im.CreationDate, Tags: tagSet(im.Tags),
+			ImageID: im.ID, Name: im.Name, OwnerID: ownerOf(im), OwnerAlias: im.Owner, State: imageState(im),
+			Architecture: im.Arch, CreationDate: im.CreationDate, DeprecationTime: im.DeprecationTime, Tags: tagSet(im.Tags),
 		})
 	}
-	var aerr *apiError
-	out.Images, out.NextToken, aerr = paginate(r, out.Images, seqKey)
-	return out, aerr
+	out.NextToken = next
+	return out, nil
+}
+
+// imageState is an image's state, available unless set.
+func imageState(im Image) string {
+	if im.State == "" {
+		return "available"
+	}
+	return im.State
+}
+
+// deprecated reports whether the image's deprecation time has come.
+func deprecated(im Image, now time.Time) bool {
+	t, err := time.Parse(time.RFC3339, im.DeprecationTime)
+	return err == nil && !t.After(now)
 }
 
 func ownerOf(im Image) string {

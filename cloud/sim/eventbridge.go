@@ -16,9 +16,10 @@ import (
 )
 
 // The sim's EventBridge: the rules Karpenter's getting-started stack
-// creates send EC2 spot interruption warnings, rebalance recommendations
-// and instance state-change notifications (all states) and AWS Health
-// events to the interruption queue. The sim puts the same events, shaped
+// creates send EC2 spot interruption warnings, capacity reservation
+// instance interruption warnings, rebalance recommendations and instance
+// state-change notifications (all states) and AWS Health events to the
+// interruption queue. The sim puts the same events, shaped
 // as AWS documents them, into Config.InterruptionQueue (none configured:
 // they go nowhere).
 const (

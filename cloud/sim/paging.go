@@ -97,9 +97,18 @@ func pageSize(r Request) (int, *apiError) {
 // resumes after the last key handed out even when items before it went
 // away meanwhile (a deleted launch template).
 func paginate[T any](r Request, items []T, key func(int, T) string) ([]T, string, *apiError) {
+	return paginateAtMost(r, items, key, 0)
+}
+
+// paginateAtMost is paginate with pages of at most limit items (0: no
+// limit beyond MaxResults and the action's page size).
+func paginateAtMost[T any](r Request, items []T, key func(int, T) string, limit int) ([]T, string, *apiError) {
 	size, aerr := pageSize(r)
 	if aerr != nil {
 		return nil, "", aerr
+	}
+	if limit > 0 && (size == 0 || limit < size) {
+		size = limit
 	}
 	start := 0
 	if tok := r.Get("NextToken"); tok != "" {

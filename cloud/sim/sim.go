@@ -36,7 +36,6 @@ import (
 	"io"
 	"maps"
 	"net/http"
-	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -164,6 +163,16 @@ func New(opts Options) *Sim {
 		}
 	}
 	return s
+}
+
+// Configure changes the region's configuration in place (subnets,
+// security groups, images, parameters, placement groups, reservations):
+// what a test's world turns into between two resolutions. Instances,
+// launch templates and IAM state are kept.
+func (s *Sim) Configure(change func(*Config)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	change(&s.cfg)
 }
 
 // Calls returns how often each action was called.
@@ -367,12 +376,46 @@ func matchFilters(filters []Filter, tags, fields map[string]string) bool {
 func anyMatch(patterns, values []string) bool {
 	for _, p := range patterns {
 		for _, v := range values {
-			if ok, err := path.Match(p, v); (err == nil && ok) || p == v {
+			if filterMatch(p, v) {
 				return true
 			}
 		}
 	}
 	return false
+}
+
+// filterMatch matches v against an EC2 filter value: * is any run of
+// characters ("/" included: "*" matches the key karpenter.sh/discovery),
+// ? any one character, and a backslash takes the next character
+// literally.
+func filterMatch(pattern, v string) bool {
+	p, s := []rune(pattern), []rune(v)
+	// star and mark: where the last * was and how much of s it took.
+	star, mark := -1, 0
+	i, j := 0, 0
+	for j < len(s) {
+		switch {
+		case i < len(p) && p[i] == '*':
+			star, mark = i, j
+			i++
+			continue
+		case i < len(p) && p[i] == '\\' && i+1 < len(p) && p[i+1] == s[j]:
+			i, j = i+2, j+1
+			continue
+		case i < len(p) && p[i] != '\\' && (p[i] == '?' || p[i] == s[j]):
+			i, j = i+1, j+1
+			continue
+		case star >= 0:
+			i, mark = star+1, mark+1
+			j = mark
+			continue
+		}
+		return false
+	}
+	for i < len(p) && p[i] == '*' {
+		i++
+	}
+	return i == len(p)
 }
 
 func inOrAll(list []string, v string) bool { return len(list) == 0 || slices.Contains(list, v) }

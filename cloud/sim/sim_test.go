@@ -259,3 +259,29 @@ func TestRegistrationRetriesStatusConflict(t *testing.T) {
 		t.Fatalf("node %s registered without its status: %+v", n.Name, n.Status)
 	}
 }
+
+// TestFilterMatch: EC2 filter values' wildcards: * any run of characters,
+// "/" included (Karpenter's default selector {"*": "*"} matches the tag
+// key karpenter.sh/discovery), ? one character, backslash escapes.
+func TestFilterMatch(t *testing.T) {
+	for _, tc := range []struct {
+		pattern, v string
+		want       bool
+	}{
+		{"*", "karpenter.sh/discovery", true},
+		{"*", "", true},
+		{"kubernetes.io/cluster/*", "kubernetes.io/cluster/test", true},
+		{"sim-*-us-east-1?", "sim-private-us-east-1a", true},
+		{"sim-*-us-east-1?", "sim-private-us-east-1", false},
+		{"a*b*c", "aXbYbZc", true},
+		{"a*b*c", "aXbYbZ", false},
+		{"exact", "exact", true},
+		{"exact", "exactly", false},
+		{`\*amazon\?`, "*amazon?", true},
+		{`\*amazon\?`, "xamazonx", false},
+	} {
+		if got := filterMatch(tc.pattern, tc.v); got != tc.want {
+			t.Errorf("filterMatch(%q, %q) = %v, want %v", tc.pattern, tc.v, got, tc.want)
+		}
+	}
+}

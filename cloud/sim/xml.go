@@ -46,7 +46,10 @@ type xImage struct {
 	State        string `xml:"imageState"`
 	Architecture string `xml:"architecture"`
 	CreationDate string `xml:"creationDate"`
-	Tags         []xTag `xml:"tagSet>item"`
+	// DeprecationTime is EC2's deprecationTime (RFC 3339, omitted when
+	// the image is not scheduled for deprecation).
+	DeprecationTime string `xml:"deprecationTime,omitempty"`
+	Tags            []xTag `xml:"tagSet>item"`
 }
 
 type xLaunchTemplate struct {

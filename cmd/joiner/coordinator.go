@@ -97,6 +97,9 @@ func (f *coordinatorFlags) validate() error {
 	if _, port, err := net.SplitHostPort(f.httpAddr); err != nil || port == "" || port == "0" {
 		return fmt.Errorf("--http-addr %q: want host:port with a fixed port", f.httpAddr)
 	}
+	if _, _, err := f.leader.gates(); err != nil {
+		return err
+	}
 	return nil
 }
 

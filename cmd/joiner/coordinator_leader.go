@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
@@ -75,7 +76,7 @@ func (f *leaderFlags) register(fl *pflag.FlagSet) {
 	fl.DurationVar(&f.classRefresh, "nodeclass-refresh", 5*time.Minute,
 		"how often ready EC2NodeClasses are resolved again (new AMIs behind an alias, subnets and security groups that come and go: dynamic drift)")
 	fl.StringVar(&f.featureGates, "feature-gates", featuregates.Default,
-		"Karpenter's feature gates, Name=bool,... (its names and defaults; Joiner acts on StaticCapacity: NodePools with spec.replicas keep that many nodes, SpotToSpotConsolidation: consolidation may replace spot nodes by cheaper spot nodes, and ReservedCapacity: EC2NodeClass capacityReservationSelectorTerms offer reserved capacity)")
+		"Karpenter's feature gates, Name=bool,... (its names and defaults; Joiner acts on StaticCapacity: NodePools with spec.replicas keep that many nodes, SpotToSpotConsolidation: consolidation may replace spot nodes by cheaper spot nodes, and ReservedCapacity: EC2NodeClass capacityReservationSelectorTerms offer reserved capacity; NodeRepair, NodeOverlay and CapacityBuffer set true are refused, as Joiner does not implement them)")
 	fl.StringVar(&f.queueName, "interruption-queue", "",
 		"SQS queue of EC2 spot interruption, rebalance, state-change and AWS Health events (EventBridge rules), Karpenter's INTERRUPTION_QUEUE (empty: agents' IMDS reports only)")
 	fl.BoolVar(&f.isolatedVPC, "isolated-vpc", false,
@@ -116,6 +117,24 @@ func (f *leaderFlags) refreshes() error {
 		f.classRefresh = refresh
 	}
 	return nil
+}
+
+// gates parses --feature-gates and refuses a gate Joiner does not implement
+// set true (NodeRepair, NodeOverlay, CapacityBuffer), as the Helm chart
+// does, rather than ignoring it. It also returns the unknown names.
+func (f *leaderFlags) gates() (featuregates.Gates, []string, error) {
+	gates, unknown, err := featuregates.Parse(f.featureGates)
+	if err != nil {
+		return gates, nil, fmt.Errorf("--feature-gates %q: %w", f.featureGates, err)
+	}
+	if on := gates.Unsupported(); len(on) > 0 {
+		refused := make([]string, len(on))
+		for i, name := range on {
+			refused[i] = name + "=true is not supported: Joiner does not implement " + name
+		}
+		return gates, nil, fmt.Errorf("--feature-gates %q: %s (set it false or leave it out)", f.featureGates, strings.Join(refused, "; "))
+	}
+	return gates, unknown, nil
 }
 
 // restConfig loads the kubeconfig or the in-cluster config.
@@ -184,9 +203,9 @@ func buildLeader(ctx context.Context, f *coordinatorFlags, clients *kube.Clients
 	if err := lf.refreshes(); err != nil {
 		return nil, nil, nil, err
 	}
-	gates, unknown, err := featuregates.Parse(lf.featureGates)
+	gates, unknown, err := lf.gates()
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("--feature-gates: %w", err)
+		return nil, nil, nil, err
 	}
 	if len(unknown) > 0 {
 		log.Warn("ignoring unknown feature gates", zap.Strings("gate", unknown), zap.Strings("known", featuregates.Names))

@@ -112,7 +112,9 @@ type Cache interface {
 type Claims interface {
 	GetNodeClaim(ctx context.Context, name string) (*karpv1.NodeClaim, error)
 	UpdateNodeClaim(ctx context.Context, nc *karpv1.NodeClaim) (*karpv1.NodeClaim, error)
-	DeleteNodeClaim(ctx context.Context, name string) error
+	// DeleteNodeClaimIfExists deletes a NodeClaim; false: it was gone
+	// already (NotFound), which is no error.
+	DeleteNodeClaimIfExists(ctx context.Context, name string) (bool, error)
 }
 
 // State is the raft state the handler reads (fsm.FSM).
@@ -291,8 +293,16 @@ func (h *Handler) disrupt(ctx context.Context, log *zap.Logger, cached *karpv1.N
 		log.Info("interrupted nodeclaim already gone")
 		return nil
 	}
-	if err := h.d.Claims.DeleteNodeClaim(ctx, cached.Name); err != nil {
+	found, err := h.d.Claims.DeleteNodeClaimIfExists(ctx, cached.Name)
+	if err != nil {
 		return err
+	}
+	if !found {
+		// Gone between the annotation and the delete: nothing was
+		// disrupted, so neither the metric nor TerminatingOnInterruption
+		// (Karpenter's deleteNodeClaim returns on NotFound before both).
+		log.Info("interrupted nodeclaim already gone")
+		return nil
 	}
 	h.metrics.karp.NodeClaimDisrupted(cached, disruptedReason(r.Kind))
 	events.Publish(h.d.Recorder, events.InterruptionTerminates(h.node(cached), cached)...)

@@ -36,6 +36,8 @@ type fakeClaims struct {
 	items     map[string]*karpv1.NodeClaim
 	nodes     map[string]*corev1.Node
 	deleteErr error
+	// goneBeforeDelete: these NodeClaims vanish just before the delete.
+	goneBeforeDelete map[string]bool
 }
 
 func (f *fakeClaims) Node(name string) *corev1.Node {
@@ -66,17 +68,23 @@ func (f *fakeClaims) UpdateNodeClaim(_ context.Context, nc *karpv1.NodeClaim) (*
 	return nc, nil
 }
 
-func (f *fakeClaims) DeleteNodeClaim(_ context.Context, name string) error {
+func (f *fakeClaims) DeleteNodeClaimIfExists(_ context.Context, name string) (bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.deleteErr; err != nil {
 		f.deleteErr = nil
-		return err
+		return false, err
 	}
-	if nc, ok := f.items[name]; ok && nc.DeletionTimestamp == nil {
+	if f.goneBeforeDelete[name] {
+		// Deleted by someone else (its finalizer released) after it was
+		// read and annotated: the API server answers NotFound.
+		delete(f.items, name)
+	}
+	nc, ok := f.items[name]
+	if ok && nc.DeletionTimestamp == nil {
 		nc.DeletionTimestamp = &metav1.Time{Time: t0}
 	}
-	return nil
+	return ok, nil
 }
 
 func (f *fakeClaims) NodeClaims() []*karpv1.NodeClaim {
@@ -157,7 +165,8 @@ func (r *rig) wantHandled(t *testing.T, id string) {
 func TestActionFor(t *testing.T) {
 	for kind, want := range map[string]Action{
 		KindSpotInterruption: ActionDelete, KindScheduledEvent: ActionDelete, KindInstanceStopping: ActionDelete,
-		KindASGLifecycle: ActionDelete, KindRebalance: ActionEvent, "something-new": ActionEvent,
+		KindASGLifecycle: ActionDelete, KindInstanceTerminating: ActionDelete, KindCapacityReservation: ActionDelete,
+		KindRebalance: ActionEvent, "something-new": ActionEvent,
 	} {
 		if got := ActionFor(kind); got != want {
 			t.Errorf("ActionFor(%q) = %s, want %s", kind, got, want)
@@ -253,6 +262,32 @@ func TestNodeNameAloneReachesNoClaim(t *testing.T) {
 	r.reconcile(t)
 	if r.claims.NodeClaim("default-1").DeletionTimestamp != nil {
 		t.Fatal("a report naming another instance deleted the node's claim by its node name")
+	}
+}
+
+// TestClaimGoneBeforeDelete: a NodeClaim that disappears between its
+// annotation and its delete (NotFound) was not disrupted by Joiner: the
+// report is handled, the notice's own Event stays (it came before), but
+// neither karpenter_nodeclaims_disrupted_total nor TerminatingOnInterruption
+// is recorded, as Karpenter's deleteNodeClaim returns before both.
+func TestClaimGoneBeforeDelete(t *testing.T) {
+	r := newRig(t, false)
+	reg := prometheus.NewRegistry()
+	h, err := New(Config{Now: func() time.Time { return t0.Add(time.Minute) }}, Deps{Cache: r.claims, Claims: r.claims,
+		State: r.state, Raft: r.raft, Registerer: reg, Recorder: r.rec, Log: zaptest.NewLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.h = h
+	r.claims.goneBeforeDelete = map[string]bool{"default-1": true}
+	r.report(t, "s", "i-1", KindSpotInterruption)
+	r.reconcile(t)
+	r.wantHandled(t, "s")
+	if got, _ := observe.Sample(t, reg, "karpenter_nodeclaims_disrupted_total", map[string]string{"reason": "spot_interrupted"}); got != 0 {
+		t.Errorf("karpenter_nodeclaims_disrupted_total{reason=spot_interrupted} = %v, want 0", got)
+	}
+	if ev, want := observe.Events(r.rec), []string{"Warning SpotInterrupted Spot interruption warning was triggered"}; !slices.Equal(ev, want) {
+		t.Errorf("events %q, want %q", ev, want)
 	}
 }
 

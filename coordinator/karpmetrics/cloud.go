@@ -126,6 +126,27 @@ func (c *Cloud) FinalizeNodeClass(ctx context.Context, nc *awsv1.EC2NodeClass) e
 	return nil
 }
 
+// ClusterInstanceProfiles forwards to the provider's, when it has one
+// (none to collect otherwise).
+func (c *Cloud) ClusterInstanceProfiles(ctx context.Context) ([]cloud.InstanceProfile, error) {
+	if p, ok := c.Provider.(interface {
+		ClusterInstanceProfiles(ctx context.Context) ([]cloud.InstanceProfile, error)
+	}); ok {
+		return p.ClusterInstanceProfiles(ctx)
+	}
+	return nil, nil
+}
+
+// DeleteInstanceProfile forwards to the provider's, when it has one.
+func (c *Cloud) DeleteInstanceProfile(ctx context.Context, name string) error {
+	if p, ok := c.Provider.(interface {
+		DeleteInstanceProfile(ctx context.Context, name string) error
+	}); ok {
+		return p.DeleteInstanceProfile(ctx, name)
+	}
+	return nil
+}
+
 // MarkUnavailable forwards to the provider's offering cache, when it has
 // one.
 func (c *Cloud) MarkUnavailable(k cloud.OfferingKey, reason string) {

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 	"github.com/joiner-dev/joiner/coordinator/view"
 	"github.com/joiner-dev/joiner/internal/podresources"
@@ -44,17 +45,18 @@ type CollectorConfig struct {
 
 // Collector derives Karpenter's gauges from the cache at scrape time:
 // karpenter_nodes_* (allocatable, requests, limits, overhead, lifetime),
-// karpenter_cluster_utilization_percent, karpenter_pods_state and the
-// pods' unbound and unstarted times, karpenter_nodepools_usage, _limit and
-// _cost_total, karpenter_cluster_state_*, and the instance type and
-// offering gauges of karpenter_cloudprovider_*.
+// karpenter_cluster_utilization_percent, karpenter_pods_state,
+// karpenter_nodepools_usage, _limit and _cost_total (pools of an
+// EC2NodeClass only), karpenter_cluster_state_*, and the instance type and
+// offering gauges of karpenter_cloudprovider_*. The pods' unbound and
+// unstarted times follow each pod from Pending (Pods).
 type Collector struct {
 	cfg        CollectorConfig
 	nodeLabels []string // well-known label keys, in the order of nodeNames
 
 	allocatable, podRequests, podLimits, daemonRequests, daemonLimits, overhead, lifetime *prometheus.Desc
 	utilization                                                                           *prometheus.Desc
-	podState, podUnbound, podUnstarted                                                    *prometheus.Desc
+	podState                                                                              *prometheus.Desc
 	poolUsage, poolLimit, poolCost                                                        *prometheus.Desc
 	stateNodes, stateSynced, stateUnsynced                                                *prometheus.Desc
 	offeringAvailable, offeringPrice, typeCPU, typeMemory                                 *prometheus.Desc
@@ -101,10 +103,6 @@ func NewCollector(cfg CollectorConfig) *Collector {
 		podState: prometheus.NewDesc("karpenter_pods_state",
 			"Pod state is the current state of pods. This metric can be used several ways as it is labeled by the pod name, namespace, "+
 				"owner, node, nodepool name, zone, architecture, capacity type, instance type, pod phase, and pod readiness.", podStateLabels, nil),
-		podUnbound: prometheus.NewDesc("karpenter_pods_unbound_time_seconds", "The time from pod creation until the pod is bound.",
-			[]string{labelPodName, labelPodNamespace}, nil),
-		podUnstarted: prometheus.NewDesc("karpenter_pods_unstarted_time_seconds", "The time from pod creation until the pod is running.",
-			[]string{labelPodName, labelPodNamespace}, nil),
 		poolUsage: prometheus.NewDesc("karpenter_nodepools_usage",
 			"The amount of resources that have been provisioned for a nodepool. Labeled by nodepool name and resource type.",
 			[]string{labelResourceType, labelNodePool}, nil),
@@ -162,7 +160,7 @@ func wellKnownLabelNames() (keys, names []string) {
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.allocatable, c.podRequests, c.podLimits, c.daemonRequests, c.daemonLimits, c.overhead,
-		c.lifetime, c.utilization, c.podState, c.podUnbound, c.podUnstarted, c.poolUsage, c.poolLimit, c.poolCost,
+		c.lifetime, c.utilization, c.podState, c.poolUsage, c.poolLimit, c.poolCost,
 		c.stateNodes, c.stateSynced, c.stateUnsynced, c.offeringAvailable, c.offeringPrice, c.typeCPU, c.typeMemory} {
 		ch <- d
 	}
@@ -183,7 +181,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	c.collectNodes(ch, nodes, podsByNode, now)
-	c.collectPods(ch, pods, nodes, now)
+	c.collectPods(ch, pods, nodes)
 	c.collectPools(ch)
 	c.collectState(ch, nodes, now)
 	c.collectCloud(ch)
@@ -199,13 +197,21 @@ func resourceLabel(n corev1.ResourceName) string {
 }
 
 func (c *Collector) collectNodes(ch chan<- prometheus.Metric, nodes []*corev1.Node, podsByNode map[string][]*corev1.Pod, now time.Time) {
+	// A node is managed when a NodeClaim of Joiner's names its provider ID
+	// (Karpenter's StateNode.Managed), whatever its labels say.
+	managed := map[string]bool{}
+	for _, nc := range c.cfg.Cache.NodeClaims() {
+		if nc.Status.ProviderID != "" && awsv1.ManagesNodeClaim(nc) {
+			managed[nc.Status.ProviderID] = true
+		}
+	}
 	allocTotal, requestTotal := corev1.ResourceList{}, corev1.ResourceList{}
 	for _, n := range nodes {
 		labels := make([]string, 0, len(c.nodeLabels)+4)
 		for _, k := range c.nodeLabels {
 			labels = append(labels, n.Labels[k])
 		}
-		labels = append(labels, n.Name, string(n.Status.Phase), strconv.FormatBool(n.Labels[karpv1.LabelNodePool] != ""))
+		labels = append(labels, n.Name, string(n.Status.Phase), strconv.FormatBool(n.Spec.ProviderID != "" && managed[n.Spec.ProviderID]))
 		// Every allocatable resource has its request and limit series, zero
 		// when no pod asks for it (Karpenter's appear with the first pod),
 		// so series do not come and go with pods.
@@ -272,7 +278,7 @@ func owner(p *corev1.Pod) string {
 	return fmt.Sprintf("/apis/%s/namespaces/%s/%ss/%s", o.APIVersion, p.Namespace, strings.ToLower(o.Kind), o.Name)
 }
 
-func (c *Collector) collectPods(ch chan<- prometheus.Metric, pods []*corev1.Pod, nodes []*corev1.Node, now time.Time) {
+func (c *Collector) collectPods(ch chan<- prometheus.Metric, pods []*corev1.Pod, nodes []*corev1.Node) {
 	byName := make(map[string]*corev1.Node, len(nodes))
 	for _, n := range nodes {
 		byName[n.Name] = n
@@ -285,20 +291,15 @@ func (c *Collector) collectPods(ch chan<- prometheus.Metric, pods []*corev1.Pod,
 		gauge(ch, c.podState, 1, p.Name, p.Namespace, owner(p), p.Spec.NodeName, strconv.FormatBool(p.Spec.NodeName != ""),
 			nl[karpv1.LabelNodePool], nl[karpv1.LabelZone], nl[karpv1.LabelArch], nl[karpv1.LabelCapacityType], nl[karpv1.LabelInstanceType],
 			string(p.Status.Phase), strconv.FormatBool(isTrue(condition(p, corev1.PodReady))), strconv.FormatBool(nl[karpv1.LabelNodePool] != ""))
-		if p.Status.Phase != corev1.PodPending {
-			continue
-		}
-		age := now.Sub(p.CreationTimestamp.Time).Seconds()
-		gauge(ch, c.podUnstarted, age, p.Name, p.Namespace)
-		if !isTrue(condition(p, corev1.PodScheduled)) {
-			gauge(ch, c.podUnbound, age, p.Name, p.Namespace)
-		}
 	}
 }
 
 func (c *Collector) collectPools(ch chan<- prometheus.Metric) {
 	cost := map[string]float64{}
 	for _, p := range c.cfg.Cache.NodePools() {
+		if ref := p.Spec.Template.Spec.NodeClassRef; ref != nil && !awsv1.Manages(ref) {
+			continue // another provider's (Karpenter's IsManaged)
+		}
 		cost[p.Name] = 0
 		for name, q := range p.Status.Resources {
 			gauge(ch, c.poolUsage, value(name, q), resourceLabel(name), p.Name)

@@ -47,8 +47,6 @@ func TestCollectorGauges(t *testing.T) {
 			"zone": "z-a", "arch": "amd64", "capacity_type": "spot", "instance_type": "t-4", "phase": "Running", "ready": "true",
 			"scheduled": "true", "managed": "true", "owner": "/apis/apps/v1/namespaces/default/replicasets/p"}, 1},
 		{"karpenter_pods_state", map[string]string{"name": "p-2", "phase": "Pending", "scheduled": "false", "node": "", "nodepool": ""}, 1},
-		{"karpenter_pods_unbound_time_seconds", map[string]string{"name": "p-2", "namespace": "default"}, 60},
-		{"karpenter_pods_unstarted_time_seconds", map[string]string{"name": "p-2", "namespace": "default"}, 60},
 		{"karpenter_nodepools_usage", map[string]string{"nodepool": "default", "resource_type": "cpu"}, 8},
 		{"karpenter_nodepools_usage", map[string]string{"nodepool": "default", "resource_type": "memory"}, 32 << 30},
 		{"karpenter_nodepools_limit", map[string]string{"nodepool": "default", "resource_type": "cpu"}, 100},
@@ -70,9 +68,6 @@ func TestCollectorGauges(t *testing.T) {
 		if math.Abs(got-tc.want) > 1e-9*math.Max(1, math.Abs(tc.want)) {
 			t.Errorf("%s%v = %v, want %v", tc.name, tc.labels, got, tc.want)
 		}
-	}
-	if _, ok := observe.Sample(t, reg, "karpenter_pods_unbound_time_seconds", map[string]string{"name": "p-1"}); ok {
-		t.Error("a bound pod has an unbound time")
 	}
 	// Without DaemonSet pods the node's daemon requests are zero, not
 	// absent.

@@ -51,11 +51,12 @@ func newFixtures() *fixtures {
 	nc := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "default-abc", Labels: labels, CreationTimestamp: created}}
 	nc.Spec.NodeClassRef = fixture.NodeClassRef()
 	nc.Status.NodeName = "n-1"
+	nc.Status.ProviderID = "aws:///z-a/i-1"
 	capacity := fixture.PerCPU(4)
 	alloc := capacity.DeepCopy()
 	alloc[corev1.ResourceCPU] = resource.MustParse("3920m")
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n-1", Labels: labels, CreationTimestamp: created},
-		Status: corev1.NodeStatus{Capacity: capacity, Allocatable: alloc}}
+		Spec: corev1.NodeSpec{ProviderID: nc.Status.ProviderID}, Status: corev1.NodeStatus{Capacity: capacity, Allocatable: alloc}}
 
 	ready := func(p *corev1.Pod, at time.Time) *corev1.Pod {
 		p.UID = types.UID("uid-" + p.Name)

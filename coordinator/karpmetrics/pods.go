@@ -27,7 +27,11 @@ type PodCache interface {
 // karpenter_pods_startup_duration_seconds once it is ready (creation to
 // ready) and in karpenter_pods_bound_duration_seconds once it runs bound
 // (creation to scheduled). Pods that were never seen Pending (created
-// before this leader's term) are not observed.
+// before this leader's term) are not observed. Until then
+// karpenter_pods_unstarted_time_seconds (since creation) is set at each
+// pass while the pod is Pending, or running and not ready yet, and
+// karpenter_pods_unbound_time_seconds while it is Pending and not bound (a
+// pod bound but still Pending keeps the value it had, as Karpenter's).
 //
 // The provisioning variants count from the pod's schedulable time instead
 // of its creation: when a provisioning plan first placed it (PodsPlanned).
@@ -47,11 +51,15 @@ type Pods struct {
 	pending, unbound map[types.UID]podRef
 }
 
-// podRef names a pod: its key (namespace/name) and its series' labels.
-type podRef struct{ key, name, namespace string }
+// podRef names a pod: its key (namespace/name), its series' labels and
+// its creation.
+type podRef struct {
+	key, name, namespace string
+	created              time.Time
+}
 
 func refOf(p *corev1.Pod) podRef {
-	return podRef{key: view.Key(p), name: p.Name, namespace: p.Namespace}
+	return podRef{key: view.Key(p), name: p.Name, namespace: p.Namespace, created: p.CreationTimestamp.Time}
 }
 
 // NewPods returns the pod observer; Run it on the leader.
@@ -172,10 +180,14 @@ func (p *Pods) bound(pod *corev1.Pod, ref podRef, sched, now time.Time) {
 // first thought a pod could schedule (stage alpha in Karpenter), and that
 // time per pod: Karpenter's cluster state PodSchedulingSuccessTime, set by
 // the provisioner's scheduling results and cleared when the pod started,
-// finished or was deleted.
+// finished or was deleted; and the pods' unbound and unstarted times
+// counted from their creation, which follow the same pods.
 type provisioningMetrics struct {
 	boundDuration, startupDuration prometheus.Histogram
 	unbound, unstarted             *prometheus.GaugeVec
+	// sinceCreation: karpenter_pods_unbound_time_seconds and
+	// karpenter_pods_unstarted_time_seconds.
+	unboundSinceCreation, unstartedSinceCreation *prometheus.GaugeVec
 
 	mu sync.Mutex
 	// schedulable are the pods (by key) a plan placed, with when one first
@@ -205,12 +217,16 @@ func newProvisioningMetrics() *provisioningMetrics {
 			Help: startupHelp, Buckets: DurationBuckets()}),
 		unstarted: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "karpenter_pods_provisioning_unstarted_time_seconds",
 			Help: startupHelp}, labels),
+		unboundSinceCreation: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "karpenter_pods_unbound_time_seconds",
+			Help: "The time from pod creation until the pod is bound."}, labels),
+		unstartedSinceCreation: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "karpenter_pods_unstarted_time_seconds",
+			Help: "The time from pod creation until the pod is running."}, labels),
 		schedulable: map[string]schedulable{},
 	}
 }
 
 func (p *provisioningMetrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{p.boundDuration, p.unbound, p.startupDuration, p.unstarted}
+	return []prometheus.Collector{p.boundDuration, p.unbound, p.startupDuration, p.unstarted, p.unboundSinceCreation, p.unstartedSinceCreation}
 }
 
 // provisioning are m's provisioning metrics (nil for a nil m).
@@ -273,27 +289,31 @@ func (p *provisioningMetrics) schedulableTime(key string, uid types.UID) time.Ti
 	return time.Time{}
 }
 
-// setUnstarted sets the pod's unstarted time (its series goes when it has
-// no schedulable time).
+// setUnstarted sets the pod's unstarted times: since its creation, and
+// since its schedulable time (that series goes when it has none).
 func (p *provisioningMetrics) setUnstarted(ref podRef, sched, now time.Time) {
 	if p != nil {
+		setSince(p.unstartedSinceCreation, ref, ref.created, now)
 		setSince(p.unstarted, ref, sched, now)
 	}
 }
 
-// setUnbound is setUnstarted for the unbound time.
+// setUnbound is setUnstarted for the unbound times.
 func (p *provisioningMetrics) setUnbound(ref podRef, sched, now time.Time) {
 	if p != nil {
+		setSince(p.unboundSinceCreation, ref, ref.created, now)
 		setSince(p.unbound, ref, sched, now)
 	}
 }
 
-func setSince(g *prometheus.GaugeVec, ref podRef, sched, now time.Time) {
-	if sched.IsZero() {
+// setSince sets the pod's series of g to the time from since to now; it
+// goes when since is zero.
+func setSince(g *prometheus.GaugeVec, ref podRef, since, now time.Time) {
+	if since.IsZero() {
 		g.DeleteLabelValues(ref.name, ref.namespace)
 		return
 	}
-	g.WithLabelValues(ref.name, ref.namespace).Set(now.Sub(sched).Seconds())
+	g.WithLabelValues(ref.name, ref.namespace).Set(now.Sub(since).Seconds())
 }
 
 // started ends the pod's unstarted time; a pod that became ready at
@@ -304,6 +324,7 @@ func (p *provisioningMetrics) started(ref podRef, sched, readyAt time.Time) {
 		return
 	}
 	p.unstarted.DeleteLabelValues(ref.name, ref.namespace)
+	p.unstartedSinceCreation.DeleteLabelValues(ref.name, ref.namespace)
 	if !sched.IsZero() {
 		p.startupDuration.Observe(max(0, readyAt.Sub(sched).Seconds()))
 	}
@@ -319,6 +340,7 @@ func (p *provisioningMetrics) bound(ref podRef, sched, boundAt time.Time) {
 		return
 	}
 	p.unbound.DeleteLabelValues(ref.name, ref.namespace)
+	p.unboundSinceCreation.DeleteLabelValues(ref.name, ref.namespace)
 	if !sched.IsZero() {
 		p.boundDuration.Observe(max(0, boundAt.Sub(sched).Seconds()))
 	}
@@ -329,8 +351,9 @@ func (p *provisioningMetrics) deleteSeries(ref podRef) {
 	if p == nil {
 		return
 	}
-	p.unbound.DeleteLabelValues(ref.name, ref.namespace)
-	p.unstarted.DeleteLabelValues(ref.name, ref.namespace)
+	for _, g := range []*prometheus.GaugeVec{p.unbound, p.unstarted, p.unboundSinceCreation, p.unstartedSinceCreation} {
+		g.DeleteLabelValues(ref.name, ref.namespace)
+	}
 }
 
 // retain forgets the schedulable times of pods keep rejects (deleted,
@@ -354,8 +377,9 @@ func (p *provisioningMetrics) reset() {
 	if p == nil {
 		return
 	}
-	p.unbound.Reset()
-	p.unstarted.Reset()
+	for _, g := range []*prometheus.GaugeVec{p.unbound, p.unstarted, p.unboundSinceCreation, p.unstartedSinceCreation} {
+		g.Reset()
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	clear(p.schedulable)

@@ -113,11 +113,23 @@ func (c *Clients) UpdateNodeClaimStatus(ctx context.Context, nc *karpv1.NodeClai
 // DeleteNodeClaim deletes a NodeClaim (foreground finalizers run first); a
 // NodeClaim that is already gone is not an error.
 func (c *Clients) DeleteNodeClaim(ctx context.Context, name string) error {
+	_, err := c.DeleteNodeClaimIfExists(ctx, name)
+	return err
+}
+
+// DeleteNodeClaimIfExists deletes a NodeClaim as DeleteNodeClaim does and
+// says whether it was there: false (and no error) when the API server
+// answered NotFound, for a caller that counts or announces the deletion
+// only when it made one (as Karpenter's interruption controller).
+func (c *Clients) DeleteNodeClaimIfExists(ctx context.Context, name string) (bool, error) {
 	err := c.Dynamic.Resource(NodeClaimsGVR).Delete(ctx, name, metav1.DeleteOptions{})
-	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("deleting nodeclaim %s: %w", name, err)
+	if apierrors.IsNotFound(err) {
+		return false, nil
 	}
-	return nil
+	if err != nil {
+		return false, fmt.Errorf("deleting nodeclaim %s: %w", name, err)
+	}
+	return true, nil
 }
 
 // UpdateNodePoolStatus writes a NodePool's status subresource.

@@ -47,13 +47,16 @@ const (
 	DeleteRegistrationTimeout
 	// DeleteInstanceGone: the claim's instance is terminated or lost.
 	DeleteInstanceGone
+	// DeleteExpired: past its expireAfter with no Node (the disruption
+	// controller expires the NodeClaims that have one).
+	DeleteExpired
 )
 
 var actionNames = map[Action]string{
 	None: "none", Launch: "launch", LaunchFailed: "launch-failed", Register: "register",
 	RemoveStartupTaints: "remove-startup-taints", Initialize: "initialize", DeleteOrphan: "delete-orphan",
 	DeleteLaunchTimeout: "delete-launch-timeout", DeleteRegistrationTimeout: "delete-registration-timeout",
-	DeleteInstanceGone: "delete-instance-gone",
+	DeleteInstanceGone: "delete-instance-gone", DeleteExpired: "delete-expired",
 }
 
 func (a Action) String() string { return actionNames[a] }
@@ -93,6 +96,9 @@ type Inputs struct {
 func Decide(in Inputs) (Action, string) {
 	nc := in.Claim
 	conds := nc.Status.Conditions
+	if at, ok := ExpiresAt(nc); ok && in.Node == nil && !in.Now.Before(at) {
+		return DeleteExpired, fmt.Sprintf("expireAfter %s passed at %s, with no node", nc.Spec.ExpireAfter.String(), at.UTC().Format(time.RFC3339))
+	}
 	if !isTrue(conds, karpv1.ConditionLaunched) && nc.Annotations[karpv1.AnnotationLaunchID] == "" {
 		if age := in.Now.Sub(launchedAt(nc)); age > in.Timeouts.Launch {
 			return DeleteLaunchTimeout, fmt.Sprintf("adopted, and not launched %s after creation", age.Round(time.Second))
@@ -148,6 +154,17 @@ func Decide(in Inputs) (Action, string) {
 		return None, why
 	}
 	return Initialize, "node " + in.Node.Name + " initialized"
+}
+
+// ExpiresAt is when the NodeClaim's expireAfter runs out, counted from its
+// creation as Karpenter's expiration controller counts it; false when it
+// never expires (Never, or unset).
+func ExpiresAt(nc *karpv1.NodeClaim) (time.Time, bool) {
+	d := nc.Spec.ExpireAfter.Duration
+	if d == nil {
+		return time.Time{}, false
+	}
+	return nc.CreationTimestamp.Add(*d), true
 }
 
 // launchedAt is the last transition of the Launched condition (its

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 
+	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 	"github.com/joiner-dev/joiner/cloud"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
@@ -101,7 +102,7 @@ func (l *Lifecycle) collectAdopted(ctx context.Context, listed map[string]bool) 
 	var first error
 	for _, nc := range l.d.Cache.NodeClaims() {
 		id := cloud.InstanceID(nc.Status.ProviderID)
-		if nc.Annotations[karpv1.AnnotationLaunchID] != "" || id == "" || listed[id] || l.beingDeleted(nc) ||
+		if nc.Annotations[karpv1.AnnotationLaunchID] != "" || id == "" || listed[id] || l.beingDeleted(nc) || !awsv1.ManagesNodeClaim(nc) ||
 			!isTrue(nc.Status.Conditions, karpv1.ConditionRegistered) || l.cfg.Now().Sub(launchedAt(nc)) < l.cfg.GCGrace {
 			continue
 		}

@@ -36,6 +36,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 
+	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 	"github.com/joiner-dev/joiner/cloud"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
@@ -57,6 +58,9 @@ const (
 	// ReasonInsufficientCapacity: the launch found no capacity on any
 	// candidate offering (Karpenter's reason for such a NodeClaim).
 	ReasonInsufficientCapacity = "insufficient_capacity"
+	// ReasonExpired: past expireAfter before any Node joined (Karpenter's
+	// expiration; the disruption controller expires the others).
+	ReasonExpired = "expired"
 )
 
 // Cache is the informer cache the lifecycle reads (kube.Cache).
@@ -266,7 +270,15 @@ func (l *Lifecycle) reconcileClaim(ctx context.Context, cached *karpv1.NodeClaim
 	if l.beingDeleted(cached) {
 		return nil // termination owns it
 	}
+	if !awsv1.ManagesNodeClaim(cached) {
+		return nil // another Karpenter provider's, as Karpenter's IsManaged
+	}
 	in := l.inputs(cached)
+	var err error
+	if cached, in.Node, err = l.hydrate(ctx, cached, in.Node); err != nil {
+		return err
+	}
+	in.Claim = cached
 	action, why := Decide(in)
 	if action == None {
 		return l.await(ctx, cached, in)
@@ -310,6 +322,9 @@ func (l *Lifecycle) reconcileClaim(ctx context.Context, cached *karpv1.NodeClaim
 		}
 		l.d.Recorder.Event(nc, corev1.EventTypeWarning, "RegistrationTimeout", why)
 		return l.deleteUnhealthy(ctx, log, nc, ReasonRegistrationTimeout, why)
+	case DeleteExpired:
+		log.Debug("deleting expired nodeclaim", zap.String("reason", why))
+		return l.delete(ctx, log, nc, ReasonExpired, why)
 	case DeleteInstanceGone:
 		l.d.Recorder.Event(nc, corev1.EventTypeWarning, "InstanceGone", why)
 		log.Info("garbage collecting nodeclaim with no cloudprovider representation", zap.String(logging.KeyInstance, in.Instance.ID))

@@ -14,11 +14,17 @@
 // Classes carry Karpenter's termination finalizer (karpenter.k8s.aws/
 // termination): a deleted class waits until no NodeClaim uses it, then its
 // instance profiles and launch templates are deleted (finalize.go).
+// Instance profiles no class, NodeClaim or recent switch keeps are
+// garbage-collected every ProfileGC, as Karpenter's (profilegc.go).
 package nodeclass
 
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -97,6 +103,15 @@ type Config struct {
 	TypesRefresh time.Duration
 	// MinInterval spaces passes triggered by cache events (default 1 s).
 	MinInterval time.Duration
+	// ProfileGC is how often the instance profiles no class and no
+	// NodeClaim uses are deleted (default 30 min, Karpenter's instance
+	// profile garbage collection; Retry after a failure).
+	ProfileGC time.Duration
+	// ProfileProtection keeps a class's previous and new instance profile
+	// from garbage collection this long after the class switched (default
+	// 1 h, Karpenter's protected-profile TTL): NodeClaims launched with the
+	// previous one may not be in the cache yet.
+	ProfileProtection time.Duration
 	// CABundle is the cluster CA bundle new nodes are given (base64 PEM):
 	// part of the EC2NodeClass drift hash, as in Karpenter.
 	CABundle string
@@ -114,6 +129,12 @@ type resolution struct {
 	// partial: some parts could not be resolved and were kept from the
 	// resolution before (retried as soon as a failed one).
 	partial bool
+	// invalid: the class resolved but failed validation (its tags), so it
+	// is not published.
+	invalid *notValid
+	// profile is the instance profile the resolution found or made (also
+	// when another part failed): garbage collection keeps it.
+	profile string
 	class   *view.Class
 	typesAt time.Time
 }
@@ -131,6 +152,10 @@ type Loop struct {
 	said     map[string]string
 	// typesStale is set by Wake: re-list every class's instance types.
 	typesStale bool
+	// profileGCAt is when instance profiles are next collected; protected
+	// are the profiles kept from collection until a time.
+	profileGCAt time.Time
+	protected   map[string]time.Time
 }
 
 // New builds a Loop.
@@ -139,9 +164,11 @@ func New(cfg Config, d Deps) *Loop {
 	defaults.Positive(&cfg.Retry, 30*time.Second)
 	defaults.Positive(&cfg.TypesRefresh, time.Minute)
 	defaults.Positive(&cfg.MinInterval, time.Second)
+	defaults.Positive(&cfg.ProfileGC, 30*time.Minute)
+	defaults.Positive(&cfg.ProfileProtection, time.Hour)
 	loop.Defaults(&cfg.Now, &d.Recorder, &d.Log)
 	return &Loop{cfg: cfg, d: d, log: d.Log.Named("nodeclass"), wake: loop.NewWaker(),
-		resolved: map[string]*resolution{}, said: map[string]string{}}
+		resolved: map[string]*resolution{}, said: map[string]string{}, protected: map[string]time.Time{}}
 }
 
 // Wake asks for a pass that re-lists every class's instance types (after a
@@ -197,6 +224,7 @@ func (l *Loop) Reconcile(ctx context.Context) {
 	}
 	l.typesStale = false
 	l.d.Catalog.Publish(ready)
+	l.collectProfiles(ctx, claims, now)
 }
 
 // class validates, resolves (when needed) and lists the instance types of
@@ -204,10 +232,21 @@ func (l *Loop) Reconcile(ctx context.Context) {
 func (l *Loop) class(ctx context.Context, cached *awsv1.EC2NodeClass, now time.Time) *view.Class {
 	nc := cached.DeepCopy()
 	nc.SetDefaults()
+	var invalid *notValid
 	if err := nc.Validate(); err != nil {
-		delete(l.resolved, nc.Name)
-		l.reportInvalidClass(ctx, cached, err, now)
-		return nil
+		if invalid = tagsNotValid(nc); invalid == nil {
+			delete(l.resolved, nc.Name)
+			l.reportInvalidClass(ctx, cached, err, now)
+			return nil
+		}
+		// Only its tags are refused: the class resolves as Karpenter's
+		// does, and its validation fails (TagValidationFailed).
+		if l.changed("ec2nodeclass-tags/"+cached.Name, err.Error()) {
+			l.log.Warn("ignoring ec2nodeclass with restricted tags", zap.String("ec2nodeclass", cached.Name), zap.Error(err))
+			l.d.Recorder.Eventf(cached, corev1.EventTypeWarning, "InvalidEC2NodeClass", "EC2NodeClass %s is invalid and is not used: %v", cached.Name, err)
+		}
+	} else {
+		delete(l.said, "ec2nodeclass-tags/"+cached.Name)
 	}
 	var version string
 	if l.d.Cluster != nil {
@@ -243,9 +282,11 @@ func (l *Loop) class(ctx context.Context, cached *awsv1.EC2NodeClass, now time.T
 					zap.Strings("kept", kept), zap.Error(failed))
 			}
 		}
-		r = &resolution{uid: nc.UID, spec: spec, version: version, at: now, err: err, partial: len(kept) > 0}
+		r = &resolution{uid: nc.UID, spec: spec, version: version, at: now, err: err, partial: len(kept) > 0, invalid: invalid,
+			profile: res.InstanceProfile}
 		l.resolved[nc.Name] = r
-		l.updateClassStatus(ctx, cached, res, err, now)
+		l.protectSwitchedProfile(cached.Status.InstanceProfile, res.InstanceProfile, now)
+		l.updateClassStatus(ctx, cached, res, err, invalid, now)
 		if err != nil {
 			l.log.Warn("ec2nodeclass not ready", zap.String("ec2nodeclass", nc.Name), zap.Error(err))
 			return nil
@@ -253,7 +294,7 @@ func (l *Loop) class(ctx context.Context, cached *awsv1.EC2NodeClass, now time.T
 		cloud.ApplyStatus(nc, res, nil, metav1.NewTime(now))
 		r.class = &view.Class{NodeClass: nc, Resolved: res, Hash: nc.Hash(l.cfg.CABundle)}
 	}
-	if r.err != nil {
+	if r.err != nil || r.invalid != nil {
 		return nil
 	}
 	if r.class.InstanceTypes == nil || l.typesStale || now.Sub(r.typesAt) >= l.cfg.TypesRefresh {
@@ -293,25 +334,58 @@ func (l *Loop) reportInvalidClass(ctx context.Context, cached *awsv1.EC2NodeClas
 	l.reportNotValid(ctx, cached, "ValidationFailed", err, now)
 }
 
-// reportNotValid writes ValidationSucceeded and Ready False, with reason
-// and err's message.
+// reportNotValid writes ValidationSucceeded False, with reason and err's
+// message, and Ready from it (False, UnhealthyDependents, as operatorpkg
+// derives it).
 func (l *Loop) reportNotValid(ctx context.Context, cached *awsv1.EC2NodeClass, reason string, err error, now time.Time) {
 	nc := cached.DeepCopy()
-	t := metav1.NewTime(now)
-	for _, typ := range []string{awsv1.ConditionValidationSucceeded, awsv1.ConditionReady} {
-		meta.SetStatusCondition(&nc.Status.Conditions, metav1.Condition{Type: typ, Status: metav1.ConditionFalse,
-			Reason: reason, Message: err.Error(), ObservedGeneration: nc.Generation, LastTransitionTime: t})
-	}
+	cloud.MarkNotValid(nc, reason, err.Error(), metav1.NewTime(now))
 	l.writeClassStatus(ctx, cached, nc)
+}
+
+// notValid is why a class that resolves fails validation.
+type notValid struct{ reason, message string }
+
+// ReasonTagValidationFailed is Karpenter's ValidationSucceeded reason for
+// a class whose spec.tags has a restricted key.
+const ReasonTagValidationFailed = "TagValidationFailed"
+
+// tagsNotValid returns, when the class fails validation only for
+// restricted keys in spec.tags, Karpenter's TagValidationFailed with its
+// message naming them; nil otherwise.
+func tagsNotValid(nc *awsv1.EC2NodeClass) *notValid {
+	var bad []string
+	kept := map[string]string{}
+	for k, v := range nc.Spec.Tags {
+		if awsv1.RestrictedTag(k) != "" {
+			bad = append(bad, strconv.Quote(k))
+		} else {
+			kept[k] = v
+		}
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	stripped := nc.DeepCopy()
+	stripped.Spec.Tags = kept
+	if stripped.Validate() != nil {
+		return nil
+	}
+	slices.Sort(bad)
+	return &notValid{reason: ReasonTagValidationFailed,
+		message: fmt.Sprintf("tags failed validation requirements (tags=%s)", strings.Join(bad, ", "))}
 }
 
 // updateClassStatus writes the resolved subnets, security groups, AMIs and
 // conditions when they changed. ValidationSucceeded follows the parts, as
 // Karpenter's: False (DependenciesNotReady) while one of them is False
-// (cloud.ApplyStatus).
-func (l *Loop) updateClassStatus(ctx context.Context, cached *awsv1.EC2NodeClass, r cloud.Resolved, err error, now time.Time) {
+// (cloud.ApplyStatus), or False for invalid's reason.
+func (l *Loop) updateClassStatus(ctx context.Context, cached *awsv1.EC2NodeClass, r cloud.Resolved, err error, invalid *notValid, now time.Time) {
 	nc := cached.DeepCopy()
 	cloud.ApplyStatus(nc, r, err, metav1.NewTime(now))
+	if invalid != nil && meta.IsStatusConditionTrue(nc.Status.Conditions, awsv1.ConditionValidationSucceeded) {
+		cloud.MarkNotValid(nc, invalid.reason, invalid.message, metav1.NewTime(now))
+	}
 	msg := ""
 	if err != nil {
 		msg = err.Error()

@@ -178,7 +178,7 @@ func TestResolutionSchedule(t *testing.T) {
 	}
 	// A failure: the class is not ready, Ready=False with the reason, and
 	// it is tried again after Retry, not every pass.
-	r.cloud.err = errors.New("no AMI")
+	r.cloud.err = fmt.Errorf("amiSelectorTerms[0]: %w", cloud.ErrNoAMIs)
 	changed = class("default")
 	changed.Spec.Tags = map[string]string{"a": "c"}
 	c.ClassList[0] = changed
@@ -255,9 +255,10 @@ func TestFailedCallsKeepTheLastResolution(t *testing.T) {
 }
 
 // With cluster discovery: while the cluster is unknown no class is
-// resolved or published, each says why (ValidationSucceeded and Ready
-// False, ClusterDiscoveryFailed, one Event); once known the classes
-// resolve, and a new Kubernetes version re-resolves them at once.
+// resolved or published, each says why (ValidationSucceeded False,
+// ClusterDiscoveryFailed, Ready False from it as operatorpkg derives it,
+// one Event); once known the classes resolve, and a new Kubernetes version
+// re-resolves them at once.
 func TestClusterFacts(t *testing.T) {
 	c := &fake.Cache{ClassList: []*awsv1.EC2NodeClass{class("default")}}
 	r := newRig(c)
@@ -274,11 +275,13 @@ func TestClusterFacts(t *testing.T) {
 		t.Fatalf("unknown cluster: %d resolves, %d classes published; want none", r.cloud.resolves, len(r.catalog.Classes()))
 	}
 	last := r.kube.Classes[len(r.kube.Classes)-1]
-	for _, typ := range []string{awsv1.ConditionValidationSucceeded, awsv1.ConditionReady} {
-		cond := meta.FindStatusCondition(last.Status.Conditions, typ)
-		if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != "ClusterDiscoveryFailed" || !strings.Contains(cond.Message, "endpoint") {
-			t.Errorf("%s = %+v, want False, ClusterDiscoveryFailed, naming what is missing", typ, cond)
-		}
+	if cond := meta.FindStatusCondition(last.Status.Conditions, awsv1.ConditionValidationSucceeded); cond == nil ||
+		cond.Status != metav1.ConditionFalse || cond.Reason != "ClusterDiscoveryFailed" || !strings.Contains(cond.Message, "endpoint") {
+		t.Errorf("ValidationSucceeded = %+v, want False, ClusterDiscoveryFailed, naming what is missing", cond)
+	}
+	if cond := meta.FindStatusCondition(last.Status.Conditions, awsv1.ConditionReady); cond == nil || cond.Status != metav1.ConditionFalse ||
+		cond.Reason != "UnhealthyDependents" || !strings.Contains(cond.Message, "ValidationSucceeded=False") {
+		t.Errorf("Ready = %+v, want False, UnhealthyDependents, naming ValidationSucceeded", cond)
 	}
 	if events := observe.Events(r.rec); len(events) != 1 || !strings.Contains(events[0], "ClusterDiscoveryFailed") {
 		t.Errorf("events %q, want one ClusterDiscoveryFailed", events)

@@ -27,8 +27,10 @@ const (
 // validation result, its EC2NodeClass (nil when not found) and the
 // NodeClaims: conditions ValidationSucceeded, NodeClassReady and Ready
 // (true when both are), status.resources (the capacity of the pool's
-// nodes, with "nodes" their count; registered nodes count their Node's
-// capacity, the others their NodeClaim's; NodeClaims being deleted or
+// nodes, with "nodes" their count; a NodeClaim whose Node joined counts
+// the Node's capacity, a resource the Node does not report yet its
+// NodeClaim's until the Node is initialized, as Karpenter's cluster
+// state; the others their NodeClaim's; NodeClaims being deleted or
 // terminated do not count) and status.nodes. Transition
 // times move only when a condition's status does.
 func PoolStatus(np *karpv1.NodePool, invalid error, class *awsv1.EC2NodeClass, claims []*karpv1.NodeClaim,
@@ -75,7 +77,7 @@ func PoolStatus(np *karpv1.NodePool, invalid error, class *awsv1.EC2NodeClass, c
 		}
 		capacity := nc.Status.Capacity
 		if n := nodeOf(nc.Status.ProviderID); nc.Status.ProviderID != "" && n != nil {
-			capacity = n.Status.Capacity
+			capacity = nodeCapacity(nc, n)
 		}
 		for name, q := range capacity {
 			sum := res[name]
@@ -88,6 +90,27 @@ func PoolStatus(np *karpv1.NodePool, invalid error, class *awsv1.EC2NodeClass, c
 	st.Resources = res
 	st.Nodes = &nodes
 	return st
+}
+
+// nodeCapacity is what a NodeClaim whose Node joined counts in its pool:
+// the Node's capacity once initialized; before, the Node's with each
+// resource it reports as zero or not at all taken from the NodeClaim (a
+// kubelet that has not posted its capacity yet), as Karpenter's
+// StateNode.Capacity.
+func nodeCapacity(nc *karpv1.NodeClaim, n *corev1.Node) corev1.ResourceList {
+	if n.Labels[karpv1.LabelInitialized] == "true" {
+		return n.Status.Capacity
+	}
+	out := make(corev1.ResourceList, len(n.Status.Capacity))
+	for name, q := range n.Status.Capacity {
+		out[name] = q
+	}
+	for name, q := range nc.Status.Capacity {
+		if have := out[name]; have.IsZero() {
+			out[name] = q
+		}
+	}
+	return out
 }
 
 // ConditionNodeRegistrationHealthy is Karpenter's NodePool condition for
@@ -128,6 +151,15 @@ func RegistrationHealth(st *karpv1.NodePoolStatus, np *karpv1.NodePool, class *a
 	st.NodeClassObservedGeneration = class.Generation
 }
 
+// foreign: the pool's nodeClassRef names a node class of another group or
+// kind, another Karpenter provider's: its status and annotations are
+// left alone, as Karpenter's nodepool controllers leave a pool they do not
+// manage. A pool without a reference is Joiner's to report invalid.
+func foreign(np *karpv1.NodePool) bool {
+	ref := np.Spec.Template.Spec.NodeClassRef
+	return ref != nil && !awsv1.Manages(ref)
+}
+
 // goingAway: the NodeClaim is being deleted or its instance terminated, so
 // it no longer counts in its pool's nodes and resources (Karpenter's
 // StateNode.Deleted, which its NodePool counter leaves out).
@@ -160,6 +192,9 @@ func joinComma(s []string) string {
 // reportPool writes the pool's status when it changed and, when the pool
 // is invalid, says so in an Event and the log.
 func (l *Loop) reportPool(ctx context.Context, cached *karpv1.NodePool, claims []*karpv1.NodeClaim, now time.Time) {
+	if foreign(cached) {
+		return
+	}
 	np := cached.DeepCopy()
 	np.SetDefaults()
 	err := np.Validate()
@@ -195,6 +230,9 @@ func (l *Loop) reportPool(ctx context.Context, cached *karpv1.NodePool, claims [
 // version), its NodeClaims get the current version and, unless already
 // drifted, the current hash: a change of hashing alone drifts nothing.
 func (l *Loop) stampPool(ctx context.Context, np *karpv1.NodePool, claims []*karpv1.NodeClaim) {
+	if foreign(np) {
+		return
+	}
 	want := np.Hash()
 	version := np.Annotations[karpv1.AnnotationNodePoolHashVersion]
 	if version != karpv1.NodePoolHashVersion {

@@ -106,8 +106,9 @@ func TestLaunchCallsJoinerOnlyOnJoinerImages(t *testing.T) {
 }
 
 // TestUserDataPerMaxPods is Karpenter's launch template per max-pods
-// value: each candidate boots user data with its own type's max pods, not
-// the smallest candidate's.
+// value and capacity type: each candidate boots user data with its own
+// type's max pods, not the smallest candidate's, and its own capacity type
+// label (the claim allows spot and on-demand; the launch picks one).
 func TestUserDataPerMaxPods(t *testing.T) {
 	p := pendingPod("web", "100m")
 	c := &fake.Cache{
@@ -134,10 +135,14 @@ func TestUserDataPerMaxPods(t *testing.T) {
 		if facts.MaxPods != int32(e.MaxPods) {
 			t.Errorf("%s boots with max pods %d, want its own %d", cand.InstanceType, facts.MaxPods, e.MaxPods)
 		}
-		seen[cand.InstanceType] = true
+		if got := facts.Labels[karpv1.LabelCapacityType]; got != cand.CapacityType {
+			t.Errorf("%s %s boots labelled capacity type %q", cand.CapacityType, cand.InstanceType, got)
+		}
+		seen[cand.InstanceType+"/"+cand.CapacityType] = true
 	}
-	// m5.xlarge and m5.2xlarge share a max pods (58): two renderings.
-	if len(seen) != 3 || len(spec.UserDataVariants) != 1 {
-		t.Errorf("candidate types %v, %d variants beside the user data, want 3 types and 1", seen, len(spec.UserDataVariants))
+	// m5.xlarge and m5.2xlarge share a max pods (58): two renderings per
+	// capacity type.
+	if len(seen) != 6 || len(spec.UserDataVariants) != 3 {
+		t.Errorf("candidates %v, %d variants beside the user data, want 3 types x spot and on-demand, and 3", seen, len(spec.UserDataVariants))
 	}
 }

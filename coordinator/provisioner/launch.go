@@ -238,6 +238,9 @@ func (p *Provisioner) prepare(s *view.View, c scheduler.NodeClaim) (planned, err
 	claim.Annotations[karpv1.AnnotationMinValuesRelaxed] = strconv.FormatBool(c.MinValuesRelaxed)
 	claim.Annotations[karpv1.AnnotationNodePoolHash] = s.NodePoolHashes[pool.Name]
 	claim.Annotations[karpv1.AnnotationEC2NodeClassHash] = s.NodeClassHashes[class.Name]
+	// The profile its instance launches with, as Karpenter records it:
+	// instance profile garbage collection keeps it while the claim lives.
+	claim.Annotations[karpv1.AnnotationInstanceProfile] = resolved.InstanceProfile
 
 	cluster, err := p.cluster()
 	if err != nil {
@@ -249,8 +252,8 @@ func (p *Provisioner) prepare(s *view.View, c scheduler.NodeClaim) (planned, err
 	for i, c := range cands {
 		images[i] = c.ImageID
 	}
-	ud, variants, err := userDataVariants(cands, s.InstanceTypes[class.Name], func(maxPods, vcpu int32) ([]byte, error) {
-		in := userdata.FromNodeClaim(class, claim, userdata.BuildOptions{Cluster: cluster, CapacityType: cands[0].CapacityType,
+	ud, variants, err := userDataVariants(cands, s.InstanceTypes[class.Name], func(maxPods, vcpu int32, capacityType string) ([]byte, error) {
+		in := userdata.FromNodeClaim(class, claim, userdata.BuildOptions{Cluster: cluster, CapacityType: capacityType,
 			InstanceMaxPods: maxPods, VCPU: vcpu, BootstrapImage: p.cfg.BootstrapImage, JoinerImage: resolved.JoinerImages(images)})
 		return userdata.Render(in)
 	})
@@ -259,6 +262,7 @@ func (p *Provisioner) prepare(s *view.View, c scheduler.NodeClaim) (planned, err
 	}
 	frozen := freeze(pool.Name, name, cands, class, resolved, subnets, ud)
 	frozen.UserDataVariants = variants
+	frozen.MinValues = slices.ContainsFunc(claim.Spec.Requirements, func(r karpv1.NodeSelectorRequirementWithMinValues) bool { return r.MinValues != nil })
 	efaCounts(frozen.Candidates, c.Requests, class, s.InstanceTypes[class.Name])
 	pgLabels, partition := launchPlacement(resolved.PlacementGroup, claim.Spec.Requirements)
 	maps.Copy(claim.Labels, pgLabels)
@@ -278,12 +282,15 @@ func (p *Provisioner) prepare(s *view.View, c scheduler.NodeClaim) (planned, err
 // candidates are the offerings of the planned instance types (cheapest
 // type first) that the claim's requirements allow, are available, have an
 // image that suits the type (newest compatible: architecture, and GPU or
-// accelerator variant) and a subnet in their zone. A reserved offering is
-// a candidate only when the scheduler pinned the claim to its reservation
+// accelerator variant) and a subnet in their zone, each marked exotic as
+// its type is (metal, GPUs, accelerators). A reserved offering is a
+// candidate only when the scheduler pinned the claim to its reservation
 // (karpenter.k8s.aws/capacity-reservation-id); then only reserved
-// candidates are kept. Otherwise, when spot is among them, only spot is
-// kept (Karpenter launches reserved, else spot, when it may, and falls back
-// to on-demand by planning again after a capacity error).
+// candidates are kept. Otherwise spot and on-demand candidates are kept
+// alike: the launch applies Karpenter's filters to them and picks the
+// capacity type (spot when a spot offering no dearer than the cheapest
+// on-demand one is left, else on-demand; cloud/aws chooseLaunch), as
+// Karpenter's Create gets every offering of the claim's types.
 func candidates(types []string, catalogue []*catalog.InstanceType, reqs requirements.Requirements,
 	r cloud.Resolved, subnets map[string]string) []cloud.Candidate {
 	allowed := func(key, value string) bool {
@@ -291,7 +298,7 @@ func candidates(types []string, catalogue []*catalog.InstanceType, reqs requirem
 		return req == nil || req.Has(value)
 	}
 	var out []cloud.Candidate
-	reserved, spot := false, false
+	reserved := false
 	for _, name := range types {
 		it := view.FindType(catalogue, name)
 		if it == nil {
@@ -311,19 +318,12 @@ func candidates(types []string, catalogue []*catalog.InstanceType, reqs requirem
 				continue
 			}
 			reserved = reserved || o.CapacityType == karpv1.CapacityTypeReserved
-			spot = spot || o.CapacityType == karpv1.CapacityTypeSpot
 			out = append(out, cloud.Candidate{InstanceType: it.Name, Zone: o.Zone, CapacityType: o.CapacityType, Price: o.Price, ImageID: image,
-				ReservationID: o.ReservationID, ReservationType: o.ReservationType, Interruptible: o.Interruptible})
+				ReservationID: o.ReservationID, ReservationType: o.ReservationType, Interruptible: o.Interruptible, Exotic: it.Exotic()})
 		}
 	}
-	for _, only := range []struct {
-		any bool
-		ct  string
-	}{{reserved, karpv1.CapacityTypeReserved}, {spot, karpv1.CapacityTypeSpot}} {
-		if only.any {
-			out = slices.DeleteFunc(out, func(c cloud.Candidate) bool { return c.CapacityType != only.ct })
-			break
-		}
+	if reserved {
+		out = slices.DeleteFunc(out, func(c cloud.Candidate) bool { return c.CapacityType != karpv1.CapacityTypeReserved })
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Price < out[j].Price })
 	return out
@@ -331,23 +331,29 @@ func candidates(types []string, catalogue []*catalog.InstanceType, reqs requirem
 
 // userDataVariants renders the user data of each candidate, once per
 // kubelet shape (the type's max pods and vCPU count, which podsPerCore
-// multiplies) among the candidate types, as Karpenter renders one launch
-// template per max-pods value: the type EC2 picks boots with its own pod
-// limit, not the smallest candidate's. It returns the first rendering and
-// the other distinct ones, and sets each candidate's UserDataVariant.
+// multiplies) and capacity type (the node's karpenter.sh/capacity-type
+// label) among the candidates, as Karpenter renders one launch template
+// per max-pods value and capacity type: the type EC2 picks boots with its
+// own pod limit, not the smallest candidate's, and a spot instance is
+// labelled spot. It returns the first rendering and the other distinct
+// ones, and sets each candidate's UserDataVariant.
 func userDataVariants(cands []cloud.Candidate, catalogue []*catalog.InstanceType,
-	render func(maxPods, vcpu int32) ([]byte, error)) ([]byte, [][]byte, error) {
+	render func(maxPods, vcpu int32, capacityType string) ([]byte, error)) ([]byte, [][]byte, error) {
+	type shape struct {
+		maxPods, vcpu int32
+		capacityType  string
+	}
 	var all [][]byte
-	byShape := map[[2]int32]int{}
+	byShape := map[shape]int{}
 	for i := range cands {
-		var shape [2]int32
+		sh := shape{capacityType: cands[i].CapacityType}
 		if it := view.FindType(catalogue, cands[i].InstanceType); it != nil {
 			pq, cq := it.Capacity[corev1.ResourcePods], it.Capacity[corev1.ResourceCPU]
-			shape = [2]int32{int32(pq.Value()), int32(cq.Value())}
+			sh.maxPods, sh.vcpu = int32(pq.Value()), int32(cq.Value())
 		}
-		n, ok := byShape[shape]
+		n, ok := byShape[sh]
 		if !ok {
-			ud, err := render(shape[0], shape[1])
+			ud, err := render(sh.maxPods, sh.vcpu, sh.capacityType)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -355,7 +361,7 @@ func userDataVariants(cands []cloud.Candidate, catalogue []*catalog.InstanceType
 				all = append(all, ud)
 				n = len(all) - 1
 			}
-			byShape[shape] = n
+			byShape[sh] = n
 		}
 		cands[i].UserDataVariant = n
 	}

@@ -1,6 +1,7 @@
 package provisioner
 
 import (
+	"context"
 	"encoding/json"
 	"maps"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 	"github.com/joiner-dev/joiner/cloud"
 	"github.com/joiner-dev/joiner/cloud/catalog"
+	"github.com/joiner-dev/joiner/coordinator/view/fake"
 	"github.com/joiner-dev/joiner/userdata"
 )
 
@@ -50,7 +52,7 @@ func TestFreezeCopiesEveryLaunchField(t *testing.T) {
 	}
 	var old cloud.LaunchSpec
 	if err := json.Unmarshal([]byte(`{"nodePool":"p","nodeClaim":"c","candidates":[{"instanceType":"m5.large","zone":"z","capacityType":"spot","price":1}]}`), &old); err != nil ||
-		old.NetworkInterfaces != nil || old.PlacementGroupID != "" || old.Candidates[0].EFACount != 0 {
+		old.NetworkInterfaces != nil || old.PlacementGroupID != "" || old.Candidates[0].EFACount != 0 || old.MinValues || old.Candidates[0].Exotic {
 		t.Errorf("an old record decodes as %+v, %v", old, err)
 	}
 	b, _ := json.Marshal(cloud.LaunchSpec{})
@@ -188,5 +190,36 @@ func TestNodeClaimCustomLabels(t *testing.T) {
 		karpv1.LabelCapacityType: "spot", karpv1.LabelNodePool: "default", karpv1.LabelNodeClass: "default"}
 	if !maps.Equal(nc.Labels, want) {
 		t.Errorf("labels %v, want %v", nc.Labels, want)
+	}
+}
+
+// TestLaunchSpecCarriesMinValues: a claim whose requirements carry
+// minValues freezes MinValues, so the launch skips Karpenter's exotic and
+// spot offering filters (they do not run for such a claim); a pool without
+// minValues freezes none.
+func TestLaunchSpecCarriesMinValues(t *testing.T) {
+	families := req(karpv1.LabelInstanceFamily, "In", "m5", "c5", "r5")
+	withMin := families
+	withMin.MinValues = ptrTo(2)
+	for _, tc := range []struct {
+		name string
+		req  karpv1.NodeSelectorRequirementWithMinValues
+		want bool
+	}{{"minValues", withMin, true}, {"no minValues", families, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &fake.Cache{PoolList: []*karpv1.NodePool{pool("general", tc.req)}, ClassList: []*awsv1.EC2NodeClass{class()},
+				PodList: []*corev1.Pod{pendingPod("a", "100m")}}
+			r := newTestProvisioner(t, c)
+			if err := r.p.Reconcile(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			intents := r.state.Intents()
+			if len(intents) != 1 {
+				t.Fatalf("%d intents, want 1", len(intents))
+			}
+			if got := intents[0].Spec.MinValues; got != tc.want {
+				t.Errorf("frozen minValues %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

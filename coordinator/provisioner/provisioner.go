@@ -204,6 +204,7 @@ func (p *Provisioner) reconcile(ctx context.Context) error {
 	s := p.d.Views.Build(seen)
 	p.metrics.pending.Set(float64(len(s.Pending)))
 	p.trackDecisions(s, seen)
+	p.metrics.karp.IgnoredPods(ignoredPods(s))
 	if len(s.Pending) == 0 {
 		return nil
 	}
@@ -277,6 +278,21 @@ func (p *Provisioner) trackDecisions(s *view.View, now time.Time) {
 	if len(s.Nominated) > 0 {
 		p.metrics.karp.PodsDecided(now, slices.Collect(maps.Keys(s.Nominated))...)
 	}
+}
+
+// ignoredPods counts the pending pods whose volumes cannot be used yet (a
+// claim missing, lost or being deleted, unbound without a usable storage
+// class, bound to a missing volume): Karpenter's provisioner leaves them
+// out of its scheduling as invalid and counts them in
+// karpenter_scheduler_ignored_pods_count.
+func ignoredPods(s *view.View) int {
+	n := 0
+	for _, p := range s.Pending {
+		if s.Volumes[view.Key(p)].Err != "" {
+			n++
+		}
+	}
+	return n
 }
 
 // decidedPods are the pods the plan decided: placed on a new NodeClaim,

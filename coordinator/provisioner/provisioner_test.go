@@ -59,6 +59,10 @@ type fakeCloud struct {
 	amis                   []cloud.AMI // nil: one image per architecture
 	// offer adds offerings to the listed types (nil: the catalogue's).
 	offer func(its []*catalog.InstanceType) []*catalog.InstanceType
+	// types, when set, are listed instead of the catalogue's; zones, when
+	// set, get a subnet each instead of us-east-1a and us-east-1b.
+	types []*catalog.InstanceType
+	zones []string
 }
 
 func (c *fakeCloud) Resolve(_ context.Context, _ *awsv1.EC2NodeClass) (cloud.Resolved, error) {
@@ -69,8 +73,15 @@ func (c *fakeCloud) Resolve(_ context.Context, _ *awsv1.EC2NodeClass) (cloud.Res
 	if amis == nil {
 		amis = []cloud.AMI{{ID: "ami-x86", Arch: "amd64"}, {ID: "ami-arm", Arch: "arm64"}}
 	}
+	subnets := []cloud.Subnet{{ID: "subnet-a", Zone: "us-east-1a", AvailableIPs: 100}, {ID: "subnet-b", Zone: "us-east-1b", AvailableIPs: 100}}
+	if c.zones != nil {
+		subnets = nil
+		for _, z := range c.zones {
+			subnets = append(subnets, cloud.Subnet{ID: "subnet-" + z, Zone: z, AvailableIPs: 100})
+		}
+	}
 	return cloud.Resolved{
-		Subnets:         []cloud.Subnet{{ID: "subnet-a", Zone: "us-east-1a", AvailableIPs: 100}, {ID: "subnet-b", Zone: "us-east-1b", AvailableIPs: 100}},
+		Subnets:         subnets,
 		SecurityGroups:  []awsv1.SecurityGroup{{ID: "sg-1", Name: "nodes"}},
 		AMIs:            amis,
 		InstanceProfile: "role",
@@ -85,6 +96,9 @@ func (c *fakeCloud) InstanceTypes(_ context.Context, nc *awsv1.EC2NodeClass) ([]
 	c.mu.Lock()
 	c.typeListings++
 	c.mu.Unlock()
+	if c.types != nil {
+		return c.types, nil
+	}
 	its := catalog.InstanceTypes(catalog.Options{NodeClass: nc})
 	if c.offer != nil {
 		its = c.offer(its)
@@ -151,15 +165,30 @@ func newTestProvisioner(t testing.TB, c *fake.Cache) *rig {
 // newTestProvisionerOn is newTestProvisioner on a given fake cloud.
 func newTestProvisionerOn(t testing.TB, c *fake.Cache, fc *fakeCloud) *rig {
 	t.Helper()
-	r := &rig{w: &fakeWriter{cache: c}, state: fsm.New(), cloud: fc}
+	r := newRigOn(t, c, fc)
+	r.cloud = fc
+	return r
+}
+
+// rigCloud is what the rig's loops ask the cloud: a *fakeCloud, or the
+// AWS provider on the simulated region.
+type rigCloud interface {
+	nodeclass.Cloud
+	Cloud
+}
+
+// newRigOn is newTestProvisioner on any cloud (rig.cloud stays nil).
+func newRigOn(t testing.TB, c *fake.Cache, cl rigCloud) *rig {
+	t.Helper()
+	r := &rig{w: &fakeWriter{cache: c}, state: fsm.New()}
 	r.raft = fsmtest.New(r.state)
 	catalog := view.NewCatalog()
 	r.classes = nodeclass.New(nodeclass.Config{Now: func() time.Time { return now }},
-		nodeclass.Deps{Cache: c, Kube: r.w, Cloud: r.cloud, Catalog: catalog, Recorder: record.NewFakeRecorder(100)})
+		nodeclass.Deps{Cache: c, Kube: r.w, Cloud: cl, Catalog: catalog, Recorder: record.NewFakeRecorder(100)})
 	r.classes.Reconcile(context.Background())
 	n := 0
 	r.views = &view.Builder{Cache: c, State: r.state, Classes: catalog}
-	r.deps = Deps{Cache: c, Kube: r.w, State: r.state, Raft: r.raft, Cloud: r.cloud,
+	r.deps = Deps{Cache: c, Kube: r.w, State: r.state, Raft: r.raft, Cloud: cl,
 		Views: r.views, Classes: catalog, Recorder: record.NewFakeRecorder(100)}
 	p, err := New(Config{Cluster: userdata.Cluster{Name: "test", Endpoint: "https://k8s.example", ServiceCIDR: "10.100.0.0/16"},
 		Now: func() time.Time { return now }, NewID: func() string {
@@ -203,10 +232,11 @@ func TestReconcileCommitsFrozenIntentsAndCreatesNodeClaims(t *testing.T) {
 	if len(spec.UserData) == 0 || !slices.Equal(spec.SecurityGroupIDs, []string{"sg-1"}) || spec.Subnets["us-east-1a"] != "subnet-a" || spec.InstanceProfile != "role" {
 		t.Fatalf("frozen spec incomplete: userdata %d bytes, sgs %v, subnets %v, profile %q", len(spec.UserData), spec.SecurityGroupIDs, spec.Subnets, spec.InstanceProfile)
 	}
+	capTypes := map[string]bool{}
 	for _, cand := range spec.Candidates {
-		if cand.CapacityType != karpv1.CapacityTypeSpot {
-			t.Fatalf("candidate %+v: spot is allowed and offered, so only spot is launched", cand)
-		}
+		// Both capacity types the pool allows: the launch filters them
+		// and picks one, as Karpenter's Create does.
+		capTypes[cand.CapacityType] = true
 		if cand.Zone == "us-east-1c" {
 			t.Fatalf("candidate %+v: no subnet in us-east-1c", cand)
 		}
@@ -214,14 +244,27 @@ func TestReconcileCommitsFrozenIntentsAndCreatesNodeClaims(t *testing.T) {
 			t.Fatalf("candidate %+v: want the amd64 image", cand)
 		}
 	}
+	if len(capTypes) != 2 || !capTypes[karpv1.CapacityTypeSpot] || !capTypes[karpv1.CapacityTypeOnDemand] || spec.MinValues {
+		t.Fatalf("candidates of capacity types %v, minValues %v; want spot and on-demand, no minValues", capTypes, spec.MinValues)
+	}
+	// The capacity type is the launch's: the claim allows both and is
+	// labelled once launched, as Karpenter's.
+	if _, labelled := nc.Labels[karpv1.LabelCapacityType]; labelled || !slices.ContainsFunc(nc.Spec.Requirements, func(r karpv1.NodeSelectorRequirementWithMinValues) bool {
+		return r.Key == karpv1.LabelCapacityType && slices.Equal(r.Values, []string{karpv1.CapacityTypeOnDemand, karpv1.CapacityTypeSpot})
+	}) {
+		t.Fatalf("nodeclaim labels %v, requirements %v: want capacity type In [on-demand spot], unlabelled", nc.Labels, nc.Spec.Requirements)
+	}
 	if !slices.Contains(nc.Finalizers, karpv1.TerminationFinalizer) || nc.Annotations[karpv1.AnnotationLaunchID] != in.ID ||
-		nc.Labels[karpv1.LabelNodePool] != "general" || nc.Labels["team"] != "a" || nc.Labels[karpv1.LabelCapacityType] != "spot" {
+		nc.Labels[karpv1.LabelNodePool] != "general" || nc.Labels["team"] != "a" {
 		t.Fatalf("nodeclaim metadata: finalizers %v annotations %v labels %v", nc.Finalizers, nc.Annotations, nc.Labels)
 	}
 	defaulted := class()
 	defaulted.SetDefaults()
 	if nc.Annotations[karpv1.AnnotationNodePoolHash] == "" || nc.Annotations[karpv1.AnnotationEC2NodeClassHash] != defaulted.Hash("") {
 		t.Fatalf("drift hashes missing: %v", nc.Annotations)
+	}
+	if nc.Annotations[karpv1.AnnotationInstanceProfile] != "role" { // as Karpenter records it, for instance profile garbage collection
+		t.Fatalf("instance profile annotation missing: %v", nc.Annotations)
 	}
 	var types []string
 	for _, r := range nc.Spec.Requirements {
@@ -316,20 +359,29 @@ func TestCandidates(t *testing.T) {
 		name    string
 		types   []string
 		reqs    requirements.Requirements
-		wantCap string
+		wantCap []string
 		zones   []string
-		noImage bool
+		exotic  []string
 	}{
-		{name: "spot preferred", types: []string{"m5.large", "c5.large"}, reqs: mustReqs(), wantCap: "spot", zones: []string{"us-east-1a", "us-east-1b"}},
+		// Spot and on-demand alike: the launch applies Karpenter's spot
+		// offering filter and picks the capacity type.
+		{name: "spot and on-demand", types: []string{"m5.large", "c5.large"}, reqs: mustReqs(), wantCap: []string{"on-demand", "spot"},
+			zones: []string{"us-east-1a", "us-east-1b"}},
 		{name: "on-demand only", types: []string{"m5.large"}, reqs: mustReqs(requirements.MustNew(karpv1.LabelCapacityType, "In", "on-demand")),
-			wantCap: "on-demand", zones: []string{"us-east-1a", "us-east-1b"}},
+			wantCap: []string{"on-demand"}, zones: []string{"us-east-1a", "us-east-1b"}},
+		{name: "spot only", types: []string{"m5.large"}, reqs: mustReqs(requirements.MustNew(karpv1.LabelCapacityType, "In", "spot")),
+			wantCap: []string{"spot"}, zones: []string{"us-east-1a", "us-east-1b"}},
 		{name: "zone narrowed", types: []string{"m5.large"}, reqs: mustReqs(requirements.MustNew(karpv1.LabelZone, "In", "us-east-1b")),
-			wantCap: "spot", zones: []string{"us-east-1b"}},
+			wantCap: []string{"on-demand", "spot"}, zones: []string{"us-east-1b"}},
 		{name: "zone without subnet", types: []string{"m5.large"}, reqs: mustReqs(requirements.MustNew(karpv1.LabelZone, "In", "us-east-1c"))},
+		// Karpenter's exotic instance filter runs at launch; the
+		// candidates say which types it takes out.
+		{name: "metal marked exotic", types: []string{"m5.large", "m5.metal"}, reqs: mustReqs(requirements.MustNew(karpv1.LabelCapacityType, "In", "on-demand")),
+			wantCap: []string{"on-demand"}, zones: []string{"us-east-1a", "us-east-1b"}, exotic: []string{"m5.metal"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := candidates(tc.types, cat, tc.reqs, r, subnets)
-			if tc.wantCap == "" {
+			if len(tc.wantCap) == 0 {
 				if len(got) != 0 {
 					t.Fatalf("got %+v, want none", got)
 				}
@@ -338,10 +390,11 @@ func TestCandidates(t *testing.T) {
 			if len(got) == 0 {
 				t.Fatal("no candidates")
 			}
-			zones := map[string]bool{}
+			zones, caps := map[string]bool{}, map[string]bool{}
 			for i, c := range got {
-				if c.CapacityType != tc.wantCap {
-					t.Fatalf("candidate %+v: want %s", c, tc.wantCap)
+				caps[c.CapacityType] = true
+				if c.Exotic != slices.Contains(tc.exotic, c.InstanceType) {
+					t.Fatalf("candidate %+v: exotic %v, want %v", c, c.Exotic, !c.Exotic)
 				}
 				if i > 0 && got[i-1].Price > c.Price {
 					t.Fatalf("candidates not cheapest first: %+v", got)
@@ -355,6 +408,9 @@ func TestCandidates(t *testing.T) {
 			}
 			if len(zones) != len(tc.zones) {
 				t.Fatalf("zones %v, want %v", zones, tc.zones)
+			}
+			if got := slices.Sorted(maps.Keys(caps)); !slices.Equal(got, tc.wantCap) {
+				t.Fatalf("capacity types %v, want %v", got, tc.wantCap)
 			}
 		})
 	}

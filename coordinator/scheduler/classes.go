@@ -25,6 +25,9 @@ type class struct {
 	memberOf []*group   // topology groups whose selector matches these pods
 	ports    []hostPort // host ports every pod of the class binds
 	moved    bool       // Input.Moved: kept off NoMovedPods nodes
+	// volRefs are the volumes its pods share with other pods (see
+	// sharedVolumes), nil when none does.
+	volRefs map[*corev1.Pod][]volRef
 }
 
 // hostPort is a port a pod binds on its node's network. Two pods conflict

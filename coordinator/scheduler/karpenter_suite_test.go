@@ -988,6 +988,14 @@ func TestKarpenterDaemonSets(t *testing.T) {
 		{name: "a DaemonSet on a PreferNoSchedule pool", pool: func(np *karpv1.NodePool) {
 			np.Spec.Template.Spec.Taints = []corev1.Taint{{Key: "test", Effect: corev1.TaintEffectPreferNoSchedule}}
 		}, ds: []*corev1.Pod{ds()}, counted: true},
+		// Karpenter: "should account for daemonset hostports"
+		{name: "a host port every node's DaemonSet binds", ds: []*corev1.Pod{ds(withPorts(8080))}, pod: []func(*corev1.Pod){withPorts(8080)},
+			check: func(c *kcluster, p *corev1.Pod) {
+				c.notScheduled(p)
+				if len(c.last.NodeClaims) != 0 {
+					c.t.Fatalf("%d claims for a pod no node can take", len(c.last.NodeClaims))
+				}
+			}},
 		{name: "host ports of a DaemonSet that would not run on the node", ds: []*corev1.Pod{
 			dsPod(withReq("4", "4Gi"), withNodeReqs(req(kSize, corev1.NodeSelectorOpIn, "large")), withPorts(8080)),
 			dsPod(withReq("2", "2Gi"), withNodeReqs(req(kSize, corev1.NodeSelectorOpIn, "small")), withPorts(8081)),

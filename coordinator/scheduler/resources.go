@@ -182,6 +182,19 @@ func (ri *resourceIndex) toList(v vec) corev1.ResourceList {
 	return out
 }
 
+// requestList is toList without the resources nothing requests: a
+// NodeClaim's requests name only what its pods and DaemonSets ask for, as
+// Karpenter's do (no "ephemeral-storage: 0" when none asks for any).
+func (ri *resourceIndex) requestList(v vec) corev1.ResourceList {
+	out := ri.toList(v)
+	for n, q := range out {
+		if q.IsZero() {
+			delete(out, n)
+		}
+	}
+	return out
+}
+
 // podRequests is what the pod needs on a node, as kube-scheduler counts it
 // (podresources.Requests: containers, sidecars and init containers,
 // pod-level resources, a resize in progress, overhead), plus one pod slot.

@@ -45,6 +45,9 @@ type solver struct {
 	// deferred are the pods placeAll could not place on its pass.
 	deferred []unplaced
 	plan     Plan
+
+	// shared are the volumes pods share, by pod key (sharedVolumes).
+	shared map[string][]volRef
 }
 
 // claim is an existing node or a NodeClaim being planned.
@@ -67,6 +70,9 @@ type claim struct {
 	// refUnit is the price per allocatable unit of each resource of the
 	// claim's first cheapest type (see upgradeOK).
 	refUnit [maxResources]float64
+
+	// vols are the shared volumes attached there (see sharedVolumes).
+	vols map[volRef]bool
 }
 
 // Solve computes a Plan. It is deterministic and does not modify in.
@@ -91,6 +97,7 @@ func newSolver(in *Input, pods []*corev1.Pod) *solver {
 	s := &solver{groups: map[string]*group{}, matchCache: map[string][]*typeInfo{}, fitCache: map[fitKey][]*typeInfo{}, domainCache: map[string]domainSet{},
 		vols: in.Volumes, namespaces: in.Namespaces, bestEffort: in.MinValuesPolicy == MinValuesBestEffort}
 	s.ri = newResourceIndex([][]*corev1.Pod{in.Pods, in.DaemonSetPods}, volumeRequests(in.Volumes))
+	s.shared = sharedVolumes(in.Volumes, s.ri)
 	s.existing = in.Nodes
 	s.buildPools(in)
 	s.reservations = newReservations(s.pools)
@@ -155,6 +162,11 @@ func (s *solver) buildExisting(in *Input) {
 		cl.free = s.ri.nodeVec(n.Allocatable)
 		for _, p := range n.Pods {
 			r, _ := s.ri.podRequests(p)
+			if len(s.shared) > 0 {
+				refs := s.shared[podName(p)]
+				r = lessAttached(r, cl, refs)
+				attach(cl, refs)
+			}
 			cl.used = cl.used.add(r)
 			cl.ports = append(cl.ports, hostPorts(p)...)
 		}
@@ -203,6 +215,9 @@ func (s *solver) buildClasses(pods []*corev1.Pod, moved map[string]bool) {
 			s.classes = append(s.classes, c)
 		}
 		c.pods = append(c.pods, p)
+	}
+	for _, c := range s.classes {
+		c.volRefs = s.volumeRefs(c.pods)
 	}
 	// pods whose required hostname anti-affinity forces a node each go
 	// first, then those whose hostname spread caps them per node: the nodes
@@ -504,7 +519,7 @@ type verdict struct {
 func (s *solver) placeOnClaim(v *variant, p *corev1.Pod, rules []domainRule, jump *skipList, noUpgrade bool) bool {
 	for i := jump.next(0, len(s.claims)); i < len(s.claims); i = jump.next(i+1, len(s.claims)) {
 		cl := s.claims[i]
-		vd := s.check(cl, v, rules, noUpgrade)
+		vd := s.check(cl, v, p, rules, noUpgrade)
 		if vd.ok {
 			s.commit(cl, v, p, vd)
 			return true
@@ -557,7 +572,10 @@ func (s *solver) tryPlace(v *variant, p *corev1.Pod) string {
 		}
 		pl.seq++
 		cl.name = pl.name + "-" + strconv.Itoa(pl.seq)
-		vd := s.check(cl, v, rules, false)
+		vd := s.check(cl, v, p, rules, false)
+		if !vd.ok && vd.minValues && s.bestEffort && !s.relaxMin {
+			vd = s.checkRelaxed(cl, v, p, rules)
+		}
 		if !vd.ok {
 			pl.seq--
 			if vd.minValues {
@@ -583,13 +601,23 @@ func (s *solver) tryPlace(v *variant, p *corev1.Pod) string {
 	return strings.Join(reasons, "; ")
 }
 
-// check decides whether cl can take a pod of v. noUpgrade restricts to
+// checkRelaxed is check of a new claim with its pool's minValues relaxed:
+// under BestEffort a pool's minValues give way before a lighter pool is
+// tried (Karpenter's addToNewNodeClaim relaxes them per NodeClaim template,
+// in weight order).
+func (s *solver) checkRelaxed(cl *claim, v *variant, p *corev1.Pod, rules []domainRule) verdict {
+	s.relaxMin = true
+	defer func() { s.relaxMin = false }()
+	return s.check(cl, v, p, rules, false)
+}
+
+// check decides whether cl can take p, a pod of v. noUpgrade restricts to
 // claims whose current cheapest candidate still fits.
-func (s *solver) check(cl *claim, v *variant, rules []domainRule, noUpgrade bool) verdict {
+func (s *solver) check(cl *claim, v *variant, p *corev1.Pod, rules []domainRule, noUpgrade bool) verdict {
 	if !portsFree(cl.ports, v.c.ports) {
 		return verdict{monotone: true} // ports only get taken
 	}
-	used := cl.used.add(v.c.req)
+	used := cl.used.add(s.reqOn(cl, v.c, p))
 	if cl.node != nil {
 		return s.checkExisting(cl, v, rules, used, noUpgrade)
 	}
@@ -602,9 +630,11 @@ func (s *solver) check(cl *claim, v *variant, rules []domainRule, noUpgrade bool
 		return verdict{monotone: !s.hasHostAffinity(v)}
 	}
 	reqs, dirty := cl.reqs, false
-	// resources first: pinning a domain only narrows the candidates
+	// resources first: pinning a domain only narrows the candidates; a
+	// claim too full for one pod of a class sharing volumes may still
+	// take another whose volumes it has
 	if !s.anyType(cl, cp, reqs, false, used, noUpgrade) {
-		return verdict{monotone: true}
+		return verdict{monotone: v.c.volRefs == nil}
 	}
 	if !cp.trivial && !slices.Contains(cl.merged, cp) && cl.types != nil {
 		if err := reqs.Compatible(cp.reqs); err != nil {
@@ -829,8 +859,11 @@ func (s *solver) checkExisting(cl *claim, v *variant, rules []domainRule, used v
 		ok = tol && v.reqs.Matches(n.Labels)
 		v.nodeOK[cl.nodeIdx] = ok
 	}
-	if !ok || !used.fits(cl.free) || (n.NoMovedPods && v.c.moved) {
+	if !ok || (n.NoMovedPods && v.c.moved) {
 		return verdict{monotone: true}
+	}
+	if !used.fits(cl.free) {
+		return verdict{monotone: v.c.volRefs == nil}
 	}
 	if !s.hostnameOK(n.Name, v) {
 		return verdict{monotone: !s.hasHostAffinity(v)}
@@ -849,7 +882,10 @@ func (s *solver) checkExisting(cl *claim, v *variant, rules []domainRule, used v
 
 // commit records the placement.
 func (s *solver) commit(cl *claim, v *variant, p *corev1.Pod, vd verdict) {
-	cl.used = cl.used.add(v.c.req)
+	cl.used = cl.used.add(s.reqOn(cl, v.c, p))
+	if v.c.volRefs != nil {
+		attach(cl, v.c.volRefs[p])
+	}
 	cl.relaxed = cl.relaxed || vd.relaxed
 	cl.ports = append(cl.ports, v.c.ports...)
 	name := podName(p)
@@ -1013,9 +1049,9 @@ func (s *solver) finish() {
 			o, _ := cheapestOffering(t.it, cl.reqs)
 			nc.InstanceType, nc.Zone, nc.CapacityType, nc.Price = t.it.Name, o.Zone, o.CapacityType, o.Price
 			nc.Allocatable = s.ri.toList(t.alloc.add(t.daemon))
-			nc.Requests = s.ri.toList(cl.used.add(t.daemon))
+			nc.Requests = s.ri.requestList(cl.used.add(t.daemon))
 		} else {
-			nc.Requests = s.ri.toList(cl.used)
+			nc.Requests = s.ri.requestList(cl.used)
 		}
 		reqs := cl.reqs
 		if len(nc.InstanceTypes) > 0 {

@@ -68,8 +68,9 @@ type Input struct {
 	// Namespaces are namespace labels by name, for namespaceSelectors.
 	Namespaces map[string]map[string]string
 	// MinValuesPolicy is Strict (the default: a claim that cannot keep a
-	// pool's minValues does not take the pod) or BestEffort (when nothing
-	// can, minValues is relaxed and the claim says so).
+	// pool's minValues does not take the pod) or BestEffort (a new claim of
+	// a pool that cannot keep them relaxes them, before a lighter pool is
+	// tried, and says so).
 	MinValuesPolicy MinValuesPolicy
 	// Moved are the pods (namespace/name) a consolidation moves off their
 	// nodes: they are not placed on a node with NoMovedPods.
@@ -96,6 +97,12 @@ type PodVolumes struct {
 	Requirements []corev1.NodeSelectorRequirement
 	// Attachments counts, per CSI driver, the volumes it attaches.
 	Attachments map[string]int64
+	// Volumes name, per CSI driver, the volumes Attachments counts (a
+	// claim's namespace/name, an inline EBS volume's ID). A volume that
+	// several pods on one node use is attached there once, so it counts
+	// once per node, as kube-scheduler and Karpenter's VolumeUsage count
+	// it; volumes left unnamed count once per pod.
+	Volumes map[string][]string
 	// Err says why the pod cannot be scheduled yet (a missing claim, an
 	// unbound claim without a StorageClass); empty when it can.
 	Err string

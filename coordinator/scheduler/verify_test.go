@@ -194,6 +194,9 @@ func verifyPlan(in *Input, plan *Plan) error {
 		}
 		ports[pl.node] = append(ports[pl.node], hp...)
 	}
+	if err := attachmentsOK(in, plan, all); err != nil {
+		return err
+	}
 	// per-pod constraints
 	cnt := &counter{all: all, memo: map[string]map[string]int{}, namespaces: in.Namespaces}
 	domainMemo := map[string][]string{}
@@ -546,4 +549,54 @@ func termNamespaces(nsLabels map[string]map[string]string, p *corev1.Pod, t core
 	}
 	slices.Sort(ns)
 	return strings.Join(ns, ",")
+}
+
+// attachmentsOK: on every node the volumes of its pods stay within its
+// attach limit per CSI driver (its CSINode's count; a new node's type's
+// EBS limit), a volume several pods there use counted once.
+func attachmentsOK(in *Input, plan *Plan, all []placed) error {
+	if len(in.Volumes) == 0 {
+		return nil
+	}
+	type named struct{ node, driver, name string }
+	seen := map[named]bool{}
+	count := map[[2]string]int64{} // node, driver
+	for _, pl := range all {
+		v := in.Volumes[podName(pl.pod)]
+		for driver, n := range v.Attachments {
+			unnamed := n - int64(len(v.Volumes[driver]))
+			for _, name := range v.Volumes[driver] {
+				if k := (named{pl.node, driver, name}); !seen[k] {
+					seen[k] = true
+					count[[2]string{pl.node, driver}]++
+				}
+			}
+			count[[2]string{pl.node, driver}] += unnamed
+		}
+	}
+	limit := map[string]func(driver string) int64{}
+	for _, n := range in.Nodes {
+		limit[n.Name] = func(driver string) int64 {
+			if q, ok := n.Allocatable[AttachResource(driver)]; ok {
+				return q.Value()
+			}
+			return unlimited
+		}
+	}
+	types := map[string]*catalog.InstanceType{}
+	for _, its := range in.InstanceTypes {
+		for _, it := range its {
+			types[it.Name] = it
+		}
+	}
+	for _, nc := range plan.NodeClaims {
+		it := types[nc.InstanceType]
+		limit[nc.Name] = func(driver string) int64 { return attachLimit(it, driver) }
+	}
+	for k, n := range count {
+		if l := limit[k[0]]; l != nil && n > l(k[1]) {
+			return fmt.Errorf("node %s: %d volumes of %s attached, limit %d", k[0], n, k[1], l(k[1]))
+		}
+	}
+	return nil
 }

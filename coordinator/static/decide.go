@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 	"github.com/joiner-dev/joiner/coordinator/disruption"
 	"github.com/joiner-dev/joiner/internal/podutil"
@@ -19,7 +20,8 @@ import (
 type Input struct {
 	Now time.Time
 	// NodePools are the static pools (spec.replicas set), defaulted; pools
-	// without replicas or being deleted are ignored.
+	// without replicas, being deleted, or whose nodeClassRef names another
+	// provider's class (Karpenter's IsManaged) are ignored.
 	NodePools []*karpv1.NodePool
 	// Ready names the pools that may launch now (valid, their class ready:
 	// Karpenter's NodePool Ready condition). Scale-down needs no readiness.
@@ -68,7 +70,7 @@ func Decide(in *Input) *Result {
 	sort.SliceStable(pools, func(i, j int) bool { return pools[i].Name < pools[j].Name })
 	res := &Result{}
 	for _, np := range pools {
-		if np.Spec.Replicas == nil || np.DeletionTimestamp != nil {
+		if np.Spec.Replicas == nil || np.DeletionTimestamp != nil || !awsv1.Manages(np.Spec.Template.Spec.NodeClassRef) {
 			continue
 		}
 		replicas := *np.Spec.Replicas

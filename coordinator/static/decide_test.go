@@ -12,13 +12,22 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/test/fixture"
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
+// pool is a static pool of the EC2NodeClass "default".
 func pool(name string, replicas int64) *karpv1.NodePool {
 	p := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	p.Spec.Replicas = &replicas
+	p.Spec.Template.Spec.NodeClassRef = fixture.NodeClassRef()
+	return p
+}
+
+// unmanaged points p at another Karpenter provider's node class.
+func unmanaged(p *karpv1.NodePool) *karpv1.NodePool {
+	p.Spec.Template.Spec.NodeClassRef = &karpv1.NodeClassReference{Group: "test.group", Kind: "UnmanagedNodeClass", Name: "default"}
 	return p
 }
 
@@ -54,14 +63,25 @@ func TestDecideScaleUp(t *testing.T) {
 		want   int    // NodeClaims to launch
 		note   string // why not, when want is 0
 	}{
+		// Karpenter: "should create nodeclaims when current node count is less than desired replicas".
 		{name: "no nodeclaims yet", pool: pool("s", 3), ready: true, want: 3},
+		// "should create additional nodeclaims to reach desired replicas".
 		{name: "more to reach the replicas", pool: pool("s", 5), ready: true, claims: claims("s", "a", 2, Active), want: 3},
 		{name: "as many as replicas", pool: pool("s", 3), ready: true, claims: claims("s", "a", 3, Active)},
+		// "should return early if current node count exceeds desired replicas".
 		{name: "more than replicas", pool: pool("s", 2), ready: true, claims: claims("s", "a", 3, Active)},
+		// "should handle zero replicas".
 		{name: "zero replicas", pool: pool("s", 0), ready: true},
+		// "should handle large replica counts".
 		{name: "large replica count", pool: pool("s", 1000), ready: true, claims: claims("s", "a", 10, Active), want: 990},
+		// "should return early if nodepool root condition is not true".
 		{name: "pool not ready (invalid, or its class not ready)", pool: pool("s", 3)},
+		// "should return early if nodepool is being deleted".
 		{name: "pool being deleted", pool: deleting, ready: true},
+		// "should return early if nodepool replicas is nil".
+		{name: "no replicas field", pool: &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "s"}}, ready: true},
+		// "should return early if nodepool is not managed by cloud provider".
+		{name: "another provider's node class", pool: unmanaged(pool("s", 3)), ready: true},
 		{name: "not launched yet counts", pool: pool("s", 3), ready: true, claims: cat(claims("s", "a", 1, Active),
 			[]Claim{{Name: "s-new", Pool: "s", State: Active}}), want: 1},
 		{name: "deleting ones do not count", pool: pool("s", 3), ready: true, claims: cat(claims("s", "a", 2, Active), claims("s", "d", 1, Deleting)), want: 1},
@@ -72,6 +92,12 @@ func TestDecideScaleUp(t *testing.T) {
 		{name: "other pools' claims do not count", pool: pool("s", 2), ready: true, claims: claims("other", "a", 5, Active), want: 2},
 		{name: "limits.nodes reached", pool: withLimit(pool("s", 5), 3), ready: true, claims: claims("s", "a", 3, Active),
 			note: "nodepool node limit reached: 3 of 5 replicas, limits.nodes 3 counts 3 nodeclaim(s) (0 deleting)"},
+		// "should not create additional nodeclaims when node limits are reached".
+		{name: "limits.nodes below the replicas, reached", pool: withLimit(pool("s", 3), 1), ready: true, claims: claims("s", "a", 1, Active),
+			note: "nodepool node limit reached: 1 of 3 replicas, limits.nodes 1 counts 1 nodeclaim(s) (0 deleting)"},
+		// "should reserve nodepool nodecount during provisioning and release after" (the second pass: replicas 15, limit 10).
+		{name: "limits.nodes below the replicas: up to the limit", pool: withLimit(pool("s", 15), 10), ready: true,
+			claims: claims("s", "a", 3, Active), want: 7},
 		{name: "limits.nodes counts deleting nodeclaims", pool: withLimit(pool("s", 5), 4), ready: true,
 			claims: cat(claims("s", "a", 2, Active), claims("s", "d", 1, Deleting)), want: 1},
 		{name: "limits.nodes counts pending disruption", pool: withLimit(pool("s", 5), 4), ready: true,
@@ -150,17 +176,30 @@ func TestDecideScaleDown(t *testing.T) {
 		claims []Claim
 		want   []string // deleted, in order
 	}{
+		// Karpenter: "should return early if current node count is less than or equal to desired replicas".
 		{name: "as many as replicas", pool: pool("s", 3), claims: claims("s", "a", 3, Active)},
 		{name: "fewer than replicas", pool: pool("s", 5), claims: claims("s", "a", 3, Active)},
+		// "should return early if nodepool replicas is nil".
 		{name: "no replicas field", pool: &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "s"}}, claims: claims("s", "a", 3, Active)},
+		// "should return early if nodepool is being deleted".
 		{name: "pool being deleted", pool: deletingPool, claims: claims("s", "a", 3, Active)},
+		// "should return early if nodepool is not managed by cloud provider" (over its replicas here, so
+		// that leaving it alone is the pool's kind and not its count).
+		{name: "another provider's node class", pool: unmanaged(pool("s", 1)), claims: claims("s", "a", 2, Active)},
+		// "should only consider running nodeclaims and not deleting nodeclaims".
 		{name: "only active ones count, not deleting ones", pool: pool("s", 2), claims: cat(claims("s", "a", 2, Active), claims("s", "d", 2, Deleting))},
+		{name: "marked for deletion by disruption: not counted", pool: pool("s", 1), claims: cat(claims("s", "a", 1, Active), claims("s", "d", 3, Deleting))},
 		{name: "pending disruption does not count", pool: pool("s", 2), claims: cat(claims("s", "a", 2, Active), claims("s", "p", 1, PendingDisruption))},
+		// "should terminate excess nodeclaims when current count exceeds desired replicas".
 		{name: "excess deleted", pool: pool("s", 3), claims: claims("s", "a", 5, Active), want: []string{"s-a0", "s-a1"}},
+		{name: "four to two", pool: pool("s", 2), claims: claims("s", "a", 4, Active), want: []string{"s-a0", "s-a1"}},
+		// "should handle zero replicas by terminating all nodeclaims".
 		{name: "zero replicas: all of them", pool: pool("s", 0), claims: cat(claims("s", "a", 3, Active), claims("s", "d", 1, Deleting)),
 			want: []string{"s-a0", "s-a1", "s-a2"}},
+		// "should handle no active nodeclaims gracefully".
 		{name: "no nodeclaims", pool: pool("s", 0)},
-		{name: "not launched first", pool: pool("s", 3), claims: cat(claims("s", "a", 3, Active), []Claim{unresolved("s-u0"), unresolved("s-u1")}),
+		// "should prioritize nodeclaims that have unresolved providerID".
+		{name: "not launched first", pool: pool("s", 2), claims: cat(claims("s", "a", 2, Active), []Claim{unresolved("s-u0"), unresolved("s-u1")}),
 			want: []string{"s-u0", "s-u1"}},
 		{name: "not launched, then the rest", pool: pool("s", 1), claims: cat(claims("s", "a", 2, Active), []Claim{unresolved("s-u0")}),
 			want: []string{"s-u0", "s-a0"}},
@@ -180,7 +219,8 @@ func TestDecideScaleDown(t *testing.T) {
 	}
 }
 
-// Karpenter's "scales down in disruption cost order" table: two nodes each
+// Karpenter's "scales down in disruption cost order" table (Describe
+// "disruption cost ordering"): two nodes each
 // of low (one pod), high (two pods), dnd (a do-not-disrupt pod) and ds (a
 // DaemonSet pod only); DaemonSet-only nodes go first, then by rescheduling
 // cost, do-not-disrupt last.
@@ -258,6 +298,12 @@ func TestScaleDownCandidates(t *testing.T) {
 		want   []string
 	}{
 		{"empty and DaemonSet-only nodes first", []Claim{c("busy", pods("a")...), c("bare"), c("ds", dsPod("x"))}, 2, []string{"bare", "ds"}},
+		// Karpenter: "should prioritize empty nodes (with only daemonset pods) for termination".
+		{"DaemonSet-only nodes before nodes with a pod", []Claim{c("n0", dsPod("d0")), c("n1", pods("p1")...), c("n2", dsPod("d2")), c("n3", pods("p3")...)},
+			2, []string{"n0", "n2"}},
+		// "should terminate non-empty nodes when empty nodes are insufficient".
+		{"busy nodes once the empty ones are not enough", []Claim{c("n0", pods("p0")...), c("n1"), c("n2", pods("p2")...), c("n3")},
+			3, []string{"n1", "n3", "n0"}},
 		{"a DaemonSet pod under do-not-disrupt is not empty", []Claim{c("ds-dnd", dsPod("x"), dndPod("y", "true")), c("busy", pods("a")...)}, 1, []string{"busy"}},
 		{"eviction cost: priority weighs", []Claim{c("prio", important), c("two", pods("a", "b")...), c("one", pods("c")...)}, 2, []string{"one", "two"}},
 		{"lifetime left scales the cost", []Claim{c("young", pods("y1", "y2")...), old}, 1, []string{"old"}},

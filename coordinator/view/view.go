@@ -8,11 +8,14 @@ package view
 import (
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	awsv1 "github.com/joiner-dev/joiner/api/aws/v1"
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
@@ -80,12 +83,18 @@ type View struct {
 	Resolved map[string]cloud.Resolved
 	// InstanceTypes by class name.
 	InstanceTypes map[string][]*catalog.InstanceType
-	// DaemonSetPods: one pod per DaemonSet (its template).
+	// DaemonSetPods: one pod per DaemonSet, named after it: its newest
+	// pod (admission may have changed its requests) with the template's
+	// required node affinity, else the pod its template makes.
 	DaemonSetPods []*corev1.Pod
 	// Nodes are the schedulable existing nodes and the in-flight NodeClaims
-	// (InFlight), each with the pods bound or nominated there. Nodes being
-	// disrupted (NodeClaim deleting, karpenter.sh/disrupted taint,
-	// cordoned, deleting) give no capacity and are left out.
+	// (InFlight: live launch intents without a Node, and launched NodeClaims
+	// raft did not launch, Karpenter's, without a Node yet), each with the
+	// pods bound or nominated there. Nodes and NodeClaims being disrupted
+	// (NodeClaim deleting, karpenter.sh/disrupted taint, cordoned,
+	// deleting) give no capacity and are left out. A managed node that is
+	// not initialized yet is planned with its NodeClaim's capacity for the
+	// resources it does not report yet (Karpenter's StateNode).
 	Nodes []*scheduler.Node
 	// AllNodes are every Node object, disrupted ones included
 	// (disruption's view).
@@ -116,7 +125,9 @@ type View struct {
 	Nominated map[string]string
 	// Nominations are raft's nominations (pod key -> live intent ID) that
 	// still say where a pod goes: of unbound pods, and of pods on a node
-	// being disrupted made since it began to go away (holdingNominations).
+	// being disrupted made since it began to go away (holdingNominations),
+	// to intents that still give capacity (not withdrawn: their NodeClaim
+	// deleting, their node disrupted, their termination decided).
 	// Nominated is the part of them that holds capacity for a pod now.
 	Nominations map[string]string
 	// PendingByKey indexes Pending by pod key.
@@ -174,7 +185,6 @@ func (b *Builder) Build(now time.Time) *View {
 		v.NodeClassHashes[name] = c.Hash
 	}
 	b.loadPools(v)
-	v.DaemonSetPods = daemonSetPods(b.Cache.DaemonSets())
 
 	// Raft state: intents, instances by ID, terminations.
 	intents := map[string]fsm.LaunchIntent{}
@@ -206,8 +216,12 @@ func (b *Builder) Build(now time.Time) *View {
 
 	pods := b.Cache.Pods()
 	podByKey := make(map[string]*corev1.Pod, len(pods))
+	newestDaemon := map[daemonKey]*corev1.Pod{}
 	for _, pod := range pods {
 		podByKey[Key(pod)] = pod
+		if k, ok := daemonOwner(pod); ok && newer(pod, newestDaemon[k]) {
+			newestDaemon[k] = pod
+		}
 		if !podutil.Terminal(pod) && hasVolumeNeeds(pod) {
 			v.Volumes[Key(pod)] = podVolumes(pod, b.Cache)
 		}
@@ -215,6 +229,8 @@ func (b *Builder) Build(now time.Time) *View {
 			v.PodsByNode[pod.Spec.NodeName] = append(v.PodsByNode[pod.Spec.NodeName], pod)
 		}
 	}
+
+	v.DaemonSetPods = daemonSetPods(b.Cache.DaemonSets(), newestDaemon)
 
 	// Existing nodes.
 	registered := map[string]string{}     // intent ID -> node name
@@ -236,13 +252,21 @@ func (b *Builder) Build(now time.Time) *View {
 				registered[inst.IntentID] = node.Name
 			}
 		}
-		if disrupting(node, nc) || (haveInst && terminating[id]) {
+		// A pending termination counts for the nodes raft launched and
+		// for the adopted ones it records terminations of alike.
+		if disrupting(node, nc) || terminating[id] {
 			v.Disrupting[node.Name] = true
 			disruptedAt[node.Name] = disruptedSince(node, nc, terminatingSince[id])
 		}
 	}
 	nominated := holdingNominations(b.State.NominatedPods(), intents, podByKey, disruptedAt)
-	v.Nominations = nominated
+	withdrawn := b.withdrawnIntents(intents, registered, v.Disrupting, terminating)
+	v.Nominations = make(map[string]string, len(nominated))
+	for key, id := range nominated {
+		if _, gone := withdrawn[id]; !gone {
+			v.Nominations[key] = id
+		}
+	}
 	// A plan holds in any bind order across all of its nodes, not on each
 	// one: kube-scheduler may bind a pod planned for a node still booting
 	// onto the first node that registers, and the pod planned there then
@@ -252,7 +276,8 @@ func (b *Builder) Build(now time.Time) *View {
 	// once all of them registered (or its nomination expires).
 	inFlightPlans := map[time.Time]bool{}
 	for id, in := range intents {
-		if _, ok := registered[id]; !ok && !(in.InstanceID != "" && terminating[in.InstanceID]) {
+		_, ok := registered[id]
+		if _, gone := withdrawn[id]; !ok && !gone {
 			inFlightPlans[in.CreatedAt] = true
 		}
 	}
@@ -261,8 +286,9 @@ func (b *Builder) Build(now time.Time) *View {
 		if v.Disrupting[node.Name] || node.Spec.Unschedulable {
 			continue
 		}
+		capacity, allocatable := nodeResources(node, v.NodeClaims[node.Name])
 		sn := &scheduler.Node{Name: node.Name, Labels: node.Labels, Taints: schedulingTaints(node, v.NodeClaims[node.Name], v.managed(node.Name)),
-			Capacity: node.Status.Capacity, Allocatable: attachAllocatable(node.Status.Allocatable, b.Cache.CSINode(node.Name)),
+			Capacity: capacity, Allocatable: attachAllocatable(allocatable, b.Cache.CSINode(node.Name)),
 			Pods: v.PodsByNode[node.Name]}
 		if inst, ok := v.Instances[node.Name]; ok {
 			if in, ok := intents[inst.IntentID]; ok {
@@ -280,7 +306,7 @@ func (b *Builder) Build(now time.Time) *View {
 						waiting = append(waiting, unbound(pod))
 					}
 				}
-				fit, gone := scheduler.FitNominated(node.Status.Allocatable, sn.Pods, waiting)
+				fit, gone := scheduler.FitNominated(allocatable, sn.Pods, waiting)
 				sn.Pods = append(slices.Clip(sn.Pods), fit...)
 				for _, pod := range gone {
 					if inFlightPlans[in.CreatedAt] {
@@ -300,7 +326,7 @@ func (b *Builder) Build(now time.Time) *View {
 		if _, ok := registered[id]; ok {
 			continue
 		}
-		if in.InstanceID != "" && terminating[in.InstanceID] {
+		if _, gone := withdrawn[id]; gone {
 			continue
 		}
 		sn := b.inFlightNode(v, in, instByID)
@@ -314,6 +340,7 @@ func (b *Builder) Build(now time.Time) *View {
 		}
 		v.Nodes = append(v.Nodes, sn)
 	}
+	v.Nodes = append(v.Nodes, b.adoptedInFlight(v, intents, instByID)...)
 
 	// Pending pods: unschedulable ones not held by fresh nominations, then
 	// the reschedulable pods of disrupted nodes.
@@ -323,12 +350,16 @@ func (b *Builder) Build(now time.Time) *View {
 			continue
 		}
 		if id, ok := nominated[key]; ok {
-			if !stale[key] && nominationHolds(intents[id], instByID, now, grace) {
+			why, gone := withdrawn[id]
+			if !stale[key] && !gone && nominationHolds(intents[id], instByID, now, grace) {
 				v.Nominated[key] = id
 				continue
 			}
 			if _, said := v.Released[key]; !said {
-				v.Released[key] = "its nomination to launch " + id + " expired"
+				if !gone {
+					why = "its nomination to launch " + id + " expired"
+				}
+				v.Released[key] = why
 			}
 		}
 		v.Pending = append(v.Pending, pod)
@@ -346,9 +377,12 @@ func (b *Builder) Build(now time.Time) *View {
 				continue
 			}
 			if id, ok := nominated[key]; ok && !stale[key] {
-				if _, live := intents[id]; live {
+				_, live := intents[id]
+				if why, gone := withdrawn[id]; live && !gone {
 					v.Nominated[key] = id
 					continue
+				} else if gone {
+					v.Released[key] = why
 				}
 			}
 			v.Pending = append(v.Pending, unbound(pod))
@@ -475,28 +509,181 @@ func OfferingPrice(types []*catalog.InstanceType, labels map[string]string) (flo
 	return 0, false
 }
 
-// daemonSetPods turns each DaemonSet into the pod its template makes.
-func daemonSetPods(sets []*appsv1.DaemonSet) []*corev1.Pod {
+// daemonKey names a DaemonSet: namespace, name and UID (a pod's controller
+// reference names all three).
+type daemonKey struct {
+	namespace, name string
+	uid             types.UID
+}
+
+// daemonOwner is the DaemonSet controlling a pod, if one does.
+func daemonOwner(p *corev1.Pod) (daemonKey, bool) {
+	ref := metav1.GetControllerOfNoCopy(p)
+	if ref == nil || ref.Kind != "DaemonSet" || !strings.HasPrefix(ref.APIVersion, "apps/") {
+		return daemonKey{}, false
+	}
+	return daemonKey{p.Namespace, ref.Name, ref.UID}, true
+}
+
+// newer reports whether pod a was created after b (nil b: yes); the same
+// second goes to the later name, so the choice does not depend on the
+// cache's order.
+func newer(a, b *corev1.Pod) bool {
+	if b == nil {
+		return true
+	}
+	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+		return b.CreationTimestamp.Before(&a.CreationTimestamp)
+	}
+	return a.Name > b.Name
+}
+
+// daemonSetPods is one pod per DaemonSet, named after it, for the overhead
+// of a new node: the DaemonSet's newest pod (newest: by its controller,
+// namespace/name/UID) when it has one, so requests a LimitRange or a
+// mutating webhook set at admission count, else the pod its template
+// makes (Karpenter's cluster state DaemonSet cache and getDaemonSetPods).
+// A live pod is unbound and gets the template's required node affinity
+// back: the DaemonSet controller replaced it by a match on its node's
+// name.
+func daemonSetPods(sets []*appsv1.DaemonSet, newest map[daemonKey]*corev1.Pod) []*corev1.Pod {
 	var out []*corev1.Pod
 	for _, d := range sets {
-		p := &corev1.Pod{ObjectMeta: *d.Spec.Template.ObjectMeta.DeepCopy(), Spec: *d.Spec.Template.Spec.DeepCopy()}
+		var p *corev1.Pod
+		if live := newest[daemonKey{d.Namespace, d.Name, d.UID}]; live != nil {
+			p = live.DeepCopy()
+			p.Spec.NodeName = ""
+			var required *corev1.NodeSelector
+			if a := d.Spec.Template.Spec.Affinity; a != nil && a.NodeAffinity != nil {
+				required = a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.DeepCopy()
+			}
+			switch {
+			case p.Spec.Affinity != nil && p.Spec.Affinity.NodeAffinity != nil:
+				p.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution = required
+			case required != nil:
+				if p.Spec.Affinity == nil {
+					p.Spec.Affinity = &corev1.Affinity{}
+				}
+				p.Spec.Affinity.NodeAffinity = &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: required}
+			}
+		} else {
+			p = &corev1.Pod{ObjectMeta: *d.Spec.Template.ObjectMeta.DeepCopy(), Spec: *d.Spec.Template.Spec.DeepCopy()}
+		}
 		p.Name, p.Namespace = d.Name, d.Namespace
 		out = append(out, p)
 	}
 	return out
 }
 
-// schedulingTaints are the taints the scheduler plans with: a node Joiner
-// manages that is not initialized yet (no karpenter.sh/initialized label)
-// loses its ephemeral taints and its NodeClaim's startup taints, which are
-// about to go (Karpenter's StateNode.Taints). Otherwise a node that has just
-// registered looks unusable, and the pods kube-scheduler is about to bind
-// there get a node of their own.
-func schedulingTaints(node *corev1.Node, nc *karpv1.NodeClaim, managed bool) []corev1.Taint {
-	if !managed || node.Labels[karpv1.LabelInitialized] == "true" || len(node.Spec.Taints) == 0 {
-		return node.Spec.Taints
+// nodeResources are a node's capacity and allocatable as the scheduler
+// plans with them. A node with a NodeClaim that is not initialized yet
+// takes its NodeClaim's quantity of each resource it reports none of (an
+// extended resource whose device plugin has not started, say), as
+// Karpenter's StateNode.Capacity and Allocatable: otherwise the pods
+// planned for it look as if they no longer fit and get a node of their
+// own. The cached lists are not modified.
+func nodeResources(node *corev1.Node, nc *karpv1.NodeClaim) (capacity, allocatable corev1.ResourceList) {
+	capacity, allocatable = node.Status.Capacity, node.Status.Allocatable
+	if nc == nil || node.Labels[karpv1.LabelInitialized] == "true" {
+		return capacity, allocatable
 	}
-	return slices.DeleteFunc(slices.Clone(node.Spec.Taints), func(t corev1.Taint) bool {
+	return fillZero(capacity, nc.Status.Capacity), fillZero(allocatable, nc.Status.Allocatable)
+}
+
+// fillZero is have with want's quantity for each resource have has none
+// of (a copy when anything is added).
+func fillZero(have, want corev1.ResourceList) corev1.ResourceList {
+	out, copied := have, false
+	for name, q := range want {
+		if cur, ok := have[name]; q.IsZero() || ok && !cur.IsZero() {
+			continue
+		}
+		if !copied {
+			out, copied = make(corev1.ResourceList, len(have)+1), true
+			maps.Copy(out, have)
+		}
+		out[name] = q
+	}
+	return out
+}
+
+// withdrawnIntents are the live intents that no longer give capacity nor
+// hold the pods nominated to them, with why: their NodeClaim is being
+// deleted, their registered node is being disrupted, or their instance's
+// termination is decided. Karpenter marks such a NodeClaim for deletion
+// and schedules its pods elsewhere at once.
+func (b *Builder) withdrawnIntents(intents map[string]fsm.LaunchIntent, registered map[string]string, disrupting map[string]bool,
+	terminating map[string]bool) map[string]string {
+	out := map[string]string{}
+	for id, in := range intents {
+		switch node, ok := registered[id]; {
+		case ok && disrupting[node]:
+			out[id] = "node " + node + " is being disrupted"
+		case in.InstanceID != "" && terminating[in.InstanceID]:
+			out[id] = "the termination of instance " + in.InstanceID + " is decided"
+		default:
+			if nc := b.Cache.NodeClaim(in.Spec.NodeClaim); nc != nil && nc.DeletionTimestamp != nil {
+				out[id] = "nodeclaim " + nc.Name + " is being deleted"
+			}
+		}
+	}
+	return out
+}
+
+// adoptedInFlight are the launched NodeClaims raft did not launch
+// (Karpenter's, adopted) whose Node has not registered yet: in-flight
+// capacity from their status, labels and taints, as Karpenter's cluster
+// state counts every NodeClaim. A NodeClaim a live intent names, whose
+// instance raft knows, that is being deleted or not launched yet gives
+// none here.
+func (b *Builder) adoptedInFlight(v *View, intents map[string]fsm.LaunchIntent, insts map[string]fsm.Instance) []*scheduler.Node {
+	skip := map[string]bool{}
+	for _, in := range intents {
+		skip[in.Spec.NodeClaim] = true
+	}
+	for _, nc := range v.NodeClaims {
+		skip[nc.Name] = true
+	}
+	claims := slices.Clone(b.Cache.NodeClaims())
+	slices.SortFunc(claims, func(a, b *karpv1.NodeClaim) int { return strings.Compare(a.Name, b.Name) })
+	var out []*scheduler.Node
+	for _, nc := range claims {
+		if skip[nc.Name] || nc.DeletionTimestamp != nil || nc.Status.ProviderID == "" {
+			continue
+		}
+		if _, known := insts[cloud.InstanceID(nc.Status.ProviderID)]; known {
+			continue
+		}
+		labels := maps.Clone(nc.Labels)
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		if _, ok := labels[karpv1.LabelHostname]; !ok {
+			labels[karpv1.LabelHostname] = nc.Name
+		}
+		out = append(out, &scheduler.Node{Name: nc.Name, Labels: labels, Taints: nc.Spec.Taints, Capacity: nc.Status.Capacity,
+			Allocatable: nc.Status.Allocatable, InFlight: true})
+	}
+	return out
+}
+
+// schedulingTaints are the taints the scheduler plans with (Karpenter's
+// StateNode.Taints): a node with a NodeClaim that is not registered yet (no
+// karpenter.sh/registered label) has its NodeClaim's taints, which
+// registration puts on it; a node Joiner manages that is not initialized
+// yet (no karpenter.sh/initialized label) loses its ephemeral taints and
+// its NodeClaim's startup taints, which are about to go. Otherwise a node
+// that has just registered looks unusable, and the pods kube-scheduler is
+// about to bind there get a node of their own.
+func schedulingTaints(node *corev1.Node, nc *karpv1.NodeClaim, managed bool) []corev1.Taint {
+	taints := node.Spec.Taints
+	if nc != nil && node.Labels[karpv1.LabelRegistered] != "true" {
+		taints = nc.Spec.Taints
+	}
+	if !managed || node.Labels[karpv1.LabelInitialized] == "true" || len(taints) == 0 {
+		return taints
+	}
+	return slices.DeleteFunc(slices.Clone(taints), func(t corev1.Taint) bool {
 		if karpv1.IsKnownEphemeralTaint(t) {
 			return true
 		}

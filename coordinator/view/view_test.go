@@ -217,8 +217,8 @@ func TestSchedulingTaints(t *testing.T) {
 	node := func(initialized bool) *corev1.Node {
 		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Labels: map[string]string{}},
 			Spec: corev1.NodeSpec{Taints: []corev1.Taint{unreg, notReady, startup, own}}}
-		if initialized {
-			n.Labels[karpv1.LabelInitialized] = "true"
+		if initialized { // registration came first
+			n.Labels[karpv1.LabelRegistered], n.Labels[karpv1.LabelInitialized] = "true", "true"
 		}
 		return n
 	}

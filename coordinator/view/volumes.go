@@ -54,7 +54,9 @@ func hasVolumeNeeds(pod *corev1.Pod) bool {
 // WaitForFirstConsumer StorageClass allowedTopologies. A claim that is
 // missing, lost, being deleted, bound but not yet marked bind-completed, or
 // unbound without a usable StorageClass makes the pod unschedulable for
-// now, with the reason in Err.
+// now, with the reason in Err. Each volume counts once per pod, under its
+// name (the claim's namespace/name, an inline EBS volume's ID), so that the
+// scheduler counts a volume several pods share once per node.
 //
 // Where a volume offers several alternative terms, the view keeps them only
 // when each is one In requirement on the same key (their values are
@@ -62,18 +64,9 @@ func hasVolumeNeeds(pod *corev1.Pod) bool {
 // keeps the first term, as Karpenter did before v1.6.
 func podVolumes(pod *corev1.Pod, st Storage) scheduler.PodVolumes {
 	var out scheduler.PodVolumes
-	attach := func(driver string) {
-		if driver == "" {
-			return
-		}
-		if out.Attachments == nil {
-			out.Attachments = map[string]int64{}
-		}
-		out.Attachments[driver]++
-	}
 	for _, vol := range pod.Spec.Volumes {
 		if vol.AWSElasticBlockStore != nil {
-			attach(scheduler.EBSDriver)
+			attachVolume(&out, scheduler.EBSDriver, vol.AWSElasticBlockStore.VolumeID)
 			continue
 		}
 		name := claimName(pod, vol)
@@ -85,9 +78,22 @@ func podVolumes(pod *corev1.Pod, st Storage) scheduler.PodVolumes {
 			return scheduler.PodVolumes{Err: err}
 		}
 		out.Requirements = append(out.Requirements, reqs...)
-		attach(driver)
+		attachVolume(&out, driver, pod.Namespace+"/"+name)
 	}
 	return out
+}
+
+// attachVolume counts the volume name of a CSI driver among a pod's
+// attachments, once however many of the pod's volumes use it.
+func attachVolume(out *scheduler.PodVolumes, driver, name string) {
+	if driver == "" || slices.Contains(out.Volumes[driver], name) {
+		return
+	}
+	if out.Attachments == nil {
+		out.Attachments, out.Volumes = map[string]int64{}, map[string][]string{}
+	}
+	out.Attachments[driver]++
+	out.Volumes[driver] = append(out.Volumes[driver], name)
 }
 
 // claimNeeds is one claim's node requirements and CSI driver, or why the

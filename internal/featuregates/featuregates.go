@@ -11,8 +11,10 @@ import (
 )
 
 // Gates are Karpenter v1.14's feature gates. Joiner acts on StaticCapacity,
-// SpotToSpotConsolidation and ReservedCapacity; the others are accepted so
-// a Karpenter setting carries over.
+// SpotToSpotConsolidation and ReservedCapacity; NodeRepair, NodeOverlay and
+// CapacityBuffer are accepted off (Karpenter's defaults, so a Karpenter
+// setting carries over) and refused on (Unsupported), as the Helm chart
+// refuses them.
 type Gates struct {
 	NodeRepair bool
 	// ReservedCapacity resolves EC2NodeClass capacity reservations and
@@ -66,6 +68,23 @@ func Parse(s string) (Gates, []string, error) {
 		}
 	}
 	return g, unknown, nil
+}
+
+// unsupported are the gates Joiner does not implement: set true they are
+// refused rather than silently ignored.
+var unsupported = []string{"NodeRepair", "NodeOverlay", "CapacityBuffer"}
+
+// Unsupported returns the gates set true that Joiner does not implement,
+// in Names' order (none: nil).
+func (g Gates) Unsupported() []string {
+	var on []string
+	fields := g.fields()
+	for _, name := range unsupported {
+		if *fields[name] {
+			on = append(on, name)
+		}
+	}
+	return on
 }
 
 // fields names each gate as Karpenter's --feature-gates spells it.

@@ -41,3 +41,26 @@ func TestParse(t *testing.T) {
 		t.Errorf("defaults %+v", def)
 	}
 }
+
+// TestUnsupported: the gates Joiner does not implement, set true, are
+// named (the chart's refusal: nodeRepair, nodeOverlay, capacityBuffer);
+// off, or the gates it acts on, are not.
+func TestUnsupported(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want []string
+	}{
+		{in: Default},
+		{in: "NodeRepair=false,NodeOverlay=false,CapacityBuffer=false,StaticCapacity=true,SpotToSpotConsolidation=true"},
+		{in: "NodeRepair=true", want: []string{"NodeRepair"}},
+		{in: "CapacityBuffer=true,NodeOverlay=true,NodeRepair=true", want: []string{"NodeRepair", "NodeOverlay", "CapacityBuffer"}},
+	} {
+		g, _, err := Parse(c.in)
+		if err != nil {
+			t.Fatalf("Parse(%q): %v", c.in, err)
+		}
+		if got := g.Unsupported(); !slices.Equal(got, c.want) {
+			t.Errorf("Parse(%q).Unsupported() = %v, want %v", c.in, got, c.want)
+		}
+	}
+}

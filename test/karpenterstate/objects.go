@@ -46,9 +46,6 @@ import (
 // Annotations and tags of Karpenter's AWS provider that Joiner's api
 // package does not spell (Joiner does not write them).
 const (
-	// AnnotationInstanceProfile is the instance profile the NodeClaim
-	// launched with (cloudprovider.Create).
-	AnnotationInstanceProfile = "karpenter.k8s.aws/ec2nodeclass-instance-profile"
 	// AnnotationInstanceTagged and AnnotationClusterNameTagged mark a
 	// NodeClaim whose instance the tagging controller tagged.
 	AnnotationInstanceTagged    = "karpenter.k8s.aws/tagged"
@@ -256,7 +253,7 @@ func ApplyLaunch(nc *karpv1.NodeClaim, class *awsv1.EC2NodeClass, it *catalog.In
 		nc.Annotations = map[string]string{}
 	}
 	maps.Copy(nc.Annotations, ClassAnnotations(class, caBundle))
-	nc.Annotations[AnnotationInstanceProfile] = class.Status.InstanceProfile
+	nc.Annotations[karpv1.AnnotationInstanceProfile] = class.Status.InstanceProfile
 	nc.Status.ProviderID = in.ProviderID()
 	nc.Status.ImageID = in.ImageID
 	nc.Status.Capacity = nonZero(it.Capacity)

@@ -92,6 +92,11 @@ const (
 	LabelTopologyZoneID                       = "topology.k8s.aws/zone-id"
 	AnnotationEC2NodeClassHash                = AWSGroup + "/ec2nodeclass-hash"
 	AnnotationEC2NodeClassHashVersion         = AWSGroup + "/ec2nodeclass-hash-version"
+	// AnnotationInstanceProfile is the instance profile a NodeClaim's
+	// instance launched with (Karpenter's cloudprovider.Create writes it):
+	// instance profile garbage collection keeps the profiles NodeClaims
+	// name.
+	AnnotationInstanceProfile = AWSGroup + "/instance-profile-name"
 	// NodeClassTerminationFinalizer holds an EC2NodeClass until no
 	// NodeClaim uses it and its instance profiles and launch templates are
 	// deleted.
