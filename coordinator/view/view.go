@@ -700,7 +700,10 @@ func (v *View) managed(node string) bool {
 
 // holdingNominations keeps the nominations (pod key -> live intent ID)
 // that still say where a pod goes: those of unbound pods, and those of
-// pods on a node being disrupted made since it began to go away (at). A
+// pods on a node being disrupted made since it began to go away (at) while
+// they still need room elsewhere (an evicted pod that terminates is
+// replaced by a new pod, which is pending itself: holding room for both
+// would launch a node for the new one). A
 // pod bound anywhere else has used its nomination up: kube-scheduler may
 // bind a pod planned for one new node onto another, and the old
 // nomination must then neither reserve room on the node it named nor hold
@@ -718,7 +721,7 @@ func holdingNominations(raw map[string]string, intents map[string]fsm.LaunchInte
 			continue
 		}
 		since, disrupted := at[pod.Spec.NodeName]
-		if in, ok := intents[id]; disrupted && ok && !in.CreatedAt.Before(since) {
+		if in, ok := intents[id]; disrupted && ok && !in.CreatedAt.Before(since) && podutil.Reschedulable(pod) {
 			out[key] = id
 		}
 	}

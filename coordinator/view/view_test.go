@@ -462,6 +462,7 @@ func TestNominationUsedUpOnceBound(t *testing.T) {
 		// disrupt: n1's termination is decided; replaced: a replacement
 		// (n3's intent) then nominates the pod; registered: n3 joined.
 		disrupt, replaced, registered bool
+		evicted                       bool // the pod terminates (its ReplicaSet makes a new one)
 		wantPending                   bool
 		wantNominated                 string
 		wantOn                        string // the view node holding the pod, "" for none
@@ -471,9 +472,15 @@ func TestNominationUsedUpOnceBound(t *testing.T) {
 		{name: "a replacement in flight holds it", disrupt: true, replaced: true, wantNominated: "in3", wantOn: "general-3"},
 		{name: "the registered replacement keeps its room", disrupt: true, replaced: true, registered: true,
 			wantNominated: "in3", wantOn: "n3"},
+		{name: "but none for the pod once evicted: its new pod needs the room", disrupt: true, replaced: true, registered: true,
+			evicted: true},
+		{name: "nor in flight", disrupt: true, replaced: true, evicted: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			n1, pods := nodeRunning("swapped")
+			if tc.evicted {
+				pods[0].DeletionTimestamp = &metav1.Time{Time: now}
+			}
 			n2 := n1.DeepCopy()
 			n2.Name, n2.Spec.ProviderID = "n2", "aws:///us-east-1a/i-2"
 			nodes := []*corev1.Node{n1, n2}
