@@ -26,8 +26,9 @@ import (
 //     keeps chooseReserved's order).
 //
 // A spec of one capacity type without exotic candidates (every record
-// written before the provisioner sent both) gets the overrides it always
-// got.
+// written before the provisioner sent both) launches that capacity type
+// as before, with the 60 cheapest types' overrides in every zone (before:
+// the 60 cheapest overrides, as Karpenter truncates types, not overrides).
 func (p *Provider) chooseLaunch(cands []cloud.Candidate, minValues bool) (string, []cloud.Candidate) {
 	reserved := p.chooseReserved(cands)
 	if len(reserved) > 0 {

@@ -274,9 +274,10 @@ func (s *Sim) launchCheck(lt *launchTemplate, e catalog.Entry, zone string) (cod
 		if efas > f.efaMax && f.efaMax > 0 {
 			return "InvalidParameterValue", fmt.Sprintf("%d EFA interfaces exceed the %d of instance type %s", efas, f.efaMax, e.Name)
 		}
-		if f.ena == "unsupported" {
-			return "InvalidParameterCombination", fmt.Sprintf("Network interfaces with ENA are not supported on %s", e.Name)
-		}
+		// Ordinary interfaces (type interface or unset) need no ENA: EC2
+		// launches types without it (t2 and other Xen types) with them.
+		// What needs ENA, EFA, is refused above; the sim models neither
+		// ENA Express nor the AMIs' ENA flag.
 	}
 	if x.NestedVirt == "enabled" && !f.nestedVirt {
 		return "Unsupported", fmt.Sprintf("Nested virtualization is not supported for instance type %s", e.Name)

@@ -144,6 +144,33 @@ func TestLaunchChecksAgainstTheInstanceType(t *testing.T) {
 	}
 }
 
+// TestInterfacesOnTypesWithoutENA: EC2 launches t2 (Xen, no ENA) with
+// ordinary network interfaces in the launch template, of type interface
+// or unset (Joiner and Karpenter always list them); it refuses EFA there.
+func TestInterfacesOnTypesWithoutENA(t *testing.T) {
+	for _, tc := range []struct {
+		name, ifType, code string
+	}{
+		{"type unset", "", ""},
+		{"interface", "interface", ""},
+		{"efa", "efa", "InvalidParameterCombination"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			data := map[string]string{"NetworkInterface.1.DeviceIndex": "0", "NetworkInterface.1.SecurityGroupId.1": "sg-0sim0001"}
+			if tc.ifType != "" {
+				data["NetworkInterface.1.InterfaceType"] = tc.ifType
+			}
+			out := launchWith(t, New(Options{Config: DefaultConfig()}), "lt", "t2.medium", data, nil)
+			if tc.code == "" && (len(out.Instances) != 1 || len(out.Errors) != 0) {
+				t.Errorf("fleet: instances %v, errors %+v, want t2.medium launched", out.Instances, out.Errors)
+			}
+			if tc.code != "" && (len(out.Instances) != 0 || len(out.Errors) != 1 || out.Errors[0].Code != tc.code) {
+				t.Errorf("fleet: instances %v, errors %+v, want %s", out.Instances, out.Errors, tc.code)
+			}
+		})
+	}
+}
+
 // TestInstanceRecordsItsLaunchTemplate: DescribeInstances shows what EC2
 // would: the security groups of the primary interface (EC2 takes them from
 // there when interfaces are given), no public IP unasked, every interface with

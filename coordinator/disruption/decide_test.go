@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
+	"github.com/joiner-dev/joiner/coordinator/scheduler"
 )
 
 const od, spot = karpv1.CapacityTypeOnDemand, karpv1.CapacityTypeSpot
@@ -119,6 +120,41 @@ func TestSingleNodeDelete(t *testing.T) {
 		t.Errorf("replacements %d savings %v, want delete saving %v", len(d.Replacements), d.Savings, 2*odPrice)
 	}
 	wantSkip(t, r, "keep", `Disruption is blocked through the "karpenter.sh/do-not-disrupt" annotation`)
+}
+
+// TestReplacementMinValuesOnOfferingKeys: minValues on capacity type or
+// zone count the values of the options' offerings (Karpenter's
+// SatisfiesMinValues reads them from the types' requirements), so the
+// price filter keeps a replacement whose types offer spot and on-demand;
+// under BestEffort a zone minValues the one zone cannot meet is relaxed
+// to that zone.
+func TestReplacementMinValuesOnOfferingKeys(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		req    karpv1.NodeSelectorRequirementWithMinValues
+		policy scheduler.MinValuesPolicy
+	}{
+		{"capacity type", karpv1.NodeSelectorRequirementWithMinValues{Key: karpv1.LabelCapacityType, Operator: karpv1.OpIn,
+			Values: []string{od, spot}, MinValues: new(2)}, scheduler.MinValuesStrict},
+		{"zone relaxed", karpv1.NodeSelectorRequirementWithMinValues{Key: karpv1.LabelZone, Operator: karpv1.OpExists,
+			MinValues: new(2)}, scheduler.MinValuesBestEffort},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pool := testPool("default", od)
+			if tc.req.Key == karpv1.LabelCapacityType {
+				pool.Spec.Template.Spec.Requirements[0] = tc.req
+			} else {
+				pool.Spec.Template.Spec.Requirements = append(pool.Spec.Template.Spec.Requirements, tc.req)
+			}
+			big := testNode("big", "default", od, 8, testPod("a", "500m"), testPod("b", "500m"))
+			in := testInput(t0.Add(time.Hour), []*karpv1.NodePool{pool}, big)
+			in.MinValuesPolicy = tc.policy
+			d := wantDecision(t, decide(t, in), MethodSingleNode, "big")
+			if len(d.Replacements) != 1 || d.Savings <= 0 {
+				t.Fatalf("replacements %+v savings %v, want one cheaper", d.Replacements, d.Savings)
+			}
+		})
+	}
 }
 
 func TestSingleNodeReplaceCheaper(t *testing.T) {

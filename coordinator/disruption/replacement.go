@@ -103,7 +103,7 @@ func (d *decider) replacement(rep scheduler.NodeClaim, cands []*Node) (scheduler
 		}
 		opts = opts[:min(n, len(opts))]
 	}
-	if !spotToSpot && ct != nil && ct.Has(karpv1.CapacityTypeSpot) && ct.Has(karpv1.CapacityTypeOnDemand) {
+	if !spotToSpot && allowsBoth(opts, reqs) {
 		reqs = reqs.Add(requirements.MustNew(karpv1.LabelCapacityType, requirements.OpIn, karpv1.CapacityTypeSpot))
 	}
 	rep.InstanceTypes = make([]string, len(opts))
@@ -154,7 +154,7 @@ func relaxedMinValues(opts []*catalog.InstanceType, minValues []karpv1.NodeSelec
 	for i, r := range minValues {
 		seen := map[string]bool{}
 		for _, it := range opts {
-			if v, ok := it.Labels[r.Key]; ok {
+			for v := range scheduler.TypeValues(it, r.Key) {
 				seen[v] = true
 			}
 		}
@@ -168,7 +168,8 @@ func relaxedMinValues(opts []*catalog.InstanceType, minValues []karpv1.NodeSelec
 
 // minValuesNeed is how many of opts, in order, it takes to satisfy every
 // minValues (0 without any), and whether all of them do (Karpenter's
-// SatisfiesMinValues).
+// SatisfiesMinValues; zone and capacity type values come from the types'
+// offerings).
 func minValuesNeed(opts []*catalog.InstanceType, minValues []karpv1.NodeSelectorRequirementWithMinValues) (int, bool) {
 	if len(minValues) == 0 {
 		return 0, true
@@ -180,7 +181,7 @@ func minValuesNeed(opts []*catalog.InstanceType, minValues []karpv1.NodeSelector
 	for n, it := range opts {
 		done := true
 		for i, r := range minValues {
-			if v, ok := it.Labels[r.Key]; ok {
+			for v := range scheduler.TypeValues(it, r.Key) {
 				seen[i][v] = true
 			}
 			if len(seen[i]) < *r.MinValues {
@@ -233,6 +234,25 @@ func cheapestOffering(it *catalog.InstanceType, reqs requirements.Requirements) 
 		}
 	}
 	return best, found
+}
+
+// allowsBoth: the replacement may launch spot and on-demand, by its
+// capacity-type requirement or, without one, by its options' offerings
+// (Karpenter's NodeClaim always carries the requirement, the offerings'
+// types when the pool sets none). Consolidation then pins it to spot, as
+// Karpenter does: a launch that fell back to on-demand could cost more
+// than the nodes it replaces.
+func allowsBoth(opts []*catalog.InstanceType, reqs requirements.Requirements) bool {
+	var spot, od bool
+	for _, it := range opts {
+		for _, o := range it.Offerings {
+			if offeringAllowed(o, reqs) {
+				spot = spot || o.CapacityType == karpv1.CapacityTypeSpot
+				od = od || o.CapacityType == karpv1.CapacityTypeOnDemand
+			}
+		}
+	}
+	return spot && od
 }
 
 // cheapestPrice is the type's cheapest allowed offering price, +Inf when

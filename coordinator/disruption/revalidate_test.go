@@ -265,3 +265,27 @@ func TestSettlingHoldsConsolidation(t *testing.T) {
 		})
 	}
 }
+
+// A pool without a capacity-type requirement may launch spot and
+// on-demand: an on-demand node's replacement is pinned to spot (Karpenter
+// pins it by the capacity types its NodeClaim carries), so the launch
+// cannot fall back to an on-demand type dearer than the node.
+func TestReplacementPinnedToSpotWithoutCapacityTypeRequirement(t *testing.T) {
+	pool := testPool("default", od)
+	pool.Spec.Template.Spec.Requirements = nil
+	in := testInput(t0.Add(time.Hour), []*karpv1.NodePool{pool}, testNode("big", "default", od, 8, testPod("web", "1")))
+	dec := wantMethod(t, decide(t, in), MethodSingleNode)
+	if len(dec.Replacements) != 1 {
+		t.Fatalf("decision %s, want one replacement", dec.Message)
+	}
+	rep := dec.Replacements[0]
+	var pinned bool
+	for _, r := range rep.Requirements {
+		if r.Key == karpv1.LabelCapacityType {
+			pinned = slices.Equal(r.Values, []string{karpv1.CapacityTypeSpot}) && r.Operator == corev1.NodeSelectorOpIn
+		}
+	}
+	if !pinned || rep.CapacityType != karpv1.CapacityTypeSpot {
+		t.Fatalf("replacement %s %s with requirements %+v, want pinned to spot", rep.CapacityType, rep.InstanceType, rep.Requirements)
+	}
+}

@@ -422,10 +422,7 @@ func TestInsufficientCapacityProvisioningAsKarpenter(t *testing.T) {
 		for _, e := range catalog.Entries() {
 			w.sim.InjectCapacityError(e.Name, "us-east-1a", karpv1.CapacityTypeSpot, "InsufficientInstanceCapacity")
 		}
-		// t2 types left out: the sim refuses their launch templates'
-		// network interfaces (no ENA), which masks the capacity errors.
-		got := w.provision(t, pool("default", spotAndOnDemand(), req(karpv1.LabelZone, "In", "us-east-1a"),
-			req(karpv1.LabelInstanceFamily, "NotIn", "t2")), simPod("p", "100m"))
+		got := w.provision(t, pool("default", spotAndOnDemand(), req(karpv1.LabelZone, "In", "us-east-1a")), simPod("p", "100m"))
 		if inst := launchedOne(t, got); inst.CapacityType != karpv1.CapacityTypeOnDemand {
 			t.Errorf("launched %s, want on-demand", inst.CapacityType)
 		}

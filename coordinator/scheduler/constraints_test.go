@@ -312,11 +312,100 @@ func TestMinValuesPolicy(t *testing.T) {
 	if len(best.NodeClaims) != 1 || !best.NodeClaims[0].MinValuesRelaxed || len(best.NodeClaims[0].InstanceTypes) != 10 {
 		t.Fatalf("BestEffort: %+v, want one claim with minValues relaxed over the 10 types that fit", best.NodeClaims)
 	}
+	// A relaxed claim takes more pods rather than a new claim per pod
+	// (Karpenter's CanAdd relaxes minValues on in-flight NodeClaims).
+	more := in(MinValuesBestEffort)
+	more.NodePools[0].Spec.Template.Spec.Requirements[0].MinValues = ptr(60) // more than the 50 types
+	more.Pods = pods(3, "m", nil, "1", nil)
+	if p := solveOK(t, more); len(p.NodeClaims) != 1 || !p.NodeClaims[0].MinValuesRelaxed {
+		t.Fatalf("BestEffort, 3 pods: want one claim with minValues relaxed:\n%s", dump(p))
+	}
 	// When minValues can be kept, BestEffort keeps it.
 	ok := in(MinValuesBestEffort)
 	ok.Pods = []*corev1.Pod{pod("a", nil, "4", "")}
 	if p := solveOK(t, ok); len(p.NodeClaims) != 1 || p.NodeClaims[0].MinValuesRelaxed {
 		t.Fatalf("BestEffort with room: %+v, want minValues kept", p.NodeClaims)
+	}
+}
+
+// TestMinValuesOnOfferingKeys: minValues on zone and capacity type count
+// the values of the types' offerings (Karpenter's SatisfiesMinValues reads
+// them from each type's requirements), not the types' labels, which carry
+// neither; the fake types offer spot in zones 1-2 and on-demand in 1-3.
+func TestMinValuesOnOfferingKeys(t *testing.T) {
+	mv := func(key string, n int, vals ...string) karpv1.NodeSelectorRequirementWithMinValues {
+		if len(vals) == 0 {
+			return karpv1.NodeSelectorRequirementWithMinValues{Key: key, Operator: karpv1.OpExists, MinValues: ptr(n)}
+		}
+		return karpv1.NodeSelectorRequirementWithMinValues{Key: key, Operator: karpv1.OpIn, Values: vals, MinValues: ptr(n)}
+	}
+	for _, tc := range []struct {
+		name  string
+		reqs  []karpv1.NodeSelectorRequirementWithMinValues
+		pod   func(*corev1.Pod)
+		types func([]*catalog.InstanceType)
+		want  bool // a claim
+	}{
+		{name: "capacity type", reqs: []karpv1.NodeSelectorRequirementWithMinValues{
+			mv(karpv1.LabelCapacityType, 2, karpv1.CapacityTypeSpot, karpv1.CapacityTypeOnDemand)}, want: true},
+		{name: "zone", reqs: []karpv1.NodeSelectorRequirementWithMinValues{mv(karpv1.LabelZone, 3)}, want: true},
+		{name: "zone and instance type", reqs: []karpv1.NodeSelectorRequirementWithMinValues{
+			mv(karpv1.LabelZone, 2), mv(karpv1.LabelInstanceType, 5)}, want: true},
+		{name: "more zones than offered", reqs: []karpv1.NodeSelectorRequirementWithMinValues{mv(karpv1.LabelZone, 4)}},
+		// Karpenter counts the type's values, not the claim's: a pod pinned
+		// to one zone still gets a claim.
+		{name: "pod pinned to a zone", reqs: []karpv1.NodeSelectorRequirementWithMinValues{mv(karpv1.LabelZone, 2)},
+			pod: func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{karpv1.LabelZone: "test-zone-1"} }, want: true},
+		// Unavailable offerings give no value.
+		{name: "unavailable on-demand", reqs: []karpv1.NodeSelectorRequirementWithMinValues{mv(karpv1.LabelCapacityType, 2)},
+			types: func(its []*catalog.InstanceType) {
+				for _, it := range its {
+					for i := range it.Offerings {
+						it.Offerings[i].Available = it.Offerings[i].CapacityType == karpv1.CapacityTypeSpot
+					}
+				}
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := input(pod("a", nil, "1", ""))
+			in.NodePools[0].Spec.Template.Spec.Requirements = tc.reqs
+			if tc.pod != nil {
+				tc.pod(in.Pods[0])
+			}
+			if tc.types != nil {
+				tc.types(in.InstanceTypes["default"])
+			}
+			if !tc.want {
+				wantUnschedulable(t, Solve(in), 1, "minValues")
+				return
+			}
+			p := solveOK(t, in)
+			if len(p.NodeClaims) != 1 || len(p.Unschedulable) != 0 || p.NodeClaims[0].MinValuesRelaxed {
+				t.Fatalf("want one claim keeping minValues:\n%s", dump(p))
+			}
+		})
+	}
+}
+
+// TestMinValuesOnOfferingKeysCandidates: when the cheapest MaxInstanceTypes
+// types offer a single capacity type, a type offering the other is pulled
+// into the claim's candidates so that they keep capacity-type minValues.
+func TestMinValuesOnOfferingKeysCandidates(t *testing.T) {
+	in := input(pod("a", nil, "1", ""))
+	its := fakeTypes(MaxInstanceTypes + 20)
+	for _, it := range its[:MaxInstanceTypes+10] {
+		it.Offerings = slices.DeleteFunc(it.Offerings, func(o catalog.Offering) bool { return o.CapacityType == karpv1.CapacityTypeOnDemand })
+	}
+	in.InstanceTypes["default"] = its
+	in.NodePools[0].Spec.Template.Spec.Requirements = []karpv1.NodeSelectorRequirementWithMinValues{{Key: karpv1.LabelCapacityType,
+		Operator: karpv1.OpIn, Values: []string{karpv1.CapacityTypeSpot, karpv1.CapacityTypeOnDemand}, MinValues: ptr(2)}}
+	p := solveOK(t, in)
+	if len(p.NodeClaims) != 1 {
+		t.Fatalf("want one claim:\n%s", dump(p))
+	}
+	got := p.NodeClaims[0].InstanceTypes
+	if len(got) != MaxInstanceTypes || !slices.Contains(got, its[MaxInstanceTypes+10].Name) {
+		t.Fatalf("candidates %v: want %d, with %s (the cheapest on-demand type)", got, MaxInstanceTypes, its[MaxInstanceTypes+10].Name)
 	}
 }
 

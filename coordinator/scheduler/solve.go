@@ -520,6 +520,12 @@ func (s *solver) placeOnClaim(v *variant, p *corev1.Pod, rules []domainRule, jum
 	for i := jump.next(0, len(s.claims)); i < len(s.claims); i = jump.next(i+1, len(s.claims)) {
 		cl := s.claims[i]
 		vd := s.check(cl, v, p, rules, noUpgrade)
+		if !vd.ok && vd.minValues && s.bestEffort && !s.relaxMin {
+			// BestEffort: a planned claim takes the pod with its
+			// minValues relaxed before a new claim is opened (Karpenter's
+			// CanAdd relaxes them on in-flight NodeClaims too).
+			vd = s.checkRelaxed(cl, v, p, rules, noUpgrade)
+		}
 		if vd.ok {
 			s.commit(cl, v, p, vd)
 			return true
@@ -574,7 +580,7 @@ func (s *solver) tryPlace(v *variant, p *corev1.Pod) string {
 		cl.name = pl.name + "-" + strconv.Itoa(pl.seq)
 		vd := s.check(cl, v, p, rules, false)
 		if !vd.ok && vd.minValues && s.bestEffort && !s.relaxMin {
-			vd = s.checkRelaxed(cl, v, p, rules)
+			vd = s.checkRelaxed(cl, v, p, rules, false)
 		}
 		if !vd.ok {
 			pl.seq--
@@ -601,14 +607,15 @@ func (s *solver) tryPlace(v *variant, p *corev1.Pod) string {
 	return strings.Join(reasons, "; ")
 }
 
-// checkRelaxed is check of a new claim with its pool's minValues relaxed:
-// under BestEffort a pool's minValues give way before a lighter pool is
-// tried (Karpenter's addToNewNodeClaim relaxes them per NodeClaim template,
-// in weight order).
-func (s *solver) checkRelaxed(cl *claim, v *variant, p *corev1.Pod, rules []domainRule) verdict {
+// checkRelaxed is check with the claim's pool's minValues relaxed: under
+// BestEffort a pool's minValues give way before a new claim is opened for
+// a pod a planned claim could take, and before a lighter pool is tried
+// (Karpenter's CanAdd and addToNewNodeClaim relax them per NodeClaim and
+// per NodeClaim template, in weight order).
+func (s *solver) checkRelaxed(cl *claim, v *variant, p *corev1.Pod, rules []domainRule, noUpgrade bool) verdict {
 	s.relaxMin = true
 	defer func() { s.relaxMin = false }()
-	return s.check(cl, v, p, rules, false)
+	return s.check(cl, v, p, rules, noUpgrade)
 }
 
 // check decides whether cl can take p, a pod of v. noUpgrade restricts to
@@ -1099,7 +1106,9 @@ func (l *skipList) kill(i int) {
 }
 
 // minValuesOK: the candidates left after placing keep at least minValues
-// distinct values of every key that asks for it (MinValuesPolicy Strict).
+// distinct values of every key that asks for it (MinValuesPolicy Strict),
+// counted as Karpenter counts them (TypeValues: zone and capacity type
+// come from the types' offerings).
 func (s *solver) minValuesOK(cl *claim, cp *classPool, reqs requirements.Requirements, used vec) bool {
 	types := cl.types
 	if types == nil {
@@ -1115,7 +1124,7 @@ func (s *solver) minValuesOK(cl *claim, cp *classPool, reqs requirements.Require
 			if !used.fits(t.alloc) || (pl.limited && !pl.withinLimits(t.capacity, cl.own)) || !pl.matchType(t, reqs) {
 				continue
 			}
-			if v, ok := t.it.Labels[r.Key]; ok {
+			for v := range TypeValues(t.it, r.Key) {
 				seen[v] = struct{}{}
 			}
 			if len(seen) >= *r.MinValues {
@@ -1163,8 +1172,9 @@ type cand struct {
 
 // keepMinValues reorders price-sorted candidates so that the first
 // MaxInstanceTypes keep minValues distinct values of every key that asks
-// for it: for each such key, the cheapest type of each value is pulled
-// forward until the minimum is met; the rest follow by price.
+// for it: for each such key, the cheapest type giving each value
+// (TypeValues) is pulled forward until the minimum is met; the rest follow
+// by price.
 func (s *solver) keepMinValues(cl *claim, cands []cand) []cand {
 	picked := make([]bool, len(cands))
 	var first []cand
@@ -1177,12 +1187,13 @@ func (s *solver) keepMinValues(cl *claim, cands []cand) []cand {
 			if len(seen) >= *r.MinValues {
 				break
 			}
-			v, ok := c.t.it.Labels[r.Key]
-			if !ok || seen[v] {
-				continue
+			fresh := false
+			for v := range TypeValues(c.t.it, r.Key) {
+				if !seen[v] {
+					seen[v], fresh = true, true
+				}
 			}
-			seen[v] = true
-			if !picked[i] {
+			if fresh && !picked[i] {
 				picked[i] = true
 				first = append(first, c)
 			}

@@ -202,7 +202,9 @@ func (b *Builder) Build(now time.Time) *View {
 	for _, t := range b.State.Terminations() {
 		if t.State == fsm.TerminationPending {
 			terminating[t.InstanceID] = true
-			terminatingSince[t.InstanceID] = t.CreatedAt
+		}
+		if t.State != fsm.TerminationCancelled {
+			terminatingSince[t.InstanceID] = t.CreatedAt // pending or done
 		}
 	}
 
@@ -301,8 +303,10 @@ func (b *Builder) Build(now time.Time) *View {
 				var waiting []*corev1.Pod
 				holds := nominationHolds(in, instByID, now, grace)
 				for _, key := range in.Pods {
-					if pod := podByKey[key]; holds && pod != nil && !podutil.Terminal(pod) && nominated[key] == in.ID &&
-						(pod.Spec.NodeName == "" || v.Disrupting[pod.Spec.NodeName]) {
+					// A disrupted node's pod keeps its room however long
+					// its drain takes (its nomination is one made since).
+					if pod := podByKey[key]; pod != nil && !podutil.Terminal(pod) && nominated[key] == in.ID &&
+						(pod.Spec.NodeName == "" && holds || pod.Spec.NodeName != "" && v.Disrupting[pod.Spec.NodeName]) {
 						waiting = append(waiting, unbound(pod))
 					}
 				}
@@ -648,7 +652,7 @@ func (b *Builder) adoptedInFlight(v *View, intents map[string]fsm.LaunchIntent, 
 	slices.SortFunc(claims, func(a, b *karpv1.NodeClaim) int { return strings.Compare(a.Name, b.Name) })
 	var out []*scheduler.Node
 	for _, nc := range claims {
-		if skip[nc.Name] || nc.DeletionTimestamp != nil || nc.Status.ProviderID == "" {
+		if skip[nc.Name] || nc.DeletionTimestamp != nil || nc.Status.ProviderID == "" || !awsv1.ManagesNodeClaim(nc) {
 			continue
 		}
 		if _, known := insts[cloud.InstanceID(nc.Status.ProviderID)]; known {
@@ -714,32 +718,55 @@ func holdingNominations(raw map[string]string, intents map[string]fsm.LaunchInte
 	for key, id := range raw {
 		pod := pods[key]
 		switch {
-		case pod == nil: // gone: nothing to hold
+		case pod == nil || !podutil.Active(pod): // gone, done or going: nothing to hold
 			continue
 		case pod.Spec.NodeName == "":
 			out[key] = id
 			continue
 		}
 		since, disrupted := at[pod.Spec.NodeName]
-		if in, ok := intents[id]; disrupted && ok && !in.CreatedAt.Before(since) && podutil.Reschedulable(pod) {
+		if disrupted && since.IsZero() {
+			// Nothing says when the node began to go away (a
+			// karpenter.sh/disrupted taint alone): a nomination made
+			// before the pod was bound is used up all the same.
+			// (PodScheduled has second precision: a second's slack.)
+			if bound := scheduledAt(pod); !bound.IsZero() {
+				since = bound.Add(time.Second)
+			}
+		}
+		if in, ok := intents[id]; disrupted && ok && !since.IsZero() && !in.CreatedAt.Before(since) && podutil.Reschedulable(pod) {
 			out[key] = id
 		}
 	}
 	return out
 }
 
-// disruptedSince is when a disrupted node began to go away: when its
-// termination was decided (the coordinator's clock, as intents'), else
-// when it or its NodeClaim was deleted; zero when nothing says (a
-// karpenter.sh/disrupted taint alone).
+// disruptedSince is when a disrupted node began to go away: the earliest
+// of when its termination was decided (pending or done; the coordinator's
+// clock, as intents') and when it or its NodeClaim was deleted (a user's
+// deletion comes before the termination the coordinator then commits);
+// zero when nothing says (a karpenter.sh/disrupted taint alone).
 func disruptedSince(node *corev1.Node, nc *karpv1.NodeClaim, terminating time.Time) time.Time {
-	switch {
-	case !terminating.IsZero():
-		return terminating
-	case nc != nil && nc.DeletionTimestamp != nil:
-		return nc.DeletionTimestamp.Time
-	case node.DeletionTimestamp != nil:
-		return node.DeletionTimestamp.Time
+	since := terminating
+	earlier := func(t *metav1.Time) {
+		if t != nil && (since.IsZero() || t.Time.Before(since)) {
+			since = t.Time
+		}
+	}
+	if nc != nil {
+		earlier(nc.DeletionTimestamp)
+	}
+	earlier(node.DeletionTimestamp)
+	return since
+}
+
+// scheduledAt is when the pod was bound (its PodScheduled condition's
+// transition; zero when it has none).
+func scheduledAt(p *corev1.Pod) time.Time {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionTrue {
+			return c.LastTransitionTime.Time
+		}
 	}
 	return time.Time{}
 }

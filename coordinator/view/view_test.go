@@ -463,9 +463,16 @@ func TestNominationUsedUpOnceBound(t *testing.T) {
 		// (n3's intent) then nominates the pod; registered: n3 joined.
 		disrupt, replaced, registered bool
 		evicted                       bool // the pod terminates (its ReplicaSet makes a new one)
-		wantPending                   bool
-		wantNominated                 string
-		wantOn                        string // the view node holding the pod, "" for none
+		// taintOnly: n1 is disrupted by the karpenter.sh/disrupted taint
+		// alone (no termination, no deletion); the pod was bound a
+		// minute after the scale-out.
+		taintOnly bool
+		// userDeleted: n1's NodeClaim was deleted before the termination
+		// was committed, and the replacement planned in between.
+		userDeleted   bool
+		wantPending   bool
+		wantNominated string
+		wantOn        string // the view node holding the pod, "" for none
 	}{
 		{name: "n1 stays: the pod is placed, n2 keeps no room for it", wantOn: "n1"},
 		{name: "n1 disrupted: the pod needs capacity", disrupt: true, wantPending: true},
@@ -475,15 +482,31 @@ func TestNominationUsedUpOnceBound(t *testing.T) {
 		{name: "but none for the pod once evicted: its new pod needs the room", disrupt: true, replaced: true, registered: true,
 			evicted: true},
 		{name: "nor in flight", disrupt: true, replaced: true, evicted: true},
+		{name: "tainted only: the scale-out nomination is still used up", taintOnly: true, wantPending: true},
+		{name: "tainted only: a replacement planned since the pod was bound holds it", taintOnly: true, replaced: true,
+			wantNominated: "in3", wantOn: "general-3"},
+		{name: "a replacement planned between the user's deletion and the termination holds it", userDeleted: true,
+			disrupt: true, replaced: true, wantNominated: "in3", wantOn: "general-3"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			n1, pods := nodeRunning("swapped")
 			if tc.evicted {
 				pods[0].DeletionTimestamp = &metav1.Time{Time: now}
 			}
+			pods[0].Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue,
+				LastTransitionTime: metav1.NewTime(scaleOut.Add(time.Minute))}}
+			var claims []*karpv1.NodeClaim
+			if tc.userDeleted {
+				claims = append(claims, &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "general-1",
+					DeletionTimestamp: &metav1.Time{Time: disrupted.Add(-10 * time.Second)}},
+					Status: karpv1.NodeClaimStatus{ProviderID: n1.Spec.ProviderID, NodeName: "n1"}})
+			}
 			n2 := n1.DeepCopy()
 			n2.Name, n2.Spec.ProviderID = "n2", "aws:///us-east-1a/i-2"
 			nodes := []*corev1.Node{n1, n2}
+			if tc.taintOnly {
+				n1.Spec.Taints = []corev1.Taint{{Key: karpv1.TaintDisruptedKey, Effect: corev1.TaintEffectNoSchedule}}
+			}
 			cmds := [][]byte{fsm.MustEncode(fsm.PlanCommitType, fsm.PlanCommit{At: scaleOut, Intents: []fsm.NewIntent{
 				{ID: "in1", Spec: spec("general-1")}, {ID: "in2", Spec: spec("general-2"), Pods: []string{"default/swapped"}}}})}
 			cmds = append(cmds, launch("in1", "i-1", "n1", scaleOut)...)
@@ -493,7 +516,11 @@ func TestNominationUsedUpOnceBound(t *testing.T) {
 					Reason: "SingleNodeConsolidation", At: disrupted}))
 			}
 			if tc.replaced {
-				cmds = append(cmds, fsm.MustEncode(fsm.PlanCommitType, fsm.PlanCommit{At: disrupted.Add(time.Second), Intents: []fsm.NewIntent{
+				planned := disrupted.Add(time.Second)
+				if tc.userDeleted {
+					planned = disrupted.Add(-5 * time.Second) // after the deletion, before the termination
+				}
+				cmds = append(cmds, fsm.MustEncode(fsm.PlanCommitType, fsm.PlanCommit{At: planned, Intents: []fsm.NewIntent{
 					{ID: "in3", Spec: spec("general-3"), Pods: []string{"default/swapped"}}}}))
 			}
 			if tc.registered {
@@ -508,7 +535,7 @@ func TestNominationUsedUpOnceBound(t *testing.T) {
 					t.Fatal(res)
 				}
 			}
-			b := &Builder{Cache: &fake.Cache{PoolList: []*karpv1.NodePool{pool("general")}, PodList: pods, NodeList: nodes},
+			b := &Builder{Cache: &fake.Cache{PoolList: []*karpv1.NodePool{pool("general")}, PodList: pods, NodeList: nodes, ClaimList: claims},
 				State: state, Classes: classes()}
 			v := b.Build(now)
 			if pending := slices.Contains(names(v.Pending), "swapped"); pending != tc.wantPending {

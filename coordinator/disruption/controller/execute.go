@@ -471,7 +471,9 @@ func (c *Controller) finish(ctx context.Context, cmd *command) error {
 		c.log.Info("deleted nodeclaim", zap.String("nodeclaim", cd.nodeClaim), zap.String("node", cd.node),
 			zap.String("method", string(cmd.method)), zap.String("reason", cmd.reason))
 		c.finished[cd.termID] = true
-		c.moving[cd.node] = c.cfg.Now()
+		if cmd.method != disruption.MethodEmptiness { // an empty node has no pods to move
+			c.moving[cd.node] = c.cfg.Now()
+		}
 		delete(c.commands, cd.termID)
 	}
 	cmd.candidates = left
