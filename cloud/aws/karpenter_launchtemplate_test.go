@@ -17,6 +17,7 @@ import (
 	"github.com/joiner-dev/joiner/cloud"
 	joineraws "github.com/joiner-dev/joiner/cloud/aws"
 	"github.com/joiner-dev/joiner/cloud/sim"
+	"github.com/joiner-dev/joiner/test/observe"
 )
 
 // This file ports the launch template contents pinned by Karpenter
@@ -604,7 +605,7 @@ func TestLaunchTemplatesThroughFleetAsKarpenter(t *testing.T) {
 		if err != nil || got != 1 {
 			t.Fatalf("%d series, %v: want one for the class", got, err)
 		}
-		if v := gaugeValue(t, reg, "karpenter_ec2nodeclasses_userdata_bytes", map[string]string{"nodeclass": "default"}); v != float64(len(req.Spec.UserData)) {
+		if v, _ := observe.Sample(t, reg, "karpenter_ec2nodeclasses_userdata_bytes", map[string]string{"nodeclass": "default"}); v != float64(len(req.Spec.UserData)) {
 			t.Errorf("userdata bytes %v, want the raw (not base64) size %d", v, len(req.Spec.UserData))
 		}
 		t.Run("should delete the user data gauge when the nodeclass launch templates are deleted", func(t *testing.T) {
@@ -616,29 +617,4 @@ func TestLaunchTemplatesThroughFleetAsKarpenter(t *testing.T) {
 			}
 		})
 	})
-}
-
-// gaugeValue is the value of a gauge series with the labels given.
-func gaugeValue(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	next:
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if v, ok := labels[l.GetName()]; ok && v != l.GetValue() {
-					continue next
-				}
-			}
-			return m.GetGauge().GetValue()
-		}
-	}
-	t.Fatalf("no %s%v", name, labels)
-	return 0
 }

@@ -15,6 +15,7 @@ import (
 
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 	"github.com/joiner-dev/joiner/coordinator/fsm"
+	"github.com/joiner-dev/joiner/test/observe"
 )
 
 var foreignRef = &karpv1.NodeClassReference{Group: "karpenter.test.sh", Kind: "UnmanagedNodeClass", Name: "default"}
@@ -86,7 +87,7 @@ func TestExpirationAsKarpenter(t *testing.T) {
 				if len(h.kube.deleted) != 0 {
 					t.Fatalf("deleted %v", h.kube.deleted)
 				}
-				if got := counterWith(t, h.reg, "karpenter_nodeclaims_disrupted_total", labels); got != 0 {
+				if got, _ := observe.Sample(t, h.reg, "karpenter_nodeclaims_disrupted_total", labels); got != 0 {
 					t.Fatalf("karpenter_nodeclaims_disrupted_total%v = %v", labels, got)
 				}
 				return
@@ -99,7 +100,7 @@ func TestExpirationAsKarpenter(t *testing.T) {
 			if len(h.kube.deleted) != 1 {
 				t.Fatalf("deleted again: %v", h.kube.deleted)
 			}
-			if got := counterWith(t, h.reg, "karpenter_nodeclaims_disrupted_total", labels); got != 1 {
+			if got, _ := observe.Sample(t, h.reg, "karpenter_nodeclaims_disrupted_total", labels); got != 1 {
 				t.Fatalf("karpenter_nodeclaims_disrupted_total%v = %v, want 1", labels, got)
 			}
 		})

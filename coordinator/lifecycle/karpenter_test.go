@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -191,7 +190,7 @@ func TestRegistrationWithoutUnregisteredTaint(t *testing.T) {
 	if missing != 1 {
 		t.Fatalf("%d %s events, want 1", missing, events.UnregisteredTaintMissing)
 	}
-	if got := counterWith(t, h.reg, "karpenter_nodes_created_total", map[string]string{"nodepool": "default", "zone": "us-east-1a"}); got != 1 {
+	if got, _ := observe.Sample(t, h.reg, "karpenter_nodes_created_total", map[string]string{"nodepool": "default", "zone": "us-east-1a"}); got != 1 {
 		t.Fatalf("karpenter_nodes_created_total = %v, want 1", got)
 	}
 }
@@ -383,33 +382,6 @@ func TestLivenessAsKarpenter(t *testing.T) {
 	})
 }
 
-// counterWith is the value of the series of name with exactly labels.
-func counterWith(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	metric:
-		for _, m := range mf.GetMetric() {
-			if len(m.GetLabel()) != len(labels) {
-				continue
-			}
-			for _, l := range m.GetLabel() {
-				if labels[l.GetName()] != l.GetValue() {
-					continue metric
-				}
-			}
-			return m.GetCounter().GetValue()
-		}
-	}
-	return 0
-}
-
 // TestLivenessMetrics: a timed-out NodeClaim counts in Karpenter's
 // karpenter_nodeclaims_disrupted_total with its timeout as the reason.
 func TestLivenessMetrics(t *testing.T) {
@@ -432,7 +404,7 @@ func TestLivenessMetrics(t *testing.T) {
 			h.now = t0.Add(tc.after)
 			h.reconcile()
 			h.wantDeleted(tc.reason)
-			if got := counterWith(t, h.reg, "karpenter_nodeclaims_disrupted_total", tc.labels); got != 1 {
+			if got, _ := observe.Sample(t, h.reg, "karpenter_nodeclaims_disrupted_total", tc.labels); got != 1 {
 				t.Fatalf("karpenter_nodeclaims_disrupted_total%v = %v, want 1", tc.labels, got)
 			}
 		})
@@ -502,7 +474,7 @@ func TestGarbageCollectionAsKarpenter(t *testing.T) {
 			}
 			if tc.deleted > 0 {
 				labels := map[string]string{"reason": "garbage_collected", "nodepool": "default", "capacity_type": "spot"}
-				if got := counterWith(t, h.reg, "karpenter_nodeclaims_disrupted_total", labels); got != float64(tc.deleted) {
+				if got, _ := observe.Sample(t, h.reg, "karpenter_nodeclaims_disrupted_total", labels); got != float64(tc.deleted) {
 					t.Fatalf("karpenter_nodeclaims_disrupted_total%v = %v, want %d", labels, got, tc.deleted)
 				}
 			}

@@ -23,6 +23,7 @@ import (
 	"github.com/joiner-dev/joiner/cloud/catalog"
 	"github.com/joiner-dev/joiner/coordinator/scheduler"
 	"github.com/joiner-dev/joiner/coordinator/view/fake"
+	"github.com/joiner-dev/joiner/test/fixture"
 	"github.com/joiner-dev/joiner/test/observe"
 )
 
@@ -37,63 +38,18 @@ import (
 // expectations are Karpenter's unless a comment says otherwise.
 
 const (
-	kGPUA = corev1.ResourceName("fake.com/vendor-a")
-	kGPUB = corev1.ResourceName("fake.com/vendor-b")
+	kGPUA = fixture.KGPUA
+	kGPUB = fixture.KGPUB
 )
 
-// kType is one of Karpenter's fake cloud provider's instance types:
-// cpu, memory and 5 pods, 100m and 10Mi kube-reserved, spot in test-zone-1
-// and -2 and on-demand in test-zone-1 to -3, priced 0.1 per cpu and per GB
-// (and 1 per GPU resource).
-func kType(name, cpu, mem string, opts ...func(*catalog.InstanceType)) *catalog.InstanceType {
-	it := &catalog.InstanceType{
-		Name:   name,
-		Labels: map[string]string{karpv1.LabelInstanceType: name, karpv1.LabelArch: "amd64", karpv1.LabelOS: "linux"},
-		Capacity: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(mem),
-			corev1.ResourcePods: resource.MustParse("5")},
-		Overhead: catalog.Overhead{KubeReserved: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"),
-			corev1.ResourceMemory: resource.MustParse("10Mi")}},
-	}
-	for _, o := range opts {
-		o(it)
-	}
-	if it.Offerings == nil {
-		c, m := it.Capacity[corev1.ResourceCPU], it.Capacity[corev1.ResourceMemory]
-		price := 0.1*c.AsApproximateFloat64() + 0.1*m.AsApproximateFloat64()/1e9
-		for _, r := range []corev1.ResourceName{kGPUA, kGPUB} {
-			if _, ok := it.Capacity[r]; ok {
-				price++
-			}
-		}
-		for _, z := range []string{"test-zone-1", "test-zone-2"} {
-			it.Offerings = append(it.Offerings, catalog.Offering{Zone: z, CapacityType: karpv1.CapacityTypeSpot, Price: price, Available: true})
-		}
-		for _, z := range []string{"test-zone-1", "test-zone-2", "test-zone-3"} {
-			it.Offerings = append(it.Offerings, catalog.Offering{Zone: z, CapacityType: karpv1.CapacityTypeOnDemand, Price: price, Available: true})
-		}
-	}
-	return it
-}
-
-func kRes(name corev1.ResourceName, q string) func(*catalog.InstanceType) {
-	return func(it *catalog.InstanceType) { it.Capacity[name] = resource.MustParse(q) }
-}
-
-func kLabel(k, v string) func(*catalog.InstanceType) {
-	return func(it *catalog.InstanceType) { it.Labels[k] = v }
-}
-
-// kDefaultTypes are the fake cloud provider's default instance types.
-func kDefaultTypes() []*catalog.InstanceType {
-	return []*catalog.InstanceType{
-		kType("default-instance-type", "4", "4Gi"),
-		kType("small-instance-type", "2", "2Gi"),
-		kType("gpu-vendor-instance-type", "4", "4Gi", kRes(kGPUA, "2")),
-		kType("gpu-vendor-b-instance-type", "4", "4Gi", kRes(kGPUB, "2")),
-		kType("arm-instance-type", "16", "128Gi", kLabel(karpv1.LabelArch, "arm64")),
-		kType("single-pod-instance-type", "4", "4Gi", kRes(corev1.ResourcePods, "1")),
-	}
-}
+// kType is one of Karpenter's fake cloud provider's instance types
+// (fixture.KarpenterType).
+var (
+	kType         = fixture.KarpenterType
+	kRes          = fixture.KRes
+	kLabel        = fixture.KLabel
+	kDefaultTypes = fixture.KarpenterDefaultTypes
+)
 
 // kPool is Karpenter's test NodePool: no requirements, the default class.
 func kPool(name string, opts ...func(*karpv1.NodePool)) *karpv1.NodePool {

@@ -12,6 +12,7 @@ import (
 
 	karpv1 "github.com/joiner-dev/joiner/api/core/v1"
 	"github.com/joiner-dev/joiner/cloud/catalog"
+	"github.com/joiner-dev/joiner/test/fixture"
 )
 
 // The cases in this file port the rest of Karpenter v1.14.1's provisioning
@@ -23,16 +24,16 @@ import (
 // the kcluster harness of karpenter_topology_test.go. Expectations are
 // Karpenter's unless a comment names a difference.
 
-// Labels Karpenter's fake cloud provider gives its instance types.
+// Labels and resources of Karpenter's fake cloud provider's types.
 const (
-	kSize    = "size"    // small, or large above 4 cpu and 8Gi
-	kSpecial = "special" // "optional" on large types only
-	kInteger = "integer" // the cpu count
-	kGPUA    = corev1.ResourceName("fake.com/vendor-a")
-	kGPUB    = corev1.ResourceName("fake.com/vendor-b")
+	kSize    = fixture.KSize
+	kSpecial = fixture.KSpecial
+	kInteger = fixture.KInteger
+	kGPUA    = fixture.KGPUA
+	kGPUB    = fixture.KGPUB
 )
 
-type ktypeOpt func(*catalog.InstanceType)
+type ktypeOpt = func(*catalog.InstanceType)
 
 func kArm(it *catalog.InstanceType) { it.Labels[karpv1.LabelArch] = "arm64" }
 
@@ -40,9 +41,7 @@ func kOS(os string) ktypeOpt {
 	return func(it *catalog.InstanceType) { it.Labels[karpv1.LabelOS] = os }
 }
 
-func kRes(name corev1.ResourceName, q string) ktypeOpt {
-	return func(it *catalog.InstanceType) { it.Capacity[name] = resource.MustParse(q) }
-}
+func kRes(name corev1.ResourceName, q string) ktypeOpt { return fixture.KRes(name, q) }
 
 func kLabel(k, v string) ktypeOpt { return func(it *catalog.InstanceType) { it.Labels[k] = v } }
 
@@ -52,57 +51,11 @@ func kOfferings(offs ...catalog.Offering) ktypeOpt {
 	return func(it *catalog.InstanceType) { it.Offerings = offs }
 }
 
-// ktype is one of Karpenter's fake instance types (fake.NewInstanceType):
-// cpu, memory and pods (5 unless given), 100m and 10Mi kube-reserved, spot
-// in zones 1-2 and on-demand in zones 1-3, priced 0.1 per cpu and per GB
-// (and 1 per GPU).
-func ktype(name, cpu, mem string, opts ...ktypeOpt) *catalog.InstanceType {
-	it := &catalog.InstanceType{
-		Name:   name,
-		Labels: map[string]string{karpv1.LabelInstanceType: name, karpv1.LabelArch: "amd64", karpv1.LabelOS: "linux"},
-		Capacity: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(mem),
-			corev1.ResourcePods: resource.MustParse("5")},
-		Overhead: catalog.Overhead{KubeReserved: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"),
-			corev1.ResourceMemory: resource.MustParse("10Mi")}},
-	}
-	for _, o := range opts {
-		o(it)
-	}
-	c, m := it.Capacity[corev1.ResourceCPU], it.Capacity[corev1.ResourceMemory]
-	it.Labels[kInteger] = strconv.FormatInt(c.Value(), 10)
-	if c.Cmp(resource.MustParse("4")) > 0 && m.Cmp(resource.MustParse("8Gi")) > 0 {
-		it.Labels[kSize], it.Labels[kSpecial] = "large", "optional"
-	} else {
-		it.Labels[kSize] = "small"
-	}
-	if it.Offerings == nil {
-		price := 0.1*c.AsApproximateFloat64() + 0.1*m.AsApproximateFloat64()/1e9
-		for _, r := range []corev1.ResourceName{kGPUA, kGPUB} {
-			if _, ok := it.Capacity[r]; ok {
-				price++
-			}
-		}
-		for _, z := range []string{"test-zone-1", "test-zone-2"} {
-			it.Offerings = append(it.Offerings, catalogOffering(z, karpv1.CapacityTypeSpot, price))
-		}
-		for _, z := range []string{"test-zone-1", "test-zone-2", "test-zone-3"} {
-			it.Offerings = append(it.Offerings, catalogOffering(z, karpv1.CapacityTypeOnDemand, price))
-		}
-	}
-	return it
-}
+// ktype is one of Karpenter's fake instance types (fixture.KarpenterType).
+var ktype = fixture.KarpenterType
 
 // kDefaultTypes are the fake cloud provider's default instance types.
-func kDefaultTypes() []*catalog.InstanceType {
-	return []*catalog.InstanceType{
-		ktype("default-instance-type", "4", "4Gi"),
-		ktype("small-instance-type", "2", "2Gi"),
-		ktype("gpu-vendor-instance-type", "4", "4Gi", kRes(kGPUA, "2")),
-		ktype("gpu-vendor-b-instance-type", "4", "4Gi", kRes(kGPUB, "2")),
-		ktype("arm-instance-type", "16", "128Gi", kArm),
-		ktype("single-pod-instance-type", "4", "4Gi", kRes(corev1.ResourcePods, "1")),
-	}
-}
+func kDefaultTypes() []*catalog.InstanceType { return fixture.KarpenterDefaultTypes() }
 
 // kNumberedTypes is fake.InstanceTypes(n): fake-it-i with i+1 cpu, 2(i+1)Gi
 // and 10(i+1) pods.
