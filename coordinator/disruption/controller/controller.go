@@ -74,6 +74,7 @@ type Views interface {
 type Cache interface {
 	NodeClaim(name string) *karpv1.NodeClaim
 	Node(name string) *corev1.Node
+	Pods() []*corev1.Pod
 	Changes() (<-chan struct{}, func())
 }
 
@@ -365,14 +366,10 @@ func (c *Controller) settling(v *pass) string {
 	if since.IsZero() {
 		return ""
 	}
-	copies := map[string]bool{} // Pending holds unbound copies of disrupted nodes' pods
-	for node := range v.snap.Disrupting {
-		for _, p := range v.snap.PodsByNode[node] {
-			copies[key(p)] = true
-		}
-	}
-	for _, p := range v.snap.Pending {
-		if !copies[key(p)] && p.CreationTimestamp.Add(time.Second).After(since) {
+	// The view's Pending holds only pods kube-scheduler has found no room
+	// for: a new pod it has not tried yet is not there.
+	for _, p := range c.d.Cache.Pods() {
+		if p.Spec.NodeName == "" && podutil.Active(p) && !podutil.OwnedByDaemonSet(p) && p.CreationTimestamp.Add(time.Second).After(since) {
 			return fmt.Sprintf("pod %s/%s is not bound yet", p.Namespace, p.Name)
 		}
 	}

@@ -649,9 +649,9 @@ func TestConsolidationWaitsForMovingPods(t *testing.T) {
 			}
 			c.now = c.now.Add(tc.elapsed)
 			if tc.pending {
-				p := testPod("s-new", "1")
+				p := testPod("s-new", "1") // kube-scheduler has not tried it yet
 				p.CreationTimestamp = metav1.NewTime(c.now)
-				c.pending = append(c.pending, p)
+				c.pods = append(c.pods, p)
 			}
 			c.reconcile(ctl)
 			if got := slices.Contains(c.takeOps(), "delete other"); got != tc.want {

@@ -341,6 +341,7 @@ func (c *cluster) terminate(claim, dest string) {
 
 func (c *cluster) NodeClaim(name string) *karpv1.NodeClaim { return c.claims[name] }
 func (c *cluster) Node(name string) *corev1.Node           { return c.nodes[name] }
+func (c *cluster) Pods() []*corev1.Pod                     { return c.pods }
 func (c *cluster) Changes() (<-chan struct{}, func())      { return c.changes, func() {} }
 
 // Writer.
