@@ -189,13 +189,13 @@ func TestDrainEvictsSkipsAndLeaves(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Drain: %v", err)
 	}
-	if got, want := res.Evicted, []string{"default/web-1", "default/web-2", "default/web-3"}; !equal(got, want) {
+	if got, want := res.Evicted, []string{"default/web-1", "default/web-2", "default/web-3"}; !slices.Equal(got, want) {
 		t.Errorf("evicted %v, want %v", got, want)
 	}
-	if got, want := res.Skipped, []string{"default/done-1", "default/ds-1", "default/static-1"}; !equal(got, want) {
+	if got, want := res.Skipped, []string{"default/done-1", "default/ds-1", "default/static-1"}; !slices.Equal(got, want) {
 		t.Errorf("skipped %v, want %v", got, want)
 	}
-	if got, want := res.Left, []string{"default/dnd-1"}; !equal(got, want) {
+	if got, want := res.Left, []string{"default/dnd-1"}; !slices.Equal(got, want) {
 		t.Errorf("left %v, want %v", got, want)
 	}
 	if e.calls["web-1"] != 4 {
@@ -268,7 +268,7 @@ func TestDrainDeadlineNamesStuckPods(t *testing.T) {
 	if !errors.Is(err, ErrDeadline) {
 		t.Fatalf("err = %v, want ErrDeadline", err)
 	}
-	if !equal(res.Stuck, []string{"default/pinned"}) || !equal(res.Evicted, []string{"default/free"}) {
+	if !slices.Equal(res.Stuck, []string{"default/pinned"}) || !slices.Equal(res.Evicted, []string{"default/free"}) {
 		t.Errorf("result = %+v", res)
 	}
 }
@@ -284,7 +284,7 @@ func TestDrainForceAfter(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Drain: %v", err)
 	}
-	if !equal(res.Evicted, []string{"default/pinned"}) || o.n[ResultDeleted] != 1 || e.calls["pinned"] == 0 {
+	if !slices.Equal(res.Evicted, []string{"default/pinned"}) || o.n[ResultDeleted] != 1 || e.calls["pinned"] == 0 {
 		t.Errorf("result %+v, observer %v: want pinned deleted after blocked evictions", res, o.n)
 	}
 }
@@ -418,18 +418,6 @@ func TestDrainTaintOnlyAndDryRun(t *testing.T) {
 	if e2.calls["web-1"] != 0 {
 		t.Error("dry-run evicted a pod")
 	}
-}
-
-func equal(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func TestCordonDrainReasonOutranksTaintOnly(t *testing.T) {

@@ -123,7 +123,7 @@ func TestDrainDeletesPodsForTheTerminationTime(t *testing.T) {
 		opts.KarpenterTermination = true
 		res, err := New(c, zaptest.NewLogger(t), opts).Drain(context.Background(),
 			Request{Node: nodeName, Reason: "expired", Deadline: time.Now().Add(20 * time.Second), Evict: true})
-		if err != nil || len(deletes(c)) != 0 || !equal(res.Left, []string{"default/dnd"}) {
+		if err != nil || len(deletes(c)) != 0 || !slices.Equal(res.Left, []string{"default/dnd"}) {
 			t.Errorf("result %+v, err %v, deletions %v: want dnd left alone", res, err, deletes(c))
 		}
 	})

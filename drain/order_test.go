@@ -284,7 +284,7 @@ func TestDrainOrder(t *testing.T) {
 				{"evicted", res.Evicted, tt.wantEvicted}, {"skipped", res.Skipped, tt.wantSkipped},
 				{"left", res.Left, tt.wantLeft}, {"held", res.Held, tt.wantHeld}, {"stuck", res.Stuck, tt.wantStuck},
 			} {
-				if want := qualified(f.want); !equal(f.got, want) {
+				if want := qualified(f.want); !slices.Equal(f.got, want) {
 					t.Errorf("%s %v, want %v", f.what, f.got, want)
 				}
 			}
@@ -294,7 +294,7 @@ func TestDrainOrder(t *testing.T) {
 			}
 			evicted := slices.Clone(order)
 			slices.Sort(evicted)
-			if !equal(evicted, tt.wantEvicted) {
+			if !slices.Equal(evicted, tt.wantEvicted) {
 				t.Errorf("eviction requests for %v, want one each for %v", evicted, tt.wantEvicted)
 			}
 			for i := 1; i < len(order) && tt.karpenter; i++ {

@@ -3,6 +3,7 @@ package drain
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -138,7 +139,7 @@ func TestDrainIgnoresPodsStuckTerminating(t *testing.T) {
 			if !errors.Is(err, tc.wantErr) {
 				t.Fatalf("Drain: %v, want %v", err, tc.wantErr)
 			}
-			if !equal(res.Evicted, tc.wantEvicted) || !equal(res.Skipped, tc.wantSkipped) || !equal(res.Stuck, tc.stuck) || len(res.Left) > 0 {
+			if !slices.Equal(res.Evicted, tc.wantEvicted) || !slices.Equal(res.Skipped, tc.wantSkipped) || !slices.Equal(res.Stuck, tc.stuck) || len(res.Left) > 0 {
 				t.Errorf("result %+v, want evicted %v, skipped %v, stuck %v", res, tc.wantEvicted, tc.wantSkipped, tc.stuck)
 			}
 			for p, n := range calls {
@@ -197,7 +198,7 @@ func TestDrainDoNotDisruptDurations(t *testing.T) {
 			if tc.left {
 				want = Result{Left: []string{"default/app"}}
 			}
-			if !equal(res.Left, want.Left) || !equal(res.Evicted, want.Evicted) {
+			if !slices.Equal(res.Left, want.Left) || !slices.Equal(res.Evicted, want.Evicted) {
 				t.Errorf("result %+v, want %+v", res, want)
 			}
 			if got := e.calls["app"]; got != len(want.Evicted) {

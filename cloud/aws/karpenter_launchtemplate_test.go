@@ -3,6 +3,7 @@ package aws_test
 import (
 	"context"
 	"maps"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -67,7 +68,7 @@ func TestLaunchTemplateDataTableAsKarpenter(t *testing.T) {
 		}, func(t *testing.T, d *ec2types.RequestLaunchTemplateData) {
 			// 200G = 186.3GiB, rounded up.
 			want := []string{"/dev/xvda=" + ebsString(ptr(wantIO2(187))), "/dev/xvdb=" + ebsString(ptr(wantIO2(200)))}
-			if got := ebsOf(d); !equalStrings(got, want) {
+			if got := ebsOf(d); !slices.Equal(got, want) {
 				t.Errorf("block devices %v, want %v", got, want)
 			}
 		}},
@@ -83,7 +84,7 @@ func TestLaunchTemplateDataTableAsKarpenter(t *testing.T) {
 		{"should use custom block device mapping for custom AMIFamilies", func(s *cloud.LaunchSpec) {
 			s.BlockDevices = []*awsv1.BlockDeviceMapping{io2("40Gi")}
 		}, func(t *testing.T, d *ec2types.RequestLaunchTemplateData) {
-			if got, want := ebsOf(d), []string{"/dev/xvda=" + ebsString(ptr(wantIO2(40)))}; !equalStrings(got, want) {
+			if got, want := ebsOf(d), []string{"/dev/xvda=" + ebsString(ptr(wantIO2(40)))}; !slices.Equal(got, want) {
 				t.Errorf("block devices %v, want %v", got, want)
 			}
 		}},
@@ -182,18 +183,6 @@ func ebsString(e *ec2types.LaunchTemplateEbsBlockDeviceRequest) string {
 	return "size=" + strconv.Itoa(int(aws.ToInt32(e.VolumeSize))) + ",type=" + string(e.VolumeType) + ",iops=" + strconv.Itoa(int(aws.ToInt32(e.Iops))) +
 		",delete=" + strconv.FormatBool(aws.ToBool(e.DeleteOnTermination)) + ",encrypted=" + strconv.FormatBool(aws.ToBool(e.Encrypted)) +
 		",kms=" + aws.ToString(e.KmsKeyId) + ",throughput=" + strconv.Itoa(int(aws.ToInt32(e.Throughput))) + ",snapshot=" + aws.ToString(e.SnapshotId)
-}
-
-func equalStrings(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // TestNetworkInterfacesAsKarpenter: the "Public IP Association", "IP

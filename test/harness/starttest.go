@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -42,12 +44,43 @@ func StartTest(t testing.TB, opts Options) *Harness {
 		t.Skipf("%v (run `make tools`)", err)
 	}
 	if h != nil {
+		keepLogsOnFailure(t, dir)
 		testenv.StopWhenDone(t, "process logs (tail)", h.Logs, h.Stop)
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
 	return h
+}
+
+// keepLogsOnFailure copies dir's *.log files to $JOINER_TEST_LOGS/<test>
+// when the test fails, after its processes have stopped (cleanups run
+// last-registered first), so a flake seen under load can be read whole.
+func keepLogsOnFailure(t testing.TB, dir string) {
+	keep := os.Getenv("JOINER_TEST_LOGS")
+	if keep == "" {
+		return
+	}
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		dst := filepath.Join(keep, strings.ReplaceAll(t.Name(), "/", "_")+"-"+time.Now().UTC().Format("150405"))
+		logs, _ := filepath.Glob(filepath.Join(dir, "*.log"))
+		for _, src := range logs {
+			b, err := os.ReadFile(src)
+			if err == nil {
+				err = os.MkdirAll(dst, 0o755)
+			}
+			if err == nil {
+				err = os.WriteFile(filepath.Join(dst, filepath.Base(src)), b, 0o644)
+			}
+			if err != nil {
+				t.Logf("keeping %s: %v", src, err)
+			}
+		}
+		t.Logf("logs kept in %s", dst)
+	})
 }
 
 // StartReady is StartTest, then a wait until every coordinator is ready;
