@@ -482,6 +482,7 @@ func TestProcessDriftSurvivesLeaderKill(t *testing.T) {
 		}
 		if replaced {
 			if len(fresh) != 2 {
+				t.Logf("the new leader's decisions:\n%s", decisionLines(h.Process(next.Name).LogTail(20000)))
 				t.Fatalf("%d replacement nodeclaims for 2 drifted nodes (%v): the new leader launched again", len(fresh), fresh)
 			}
 			t.Logf("both drifted nodes replaced by exactly 2 nodeclaims across the leader change")
@@ -497,6 +498,24 @@ func TestProcessDriftSurvivesLeaderKill(t *testing.T) {
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
+}
+
+// decisionLines keeps the log lines of a coordinator that say what it
+// planned, launched, disrupted and rolled back (the rest of a failed
+// test's log tail is raft and memberlist chatter).
+func decisionLines(log string) string {
+	var out []string
+	for _, l := range strings.Split(log, "\n") {
+		for _, m := range []string{"created nodeclaim", "computed new nodeclaim", "planning pod(s) again", "found provisionable",
+			"disrupting node", "resuming disruption", "rolling back", "rolled back", "launched replacement", "deleted nodeclaim",
+			"initialized nodeclaim", "registered nodeclaim", "leadership established"} {
+			if strings.Contains(l, m) {
+				out = append(out, l)
+				break
+			}
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 func later(a, b time.Time) time.Time {
