@@ -1023,11 +1023,14 @@ func TestKarpenterStateNominations(t *testing.T) {
 			return &fake.Cache{PodList: []*corev1.Pod{kPod("waiting", "1")}}
 		}, cmds: append(kLaunch("in1", "general-1", "i-1", "", now, "default/waiting"), kTerminate("i-1", now)), wantPending: true},
 		// A replacement (nominated since n1 began to go away) whose NodeClaim
-		// is then deleted does not hold n1's pod either.
+		// is then deleted does not hold n1's pod either (n1 tainted: its
+		// disruption went past launching the replacement).
 		{name: "a replacement being deleted does not hold a disrupted node's pod", cache: func() *fake.Cache {
 			nc := kClaim("general-2", "general", "", "cpu", "4", "pods", "10")
 			kDeleting(nc)
-			return &fake.Cache{NodeList: []*corev1.Node{kManaged(kNode("n1", "i-1", "cpu", "4", "pods", "10"))}, ClaimList: []*karpv1.NodeClaim{nc},
+			n1 := kManaged(kNode("n1", "i-1", "cpu", "4", "pods", "10"))
+			n1.Spec.Taints = []corev1.Taint{{Key: karpv1.TaintDisruptedKey, Effect: corev1.TaintEffectNoSchedule}}
+			return &fake.Cache{NodeList: []*corev1.Node{n1}, ClaimList: []*karpv1.NodeClaim{nc},
 				PodList: []*corev1.Pod{kOn(kPod("waiting", "1"), "n1")}}
 		}, cmds: slices.Concat(kLaunch("in1", "general-1", "i-1", "n1", now.Add(-time.Hour)), [][]byte{kTerminate("i-1", now.Add(-time.Minute))},
 			kLaunch("in2", "general-2", "", "", now, "default/waiting")), wantPending: true, wantWhy: "nodeclaim general-2 is being deleted"},

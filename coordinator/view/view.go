@@ -237,6 +237,10 @@ func (b *Builder) Build(now time.Time) *View {
 	// Existing nodes.
 	registered := map[string]string{}     // intent ID -> node name
 	disruptedAt := map[string]time.Time{} // disrupting node -> when it began to go away
+	// Nodes whose termination is committed and nothing else shows it yet:
+	// the first step of a disruption, whose replacements come next (see
+	// the last loop).
+	deciding := map[string]bool{}
 	for _, node := range b.Cache.Nodes() {
 		v.AllNodes = append(v.AllNodes, node)
 		nc := claimByProvider[node.Spec.ProviderID]
@@ -256,9 +260,12 @@ func (b *Builder) Build(now time.Time) *View {
 		}
 		// A pending termination counts for the nodes raft launched and
 		// for the adopted ones it records terminations of alike.
-		if disrupting(node, nc) || terminating[id] {
+		if marked := disrupting(node, nc); marked || terminating[id] {
 			v.Disrupting[node.Name] = true
 			disruptedAt[node.Name] = disruptedSince(node, nc, terminatingSince[id])
+			if !marked {
+				deciding[node.Name] = true
+			}
 		}
 	}
 	nominated := holdingNominations(b.State.NominatedPods(), intents, podByKey, disruptedAt)
@@ -388,6 +395,16 @@ func (b *Builder) Build(now time.Time) *View {
 				} else if gone {
 					v.Released[key] = why
 				}
+			}
+			if deciding[node.Name] {
+				// Karpenter marks a candidate for deletion only once its
+				// replacements are launched, so that the provisioner does
+				// not launch for its pods too: Joiner's disruption
+				// controller commits the termination, launches the
+				// replacements, then taints. Until the taint (or a
+				// deletion) the pods wait for those replacements; the node
+				// gives no room meanwhile.
+				continue
 			}
 			v.Pending = append(v.Pending, unbound(pod))
 		}

@@ -459,9 +459,11 @@ func TestNominationUsedUpOnceBound(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name string
-		// disrupt: n1's termination is decided; replaced: a replacement
-		// (n3's intent) then nominates the pod; registered: n3 joined.
-		disrupt, replaced, registered bool
+		// disrupt: n1's termination is decided; started: the disruption
+		// went on to taint n1 (after launching its replacements, if any);
+		// replaced: a replacement (n3's intent) then nominates the pod;
+		// registered: n3 joined.
+		disrupt, started, replaced, registered bool
 		evicted                       bool // the pod terminates (its ReplicaSet makes a new one)
 		// taintOnly: n1 is disrupted by the karpenter.sh/disrupted taint
 		// alone (no termination, no deletion); the pod was bound a
@@ -475,7 +477,11 @@ func TestNominationUsedUpOnceBound(t *testing.T) {
 		wantOn        string // the view node holding the pod, "" for none
 	}{
 		{name: "n1 stays: the pod is placed, n2 keeps no room for it", wantOn: "n1"},
-		{name: "n1 disrupted: the pod needs capacity", disrupt: true, wantPending: true},
+		{name: "n1 disrupted: the pod needs capacity", disrupt: true, started: true, wantPending: true},
+		// The disruption controller's replacements are still to be
+		// launched: the provisioner must not launch for the pod too
+		// (Karpenter marks for deletion after launching replacements).
+		{name: "n1's termination decided, its replacement not launched yet: the pod waits", disrupt: true},
 		{name: "a replacement in flight holds it", disrupt: true, replaced: true, wantNominated: "in3", wantOn: "general-3"},
 		{name: "the registered replacement keeps its room", disrupt: true, replaced: true, registered: true,
 			wantNominated: "in3", wantOn: "n3"},
@@ -504,7 +510,7 @@ func TestNominationUsedUpOnceBound(t *testing.T) {
 			n2 := n1.DeepCopy()
 			n2.Name, n2.Spec.ProviderID = "n2", "aws:///us-east-1a/i-2"
 			nodes := []*corev1.Node{n1, n2}
-			if tc.taintOnly {
+			if tc.taintOnly || tc.started {
 				n1.Spec.Taints = []corev1.Taint{{Key: karpv1.TaintDisruptedKey, Effect: corev1.TaintEffectNoSchedule}}
 			}
 			cmds := [][]byte{fsm.MustEncode(fsm.PlanCommitType, fsm.PlanCommit{At: scaleOut, Intents: []fsm.NewIntent{
