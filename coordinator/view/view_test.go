@@ -464,7 +464,7 @@ func TestNominationUsedUpOnceBound(t *testing.T) {
 		// replaced: a replacement (n3's intent) then nominates the pod;
 		// registered: n3 joined.
 		disrupt, started, replaced, registered bool
-		evicted                       bool // the pod terminates (its ReplicaSet makes a new one)
+		evicted                                bool // the pod terminates (its ReplicaSet makes a new one)
 		// taintOnly: n1 is disrupted by the karpenter.sh/disrupted taint
 		// alone (no termination, no deletion); the pod was bound a
 		// minute after the scale-out.
