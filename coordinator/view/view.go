@@ -392,8 +392,8 @@ func (b *Builder) Build(now time.Time) *View {
 				if why, gone := withdrawn[id]; live && !gone {
 					v.Nominated[key] = id
 					continue
-				} else if gone {
-					v.Released[key] = why
+				} else if gone && !deciding[node.Name] {
+					v.Released[key] = why // (logged as planned again)
 				}
 			}
 			if deciding[node.Name] {
