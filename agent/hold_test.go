@@ -343,6 +343,7 @@ func TestHoldAfterReport(t *testing.T) {
 				node.Labels = nil
 			}
 			kube := fake.NewClientset(node)
+			statusOnly(kube)
 			coord := reporttest.NewCluster(t, 1, 3)
 			a, err := New(Config{
 				NodeName: "node-1", IMDSGetter: &fakeIMDS{bodies: map[string]string{}}, CoordinatorDrains: tc.nodePool,
@@ -380,4 +381,26 @@ func TestHoldAfterReport(t *testing.T) {
 			}
 		})
 	}
+}
+
+// statusOnly makes the fake clientset's UpdateStatus of a Node change its
+// status alone, as the API server does: the fake stores the whole object,
+// so the drain's Drained condition, written from a read made before the
+// notice ended, put back the cordon the agent had just taken off (seen
+// once under load).
+func statusOnly(kube *fake.Clientset) {
+	kube.PrependReactor("update", "nodes", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		u, ok := a.(k8stesting.UpdateAction)
+		if !ok || a.GetSubresource() != "status" {
+			return false, nil, nil
+		}
+		in := u.GetObject().(*corev1.Node)
+		cur, err := kube.Tracker().Get(a.GetResource(), "", in.Name)
+		if err != nil {
+			return true, nil, err
+		}
+		out := cur.(*corev1.Node).DeepCopy()
+		out.Status = in.Status
+		return true, out, kube.Tracker().Update(a.GetResource(), out, "")
+	})
 }
